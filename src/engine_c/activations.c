@@ -1,0 +1,2 @@
+/* activations.c: see engine.h. */
+#include "engine.h"

@@ -1,0 +1,2 @@
+/* conv.c: see engine.h. */
+#include "engine.h"

@@ -1,0 +1,2 @@
+/* dense.c: see engine.h. */
+#include "engine.h"

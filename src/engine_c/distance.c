@@ -1,0 +1,2 @@
+/* distance.c: see engine.h. */
+#include "engine.h"

@@ -1,0 +1,2 @@
+/* optim.c: see engine.h. */
+#include "engine.h"

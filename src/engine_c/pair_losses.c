@@ -1,0 +1,2 @@
+/* pair_losses.c: see engine.h. */
+#include "engine.h"

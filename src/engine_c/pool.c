@@ -1,0 +1,2 @@
+/* pool.c: see engine.h. */
+#include "engine.h"

@@ -1,0 +1,1 @@
+"""mantissa-embed: CPU-native metric learning."""

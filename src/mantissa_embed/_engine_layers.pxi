@@ -1,0 +1,1 @@
+# Layer kernels (conv, pool, relu, dense, optim) wrappers. Owner: layers helper.

@@ -1,0 +1,1 @@
+# Distance, normalization and pair/triplet loss wrappers. Owner: losses helper.

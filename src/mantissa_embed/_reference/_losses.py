@@ -1,0 +1,2 @@
+"""See mantissa_embed._reference."""
+__all__ = []

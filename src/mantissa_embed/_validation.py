@@ -1,0 +1,94 @@
+"""Input validation shared by every public entry point.
+
+Arrays are converted and checked once at the public boundary (float32, C-contiguous,
+finite, expected ndim) and then passed down without copies. Errors name the argument:
+``ValueError`` for bad values and shapes, ``TypeError`` for wrong types.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def check_array(x, name, ndim=None, *, dtype=np.float32, allow_empty=True, finite=True):
+    """Return ``x`` as a C-contiguous ``dtype`` array, validated.
+
+    Parameters
+    ----------
+    x : array_like
+        The input. Booleans, strings and objects are rejected with ``TypeError``.
+    name : str
+        The argument name used in error messages.
+    ndim : int or tuple of int, optional
+        Accepted number(s) of dimensions.
+    finite : bool, default True
+        Reject NaN and Inf with ``ValueError``.
+    """
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
+    arr = np.asarray(x)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if arr.dtype.kind == "b":
+        raise TypeError(f"{name} must be a numeric array, got dtype bool")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            want = " or ".join(str(a) for a in allowed)
+            raise ValueError(f"{name} must be {want}-D, got shape {arr.shape}")
+    if not allow_empty and arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if finite and arr.dtype.kind == "f" and arr.size and not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or Inf")
+    return arr
+
+
+def check_labels(y, name="labels", n=None):
+    """Return integer labels as a 1-D C-contiguous int64 array.
+
+    Raises ``TypeError`` for non-integer dtypes (floats included) and ``ValueError``
+    for a wrong ndim or a length different from ``n``.
+    """
+    if y is None:
+        raise TypeError(f"{name} must be an integer array, got None")
+    arr = np.asarray(y)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"{name} must have length {n} (one per embedding), got {arr.shape[0]}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def check_int(v, name, minimum=None):
+    """Validate an integer scalar (bool rejected); return it as ``int``."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+    v = int(v)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    return v
+
+
+def check_float(v, name, minimum=None, *, strict=False):
+    """Validate a finite real scalar; return it as ``float``."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(v).__name__}")
+    v = float(v)
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    if minimum is not None and (v <= minimum if strict else v < minimum):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {v}")
+    return v
+
+
+def as_generator(seed, name="seed"):
+    """A ``numpy.random.Generator`` from an int seed, a Generator, or None (fresh entropy)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng(check_int(seed, name, minimum=0))

@@ -1,0 +1,19 @@
+"""Backend selection: ``"mantissa"`` (the C engine) or ``"numpy"`` (the reference twins)."""
+from __future__ import annotations
+
+BACKENDS = ("mantissa", "numpy")
+
+
+def get_backend(name="mantissa"):
+    """Return the module implementing the engine API for ``name``.
+
+    Both modules expose the same functions with the same signatures.
+    Raises ``ValueError`` for an unknown name.
+    """
+    if name == "mantissa":
+        from . import engine
+        return engine
+    if name == "numpy":
+        from . import _reference
+        return _reference
+    raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")
