@@ -33,11 +33,17 @@ int me_cpu_features(void);              /* bitmask of ME_CPU_* usable on this CP
 const char *me_gemm_kernel_name(void);  /* "avx512", "avx2" or "generic": the SGEMM micro-kernel in use */
 void me_set_num_threads(int n);         /* n >= 1; default: number of cores (or MANTISSA_EMBED_NUM_THREADS) */
 int me_get_num_threads(void);
+/* Force the SGEMM micro-kernel: "generic", "avx2" or "avx512" (tests, benchmarks).
+ * Returns 0 on success, -1 for an unknown name, -2 when the CPU lacks it (unchanged). */
+int me_set_gemm_kernel(const char *name);
+int me_gemm_kernel_id(void);            /* 0 generic, 1 avx2, 2 avx512 (the kernel in use) */
 
 /* --------------------------------------------------------------- gemm.c */
 /* C (M,N) = alpha * op(A) (M,K) @ op(B) (K,N) + beta * C; row-major.
  * A is (M,K) with leading dimension lda, or (K,M) when trans_a; B likewise (K,N) / (N,K).
- * beta == 0 overwrites C (NaN in C is not propagated). Threads: me_get_num_threads(). */
+ * beta == 0 overwrites C (NaN in C is not propagated); alpha == 0 or K == 0 only scale C.
+ * Threads: me_get_num_threads(); results are bitwise identical for every thread count
+ * (and between me_sgemm and me_sgemm_st) for a given shape and micro-kernel. */
 void me_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
               float *C, int64_t ldc);
@@ -47,7 +53,9 @@ void me_sgemm_st(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, floa
                  float *C, int64_t ldc);
 
 /* --------------------------------------------------------------- conv.c */
-/* x (N,C,H,W), w (F,C,KH,KW), b (F) or NULL -> y (N,F,HO,WO); HO = (H + 2*pad - KH)/stride + 1 */
+/* im2col + SGEMM per group of images (the group split depends on the shapes only, so results
+ * are bitwise identical for any thread count); see conv.c for the layouts and the workspace.
+ * x (N,C,H,W), w (F,C,KH,KW), b (F) or NULL -> y (N,F,HO,WO); HO = (H + 2*pad - KH)/stride + 1 */
 int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                                  int64_t KH, int64_t KW, int64_t stride, int64_t pad);
 void me_conv2d_forward(const float *x, const float *w, const float *b, float *y,
@@ -69,6 +77,10 @@ void me_maxpool2d_forward(const float *x, float *y, int32_t *argmax,
 /* dy (N,C,HO,WO), argmax -> dx (N,C,H,W), overwritten. */
 void me_maxpool2d_backward(const float *dy, const int32_t *argmax, float *dx,
                            int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO);
+/* The same, for untrusted argmax: entries outside [0, H*W) are skipped and counted;
+ * returns their number (0 when every entry is valid). */
+int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, float *dx,
+                                      int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO);
 
 /* -------------------------------------------------------- activations.c */
 /* x (n) -> y (n) = max(x, 0); y may alias x */
@@ -96,22 +108,64 @@ void me_adam_step(float *p, const float *g, float *m, float *v, int64_t n, int64
                   float lr, float beta1, float beta2, float eps, float weight_decay);
 
 /* ----------------------------------------------------------- distance.c */
-/* x (N,D) -> y (N,D) = x / max(||x||, eps), norms (N) = ||x|| */
+/* x (N,D) -> y (N,D) = x / max(||x||, eps), norms (N) = ||x|| (torch.nn.functional.normalize). y may alias x. */
 void me_l2_normalize_forward(const float *x, float *y, float *norms, int64_t N, int64_t D, float eps);
-/* dy (N,D), y (N,D), norms (N) -> dx (N,D) = (dy - y <y,dy>) / max(norm, eps) */
+/* dy (N,D), y (N,D), norms (N) -> dx (N,D) = (dy - y <y,dy>) / norm when norm >= eps,
+ * dy / eps otherwise (the clamp's branch, as torch). dx may alias dy. */
 void me_l2_normalize_backward(const float *dy, const float *y, const float *norms, float *dx,
                               int64_t N, int64_t D, float eps);
-/* x (N,D), r (M,D) -> dist (N,M): squared Euclidean (squared=1) or Euclidean (squared=0), clamped >= 0 */
+/* Workspace sizes (floats) of me_euclidean_forward (N+M) and me_euclidean_backward (N*M+N+M). */
+int64_t me_euclidean_forward_workspace_size(int64_t N, int64_t M);
+int64_t me_euclidean_backward_workspace_size(int64_t N, int64_t M);
+/* x (N,D), r (M,D) -> dist (N,M) = ||x_i||^2 + ||r_j||^2 - 2 x_i.r_j (one me_sgemm), then sqrt when
+ * squared == 0. Entries below 1e-3 (||x_i||^2 + ||r_j||^2) (cancellation) are recomputed directly as
+ * ||x_i - r_j||^2, so duplicates give exactly 0. r may be x (the same buffer: diagonal exactly 0).
+ * ws: forward workspace. */
 void me_euclidean_forward(const float *x, const float *r, float *dist, int64_t N, int64_t M, int64_t D,
-                          int squared);
-/* ddist (N,M), dist (N,M) (the forward output) -> dx (N,D) or NULL, dr (M,D) or NULL (overwritten).
- * For squared=0 the gradient at dist == 0 is taken as 0 (subgradient). ws: workspace of N*M floats. */
+                          int squared, float *ws);
+/* ddist (N,M), dist (N,M) (the forward output) -> dx (N,D) or NULL, dr (M,D) or NULL (overwritten),
+ * by two sgemm with G = ddist/dist (squared=0) or 2*ddist (squared=1): dx = x*rowsum(G) - G r,
+ * dr = r*colsum(G) - G^T x. Where dist == 0 the gradient is taken as 0 (the subgradient torch.cdist
+ * uses). Never forms an N x M x D tensor. ws: backward workspace. */
 void me_euclidean_backward(const float *x, const float *r, const float *dist, const float *ddist,
                            float *dx, float *dr, int64_t N, int64_t M, int64_t D, int squared, float *ws);
 
 /* -------------------------------------------------------- pair_losses.c */
-/* The pair/triplet reductions of ContrastiveLoss and TripletMarginLoss over a distance matrix.
- * Each returns the loss and writes ddist (N,M) = dL/d dist (overwritten). See the function bodies. */
+/* The pair/triplet reductions of ContrastiveLoss and TripletMarginLoss over a distance matrix
+ * dist (N,M), with pytorch-metric-learning's semantics. Each returns the loss (double), writes
+ * ddist (N,M) = dL/d dist (overwritten) and fills stats (see below) when stats != NULL.
+ *  - inverted != 0: dist is a similarity (DotProduct/Cosine): "margin(x, y)" is y - x.
+ *  - nonzero_only != 0: AvgNonZeroReducer (mean over the terms with loss > 0);
+ *    0: MeanReducer (mean over every term). No term -> loss 0 and ddist = 0.
+ *  - labels (N), ref_labels (M) int64; exclude_self != 0 (requires N == M) drops the pairs (i, i).
+ * Reductions are split into a fixed number of row chunks summed in a fixed order, so results
+ * do not even depend on the thread count. */
+
+/* Contrastive: positive pairs charge relu(d - pos_margin), negative pairs relu(neg_margin - d)
+ * (inverted: relu(pos_margin - s), relu(s - neg_margin)); each kind is reduced on its own and the
+ * two means are summed. stats (6): pos_loss, neg_loss, n_pos, n_neg, n_pos_nonzero, n_neg_nonzero. */
+double me_contrastive_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
+                          float *ddist, int64_t N, int64_t M, float pos_margin, float neg_margin,
+                          int exclude_self, int inverted, int nonzero_only, double *stats);
+/* The same over given pairs: (a1, p) positive (K1 each), (a2, n) negative (K2 each), int64 indices
+ * already checked in range (a* < N, p/n < M). Repeated pairs count once per occurrence. */
+double me_contrastive_pairs(const float *dist, const int64_t *a1, const int64_t *p, int64_t K1,
+                            const int64_t *a2, const int64_t *n, int64_t K2, float *ddist,
+                            int64_t N, int64_t M, float pos_margin, float neg_margin,
+                            int inverted, int nonzero_only, double *stats);
+/* Triplet margin over every (a, p, n) with labels[a] == ref_labels[p] (p != a under exclude_self)
+ * and labels[a] != ref_labels[n]: v = (d_ap - d_an) + margin (inverted: (s_an - s_ap) + margin),
+ * loss relu(v), or softplus(v) when smooth (torch's, threshold 20). swap (requires N == M and
+ * labels == ref_labels): d_an is replaced by min(d_an, d_pn) (inverted: max), ties share the
+ * gradient half and half as torch.min does. Parallel over anchors, never materializes the triplets.
+ * stats (3): loss, n_triplets, n_nonzero. */
+double me_triplet_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
+                      float *ddist, int64_t N, int64_t M, float margin, int exclude_self,
+                      int swap, int smooth, int inverted, int nonzero_only, double *stats);
+/* The same over given triplets a (K) < N, p, n (K) < M (swap additionally requires p < N). */
+double me_triplet_triplets(const float *dist, const int64_t *a, const int64_t *p, const int64_t *n,
+                           int64_t K, float *ddist, int64_t N, int64_t M, float margin,
+                           int swap, int smooth, int inverted, int nonzero_only, double *stats);
 
 #ifdef __cplusplus
 }

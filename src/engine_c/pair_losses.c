@@ -1,2 +1,368 @@
-/* pair_losses.c: see engine.h. */
+/* pair_losses.c: fused ContrastiveLoss / TripletMarginLoss reductions over a distance matrix.
+ *
+ * Semantics are pytorch-metric-learning's (losses/contrastive_loss.py, triplet_margin_loss.py,
+ * reducers/avg_non_zero_reducer.py, mean_reducer.py); see engine.h for the contracts.
+ *
+ * Per-term losses are computed in float32 with the same operation order as PML (so the "loss > 0"
+ * test of AvgNonZeroReducer decides the same way on the same distances); sums are accumulated in
+ * double. The "all" kernels split rows into NCHUNK fixed chunks (independent of the thread count),
+ * each chunk's partial sums land in its own slot, and the slots are added in chunk order: the
+ * result is bitwise identical for any thread count. The gradient is accumulated as a per-entry
+ * weight during the same pass and scaled by 1/denominator at the end.
+ */
 #include "engine.h"
+
+#include <math.h>
+#include <string.h>
+
+#define NCHUNK 64
+/* Below this many distance-matrix entries (times the per-entry work) a kernel runs on the calling
+ * thread; the chunking, hence the result, is the same either way. */
+#define PAR_MIN 65536
+
+static inline int64_t chunk_lo(int64_t c, int64_t n) { return (c * n) / NCHUNK; }
+
+static void scale_rows(float *a, int64_t N, int64_t M, float s) {
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= PAR_MIN)
+    for (int64_t i = 0; i < N; i++) {
+        float *ai = a + i * M;
+        for (int64_t j = 0; j < M; j++) ai[j] *= s;
+    }
+}
+
+static void zero_rows(float *a, int64_t N, int64_t M) {
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= PAR_MIN)
+    for (int64_t i = 0; i < N; i++) memset(a + i * M, 0, (size_t)M * sizeof(float));
+}
+
+/* torch.nn.functional.softplus(v) (beta 1, threshold 20) and its derivative */
+static inline float softplus_f(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
+static inline float softplus_grad(float v) {
+    if (v > 20.0f) return 1.0f;
+    float z = expf(v);
+    return z / (z + 1.0f);
+}
+
+/* ------------------------------------------------------------------ contrastive */
+
+/* dist (N,M), labels (N), ref_labels (M) -> ddist (N,M); stats (6) */
+double me_contrastive_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
+                          float *ddist, int64_t N, int64_t M, float pos_margin, float neg_margin,
+                          int exclude_self, int inverted, int nonzero_only, double *stats) {
+    /* part[c]: pos_sum, neg_sum, n_pos, n_neg, n_pos_nz, n_neg_nz */
+    double part[NCHUNK][6];
+    const float pm = pos_margin, nm = neg_margin;
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= PAR_MIN)
+    for (int64_t c = 0; c < NCHUNK; c++) {
+        double sp = 0.0, sn = 0.0;
+        int64_t np_ = 0, nn = 0, ap = 0, an = 0;
+        for (int64_t i = chunk_lo(c, N); i < chunk_lo(c + 1, N); i++) {
+            const float *di = dist + i * M;
+            float *gi = ddist + i * M;
+            const int64_t li = labels[i];
+            float rsp = 0.0f, rsn = 0.0f;
+            int64_t rnp = 0, rnn = 0, rap = 0, ran = 0;
+            #pragma omp simd reduction(+:rsp, rsn, rnp, rnn, rap, ran)
+            for (int64_t j = 0; j < M; j++) {
+                const int same = ref_labels[j] == li;
+                const int pos = same && !(exclude_self && j == i);
+                const int neg = !same;
+                const float d = di[j];
+                const float vp = inverted ? pm - d : d - pm;
+                const float vn = inverted ? d - nm : nm - d;
+                const int actp = pos && vp > 0.0f;
+                const int actn = neg && vn > 0.0f;
+                rsp += actp ? vp : 0.0f;
+                rsn += actn ? vn : 0.0f;
+                rnp += pos;
+                rnn += neg;
+                rap += actp;
+                ran += actn;
+                /* unscaled dL/dd: +-1 for an active term; scaled below */
+                gi[j] = actp ? (inverted ? -1.0f : 1.0f) : (actn ? (inverted ? 1.0f : -1.0f) : 0.0f);
+            }
+            sp += rsp;
+            sn += rsn;
+            np_ += rnp;
+            nn += rnn;
+            ap += rap;
+            an += ran;
+        }
+        part[c][0] = sp; part[c][1] = sn; part[c][2] = (double)np_;
+        part[c][3] = (double)nn; part[c][4] = (double)ap; part[c][5] = (double)an;
+    }
+    double tot[6] = {0, 0, 0, 0, 0, 0};
+    for (int c = 0; c < NCHUNK; c++)
+        for (int k = 0; k < 6; k++) tot[k] += part[c][k];
+    const double den_p = nonzero_only ? tot[4] : tot[2];
+    const double den_n = nonzero_only ? tot[5] : tot[3];
+    const double pos_loss = den_p > 0 ? tot[0] / den_p : 0.0;
+    const double neg_loss = den_n > 0 ? tot[1] / den_n : 0.0;
+    const float wp = den_p > 0 ? (float)(1.0 / den_p) : 0.0f;
+    const float wn = den_n > 0 ? (float)(1.0 / den_n) : 0.0f;
+    /* entries hold the sign of the active branch; positives and negatives differ by label */
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= PAR_MIN)
+    for (int64_t i = 0; i < N; i++) {
+        float *gi = ddist + i * M;
+        const int64_t li = labels[i];
+        #pragma omp simd
+        for (int64_t j = 0; j < M; j++) {
+            const float w = ref_labels[j] == li ? wp : wn;
+            gi[j] *= w;
+        }
+    }
+    if (stats) {
+        stats[0] = pos_loss; stats[1] = neg_loss; stats[2] = tot[2];
+        stats[3] = tot[3]; stats[4] = tot[4]; stats[5] = tot[5];
+    }
+    return pos_loss + neg_loss;
+}
+
+/* dist (N,M), pairs (a1,p) (K1), (a2,n) (K2) -> ddist (N,M); stats (6). Serial: scatter-add with
+ * repeated pairs, in index order (deterministic). */
+double me_contrastive_pairs(const float *dist, const int64_t *a1, const int64_t *p, int64_t K1,
+                            const int64_t *a2, const int64_t *n, int64_t K2, float *ddist,
+                            int64_t N, int64_t M, float pos_margin, float neg_margin,
+                            int inverted, int nonzero_only, double *stats) {
+    zero_rows(ddist, N, M);
+    const float pm = pos_margin, nm = neg_margin;
+    double sp = 0.0, sn = 0.0;
+    int64_t ap = 0, an = 0;
+    for (int64_t k = 0; k < K1; k++) {
+        const float d = dist[a1[k] * M + p[k]];
+        const float v = inverted ? pm - d : d - pm;
+        if (v > 0.0f) { sp += v; ap++; }
+    }
+    for (int64_t k = 0; k < K2; k++) {
+        const float d = dist[a2[k] * M + n[k]];
+        const float v = inverted ? d - nm : nm - d;
+        if (v > 0.0f) { sn += v; an++; }
+    }
+    const double den_p = nonzero_only ? (double)ap : (double)K1;
+    const double den_n = nonzero_only ? (double)an : (double)K2;
+    const double pos_loss = den_p > 0 ? sp / den_p : 0.0;
+    const double neg_loss = den_n > 0 ? sn / den_n : 0.0;
+    if (den_p > 0) {
+        const float w = (float)(1.0 / den_p) * (inverted ? -1.0f : 1.0f);
+        for (int64_t k = 0; k < K1; k++) {
+            const int64_t idx = a1[k] * M + p[k];
+            const float d = dist[idx];
+            const float v = inverted ? pm - d : d - pm;
+            if (v > 0.0f) ddist[idx] += w;
+        }
+    }
+    if (den_n > 0) {
+        const float w = (float)(1.0 / den_n) * (inverted ? 1.0f : -1.0f);
+        for (int64_t k = 0; k < K2; k++) {
+            const int64_t idx = a2[k] * M + n[k];
+            const float d = dist[idx];
+            const float v = inverted ? d - nm : nm - d;
+            if (v > 0.0f) ddist[idx] += w;
+        }
+    }
+    if (stats) {
+        stats[0] = pos_loss; stats[1] = neg_loss; stats[2] = (double)K1;
+        stats[3] = (double)K2; stats[4] = (double)ap; stats[5] = (double)an;
+    }
+    return pos_loss + neg_loss;
+}
+
+/* -------------------------------------------------------------------- triplet */
+
+/* One triplet's violation with PML's float32 operation order. */
+static inline float triplet_violation(float dap, float dan, float margin, int inverted) {
+    return inverted ? (dan - dap) + margin : (dap - dan) + margin;
+}
+
+/* Swap: the negative distance used is min(d_an, d_pn) (inverted: max). Returns it and the share of
+ * the gradient going to d_an (1, 0.5 on a tie, 0); d_pn gets 1 - share. */
+static inline float swap_pick(float dan, float dpn, int inverted, float *share_an) {
+    if (dan == dpn) { *share_an = 0.5f; return dan; }
+    int an_wins = inverted ? (dan > dpn) : (dan < dpn);
+    *share_an = an_wins ? 1.0f : 0.0f;
+    return an_wins ? dan : dpn;
+}
+
+/* The hot loop of me_triplet_all (relu, no swap): one positive distance dap against a block of
+ * kb negative distances dn (non-negatives hold +-INFINITY, which never violates). Adds the sum of
+ * the active violations to *rs and their count to *rc, and -sg per active term to g[k].
+ * Compiled for AVX-512 / AVX2 / baseline, chosen at load time, where the compiler supports it. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define ME_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef ME_CLONES
+#define ME_CLONES
+#endif
+#define KB 512
+
+ME_CLONES
+static void triplet_block(const float *restrict dn, float *restrict g, int64_t kb, float dap, float margin,
+                          int inverted, float sg, float *rs_out, float *rc_out) {
+    float rs = 0.0f, rc = 0.0f;
+    if (inverted) {
+        #pragma omp simd reduction(+:rs, rc)
+        for (int64_t k = 0; k < kb; k++) {
+            const float v = (dn[k] - dap) + margin;
+            const int act = v > 0.0f;
+            rs += act ? v : 0.0f;
+            rc += act ? 1.0f : 0.0f;
+            g[k] -= act ? sg : 0.0f;
+        }
+    } else {
+        #pragma omp simd reduction(+:rs, rc)
+        for (int64_t k = 0; k < kb; k++) {
+            const float v = (dap - dn[k]) + margin;
+            const int act = v > 0.0f;
+            rs += act ? v : 0.0f;
+            rc += act ? 1.0f : 0.0f;
+            g[k] -= act ? sg : 0.0f;
+        }
+    }
+    *rs_out += rs;
+    *rc_out += rc;
+}
+
+/* dist (N,M), labels (N), ref_labels (M) -> ddist (N,M); stats (3) */
+double me_triplet_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
+                      float *ddist, int64_t N, int64_t M, float margin, int exclude_self,
+                      int swap, int smooth, int inverted, int nonzero_only, double *stats) {
+    double part[NCHUNK][3]; /* loss sum, n_triplets, n_nonzero */
+    const float sg = inverted ? -1.0f : 1.0f; /* dv/dd_ap; dv/dd_an = -sg */
+    if (swap && N != M) swap = 0; /* guarded by the wrappers; never read rows past N */
+    zero_rows(ddist, N, M);
+    /* work ~ N * M * (positives per anchor): parallel from much smaller matrices than the others */
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= PAR_MIN / 4)
+    for (int64_t c = 0; c < NCHUNK; c++) {
+        double s = 0.0;
+        int64_t nt = 0, nz = 0;
+        for (int64_t a = chunk_lo(c, N); a < chunk_lo(c + 1, N); a++) {
+            const float *da = dist + a * M;
+            float *ga = ddist + a * M;
+            const int64_t la = labels[a];
+            int64_t nneg = 0;
+            for (int64_t k = 0; k < M; k++) nneg += ref_labels[k] != la;
+            /* row a as the anchor: terms (a, j, k) write ga[j] and ga[k] */
+            if (nneg == 0) {
+                /* no negative: no triplet, but under swap row a may still be a positive below */
+            } else if (!swap && !smooth) {
+                /* the default: relu, no swap. Blocks of KB negatives (non-negatives masked to a
+                 * distance that can never violate), all positives j against each block. */
+                for (int64_t k0 = 0; k0 < M; k0 += KB) {
+                    const int64_t kb = M - k0 < KB ? M - k0 : KB;
+                    float dn[KB];
+                    const float far = inverted ? -INFINITY : INFINITY;
+                    for (int64_t k = 0; k < kb; k++) dn[k] = ref_labels[k0 + k] != la ? da[k0 + k] : far;
+                    for (int64_t j = 0; j < M; j++) {
+                        if (ref_labels[j] != la || (exclude_self && j == a)) continue;
+                        float rs = 0.0f, rc = 0.0f;
+                        triplet_block(dn, ga + k0, kb, da[j], margin, inverted, sg, &rs, &rc);
+                        ga[j] += sg * rc;
+                        s += rs;
+                        nz += (int64_t)rc;
+                    }
+                }
+                for (int64_t j = 0; j < M; j++)
+                    if (ref_labels[j] == la && !(exclude_self && j == a)) nt += nneg;
+            } else {
+                for (int64_t j = 0; j < M; j++) {
+                    if (ref_labels[j] != la || (exclude_self && j == a)) continue;
+                    const float dap = da[j];
+                    nt += nneg;
+                    float rs = 0.0f, gpos = 0.0f;
+                    int64_t rnz = 0;
+                    const float *dp = swap ? dist + j * M : NULL;
+                    for (int64_t k = 0; k < M; k++) {
+                        if (ref_labels[k] == la) continue;
+                        float share = 1.0f;
+                        const float dan = swap ? swap_pick(da[k], dp[k], inverted, &share) : da[k];
+                        const float v = triplet_violation(dap, dan, margin, inverted);
+                        const float l = smooth ? softplus_f(v) : (v > 0.0f ? v : 0.0f);
+                        const int counted = nonzero_only ? l > 0.0f : 1;
+                        if (!counted) continue;
+                        const float w = smooth ? softplus_grad(v) : (v > 0.0f ? 1.0f : 0.0f);
+                        rs += l;
+                        rnz += l > 0.0f;
+                        gpos += w;
+                        ga[k] -= sg * w * share;
+                    }
+                    ga[j] += sg * gpos;
+                    s += rs;
+                    nz += rnz;
+                }
+            }
+            /* swap: row a as the positive of anchors b (same class, b != a): d_pn = dist[a, k] */
+            if (swap) {
+                const int64_t lp = ref_labels[a];
+                for (int64_t b = 0; b < N; b++) {
+                    if (labels[b] != lp || (exclude_self && b == a)) continue;
+                    const float *db = dist + b * M;
+                    const float dbp = db[a];
+                    for (int64_t k = 0; k < M; k++) {
+                        if (ref_labels[k] == lp) continue;
+                        float share = 1.0f;
+                        const float dan = swap_pick(db[k], da[k], inverted, &share);
+                        if (share == 1.0f) continue;
+                        const float v = triplet_violation(dbp, dan, margin, inverted);
+                        const float l = smooth ? softplus_f(v) : (v > 0.0f ? v : 0.0f);
+                        const int counted = nonzero_only ? l > 0.0f : 1;
+                        if (!counted) continue;
+                        const float w = smooth ? softplus_grad(v) : (v > 0.0f ? 1.0f : 0.0f);
+                        ga[k] -= sg * w * (1.0f - share);
+                    }
+                }
+            }
+        }
+        part[c][0] = s; part[c][1] = (double)nt; part[c][2] = (double)nz;
+    }
+    double tot[3] = {0, 0, 0};
+    for (int c = 0; c < NCHUNK; c++)
+        for (int k = 0; k < 3; k++) tot[k] += part[c][k];
+    const double den = nonzero_only ? tot[2] : tot[1];
+    double loss = 0.0;
+    if (den > 0) {
+        loss = tot[0] / den;
+        scale_rows(ddist, N, M, (float)(1.0 / den));
+    } else {
+        zero_rows(ddist, N, M);
+    }
+    if (stats) { stats[0] = loss; stats[1] = tot[1]; stats[2] = tot[2]; }
+    return loss;
+}
+
+/* dist (N,M), triplets (a,p,n) (K) -> ddist (N,M); stats (3). Serial scatter in index order. */
+double me_triplet_triplets(const float *dist, const int64_t *a, const int64_t *p, const int64_t *n,
+                           int64_t K, float *ddist, int64_t N, int64_t M, float margin,
+                           int swap, int smooth, int inverted, int nonzero_only, double *stats) {
+    zero_rows(ddist, N, M);
+    const float sg = inverted ? -1.0f : 1.0f;
+    double s = 0.0;
+    int64_t nz = 0;
+    for (int64_t k = 0; k < K; k++) {
+        const float dap = dist[a[k] * M + p[k]];
+        float share = 1.0f;
+        const float dan = swap ? swap_pick(dist[a[k] * M + n[k]], dist[p[k] * M + n[k]], inverted, &share)
+                               : dist[a[k] * M + n[k]];
+        const float v = triplet_violation(dap, dan, margin, inverted);
+        const float l = smooth ? softplus_f(v) : (v > 0.0f ? v : 0.0f);
+        if (!nonzero_only || l > 0.0f) {
+            s += l;
+            nz += l > 0.0f;
+            const float w = smooth ? softplus_grad(v) : (v > 0.0f ? 1.0f : 0.0f);
+            ddist[a[k] * M + p[k]] += sg * w;
+            if (share > 0.0f) ddist[a[k] * M + n[k]] -= sg * w * share;
+            if (share < 1.0f) ddist[p[k] * M + n[k]] -= sg * w * (1.0f - share);
+        }
+    }
+    const double den = nonzero_only ? (double)nz : (double)K;
+    double loss = 0.0;
+    if (den > 0) {
+        loss = s / den;
+        scale_rows(ddist, N, M, (float)(1.0 / den));
+    } else {
+        zero_rows(ddist, N, M);
+    }
+    if (stats) { stats[0] = loss; stats[1] = (double)K; stats[2] = (double)nz; }
+    return loss;
+}

@@ -1,2 +1,159 @@
-/* pool.c: see engine.h. */
+/* pool.c: 2-D max pooling (no padding, floor mode), as torch.nn.functional.max_pool2d.
+ * Planes (n, c) are independent: OpenMP over the N*C planes, schedule(static).
+ * Ties: the first maximum in row-major window order wins (torch's CPU kernel does the same);
+ * a NaN in a window is propagated (the last NaN wins, as in torch: `val > max || isnan(val)`). */
 #include "engine.h"
+
+#include <string.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define ME_POOL_X86 1
+#include <immintrin.h>
+#else
+#define ME_POOL_X86 0
+#endif
+
+#if ME_POOL_X86
+/* 2x2 window, stride 2, one output row (WO values) from input rows r0, r1 (offsets o0, o0 + W
+ * in the plane): 16 outputs per step, even/odd columns split with a two-source permute,
+ * the four taps visited in window order with the same "v > best || isnan(v)" rule. */
+__attribute__((target("avx512f")))
+static void pool2x2_row_avx512(const float *r0, const float *r1, float *yr, int32_t *ar,
+                               int64_t WO, int32_t o0, int32_t W) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i one = _mm512_set1_epi32(1), wv = _mm512_set1_epi32(W);
+    for (int64_t wo = 0; wo < WO; wo += 16) {
+        const int64_t n = WO - wo < 16 ? WO - wo : 16;    /* outputs this step */
+        const int64_t n2 = 2 * n;                          /* input floats per row */
+        const __mmask16 mlo = (__mmask16)(n2 >= 16 ? 0xFFFFu : ((1u << n2) - 1u));
+        const __mmask16 mhi = (__mmask16)(n2 <= 16 ? 0u : (n2 >= 32 ? 0xFFFFu : ((1u << (n2 - 16)) - 1u)));
+        const __mmask16 mout = (__mmask16)(n >= 16 ? 0xFFFFu : ((1u << n) - 1u));
+        const float *p0 = r0 + 2 * wo, *p1 = r1 + 2 * wo;
+        const __m512 lo0 = _mm512_maskz_loadu_ps(mlo, p0), hi0 = _mm512_maskz_loadu_ps(mhi, p0 + 16);
+        const __m512 lo1 = _mm512_maskz_loadu_ps(mlo, p1), hi1 = _mm512_maskz_loadu_ps(mhi, p1 + 16);
+        const __m512 a = _mm512_permutex2var_ps(lo0, even, hi0), b = _mm512_permutex2var_ps(lo0, odd, hi0);
+        const __m512 c = _mm512_permutex2var_ps(lo1, even, hi1), d = _mm512_permutex2var_ps(lo1, odd, hi1);
+        const __m512i ia = _mm512_add_epi32(_mm512_set1_epi32(o0 + (int32_t)(2 * wo)),
+                                            _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 1));
+        __m512 best = a;
+        __m512i idx = ia;
+        __mmask16 m = _mm512_cmp_ps_mask(b, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
+        best = _mm512_mask_blend_ps(m, best, b);
+        idx = _mm512_mask_blend_epi32(m, idx, _mm512_add_epi32(ia, one));
+        const __m512i ic = _mm512_add_epi32(ia, wv);
+        m = _mm512_cmp_ps_mask(c, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
+        best = _mm512_mask_blend_ps(m, best, c);
+        idx = _mm512_mask_blend_epi32(m, idx, ic);
+        m = _mm512_cmp_ps_mask(d, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q);
+        best = _mm512_mask_blend_ps(m, best, d);
+        idx = _mm512_mask_blend_epi32(m, idx, _mm512_add_epi32(ic, one));
+        _mm512_mask_storeu_ps(yr + wo, mout, best);
+        _mm512_mask_storeu_epi32(ar + wo, mout, idx);
+    }
+}
+#endif
+
+/* x (N,C,H,W) -> y (N,C,HO,WO), argmax (N,C,HO,WO) int32 offset into the H*W plane.
+ * Each output row is initialised from the window's first tap, then the other taps are visited
+ * in row-major window order with branch-free selects over the row (vectorizable):
+ * "v > best || v is NaN" replaces the running maximum, as torch's CPU kernel does. */
+void me_maxpool2d_forward(const float *x, float *y, int32_t *argmax,
+                          int64_t N, int64_t C, int64_t H, int64_t W, int64_t size, int64_t stride) {
+    const int64_t HO = (H - size) / stride + 1, WO = (W - size) / stride + 1;
+    const int64_t planes = N * C;
+    const int avx512 = me_gemm_kernel_id() == 2; /* follows the SGEMM kernel in use (tests force "generic") */
+    (void)avx512;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (planes * HO * WO >= 16384)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *xp = x + pl * H * W;
+#if ME_POOL_X86
+        if (size == 2 && stride == 2 && avx512) {
+            for (int64_t ho = 0; ho < HO; ho++)
+                pool2x2_row_avx512(xp + 2 * ho * W, xp + (2 * ho + 1) * W, y + (pl * HO + ho) * WO,
+                                   argmax + (pl * HO + ho) * WO, WO, (int32_t)(2 * ho * W), (int32_t)W);
+            continue;
+        }
+#endif
+        if (size == 2 && stride == 2) { /* the common case: one pass over the four taps */
+            for (int64_t ho = 0; ho < HO; ho++) {
+                float *yr = y + (pl * HO + ho) * WO;
+                int32_t *ar = argmax + (pl * HO + ho) * WO;
+                const float *r0 = xp + 2 * ho * W, *r1 = r0 + W;
+                const int32_t o0 = (int32_t)(2 * ho * W), o1 = o0 + (int32_t)W;
+                for (int64_t wo = 0; wo < WO; wo++) {
+                    const int64_t c = 2 * wo;
+                    float best = r0[c];
+                    int32_t idx = o0 + (int32_t)c;
+                    float v = r0[c + 1];
+                    int better = (v > best) | (v != v);
+                    best = better ? v : best;
+                    idx = better ? o0 + (int32_t)c + 1 : idx;
+                    v = r1[c];
+                    better = (v > best) | (v != v);
+                    best = better ? v : best;
+                    idx = better ? o1 + (int32_t)c : idx;
+                    v = r1[c + 1];
+                    better = (v > best) | (v != v);
+                    best = better ? v : best;
+                    idx = better ? o1 + (int32_t)c + 1 : idx;
+                    yr[wo] = best;
+                    ar[wo] = idx;
+                }
+            }
+            continue;
+        }
+        for (int64_t ho = 0; ho < HO; ho++) {
+            float *yr = y + (pl * HO + ho) * WO;
+            int32_t *ar = argmax + (pl * HO + ho) * WO;
+            const int64_t h0 = ho * stride;
+            {
+                const float *xr = xp + h0 * W;
+                for (int64_t wo = 0; wo < WO; wo++) {
+                    yr[wo] = xr[wo * stride];
+                    ar[wo] = (int32_t)(h0 * W + wo * stride);
+                }
+            }
+            for (int64_t i = 0; i < size; i++) {
+                const float *xr = xp + (h0 + i) * W;
+                for (int64_t j = (i == 0); j < size; j++) {
+                    const int32_t base = (int32_t)((h0 + i) * W + j);
+                    for (int64_t wo = 0; wo < WO; wo++) {
+                        const float v = xr[wo * stride + j];
+                        const float best = yr[wo];
+                        const int better = (v > best) | (v != v);
+                        yr[wo] = better ? v : best;
+                        ar[wo] = better ? base + (int32_t)(wo * stride) : ar[wo];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* dy (N,C,HO,WO), argmax (N,C,HO,WO) -> dx (N,C,H,W), overwritten; overlapping windows add up */
+void me_maxpool2d_backward(const float *dy, const int32_t *argmax, float *dx,
+                           int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO) {
+    (void)me_maxpool2d_backward_checked(dy, argmax, dx, N, C, H, W, HO, WO);
+}
+
+/* as me_maxpool2d_backward; argmax entries outside [0, H*W) are skipped and counted */
+int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, float *dx,
+                                      int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO) {
+    const int64_t planes = N * C;
+    const uint32_t HW = (uint32_t)(H * W);
+    int64_t bad = 0;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) reduction(+ : bad) if (planes * H * W >= 16384)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        float *dxp = dx + pl * H * W;
+        const float *dyp = dy + pl * HO * WO;
+        const int32_t *ap = argmax + pl * HO * WO;
+        memset(dxp, 0, (size_t)(H * W) * sizeof(float));
+        for (int64_t o = 0; o < HO * WO; o++) {
+            const uint32_t a = (uint32_t)ap[o];
+            if (a < HW) dxp[a] += dyp[o];
+            else bad++;
+        }
+    }
+    return bad;
+}

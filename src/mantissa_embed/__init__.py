@@ -1,1 +1,37 @@
-"""mantissa-embed: CPU-native metric learning."""
+"""mantissa-embed: CPU-native metric learning.
+
+A vendored C engine (``mantissa_embed.engine``, typed Cython wrappers, GIL released) does the
+numeric work; thin Python classes hold the layers, losses, miners and the :class:`Embedder`.
+Names and defaults follow pytorch-metric-learning. Main entry points::
+
+    from mantissa_embed import Embedder, models, datasets
+    emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet")
+
+Subpackages (imported on first access): ``layers``, ``models``, ``optim``, ``losses``,
+``miners``, ``distances``, ``reducers``, ``samplers``, ``datasets``, ``evaluation``, ``viz``,
+``engine``, ``backend``, ``utils``. The demo: ``python -m mantissa_embed demo``.
+"""
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_SUBMODULES = ("layers", "models", "optim", "losses", "miners", "distances", "reducers", "samplers",
+               "datasets", "evaluation", "viz", "engine", "backend", "utils", "parameter", "embedder")
+_ATTRS = {"Embedder": "embedder", "MPerClassSampler": "samplers", "Sequential": "layers",
+          "Parameter": "parameter"}
+
+__all__ = ["Embedder", "MPerClassSampler", "Sequential", "Parameter", "__version__", *_SUBMODULES]
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _ATTRS:
+        return getattr(importlib.import_module(f".{_ATTRS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,41 +1,227 @@
 # cpu, threads and SGEMM wrappers (owner: engine core).
+# The numpy twins are in mantissa_embed/_reference/_core.py (same names and signatures,
+# same argument checks and error messages).
+import math as _math
+import numbers as _numbers
+
 
 def get_num_threads():
-    """Number of threads the engine uses (int >= 1)."""
+    """Number of threads the engine uses (int >= 1).
+
+    Default: the processors available to the process, or the environment variable
+    ``MANTISSA_EMBED_NUM_THREADS`` read at first use; :func:`set_num_threads` changes it.
+    """
     return me_get_num_threads()
 
 
-def set_num_threads(int n):
-    """Set the engine's thread count. Raises ValueError when n < 1."""
+def set_num_threads(n):
+    """Set the engine's thread count (process-wide).
+
+    Parameters
+    ----------
+    n : int
+        Number of threads, >= 1.
+
+    Raises
+    ------
+    TypeError
+        ``n`` is not an int (bool rejected).
+    ValueError
+        ``n < 1``.
+
+    Notes
+    -----
+    For a fixed thread count every engine result is bitwise reproducible; :func:`sgemm`
+    is moreover bitwise identical for every thread count.
+    """
+    if isinstance(n, bool) or not isinstance(n, _numbers.Integral):
+        raise TypeError(f"n must be an int, got {type(n).__name__}")
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    me_set_num_threads(n)
+    if n > 4096:
+        raise ValueError(f"n must be <= 4096, got {n}")
+    me_set_num_threads(<int>n)
 
 
 def gemm_kernel_name():
-    """The SGEMM micro-kernel chosen at runtime: 'avx512', 'avx2' or 'generic'."""
+    """The SGEMM micro-kernel chosen at run time: ``'avx512'``, ``'avx2'`` or ``'generic'``.
+
+    The best the CPU (and OS) supports, unless ``MANTISSA_EMBED_GEMM_KERNEL`` (read at first
+    use) asks for a lower one.
+    """
     return me_gemm_kernel_name().decode()
 
 
-def sgemm(A, B, C=None, *, bint trans_a=False, bint trans_b=False, float alpha=1.0, float beta=0.0):
-    """C = alpha * op(A) @ op(B) + beta * C (float32). Placeholder wrapper."""
-    cdef float[:, ::1] a = np.ascontiguousarray(A, dtype=np.float32)
-    cdef float[:, ::1] b = np.ascontiguousarray(B, dtype=np.float32)
+def cpu_features():
+    """The CPU features the engine detected and may use.
+
+    Returns
+    -------
+    dict
+        ``{"avx2": bool, "fma": bool, "avx512f": bool}`` (cpuid, with the OS support of the
+        YMM / ZMM register state checked by xgetbv).
+    """
+    cdef int f = me_cpu_features()
+    return {"avx2": bool(f & 1), "fma": bool(f & 2), "avx512f": bool(f & 4)}
+
+
+def _set_gemm_kernel(name):
+    """Force the SGEMM micro-kernel (tests and benchmarks); returns the previous name.
+
+    Raises ``TypeError`` when ``name`` is not a str, ``ValueError`` for a name other than
+    'generic', 'avx2', 'avx512', or for a kernel this CPU cannot run.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    previous = gemm_kernel_name()
+    cdef bytes b = name.encode()
+    cdef int rc = me_set_gemm_kernel(b)
+    if rc == -1:
+        raise ValueError(f"name must be one of 'generic', 'avx2', 'avx512', got {name!r}")
+    if rc == -2:
+        raise ValueError(f"the {name!r} SGEMM kernel is not supported by this CPU "
+                         f"(features: {cpu_features()})")
+    return previous
+
+
+cdef object _F32 = np.dtype(np.float32)
+cdef double _F32_MAX = 3.4028234663852886e38
+
+
+cdef int _sgemm_check_operand(X, str name) except -1:
+    """Raise the error that explains why X is not a 2-D C-contiguous float32 ndarray."""
+    if not isinstance(X, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray of float32, got {type(X).__name__}")
+    if X.dtype != _F32:
+        raise TypeError(f"{name} must have dtype float32, got {X.dtype}")
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
+    if not X.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous (pass the untransposed array with "
+                         f"trans_a/trans_b, or use numpy.ascontiguousarray)")
+    if name == "C" and not X.flags.writeable:
+        raise ValueError("C must be writeable")
+    return 0
+
+
+cdef float[:, ::1] _sgemm_view(X, str name):
+    """X as a typed memoryview; a bad X raises the ValueError/TypeError naming it."""
+    cdef float[:, ::1] v
+    if not isinstance(X, np.ndarray):
+        _sgemm_check_operand(X, name)
+    try:
+        v = X
+    except (ValueError, TypeError, BufferError):
+        _sgemm_check_operand(X, name)
+        raise
+    return v
+
+
+cdef float _sgemm_check_scalar(v, str name) except? -1.0:
+    cdef double d
+    if type(v) is float or type(v) is int:
+        d = v
+    elif isinstance(v, bool) or not isinstance(v, _numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
+    else:
+        d = float(v)
+    if not (-_F32_MAX <= d <= _F32_MAX):  # also NaN
+        raise ValueError(f"{name} must be finite (in float32 range), got {v}")
+    return <float>d
+
+
+cdef inline bint _overlaps(const float[:, ::1] x, const float[:, ::1] y) noexcept:
+    """Do the (non-empty, contiguous) buffers of x and y overlap?"""
+    cdef const float *x0 = &x[0, 0]
+    cdef const float *y0 = &y[0, 0]
+    return x0 < y0 + y.shape[0] * y.shape[1] and y0 < x0 + x.shape[0] * x.shape[1]
+
+
+cdef object _sgemm_impl(A, B, C, bint trans_a, bint trans_b, alpha, beta, bint single_thread):
+    cdef float[:, ::1] a = _sgemm_view(A, "A")
+    cdef float[:, ::1] b = _sgemm_view(B, "B")
+    cdef float[:, ::1] c
+    cdef float falpha = _sgemm_check_scalar(alpha, "alpha")
+    cdef float fbeta = _sgemm_check_scalar(beta, "beta")
     cdef int64_t M = a.shape[1] if trans_a else a.shape[0]
     cdef int64_t K = a.shape[0] if trans_a else a.shape[1]
     cdef int64_t Kb = b.shape[1] if trans_b else b.shape[0]
     cdef int64_t N = b.shape[0] if trans_b else b.shape[1]
     if K != Kb:
-        raise ValueError(f"inner dimensions differ: A gives K={K}, B gives K={Kb}")
+        raise ValueError(f"inner dimensions differ: op(A) is ({M}, {K}) but op(B) is ({Kb}, {N}) "
+                         f"(A {A.shape}, trans_a={bool(trans_a)}; B {B.shape}, "
+                         f"trans_b={bool(trans_b)})")
     if C is None:
-        C = np.zeros((M, N), dtype=np.float32)
-    cdef float[:, ::1] c = C
+        C = np.zeros((M, N), dtype=np.float32) if fbeta != 0.0 else np.empty((M, N), dtype=np.float32)
+        c = C
+    else:
+        c = _sgemm_view(C, "C")
+        if c.shape[0] != M or c.shape[1] != N:
+            raise ValueError(f"C must have shape ({M}, {N}) = op(A) @ op(B), got {C.shape}")
+        if M > 0 and N > 0 and ((a.shape[0] * a.shape[1] > 0 and _overlaps(c, a))
+                                or (b.shape[0] * b.shape[1] > 0 and _overlaps(c, b))):
+            raise ValueError("C must not share memory with A or B")
     if M == 0 or N == 0:
         return C
-    if K == 0:
-        C *= beta
+    if K == 0 or falpha == 0.0:
+        if fbeta == 0.0:
+            C.fill(0.0)
+        elif fbeta != 1.0:
+            np.multiply(C, np.float32(fbeta), out=C)
         return C
+    cdef int64_t lda = a.shape[1], ldb = b.shape[1]
     with nogil:
-        me_sgemm(trans_a, trans_b, M, N, K, alpha, &a[0, 0], a.shape[1],
-                 &b[0, 0], b.shape[1], beta, &c[0, 0], N)
+        if single_thread:
+            me_sgemm_st(trans_a, trans_b, M, N, K, falpha, &a[0, 0], lda, &b[0, 0], ldb, fbeta,
+                        &c[0, 0], N)
+        else:
+            me_sgemm(trans_a, trans_b, M, N, K, falpha, &a[0, 0], lda, &b[0, 0], ldb, fbeta,
+                     &c[0, 0], N)
     return C
+
+
+def sgemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
+    """General matrix product ``C = alpha * op(A) @ op(B) + beta * C`` in float32.
+
+    ``op(A)`` is ``A`` or ``A.T`` (``trans_a``), likewise ``op(B)``. Runs the engine's packed,
+    cache-blocked SGEMM (AVX-512 / AVX2+FMA / portable micro-kernel chosen at run time, see
+    :func:`gemm_kernel_name`) on :func:`get_num_threads` threads with the GIL released.
+
+    Parameters
+    ----------
+    A : ndarray, float32, C-contiguous, shape (M, K), or (K, M) when ``trans_a``
+    B : ndarray, float32, C-contiguous, shape (K, N), or (N, K) when ``trans_b``
+    C : ndarray, float32, C-contiguous, shape (M, N), optional
+        Output, written in place (and returned). Must not overlap ``A`` or ``B``. When
+        omitted a new array is returned (``beta`` then multiplies zeros).
+    trans_a, trans_b : bool, default False
+    alpha, beta : float, default 1.0 and 0.0
+        Finite scalars. ``beta == 0`` overwrites ``C`` without reading it, so NaN or Inf
+        already in ``C`` never reach the result; ``alpha == 0`` or ``K == 0`` only scale ``C``.
+
+    Returns
+    -------
+    C : ndarray, float32, shape (M, N)
+
+    Raises
+    ------
+    TypeError
+        ``A``, ``B`` or ``C`` is not a float32 ndarray; ``alpha`` or ``beta`` not a number.
+    ValueError
+        Not 2-D or not C-contiguous; inner dimensions differ; ``C`` has the wrong shape, is
+        read-only or overlaps an input; ``alpha`` or ``beta`` not finite.
+
+    Notes
+    -----
+    Each element of ``C`` is accumulated in float32 in a fixed K order (blocks of at most
+    384, fused multiply-adds on the AVX kernels), independent of the thread count: results
+    are bitwise identical across calls and thread counts for a given kernel. Algorithm:
+    Goto & van de Geijn, "Anatomy of high-performance matrix multiplication", ACM TOMS 2008;
+    Van Zee & van de Geijn, "BLIS", ACM TOMS 2015.
+    """
+    return _sgemm_impl(A, B, C, trans_a, trans_b, alpha, beta, False)
+
+
+def _sgemm_st(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
+    """:func:`sgemm` through ``me_sgemm_st`` (always single-threaded). For tests."""
+    return _sgemm_impl(A, B, C, trans_a, trans_b, alpha, beta, True)

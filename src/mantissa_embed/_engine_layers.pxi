@@ -1,1 +1,333 @@
 # Layer kernels (conv, pool, relu, dense, optim) wrappers. Owner: layers helper.
+#
+# Each wrapper validates once with the helpers of its numpy twin
+# (mantissa_embed._reference._layers), so both backends accept the same inputs and raise the
+# same errors, then calls the C kernel with the GIL released. Degenerate inputs with a zero
+# dimension never reach C (no &a[0] of an empty buffer): they are delegated to the twin.
+from mantissa_embed._reference import _layers as _lref
+
+
+def conv2d_workspace_size(x_shape, w_shape, stride, pad):
+    """Number of float32 scratch values ``conv2d_forward`` / ``conv2d_backward`` need.
+
+    x_shape (N,C,H,W), w_shape (F,C,KH,KW), stride >= 1, pad >= 0 -> int (see the numpy twin
+    for the formula: per image group, column, wide-row, padded-plane and dw/db buffers).
+    Raises ValueError/TypeError.
+    """
+    cdef int64_t N, C, H, W, F, KH, KW, HO, WO
+    N, C, H, W, F, KH, KW, HO, WO = _lref._conv_geometry(x_shape, w_shape, stride, pad)
+    if N <= 0 or C <= 0 or F <= 0:
+        return 0
+    return int(me_conv2d_workspace_size(N, C, H, W, F, KH, KW, stride, pad))
+
+
+def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None):
+    """2-D convolution (cross-correlation, as ``torch.nn.functional.conv2d``), NCHW, float32.
+
+    x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO,WO),
+    ``HO = (H + 2*pad - KH) // stride + 1`` (zero padding). im2col + SGEMM, OpenMP over
+    groups of images. ``out`` and ``workspace`` (1-D float32 of at least
+    ``conv2d_workspace_size`` floats) may be passed to avoid allocation; ``out`` must not
+    overlap ``x``. Raises ValueError / TypeError naming the offending argument.
+    """
+    cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
+    cdef const float[:, :, :, ::1] xv
+    cdef const float[:, :, :, ::1] wv
+    cdef const float[::1] bv
+    cdef float[:, :, :, ::1] ov
+    cdef float[::1] wsv
+    cdef const float *bp = NULL
+    x, w, b, geo = _lref._check_conv_args(x, w, b, stride, pad)
+    N, C, H, W, F, KH, KW, HO, WO = geo
+    if x.size == 0 or w.size == 0:
+        return _lref.conv2d_forward(x, w, b, stride, pad, out, workspace)
+    out = _lref._check_out(out, "out", (N, F, HO, WO))
+    workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    s = stride
+    p = pad
+    xv = x
+    wv = w
+    ov = out
+    wsv = workspace
+    if b is not None:
+        bv = b
+        bp = &bv[0]
+    with nogil:
+        me_conv2d_forward(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], bp, &ov[0, 0, 0, 0],
+                          N, C, H, W, F, KH, KW, s, p, &wsv[0])
+    return out
+
+
+def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=True,
+                    accumulate=False, workspace=None):
+    """Gradients of ``conv2d_forward`` for the upstream gradient dy (N,F,HO,WO), float32.
+
+    Returns ``(dx, dw, db)``: dx (N,C,H,W), overwritten (None when ``need_dx`` is False);
+    dw (F,C,KH,KW) and db (F,): new arrays when None, else overwritten, or added to when
+    ``accumulate`` is True. The weight/bias gradients are summed over the batch in a fixed
+    order (bitwise reproducible for any thread count). Raises ValueError / TypeError.
+    """
+    cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
+    cdef const float[:, :, :, ::1] xv
+    cdef const float[:, :, :, ::1] wv
+    cdef const float[:, :, :, ::1] dyv
+    cdef float[:, :, :, ::1] dxv
+    cdef float[:, :, :, ::1] dwv
+    cdef float[::1] dbv
+    cdef float[::1] wsv
+    cdef float *dxp = NULL
+    cdef int acc
+    x, w, _, geo = _lref._check_conv_args(x, w, None, stride, pad)
+    N, C, H, W, F, KH, KW, HO, WO = geo
+    dy = _lref._check_in(dy, "dy", 4)
+    if dy.shape != (N, F, HO, WO):
+        raise ValueError(f"dy must have shape {(N, F, HO, WO)}, got {dy.shape}")
+    need_dx = _lref._check_bool(need_dx, "need_dx")
+    accumulate = _lref._check_bool(accumulate, "accumulate")
+    if x.size == 0 or w.size == 0:
+        return _lref.conv2d_backward(x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate, workspace)
+    dx = _lref._check_out(dx, "dx", x.shape) if need_dx else None
+    dw = _lref._grad_buf(dw, "dw", w.shape, accumulate)
+    db = _lref._grad_buf(db, "db", (F,), accumulate)
+    workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    s = stride
+    p = pad
+    acc = 1 if accumulate else 0
+    xv = x
+    wv = w
+    dyv = dy
+    dwv = dw
+    dbv = db
+    wsv = workspace
+    if need_dx:
+        dxv = dx
+        dxp = &dxv[0, 0, 0, 0]
+    with nogil:
+        me_conv2d_backward(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], &dyv[0, 0, 0, 0],
+                           dxp, &dwv[0, 0, 0, 0], &dbv[0],
+                           N, C, H, W, F, KH, KW, s, p, acc, &wsv[0])
+    return dx, dw, db
+
+
+def maxpool2d_forward(x, size, stride, out=None, argmax=None):
+    """2-D max pooling (no padding, floor mode), as ``torch.nn.functional.max_pool2d``.
+
+    x (N,C,H,W) float32 -> ``(out, argmax)``: out (N,C,HO,WO), ``HO = (H - size)//stride + 1``;
+    argmax (N,C,HO,WO) int32, the offset of each maximum in its H*W plane (ties: the first
+    maximum in row-major window order; NaN propagates as in torch). Raises ValueError/TypeError.
+    """
+    cdef int64_t N, C, H, W, HO, WO, sz, st
+    cdef const float[:, :, :, ::1] xv
+    cdef float[:, :, :, ::1] ov
+    cdef int[:, :, :, ::1] av
+    x = _lref._check_in(x, "x", 4)
+    N, C, H, W, HO, WO, sz, st = _lref._pool_geometry(x.shape, size, stride)
+    out = _lref._check_out(out, "out", (N, C, HO, WO))
+    argmax = _lref._check_out(argmax, "argmax", (N, C, HO, WO), dtype=np.int32)
+    if out.size == 0:
+        return out, argmax
+    xv = x
+    ov = out
+    av = argmax
+    with nogil:
+        me_maxpool2d_forward(&xv[0, 0, 0, 0], &ov[0, 0, 0, 0], <int32_t *> &av[0, 0, 0, 0],
+                             N, C, H, W, sz, st)
+    return out, argmax
+
+
+def maxpool2d_backward(dy, argmax, x_shape, dx=None):
+    """Gradient of ``maxpool2d_forward``: dy (N,C,HO,WO), argmax (N,C,HO,WO) int32 ->
+    dx (N,C,H,W) float32, overwritten (overlapping windows add up). Raises ValueError when
+    an argmax entry lies outside [0, H*W) (checked inside the kernel, which skips such entries;
+    ``dx`` is then partly written)."""
+    cdef int64_t N, C, H, W, HO, WO
+    cdef const float[:, :, :, ::1] dyv
+    cdef const int[:, :, :, ::1] av
+    cdef float[:, :, :, ::1] dxv
+    cdef int64_t bad
+    dy, argmax, x_shape = _lref._check_pool_backward(dy, argmax, x_shape)
+    dx = _lref._check_out(dx, "dx", x_shape)
+    N, C, H, W = x_shape
+    HO, WO = dy.shape[2], dy.shape[3]
+    if dx.size == 0 or dy.size == 0:
+        return _lref.maxpool2d_backward(dy, argmax, x_shape, dx)
+    dyv = dy
+    av = argmax
+    dxv = dx
+    with nogil:
+        bad = me_maxpool2d_backward_checked(&dyv[0, 0, 0, 0], <const int32_t *> &av[0, 0, 0, 0],
+                                            &dxv[0, 0, 0, 0], N, C, H, W, HO, WO)
+    if bad:
+        raise _lref._bad_argmax(H, W)  # the kernel skipped them; dx is not meaningful
+    return dx
+
+
+def relu_forward(x, out=None):
+    """out = max(x, 0), element-wise, any shape, float32. ``out`` may be ``x`` (in place)."""
+    cdef const float[::1] xv
+    cdef float[::1] ov
+    cdef int64_t n
+    x = _lref._check_in(x, "x")
+    out = _lref._check_out(out, "out", x.shape)
+    n = x.size
+    if n == 0:
+        return out
+    xv = x.reshape(-1)
+    ov = out.reshape(-1)
+    with nogil:
+        me_relu_forward(&xv[0], &ov[0], n)
+    return out
+
+
+def relu_backward(dy, y, dx=None):
+    """dx = dy * (y > 0), y the forward *output*; any shape, float32. ``dx`` may be ``dy``."""
+    cdef const float[::1] dyv
+    cdef const float[::1] yv
+    cdef float[::1] dxv
+    cdef int64_t n
+    dy = _lref._check_in(dy, "dy")
+    y = _lref._check_in(y, "y")
+    if y.shape != dy.shape:
+        raise ValueError(f"y must have the shape of dy {dy.shape}, got {y.shape}")
+    dx = _lref._check_out(dx, "dx", dy.shape)
+    n = dy.size
+    if n == 0:
+        return dx
+    dyv = dy.reshape(-1)
+    yv = y.reshape(-1)
+    dxv = dx.reshape(-1)
+    with nogil:
+        me_relu_backward(&dyv[0], &yv[0], &dxv[0], n)
+    return dx
+
+
+def dense_forward(x, w, b, out=None):
+    """Fully connected layer, as ``torch.nn.functional.linear``: x (N,I), w (O,I),
+    b (O,) or None -> out (N,O) = x @ w.T + b, float32 (one SGEMM). Raises ValueError/TypeError."""
+    cdef const float[:, ::1] xv
+    cdef const float[:, ::1] wv
+    cdef const float[::1] bv
+    cdef float[:, ::1] ov
+    cdef const float *bp = NULL
+    cdef int64_t N, I, O
+    x, w, b = _lref._check_dense_args(x, w, b)
+    if x.size == 0 or w.size == 0:
+        return _lref.dense_forward(x, w, b, out)
+    N, I = x.shape[0], x.shape[1]
+    O = w.shape[0]
+    out = _lref._check_out(out, "out", (N, O))
+    xv = x
+    wv = w
+    ov = out
+    if b is not None:
+        bv = b
+        bp = &bv[0]
+    with nogil:
+        me_dense_forward(&xv[0, 0], &wv[0, 0], bp, &ov[0, 0], N, I, O)
+    return out
+
+
+def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx=True, accumulate=False):
+    """Gradients of ``dense_forward`` for dy (N,O), float32: ``(dx, dw, db)`` with
+    dx = dy @ w (N,I) (overwritten; None when ``need_dx`` is False), dw = dy.T @ x (O,I),
+    db = dy.sum(0) (O,): new arrays when None, else overwritten, or added to when
+    ``accumulate`` is True. Raises ValueError/TypeError."""
+    cdef const float[:, ::1] xv
+    cdef const float[:, ::1] wv
+    cdef const float[:, ::1] dyv
+    cdef float[:, ::1] dxv
+    cdef float[:, ::1] dwv
+    cdef float[::1] dbv
+    cdef float *dxp = NULL
+    cdef int64_t N, I, O
+    cdef int acc
+    x, w, _ = _lref._check_dense_args(x, w, None)
+    dy = _lref._check_in(dy, "dy", 2)
+    N, I = x.shape[0], x.shape[1]
+    O = w.shape[0]
+    if dy.shape != (N, O):
+        raise ValueError(f"dy must have shape {(N, O)}, got {dy.shape}")
+    need_dx = _lref._check_bool(need_dx, "need_dx")
+    accumulate = _lref._check_bool(accumulate, "accumulate")
+    if N == 0 or I == 0 or O == 0:
+        return _lref.dense_backward(x, w, dy, dx, dw, db, need_dx, accumulate)
+    dx = _lref._check_out(dx, "dx", x.shape) if need_dx else None
+    dw = _lref._grad_buf(dw, "dw", w.shape, accumulate)
+    db = _lref._grad_buf(db, "db", (O,), accumulate)
+    acc = 1 if accumulate else 0
+    xv = x
+    wv = w
+    dyv = dy
+    dwv = dw
+    dbv = db
+    if need_dx:
+        dxv = dx
+        dxp = &dxv[0, 0]
+    with nogil:
+        me_dense_backward(&xv[0, 0], &wv[0, 0], &dyv[0, 0], dxp, &dwv[0, 0], &dbv[0], N, I, O, acc)
+    return dx, dw, db
+
+
+def sgd_step(p, g, v, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, first=False):
+    """One in-place ``torch.optim.SGD`` step on the float32 parameter array p (any shape).
+
+    g: gradient, same shape; v: momentum buffer (float32, same shape; may be None when
+    momentum == 0). With ``g' = g + weight_decay * p``: ``v = g'`` on the ``first`` step,
+    ``v = momentum * v + (1 - dampening) * g'`` after; ``p -= lr * d`` with
+    ``d = g' + momentum * v`` (nesterov), ``v`` (momentum) or ``g'``.
+    Source: torch/optim/sgd.py (_single_tensor_sgd). Returns None.
+    """
+    cdef float[::1] pv
+    cdef const float[::1] gv
+    cdef float[::1] vv
+    cdef float *vp = NULL
+    cdef int64_t n
+    cdef float c_lr, c_mom, c_damp, c_wd
+    cdef int c_nest, c_first
+    p, g, v, lr, momentum, dampening, weight_decay, nesterov, first = _lref._check_sgd_args(
+        p, g, v, lr, momentum, dampening, weight_decay, nesterov, first)
+    n = p.size
+    if n == 0:
+        return None
+    c_lr, c_mom, c_damp, c_wd = lr, momentum, dampening, weight_decay
+    c_nest = nesterov
+    c_first = first
+    pv = p.reshape(-1)
+    gv = g.reshape(-1)
+    if momentum != 0.0:
+        vv = v.reshape(-1)
+        vp = &vv[0]
+    with nogil:
+        me_sgd_step(&pv[0], &gv[0], vp, n, c_lr, c_mom, c_damp, c_wd, c_nest, c_first)
+    return None
+
+
+def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
+    """One in-place ``torch.optim.Adam`` step (amsgrad=False) at step number t >= 1.
+
+    p, m, v: float32 arrays of one shape (m, v the moment buffers, zeros before step 1);
+    g: gradient, same shape. With ``g' = g + weight_decay * p`` (L2, not AdamW):
+    ``m = lerp(m, g', 1 - beta1)``, ``v = beta2 * v + (1 - beta2) * g'^2``,
+    ``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
+    Source: Kingma & Ba (2015), "Adam", ICLR; torch/optim/adam.py. Returns None.
+    """
+    cdef float[::1] pv
+    cdef const float[::1] gv
+    cdef float[::1] mv
+    cdef float[::1] vv
+    cdef int64_t n, c_t
+    cdef float c_lr, c_b1, c_b2, c_eps, c_wd
+    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay = _lref._check_adam_args(
+        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay)
+    n = p.size
+    if n == 0:
+        return None
+    c_t = t
+    c_lr, c_b1, c_b2, c_eps, c_wd = lr, beta1, beta2, eps, weight_decay
+    pv = p.reshape(-1)
+    gv = g.reshape(-1)
+    mv = m.reshape(-1)
+    vv = v.reshape(-1)
+    with nogil:
+        me_adam_step(&pv[0], &gv[0], &mv[0], &vv[0], n, c_t, c_lr, c_b1, c_b2, c_eps, c_wd)
+    return None

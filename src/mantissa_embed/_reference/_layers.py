@@ -1,2 +1,549 @@
-"""See mantissa_embed._reference."""
-__all__ = []
+"""Numpy twins of the layer kernels of :mod:`mantissa_embed.engine` (conv, pool, relu, dense, optim).
+
+Every public function here has the same name, signature, validation and semantics as the
+engine wrapper of the same name (``src/mantissa_embed/_engine_layers.pxi``); the engine
+wrappers import the private ``_check_*`` helpers below so both backends raise the same
+errors. The twins are written for clarity, not speed: the convolution is an explicit
+im2col (a strided copy per kernel tap) followed by a matmul, exactly the algorithm of
+``src/engine_c/conv.c``, so the two agree up to float32 rounding.
+
+Conventions (``docs/architecture.md``): float32 C-contiguous buffers, NCHW images, the
+pooling argmax is int32 (offset in one H*W plane). Inputs are converted to float32 when
+needed (no copy when they already are); output buffers passed as ``out=``, ``dx=``, ...
+must be float32 (argmax: int32), C-contiguous, writeable and of the exact shape, and are
+written in place. Backward functions *overwrite* ``dx``; ``dw``/``db`` are overwritten,
+or added to when ``accumulate=True``.
+
+The private helpers ``_conv2d``, ``_conv2d_grads``, ``_maxpool2d``, ``_dense`` keep the dtype
+of their inputs, so the tests can evaluate them in float64 for finite differences.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import check_array, check_float, check_int
+
+__all__ = [
+    "conv2d_workspace_size",
+    "conv2d_forward",
+    "conv2d_backward",
+    "maxpool2d_forward",
+    "maxpool2d_backward",
+    "relu_forward",
+    "relu_backward",
+    "dense_forward",
+    "dense_backward",
+    "sgd_step",
+    "adam_step",
+]
+
+# must equal ME_CONV_GROUPS / ME_CONV_MIN_GROUPS / ME_CONV_BUDGET in src/engine_c/conv.c
+_CONV_GROUPS = 16
+_CONV_MIN_GROUPS = 4
+_CONV_BUDGET = 8 * 1024 * 1024
+
+
+# --------------------------------------------------------------------------- validation
+# Shared with the engine wrappers (they import these), so both backends raise the same errors.
+
+def _check_in(x, name, ndim=None):
+    """Input array as float32 C-contiguous (no copy if it already is)."""
+    if type(x) is np.ndarray and x.dtype == np.float32 and x.flags.c_contiguous:
+        arr = x
+    else:
+        arr = check_array(x, name, finite=False)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    return arr
+
+
+def _check_out(a, name, shape, dtype=np.float32):
+    """A caller-provided output buffer (or a new one when ``a`` is None)."""
+    if a is None:
+        return np.empty(shape, dtype=dtype)
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(a).__name__}")
+    if a.dtype != dtype:
+        raise TypeError(f"{name} must have dtype {np.dtype(dtype).name}, got {a.dtype}")
+    if a.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {a.shape}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous")
+    if not a.flags.writeable:
+        raise ValueError(f"{name} must be writeable")
+    return a
+
+
+def _check_inplace(a, name, shape=None):
+    """An array updated in place (optimizer state): float32, C-contiguous, writeable."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(a).__name__}")
+    return _check_out(a, name, a.shape if shape is None else shape)
+
+
+def _int(v, name, minimum):
+    """check_int with a fast path for plain Python ints (called on every kernel call)."""
+    if type(v) is int:
+        if v < minimum:
+            raise ValueError(f"{name} must be >= {minimum}, got {v}")
+        return v
+    return check_int(v, name, minimum=minimum)
+
+
+def _check_shape(shape, name, ndim):
+    if isinstance(shape, (str, bytes)):
+        raise TypeError(f"{name} must be a tuple of {ndim} ints, got {type(shape).__name__}")
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{name} must be a tuple of {ndim} ints, got {type(shape).__name__}") from None
+    if len(shape) != ndim:
+        raise ValueError(f"{name} must have {ndim} entries, got {shape}")
+    if all(type(s) is int and s >= 0 for s in shape):
+        return shape
+    return tuple(check_int(s, f"{name}[{i}]", minimum=0) for i, s in enumerate(shape))
+
+
+def _conv_geometry(x_shape, w_shape, stride, pad):
+    """(N, C, H, W, F, KH, KW, HO, WO) of a convolution, validated."""
+    N, C, H, W = _check_shape(x_shape, "x.shape", 4)
+    F, Cw, KH, KW = _check_shape(w_shape, "w.shape", 4)
+    stride = _int(stride, "stride", 1)
+    pad = _int(pad, "pad", 0)
+    if Cw != C:
+        raise ValueError(f"w has {Cw} input channels but x has {C} (w: {tuple(w_shape)}, x: {tuple(x_shape)})")
+    if KH < 1 or KW < 1:
+        raise ValueError(f"kernel size must be >= 1, got w.shape {tuple(w_shape)}")
+    if H + 2 * pad < KH or W + 2 * pad < KW:
+        raise ValueError(
+            f"kernel {KH}x{KW} is larger than the padded input {H + 2 * pad}x{W + 2 * pad} "
+            f"(x.shape {tuple(x_shape)}, pad {pad})")
+    HO = (H + 2 * pad - KH) // stride + 1
+    WO = (W + 2 * pad - KW) // stride + 1
+    return N, C, H, W, F, KH, KW, HO, WO
+
+
+def _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad):
+    """Scratch floats of src/engine_c/conv.c (conv_geometry): G groups of
+    K*PW + F*PW + C*Hp*Wp + KW + F*K + F floats, PW = HO*Wp."""
+    if min(N, C, F) <= 0:
+        return 0
+    Hp, Wp = H + 2 * pad, W + 2 * pad
+    K, PW = C * KH * KW, HO * Wp
+    per_group = K * PW + F * PW + C * Hp * Wp + KW + F * K + F
+    G = min(max(_CONV_BUDGET // per_group, _CONV_MIN_GROUPS), _CONV_GROUPS, N)
+    return G * per_group
+
+
+def _check_workspace(workspace, need):
+    if workspace is None:
+        return np.empty(need, dtype=np.float32)
+    if not isinstance(workspace, np.ndarray):
+        raise TypeError(f"workspace must be a numpy.ndarray, got {type(workspace).__name__}")
+    if workspace.dtype != np.float32:
+        raise TypeError(f"workspace must have dtype float32, got {workspace.dtype}")
+    if workspace.ndim != 1 or not workspace.flags.c_contiguous or not workspace.flags.writeable:
+        raise ValueError("workspace must be a writeable C-contiguous 1-D array")
+    if workspace.shape[0] < need:
+        raise ValueError(f"workspace must hold at least {need} floats (conv2d_workspace_size), "
+                         f"got {workspace.shape[0]}")
+    return workspace
+
+
+def _check_bias(b, n, name="b"):
+    if b is None:
+        return None
+    b = _check_in(b, name, 1)
+    if b.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},), got {b.shape}")
+    return b
+
+
+def _grad_buf(a, name, shape, accumulate):
+    """A gradient output: the caller's buffer, or a new one (zeros when accumulating into it)."""
+    if a is None:
+        return np.zeros(shape, dtype=np.float32) if accumulate else np.empty(shape, dtype=np.float32)
+    return _check_out(a, name, shape)
+
+
+def _store_grad(buf, value, accumulate):
+    if accumulate:
+        buf += value
+    else:
+        buf[...] = value
+
+
+def _check_bool(v, name):
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
+    return bool(v)
+
+
+def _check_conv_args(x, w, b, stride, pad):
+    x = _check_in(x, "x", 4)
+    w = _check_in(w, "w", 4)
+    geo = _conv_geometry(x.shape, w.shape, stride, pad)
+    b = _check_bias(b, geo[4])
+    return x, w, b, geo
+
+
+def _pool_geometry(x_shape, size, stride):
+    N, C, H, W = _check_shape(x_shape, "x.shape", 4)
+    size = _int(size, "size", 1)
+    stride = _int(stride, "stride", 1)
+    if H < size or W < size:
+        raise ValueError(f"pooling window {size}x{size} is larger than the input {H}x{W}")
+    return N, C, H, W, (H - size) // stride + 1, (W - size) // stride + 1, size, stride
+
+
+def _check_dense_args(x, w, b):
+    x = _check_in(x, "x", 2)
+    w = _check_in(w, "w", 2)
+    if w.shape[1] != x.shape[1]:
+        raise ValueError(f"w must have shape (out_features, {x.shape[1]}) to match x {x.shape}, got {w.shape}")
+    b = _check_bias(b, w.shape[0])
+    return x, w, b
+
+
+def _check_scalar(v, name, minimum=None):
+    if isinstance(v, np.generic) and isinstance(v, numbers.Real):
+        v = float(v)
+    return check_float(v, name, minimum=minimum)
+
+
+# ------------------------------------------------------------------ dtype-generic helpers
+
+def _im2col(x, KH, KW, stride, pad, HO, WO):
+    """x (N,C,H,W) -> cols (N, C, KH, KW, HO, WO), zero outside the image."""
+    N, C, H, W = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    cols = np.empty((N, C, KH, KW, HO, WO), dtype=x.dtype)
+    for i in range(KH):
+        for j in range(KW):
+            cols[:, :, i, j] = xp[:, :, i:i + stride * HO:stride, j:j + stride * WO:stride]
+    return cols
+
+
+def _col2im(cols, x_shape, stride, pad):
+    """cols (N, C, KH, KW, HO, WO) -> dx (N,C,H,W): each tap added back to its pixel."""
+    N, C, H, W = x_shape
+    _, _, KH, KW, HO, WO = cols.shape
+    dxp = np.zeros((N, C, H + 2 * pad, W + 2 * pad), dtype=cols.dtype)
+    for i in range(KH):
+        for j in range(KW):
+            dxp[:, :, i:i + stride * HO:stride, j:j + stride * WO:stride] += cols[:, :, i, j]
+    return dxp[:, :, pad:pad + H, pad:pad + W]
+
+
+def _conv2d(x, w, b, stride, pad):
+    """y (N,F,HO,WO) = conv2d(x, w) + b, in the dtype of x."""
+    N, C, H, W = x.shape
+    F, _, KH, KW = w.shape
+    HO = (H + 2 * pad - KH) // stride + 1
+    WO = (W + 2 * pad - KW) // stride + 1
+    cols = _im2col(x, KH, KW, stride, pad, HO, WO).reshape(N, C * KH * KW, HO * WO)
+    y = np.matmul(w.reshape(F, -1), cols)  # (N, F, P)
+    if b is not None:
+        y += b[:, None]
+    return y.reshape(N, F, HO, WO)
+
+
+def _conv2d_grads(x, w, dy, stride, pad):
+    """(dx, dw, db) of conv2d for the upstream gradient dy (N,F,HO,WO), in the dtype of x."""
+    N, C, H, W = x.shape
+    F, _, KH, KW = w.shape
+    HO, WO = dy.shape[2], dy.shape[3]
+    cols = _im2col(x, KH, KW, stride, pad, HO, WO).reshape(N, C * KH * KW, HO * WO)
+    dy2 = dy.reshape(N, F, HO * WO)
+    w2 = w.reshape(F, -1)
+    dw = np.einsum("nfp,nkp->fk", dy2, cols).reshape(w.shape)
+    db = dy2.sum(axis=(0, 2))
+    dcols = np.matmul(w2.T, dy2).reshape(N, C, KH, KW, HO, WO)
+    dx = _col2im(dcols, x.shape, stride, pad)
+    return dx, dw, db
+
+
+def _maxpool2d(x, size, stride):
+    """(y, argmax) of max pooling; ties: first maximum in row-major window order; NaN wins."""
+    N, C, H, W = x.shape
+    HO = (H - size) // stride + 1
+    WO = (W - size) // stride + 1
+    y = None
+    arg = np.zeros((N, C, HO, WO), dtype=np.int32)
+    rows = np.arange(HO)[:, None] * stride
+    cols = np.arange(WO)[None, :] * stride
+    for i in range(size):
+        for j in range(size):
+            v = x[:, :, i:i + stride * HO:stride, j:j + stride * WO:stride][:, :, :HO, :WO]
+            idx = ((rows + i) * W + (cols + j)).astype(np.int32)
+            if y is None:
+                y = v.copy()
+                arg[...] = idx
+                continue
+            better = (v > y) | np.isnan(v)
+            y = np.where(better, v, y)
+            arg = np.where(better, idx, arg).astype(np.int32)
+    return y, arg
+
+
+def _maxpool2d_grad(dy, argmax, x_shape):
+    N, C, H, W = x_shape
+    dx = np.zeros((N * C, H * W), dtype=dy.dtype)
+    flat_dy = dy.reshape(N * C, -1)
+    flat_arg = argmax.reshape(N * C, -1)
+    for pl in range(N * C):
+        np.add.at(dx[pl], flat_arg[pl], flat_dy[pl])
+    return dx.reshape(N, C, H, W)
+
+
+def _dense(x, w, b):
+    y = x @ w.T
+    if b is not None:
+        y = y + b
+    return y
+
+
+# ---------------------------------------------------------------------------- conv2d
+
+def conv2d_workspace_size(x_shape, w_shape, stride, pad):
+    """Number of float32 scratch values ``conv2d_forward``/``conv2d_backward`` need.
+
+    x_shape (N,C,H,W), w_shape (F,C,KH,KW) -> int: ``G * (K*PW + F*PW + C*Hp*Wp + KW + F*K + F)``
+    with ``K = C*KH*KW``, ``Hp, Wp = H + 2*pad, W + 2*pad``, ``PW = HO*Wp`` and G image groups
+    (``min(N, 16)``, fewer, down to 4, when a group needs more than 8M floats): per group a column
+    buffer, a wide output row buffer, a padded image plane and the dw/db partials.
+    Raises ValueError for inconsistent shapes, TypeError for non-integers.
+    """
+    N, C, H, W, F, KH, KW, HO, WO = _conv_geometry(x_shape, w_shape, stride, pad)
+    return _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad)
+
+
+def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None):
+    """2-D convolution (cross-correlation, as ``torch.nn.functional.conv2d``), NCHW.
+
+    x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO,WO) float32 with
+    ``HO = (H + 2*pad - KH) // stride + 1`` (zero padding). ``out`` and ``workspace``
+    (1-D float32, >= ``conv2d_workspace_size``) may be passed to avoid allocation.
+    Raises ValueError / TypeError naming the offending argument.
+    """
+    x, w, b, (N, C, H, W, F, KH, KW, HO, WO) = _check_conv_args(x, w, b, stride, pad)
+    out = _check_out(out, "out", (N, F, HO, WO))
+    _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    out[...] = _conv2d(x, w, b, stride, pad)
+    return out
+
+
+def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=True,
+                    accumulate=False, workspace=None):
+    """Gradients of ``conv2d_forward`` for the upstream gradient dy (N,F,HO,WO).
+
+    Returns ``(dx, dw, db)``: dx (N,C,H,W) (None when ``need_dx`` is False; overwritten),
+    dw (F,C,KH,KW) and db (F,) (new arrays when None; when given they are overwritten, or
+    added to when ``accumulate`` is True). The bias gradient is always computed.
+    """
+    x, w, _, (N, C, H, W, F, KH, KW, HO, WO) = _check_conv_args(x, w, None, stride, pad)
+    dy = _check_in(dy, "dy", 4)
+    if dy.shape != (N, F, HO, WO):
+        raise ValueError(f"dy must have shape {(N, F, HO, WO)}, got {dy.shape}")
+    need_dx = _check_bool(need_dx, "need_dx")
+    accumulate = _check_bool(accumulate, "accumulate")
+    dx = _check_out(dx, "dx", x.shape) if need_dx else None
+    dw = _grad_buf(dw, "dw", w.shape, accumulate)
+    db = _grad_buf(db, "db", (F,), accumulate)
+    _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    gx, gw, gb = _conv2d_grads(x, w, dy, stride, pad)
+    if need_dx:
+        dx[...] = gx
+    _store_grad(dw, gw, accumulate)
+    _store_grad(db, gb, accumulate)
+    return dx, dw, db
+
+
+# --------------------------------------------------------------------------- maxpool2d
+
+def maxpool2d_forward(x, size, stride, out=None, argmax=None):
+    """2-D max pooling (no padding, floor mode), as ``torch.nn.functional.max_pool2d``.
+
+    x (N,C,H,W) -> ``(out, argmax)``: out (N,C,HO,WO) float32 with ``HO = (H - size)//stride + 1``,
+    argmax (N,C,HO,WO) int32, the offset of the maximum in its H*W plane (ties: the first
+    maximum in row-major window order; a NaN wins, as in torch).
+    """
+    x = _check_in(x, "x", 4)
+    N, C, H, W, HO, WO, size, stride = _pool_geometry(x.shape, size, stride)
+    out = _check_out(out, "out", (N, C, HO, WO))
+    argmax = _check_out(argmax, "argmax", (N, C, HO, WO), dtype=np.int32)
+    y, a = _maxpool2d(x, size, stride)
+    out[...] = y
+    argmax[...] = a
+    return out, argmax
+
+
+def _check_pool_backward(dy, argmax, x_shape):
+    dy = _check_in(dy, "dy", 4)
+    N, C, H, W = _check_shape(x_shape, "x_shape", 4)
+    if dy.shape[:2] != (N, C):
+        raise ValueError(f"dy must have shape ({N}, {C}, HO, WO) to match x_shape {(N, C, H, W)}, got {dy.shape}")
+    if not isinstance(argmax, np.ndarray) or argmax.dtype != np.int32:
+        got = argmax.dtype if isinstance(argmax, np.ndarray) else type(argmax).__name__
+        raise TypeError(f"argmax must be an int32 numpy.ndarray, got {got}")
+    if argmax.shape != dy.shape:
+        raise ValueError(f"argmax must have the shape of dy {dy.shape}, got {argmax.shape}")
+    argmax = np.ascontiguousarray(argmax)
+    return dy, argmax, (N, C, H, W)
+
+
+def _bad_argmax(H, W):
+    return ValueError(f"argmax entries must lie in [0, {H * W}) (offsets into an {H}x{W} plane)")
+
+
+def maxpool2d_backward(dy, argmax, x_shape, dx=None):
+    """Gradient of ``maxpool2d_forward``: dy (N,C,HO,WO), argmax (N,C,HO,WO) int32 ->
+    dx (N,C,H,W) (overwritten; windows that overlap add their contributions).
+    Raises ValueError when an argmax entry lies outside [0, H*W)."""
+    dy, argmax, x_shape = _check_pool_backward(dy, argmax, x_shape)
+    dx = _check_out(dx, "dx", x_shape)
+    H, W = x_shape[2], x_shape[3]
+    if argmax.size and (int(argmax.min()) < 0 or int(argmax.max()) >= H * W):
+        raise _bad_argmax(H, W)
+    dx[...] = _maxpool2d_grad(dy, argmax, x_shape)
+    return dx
+
+
+# -------------------------------------------------------------------------------- relu
+
+def relu_forward(x, out=None):
+    """out = max(x, 0), any shape, float32; ``out`` may be ``x`` itself (in place)."""
+    x = _check_in(x, "x")
+    out = _check_out(out, "out", x.shape)
+    np.maximum(x, np.float32(0), out=out)
+    return out
+
+
+def relu_backward(dy, y, dx=None):
+    """dx = dy * (y > 0) where y is the forward *output*; ``dx`` may be ``dy`` itself."""
+    dy = _check_in(dy, "dy")
+    y = _check_in(y, "y")
+    if y.shape != dy.shape:
+        raise ValueError(f"y must have the shape of dy {dy.shape}, got {y.shape}")
+    dx = _check_out(dx, "dx", dy.shape)
+    np.copyto(dx, np.where(y > 0, dy, np.float32(0)))
+    return dx
+
+
+# ------------------------------------------------------------------------------- dense
+
+def dense_forward(x, w, b, out=None):
+    """Fully connected layer, as ``torch.nn.functional.linear``: x (N,I), w (O,I), b (O,) or
+    None -> out (N,O) = x @ w.T + b (float32)."""
+    x, w, b = _check_dense_args(x, w, b)
+    out = _check_out(out, "out", (x.shape[0], w.shape[0]))
+    out[...] = _dense(x, w, b)
+    return out
+
+
+def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx=True, accumulate=False):
+    """Gradients of ``dense_forward`` for dy (N,O): ``(dx, dw, db)`` with dx = dy @ w (N,I)
+    (None when ``need_dx`` is False), dw = dy.T @ x (O,I), db = dy.sum(0) (O,); dw/db are new
+    arrays when None, else overwritten, or added to when ``accumulate`` is True."""
+    x, w, _ = _check_dense_args(x, w, None)
+    dy = _check_in(dy, "dy", 2)
+    N, O = x.shape[0], w.shape[0]
+    if dy.shape != (N, O):
+        raise ValueError(f"dy must have shape {(N, O)}, got {dy.shape}")
+    need_dx = _check_bool(need_dx, "need_dx")
+    accumulate = _check_bool(accumulate, "accumulate")
+    dx = _check_out(dx, "dx", x.shape) if need_dx else None
+    dw = _grad_buf(dw, "dw", w.shape, accumulate)
+    db = _grad_buf(db, "db", (O,), accumulate)
+    if need_dx:
+        dx[...] = dy @ w
+    _store_grad(dw, dy.T @ x, accumulate)
+    _store_grad(db, dy.sum(axis=0), accumulate)
+    return dx, dw, db
+
+
+# ------------------------------------------------------------------------------- optim
+
+def _check_sgd_args(p, g, v, lr, momentum, dampening, weight_decay, nesterov, first):
+    p = _check_inplace(p, "p")
+    g = _check_in(g, "g")
+    if g.shape != p.shape:
+        raise ValueError(f"g must have the shape of p {p.shape}, got {g.shape}")
+    lr = _check_scalar(lr, "lr")
+    momentum = _check_scalar(momentum, "momentum")
+    dampening = _check_scalar(dampening, "dampening")
+    weight_decay = _check_scalar(weight_decay, "weight_decay")
+    nesterov = _check_bool(nesterov, "nesterov")
+    first = _check_bool(first, "first")
+    if momentum != 0.0:
+        if v is None:
+            raise ValueError("v (the momentum buffer) is required when momentum != 0")
+        v = _check_inplace(v, "v", p.shape)
+    return p, g, v, lr, momentum, dampening, weight_decay, nesterov, first
+
+
+def sgd_step(p, g, v, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, first=False):
+    """One in-place ``torch.optim.SGD`` step on the parameter array p with gradient g.
+
+    p, v: float32 C-contiguous writeable arrays of one shape (v, the momentum buffer, may be
+    None when momentum == 0); g: same shape. With ``g' = g + weight_decay * p``: the buffer
+    becomes ``v = g'`` on the ``first`` step and ``momentum * v + (1 - dampening) * g'`` after;
+    the update is ``p -= lr * d`` with ``d = g' + momentum * v`` (nesterov), ``v`` (momentum)
+    or ``g'``. Source: torch/optim/sgd.py (_single_tensor_sgd). Returns None.
+    """
+    p, g, v, lr, momentum, dampening, weight_decay, nesterov, first = _check_sgd_args(
+        p, g, v, lr, momentum, dampening, weight_decay, nesterov, first)
+    f = np.float32
+    gi = g + f(weight_decay) * p if weight_decay != 0.0 else g
+    if momentum != 0.0:
+        if first:
+            v[...] = gi
+        else:
+            v[...] = v * f(momentum) + f(f(1.0) - f(dampening)) * gi
+        d = gi + f(momentum) * v if nesterov else v
+    else:
+        d = gi
+    p[...] = p + f(-lr) * d
+
+
+def _check_adam_args(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
+    p = _check_inplace(p, "p")
+    g = _check_in(g, "g")
+    if g.shape != p.shape:
+        raise ValueError(f"g must have the shape of p {p.shape}, got {g.shape}")
+    m = _check_inplace(m, "m", p.shape)
+    v = _check_inplace(v, "v", p.shape)
+    t = check_int(t, "t", minimum=1)
+    lr = _check_scalar(lr, "lr")
+    beta1 = _check_scalar(beta1, "beta1")
+    beta2 = _check_scalar(beta2, "beta2")
+    eps = _check_scalar(eps, "eps")
+    weight_decay = _check_scalar(weight_decay, "weight_decay")
+    return p, g, m, v, t, lr, beta1, beta2, eps, weight_decay
+
+
+def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
+    """One in-place ``torch.optim.Adam`` step (amsgrad=False) at step number t >= 1.
+
+    p, m, v: float32 C-contiguous writeable arrays of one shape (m, v the first and second
+    moment buffers, zero before the first step); g: same shape. With ``g' = g + weight_decay * p``
+    (L2 penalty, not AdamW): ``m = lerp(m, g', 1 - beta1)``, ``v = beta2 * v + (1 - beta2) * g'^2``,
+    ``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
+    Source: Kingma & Ba (2015), "Adam", ICLR; torch/optim/adam.py (_single_tensor_adam). Returns None.
+    """
+    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay = _check_adam_args(
+        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay)
+    f = np.float32
+    step_size = f(float(f(lr)) / (1.0 - float(f(beta1)) ** t))  # as optim.c: float args, double bias corrections
+    bc2_sqrt = f(np.sqrt(1.0 - float(f(beta2)) ** t))
+    w1, w2 = f(1) - f(beta1), f(1) - f(beta2)
+    gi = g + f(weight_decay) * p if weight_decay != 0.0 else g
+    if w1 < 0.5:
+        m[...] = m + w1 * (gi - m)
+    else:
+        m[...] = gi - (gi - m) * (f(1) - w1)
+    v[...] = v * f(beta2) + w2 * (gi * gi)
+    denom = np.sqrt(v) / bc2_sqrt + f(eps)
+    p[...] = p + (-step_size) * (m / denom)

@@ -1,0 +1,11 @@
+"""Distances and similarities (pytorch-metric-learning's names and defaults).
+
+Each maps query embeddings (N, D) and reference embeddings (M, D) to an (N, M) float32 matrix
+and has an explicit backward; see :class:`BaseDistance`.
+"""
+from .base_distance import BaseDistance, DistanceContext
+from .cosine_similarity import CosineSimilarity
+from .dot_product_similarity import DotProductSimilarity
+from .lp_distance import LpDistance
+
+__all__ = ["BaseDistance", "DistanceContext", "LpDistance", "DotProductSimilarity", "CosineSimilarity"]

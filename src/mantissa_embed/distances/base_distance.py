@@ -1,0 +1,246 @@
+"""BaseDistance: pytorch-metric-learning's distance contract, with an explicit backward."""
+from __future__ import annotations
+
+import numbers
+import threading
+
+import numpy as np
+
+from .._validation import check_array, check_float
+from ..backend import BACKENDS, get_backend
+
+
+class DistanceContext:
+    """What :meth:`BaseDistance.backward` needs from one forward pass (opaque to callers).
+
+    Attributes: ``query`` / ``ref`` (the embeddings the matrix was computed from, after
+    normalization; ``ref is query`` when the reference set is the batch), ``query_norms`` /
+    ``ref_norms`` (None without normalization), ``base`` (the matrix before ``power``),
+    ``mat`` (the output), ``same`` (reference is the batch), ``engine`` (backend module),
+    ``shape`` (N, M, D).
+    """
+
+    __slots__ = ("query", "ref", "query_norms", "ref_norms", "base", "mat", "same", "engine",
+                 "shape", "extra")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
+
+
+class BaseDistance:
+    """Base class of distances and similarities (pytorch-metric-learning's ``BaseDistance``).
+
+    ``mat = distance(query_emb, ref_emb=None)`` returns the (N, M) matrix between the rows of
+    ``query_emb`` (N, D) and ``ref_emb`` (M, D) (``ref_emb=None``: the batch against itself),
+    after optional L2 normalization of both, raised to ``power``. ``dq, dr = distance.backward(dmat)``
+    returns the gradients w.r.t. ``query_emb`` and ``ref_emb`` of a scalar loss given
+    ``dmat = dL/d mat``, using the cache of the last call (``dr`` is None when ``ref_emb`` was
+    None: both roles of the batch are folded into ``dq``). Losses use the re-entrant pair
+    :meth:`forward_ctx` / :meth:`backward` with an explicit context instead of the cache.
+
+    Parameters
+    ----------
+    normalize_embeddings : bool, default True
+        L2-normalize the rows first (``torch.nn.functional.normalize``, eps 1e-12).
+    p : int, default 2
+        The norm's order. Only 2 is implemented for now: other values raise ``ValueError``.
+    power : float, default 1
+        The matrix is raised to this power (> 0).
+    is_inverted : bool, default False
+        True for similarities (larger = closer).
+    backend : {"mantissa", "numpy"}, default "mantissa"
+        Kernels used by standalone calls; losses and miners pass their own backend.
+
+    Raises
+    ------
+    ValueError
+        ``p != 2``, ``power <= 0`` or an unknown backend.
+    TypeError
+        Arguments of the wrong type.
+    """
+
+    def __init__(self, normalize_embeddings=True, p=2, power=1, is_inverted=False, backend="mantissa"):
+        if isinstance(p, bool) or not isinstance(p, numbers.Real):
+            raise TypeError(f"p must be a number, got {type(p).__name__}")
+        if p != 2:
+            raise ValueError(f"p={p!r} is not supported yet: only the L2 norm (p=2) is implemented")
+        self.p = 2
+        self.power = check_float(power, "power", minimum=0.0, strict=True)
+        if self.power == int(self.power):
+            self.power = int(self.power)
+        self.normalize_embeddings = _check_bool(normalize_embeddings, "normalize_embeddings")
+        self.is_inverted = _check_bool(is_inverted, "is_inverted")
+        self.backend = _check_backend(backend)
+        self._ctx = None
+        self._ws = {}
+
+    # -- PML helpers -------------------------------------------------------------------------
+    def smallest_dist(self, a, b):
+        """Elementwise "closest" of two arrays: min for distances, max for similarities."""
+        return np.maximum(a, b) if self.is_inverted else np.minimum(a, b)
+
+    def largest_dist(self, a, b):
+        """Elementwise "farthest" of two arrays: max for distances, min for similarities."""
+        return np.minimum(a, b) if self.is_inverted else np.maximum(a, b)
+
+    def margin(self, x, y):
+        """How much farther ``x`` is than ``y``: ``x - y`` (similarities: ``y - x``)."""
+        return y - x if self.is_inverted else x - y
+
+    def normalize(self, embeddings, dim=1):
+        """L2-normalize along ``dim`` (numpy; eps 1e-12)."""
+        e = np.asarray(embeddings)
+        nrm = np.sqrt(np.sum(e.astype(np.float64) ** 2, axis=dim, keepdims=True))
+        return (e / np.maximum(nrm, 1e-12)).astype(e.dtype, copy=False)
+
+    def maybe_normalize(self, embeddings, dim=1):
+        """:meth:`normalize` when ``normalize_embeddings``, else the input."""
+        return self.normalize(embeddings, dim=dim) if self.normalize_embeddings else np.asarray(embeddings)
+
+    def get_norm(self, embeddings, dim=1):
+        """Row L2 norms."""
+        return np.sqrt(np.sum(np.asarray(embeddings, dtype=np.float64) ** 2, axis=dim)).astype(np.float32)
+
+    def pairwise_distance(self, query_emb, ref_emb):
+        """Row-wise distances between ``query_emb[i]`` and ``ref_emb[i]`` (both (N, D)), no power."""
+        raise NotImplementedError
+
+    # -- forward / backward --------------------------------------------------------------------
+    def __call__(self, query_emb, ref_emb=None):
+        """(N, M) float32 matrix; caches what :meth:`backward` needs."""
+        mat, self._ctx = self.forward_ctx(query_emb, ref_emb)
+        return mat
+
+    def forward(self, query_emb, ref_emb=None):
+        """Same as calling the object (PML's ``forward``)."""
+        return self(query_emb, ref_emb)
+
+    def forward_ctx(self, query_emb, ref_emb=None, backend=None, validate=True):
+        """Re-entrant forward: returns ``(mat, ctx)`` for :meth:`backward`.
+
+        Parameters
+        ----------
+        query_emb : (N, D) array_like (float32 after conversion, finite)
+        ref_emb : (M, D) array_like, optional
+        backend : str, optional
+            Overrides ``self.backend`` for this call.
+        validate : bool, default True
+            False skips the checks (the caller already validated float32 C-contiguous finite input).
+
+        Raises
+        ------
+        ValueError
+            Not 2-D, NaN/Inf, or different numbers of columns.
+        """
+        if validate:
+            q = check_array(query_emb, "query_emb", ndim=2)
+            r = None if ref_emb is None else check_array(ref_emb, "ref_emb", ndim=2)
+            if r is not None and r.shape[1] != q.shape[1]:
+                raise ValueError(f"ref_emb must have {q.shape[1]} columns like query_emb, got shape {r.shape}")
+        else:
+            q, r = query_emb, ref_emb
+        eng = get_backend(self.backend if backend is None else _check_backend(backend))
+        same = r is None
+        ctx = DistanceContext(same=same, engine=eng, shape=(q.shape[0], q.shape[0] if same else r.shape[0], q.shape[1]))
+        if self.normalize_embeddings:
+            qn, qnorms = eng.l2_normalize_forward(q)
+            if same:
+                rn, rnorms = qn, qnorms
+            else:
+                rn, rnorms = eng.l2_normalize_forward(r)
+        else:
+            qn, qnorms = q, None
+            rn, rnorms = (qn, None) if same else (r, None)
+        ctx.query, ctx.ref, ctx.query_norms, ctx.ref_norms = qn, rn, qnorms, rnorms
+        base, mat = self._compute(qn, rn, ctx)
+        ctx.base, ctx.mat = base, mat
+        return mat, ctx
+
+    def backward(self, dmat, ctx=None):
+        """Gradients ``(dquery, dref)`` of a scalar loss given ``dmat = dL/d mat`` (N, M).
+
+        ``ctx``: from :meth:`forward_ctx`; default the cache of the last call. ``dref`` is None
+        when the reference set was the batch (the two roles are summed into ``dquery``).
+
+        Raises
+        ------
+        RuntimeError
+            No forward pass was cached.
+        ValueError
+            ``dmat`` of the wrong shape.
+        """
+        if ctx is None:
+            ctx = self._ctx
+            if ctx is None:
+                raise RuntimeError("backward() called before a forward pass")
+        N, M, D = ctx.shape
+        dmat = check_array(dmat, "dmat", ndim=2, finite=False)
+        if dmat.shape != (N, M):
+            raise ValueError(f"dmat must have shape ({N}, {M}), got {dmat.shape}")
+        eng = ctx.engine
+        dq, dr = self._compute_backward(dmat, ctx)
+        if ctx.same:
+            dq = dq + dr
+            dr = None
+        if self.normalize_embeddings:
+            dq = eng.l2_normalize_backward(dq, ctx.query, ctx.query_norms, dx=dq)
+            if dr is not None:
+                dr = eng.l2_normalize_backward(dr, ctx.ref, ctx.ref_norms, dx=dr)
+        return dq, dr
+
+    # -- subclass hooks --------------------------------------------------------------------------
+    def _compute(self, q, r, ctx):
+        """(base matrix, output matrix = base ** power); subclasses implement ``compute_mat``."""
+        base = self.compute_mat(q, r, ctx)
+        mat = base if self.power == 1 else (base ** self.power).astype(np.float32, copy=False)
+        return base, mat
+
+    def _compute_backward(self, dmat, ctx):
+        if self.power != 1:
+            b = ctx.base
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dbase = dmat * (self.power * b ** (self.power - 1))
+            dbase = np.where(np.isfinite(dbase), dbase, 0).astype(np.float32)
+        else:
+            dbase = dmat
+        return self.compute_mat_backward(dbase, ctx)
+
+    def compute_mat(self, query_emb, ref_emb, ctx):
+        """(N, M) matrix between the (normalized) rows; ``ref_emb is query_emb`` for the batch."""
+        raise NotImplementedError
+
+    def compute_mat_backward(self, dbase, ctx):
+        """(dq, dr) for ``dbase = dL/d compute_mat(...)``, both roles separate."""
+        raise NotImplementedError
+
+    def _workspace(self, n):
+        """Scratch reused across calls, one per thread (the kernels run without the GIL)."""
+        key = threading.get_ident()
+        ws = self._ws.get(key)
+        if ws is None or ws.shape[0] < n:
+            ws = np.empty(max(n, 1), dtype=np.float32)
+            self._ws[key] = ws
+        return ws
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_ctx"] = None
+        state["_ws"] = {}
+        return state
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(normalize_embeddings={self.normalize_embeddings}, "
+                f"p={self.p}, power={self.power}, is_inverted={self.is_inverted})")
+
+
+def _check_bool(v, name):
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
+    return bool(v)
+
+
+def _check_backend(backend):
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    return backend

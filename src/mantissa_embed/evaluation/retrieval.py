@@ -1,0 +1,257 @@
+"""Retrieval metrics of pytorch-metric-learning's ``AccuracyCalculator``, in numpy.
+
+Definitions (Musgrave, Belongie & Lim 2020, "A Metric Learning Reality Check", ECCV, sec. 3.2;
+pytorch-metric-learning ``utils/accuracy_calculator.py``), for a query with label ``c``:
+
+* ``R`` = the number of references with label ``c``, minus one when the reference set
+  includes the query (``ref_includes_query``; the query itself is never its own neighbour).
+* ``precision_at_1``: 1 if the nearest reference has label ``c``, else 0.
+* ``r_precision``: ``r / R`` where ``r`` counts the references of label ``c`` among the ``R``
+  nearest.
+* ``mean_average_precision_at_r`` (MAP@R): ``(1/R) * sum_{i=1..R} P(i) * rel(i)``, where
+  ``rel(i)`` is 1 if the i-th nearest reference has label ``c`` and ``P(i)`` is the precision
+  among the ``i`` nearest.
+
+Each metric is the mean over queries (or, with ``avg_of_avgs=True``, the mean over classes of
+the per-class means). Queries whose class has no other member in the reference set
+(``R == 0``, PML's "lone" queries) are left out of every metric; when no query is left the
+metric is ``nan`` and a ``RuntimeWarning`` is issued (PML logs a warning and returns nan).
+When the neighbour lists are shorter than ``R`` (an explicit ``k`` below the largest ``R``),
+PML's truncated formulas are reproduced and a ``RuntimeWarning`` says so.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._validation import check_array, check_int, check_labels
+from .knn import knn as _knn
+
+__all__ = [
+    "METRIC_NAMES",
+    "precision_at_1",
+    "r_precision",
+    "mean_average_precision_at_r",
+    "retrieval_metrics",
+    "metrics_from_knn_labels",
+]
+
+METRIC_NAMES = ("precision_at_1", "r_precision", "mean_average_precision_at_r")
+
+
+def _check_include(include):
+    if include is None:
+        return METRIC_NAMES
+    if isinstance(include, str):
+        include = (include,)
+    include = tuple(include)
+    bad = [m for m in include if m not in METRIC_NAMES]
+    if bad or not include:
+        raise ValueError(f"include must be a non-empty subset of {METRIC_NAMES}, got {include!r}")
+    return include
+
+
+def _r_counts(query_labels, reference_labels, ref_includes_query):
+    """R per query: same-label references, minus the query itself when it is in the reference."""
+    uniq, counts = np.unique(reference_labels, return_counts=True)
+    cnt = np.zeros(len(query_labels), dtype=np.int64)
+    if len(uniq):
+        pos = np.minimum(np.searchsorted(uniq, query_labels), len(uniq) - 1)
+        hit = uniq[pos] == query_labels
+        cnt[hit] = counts[pos[hit]]
+    return cnt - int(bool(ref_includes_query))
+
+
+def _average(per_sample, labels, avg_of_avgs):
+    if not avg_of_avgs:
+        return float(np.mean(per_sample))
+    classes, inv = np.unique(labels, return_inverse=True)
+    sums = np.bincount(inv, weights=per_sample, minlength=len(classes))
+    cnts = np.bincount(inv, minlength=len(classes))
+    return float(np.mean(sums / cnts))
+
+
+def metrics_from_knn_labels(knn_labels, query_labels, reference_labels, *, ref_includes_query,
+                            include=None, avg_of_avgs=False):
+    """The retrieval metrics from precomputed neighbour labels.
+
+    Parameters
+    ----------
+    knn_labels : array_like of int, shape (n, k)
+        Labels of each query's k nearest references, nearest first (the query itself
+        already excluded when ``ref_includes_query``).
+    query_labels : array_like of int, shape (n,)
+    reference_labels : array_like of int, shape (M,)
+        Labels of the whole reference set (they give ``R``).
+    ref_includes_query : bool
+        Whether the queries are part of the reference set (R is one less).
+    include : sequence of str, optional
+        Subset of :data:`METRIC_NAMES` (default all).
+    avg_of_avgs : bool, default False
+        Average per class first, then over classes.
+
+    Returns
+    -------
+    dict[str, float]
+        Keys from ``include``; each value in [0, 1], or nan when every query is lone.
+
+    Raises
+    ------
+    ValueError / TypeError
+        Wrong shapes or non-integer labels; ``k == 0`` while a metric is requested.
+    """
+    include = _check_include(include)
+    q_lab = check_labels(query_labels, "query_labels")
+    r_lab = check_labels(reference_labels, "reference_labels")
+    kl = np.asarray(knn_labels)
+    if kl.dtype.kind not in "iu":
+        raise TypeError(f"knn_labels must have an integer dtype, got {kl.dtype}")
+    if kl.ndim != 2 or kl.shape[0] != q_lab.shape[0]:
+        raise ValueError(f"knn_labels must have shape ({q_lab.shape[0]}, k), got {kl.shape}")
+    if kl.shape[1] == 0:
+        raise ValueError("knn_labels must have at least one column (k >= 1)")
+    R = _r_counts(q_lab, r_lab, ref_includes_query)
+    keep = R > 0
+    if not keep.any():
+        warnings.warn("no query has another reference with its label (all queries are lone); "
+                      "the retrieval metrics are nan", RuntimeWarning, stacklevel=2)
+        return {m: float("nan") for m in include}
+    kl = kl[keep].astype(np.int64, copy=False)
+    q_lab, R = q_lab[keep], R[keep]
+    n, k = kl.shape
+    if k < R.max() and any(m != "precision_at_1" for m in include):
+        warnings.warn(f"k={k} is less than the largest R ({int(R.max())}): r_precision and "
+                      "mean_average_precision_at_r are truncated (as in pytorch-metric-learning)",
+                      RuntimeWarning, stacklevel=2)
+    same = kl == q_lab[:, None]
+    out = {}
+    if "precision_at_1" in include:
+        out["precision_at_1"] = _average(same[:, 0].astype(np.float64), q_lab, avg_of_avgs)
+    if "r_precision" in include or "mean_average_precision_at_r" in include:
+        relevant = np.arange(k)[None, :] < R[:, None]
+        hits = same & relevant
+        if "r_precision" in include:
+            per = hits.sum(axis=1) / relevant.sum(axis=1)
+            out["r_precision"] = _average(per.astype(np.float64), q_lab, avg_of_avgs)
+        if "mean_average_precision_at_r" in include:
+            cum = np.cumsum(hits, axis=1)
+            prec = (cum * hits) / np.arange(1, k + 1, dtype=np.float64)[None, :]
+            per = prec.sum(axis=1) / R
+            out["mean_average_precision_at_r"] = _average(per, q_lab, avg_of_avgs)
+    return {m: out[m] for m in include}
+
+
+def retrieval_metrics(embeddings, labels, reference=None, reference_labels=None, *,
+                      ref_includes_query=None, k=None, include=None, avg_of_avgs=False,
+                      metric="euclidean", tile=4096, backend="mantissa"):
+    """Precision@1, R-precision and MAP@R of ``embeddings`` as queries, from one exact k-NN.
+
+    Follows pytorch-metric-learning's ``AccuracyCalculator.get_accuracy(query, query_labels,
+    reference, reference_labels, ref_includes_query)``: without ``reference`` the queries
+    retrieve among themselves (``ref_includes_query=True``, self excluded); the query's own
+    row is excluded by position, so duplicates of it still count as neighbours.
+
+    Parameters
+    ----------
+    embeddings : array_like, float, shape (n, D)
+        Query embeddings (n >= 1).
+    labels : array_like of int, shape (n,)
+    reference : array_like, float, shape (M, D), optional
+        Gallery; default: the queries themselves.
+    reference_labels : array_like of int, shape (M,), required with ``reference``
+    ref_includes_query : bool, optional
+        Default True without ``reference`` (False is then an error), False with it. When True
+        with a ``reference``, its first n rows and labels must equal the queries'.
+    k : int, optional
+        Neighbours to retrieve. Default: the largest R over the queries (``1`` when only
+        ``precision_at_1`` is requested), which makes every metric exact (PML's
+        ``k="max_bin_count"``). A smaller ``k`` truncates R-precision and MAP@R (warned).
+    include : sequence of str, optional
+        Subset of ``("precision_at_1", "r_precision", "mean_average_precision_at_r")``.
+    avg_of_avgs : bool, default False
+        Average per class first, then over classes (PML's ``avg_of_avgs``).
+    metric, tile, backend
+        Passed to :func:`mantissa_embed.evaluation.knn` (default Euclidean distance, as PML's
+        default ``FaissKNN`` / ``IndexFlatL2``).
+
+    Returns
+    -------
+    dict[str, float]
+        Metric name -> value in [0, 1] (nan, with a RuntimeWarning, when every query is lone).
+
+    Raises
+    ------
+    ValueError
+        Empty or non-finite embeddings, label lengths, D mismatch, a missing
+        ``reference_labels``, an inconsistent ``ref_includes_query``, or ``k`` larger than the
+        available references (message names ``k``).
+    TypeError
+        Non-numeric embeddings, non-integer labels or ``k``.
+    """
+    include = _check_include(include)
+    q = check_array(embeddings, "embeddings", ndim=2, allow_empty=False)
+    q_lab = check_labels(labels, "labels", n=q.shape[0])
+    if reference is None:
+        if reference_labels is not None:
+            raise ValueError("reference_labels given without reference")
+        if ref_includes_query is False:
+            raise ValueError("ref_includes_query=False needs a separate reference set")
+        r, r_lab, ref_includes_query = q, q_lab, True
+    else:
+        r = check_array(reference, "reference", ndim=2, allow_empty=False)
+        if reference_labels is None:
+            raise ValueError("reference_labels is required when reference is given")
+        r_lab = check_labels(reference_labels, "reference_labels", n=r.shape[0])
+        ref_includes_query = bool(ref_includes_query) if ref_includes_query is not None else False
+        if ref_includes_query:
+            n = q.shape[0]
+            if (r.shape[0] < n or r.shape[1] != q.shape[1] or not np.allclose(q, r[:n])
+                    or not np.array_equal(q_lab, r_lab[:n])):
+                raise ValueError("ref_includes_query=True needs the first len(embeddings) rows of "
+                                 "reference (and reference_labels) to equal embeddings (and labels)")
+    R = _r_counts(q_lab, r_lab, ref_includes_query)
+    if not (R > 0).any():
+        warnings.warn("no query has another reference with its label (all queries are lone); "
+                      "the retrieval metrics are nan", RuntimeWarning, stacklevel=2)
+        return {m: float("nan") for m in include}
+    if k is None:
+        k = 1 if include == ("precision_at_1",) else int(R.max())
+    else:
+        k = check_int(k, "k", minimum=1)
+    idx, _ = _knn(q, r, k, exclude_self=ref_includes_query, metric=metric, tile=tile, backend=backend)
+    return metrics_from_knn_labels(r_lab[idx], q_lab, r_lab, ref_includes_query=ref_includes_query,
+                                   include=include, avg_of_avgs=avg_of_avgs)
+
+
+def _single(name, embeddings, labels, reference, reference_labels, kwargs):
+    if "include" in kwargs:
+        raise TypeError(f"{name}() got an unexpected keyword argument 'include'")
+    return retrieval_metrics(embeddings, labels, reference, reference_labels,
+                             include=(name,), **kwargs)[name]
+
+
+def precision_at_1(embeddings, labels, reference=None, reference_labels=None, **kwargs):
+    """Fraction of queries whose nearest reference shares their label (PML's ``precision_at_1``).
+
+    Same parameters, defaults and errors as :func:`retrieval_metrics` (``k`` defaults to 1);
+    returns a float in [0, 1] (nan when every query is lone).
+    """
+    return _single("precision_at_1", embeddings, labels, reference, reference_labels, kwargs)
+
+
+def r_precision(embeddings, labels, reference=None, reference_labels=None, **kwargs):
+    """Mean over queries of (same-label references among the R nearest) / R (PML's ``r_precision``).
+
+    Same parameters, defaults and errors as :func:`retrieval_metrics`; returns a float in [0, 1].
+    """
+    return _single("r_precision", embeddings, labels, reference, reference_labels, kwargs)
+
+
+def mean_average_precision_at_r(embeddings, labels, reference=None, reference_labels=None, **kwargs):
+    """MAP@R (Musgrave et al. 2020; PML's ``mean_average_precision_at_r``).
+
+    ``(1/R) sum_{i<=R} P(i) rel(i)`` averaged over queries. Same parameters, defaults and
+    errors as :func:`retrieval_metrics`; returns a float in [0, 1].
+    """
+    return _single("mean_average_precision_at_r", embeddings, labels, reference, reference_labels, kwargs)

@@ -1,0 +1,241 @@
+"""LossOutput and BaseMetricLossFunction: the call contract every metric loss keeps.
+
+``out = loss_func(embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None)``
+(pytorch-metric-learning's ``BaseMetricLossFunction.forward``) returns a :class:`LossOutput`
+holding the loss *and* its gradient: there is no autograd. A loss composes
+``distance.forward_ctx -> fused reduction (engine) -> distance.backward``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_array, check_float, check_labels
+from ..backend import BACKENDS, get_backend
+from ..distances import BaseDistance, LpDistance
+from ..reducers import AvgNonZeroReducer, BaseReducer, MeanReducer
+from ..utils import check_indices_tuple
+
+
+@dataclass
+class LossOutput:
+    """What a loss call returns.
+
+    Attributes
+    ----------
+    loss : float
+        The loss value.
+    grad : (N, D) float32 ndarray
+        dL / d embeddings.
+    ref_grad : (M, D) float32 ndarray or None
+        dL / d ref_emb when ``ref_emb`` was given, else None.
+    terms : dict[str, float]
+        The sub-losses that sum to ``loss`` (PML's sub-loss names, e.g. ``pos_loss`` /
+        ``neg_loss`` for ContrastiveLoss, ``loss`` for TripletMarginLoss, plus
+        ``embedding_reg_loss`` with an embedding regularizer).
+    """
+
+    loss: float
+    grad: np.ndarray
+    ref_grad: np.ndarray | None = None
+    terms: dict = field(default_factory=dict)
+
+    def __float__(self):
+        return float(self.loss)
+
+
+class _Batch:
+    """Validated inputs of one loss call."""
+
+    __slots__ = ("emb", "labels", "ref", "ref_labels", "same", "indices_tuple", "N", "M", "D")
+
+    def __init__(self, emb, labels, ref, ref_labels, same, indices_tuple):
+        self.emb, self.labels, self.ref, self.ref_labels = emb, labels, ref, ref_labels
+        self.same, self.indices_tuple = same, indices_tuple
+        self.N, self.D = emb.shape
+        self.M = self.N if ref is None else ref.shape[0]
+
+
+class BaseMetricLossFunction:
+    """Base class of metric losses (pytorch-metric-learning's ``BaseMetricLossFunction``).
+
+    Parameters
+    ----------
+    distance : BaseDistance, optional
+        Default ``LpDistance()`` (Euclidean distance of L2-normalized embeddings).
+    reducer : BaseReducer, optional
+        Default: the loss's ``get_default_reducer()``. AvgNonZeroReducer and MeanReducer run
+        fused in the engine; any other BaseReducer goes through the generic (numpy) path.
+    embedding_regularizer : callable, optional
+        ``reg(embeddings (N, D) float32)`` returning an object with ``.loss`` (float) and
+        ``.grad`` ((N, D)), e.g. a :class:`LossOutput`; its loss times ``embedding_reg_weight``
+        is added (term ``embedding_reg_loss``), and so is its gradient.
+    embedding_reg_weight : float, default 1
+    backend : {"mantissa", "numpy"}, default "mantissa"
+        Kernels for the distance and the reduction (``"numpy"``: the reference twins).
+
+    Calling: ``loss_func(embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None)``
+
+    - ``embeddings``: (N, D) float array, finite (converted to float32).
+    - ``labels``: (N,) integer array; may be None when ``indices_tuple`` is given.
+    - ``indices_tuple``: pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` of integer arrays
+      (e.g. a miner's output); anchors index ``embeddings``, ``p``/``n`` index ``ref_emb``
+      (or ``embeddings``). None: every pair / triplet the labels define.
+    - ``ref_emb``, ``ref_labels``: an optional reference set (M, D) and its labels. Self pairs
+      (i, i) are excluded when the reference set is the batch (``ref_emb`` None) or when
+      ``ref_labels is labels`` (PML's rule).
+
+    Returns a :class:`LossOutput`.
+
+    Raises
+    ------
+    ValueError
+        Bad shapes, NaN/Inf, labels of the wrong length, both ``labels`` and ``indices_tuple``
+        None, ``ref_emb`` without ``ref_labels`` when pairs must be enumerated, ``ref_labels``
+        without ``ref_emb``, indices out of range.
+    TypeError
+        Non-numeric embeddings, non-integer labels or indices, unsupported argument types.
+    """
+
+    def __init__(self, distance=None, reducer=None, embedding_regularizer=None, embedding_reg_weight=1,
+                 backend="mantissa"):
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.backend = backend
+        if distance is None:
+            distance = self.get_default_distance()
+        if not isinstance(distance, BaseDistance):
+            raise TypeError(f"distance must be a BaseDistance (e.g. LpDistance()), got {type(distance).__name__}")
+        self.distance = distance
+        if reducer is None:
+            reducer = self.get_default_reducer()
+        if not isinstance(reducer, BaseReducer):
+            raise TypeError(f"reducer must be a BaseReducer (e.g. AvgNonZeroReducer()), got {type(reducer).__name__}")
+        self.reducer = reducer
+        if embedding_regularizer is not None and not callable(embedding_regularizer):
+            raise TypeError("embedding_regularizer must be callable (embeddings -> object with .loss and .grad)")
+        self.embedding_regularizer = embedding_regularizer
+        self.embedding_reg_weight = check_float(embedding_reg_weight, "embedding_reg_weight")
+        self.stats = {}
+
+    # -- PML structure -------------------------------------------------------------------------
+    def get_default_distance(self):
+        return LpDistance(p=2, backend=self.backend)
+
+    def get_default_reducer(self):
+        return MeanReducer()
+
+    def _sub_loss_names(self):
+        return ["loss"]
+
+    def sub_loss_names(self):
+        names = self._sub_loss_names()
+        if self.embedding_regularizer is not None:
+            names = names + ["embedding_reg_loss"]
+        return names
+
+    def parameters(self):
+        """Learnable :class:`~mantissa_embed.parameter.Parameter` objects (none for these losses)."""
+        return []
+
+    def compute_loss(self, batch):
+        """Return ``(terms: dict[str, float], dq (N, D), dr (M, D) or None)`` for a validated batch."""
+        raise NotImplementedError
+
+    # -- the call --------------------------------------------------------------------------------
+    def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
+        batch = self._validate(embeddings, labels, indices_tuple, ref_emb, ref_labels)
+        self.stats = {}
+        terms, dq, dr = self.compute_loss(batch)
+        terms = {k: float(v) for k, v in terms.items()}
+        if self.embedding_regularizer is not None:
+            out = self.embedding_regularizer(batch.emb)
+            g = check_array(out.grad, "embedding_regularizer(...).grad", ndim=2, finite=False)
+            if g.shape != batch.emb.shape:
+                raise ValueError(f"embedding_regularizer returned a gradient of shape {g.shape}, "
+                                 f"expected {batch.emb.shape}")
+            w = self.embedding_reg_weight
+            terms["embedding_reg_loss"] = w * float(out.loss)
+            dq = dq + np.float32(w) * g
+        loss = float(sum(terms.values()))
+        return LossOutput(loss=loss, grad=np.ascontiguousarray(dq, dtype=np.float32),
+                          ref_grad=None if dr is None else np.ascontiguousarray(dr, dtype=np.float32),
+                          terms=terms)
+
+    forward = __call__
+
+    def _validate(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
+        emb = check_array(embeddings, "embeddings", ndim=2)
+        N, D = emb.shape
+        if D == 0 and N > 0:
+            raise ValueError(f"embeddings must have at least one column, got shape {emb.shape}")
+        same_labels_obj = labels is not None and ref_labels is labels
+        lab = None if labels is None else check_labels(labels, "labels", n=N)
+        if ref_emb is None:
+            if ref_labels is not None and not same_labels_obj:
+                raise ValueError("ref_labels was given without ref_emb")
+            ref, rlab, same = None, lab, True
+        else:
+            ref = check_array(ref_emb, "ref_emb", ndim=2)
+            if ref.shape[1] != D:
+                raise ValueError(f"ref_emb must have {D} columns like embeddings, got shape {ref.shape}")
+            if ref_labels is None:
+                rlab = None
+            elif same_labels_obj:
+                rlab = lab
+                if ref.shape[0] != N:
+                    raise ValueError(f"ref_labels must have length {ref.shape[0]} (one per ref_emb row), got {N}")
+            else:
+                rlab = check_labels(ref_labels, "ref_labels", n=ref.shape[0])
+            same = same_labels_obj
+        M = N if ref is None else ref.shape[0]
+        if indices_tuple is None:
+            if lab is None:
+                raise ValueError("labels and indices_tuple cannot both be None")
+            if rlab is None:
+                raise ValueError("ref_labels is required with ref_emb (to enumerate the pairs), "
+                                 "unless an indices_tuple is given")
+            it = None
+        else:
+            it = check_indices_tuple(indices_tuple, N, M)
+        return _Batch(emb, lab, ref, rlab, same, it)
+
+    # -- helpers for subclasses ------------------------------------------------------------------
+    @property
+    def engine(self):
+        return get_backend(self.backend)
+
+    def _fused_mode(self):
+        """'avg_non_zero' / 'mean' when the reducer runs fused in the engine, else None."""
+        t = type(self.reducer)
+        if t is AvgNonZeroReducer:
+            return "avg_non_zero"
+        if t is MeanReducer:
+            return "mean"
+        return None
+
+    def _mat(self, batch):
+        return self.distance.forward_ctx(batch.emb, batch.ref, backend=self.backend, validate=False)
+
+    def _grads(self, dmat, ctx):
+        return self.distance.backward(dmat, ctx)
+
+    def _zero_grads(self, batch):
+        dq = np.zeros((batch.N, batch.D), dtype=np.float32)
+        dr = None if batch.ref is None else np.zeros((batch.M, batch.D), dtype=np.float32)
+        return dq, dr
+
+    def zero_losses(self, batch):
+        """(terms of zeros, zero gradients): PML's ``zero_losses``."""
+        dq, dr = self._zero_grads(batch)
+        return {k: 0.0 for k in self._sub_loss_names()}, dq, dr
+
+    def _reduce_generic(self, losses, indices, reduction_type, batch):
+        value, dl = self.reducer(losses, indices, reduction_type, batch.emb, batch.labels)
+        if dl is None:
+            dl = np.zeros(np.shape(losses), dtype=np.float64)
+        return value, dl
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"

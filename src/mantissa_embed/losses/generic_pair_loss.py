@@ -1,0 +1,38 @@
+"""GenericPairLoss (pytorch-metric-learning): base of the losses over positive/negative pairs."""
+from __future__ import annotations
+
+from .. import utils
+from .base import BaseMetricLossFunction
+
+
+class GenericPairLoss(BaseMetricLossFunction):
+    """A loss over positive pairs ``(a1, p)`` and negative pairs ``(a2, n)``.
+
+    Given no ``indices_tuple``, every pair the labels define is used (no self pairs for the batch
+    itself); triplets ``(a, p, n)`` are turned into pairs ``(a, p, a, n)``. As in PML, when every
+    array of the pair tuple has at most one element the loss is 0 (zero gradient) without
+    computing the distances. Subclasses implement :meth:`pair_loss_all` (the fused path over
+    all pairs) and :meth:`pair_loss` (given pairs); both return ``(terms, dmat)``.
+    """
+
+    def compute_loss(self, batch):
+        if batch.indices_tuple is None:
+            n_pos, n_neg = utils._count_pairs(batch.labels, batch.ref_labels, batch.same)
+            if n_pos <= 1 and n_neg <= 1:
+                return self.zero_losses(batch)
+            mat, ctx = self._mat(batch)
+            terms, dmat = self.pair_loss_all(mat, batch)
+        else:
+            pairs = utils.convert_to_pairs(batch.indices_tuple, batch.labels, batch.ref_labels)
+            if all(len(x) <= 1 for x in pairs):
+                return self.zero_losses(batch)
+            mat, ctx = self._mat(batch)
+            terms, dmat = self.pair_loss(mat, pairs, batch)
+        dq, dr = self._grads(dmat, ctx)
+        return terms, dq, dr
+
+    def pair_loss_all(self, mat, batch):
+        raise NotImplementedError
+
+    def pair_loss(self, mat, pairs, batch):
+        raise NotImplementedError

@@ -1,0 +1,135 @@
+"""TripletMarginLoss (Schroff, Kalenichenko & Philbin 2015), pytorch-metric-learning's formulation."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import utils
+from .._validation import as_generator, check_float
+from ..distances.base_distance import _check_bool
+from ..reducers import AvgNonZeroReducer
+from .base import BaseMetricLossFunction
+
+
+class TripletMarginLoss(BaseMetricLossFunction):
+    """Triplet margin loss.
+
+    ``TripletMarginLoss(margin=0.05, swap=False, smooth_loss=False, triplets_per_anchor="all",
+    distance=None, reducer=None, embedding_regularizer=None, embedding_reg_weight=1,
+    backend="mantissa", seed=None)``
+
+    Every triplet (anchor a, positive p with the anchor's label, negative n with another label)
+    charges ``[d_ap - d_an + margin]+`` (``softplus(d_ap - d_an + margin)`` when ``smooth_loss``;
+    with a similarity ``s``: ``[s_an - s_ap + margin]+``), with ``d`` the distance (default:
+    Euclidean distance between L2-normalized embeddings, ``LpDistance()``). The default reducer,
+    ``AvgNonZeroReducer``, averages over the triplets whose loss is > 0 (0 if none):
+    ``terms = {"loss"}``.
+
+    - ``triplets_per_anchor="all"`` with no ``indices_tuple``: every triplet of the batch, in one
+      fused engine pass over the distance matrix (parallel over anchors; the triplets are never
+      materialized).
+    - ``triplets_per_anchor=k`` (int): k random triplets per anchor
+      (:func:`mantissa_embed.utils.get_random_triplet_indices`, drawn from ``seed``).
+    - ``indices_tuple``: the given triplets ``(a, p, n)``, or pairs ``(a1, p, a2, n)`` turned into
+      every triplet ``(a1[i], p[i], n[j])`` with ``a1[i] == a2[j]`` (as PML).
+    - ``swap``: use ``min(d_an, d_pn)`` as the negative distance (max for a similarity), the
+      "distance swap" of Balntas et al. 2016; ties split the gradient (as ``torch.min``).
+      Requires the reference set to be the batch (``ref_emb`` None): ``ValueError`` otherwise
+      (PML would index the distance matrix with reference indices as rows).
+
+    Gradient at a zero distance: 0 (see :class:`~mantissa_embed.distances.LpDistance`).
+
+    References: F. Schroff, D. Kalenichenko, J. Philbin, "FaceNet: A Unified Embedding for Face
+    Recognition and Clustering", CVPR 2015; V. Balntas et al., "Learning local feature
+    descriptors with triplets and shallow convolutional neural networks", BMVC 2016;
+    pytorch-metric-learning ``losses/triplet_margin_loss.py``.
+
+    Parameters
+    ----------
+    margin : float, default 0.05
+    swap : bool, default False
+    smooth_loss : bool, default False
+    triplets_per_anchor : "all" or int >= 1, default "all"
+    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
+        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
+    seed : int, numpy.random.Generator or None
+        Randomness of ``triplets_per_anchor=k`` (a mantissa-embed addition).
+
+    Raises
+    ------
+    TypeError / ValueError
+        Bad arguments; ``swap`` with ``ref_emb``; bad call inputs (see the base class).
+    """
+
+    def __init__(self, margin=0.05, swap=False, smooth_loss=False, triplets_per_anchor="all", *, seed=None,
+                 **kwargs):
+        self.margin = check_float(margin, "margin")
+        self.swap = _check_bool(swap, "swap")
+        self.smooth_loss = _check_bool(smooth_loss, "smooth_loss")
+        self.triplets_per_anchor = utils._check_t_per_anchor(triplets_per_anchor)
+        self._rng = as_generator(seed)
+        super().__init__(**kwargs)
+
+    def get_default_reducer(self):
+        return AvgNonZeroReducer()
+
+    def compute_loss(self, batch):
+        if self.swap and batch.ref is not None:
+            raise ValueError("swap=True needs the reference set to be the batch: call without ref_emb")
+        ref_labels = None if batch.same else batch.ref_labels
+        if batch.indices_tuple is None and utils._is_all(self.triplets_per_anchor):
+            if utils._count_triplets(batch.labels, batch.ref_labels, batch.same) == 0:
+                return self.zero_losses(batch)
+            mode = self._fused_mode()
+            mat, ctx = self._mat(batch)
+            if mode is not None:
+                loss, dmat, st = self.engine.triplet_loss_all(
+                    mat, batch.labels, batch.ref_labels, self.margin, exclude_self=batch.same,
+                    swap=self.swap, smooth=self.smooth_loss, inverted=self.distance.is_inverted,
+                    nonzero_only=mode == "avg_non_zero")
+                self.stats = {k: v for k, v in st.items() if k.startswith("num_")}
+                terms = {"loss": loss}
+            else:
+                triplets = utils.get_all_triplets_indices(batch.labels, ref_labels)
+                terms, dmat = self._triplet_loss(mat, triplets, batch)
+        else:
+            if batch.indices_tuple is None:
+                triplets = utils.get_random_triplet_indices(batch.labels, ref_labels,
+                                                            t_per_anchor=self.triplets_per_anchor,
+                                                            seed=self._rng)
+            else:
+                triplets = utils.convert_to_triplets(batch.indices_tuple, batch.labels, ref_labels)
+            if len(triplets[0]) == 0:
+                return self.zero_losses(batch)
+            mat, ctx = self._mat(batch)
+            terms, dmat = self._triplet_loss(mat, triplets, batch)
+        dq, dr = self._grads(dmat, ctx)
+        return terms, dq, dr
+
+    def _triplet_loss(self, mat, triplets, batch):
+        a, p, n = triplets
+        mode = self._fused_mode()
+        if mode is not None:
+            loss, dmat, st = self.engine.triplet_loss_triplets(
+                mat, a, p, n, self.margin, swap=self.swap, smooth=self.smooth_loss,
+                inverted=self.distance.is_inverted, nonzero_only=mode == "avg_non_zero")
+            self.stats = {k: v for k, v in st.items() if k.startswith("num_")}
+            return {"loss": loss}, dmat
+        # generic path: per-triplet losses in numpy, any BaseReducer
+        from .._reference._losses import _triplet_terms
+        dpn = mat[p, n] if self.swap else None
+        losses, w, _, share = _triplet_terms(mat[a, p], mat[a, n], dpn, self.margin, self.swap,
+                                             self.smooth_loss, self.distance.is_inverted, False)
+        value, dl = self._reduce_generic(losses, (a, p, n), "triplet", batch)
+        sg = -1.0 if self.distance.is_inverted else 1.0
+        coef = dl * w.astype(np.float64)
+        dmat = np.zeros(mat.shape, dtype=np.float64)
+        np.add.at(dmat, (a, p), sg * coef)
+        np.add.at(dmat, (a, n), -sg * coef * share)
+        if self.swap:
+            np.add.at(dmat, (p, n), -sg * coef * (1 - share))
+        return {"loss": value}, dmat.astype(np.float32)
+
+    def __repr__(self):
+        return (f"TripletMarginLoss(margin={self.margin}, swap={self.swap}, smooth_loss={self.smooth_loss}, "
+                f"triplets_per_anchor={self.triplets_per_anchor!r}, distance={self.distance!r}, "
+                f"reducer={self.reducer!r})")

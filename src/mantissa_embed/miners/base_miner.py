@@ -1,0 +1,95 @@
+"""BaseMiner: pytorch-metric-learning's miner call contract, in numpy."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_array, check_labels
+from ..backend import BACKENDS
+from ..distances import BaseDistance, LpDistance
+
+
+class BaseMiner:
+    """Base class of miners (pytorch-metric-learning's ``BaseMiner``).
+
+    ``indices_tuple = miner(embeddings, labels, ref_emb=None, ref_labels=None)`` returns pairs
+    ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` of 1-D int64 arrays; anchors index
+    ``embeddings``, ``p`` / ``n`` index ``ref_emb`` (the batch itself when None). Self pairs
+    (i, i) are excluded when the reference set is the batch or ``ref_labels is labels``
+    (PML's rule). Mining works on the distance matrix with vectorized numpy; no gradient flows.
+
+    Parameters
+    ----------
+    distance : BaseDistance, optional
+        Default ``LpDistance()`` (Euclidean distance of L2-normalized embeddings).
+    backend : {"mantissa", "numpy"}, default "mantissa"
+        Kernels used for the distance matrix.
+
+    Raises
+    ------
+    ValueError
+        Not 2-D, NaN/Inf, labels of the wrong length, ``ref_emb`` without ``ref_labels`` (or the
+        reverse), different numbers of columns.
+    TypeError
+        Non-numeric embeddings, non-integer (or missing) labels.
+    """
+
+    def __init__(self, distance=None, backend="mantissa"):
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.backend = backend
+        if distance is None:
+            distance = LpDistance(p=2, backend=backend)
+        if not isinstance(distance, BaseDistance):
+            raise TypeError(f"distance must be a BaseDistance (e.g. LpDistance()), got {type(distance).__name__}")
+        self.distance = distance
+        self.stats = {}
+
+    def __call__(self, embeddings, labels, ref_emb=None, ref_labels=None):
+        emb = check_array(embeddings, "embeddings", ndim=2)
+        N, D = emb.shape
+        same_obj = ref_labels is labels
+        lab = check_labels(labels, "labels", n=N)
+        if ref_emb is None:
+            if ref_labels is not None and not same_obj:
+                raise ValueError("ref_labels was given without ref_emb")
+            ref, rlab = None, lab
+        else:
+            ref = check_array(ref_emb, "ref_emb", ndim=2)
+            if ref.shape[1] != D:
+                raise ValueError(f"ref_emb must have {D} columns like embeddings, got shape {ref.shape}")
+            if ref_labels is None:
+                raise ValueError("ref_labels is required with ref_emb")
+            rlab = lab if same_obj else check_labels(ref_labels, "ref_labels", n=ref.shape[0])
+            if same_obj and ref.shape[0] != N:
+                raise ValueError(f"ref_labels must have length {ref.shape[0]} (one per ref_emb row), got {N}")
+        self.stats = {}
+        out = self.mine(emb, lab, ref, rlab)
+        out = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in out)
+        self.output_assertion(out)
+        return out
+
+    forward = __call__
+
+    def mine(self, embeddings, labels, ref_emb, ref_labels):
+        """Return the index tuple. ``ref_emb`` is None for the batch itself, and then
+        ``ref_labels is labels``; pass ``ref_labels`` on to :mod:`mantissa_embed.utils`, whose
+        identity rule excludes the self pairs."""
+        raise NotImplementedError
+
+    def _mat(self, embeddings, ref_emb):
+        mat, _ = self.distance.forward_ctx(embeddings, ref_emb, backend=self.backend, validate=False)
+        return mat
+
+    def output_assertion(self, output):
+        if len(output) == 3:
+            self.stats["num_triplets"] = len(output[0])
+            assert len(output[0]) == len(output[1]) == len(output[2])
+        elif len(output) == 4:
+            self.stats["num_pos_pairs"] = len(output[0])
+            self.stats["num_neg_pairs"] = len(output[2])
+            assert len(output[0]) == len(output[1]) and len(output[2]) == len(output[3])
+        else:
+            raise TypeError(f"a miner must return 3 or 4 index arrays, got {len(output)}")
+
+    def __repr__(self):
+        return f"{type(self).__name__}(distance={self.distance!r})"

@@ -1,0 +1,36 @@
+"""BatchHardMiner (pytorch-metric-learning; Hermans, Beyer & Leibe 2017)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import utils
+from .base_miner import BaseMiner
+
+
+class BatchHardMiner(BaseMiner):
+    """For each anchor, its hardest positive and hardest negative.
+
+    ``BatchHardMiner(distance=None, backend="mantissa")``: the positive farthest from the anchor
+    and the negative closest to it (similarities: lowest / highest). Anchors without a positive
+    or without a negative are dropped. Ties go to the lowest index (as ``torch.max`` /
+    ``torch.min`` along a row). Returns ``(a, p, n)`` int64, anchors ascending.
+
+    References: A. Hermans, L. Beyer, B. Leibe, "In Defense of the Triplet Loss for Person
+    Re-Identification", 2017; pytorch-metric-learning ``miners/batch_hard_miner.py``.
+    """
+
+    def mine(self, embeddings, labels, ref_emb, ref_labels):
+        mat = self._mat(embeddings, ref_emb)
+        matches, diffs = utils.get_matches_and_diffs(labels, ref_labels)
+        keep = matches.any(axis=1) & diffs.any(axis=1)
+        a = np.nonzero(keep)[0].astype(np.int64)
+        if len(a) == 0:
+            return utils._empty(3)
+        m, pos, neg = mat[a], matches[a], diffs[a]
+        if self.distance.is_inverted:
+            p = np.argmin(np.where(pos, m, np.inf), axis=1)
+            n = np.argmax(np.where(neg, m, -np.inf), axis=1)
+        else:
+            p = np.argmax(np.where(pos, m, -np.inf), axis=1)
+            n = np.argmin(np.where(neg, m, np.inf), axis=1)
+        return a, p.astype(np.int64), n.astype(np.int64)

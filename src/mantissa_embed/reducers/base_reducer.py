@@ -1,0 +1,59 @@
+"""BaseReducer: turns per-element losses into one number, with the gradient of that reduction."""
+from __future__ import annotations
+
+import numpy as np
+
+REDUCTION_TYPES = ("element", "pos_pair", "neg_pair", "triplet", "already_reduced")
+
+
+class BaseReducer:
+    """Base class of reducers (pytorch-metric-learning's ``BaseReducer``, explicit backward).
+
+    ``value, dlosses = reducer(losses, indices=None, reduction_type="element", embeddings=None,
+    labels=None)``: ``losses`` is a 1-D float array of per-element losses (or the scalar 0 for
+    "no loss"), ``indices`` what they refer to (element indices, a pair ``(a, b)`` or a triplet
+    ``(a, p, n)`` of index arrays), ``reduction_type`` one of "element", "pos_pair", "neg_pair",
+    "triplet", "already_reduced". Returns the reduced loss (float) and ``dlosses = d value /
+    d losses`` (same shape as ``losses``, float64; None for a zero loss). Subclasses implement
+    ``element_reduction`` and may specialize ``pos_pair_reduction``, ``neg_pair_reduction``,
+    ``triplet_reduction`` (default: the element reduction).
+
+    Raises
+    ------
+    ValueError
+        Unknown ``reduction_type`` or ``losses`` that are not 1-D.
+    """
+
+    def __call__(self, losses, indices=None, reduction_type="element", embeddings=None, labels=None):
+        return self.forward(losses, indices, reduction_type, embeddings, labels)
+
+    def forward(self, losses, indices=None, reduction_type="element", embeddings=None, labels=None):
+        if reduction_type not in REDUCTION_TYPES:
+            raise ValueError(f"reduction_type must be one of {REDUCTION_TYPES}, got {reduction_type!r}")
+        if np.isscalar(losses) and losses == 0:
+            return 0.0, None
+        losses = np.asarray(losses)
+        if reduction_type == "already_reduced":
+            if losses.size != 1:
+                raise ValueError(f"an already reduced loss must be a scalar, got shape {losses.shape}")
+            return float(losses.reshape(())), np.ones_like(losses, dtype=np.float64)
+        if losses.ndim != 1:
+            raise ValueError(f"losses must be 1-D, got shape {losses.shape}")
+        fn = getattr(self, f"{reduction_type}_reduction")
+        value, d = fn(losses, indices, embeddings, labels)
+        return float(value), d
+
+    def element_reduction(self, losses, indices, embeddings, labels):
+        raise NotImplementedError
+
+    def pos_pair_reduction(self, losses, indices, embeddings, labels):
+        return self.element_reduction(losses, indices, embeddings, labels)
+
+    def neg_pair_reduction(self, losses, indices, embeddings, labels):
+        return self.element_reduction(losses, indices, embeddings, labels)
+
+    def triplet_reduction(self, losses, indices, embeddings, labels):
+        return self.element_reduction(losses, indices, embeddings, labels)
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
