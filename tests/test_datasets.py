@@ -20,10 +20,12 @@ MNIST_DIR = SHARED_DATA / "mnist"
 ORL_DIR = SHARED_DATA / "orl_faces"
 needs_mnist = pytest.mark.skipif(
     not (MNIST_DIR / "t10k-images-idx3-ubyte.gz").is_file(),
-    reason=f"real MNIST test set not found at {MNIST_DIR} (only present on the project machine)")
+    reason=(f"real MNIST test set not found: checked {MNIST_DIR / 't10k-images-idx3-ubyte.gz'}; the data is "
+            "expected at <repo>/../shared/data/mnist (the repository cloned next to shared/)"))
 needs_orl = pytest.mark.skipif(
     not (ORL_DIR / "s40" / "10.pgm").is_file(),
-    reason=f"ORL faces not found at {ORL_DIR} (only present on the project machine)")
+    reason=(f"ORL faces not found: checked {ORL_DIR / 's40' / '10.pgm'}; the data is expected at "
+            "<repo>/../shared/data/orl_faces (the repository cloned next to shared/)"))
 
 MNIST_TEST_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
 
@@ -508,3 +510,10 @@ def test_cli_module_entry_point():
         [sys.executable, "-m", "mantissa_embed.datasets", "download", "mnist", "--help"],
         capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0 and "--data-dir" in out.stdout and "--url-base" in out.stdout
+
+
+def test_pad_or_resize_empty_images_is_a_value_error():
+    from mantissa_embed.datasets import pad_or_resize
+
+    with pytest.raises(ValueError, match=r"at least 1x1"):  # was an IndexError
+        pad_or_resize(np.ones((2, 1, 0, 8), np.float32), 10)

@@ -100,3 +100,31 @@ def test_demo_bad_arguments(argv, capsys):
 def test_demo_batch_size_one_is_a_clear_error(tmp_path, capsys):
     assert main(["demo", "--batch-size", "1", "--out", str(tmp_path)]) == 2
     assert "batch_size must be >= 2" in capsys.readouterr().err
+
+
+def test_demo_out_is_an_existing_file(tmp_path, capsys):
+    # used to train for the whole demo, then crash with a FileExistsError traceback
+    f = tmp_path / "afile"
+    f.write_text("x")
+    assert main(["demo", "--out", str(f)]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+
+
+def test_demo_too_many_threads(capsys):
+    with pytest.raises(SystemExit) as e:  # was a ValueError traceback from set_num_threads
+        main(["demo", "--threads", "100000"])
+    assert e.value.code == 2
+    assert "must be <= 4096" in capsys.readouterr().err
+
+
+def test_demo_without_matplotlib_fails_fast(tmp_path, capsys, monkeypatch):
+    """Missing matplotlib: exit code 2 with the install command, before training, no --out created."""
+    import mantissa_embed.embedder as embedder_mod
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setattr(embedder_mod.Embedder, "fit", lambda *a, **k: pytest.fail("trained before checking"))
+    out = tmp_path / "out"
+    code = main(["demo", "--epochs", "1", "--out", str(out)])
+    assert code == 2
+    assert 'pip install "mantissa-embed[viz]"' in capsys.readouterr().err
+    assert not out.exists()

@@ -23,7 +23,8 @@ MNIST_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mn
 
 pytestmark = pytest.mark.skipif(
     not MNIST_DIR.is_dir(),
-    reason=f"MNIST test set not found in {MNIST_DIR} (the project's shared data folder); "
+    reason=f"MNIST test set not found: checked {MNIST_DIR}; the data is expected at "
+           "<repo>/../shared/data/mnist (the repository cloned next to shared/); "
            "the digits end-to-end test covers this path")
 
 

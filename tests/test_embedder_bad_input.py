@@ -228,3 +228,11 @@ def test_verify_bad_input(fitted):
         fitted.verify(Z[0], np.full(4, np.nan, np.float32))
     with pytest.raises(TypeError, match=r"a must be a numeric array"):
         fitted.verify(np.array([object()]), Z[0])
+
+
+def test_fit_divergence_is_a_floating_point_error(fresh):
+    # weights overflowing to NaN/Inf used to surface as "ValueError: embeddings contains NaN
+    # or Inf" from the miner, naming no argument of fit
+    X, y = _data()
+    with pytest.raises(FloatingPointError, match=r"lower lr"):
+        fresh.fit(X, y, epochs=3, batch_size=12, lr=1e30)

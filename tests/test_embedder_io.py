@@ -223,3 +223,39 @@ def test_custom_loss_object_round_trip(tmp_path):
         loaded = Embedder.load(path)
     np.testing.assert_array_equal(loaded.embed(X), emb.embed(X))  # the trunk is exact
     assert loaded._loss_spec == "triplet" and loaded.miner_func is None
+
+
+def _with_config(src, dst, edit):
+    with np.load(src) as f:
+        arrays = {k: f[k] for k in f.files}
+    cfg = json.loads(str(arrays["__config__"]))
+    edit(cfg)
+    arrays["__config__"] = np.array(json.dumps(cfg))
+    np.savez(dst, **arrays)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda c: c["trunk"]["layers"][-1].update(units=10**13),           # was a MemoryError
+    lambda c: c["trunk"]["layers"][-1].update(units=2 * 10**7),        # was a 10 GB allocation
+    lambda c: c["trunk"]["layers"][0].update(out_channels=10**12),
+    lambda c: c["trunk"]["layers"][0].update(pad=2**40),
+], ids=["dense_absurd", "dense_large", "conv_channels", "conv_pad"])
+def test_manipulated_layer_sizes_fail_before_allocating(fitted, tmp_path, edit):
+    path = tmp_path / "m.npz"
+    fitted.save(path)
+    bad = tmp_path / "sizes.npz"
+    _with_config(path, bad, edit)
+    with pytest.raises(ValueError, match=r"sizes\.npz.*must have shape"):
+        Embedder.load(bad)
+
+
+@pytest.mark.parametrize("shape, pat", [([1.5, 28, 28], r"input_shape\[0\] must be an int"),
+                                        ([True, 28, 28], r"input_shape\[0\] must be an int"),
+                                        ([1, 10**6, 10**6], r"differs from input_shape")])
+def test_manipulated_input_shape(fitted, tmp_path, shape, pat):
+    path = tmp_path / "m.npz"
+    fitted.save(path)
+    bad = tmp_path / "shape.npz"
+    _with_config(path, bad, lambda c: c.update(input_shape=shape))
+    with pytest.raises(ValueError, match=pat):
+        Embedder.load(bad)

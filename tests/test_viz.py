@@ -172,7 +172,7 @@ def test_errors(toy, tmp_path):
 def test_missing_matplotlib_names_the_extra(toy, tmp_path, monkeypatch):
     Z, y, images = toy
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(ImportError, match=r"pip install mantissa-embed\[viz\]"):
+    with pytest.raises(ImportError, match=r'pip install "mantissa-embed\[viz\]"'):
         viz.plot_embedding_manifold(Z, y, tmp_path / "m.png")
-    with pytest.raises(ImportError, match=r"pip install mantissa-embed\[viz\]"):
+    with pytest.raises(ImportError, match=r'pip install "mantissa-embed\[viz\]"'):
         viz.plot_retrieval_gallery(images, y, [0], [[1]], tmp_path / "g.png")

@@ -39,6 +39,13 @@ def _positive_int(s):
     return v
 
 
+def _thread_count(s):
+    v = _positive_int(s)
+    if v > 4096:  # engine.set_num_threads's limit
+        raise argparse.ArgumentTypeError(f"must be <= 4096, got {v}")
+    return v
+
+
 def _nonneg_int(s):
     v = int(s)
     if v < 0:
@@ -80,7 +87,7 @@ def build_parser():
     demo.add_argument("--loss", choices=("triplet", "contrastive"), default="triplet", help="metric loss (default triplet)")
     demo.add_argument("--backend", choices=("mantissa", "numpy"), default="mantissa",
                       help="mantissa: the C engine (default); numpy: the reference kernels (slow)")
-    demo.add_argument("--threads", type=_positive_int, default=None, help="engine threads (default: all cores)")
+    demo.add_argument("--threads", type=_thread_count, default=None, help="engine threads (default: all cores)")
     return parser
 
 
@@ -128,6 +135,16 @@ def run_demo(args, out=sys.stdout):
     def say(*a):
         print(*a, file=out, flush=True)
 
+    try:  # fail fast, before training and before creating --out
+        from . import viz
+
+        viz._import_matplotlib()
+    except ImportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if os.path.exists(args.out) and not os.path.isdir(args.out):  # before training, not after
+        print(f"error: --out {args.out!r} exists and is not a directory", file=sys.stderr)
+        return 2
     if args.threads is not None:
         from . import engine
 
@@ -179,8 +196,6 @@ def run_demo(args, out=sys.stdout):
     say(f"  (fit {fit_s:.1f}s; distances: Euclidean between L2-normalized embeddings, Euclidean on raw pixels)")
 
     try:
-        from . import viz
-
         os.makedirs(args.out, exist_ok=True)
         p1 = viz.plot_embedding_manifold(
             Z, yte, os.path.join(args.out, "embedding_manifold.png"),

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import shutil
-import tempfile
 import urllib.request
 import zlib
 from pathlib import Path
+
+from ._io import atomic_write
 
 __all__ = ["MNIST_FILES", "DEFAULT_URL_BASE", "MIRRORS", "ChecksumError", "download_mnist", "verify_file"]
 
@@ -166,32 +166,19 @@ def download_mnist(data_dir, url_base=None, *, force=False, log=print):
         for base in bases:
             url = base if base.endswith("/") else base + "/"
             url += name
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=dest_dir)
+            checked = []  # verify_file's answer, set by the check before the rename
+            log(f"{name}: fetching {url}")
             try:
-                with os.fdopen(fd, "wb") as f:
-                    log(f"{name}: fetching {url}")
-                    _fetch(url, f)
-                how = verify_file(tmp, name)
-                os.replace(tmp, dest)
+                atomic_write(dest, lambda f, url=url: _fetch(url, f), suffix=".part",
+                             check=lambda tmp, name=name: checked.append(verify_file(tmp, name)))
+                how = checked[0]
                 log(f"{name}: verified ({'sha256' if how == 'gz' else 'decompressed sha256'}) -> {dest}")
                 break
-            except ChecksumError:
-                _unlink(tmp)
-                raise
-            except OSError as exc:  # URLError is an OSError
-                _unlink(tmp)
+            except OSError as exc:  # URLError is an OSError (a ChecksumError, a ValueError, propagates);
+                # atomic_write has removed the partial file either way
                 errors.append(f"{url}: {exc}")
-            except BaseException:
-                _unlink(tmp)
-                raise
         else:
             raise OSError(f"could not download {name}:\n  " + "\n  ".join(errors))
         out.append(dest)
     return out
 
-
-def _unlink(path):
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

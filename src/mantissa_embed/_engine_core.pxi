@@ -117,6 +117,19 @@ cdef float[:, ::1] _sgemm_view(X, str name):
     return v
 
 
+cdef const float[:, ::1] _sgemm_cview(X, str name):
+    """Read-only operand (A, B) as a const typed memoryview: read-only arrays are accepted."""
+    cdef const float[:, ::1] v
+    if not isinstance(X, np.ndarray):
+        _sgemm_check_operand(X, name)
+    try:
+        v = X
+    except (ValueError, TypeError, BufferError):
+        _sgemm_check_operand(X, name)
+        raise
+    return v
+
+
 cdef float _sgemm_check_scalar(v, str name) except? -1.0:
     cdef double d
     if type(v) is float or type(v) is int:
@@ -138,8 +151,8 @@ cdef inline bint _overlaps(const float[:, ::1] x, const float[:, ::1] y) noexcep
 
 
 cdef object _sgemm_impl(A, B, C, bint trans_a, bint trans_b, alpha, beta, bint single_thread):
-    cdef float[:, ::1] a = _sgemm_view(A, "A")
-    cdef float[:, ::1] b = _sgemm_view(B, "B")
+    cdef const float[:, ::1] a = _sgemm_cview(A, "A")
+    cdef const float[:, ::1] b = _sgemm_cview(B, "B")
     cdef float[:, ::1] c
     cdef float falpha = _sgemm_check_scalar(alpha, "alpha")
     cdef float fbeta = _sgemm_check_scalar(beta, "beta")

@@ -43,6 +43,7 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None):
         return _lref.conv2d_forward(x, w, b, stride, pad, out, workspace)
     out = _lref._check_out(out, "out", (N, F, HO, WO))
     workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    _lref._check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
     s = stride
     p = pad
     xv = x
@@ -90,6 +91,8 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
     dw = _lref._grad_buf(dw, "dw", w.shape, accumulate)
     db = _lref._grad_buf(db, "db", (F,), accumulate)
     workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    _lref._check_outs([(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")],
+                      [(x, "x"), (w, "w"), (dy, "dy")])
     s = stride
     p = pad
     acc = 1 if accumulate else 0
@@ -124,6 +127,7 @@ def maxpool2d_forward(x, size, stride, out=None, argmax=None):
     N, C, H, W, HO, WO, sz, st = _lref._pool_geometry(x.shape, size, stride)
     out = _lref._check_out(out, "out", (N, C, HO, WO))
     argmax = _lref._check_out(argmax, "argmax", (N, C, HO, WO), dtype=np.int32)
+    _lref._check_outs([(out, "out"), (argmax, "argmax")], [(x, "x")])
     if out.size == 0:
         return out, argmax
     xv = x
@@ -147,6 +151,7 @@ def maxpool2d_backward(dy, argmax, x_shape, dx=None):
     cdef int64_t bad
     dy, argmax, x_shape = _lref._check_pool_backward(dy, argmax, x_shape)
     dx = _lref._check_out(dx, "dx", x_shape)
+    _lref._check_outs([(dx, "dx")], [(dy, "dy"), (argmax, "argmax")])
     N, C, H, W = x_shape
     HO, WO = dy.shape[2], dy.shape[3]
     if dx.size == 0 or dy.size == 0:
@@ -169,6 +174,7 @@ def relu_forward(x, out=None):
     cdef int64_t n
     x = _lref._check_in(x, "x")
     out = _lref._check_out(out, "out", x.shape)
+    _lref._check_outs([(out, "out")], [(x, "x")], inplace_ok=("x",))
     n = x.size
     if n == 0:
         return out
@@ -190,6 +196,7 @@ def relu_backward(dy, y, dx=None):
     if y.shape != dy.shape:
         raise ValueError(f"y must have the shape of dy {dy.shape}, got {y.shape}")
     dx = _lref._check_out(dx, "dx", dy.shape)
+    _lref._check_outs([(dx, "dx")], [(dy, "dy"), (y, "y")], inplace_ok=("dy", "y"))
     n = dy.size
     if n == 0:
         return dx
@@ -216,6 +223,7 @@ def dense_forward(x, w, b, out=None):
     N, I = x.shape[0], x.shape[1]
     O = w.shape[0]
     out = _lref._check_out(out, "out", (N, O))
+    _lref._check_outs([(out, "out")], [(x, "x"), (w, "w"), (b, "b")])
     xv = x
     wv = w
     ov = out
@@ -254,6 +262,7 @@ def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx=True, accumulate
     dx = _lref._check_out(dx, "dx", x.shape) if need_dx else None
     dw = _lref._grad_buf(dw, "dw", w.shape, accumulate)
     db = _lref._grad_buf(db, "db", (O,), accumulate)
+    _lref._check_outs([(dx, "dx"), (dw, "dw"), (db, "db")], [(x, "x"), (w, "w"), (dy, "dy")])
     acc = 1 if accumulate else 0
     xv = x
     wv = w

@@ -12,6 +12,7 @@ from mantissa_embed._reference._losses import (
     _check_self as _lc_self,
     _check_swap_all as _lc_swap_all,
     _check_workspace as _lc_workspace,
+    _check_outs as _lc_outs,
     _check_pair_args as _lc_pair_args,
     _check_label_pair as _lc_label_pair,
     euclidean_workspace_size,
@@ -40,12 +41,14 @@ def l2_normalize_forward(x, eps=_NORMALIZE_EPS, y=None, norms=None):
     N, D = x.shape
     y = _lc_out(y, "y", (N, D))
     norms = _lc_out(norms, "norms", (N,))
+    _lc_outs([(y, "y")], [(x, "x")], inplace_ok=("x",))
+    _lc_outs([(norms, "norms")], [(x, "x"), (y, "y")])
     if N == 0:
         return y, norms
     if D == 0:
         norms[...] = 0
         return y, norms
-    cdef float[:, ::1] xv = x
+    cdef const float[:, ::1] xv = x
     cdef float[:, ::1] yv = y
     cdef float[::1] nv = norms
     cdef int64_t n = N, d = D
@@ -66,11 +69,12 @@ def l2_normalize_backward(dy, y, norms, eps=_NORMALIZE_EPS, dx=None):
     if norms.shape != (y.shape[0],):
         raise ValueError(f"norms must have shape ({y.shape[0]},), got {norms.shape}")
     dx = _lc_out(dx, "dx", y.shape)
+    _lc_outs([(dx, "dx")], [(dy, "dy"), (y, "y"), (norms, "norms")], inplace_ok=("dy",))
     if y.shape[0] == 0 or y.shape[1] == 0:
         return dx
-    cdef float[:, ::1] dyv = dy
-    cdef float[:, ::1] yv = y
-    cdef float[::1] nv = norms
+    cdef const float[:, ::1] dyv = dy
+    cdef const float[:, ::1] yv = y
+    cdef const float[::1] nv = norms
     cdef float[:, ::1] dxv = dx
     cdef int64_t n = y.shape[0], d = y.shape[1]
     with nogil:
@@ -91,13 +95,14 @@ def euclidean_forward(x, r, squared=False, out=None, workspace=None):
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
     out = _lc_out(out, "out", (N, M))
     ws = _lc_workspace(workspace, N, M, False)
+    _lc_outs([(out, "out"), (ws, "workspace")], [(x, "x"), (r, "r")])
     if N == 0 or M == 0:
         return out
     if D == 0:
         out[...] = 0
         return out
-    cdef float[:, ::1] xv = x
-    cdef float[:, ::1] rv = r
+    cdef const float[:, ::1] xv = x
+    cdef const float[:, ::1] rv = r
     cdef float[:, ::1] ov = out
     cdef float[::1] wv = ws
     cdef int64_t n = N, m = M, d = D
@@ -127,14 +132,16 @@ def euclidean_backward(x, r, dist, ddist, squared=False, dx=None, dr=None, works
     dx = _lc_out(dx, "dx", (N, D))
     dr = _lc_out(dr, "dr", (M, D))
     ws = _lc_workspace(workspace, N, M, True)
+    _lc_outs([(dx, "dx"), (dr, "dr"), (ws, "workspace")],
+             [(x, "x"), (r, "r"), (dist, "dist"), (ddist, "ddist")])
     if N == 0 or M == 0 or D == 0:
         dx[...] = 0
         dr[...] = 0
         return dx, dr
-    cdef float[:, ::1] xv = x
-    cdef float[:, ::1] rv = r
-    cdef float[:, ::1] dv = dist
-    cdef float[:, ::1] gv = ddist
+    cdef const float[:, ::1] xv = x
+    cdef const float[:, ::1] rv = r
+    cdef const float[:, ::1] dv = dist
+    cdef const float[:, ::1] gv = ddist
     cdef float[:, ::1] dxv = dx
     cdef float[:, ::1] drv = dr
     cdef float[::1] wv = ws
@@ -155,13 +162,14 @@ def dot_similarity_forward(x, r, out=None):
     _lc_same_cols(x, r)
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
     out = _lc_out(out, "out", (N, M))
+    _lc_outs([(out, "out")], [(x, "x"), (r, "r")])
     if N == 0 or M == 0:
         return out
     if D == 0:
         out[...] = 0
         return out
-    cdef float[:, ::1] xv = x
-    cdef float[:, ::1] rv = r
+    cdef const float[:, ::1] xv = x
+    cdef const float[:, ::1] rv = r
     cdef float[:, ::1] ov = out
     cdef int64_t n = N, m = M, d = D
     with nogil:
@@ -183,13 +191,14 @@ def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
         raise ValueError(f"dsim must have shape ({N}, {M}), got {dsim.shape}")
     dx = _lc_out(dx, "dx", (N, D))
     dr = _lc_out(dr, "dr", (M, D))
+    _lc_outs([(dx, "dx"), (dr, "dr")], [(x, "x"), (r, "r"), (dsim, "dsim")])
     if N == 0 or M == 0 or D == 0:
         dx[...] = 0
         dr[...] = 0
         return dx, dr
-    cdef float[:, ::1] xv = x
-    cdef float[:, ::1] rv = r
-    cdef float[:, ::1] gv = dsim
+    cdef const float[:, ::1] xv = x
+    cdef const float[:, ::1] rv = r
+    cdef const float[:, ::1] gv = dsim
     cdef float[:, ::1] dxv = dx
     cdef float[:, ::1] drv = dr
     cdef int64_t n = N, m = M, d = D
@@ -218,7 +227,7 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.
         st[i] = 0.0
     cdef int ci = inv, cz = nz
     cdef int64_t n = N, m = M
-    cdef float[:, ::1] dv
+    cdef const float[:, ::1] dv
     cdef float[:, ::1] gv
     cdef const int64_t[::1] lv
     cdef const int64_t[::1] rlv
@@ -257,7 +266,7 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
     cdef int ci = inv, cz = nz
     cdef int64_t cn = N, cm = M, k1 = a1.shape[0], k2 = a2.shape[0]
     cdef int64_t zero = 0
-    cdef float[:, ::1] dv
+    cdef const float[:, ::1] dv
     cdef float[:, ::1] gv
     cdef const int64_t[::1] a1v
     cdef const int64_t[::1] pv
@@ -309,7 +318,7 @@ def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, 
     cdef double loss = 0.0
     cdef int ci = inv, cz = nz
     cdef int64_t n = N, m = M
-    cdef float[:, ::1] dv
+    cdef const float[:, ::1] dv
     cdef float[:, ::1] gv
     cdef const int64_t[::1] lv
     cdef const int64_t[::1] rlv
@@ -347,7 +356,7 @@ def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, 
     cdef double loss = 0.0
     cdef int ci = inv, cz = nz
     cdef int64_t cn = N, cm = M, k = a.shape[0]
-    cdef float[:, ::1] dv
+    cdef const float[:, ::1] dv
     cdef float[:, ::1] gv
     cdef const int64_t[::1] av
     cdef const int64_t[::1] pv

@@ -45,6 +45,26 @@ def check_array(x, name, ndim=None, *, dtype=np.float32, allow_empty=True, finit
     return arr
 
 
+def check_no_overlap(out, name, *inputs, inplace_ok=()):
+    """Raise ``ValueError`` when the output buffer ``out`` shares memory with an input.
+
+    ``inputs`` are ``(array, name)`` pairs (``None`` arrays are skipped). An exact alias (the
+    same memory, shape and strides) of an input whose name is in ``inplace_ok`` is allowed:
+    the element-wise kernels documented as "may be ``x``" run in place. Bounds-based
+    (``numpy.may_share_memory``), so O(1); exact for the C-contiguous buffers of the kernels.
+    """
+    if out is None or out.size == 0:
+        return
+    for a, aname in inputs:
+        if a is None or a.size == 0 or not np.may_share_memory(out, a):
+            continue
+        if (aname in inplace_ok and out.shape == a.shape and out.strides == a.strides
+                and out.dtype == a.dtype
+                and out.__array_interface__["data"][0] == a.__array_interface__["data"][0]):
+            continue
+        raise ValueError(f"{name} must not share memory with {aname}")
+
+
 def check_labels(y, name="labels", n=None):
     """Return integer labels as a 1-D C-contiguous int64 array.
 
@@ -92,3 +112,39 @@ def as_generator(seed, name="seed"):
     if seed is None:
         return np.random.default_rng()
     return np.random.default_rng(check_int(seed, name, minimum=0))
+
+
+def check_kernel_input(x, name, ndim=None):
+    """An engine-wrapper input as float32 C-contiguous (no copy if it already is).
+
+    Unlike :func:`check_array` it does not scan for NaN (the kernels are the inner layer;
+    the public classes check finiteness once). Raises ``ValueError`` for a wrong ``ndim``.
+    """
+    if type(x) is np.ndarray and x.dtype == np.float32 and x.flags.c_contiguous:
+        arr = x
+    else:
+        arr = check_array(x, name, finite=False)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    return arr
+
+
+def check_kernel_output(a, name, shape, dtype=np.float32):
+    """A caller-provided output buffer of an engine wrapper, or a new one when ``a`` is None.
+
+    Raises ``TypeError`` for a non-ndarray or a wrong dtype, ``ValueError`` for a wrong shape,
+    a non-contiguous or a read-only buffer.
+    """
+    if a is None:
+        return np.empty(shape, dtype=dtype)
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(a).__name__}")
+    if a.dtype != dtype:
+        raise TypeError(f"{name} must have dtype {np.dtype(dtype).name}, got {a.dtype}")
+    if a.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {a.shape}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous")
+    if not a.flags.writeable:
+        raise ValueError(f"{name} must be writeable")
+    return a

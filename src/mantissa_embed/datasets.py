@@ -506,7 +506,8 @@ def pad_or_resize(X, size, mode="bilinear"):
     Raises
     ------
     ValueError
-        Wrong ndim, NaN/Inf, unknown ``mode``, or a ``"pad"`` target smaller than the image.
+        Wrong ndim, NaN/Inf, unknown ``mode``, a ``"pad"`` target smaller than the image, or
+        empty (0-pixel) images to interpolate.
     TypeError
         Non-numeric ``X`` or a malformed ``size``.
     """
@@ -524,6 +525,8 @@ def pad_or_resize(X, size, mode="bilinear"):
         return out
     if (h, w) == (H, W):
         return X.copy()
+    if H == 0 or W == 0:
+        raise ValueError(f"X must have images of at least 1x1 pixel to interpolate, got shape {X.shape}")
     Ah = _interp_matrix(h, H, mode).astype(np.float32)
     Aw = _interp_matrix(w, W, mode).astype(np.float32)
     out = np.matmul(np.matmul(Ah, X), Aw.T)

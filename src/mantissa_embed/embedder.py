@@ -12,12 +12,12 @@ import json
 import math
 import numbers
 import os
-import tempfile
 import warnings
 import zipfile
 
 import numpy as np
 
+from ._io import atomic_write
 from ._validation import as_generator, check_array, check_float, check_int, check_labels
 from .backend import BACKENDS
 from .samplers import MPerClassSampler
@@ -26,20 +26,22 @@ __all__ = ["Embedder", "DEFAULTS"]
 
 #: The default training recipe; each entry is what a ``None`` / ``"default"`` constructor
 #: argument of :class:`Embedder` resolves to. ``triplet_margin``: margin of
-#: ``TripletMarginLoss`` when ``loss="triplet"`` and ``margin=None`` (PML's default, 0.05);
-#: ``triplet_miner``: the miner for ``loss="triplet"`` and ``miner="default"`` ("batch hard",
-#: Hermans, Beyer & Leibe 2017, with the class-balanced "P x K" batches of MPerClassSampler);
-#: ``contrastive_neg_margin``: ``neg_margin`` of ``ContrastiveLoss`` when
-#: ``loss="contrastive"`` and ``margin=None``; ``contrastive_miner``: None (every pair).
+#: ``TripletMarginLoss`` when ``loss="triplet"`` and ``margin=None`` (0.1; PML's class
+#: default, 0.05, is kept by ``losses.TripletMarginLoss`` itself); ``triplet_miner``: the miner
+#: for ``loss="triplet"`` and ``miner="default"`` ("batch hard", Hermans, Beyer & Leibe 2017,
+#: with the class-balanced "P x K" batches of MPerClassSampler); ``contrastive_neg_margin``:
+#: ``neg_margin`` of ``ContrastiveLoss`` when ``loss="contrastive"`` and ``margin=None``;
+#: ``contrastive_miner``: None (every pair).
 #:
-#: How they were chosen (MNIST test set, train on 0-4, 8 epochs, batch 64, lr 0.05, evaluate
-#: precision@1 / MAP@R on 5-9, seeds 0-9 of initialization and batches): batch-hard mining
-#: with margin 0.05 and no momentum gave precision@1 0.813-0.870 (mean 0.848) and MAP@R
-#: 0.277-0.343 (mean 0.314, 8 of 10 seeds >= 0.30); semi-hard mining (0.05) 0.796 / 0.317
-#: (5 seeds, 3 >= 0.30 and >= 0.78), all triplets (0.1) 0.823 / 0.306 (10 seeds, 5 pass);
-#: momentum 0.9 lowered both metrics by ~0.1 (PyTorch reference runs).
+#: How they were chosen (this library, MNIST test set, train on 0-4, 8 epochs, batch 64,
+#: lr 0.05, evaluate precision@1 / MAP@R on 5-9, seeds 0-9 of initialization and batches;
+#: reproduce with ``benchmarks/recipe_sweep.py``): batch hard, margin 0.1: precision@1 mean
+#: 0.824 (min 0.749), MAP@R mean 0.345 (min 0.301), 9 of 10 seeds meet both 0.78 and 0.30;
+#: batch hard, margin 0.05: 0.833 (0.794) / 0.322 (0.287), 8 of 10; margin 0.2: 0.826 / 0.327,
+#: 8 of 10; semi-hard 0.1 on standardized inputs: 0.799 / 0.286, 3 of 10; m_per_class 32:
+#: 6 of 10; momentum 0.5: 0.795 / 0.297, 4 of 10 (PyTorch runs: momentum 0.9 loses ~0.1).
 DEFAULTS = {
-    "triplet_margin": 0.05,
+    "triplet_margin": 0.1,
     "triplet_miner": "batch_hard",
     "contrastive_neg_margin": 1.0,
     "contrastive_miner": None,
@@ -103,7 +105,7 @@ class Embedder:
         a ``LossOutput`` (e.g. ``losses.TripletMarginLoss(margin=0.2)``); its learnable
         parameters, if any (``loss.parameters()``), are optimized with the trunk's.
     margin : float or None, default None
-        The loss margin. None: ``DEFAULTS["triplet_margin"]`` (0.05) for the triplet loss,
+        The loss margin. None: ``DEFAULTS["triplet_margin"]`` (0.1) for the triplet loss,
         ``DEFAULTS["contrastive_neg_margin"]`` (1.0, PML's default ``neg_margin``) for the
         contrastive loss. Must be None when ``loss`` is an object (set it on the object).
     seed : int >= 0 or numpy.random.Generator, default 0
@@ -361,6 +363,8 @@ class Embedder:
             than ``len(X)``; fewer than two classes; ``epochs < 1``; ``batch_size < 2``;
             ``lr <= 0``; ``X`` whose image shape differs from the one the trunk was built
             for; a trunk whose output is not 2-D.
+        FloatingPointError
+            Training diverged (the loss or the embeddings became NaN/Inf): lower ``lr``.
         """
         X = check_array(X, "X", ndim=4, allow_empty=False)
         y = check_labels(y, "y", n=X.shape[0])
@@ -404,6 +408,9 @@ class Embedder:
                 np.take(X, idx, axis=0, out=xbi)
                 yb = y[idx]
                 emb = self.net.forward(xbi)
+                if not np.isfinite(emb).all():  # X is finite: the weights diverged
+                    raise FloatingPointError(
+                        f"the embeddings became NaN/Inf at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
                 tuples = None if self.miner_func is None else self.miner_func(emb, yb)
                 out = self.loss_func(emb, yb, indices_tuple=tuples)
                 loss = float(out.loss)
@@ -686,19 +693,7 @@ class Embedder:
             for i, p in enumerate(loss_params()):
                 arrays[f"{_LOSS_PARAM_PREFIX}{i}"] = np.array(p.data, copy=True)
         arrays[_CONFIG_KEY] = np.array(json.dumps(self._config()))
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".embedder.", suffix=".npz.tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        return path
+        return atomic_write(path, lambda f: np.savez(f, **arrays), suffix=".npz.tmp")
 
     @classmethod
     def load(cls, path, backend=None):
@@ -750,10 +745,23 @@ class Embedder:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         trunk = dict(cfg["trunk"])
         trunk["backend"] = backend
+        trunk_shape = trunk.pop("input_shape", None)  # built below, once the arrays are checked
         net = Sequential.from_config(trunk)
-        input_shape = tuple(int(s) for s in cfg["input_shape"])
+        input_shape = tuple(check_int(s, f"input_shape[{i}]", minimum=1) for i, s in enumerate(cfg["input_shape"]))
+        if trunk_shape is not None and list(trunk_shape) != list(input_shape):
+            raise ValueError(f"the trunk's input_shape {trunk_shape} differs from input_shape {list(input_shape)}")
+        state = {k[len(_PARAM_PREFIX):]: v for k, v in arrays.items() if k.startswith(_PARAM_PREFIX)}
+        # compare the config's parameter shapes with the stored arrays before build() allocates
+        # them, so a manipulated config (absurd layer sizes) cannot trigger a huge allocation
+        shapes = net._state_shapes(input_shape)
+        missing, unexpected = sorted(set(shapes) - set(state)), sorted(set(state) - set(shapes))
+        if missing or unexpected:
+            raise ValueError(f"state arrays do not match the model: missing {missing}, unexpected {unexpected}")
+        for name, shape in shapes.items():
+            if state[name].shape != shape:
+                raise ValueError(f"arrays[{name!r}] must have shape {shape}, got {state[name].shape}")
         net.build(input_shape)
-        net.load_state_arrays({k[len(_PARAM_PREFIX):]: v for k, v in arrays.items() if k.startswith(_PARAM_PREFIX)})
+        net.load_state_arrays(state)
 
         loss, margin, miner = cfg["loss"], cfg["margin"], cfg["miner"]
         if isinstance(loss, dict) or isinstance(miner, dict):

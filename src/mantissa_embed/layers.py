@@ -162,6 +162,10 @@ class Layer:
     def _build(self, input_shape, rng):
         pass
 
+    def _param_shapes(self, input_shape):
+        """``{name: shape}`` of the parameters ``build(input_shape)`` creates (nothing allocated)."""
+        return {}
+
     def parameters(self):
         """The layer's ``Parameter`` objects (empty list when it has none)."""
         return []
@@ -297,6 +301,10 @@ class Conv2D(Layer):
                              f"{H + 2 * self.pad}x{W + 2 * self.pad} (input shape {shape}, pad {self.pad})")
         return (self.out_channels, (H + 2 * self.pad - kh) // self.stride + 1,
                 (W + 2 * self.pad - kw) // self.stride + 1)
+
+    def _param_shapes(self, input_shape):
+        kh, kw = self._k
+        return {"weight": (self.out_channels, input_shape[0], kh, kw), "bias": (self.out_channels,)}
 
     def _build(self, input_shape, rng):
         C = input_shape[0]
@@ -446,6 +454,9 @@ class Dense(Layer):
             raise ValueError(f"Dense expects 2-D input (N, features); put Flatten() before it "
                              f"(got per-sample shape {shape})")
         return (self.units,)
+
+    def _param_shapes(self, input_shape):
+        return {"weight": (self.units, input_shape[0]), "bias": (self.units,)}
 
     def _build(self, input_shape, rng):
         w, b = _kaiming_uniform_default(rng, (self.units, input_shape[0]), input_shape[0])
@@ -616,6 +627,17 @@ class Sequential:
         for layer in self.layers:
             shape = layer.output_shape(shape)
         return shape
+
+    def _state_shapes(self, input_shape):
+        """``{"0.weight": shape, ...}``: the shapes :meth:`state_arrays` would have after
+        ``build(input_shape)``, computed without allocating anything (ValueError for a shape
+        a layer cannot take)."""
+        shape = _check_shape(input_shape)
+        out = {}
+        for i, layer in enumerate(self.layers):
+            out.update({f"{i}.{name}": s for name, s in layer._param_shapes(shape).items()})
+            shape = layer.output_shape(shape)
+        return out
 
     def parameters(self):
         """Every ``Parameter``, in layer order (weight then bias). Empty before build."""

@@ -1,4 +1,4 @@
-"""Plots of embeddings and retrievals (matplotlib, optional: ``pip install mantissa-embed[viz]``).
+"""Plots of embeddings and retrievals (matplotlib, optional: ``pip install "mantissa-embed[viz]"``).
 
 matplotlib is imported lazily, only when a plot is drawn, and only through its object-oriented
 API with the Agg canvas: no pyplot state, no global backend switch, never a window. Every
@@ -8,11 +8,11 @@ reader never sees a half-written image.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from ._io import atomic_write
 from ._validation import check_array, check_int, check_labels
 
 __all__ = ["plot_embedding_manifold", "plot_retrieval_gallery", "gallery_layout", "GREEN", "RED", "QUERY_COLOR"]
@@ -24,6 +24,11 @@ QUERY_COLOR = (40, 90, 200)
 _BACKGROUND = (255, 255, 255)
 
 
+#: The message of the ImportError raised when matplotlib is missing (also used by the demo).
+MATPLOTLIB_MISSING = ('mantissa_embed.viz needs matplotlib; install it with: pip install "mantissa-embed[viz]" '
+                      '(or pip install ".[viz]" from a clone of the repository)')
+
+
 def _import_matplotlib():
     try:
         import matplotlib  # noqa: F401
@@ -31,7 +36,7 @@ def _import_matplotlib():
         from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - exercised with a monkeypatched import
         raise ImportError(
-            "mantissa_embed.viz needs matplotlib; install it with: pip install mantissa-embed[viz]"
+            MATPLOTLIB_MISSING
         ) from exc
     return Figure, FigureCanvasAgg
 
@@ -44,22 +49,6 @@ def _check_path(path):
         raise ValueError(f"path must end with .png, got {str(path)!r}")
     if not path.parent.exists():
         raise FileNotFoundError(f"the directory of path does not exist: {path.parent}")
-    return path
-
-
-def _atomic_write(path, write):
-    """Call ``write(tmp_path)`` then rename the temporary file onto ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
     return path
 
 
@@ -98,7 +87,7 @@ def plot_embedding_manifold(Z, y, path, title=None, *, figsize=(6.4, 5.6), dpi=1
     Raises
     ------
     ImportError
-        matplotlib missing (``pip install mantissa-embed[viz]``).
+        matplotlib missing (``pip install "mantissa-embed[viz]"``).
     ValueError
         Fewer than 2 points, NaN/Inf, wrong ndim, labels of the wrong length, a path not
         ending in ``.png``. ``FileNotFoundError`` when the directory does not exist.
@@ -138,7 +127,8 @@ def plot_embedding_manifold(Z, y, path, title=None, *, figsize=(6.4, 5.6), dpi=1
     ax.legend(title="class", loc="best", fontsize="small", markerscale=max(1.0, (40.0 / size) ** 0.5),
               ncol=1 if nc <= 12 else 2, frameon=True)
     fig.tight_layout()
-    return _atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi))
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=dpi), suffix=".png")
+    return path
 
 
 def _to_rgb_images(images):
@@ -215,7 +205,7 @@ def plot_retrieval_gallery(images, labels, query_idx, neighbor_idx, path, *, sca
     Raises
     ------
     ImportError
-        matplotlib missing (``pip install mantissa-embed[viz]``).
+        matplotlib missing (``pip install "mantissa-embed[viz]"``).
     ValueError
         Bad shapes, NaN/Inf, indices out of range, a path not ending in ``.png``.
     TypeError
@@ -260,4 +250,5 @@ def plot_retrieval_gallery(images, labels, query_idx, neighbor_idx, path, *, sca
             canvas[top:top + cell_h, left:left + cell_w] = color
             img = np.repeat(np.repeat(rgb[idx], scale, axis=0), scale, axis=1)
             canvas[top + border:top + border + H * scale, left + border:left + border + W * scale] = img
-    return _atomic_write(path, lambda tmp: imsave(tmp, canvas, format="png"))
+    atomic_write(path, lambda f: imsave(f, canvas, format="png"), suffix=".png")
+    return path

@@ -224,3 +224,18 @@ def test_kernel_selection_api():
     finally:
         engine._set_gemm_kernel(previous)
     assert engine.gemm_kernel_name() == previous
+
+
+def test_read_only_operands_are_accepted():
+    # A and B are only read: a read-only array (np.load(mmap_mode="r"), broadcast views made
+    # contiguous, ...) used to fail with "buffer source array is read-only"
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((5, 4)).astype(np.float32)
+    B = rng.standard_normal((4, 3)).astype(np.float32)
+    A.flags.writeable = False
+    B.flags.writeable = False
+    np.testing.assert_allclose(engine.sgemm(A, B), A @ B, rtol=1e-5, atol=1e-5)
+    C = np.zeros((5, 3), np.float32)
+    C.flags.writeable = False
+    with pytest.raises(ValueError, match=r"C must be writeable"):
+        engine.sgemm(A, B, C)

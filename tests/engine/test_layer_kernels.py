@@ -493,3 +493,93 @@ def test_maxpool2d_paths_match_twin(kernel_isa, shape, size, stride):
     ry, ra = ref.maxpool2d_forward(x, size, stride)
     np.testing.assert_array_equal(y, ry)  # NaN positions compare equal in assert_array_equal
     np.testing.assert_array_equal(a, ra)
+
+
+# ------------------------------------------------------- adversarial inputs (regressions)
+
+@pytest.mark.parametrize("be", BACKENDS)
+def test_conv_absurd_pad_stride_and_shapes_are_value_errors(be):
+    x = np.ones((1, 1, 2, 2), np.float32)
+    w = np.ones((1, 1, 3, 3), np.float32)
+    for pad in (2**40, 2**62, 2**70):  # used to be a numpy "array is too big" / OverflowError
+        with pytest.raises(ValueError, match=r"convolution is too large"):
+            be.conv2d_forward(x, w, None, 1, pad)
+    for stride in (2**63, 2**70):
+        with pytest.raises(ValueError, match=r"stride must be <= 2\*\*56"):
+            be.conv2d_forward(x, w, None, stride, 1)
+    # the C workspace size used to overflow int64 silently (returned 12)
+    with pytest.raises(ValueError, match=r"convolution is too large"):
+        be.conv2d_workspace_size((2**62,) * 4, (2**62, 2**62, 3, 3), 1, 0)
+
+
+@pytest.mark.parametrize("be", BACKENDS)
+def test_conv_zero_filters(be):
+    x = np.ones((2, 1, 4, 4), np.float32)
+    w = np.ones((0, 1, 3, 3), np.float32)
+    assert be.conv2d_forward(x, w, None, 1, 0).shape == (2, 0, 2, 2)  # was "cannot reshape"
+    dx, dw, db = be.conv2d_backward(x, w, np.ones((2, 0, 2, 2), np.float32), 1, 0)
+    assert dx.shape == x.shape and not dx.any() and dw.shape == w.shape and db.shape == (0,)
+
+
+@pytest.mark.parametrize("be", BACKENDS)
+def test_pool_absurd_stride_and_plane(be):
+    with pytest.raises(ValueError, match=r"stride must be <= 2\*\*56"):
+        be.maxpool2d_forward(np.ones((1, 1, 4, 4), np.float32), 2, 2**63)
+    dy = np.ones((1, 1, 2, 2), np.float32)
+    a = np.zeros((1, 1, 2, 2), np.int32)
+    for x_shape in ((1, 1, 1, 2**33), (1, 1, 2**40, 2**40)):  # was MemoryError / "array is too big"
+        with pytest.raises(ValueError, match=r"x_shape .*int32"):
+            be.maxpool2d_backward(dy, a, x_shape)
+
+
+@pytest.mark.parametrize("be", BACKENDS)
+def test_outputs_overlapping_inputs_are_rejected(be):
+    rng = np.random.default_rng(0)
+    x = _rand(rng, (64, 64))
+    w = _rand(rng, (64, 64))
+    with pytest.raises(ValueError, match=r"out must not share memory with x"):
+        be.dense_forward(x, w, None, out=x)  # used to return a wrong product
+    with pytest.raises(ValueError, match=r"dx must not share memory with w"):
+        be.dense_backward(x, w, _rand(rng, (64, 64)), dx=w)
+    with pytest.raises(ValueError, match=r"dw must not share memory with x"):
+        be.dense_backward(x, w, _rand(rng, (64, 64)), dw=x)
+    xc = _rand(rng, (2, 3, 6, 6))
+    wc = _rand(rng, (3, 3, 1, 1))
+    with pytest.raises(ValueError, match=r"out must not share memory with x"):
+        be.conv2d_forward(xc, wc, None, 1, 0, out=xc)
+    dy = np.ones((1, 1, 2, 2), np.float32)
+    with pytest.raises(ValueError, match=r"dx must not share memory with dy"):  # gave zeros
+        be.maxpool2d_backward(dy, np.arange(4, dtype=np.int32).reshape(1, 1, 2, 2), (1, 1, 2, 2), dx=dy)
+    b = np.array([-1, 2, -3, 4, -5], np.float32)
+    with pytest.raises(ValueError, match=r"out must not share memory with x"):  # shifted overlap
+        be.relu_forward(b[:4], out=b[1:])
+    p = np.ones(3, np.float32)
+    with pytest.raises(ValueError, match=r"v must not share memory with p"):
+        be.sgd_step(p, np.ones(3, np.float32), p, 0.1, momentum=0.9)
+    m = np.zeros(3, np.float32)
+    with pytest.raises(ValueError, match=r"m must not share memory with v"):
+        be.adam_step(p, np.ones(3, np.float32), m, m, 1, 0.1, 0.9, 0.999, 1e-8, 0.0)
+    # the documented in-place forms still work
+    y = np.array([-1, 2], np.float32)
+    np.testing.assert_array_equal(be.relu_forward(y, out=y), [0, 2])
+    d = np.array([3, 4], np.float32)
+    np.testing.assert_array_equal(be.relu_backward(d, np.array([1, -1], np.float32), dx=d), [3, 0])
+
+
+@pytest.mark.parametrize("be", BACKENDS)
+def test_optimizer_kernel_scalars_that_made_nan_or_inf(be):
+    def adam(**kw):
+        args = dict(t=1, lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
+        args.update(kw)
+        p = np.ones(3, np.float32)
+        be.adam_step(p, np.ones(3, np.float32), np.zeros(3, np.float32), np.zeros(3, np.float32), **args)
+        return p
+
+    for kw, pat in ((dict(beta1=1.0), r"beta1 must be in \[0, 1\)"), (dict(beta2=1.0), r"beta2"),
+                    (dict(beta1=-1.0), r"beta1"), (dict(beta2=1 - 1e-9), r"beta2"),
+                    (dict(eps=-1.0), r"eps must be >= 0"), (dict(t=2**63), r"t must be <= 2\*\*62")):
+        with pytest.raises(ValueError, match=pat):
+            adam(**kw)
+    assert np.isfinite(adam()).all()
+    with pytest.raises(ValueError, match=r"lr must be within the float32 range"):
+        be.sgd_step(np.ones(3, np.float32), np.ones(3, np.float32), None, 1e39)  # was p = -inf

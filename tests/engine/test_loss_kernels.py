@@ -239,3 +239,75 @@ def test_empty_inputs(mod):
     assert loss == 0.0 and not g.any() and s["num_triplets"] == 0
     loss, g, s = mod.contrastive_loss_pairs(d, e, e, e, e)
     assert loss == 0.0 and not g.any()
+
+
+# ------------------------------------------------------- adversarial inputs (regressions)
+
+def _readonly(a):
+    a = np.array(a, dtype=np.float32)
+    a.flags.writeable = False
+    return a
+
+
+@pytest.mark.parametrize("mod", [E, R], ids=["engine", "numpy"])
+def test_read_only_inputs_are_accepted(mod):
+    # the engine used to raise "buffer source array is read-only" (not naming any argument)
+    rng = np.random.default_rng(0)
+    x = _readonly(rng.standard_normal((5, 3)))
+    y, norms = mod.l2_normalize_forward(x)
+    mod.l2_normalize_backward(_readonly(y), _readonly(y), _readonly(norms))
+    dist = mod.euclidean_forward(x, x)
+    mod.euclidean_backward(x, x, _readonly(dist), _readonly(np.ones((5, 5))))
+    mod.dot_similarity_forward(x, x)
+    mod.dot_similarity_backward(x, x, _readonly(np.ones((5, 5))))
+    labels = np.array([0, 0, 1, 1, 2])
+    d = _readonly(dist)
+    assert np.isfinite(mod.contrastive_loss_all(d, labels, labels)[0])
+    assert np.isfinite(mod.triplet_loss_all(d, labels, labels)[0])
+    assert np.isfinite(mod.contrastive_loss_pairs(d, [0], [1], [0], [2])[0])
+    assert np.isfinite(mod.triplet_loss_triplets(d, [0], [1], [2])[0])
+
+
+@pytest.mark.parametrize("mod", [E, R], ids=["engine", "numpy"])
+def test_eps_outside_float32_range_is_rejected(mod):
+    x = np.zeros((2, 3), np.float32)  # eps=1e-50 became 0 in float32: 0/0 = NaN
+    for eps in (1e-50, 1e50):
+        with pytest.raises(ValueError, match=r"eps must be a normal float32"):
+            mod.l2_normalize_forward(x, eps=eps)
+        with pytest.raises(ValueError, match=r"eps must be a normal float32"):
+            mod.l2_normalize_backward(x, x, np.zeros(2, np.float32), eps=eps)
+
+
+@pytest.mark.parametrize("mod", [E, R], ids=["engine", "numpy"])
+def test_outputs_overlapping_inputs_are_rejected(mod):
+    rng = np.random.default_rng(1)
+    d = rng.random((50, 50)).astype(np.float32)
+    lab = rng.integers(0, 4, 50)
+    a = np.arange(40)
+    calls = [lambda dd: mod.triplet_loss_all(dd, lab, lab, ddist=dd),  # used to return wrong values
+             lambda dd: mod.contrastive_loss_all(dd, lab, lab, ddist=dd),
+             lambda dd: mod.triplet_loss_triplets(dd, a, (a + 1) % 50, (a + 7) % 50, ddist=dd),
+             lambda dd: mod.contrastive_loss_pairs(dd, a, (a + 1) % 50, a, (a + 7) % 50, ddist=dd)]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"ddist must not share memory with dist"):
+            call(d.copy())
+    buf = np.arange(1, 13, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"y must not share memory with x"):
+        mod.l2_normalize_forward(buf[:9].reshape(3, 3), y=buf[3:].reshape(3, 3))
+    x = rng.random((4, 4)).astype(np.float32)
+    with pytest.raises(ValueError, match=r"out must not share memory with x"):
+        mod.euclidean_forward(x, x.copy(), out=x)
+    with pytest.raises(ValueError, match=r"dx must not share memory with x"):
+        mod.dot_similarity_backward(x, x.copy(), np.ones((4, 4), np.float32), dx=x)
+    # documented in-place forms keep working
+    z = rng.random((3, 4)).astype(np.float32)
+    y, _ = mod.l2_normalize_forward(z, y=z)
+    assert y is z
+
+
+@pytest.mark.parametrize("mod", [E, R], ids=["engine", "numpy"])
+def test_euclidean_workspace_size_validates(mod):
+    with pytest.raises(ValueError, match=r"N must be >= 0"):
+        mod.euclidean_workspace_size(-5, 3)
+    with pytest.raises(TypeError, match=r"N must be an int"):
+        mod.euclidean_workspace_size("5", 3)

@@ -163,3 +163,10 @@ def test_empty_and_backends():
     for cls in (TripletMarginMiner, BatchHardMiner, PairMarginMiner):
         a, b = cls(backend="mantissa")(x, y), cls(backend="numpy")(x, y)
         assert all(np.array_equal(u, v) for u, v in zip(a, b))
+
+
+@pytest.mark.parametrize("miner", [BatchHardMiner(), TripletMarginMiner(), PairMarginMiner()])
+def test_zero_column_embeddings_are_rejected(miner):
+    # the losses reject (N, 0) embeddings; the miners used to mine "triplets" from them
+    with pytest.raises(ValueError, match=r"at least one column"):
+        miner(np.zeros((4, 0), np.float32), np.array([0, 0, 1, 1]))

@@ -23,7 +23,8 @@ import numbers
 
 import numpy as np
 
-from .._validation import check_array, check_float, check_int
+from .._validation import (check_float, check_int, check_kernel_input,
+                           check_kernel_output, check_no_overlap)
 
 __all__ = [
     "conv2d_workspace_size",
@@ -43,6 +44,12 @@ __all__ = [
 _CONV_GROUPS = 16
 _CONV_MIN_GROUPS = 4
 _CONV_BUDGET = 8 * 1024 * 1024
+# Bound on every size the engine computes in int64 (and numpy allocates): far beyond any memory,
+# it turns absurd pad / stride / shapes into a ValueError instead of an int64 overflow or a
+# petabyte allocation.
+_MAX_FLOATS = 1 << 56
+_MAX_PLANE = 2**31 - 1
+_F32_MAX = float(np.finfo(np.float32).max)  # the pooling argmax is an int32 offset in one H*W plane
 
 
 # --------------------------------------------------------------------------- validation
@@ -50,30 +57,10 @@ _CONV_BUDGET = 8 * 1024 * 1024
 
 def _check_in(x, name, ndim=None):
     """Input array as float32 C-contiguous (no copy if it already is)."""
-    if type(x) is np.ndarray and x.dtype == np.float32 and x.flags.c_contiguous:
-        arr = x
-    else:
-        arr = check_array(x, name, finite=False)
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
-    return arr
+    return check_kernel_input(x, name, ndim)
 
 
-def _check_out(a, name, shape, dtype=np.float32):
-    """A caller-provided output buffer (or a new one when ``a`` is None)."""
-    if a is None:
-        return np.empty(shape, dtype=dtype)
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray, got {type(a).__name__}")
-    if a.dtype != dtype:
-        raise TypeError(f"{name} must have dtype {np.dtype(dtype).name}, got {a.dtype}")
-    if a.shape != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {a.shape}")
-    if not a.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous")
-    if not a.flags.writeable:
-        raise ValueError(f"{name} must be writeable")
-    return a
+_check_out = check_kernel_output
 
 
 def _check_inplace(a, name, shape=None):
@@ -120,8 +107,14 @@ def _conv_geometry(x_shape, w_shape, stride, pad):
         raise ValueError(
             f"kernel {KH}x{KW} is larger than the padded input {H + 2 * pad}x{W + 2 * pad} "
             f"(x.shape {tuple(x_shape)}, pad {pad})")
+    if stride > _MAX_FLOATS:
+        raise ValueError(f"stride must be <= 2**56, got {stride}")
     HO = (H + 2 * pad - KH) // stride + 1
     WO = (W + 2 * pad - KW) // stride + 1
+    Hp, Wp = H + 2 * pad, W + 2 * pad
+    if max(C * Hp * Wp, N * F * HO * WO, C * KH * KW * HO * Wp, F * HO * Wp) > _MAX_FLOATS:
+        raise ValueError(f"the convolution is too large (x.shape {tuple(x_shape)}, w.shape {tuple(w_shape)}, "
+                         f"stride {stride}, pad {pad}): its buffers would exceed 2**56 floats")
     return N, C, H, W, F, KH, KW, HO, WO
 
 
@@ -175,6 +168,14 @@ def _store_grad(buf, value, accumulate):
         buf[...] = value
 
 
+def _check_outs(outs, ins, inplace_ok=()):
+    """Each output buffer ((array, name) pairs, None skipped) must not share memory with an
+    input nor with another output (ValueError), except the exact in-place aliases of
+    ``inplace_ok`` input names."""
+    for i, (o, oname) in enumerate(outs):
+        check_no_overlap(o, oname, *ins, *outs[i + 1:], inplace_ok=inplace_ok)
+
+
 def _check_bool(v, name):
     if not isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
@@ -195,6 +196,11 @@ def _pool_geometry(x_shape, size, stride):
     stride = _int(stride, "stride", 1)
     if H < size or W < size:
         raise ValueError(f"pooling window {size}x{size} is larger than the input {H}x{W}")
+    if stride > _MAX_FLOATS:
+        raise ValueError(f"stride must be <= 2**56, got {stride}")
+    if H * W > _MAX_PLANE:
+        raise ValueError(f"x.shape {(N, C, H, W)}: an H*W plane must hold at most 2**31 - 1 values "
+                         f"(the argmax is int32)")
     return N, C, H, W, (H - size) // stride + 1, (W - size) // stride + 1, size, stride
 
 
@@ -210,7 +216,10 @@ def _check_dense_args(x, w, b):
 def _check_scalar(v, name, minimum=None):
     if isinstance(v, np.generic) and isinstance(v, numbers.Real):
         v = float(v)
-    return check_float(v, name, minimum=minimum)
+    v = check_float(v, name, minimum=minimum)
+    if abs(v) > _F32_MAX:  # the kernels take float32 scalars
+        raise ValueError(f"{name} must be within the float32 range, got {v}")
+    return v
 
 
 # ------------------------------------------------------------------ dtype-generic helpers
@@ -244,7 +253,7 @@ def _conv2d(x, w, b, stride, pad):
     HO = (H + 2 * pad - KH) // stride + 1
     WO = (W + 2 * pad - KW) // stride + 1
     cols = _im2col(x, KH, KW, stride, pad, HO, WO).reshape(N, C * KH * KW, HO * WO)
-    y = np.matmul(w.reshape(F, -1), cols)  # (N, F, P)
+    y = np.matmul(w.reshape(F, C * KH * KW), cols)  # (N, F, P)
     if b is not None:
         y += b[:, None]
     return y.reshape(N, F, HO, WO)
@@ -257,7 +266,7 @@ def _conv2d_grads(x, w, dy, stride, pad):
     HO, WO = dy.shape[2], dy.shape[3]
     cols = _im2col(x, KH, KW, stride, pad, HO, WO).reshape(N, C * KH * KW, HO * WO)
     dy2 = dy.reshape(N, F, HO * WO)
-    w2 = w.reshape(F, -1)
+    w2 = w.reshape(F, C * KH * KW)
     dw = np.einsum("nfp,nkp->fk", dy2, cols).reshape(w.shape)
     db = dy2.sum(axis=(0, 2))
     dcols = np.matmul(w2.T, dy2).reshape(N, C, KH, KW, HO, WO)
@@ -331,6 +340,7 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None):
     x, w, b, (N, C, H, W, F, KH, KW, HO, WO) = _check_conv_args(x, w, b, stride, pad)
     out = _check_out(out, "out", (N, F, HO, WO))
     _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
     out[...] = _conv2d(x, w, b, stride, pad)
     return out
 
@@ -353,6 +363,7 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
     dw = _grad_buf(dw, "dw", w.shape, accumulate)
     db = _grad_buf(db, "db", (F,), accumulate)
     _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    _check_outs([(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")], [(x, "x"), (w, "w"), (dy, "dy")])
     gx, gw, gb = _conv2d_grads(x, w, dy, stride, pad)
     if need_dx:
         dx[...] = gx
@@ -374,6 +385,7 @@ def maxpool2d_forward(x, size, stride, out=None, argmax=None):
     N, C, H, W, HO, WO, size, stride = _pool_geometry(x.shape, size, stride)
     out = _check_out(out, "out", (N, C, HO, WO))
     argmax = _check_out(argmax, "argmax", (N, C, HO, WO), dtype=np.int32)
+    _check_outs([(out, "out"), (argmax, "argmax")], [(x, "x")])
     y, a = _maxpool2d(x, size, stride)
     out[...] = y
     argmax[...] = a
@@ -383,6 +395,9 @@ def maxpool2d_forward(x, size, stride, out=None, argmax=None):
 def _check_pool_backward(dy, argmax, x_shape):
     dy = _check_in(dy, "dy", 4)
     N, C, H, W = _check_shape(x_shape, "x_shape", 4)
+    if H * W > _MAX_PLANE:
+        raise ValueError(f"x_shape {(N, C, H, W)}: an H*W plane must hold at most 2**31 - 1 values "
+                         f"(the argmax is int32)")
     if dy.shape[:2] != (N, C):
         raise ValueError(f"dy must have shape ({N}, {C}, HO, WO) to match x_shape {(N, C, H, W)}, got {dy.shape}")
     if not isinstance(argmax, np.ndarray) or argmax.dtype != np.int32:
@@ -404,6 +419,7 @@ def maxpool2d_backward(dy, argmax, x_shape, dx=None):
     Raises ValueError when an argmax entry lies outside [0, H*W)."""
     dy, argmax, x_shape = _check_pool_backward(dy, argmax, x_shape)
     dx = _check_out(dx, "dx", x_shape)
+    _check_outs([(dx, "dx")], [(dy, "dy"), (argmax, "argmax")])
     H, W = x_shape[2], x_shape[3]
     if argmax.size and (int(argmax.min()) < 0 or int(argmax.max()) >= H * W):
         raise _bad_argmax(H, W)
@@ -417,6 +433,7 @@ def relu_forward(x, out=None):
     """out = max(x, 0), any shape, float32; ``out`` may be ``x`` itself (in place)."""
     x = _check_in(x, "x")
     out = _check_out(out, "out", x.shape)
+    _check_outs([(out, "out")], [(x, "x")], inplace_ok=("x",))
     np.maximum(x, np.float32(0), out=out)
     return out
 
@@ -428,6 +445,7 @@ def relu_backward(dy, y, dx=None):
     if y.shape != dy.shape:
         raise ValueError(f"y must have the shape of dy {dy.shape}, got {y.shape}")
     dx = _check_out(dx, "dx", dy.shape)
+    _check_outs([(dx, "dx")], [(dy, "dy"), (y, "y")], inplace_ok=("dy", "y"))
     np.copyto(dx, np.where(y > 0, dy, np.float32(0)))
     return dx
 
@@ -439,6 +457,7 @@ def dense_forward(x, w, b, out=None):
     None -> out (N,O) = x @ w.T + b (float32)."""
     x, w, b = _check_dense_args(x, w, b)
     out = _check_out(out, "out", (x.shape[0], w.shape[0]))
+    _check_outs([(out, "out")], [(x, "x"), (w, "w"), (b, "b")])
     out[...] = _dense(x, w, b)
     return out
 
@@ -457,6 +476,7 @@ def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx=True, accumulate
     dx = _check_out(dx, "dx", x.shape) if need_dx else None
     dw = _grad_buf(dw, "dw", w.shape, accumulate)
     db = _grad_buf(db, "db", (O,), accumulate)
+    _check_outs([(dx, "dx"), (dw, "dw"), (db, "db")], [(x, "x"), (w, "w"), (dy, "dy")])
     if need_dx:
         dx[...] = dy @ w
     _store_grad(dw, dy.T @ x, accumulate)
@@ -481,6 +501,8 @@ def _check_sgd_args(p, g, v, lr, momentum, dampening, weight_decay, nesterov, fi
         if v is None:
             raise ValueError("v (the momentum buffer) is required when momentum != 0")
         v = _check_inplace(v, "v", p.shape)
+        _check_outs([(v, "v")], [(p, "p"), (g, "g")])
+    _check_outs([(p, "p")], [(g, "g")], inplace_ok=("g",))
     return p, g, v, lr, momentum, dampening, weight_decay, nesterov, first
 
 
@@ -515,11 +537,18 @@ def _check_adam_args(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
         raise ValueError(f"g must have the shape of p {p.shape}, got {g.shape}")
     m = _check_inplace(m, "m", p.shape)
     v = _check_inplace(v, "v", p.shape)
+    _check_outs([(m, "m"), (v, "v")], [(p, "p"), (g, "g")])
+    _check_outs([(p, "p")], [(g, "g")], inplace_ok=("g",))
     t = check_int(t, "t", minimum=1)
+    if t > 2**62:
+        raise ValueError(f"t must be <= 2**62, got {t}")
     lr = _check_scalar(lr, "lr")
     beta1 = _check_scalar(beta1, "beta1")
     beta2 = _check_scalar(beta2, "beta2")
-    eps = _check_scalar(eps, "eps")
+    eps = _check_scalar(eps, "eps", minimum=0.0)
+    for name, b in (("beta1", beta1), ("beta2", beta2)):  # 1 - beta**t is a divisor
+        if not 0.0 <= float(np.float32(b)) < 1.0:
+            raise ValueError(f"{name} must be in [0, 1) (as a float32), got {b}")
     weight_decay = _check_scalar(weight_decay, "weight_decay")
     return p, g, m, v, t, lr, beta1, beta2, eps, weight_decay
 

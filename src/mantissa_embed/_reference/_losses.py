@@ -21,7 +21,8 @@ import numbers
 
 import numpy as np
 
-from .._validation import check_array, check_float
+from .._validation import check_float, check_int, check_kernel_input, check_kernel_output
+from ._layers import _check_outs
 
 __all__ = [
     "l2_normalize_forward",
@@ -45,30 +46,10 @@ NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's default
 
 def _check_in(x, name, ndim=2):
     """Input array as float32 C-contiguous (no copy if it already is)."""
-    if type(x) is np.ndarray and x.dtype == np.float32 and x.flags.c_contiguous:
-        arr = x
-    else:
-        arr = check_array(x, name, finite=False)
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
-    return arr
+    return check_kernel_input(x, name, ndim)
 
 
-def _check_out(a, name, shape, dtype=np.float32):
-    """A caller-provided output buffer (or a new one when ``a`` is None)."""
-    if a is None:
-        return np.empty(shape, dtype=dtype)
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray, got {type(a).__name__}")
-    if a.dtype != dtype:
-        raise TypeError(f"{name} must have dtype {np.dtype(dtype).name}, got {a.dtype}")
-    if a.shape != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {a.shape}")
-    if not a.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous")
-    if not a.flags.writeable:
-        raise ValueError(f"{name} must be writeable")
-    return a
+_check_out = check_kernel_output
 
 
 def _check_same_cols(x, r, xname="x", rname="r"):
@@ -106,7 +87,10 @@ def _check_flag(v, name):
 
 
 def _check_eps(eps):
-    return check_float(eps, "eps", minimum=0.0, strict=True)
+    eps = check_float(eps, "eps", minimum=0.0, strict=True)
+    if not float(np.finfo(np.float32).tiny) <= eps <= float(np.finfo(np.float32).max):
+        raise ValueError(f"eps must be a normal float32 (in [1.2e-38, 3.4e38]), got {eps}")
+    return eps
 
 
 def _check_self(exclude_self, N, M):
@@ -126,7 +110,7 @@ def _check_swap_all(swap, labels, ref_labels):
 
 def euclidean_workspace_size(N, M, backward=False):
     """Floats of scratch ``euclidean_forward`` (N + M) or ``euclidean_backward`` (N*M + N + M) needs."""
-    N, M = int(N), int(M)
+    N, M = check_int(N, "N", minimum=0), check_int(M, "M", minimum=0)
     return N * M + N + M if backward else N + M
 
 
@@ -181,6 +165,8 @@ def l2_normalize_forward(x, eps=NORMALIZE_EPS, y=None, norms=None):
     N, D = x.shape
     y = _check_out(y, "y", (N, D))
     norms = _check_out(norms, "norms", (N,))
+    _check_outs([(y, "y")], [(x, "x")], inplace_ok=("x",))
+    _check_outs([(norms, "norms")], [(x, "x"), (y, "y")])
     if N:
         yy, nn = _l2_normalize(x, eps)
         y[...] = yy
@@ -215,6 +201,7 @@ def l2_normalize_backward(dy, y, norms, eps=NORMALIZE_EPS, dx=None):
     if norms.shape != (y.shape[0],):
         raise ValueError(f"norms must have shape ({y.shape[0]},), got {norms.shape}")
     dx = _check_out(dx, "dx", y.shape)
+    _check_outs([(dx, "dx")], [(dy, "dy"), (y, "y"), (norms, "norms")], inplace_ok=("dy",))
     if y.shape[0]:
         dx[...] = _l2_normalize_grad(dy, y, norms, eps)
     return dx
@@ -285,6 +272,7 @@ def euclidean_forward(x, r, squared=False, out=None, workspace=None):
     N, M = x.shape[0], r.shape[0]
     out = _check_out(out, "out", (N, M))
     _check_workspace(workspace, N, M, False)
+    _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (r, "r")])
     if N and M:
         out[...] = _euclidean(x, r, squared)
     return out
@@ -330,6 +318,8 @@ def euclidean_backward(x, r, dist, ddist, squared=False, dx=None, dr=None, works
     dx = _check_out(dx, "dx", (N, D))
     dr = _check_out(dr, "dr", (M, D))
     _check_workspace(workspace, N, M, True)
+    _check_outs([(dx, "dx"), (dr, "dr"), (workspace, "workspace")],
+                [(x, "x"), (r, "r"), (dist, "dist"), (ddist, "ddist")])
     if N == 0 or M == 0:
         dx[...] = 0
         dr[...] = 0
@@ -358,6 +348,7 @@ def dot_similarity_forward(x, r, out=None):
     _check_same_cols(x, r)
     N, M = x.shape[0], r.shape[0]
     out = _check_out(out, "out", (N, M))
+    _check_outs([(out, "out")], [(x, "x"), (r, "r")])
     if N and M:
         out[...] = x @ r.T
     return out
@@ -386,6 +377,7 @@ def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
         raise ValueError(f"dsim must have shape ({N}, {M}), got {dsim.shape}")
     dx = _check_out(dx, "dx", (N, D))
     dr = _check_out(dr, "dr", (M, D))
+    _check_outs([(dx, "dx"), (dr, "dr")], [(x, "x"), (r, "r"), (dsim, "dsim")])
     if N == 0 or M == 0:
         dx[...] = 0
         dr[...] = 0
@@ -544,6 +536,7 @@ def _check_pair_args(dist, ddist, inverted, nonzero_only):
     dist = _check_in(dist, "dist")
     N, M = dist.shape
     ddist = _check_out(ddist, "ddist", (N, M))
+    _check_outs([(ddist, "ddist")], [(dist, "dist")])
     return dist, ddist, N, M, _check_flag(inverted, "inverted"), _check_flag(nonzero_only, "nonzero_only")
 
 

@@ -28,7 +28,7 @@ class BaseMiner:
     ------
     ValueError
         Not 2-D, NaN/Inf, labels of the wrong length, ``ref_emb`` without ``ref_labels`` (or the
-        reverse), different numbers of columns.
+        reverse), different numbers of columns, zero columns.
     TypeError
         Non-numeric embeddings, non-integer (or missing) labels.
     """
@@ -47,6 +47,8 @@ class BaseMiner:
     def __call__(self, embeddings, labels, ref_emb=None, ref_labels=None):
         emb = check_array(embeddings, "embeddings", ndim=2)
         N, D = emb.shape
+        if D == 0 and N > 0:  # as the losses: no geometry to mine in
+            raise ValueError(f"embeddings must have at least one column, got shape {emb.shape}")
         same_obj = ref_labels is labels
         lab = check_labels(labels, "labels", n=N)
         if ref_emb is None:
