@@ -167,6 +167,24 @@ double me_triplet_triplets(const float *dist, const int64_t *a, const int64_t *p
                            int64_t K, float *ddist, int64_t N, int64_t M, float margin,
                            int swap, int smooth, int inverted, int nonzero_only, double *stats);
 
+/* ---------------------------------------------------------------- knn.c */
+/* # knn  (owner: knn helper) */
+enum { ME_KNN_SQEUCLIDEAN = 0, ME_KNN_EUCLIDEAN = 1, ME_KNN_INNER_PRODUCT = 2 };
+/* Floats of scratch for me_knn with these tiles and threads:
+ * M (reference norms) + num_threads * tile_q * tile_r (one score block per thread). */
+int64_t me_knn_workspace_size(int64_t M, int64_t tile_q, int64_t tile_r, int num_threads);
+/* Exact k-NN. q (N,D), r (M,D) -> indices (N,k) int64, distances (N,k), nearest first.
+ * Candidates are ranked by SGEMM scores per tile (|r|^2 - 2 q.r, or -q.r for the inner product,
+ * largest product first), ties by lower index; the k returned values are then recomputed from
+ * the vectors in double (squared distance, distance or inner product) and the row re-sorted by
+ * (value, index). exclude_self: reference i is never returned for query i. OpenMP static over
+ * blocks of tile_q queries on num_threads threads (pass me_get_num_threads()); workspace from
+ * me_knn_workspace_size with the same num_threads.
+ * Requires 1 <= tile_q, 1 <= tile_r, k <= M - exclude_self (else trailing slots get index -1). */
+void me_knn(const float *q, const float *r, int64_t N, int64_t M, int64_t D, int64_t k,
+            int metric, int exclude_self, int64_t tile_q, int64_t tile_r, int num_threads,
+            float *workspace, int64_t *indices, float *distances);
+
 #ifdef __cplusplus
 }
 #endif

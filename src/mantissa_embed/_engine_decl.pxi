@@ -72,3 +72,10 @@ cdef extern from "engine.h" nogil:
     double me_triplet_triplets(const float *dist, const int64_t *a, const int64_t *p, const int64_t *n,
                                int64_t K, float *ddist, int64_t N, int64_t M, float margin,
                                int swap, int smooth, int inverted, int nonzero_only, double *stats)
+
+# knn (knn.c; owner: knn helper)
+cdef extern from "engine.h" nogil:
+    int64_t me_knn_workspace_size(int64_t M, int64_t tile_q, int64_t tile_r, int num_threads)
+    void me_knn(const float *q, const float *r, int64_t N, int64_t M, int64_t D, int64_t k,
+                int metric, int exclude_self, int64_t tile_q, int64_t tile_r, int num_threads,
+                float *workspace, int64_t *indices, float *distances)

@@ -67,21 +67,6 @@ def _l2_normalize(Z):
     return Z
 
 
-def _exact_distances(Q, G, idx, max_elems=1 << 22):
-    """Distances of the selected neighbours recomputed in float64 (no |q|^2 + |g|^2 - 2 q.g
-    cancellation), then re-sorted by (distance, index). Q (n, D), G (m, D), idx (n, k)."""
-    n, k = idx.shape
-    dist = np.empty((n, k), dtype=np.float32)
-    step = max(1, max_elems // max(1, k * Q.shape[1]))
-    for s in range(0, n, step):
-        e = min(n, s + step)
-        diff = G[idx[s:e]].astype(np.float64) - Q[s:e, None, :].astype(np.float64)
-        dist[s:e] = np.sqrt(np.einsum("bkd,bkd->bk", diff, diff))
-    order = np.lexsort((idx, dist), axis=-1)
-    return (np.ascontiguousarray(np.take_along_axis(idx, order, axis=1)),
-            np.ascontiguousarray(np.take_along_axis(dist, order, axis=1)))
-
-
 class Embedder:
     """Metric learning on a CNN trunk: ``fit`` / ``embed`` / ``retrieve`` / ``verify``.
 
@@ -550,8 +535,8 @@ class Embedder:
             Gallery row indices, nearest first (ties: lower index first).
         distances : ndarray, float32, same shape
             Euclidean distances between L2-normalized embeddings (the trained distance),
-            recomputed in float64 for the returned neighbours. The candidates come from the
-            exact tiled search :func:`mantissa_embed.evaluation.knn` (SGEMM-based).
+            from the exact tiled search :func:`mantissa_embed.evaluation.knn` (SGEMM-ranked
+            candidates, distances recomputed in float64 for the returned neighbours).
 
         Raises
         ------
@@ -567,8 +552,7 @@ class Embedder:
         G, _ = self._as_embeddings(gallery, "gallery", allow_single=False)
         if k > G.shape[0]:
             raise ValueError(f"k must be <= the number of gallery items ({G.shape[0]}), got k={k}")
-        idx, _ = knn(Q, G, k, metric="euclidean", backend=self.backend)
-        idx, dist = _exact_distances(Q, G, idx)
+        idx, dist = knn(Q, G, k, metric="euclidean", backend=self.backend)
         if single:
             return idx[0], dist[0]
         return idx, dist

@@ -15,7 +15,8 @@ import numpy as np
 from ._io import atomic_write
 from ._validation import check_array, check_int, check_labels
 
-__all__ = ["plot_embedding_manifold", "plot_retrieval_gallery", "gallery_layout", "GREEN", "RED", "QUERY_COLOR"]
+__all__ = ["plot_embedding_manifold", "plot_retrieval_gallery", "gallery_layout", "plot_roc", "GREEN", "RED",
+           "QUERY_COLOR"]
 
 #: Border colours of :func:`plot_retrieval_gallery` (RGB, 0..255).
 GREEN = (0, 170, 0)
@@ -251,4 +252,101 @@ def plot_retrieval_gallery(images, labels, query_idx, neighbor_idx, path, *, sca
             img = np.repeat(np.repeat(rgb[idx], scale, axis=0), scale, axis=1)
             canvas[top + border:top + border + H * scale, left + border:left + border + W * scale] = img
     atomic_write(path, lambda f: imsave(f, canvas, format="png"), suffix=".png")
+    return path
+
+
+def plot_roc(fpr, tpr, path, title=None, mark_far=(1e-3, 1e-2), *, label=None, figsize=(5.6, 4.8), dpi=100):
+    """Draw a ROC curve (TAR against FAR) with a logarithmic FAR axis, and save it as a PNG.
+
+    Parameters
+    ----------
+    fpr, tpr : array_like, float, shape (m,) or a sequence of such arrays
+        False and true accept rates in [0, 1], e.g. ``verification_metrics(...)["fpr"]`` /
+        ``["tpr"]``. Several curves: pass equal-length lists of arrays (with ``label``).
+        Points with FAR 0 cannot be drawn on the log axis; the axis starts at
+        ``min(mark_far + smallest positive FAR) / 2``.
+    path : str or os.PathLike
+        Destination ``.png`` (its directory must exist); written atomically.
+    title : str, optional
+    mark_far : sequence of float in (0, 1], default (1e-3, 1e-2)
+        FAR levels drawn as dotted vertical lines, with the TAR of each curve at the largest
+        FAR <= that level marked (the ``tar_at_far_*`` convention of
+        :func:`mantissa_embed.evaluation.verification.verification_metrics`). ``()``: none.
+    label : str or sequence of str, optional
+        Legend entry per curve.
+    figsize : (float, float), default (5.6, 4.8)
+    dpi : int, default 100
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    ImportError
+        matplotlib missing (``pip install "mantissa-embed[viz]"``).
+    ValueError
+        Rates outside [0, 1], NaN, not 1-D, ``fpr`` and ``tpr`` of different lengths, fewer
+        than 2 points, a ``mark_far`` value outside (0, 1], a label count that differs from
+        the curve count, a path not ending in ``.png``. ``FileNotFoundError`` when the
+        directory does not exist. ``TypeError`` for a non-str title or label.
+    """
+    def _curves(v, name):
+        if isinstance(v, (list, tuple)) and v and np.ndim(v[0]) == 1:
+            return [check_array(c, f"{name}[{i}]", ndim=1, dtype=np.float64) for i, c in enumerate(v)]
+        return [check_array(v, name, ndim=1, dtype=np.float64)]
+
+    F, T = _curves(fpr, "fpr"), _curves(tpr, "tpr")
+    if len(F) != len(T):
+        raise ValueError(f"fpr and tpr must hold the same number of curves, got {len(F)} and {len(T)}")
+    for i, (f, t) in enumerate(zip(F, T)):
+        if f.shape != t.shape or f.shape[0] < 2:
+            raise ValueError(f"fpr and tpr must have the same length >= 2, got {f.shape} and {t.shape} (curve {i})")
+        for name, a in (("fpr", f), ("tpr", t)):
+            if a.min() < 0.0 or a.max() > 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got values in [{a.min()}, {a.max()}]")
+    marks = tuple(float(m) for m in mark_far)
+    if any(not (0.0 < m <= 1.0) for m in marks):
+        raise ValueError(f"mark_far values must lie in (0, 1], got {mark_far!r}")
+    labels = [label] if isinstance(label, str) or label is None else list(label)
+    if label is None:
+        labels = [None] * len(F)
+    if any(lab is not None and not isinstance(lab, str) for lab in labels):
+        raise TypeError(f"label must be a str or a sequence of str, got {label!r}")
+    if len(labels) != len(F):
+        raise ValueError(f"label must hold one str per curve ({len(F)}), got {len(labels)}")
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str, got {type(title).__name__}")
+    path = _check_path(path)
+    dpi = check_int(dpi, "dpi", minimum=1)
+    Figure, FigureCanvasAgg = _import_matplotlib()
+
+    positive = [f[f > 0].min() for f in F if (f > 0).any()]
+    lo = min(marks + tuple(positive) + (1.0,)) / 2.0
+    fig = Figure(figsize=figsize, dpi=dpi)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_xscale("log")
+    for i, (f, t, lab) in enumerate(zip(F, T, labels)):
+        line, = ax.plot(np.maximum(f, lo), t, drawstyle="steps-post", lw=1.6, label=lab)
+        for m in marks:
+            ok = np.flatnonzero(f <= m)
+            if ok.size:
+                ax.plot([m], [t[ok[-1]]], marker="o", ms=4, color=line.get_color())
+    for m in marks:
+        ax.axvline(m, color="0.5", ls=":", lw=1.0)
+        ax.text(m, 0.99, f"FAR={m:g} ", rotation=90, va="top", ha="right", fontsize="x-small", color="0.35")
+    ax.plot([lo, 1.0], [lo, 1.0], color="0.7", lw=0.8, ls="--")  # chance
+    ax.set_xlim(lo, 1.0)
+    ax.set_ylim(0.0, 1.01)
+    ax.set_xlabel("false accept rate (FAR, log scale)")
+    ax.set_ylabel("true accept rate (TAR)")
+    ax.grid(True, which="major", alpha=0.3)
+    if title:
+        ax.set_title(title)
+    if any(lab is not None for lab in labels):
+        ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=dpi), suffix=".png")
     return path

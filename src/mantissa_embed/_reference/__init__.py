@@ -7,3 +7,4 @@ written for clarity, not speed.
 from ._core import *  # noqa: F401,F403
 from ._layers import *  # noqa: F401,F403
 from ._losses import *  # noqa: F401,F403
+from ._knn import *  # noqa: F401,F403

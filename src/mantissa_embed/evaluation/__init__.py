@@ -1,4 +1,7 @@
-"""Retrieval evaluation: exact tiled k-NN and pytorch-metric-learning's retrieval metrics."""
+"""Evaluation: exact tiled k-NN, pytorch-metric-learning's AccuracyCalculator and retrieval
+metrics, and verification metrics (ROC AUC, EER, TAR at FAR)."""
+from .accuracy_calculator import AccuracyCalculator, SklearnKMeans
+from .faiss_knn import FaissKNN
 from .knn import METRICS, knn
 from .retrieval import (
     mean_average_precision_at_r,
@@ -7,8 +10,12 @@ from .retrieval import (
     r_precision,
     retrieval_metrics,
 )
+from .verification import verification_metrics
 
 __all__ = [
+    "AccuracyCalculator",
+    "SklearnKMeans",
+    "FaissKNN",
     "METRICS",
     "knn",
     "precision_at_1",
@@ -16,4 +23,5 @@ __all__ = [
     "mean_average_precision_at_r",
     "retrieval_metrics",
     "metrics_from_knn_labels",
+    "verification_metrics",
 ]

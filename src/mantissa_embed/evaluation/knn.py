@@ -1,11 +1,13 @@
 """Exact, tiled k-nearest-neighbour search over embeddings.
 
-The query x reference score matrix is never materialized: it is computed block by block
-(one SGEMM per block, on the mantissa engine or numpy) and each block is reduced to its
-``k`` best candidates (a threshold from group minima then a filter when ``k`` is small
-against the block, ``argpartition`` otherwise; candidates are sorted stably in index
-order), which are merged into a running top-``k`` (stable, earlier blocks first). Equal
-scores are therefore always ordered by lower reference index.
+The query x reference score matrix is never materialized. The C engine
+(``src/engine_c/knn.c``, wrapper ``engine.knn_search``) computes it block by block: each thread
+takes blocks of query rows and, for each tile of reference rows, one SGEMM gives the tile's
+ranking scores, which feed a bounded per-query max-heap ordered by (score, index). The ``k``
+returned values are then recomputed directly from the vectors in double precision and each row
+is re-sorted by (value, index). Equal scores are therefore always ordered by lower reference
+index, whatever the tiling or the thread count. ``backend="numpy"`` runs the numpy twin
+(:func:`mantissa_embed._reference.knn_search`, the same tiling with matmul and partial sorts).
 """
 from __future__ import annotations
 
@@ -17,60 +19,17 @@ __all__ = ["knn", "METRICS"]
 
 METRICS = ("euclidean", "sqeuclidean", "cosine", "inner_product")
 
-# Elements of one score block (float32) -- bounds scratch to ~ 13 bytes x this.
-_BLOCK_ELEMS = 1 << 22
+# Rows of one score block (float32, one block per engine thread): the best of a sweep on
+# Zen 4 with D = 128 (512 x 1024, a 2 MB block; 256 to 1024 rows are within 10%).
+_TILE_Q = 512
+_TILE_R = 1024
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
-def _gemm_nt(backend_mod, A, B, C, alpha, beta):
-    """C = alpha * A @ B.T + beta * C in float32, in place."""
-    if backend_mod is None:
-        prod = np.matmul(A, B.T)
-        if beta == 0.0:
-            np.multiply(prod, np.float32(alpha), out=C)
-        else:
-            C *= np.float32(beta)
-            C += np.float32(alpha) * prod
-        return C
-    return backend_mod.sgemm(A, B, C, trans_b=True, alpha=alpha, beta=beta)
-
-
-def _topk_sorted(S, kk, col0):
-    """Row-wise kk smallest of S (bq, br), ordered by (value, column). Returns (vals, global idx)."""
-    bq, br = S.shape
-    if kk >= br:
-        idx = np.argsort(S, axis=1, kind="stable")[:, :kk]
-    elif 16 * kk <= br:
-        # Threshold = the kk-th smallest of g >= kk group minima: an upper bound of the row's
-        # kk-th smallest value, so every row keeps >= kk candidates (usually few more).
-        g = min(br, max(4 * kk, 32))
-        gmin = np.minimum.reduceat(S, (np.arange(g) * br) // g, axis=1)
-        th = np.partition(gmin, kk - 1, axis=1)[:, kk - 1:kk]
-        flat = np.flatnonzero(S <= th)  # row-major: rows, then columns ascending
-        rows, cols = np.divmod(flat, br)
-        vals = S.reshape(-1)[flat]
-        order = np.lexsort((cols, vals, rows))  # by row, then value, then column
-        first = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=bq))[:-1]))
-        sel = order[first[:, None] + np.arange(kk)]
-        return vals[sel], cols[sel].astype(np.int64) + col0
-    else:
-        part = np.argpartition(S, kk - 1, axis=1)[:, :kk]
-        part.sort(axis=1)  # column order, so the stable value sort breaks ties by index
-        pv = np.take_along_axis(S, part, axis=1)
-        idx = np.take_along_axis(part, np.argsort(pv, axis=1, kind="stable"), axis=1)
-        # argpartition may have kept a higher column among values equal to the k-th one.
-        kth = np.take_along_axis(S, idx[:, -1:], axis=1)
-        n_le = np.count_nonzero(S <= kth, axis=1)
-        for r in np.flatnonzero(n_le > kk):
-            cand = np.flatnonzero(S[r] <= kth[r, 0])
-            idx[r] = cand[np.argsort(S[r, cand], kind="stable")[:kk]]
-    vals = np.take_along_axis(S, idx, axis=1)
-    return vals, idx.astype(np.int64) + col0
-
-
 def _check_knn_args(query, reference, k, exclude_self, metric, tile, backend):
-    q = check_array(query, "query", ndim=2)
-    r = check_array(reference, "reference", ndim=2)
+    # finiteness is checked from the row norms in knn (no N x D boolean temporary)
+    q = check_array(query, "query", ndim=2, finite=False)
+    r = check_array(reference, "reference", ndim=2, finite=False)
     if q.shape[1] != r.shape[1]:
         raise ValueError(
             f"query and reference must have the same number of columns, got {q.shape[1]} and {r.shape[1]}")
@@ -83,7 +42,7 @@ def _check_knn_args(query, reference, k, exclude_self, metric, tile, backend):
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     tile = check_int(tile, "tile", minimum=1)
     if backend == "numpy":
-        backend_mod = None
+        from .. import _reference as backend_mod
     elif backend == "mantissa":
         from .. import engine as backend_mod
     else:
@@ -118,18 +77,23 @@ def knn(query, reference, k, *, exclude_self=False, metric="euclidean", tile=409
         everything, as scikit-learn's ``cosine_distances``); ``"inner_product"``: the
         similarity ``q.r``, largest first (the returned values are the inner products).
     tile : int, default 4096
-        Maximum rows of the query and of the reference in one score block; a block also holds
-        at most 2**22 scores, so scratch memory stays below ~60 MB whatever n and M are.
+        Maximum rows of the query and of the reference in one score block. A block holds at
+        most ``min(tile, 512) x min(tile, 1024)`` scores and the engine keeps one block per
+        thread plus M floats of reference norms, so scratch memory stays below
+        ``2 MB x threads + 4 M bytes`` whatever n is (the query block shrinks for small n so
+        that every thread gets work).
     backend : {"mantissa", "numpy"}, default "mantissa"
-        Block products by the engine's SGEMM or by numpy's matmul.
+        ``"mantissa"``: the C engine, GIL released, OpenMP over query blocks
+        (``engine.set_num_threads``); ``"numpy"``: the numpy twin.
 
     Returns
     -------
     indices : ndarray, int64, shape (n, k)
         Reference row indices, nearest first; equal scores are ordered by lower index.
     distances : ndarray, float32, shape (n, k)
-        The metric's values for those neighbours: non-decreasing along each row (non-increasing
-        for ``"inner_product"``).
+        The metric's values for those neighbours, recomputed from the vectors in float64
+        (so a point's distance to its duplicate is exactly 0): non-decreasing along each row
+        (non-increasing for ``"inner_product"``), cosine distances clamped to ``[0, 2]``.
 
     Raises
     ------
@@ -142,80 +106,73 @@ def knn(query, reference, k, *, exclude_self=False, metric="euclidean", tile=409
 
     Notes
     -----
-    Scores are float32 and computed by GEMM, as in faiss's ``IndexFlatL2``: for the Euclidean
-    metrics ``|r|^2 - 2 q.r`` is ranked and ``|q|^2`` added to the selected ones (clamped at 0),
-    so a distance carries an absolute error of about ``1e-7 * (|q|^2 + |r|^2)`` (a point's
-    distance to itself may come out slightly above 0) and two references whose true distances
-    differ by less than that may swap. Exact ties (e.g. duplicate rows) are ordered by index.
+    Candidates are ranked by float32 GEMM scores, as in faiss's ``IndexFlatL2``: for the
+    Euclidean metrics ``|r|^2 - 2 q.r``, which carries an absolute error of about
+    ``1e-7 * (|q|^2 + |r|^2)``, so two references whose true distances differ by less than
+    that may be ranked in either order (and at the k-th place one may be kept instead of the
+    other). The returned values have no such error: they are recomputed for the k selected
+    neighbours (O(n k D)) and each row is re-sorted by (value, index). Exact ties (e.g.
+    duplicate rows) are always ordered by lower index. Results are deterministic for a fixed
+    thread count.
     """
     q, r, k, exclude_self, tile, backend_mod = _check_knn_args(
         query, reference, k, exclude_self, metric, tile, backend)
     n, M = q.shape[0], r.shape[0]
+    euclid = metric in ("euclidean", "sqeuclidean")
+    # squared row norms in float64 (finite for every finite float32 row): NaN/Inf check and
+    # overflow guard, every score is bounded by (|q| + |r|)^2
+    qsq = _sq_norms64(q, "query")
+    rsq = _sq_norms64(r, "reference")
     if n == 0:
         return np.empty((0, k), dtype=np.int64), np.empty((0, k), dtype=np.float32)
-
-    euclid = metric in ("euclidean", "sqeuclidean")
     if metric == "cosine":
-        q = _unit_rows(q)
-        r = _unit_rows(r)
-    # overflow guard: every score is bounded by (|q| + |r|)^2
-    qmax = float(np.sqrt(np.max(np.einsum("ij,ij->i", q, q, dtype=np.float64))))
-    rmax = float(np.sqrt(np.max(np.einsum("ij,ij->i", r, r, dtype=np.float64))))
+        q = _unit_rows(q, qsq)
+        r = _unit_rows(r, rsq)
+        qsq = rsq = np.ones(1)
+    qmax = float(np.sqrt(np.max(qsq)))
+    rmax = float(np.sqrt(np.max(rsq)))
     bound = (qmax + rmax) ** 2 if euclid else qmax * rmax
     if not np.isfinite(bound) or bound > _F32_MAX / 4:
         raise ValueError("query/reference values are too large: their distances overflow float32; rescale them")
-    if euclid:
-        rn = np.einsum("ij,ij->i", r, r)
-
-    br_max = min(M, tile)
-    bq_max = min(n, tile, max(1, _BLOCK_ELEMS // br_max))
-    buf = np.empty(bq_max * br_max, dtype=np.float32)
-    indices = np.empty((n, k), dtype=np.int64)
-    scores = np.empty((n, k), dtype=np.float32)
-    for q0 in range(0, n, bq_max):
-        q1 = min(n, q0 + bq_max)
-        bq = q1 - q0
-        best_v = best_i = None
-        for r0 in range(0, M, br_max):
-            r1 = min(M, r0 + br_max)
-            br = r1 - r0
-            S = buf[:bq * br].reshape(bq, br)
-            if euclid:  # |r|^2 - 2 q.r  (|q|^2 is constant along a row)
-                S[...] = rn[None, r0:r1]
-                _gemm_nt(backend_mod, q[q0:q1], r[r0:r1], S, -2.0, 1.0)
-            else:  # -q.r
-                _gemm_nt(backend_mod, q[q0:q1], r[r0:r1], S, -1.0, 0.0)
-            if exclude_self:
-                lo, hi = max(q0, r0), min(q1, r1)
-                if lo < hi:
-                    d = np.arange(lo, hi)
-                    S[d - q0, d - r0] = np.inf
-            vals, idx = _topk_sorted(S, min(k, br), r0)
-            if best_v is None:
-                best_v, best_i = vals, idx
-            else:
-                # earlier blocks hold lower indices, so a stable sort keeps ties by index
-                cv = np.concatenate([best_v, vals], axis=1)
-                ci = np.concatenate([best_i, idx], axis=1)
-                order = np.argsort(cv, axis=1, kind="stable")[:, :k]
-                best_v = np.take_along_axis(cv, order, axis=1)
-                best_i = np.take_along_axis(ci, order, axis=1)
-        indices[q0:q1] = best_i
-        scores[q0:q1] = best_v
-
-    if euclid:
-        scores += np.einsum("ij,ij->i", q, q)[:, None]
-        np.maximum(scores, 0.0, out=scores)
-        if metric == "euclidean":
-            np.sqrt(scores, out=scores)
-    elif metric == "cosine":
-        scores += np.float32(1.0)
+    if metric == "cosine" or metric == "inner_product":
+        kmetric = "inner_product"
     else:
-        np.negative(scores, out=scores)
-    return indices, scores
+        kmetric = metric
+    # query block per thread: small enough to give every engine thread a block (the split
+    # depends on the shapes and the thread count only)
+    tile_r = min(M, tile, _TILE_R)
+    nthreads = backend_mod.get_num_threads()
+    tile_q = min(tile, _TILE_Q, -(-n // nthreads))
+    indices, values = backend_mod.knn_search(q, r, k, metric=kmetric, exclude_self=exclude_self,
+                                             tile_q=tile_q, tile_r=tile_r)
+    if metric == "cosine":
+        np.subtract(np.float32(1.0), values, out=values)
+        np.maximum(values, 0.0, out=values)
+    return indices, values
 
 
-def _unit_rows(x):
-    norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
+_CHUNK_ROWS = 8192  # rows per float64 temporary in the norm helpers (bounded scratch)
+
+
+def _sq_norms64(x, name):
+    """Squared row norms of x (n, D) float32 in float64, by row chunks; ValueError naming
+    ``name`` if x holds NaN or Inf (the norm of a finite float32 row cannot overflow float64)."""
+    out = np.empty(x.shape[0], dtype=np.float64)
+    for s in range(0, x.shape[0], _CHUNK_ROWS):
+        c = x[s:s + _CHUNK_ROWS].astype(np.float64)
+        np.einsum("ij,ij->i", c, c, out=out[s:s + _CHUNK_ROWS])
+    if not np.isfinite(out).all():
+        raise ValueError(f"{name} contains NaN or Inf")
+    return out
+
+
+def _unit_rows(x, sq=None):
+    """Rows of x (n, D) divided by their norm (computed in float64; zero rows stay 0), float32."""
+    if sq is None:
+        sq = _sq_norms64(x, "x")
+    norms = np.sqrt(sq)
     norms[norms == 0.0] = 1.0
-    return np.ascontiguousarray(x / norms[:, None], dtype=np.float32)
+    out = np.empty(x.shape, dtype=np.float32)
+    for s in range(0, x.shape[0], _CHUNK_ROWS):
+        out[s:s + _CHUNK_ROWS] = x[s:s + _CHUNK_ROWS] / norms[s:s + _CHUNK_ROWS, None]
+    return out

@@ -1,0 +1,171 @@
+"""numpy twin of the engine's exact k-NN (``engine.knn_search``, ``src/engine_c/knn.c``).
+
+Same tiling as the C kernel: for each block of ``tile_q`` queries and each tile of ``tile_r``
+references, one matmul gives the ranking scores (``|r|^2 - 2 q.r`` for the Euclidean metrics,
+``-q.r`` for the inner product), the ``k`` best of the tile (ordered by (score, index)) are
+merged into a running top-``k``; the ``k`` selected values are then recomputed from the
+vectors in float64 and each row is re-sorted by (value, index).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import check_kernel_input, check_kernel_output, check_no_overlap
+
+__all__ = ["knn_search", "KNN_METRICS"]
+
+KNN_METRICS = ("sqeuclidean", "euclidean", "inner_product")
+
+
+def _check_knn_search(query, reference, k, metric, exclude_self, tile_q, tile_r, indices, distances):
+    """Shared argument checks of ``knn_search`` (both backends). Returns the checked values."""
+    q = check_kernel_input(query, "query", ndim=2)
+    r = check_kernel_input(reference, "reference", ndim=2)
+    if q.shape[1] != r.shape[1]:
+        raise ValueError(
+            f"query and reference must have the same number of columns, got {q.shape[1]} and {r.shape[1]}")
+    for v, name in ((k, "k"), (tile_q, "tile_q"), (tile_r, "tile_r")):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+        if v < 1:
+            raise ValueError(f"{name} must be >= 1, got {v}")
+    if metric not in KNN_METRICS:
+        raise ValueError(f"metric must be one of {KNN_METRICS}, got {metric!r}")
+    if not isinstance(exclude_self, (bool, np.bool_)):
+        raise TypeError(f"exclude_self must be a bool, got {type(exclude_self).__name__}")
+    n, M = q.shape[0], r.shape[0]
+    if exclude_self and n > M:
+        raise ValueError(f"exclude_self=True needs query rows <= reference rows, got {n} > {M}")
+    avail = M - int(bool(exclude_self))
+    if k > avail:
+        raise ValueError(f"k must be <= {avail} (the available reference rows), got k={k}")
+    if q.shape[1] == 0 and n > 0:
+        raise ValueError("query and reference must have at least one column")
+    indices = check_kernel_output(indices, "indices", (n, int(k)), dtype=np.int64)
+    distances = check_kernel_output(distances, "distances", (n, int(k)))
+    check_no_overlap(indices, "indices", (q, "query"), (r, "reference"))
+    check_no_overlap(distances, "distances", (q, "query"), (r, "reference"), (indices, "indices"))
+    return q, r, int(k), bool(exclude_self), int(tile_q), int(tile_r), indices, distances
+
+
+def _topk_sorted(S, kk, col0):
+    """Row-wise kk smallest of S (bq, br), ordered by (value, column). Returns (vals, global idx)."""
+    bq, br = S.shape
+    if kk >= br:
+        idx = np.argsort(S, axis=1, kind="stable")[:, :kk]
+    elif 16 * kk <= br:
+        # Threshold = the kk-th smallest of g >= kk group minima: an upper bound of the row's
+        # kk-th smallest value, so every row keeps >= kk candidates (usually few more).
+        g = min(br, max(4 * kk, 32))
+        gmin = np.minimum.reduceat(S, (np.arange(g) * br) // g, axis=1)
+        th = np.partition(gmin, kk - 1, axis=1)[:, kk - 1:kk]
+        flat = np.flatnonzero(S <= th)  # row-major: rows, then columns ascending
+        rows, cols = np.divmod(flat, br)
+        vals = S.reshape(-1)[flat]
+        order = np.lexsort((cols, vals, rows))  # by row, then value, then column
+        first = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=bq))[:-1]))
+        sel = order[first[:, None] + np.arange(kk)]
+        return vals[sel], cols[sel].astype(np.int64) + col0
+    else:
+        part = np.argpartition(S, kk - 1, axis=1)[:, :kk]
+        part.sort(axis=1)  # column order, so the stable value sort breaks ties by index
+        pv = np.take_along_axis(S, part, axis=1)
+        idx = np.take_along_axis(part, np.argsort(pv, axis=1, kind="stable"), axis=1)
+        # argpartition may have kept a higher column among values equal to the k-th one.
+        kth = np.take_along_axis(S, idx[:, -1:], axis=1)
+        n_le = np.count_nonzero(S <= kth, axis=1)
+        for r in np.flatnonzero(n_le > kk):
+            cand = np.flatnonzero(S[r] <= kth[r, 0])
+            idx[r] = cand[np.argsort(S[r, cand], kind="stable")[:kk]]
+    vals = np.take_along_axis(S, idx, axis=1)
+    return vals, idx.astype(np.int64) + col0
+
+
+def knn_search(query, reference, k, metric="sqeuclidean", exclude_self=False, tile_q=256,
+               tile_r=2048, indices=None, distances=None):
+    """Exact k nearest neighbours of the query rows among the reference rows (numpy twin).
+
+    Parameters
+    ----------
+    query : float32 array, shape (n, D)
+    reference : float32 array, shape (M, D)
+    k : int, 1 <= k <= M (M - 1 with ``exclude_self``)
+    metric : {"sqeuclidean", "euclidean", "inner_product"}, default "sqeuclidean"
+        The inner product ranks the largest first.
+    exclude_self : bool, default False
+        Reference row ``i`` is never returned for query row ``i`` (requires n <= M).
+    tile_q, tile_r : int >= 1
+        Query rows and reference rows of one score block (scratch: ``tile_q * tile_r`` floats
+        per thread on the engine, plus M floats of norms).
+    indices : int64 array (n, k), optional — written in place when given.
+    distances : float32 array (n, k), optional — written in place when given.
+
+    Returns
+    -------
+    (indices, distances): int64 (n, k) reference rows, nearest first, ties by lower index;
+    float32 (n, k) values recomputed from the vectors in float64 (no cancellation), the row
+    sorted by (value, index) (inner product: largest first).
+
+    Raises
+    ------
+    ValueError  wrong ndim, mismatched D, D == 0, k too large, bad tile, unknown metric,
+                bad output shape. ``TypeError`` non-int k/tile, non-bool exclude_self,
+                wrong output dtype.
+    """
+    q, r, k, exclude_self, tile_q, tile_r, indices, distances = _check_knn_search(
+        query, reference, k, metric, exclude_self, tile_q, tile_r, indices, distances)
+    n, M = q.shape[0], r.shape[0]
+    if n == 0:
+        return indices, distances
+    euclid = metric != "inner_product"
+    if euclid:
+        rn = np.einsum("ij,ij->i", r, r)
+    for q0 in range(0, n, tile_q):
+        q1 = min(n, q0 + tile_q)
+        best_v = best_i = None
+        for r0 in range(0, M, tile_r):
+            r1 = min(M, r0 + tile_r)
+            if euclid:
+                S = rn[None, r0:r1] + np.float32(-2.0) * (q[q0:q1] @ r[r0:r1].T)
+            else:
+                S = -(q[q0:q1] @ r[r0:r1].T)
+            S = np.ascontiguousarray(S, dtype=np.float32)
+            if exclude_self:
+                lo, hi = max(q0, r0), min(q1, r1)
+                if lo < hi:
+                    d = np.arange(lo, hi)
+                    S[d - q0, d - r0] = np.inf
+            vals, idx = _topk_sorted(S, min(k, r1 - r0), r0)
+            if best_v is None:
+                best_v, best_i = vals, idx
+            else:
+                # earlier tiles hold lower indices, so a stable sort keeps ties by index
+                cv = np.concatenate([best_v, vals], axis=1)
+                ci = np.concatenate([best_i, idx], axis=1)
+                order = np.argsort(cv, axis=1, kind="stable")[:, :k]
+                best_v = np.take_along_axis(cv, order, axis=1)
+                best_i = np.take_along_axis(ci, order, axis=1)
+        # exact values of the selected neighbours (in row chunks bounding the float64 copy),
+        # then re-sort by (value, index)
+        step = max(1, (1 << 21) // max(1, k * q.shape[1]))
+        for s0 in range(0, q1 - q0, step):
+            s1 = min(q1 - q0, s0 + step)
+            bi = best_i[s0:s1]
+            Q = q[q0 + s0:q0 + s1].astype(np.float64)[:, None, :]
+            R = r[bi].astype(np.float64)
+            if euclid:
+                R -= Q
+                ex = np.einsum("bkd,bkd->bk", R, R)
+                if metric == "euclidean":
+                    ex = np.sqrt(ex)
+                ex = ex.astype(np.float32)
+                key = ex
+            else:
+                ex = np.einsum("bkd,bd->bk", R, Q[:, 0, :]).astype(np.float32)
+                key = -ex
+            order = np.lexsort((bi, key), axis=-1)
+            indices[q0 + s0:q0 + s1] = np.take_along_axis(bi, order, axis=1)
+            distances[q0 + s0:q0 + s1] = np.take_along_axis(ex, order, axis=1)
+    return indices, distances

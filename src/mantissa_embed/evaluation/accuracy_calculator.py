@@ -1,0 +1,579 @@
+"""pytorch-metric-learning's ``AccuracyCalculator`` on numpy and the mantissa k-NN.
+
+The metrics and their edge cases follow pytorch-metric-learning 2.9
+(``pytorch_metric_learning/utils/accuracy_calculator.py``; Musgrave, Belongie & Lim 2020,
+"A Metric Learning Reality Check", ECCV, sec. 3.2), so the numbers can be compared with
+published tables computed by that library:
+
+* ``precision_at_1``: 1 if the nearest reference matches the query's label.
+* ``r_precision``: hits among the ``R`` nearest / ``min(R, k)``, where ``R`` is the number of
+  references matching the query's label (minus one when the reference includes the query).
+* ``mean_average_precision_at_r``: ``(1/R) sum_{i<=min(R,k)} P(i) rel(i)``.
+* ``mean_average_precision``: ``(1/R) sum_{i<=k} P(i) rel(i)`` (over all ``k`` neighbours).
+* ``mean_reciprocal_rank``: ``1 / rank`` of the first match among the ``k`` neighbours, 0 if none.
+* ``NMI`` / ``AMI``: scikit-learn's ``normalized_mutual_info_score`` /
+  ``adjusted_mutual_info_score`` between the query labels and a k-means clustering of the
+  queries into as many clusters as there are distinct query labels.
+
+The k-NN metrics leave out "lone" queries (no other reference matches their label) and are
+``nan`` when every query is lone; each is a mean over queries, or with ``avg_of_avgs`` a mean
+over classes of per-class means, or with ``return_per_class`` the list of per-class means
+(classes in sorted order).
+
+Custom metrics: subclass :class:`AccuracyCalculator`, add ``calculate_<name>(self, **kwargs)``
+and append ``<name>`` to ``requires_knn()`` or ``requires_clustering()``; the keyword
+arguments a method receives are documented in :meth:`AccuracyCalculator.get_accuracy`. The
+module-level helpers (:func:`precision_at_k`, :func:`mean_average_precision`, ...) have
+PML's signatures and take numpy arrays.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from .._validation import check_array, check_int
+from .knn import knn as _default_knn
+
+__all__ = [
+    "AccuracyCalculator",
+    "SklearnKMeans",
+    "EQUALITY",
+    "precision_at_k",
+    "r_precision",
+    "mean_average_precision",
+    "mean_reciprocal_rank",
+    "get_label_match_counts",
+    "get_lone_query_labels",
+    "get_relevance_mask",
+    "maybe_get_avg_of_avgs",
+    "try_getting_not_lone_labels",
+]
+
+
+def EQUALITY(x, y):
+    """Default label comparison: element-wise ``x == y`` (broadcast).
+
+    For 2-D (multi-column) labels the comparison is reduced with ``all`` over the label
+    columns, so two labels match when every column is equal.
+    """
+    return np.equal(x, y)
+
+
+def _compare(fn, x, y, out_ndim):
+    """``fn(x, y)`` as a bool array of ``out_ndim`` dims (trailing label dims reduced by all)."""
+    res = np.asarray(fn(x, y))
+    if res.ndim > out_ndim:
+        res = np.all(res, axis=tuple(range(out_ndim, res.ndim)))
+    return res.astype(bool, copy=False)
+
+
+def _rows_equal(a, b_unique):
+    """(len(a), len(b_unique)) bool: row of ``a`` equals row of ``b_unique`` (exact)."""
+    eq = a[:, None] == b_unique[None]
+    if eq.ndim > 2:
+        eq = np.all(eq, axis=tuple(range(2, eq.ndim)))
+    return eq
+
+
+def _unique_labels(labels):
+    return np.unique(labels, axis=0)
+
+
+def maybe_get_avg_of_avgs(accuracy_per_sample, sample_labels, avg_of_avgs, return_per_class):
+    """Mean over samples, or the per-class means (a list, classes sorted) or their mean."""
+    accuracy_per_sample = np.asarray(accuracy_per_sample, dtype=np.float64)
+    if avg_of_avgs or return_per_class:
+        uniq, inv = np.unique(sample_labels, axis=0, return_inverse=True)
+        inv = np.asarray(inv).reshape(-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sums = np.bincount(inv, weights=accuracy_per_sample, minlength=len(uniq))
+            cnts = np.bincount(inv, minlength=len(uniq))
+            per_class = sums / cnts
+        if return_per_class:
+            return [float(v) for v in per_class]
+        return float(np.mean(per_class))
+    return float(np.mean(accuracy_per_sample))
+
+
+def get_relevance_mask(shape, gt_labels, ref_includes_query, label_counts):
+    """(n, k) bool mask of the first ``R`` columns per query, and ``R`` per query (int64)."""
+    relevance_mask = np.zeros(shape, dtype=bool)
+    count_per_query = np.zeros(len(gt_labels), dtype=np.int64)
+    uniq, counts = label_counts
+    gt = gt_labels.reshape((len(gt_labels),) + tuple(np.shape(uniq)[1:]))
+    match = _rows_equal(gt, uniq)  # (n, U)
+    cols = np.arange(shape[1])
+    for j in range(len(uniq)):
+        rows = np.flatnonzero(match[:, j])
+        max_column = int(counts[j]) - 1 if ref_includes_query else int(counts[j])
+        relevance_mask[rows] = cols[None, :] < max_column
+        count_per_query[rows] = max_column
+    return relevance_mask, count_per_query
+
+
+def r_precision(knn_labels, gt_labels, ref_includes_query, label_counts, avg_of_avgs,
+                return_per_class, label_comparison_fn):
+    """R-precision per query, averaged (``gt_labels`` is ``query_labels[:, None]``)."""
+    relevance_mask, _ = get_relevance_mask(knn_labels.shape[:2], gt_labels, ref_includes_query,
+                                           label_counts)
+    same_label = _compare(label_comparison_fn, gt_labels, knn_labels, 2)
+    matches = np.sum(same_label & relevance_mask, axis=1)
+    possible = np.sum(relevance_mask, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = matches.astype(np.float64) / possible
+    return maybe_get_avg_of_avgs(acc, gt_labels, avg_of_avgs, return_per_class)
+
+
+def mean_average_precision(knn_labels, gt_labels, ref_includes_query, label_counts, avg_of_avgs,
+                           return_per_class, label_comparison_fn, at_r=False):
+    """MAP (over all k neighbours) or MAP@R (``at_r=True``), both divided by ``R``."""
+    n, k = knn_labels.shape[:2]
+    relevance_mask, count_per_query = get_relevance_mask((n, k), gt_labels, ref_includes_query,
+                                                         label_counts)
+    knn_mask = relevance_mask if at_r else np.ones((n, k), dtype=bool)
+    same = _compare(label_comparison_fn, gt_labels, knn_labels, 2)
+    equality = same & knn_mask
+    cum = np.cumsum(equality, axis=1)
+    prec = (cum * equality).astype(np.float64) / np.arange(1, k + 1, dtype=np.float64)[None, :]
+    summed = np.sum(prec * knn_mask, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = summed / count_per_query
+    return maybe_get_avg_of_avgs(acc, gt_labels, avg_of_avgs, return_per_class)
+
+
+def mean_reciprocal_rank(knn_labels, gt_labels, avg_of_avgs, return_per_class, label_comparison_fn):
+    """1 / (rank of the first matching neighbour), 0 when none of the k matches."""
+    same = _compare(label_comparison_fn, gt_labels, knn_labels, 2)
+    any_hit = same.any(axis=1)
+    first = np.argmax(same, axis=1) + 1
+    acc = np.where(any_hit, 1.0 / first, 0.0)
+    return maybe_get_avg_of_avgs(acc, gt_labels, avg_of_avgs, return_per_class)
+
+
+def precision_at_k(knn_labels, gt_labels, k, avg_of_avgs, return_per_class, label_comparison_fn):
+    """Fraction of matches among the first ``k`` neighbours."""
+    same = _compare(label_comparison_fn, gt_labels, knn_labels[:, :k], 2)
+    acc = np.sum(same, axis=1).astype(np.float64) / k
+    return maybe_get_avg_of_avgs(acc, gt_labels, avg_of_avgs, return_per_class)
+
+
+def get_label_match_counts(query_labels, reference_labels, label_comparison_fn):
+    """(sorted unique query labels, number of reference labels matching each)."""
+    uniq = _unique_labels(query_labels)
+    if label_comparison_fn is EQUALITY:
+        counts = np.sum(_rows_equal(uniq, _unique_labels(reference_labels)) *
+                        _count_rows(reference_labels)[None, :], axis=1).astype(np.int64)
+    else:
+        counts = np.empty(len(uniq), dtype=np.int64)
+        for i in range(len(uniq)):
+            counts[i] = np.sum(_compare(label_comparison_fn, uniq[i:i + 1], reference_labels, 1))
+    return uniq, counts
+
+
+def _count_rows(labels):
+    return np.unique(labels, axis=0, return_counts=True)[1]
+
+
+def get_lone_query_labels(query_labels, label_counts, ref_includes_query, label_comparison_fn):
+    """(labels with no other matching reference, bool mask of the queries that are not lone)."""
+    uniq, counts = label_counts
+    if ref_includes_query:
+        itself = _compare(label_comparison_fn, uniq, uniq, 1)
+        lone = counts - itself.astype(np.int64) <= 0
+    else:
+        lone = counts == 0
+    lone_labels = uniq[lone]
+    if len(lone_labels):
+        not_lone = ~np.any(_rows_equal(query_labels, lone_labels), axis=1)
+    else:
+        not_lone = np.ones(len(query_labels), dtype=bool)
+    return lone_labels, not_lone
+
+
+def try_getting_not_lone_labels(knn_labels, query_labels, not_lone_query_mask):
+    """The rows of the non-lone queries, or ``(None, None)`` when every query is lone."""
+    if not np.any(not_lone_query_mask):
+        return None, None
+    return knn_labels[not_lone_query_mask], query_labels[not_lone_query_mask]
+
+
+def _nan_accuracy(unique_labels, return_per_class):
+    if return_per_class:
+        return [float("nan")] * len(unique_labels)
+    return float("nan")
+
+
+class SklearnKMeans:
+    """Default ``kmeans_func``: scikit-learn ``KMeans``, seeded.
+
+    ``SklearnKMeans(max_iter=20, n_init=1, seed=0)(x, n_clusters) -> (n,) int64`` cluster
+    ids. ``max_iter=20`` and a single initialization are what PML's default
+    ``FaissKMeans(niter=20)`` uses (faiss ``Kmeans`` runs ``nredo=1``); the clustering is
+    deterministic for a fixed ``seed``, but it is not faiss's, so NMI/AMI can differ from a
+    PML run with faiss whenever k-means itself lands in a different local optimum.
+    """
+
+    def __init__(self, max_iter=20, n_init=1, seed=0):
+        self.max_iter = check_int(max_iter, "max_iter", minimum=1)
+        self.n_init = check_int(n_init, "n_init", minimum=1)
+        self.seed = check_int(seed, "seed", minimum=0)
+
+    def __call__(self, x, n_clusters):
+        from sklearn.cluster import KMeans
+
+        x = np.asarray(x, dtype=np.float32)
+        km = KMeans(n_clusters=int(n_clusters), n_init=self.n_init, max_iter=self.max_iter,
+                    random_state=self.seed)
+        return km.fit_predict(x).astype(np.int64)
+
+
+class _DefaultKNN:
+    """``knn(query, reference, k, exclude_self=...)`` of :mod:`mantissa_embed.evaluation.knn`."""
+
+    def __call__(self, query, reference, k, *, exclude_self=False):
+        return _default_knn(query, reference, k, exclude_self=exclude_self, metric="euclidean")
+
+
+def _check_labels_nd(y, name, n):
+    if y is None:
+        raise TypeError(f"{name} must be an integer array, got None")
+    arr = np.asarray(y)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D or 2-D, got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} must have length {n} (one per embedding), got {arr.shape[0]}")
+    if arr.ndim == 2 and arr.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one column, got shape {arr.shape}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+class AccuracyCalculator:
+    """Retrieval and clustering accuracy of embeddings, as pytorch-metric-learning computes it.
+
+    Parameters
+    ----------
+    include : tuple or list of str, default ()
+        Metrics to compute (empty: all). Built in: ``"precision_at_1"``, ``"r_precision"``,
+        ``"mean_average_precision_at_r"``, ``"mean_average_precision"``,
+        ``"mean_reciprocal_rank"``, ``"NMI"``, ``"AMI"``, plus any ``calculate_<name>`` of a
+        subclass.
+    exclude : tuple or list of str, default ()
+        Metrics to leave out.
+    avg_of_avgs : bool, default False
+        Average per class first, then over classes.
+    return_per_class : bool, default False
+        Return, for each k-NN metric, the list of per-class means (classes in sorted order).
+        Exclusive with ``avg_of_avgs``.
+    k : int, "max_bin_count", "all" or None, default None
+        Neighbours retrieved per query. ``None`` or ``"all"``: every reference (minus the query
+        itself when the reference includes it); ``"max_bin_count"``: the largest number of
+        references sharing a query label (minus one when the reference includes the query),
+        which makes R-precision and MAP@R exact at the lowest cost; an int: that many (a
+        ``RuntimeWarning`` says when it is below the largest bin count and
+        ``r_precision``/``mean_average_precision_at_r`` are requested, as PML logs).
+    label_comparison_fn : callable, optional
+        ``fn(x, y) -> bool array``: whether labels match, broadcast element-wise over the
+        leading axes (e.g. ``x`` of shape (n, 1, L) against ``y`` of shape (n, k, L) gives
+        (n, k); trailing label axes left in the result are reduced with ``all``). Default:
+        equality (all columns equal for 2-D labels). Not supported with NMI/AMI
+        (``NotImplementedError``, as PML).
+    knn_func : callable, optional
+        ``knn_func(query, reference, k, *, exclude_self) -> (indices, distances)`` with the
+        signature and semantics of :func:`mantissa_embed.evaluation.knn`: ``indices`` an
+        (n, k) integer array of reference rows, nearest first, never row ``i`` for query ``i``
+        when ``exclude_self``. Default: exact Euclidean k-NN on the raw (not normalized)
+        embeddings, which is what PML's default ``FaissKNN`` (``IndexFlatL2``) ranks by.
+        Wrap a faiss index here for approximate search.
+    kmeans_func : callable, optional
+        ``kmeans_func(x, n_clusters) -> (n,) int`` cluster ids. Default:
+        :class:`SklearnKMeans` (scikit-learn ``KMeans``, ``max_iter=20``, ``n_init=1``, seed 0).
+
+    Raises
+    ------
+    TypeError
+        ``include``/``exclude`` not a tuple or list; non-bool flags; ``k`` of a wrong type;
+        non-callable functions.
+    ValueError
+        Unknown metric names, ``avg_of_avgs`` with ``return_per_class``, ``k < 1`` or an
+        unknown ``k`` string.
+    NotImplementedError
+        ``label_comparison_fn`` together with a clustering metric.
+
+    Notes
+    -----
+    Differences from PML 2.9, none of which changes a number PML returns:
+    ``mean_reciprocal_rank`` is in :meth:`requires_knn` (PML forgets it, so asking for it
+    alone fails there); ``k="all"`` is accepted as a synonym of ``None``; errors are raised
+    for bad input (NaN, mismatched dimensions, wrong label lengths, ``k`` larger than the
+    reference set) where PML fails later or returns garbage; labels must be integers (PML casts
+    them to float32); a lack of non-lone queries is reported with a ``RuntimeWarning``.
+    """
+
+    function_keyword = "calculate_"
+
+    def __init__(self, include=(), exclude=(), avg_of_avgs=False, return_per_class=False, k=None,
+                 label_comparison_fn=None, knn_func=None, kmeans_func=None):
+        names = [x for x in dir(self) if x.startswith(self.function_keyword)]
+        metrics = [x.replace(self.function_keyword, "", 1) for x in names]
+        self.original_function_dict = {m: getattr(self, f) for m, f in zip(metrics, names)}
+        self.check_primary_metrics(include, exclude)
+        self.original_function_dict = self.get_function_dict(include, exclude)
+        self.curr_function_dict = self.get_function_dict()
+
+        for flag, nm in ((avg_of_avgs, "avg_of_avgs"), (return_per_class, "return_per_class")):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise TypeError(f"{nm} must be a bool, got {type(flag).__name__}")
+        if avg_of_avgs and return_per_class:
+            raise ValueError("avg_of_avgs and return_per_class are mutually exclusive")
+        self.avg_of_avgs = bool(avg_of_avgs)
+        self.return_per_class = bool(return_per_class)
+
+        if isinstance(k, str):
+            if k not in ("max_bin_count", "all"):
+                raise ValueError(f"k must be an int > 0, None, 'max_bin_count' or 'all', got {k!r}")
+        elif k is not None:
+            if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+                raise TypeError(f"k must be an int > 0, None, 'max_bin_count' or 'all', got "
+                                f"{type(k).__name__}")
+            if k < 1:
+                raise ValueError(f"k must be an int > 0, None, 'max_bin_count' or 'all', got {k}")
+            k = int(k)
+        self.k = k
+
+        for fn, nm in ((label_comparison_fn, "label_comparison_fn"), (knn_func, "knn_func"),
+                       (kmeans_func, "kmeans_func")):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{nm} must be callable, got {type(fn).__name__}")
+        self.knn_func = _DefaultKNN() if knn_func is None else knn_func
+        self.kmeans_func = SklearnKMeans() if kmeans_func is None else kmeans_func
+        if label_comparison_fn:
+            self.label_comparison_fn = label_comparison_fn
+            if any(x in self.requires_clustering() for x in self.get_curr_metrics()):
+                raise NotImplementedError("Unsupported: clustering + custom label comparison")
+        else:
+            self.label_comparison_fn = EQUALITY
+
+    # -- metric bookkeeping (PML's API) -------------------------------------------------
+    def get_function_dict(self, include=(), exclude=()):
+        if len(include) == 0:
+            include = list(self.original_function_dict.keys())
+        keep = [m for m in include if m not in exclude]
+        return {m: f for m, f in self.original_function_dict.items() if m in keep}
+
+    def get_curr_metrics(self):
+        return list(self.curr_function_dict.keys())
+
+    def requires_clustering(self):
+        return ["NMI", "AMI"]
+
+    def requires_knn(self):
+        return ["precision_at_1", "mean_average_precision", "mean_average_precision_at_r",
+                "r_precision", "mean_reciprocal_rank"]
+
+    def check_primary_metrics(self, include=(), exclude=(), _all_defined=False):
+        primary = list(self.original_function_dict.keys())
+        if _all_defined:  # every calculate_<name> of the class, even if excluded at construction
+            primary = [x.replace(self.function_keyword, "", 1) for x in dir(self)
+                       if x.startswith(self.function_keyword)]
+        for arg, nm in ((include, "include"), (exclude, "exclude")):
+            if not isinstance(arg, (tuple, list)):
+                raise TypeError(f"{nm} must be a tuple or list, not {type(arg).__name__}")
+            bad = [m for m in arg if m not in primary]
+            if bad:
+                raise ValueError(f"{nm}: unknown metric(s) {bad}; metrics must be one or more "
+                                 f"of: {primary}")
+
+    def description(self):
+        return "avg_of_avgs" if self.avg_of_avgs else ""
+
+    # -- built-in metrics ----------------------------------------------------------------
+    def get_cluster_labels(self, query, query_labels, **kwargs):
+        n_clusters = len(np.unique(query_labels.reshape(-1)))
+        return np.asarray(self.kmeans_func(query, n_clusters)).reshape(-1)
+
+    def calculate_NMI(self, query_labels, cluster_labels, **kwargs):
+        from sklearn.metrics import normalized_mutual_info_score
+        return float(normalized_mutual_info_score(query_labels, cluster_labels))
+
+    def calculate_AMI(self, query_labels, cluster_labels, **kwargs):
+        from sklearn.metrics import adjusted_mutual_info_score
+        return float(adjusted_mutual_info_score(query_labels, cluster_labels))
+
+    def calculate_precision_at_1(self, knn_labels, query_labels, not_lone_query_mask, label_counts,
+                                 **kwargs):
+        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels,
+                                                               not_lone_query_mask)
+        if knn_labels is None:
+            return _nan_accuracy(label_counts[0], self.return_per_class)
+        return precision_at_k(knn_labels, query_labels[:, None], 1, self.avg_of_avgs,
+                              self.return_per_class, self.label_comparison_fn)
+
+    def calculate_mean_average_precision_at_r(self, knn_labels, query_labels, not_lone_query_mask,
+                                              ref_includes_query, label_counts, **kwargs):
+        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels,
+                                                               not_lone_query_mask)
+        if knn_labels is None:
+            return _nan_accuracy(label_counts[0], self.return_per_class)
+        return mean_average_precision(knn_labels, query_labels[:, None], ref_includes_query,
+                                      label_counts, self.avg_of_avgs, self.return_per_class,
+                                      self.label_comparison_fn, at_r=True)
+
+    def calculate_mean_average_precision(self, knn_labels, query_labels, not_lone_query_mask,
+                                         ref_includes_query, label_counts, **kwargs):
+        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels,
+                                                               not_lone_query_mask)
+        if knn_labels is None:
+            return _nan_accuracy(label_counts[0], self.return_per_class)
+        return mean_average_precision(knn_labels, query_labels[:, None], ref_includes_query,
+                                      label_counts, self.avg_of_avgs, self.return_per_class,
+                                      self.label_comparison_fn)
+
+    def calculate_mean_reciprocal_rank(self, knn_labels, query_labels, not_lone_query_mask,
+                                       label_counts, **kwargs):
+        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels,
+                                                               not_lone_query_mask)
+        if knn_labels is None:
+            return _nan_accuracy(label_counts[0], self.return_per_class)
+        return mean_reciprocal_rank(knn_labels, query_labels[:, None], self.avg_of_avgs,
+                                    self.return_per_class, self.label_comparison_fn)
+
+    def calculate_r_precision(self, knn_labels, query_labels, not_lone_query_mask,
+                              ref_includes_query, label_counts, **kwargs):
+        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels,
+                                                               not_lone_query_mask)
+        if knn_labels is None:
+            return _nan_accuracy(label_counts[0], self.return_per_class)
+        return r_precision(knn_labels, query_labels[:, None], ref_includes_query, label_counts,
+                           self.avg_of_avgs, self.return_per_class, self.label_comparison_fn)
+
+    # -- driver --------------------------------------------------------------------------
+    def get_accuracy(self, query, query_labels, reference=None, reference_labels=None,
+                     ref_includes_query=False, include=(), exclude=()):
+        """Compute the current metrics.
+
+        Parameters
+        ----------
+        query : array_like, float, shape (n, D)
+        query_labels : array_like of int, shape (n,) or (n, L)
+        reference : array_like, float, shape (M, D), optional
+            Default: the queries (then ``ref_includes_query`` is forced to True).
+        reference_labels : array_like of int, shape (M,) or (M, L); required with ``reference``
+        ref_includes_query : bool, default False
+            The first n rows of ``reference`` (and labels) are the queries: a query is never
+            its own neighbour and ``R`` counts one less.
+        include, exclude : tuple or list of str, default ()
+            Restrict the metrics of the constructor for this call.
+
+        Returns
+        -------
+        dict[str, float | list[float]]
+            Metric name -> value (a list per class with ``return_per_class``); k-NN metrics are
+            in [0, 1] or nan (every query lone).
+
+        Raises
+        ------
+        ValueError
+            Empty, NaN/Inf or non-2-D embeddings, mismatched D, label lengths, a missing
+            ``reference_labels``, ``ref_includes_query`` with a reference that does not start
+            with the queries, ``k`` larger than the references available, NMI/AMI with 2-D
+            labels, unknown metric names.
+        TypeError
+            Non-numeric embeddings, non-integer labels, non-bool ``ref_includes_query``.
+
+        Notes
+        -----
+        A ``calculate_<name>`` method is called with keyword arguments ``query``,
+        ``reference``, ``query_labels``, ``reference_labels`` (numpy arrays),
+        ``ref_includes_query``, ``label_comparison_fn``; k-NN metrics also get ``knn_labels``
+        (n, k[, L]), ``knn_distances`` (n, k), ``label_counts`` (unique query labels, their
+        reference counts), ``lone_query_labels`` and ``not_lone_query_mask`` (n,) bool;
+        clustering metrics get ``cluster_labels`` (n,).
+        """
+        if reference is None:
+            if reference_labels is not None:
+                raise ValueError("reference_labels given without reference")
+            reference, reference_labels, ref_includes_query = query, query_labels, True
+        if not isinstance(ref_includes_query, (bool, np.bool_)):
+            raise TypeError(f"ref_includes_query must be a bool, got "
+                            f"{type(ref_includes_query).__name__}")
+        ref_includes_query = bool(ref_includes_query)
+        q = check_array(query, "query", ndim=2, allow_empty=False)
+        r = check_array(reference, "reference", ndim=2, allow_empty=False)
+        if q.shape[1] != r.shape[1]:
+            raise ValueError(f"query and reference must have the same dimension, got "
+                             f"{q.shape[1]} and {r.shape[1]}")
+        if reference_labels is None:
+            raise ValueError("reference_labels is required when reference is given")
+        q_lab = _check_labels_nd(query_labels, "query_labels", q.shape[0])
+        r_lab = _check_labels_nd(reference_labels, "reference_labels", r.shape[0])
+        if q_lab.shape[1:] != r_lab.shape[1:]:
+            raise ValueError(f"query_labels and reference_labels must have the same number of "
+                             f"columns, got shapes {q_lab.shape} and {r_lab.shape}")
+        n = q.shape[0]
+        if ref_includes_query and not (r.shape[0] >= n and np.allclose(q, r[:n])
+                                       and np.array_equal(q_lab, r_lab[:n])):
+            raise ValueError("When ref_includes_query is True, the first len(query) rows of "
+                             "reference (and reference_labels) must equal query (and query_labels)")
+        # names excluded at construction are silently dropped (PML); unknown names raise
+        self.check_primary_metrics(include, exclude, _all_defined=True)
+        self.curr_function_dict = self.get_function_dict(include, exclude)
+        curr = self.get_curr_metrics()
+
+        kwargs = {"query": q, "reference": r, "query_labels": q_lab, "reference_labels": r_lab,
+                  "ref_includes_query": ref_includes_query,
+                  "label_comparison_fn": self.label_comparison_fn}
+        if any(m in self.requires_knn() for m in curr):
+            label_counts = get_label_match_counts(q_lab, r_lab, self.label_comparison_fn)
+            lone_labels, not_lone = get_lone_query_labels(q_lab, label_counts, ref_includes_query,
+                                                          self.label_comparison_fn)
+            num_k = self.determine_k(label_counts[1], r.shape[0], ref_includes_query)
+            avail = r.shape[0] - int(ref_includes_query)
+            if num_k > avail:
+                raise ValueError(f"k must be <= {avail} (the number of reference rows"
+                                 f"{', excluding the query itself' if ref_includes_query else ''})"
+                                 f", got k={num_k}")
+            if not np.any(not_lone):
+                warnings.warn("None of the query labels are in the reference set: the k-NN "
+                              "metrics are nan", RuntimeWarning, stacklevel=2)
+            if num_k < 1:  # every query lone with "max_bin_count": nothing to retrieve
+                knn_idx = np.zeros((n, 0), dtype=np.int64)
+                knn_dist = np.zeros((n, 0), dtype=np.float32)
+            else:
+                knn_idx, knn_dist = self.knn_func(q, r, num_k, exclude_self=ref_includes_query)
+                knn_idx = np.asarray(knn_idx)
+                if knn_idx.shape != (n, num_k) or knn_idx.dtype.kind not in "iu":
+                    raise ValueError(f"knn_func must return integer indices of shape ({n}, {num_k}),"
+                                     f" got {knn_idx.dtype} {knn_idx.shape}")
+            kwargs.update(label_counts=label_counts, knn_labels=r_lab[knn_idx],
+                          knn_distances=np.asarray(knn_dist), lone_query_labels=lone_labels,
+                          not_lone_query_mask=not_lone)
+        if any(m in self.requires_clustering() for m in curr):
+            if q_lab.ndim != 1:
+                raise ValueError(f"NMI/AMI need 1-D query_labels, got shape {q_lab.shape}")
+            kwargs["cluster_labels"] = self.get_cluster_labels(**kwargs)
+        return self._get_accuracy(self.curr_function_dict, **kwargs)
+
+    def _get_accuracy(self, function_dict, **kwargs):
+        return {m: f(**kwargs) for m, f in function_dict.items()}
+
+    def determine_k(self, bin_counts, num_reference_embeddings, ref_includes_query):
+        """Neighbours to retrieve, from ``self.k`` and the label bin counts."""
+        self_count = int(ref_includes_query)
+        max_bin_count = int(np.max(bin_counts)) if len(bin_counts) else 0
+        if self.k == "max_bin_count":
+            return max_bin_count - self_count
+        if self.k is None or self.k == "all":
+            return num_reference_embeddings - self_count
+        if self.k < max_bin_count:
+            inter = set(self.get_curr_metrics()) & {"r_precision", "mean_average_precision_at_r"}
+            if inter:
+                warnings.warn(
+                    f"You are computing {sorted(inter)}, but k ({self.k}) is less than the max bin "
+                    f"count ({max_bin_count}), so these metrics are truncated. Set "
+                    f"k='max_bin_count' to fix it; for MAP@{self.k} use 'mean_average_precision'.",
+                    RuntimeWarning, stacklevel=3)
+        return self.k
