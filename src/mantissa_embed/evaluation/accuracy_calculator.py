@@ -69,12 +69,21 @@ def _compare(fn, x, y, out_ndim):
     return res.astype(bool, copy=False)
 
 
-def _rows_equal(a, b_unique):
-    """(len(a), len(b_unique)) bool: row of ``a`` equals row of ``b_unique`` (exact)."""
-    eq = a[:, None] == b_unique[None]
-    if eq.ndim > 2:
-        eq = np.all(eq, axis=tuple(range(2, eq.ndim)))
-    return eq
+def _row_index(a, table):
+    """Index of each row of ``a`` among the rows of ``table`` (unique rows), -1 where absent.
+
+    One sort of the stacked rows (``np.unique(axis=0)``): O((n + U) log(n + U)) time and
+    O(n + U) memory, never an (n, U) comparison table, so many classes stay cheap.
+    """
+    n, u = len(a), len(table)
+    if u == 0:
+        return np.full(n, -1, dtype=np.int64)
+    both = np.concatenate([np.reshape(table, (u, -1)), np.reshape(a, (n, -1))])
+    _, inv = np.unique(both, axis=0, return_inverse=True)
+    inv = np.asarray(inv).reshape(-1)
+    lookup = np.full(int(inv.max()) + 1, -1, dtype=np.int64)
+    lookup[inv[:u]] = np.arange(u)
+    return lookup[inv[u:]]
 
 
 def _unique_labels(labels):
@@ -103,13 +112,13 @@ def get_relevance_mask(shape, gt_labels, ref_includes_query, label_counts):
     count_per_query = np.zeros(len(gt_labels), dtype=np.int64)
     uniq, counts = label_counts
     gt = gt_labels.reshape((len(gt_labels),) + tuple(np.shape(uniq)[1:]))
-    match = _rows_equal(gt, uniq)  # (n, U)
-    cols = np.arange(shape[1])
-    for j in range(len(uniq)):
-        rows = np.flatnonzero(match[:, j])
-        max_column = int(counts[j]) - 1 if ref_includes_query else int(counts[j])
-        relevance_mask[rows] = cols[None, :] < max_column
-        count_per_query[rows] = max_column
+    idx = _row_index(gt, uniq)
+    found = idx >= 0
+    max_column = np.where(found, np.asarray(counts, dtype=np.int64)[np.maximum(idx, 0)], 0)
+    if ref_includes_query:
+        max_column = np.where(found, max_column - 1, 0)
+    count_per_query[:] = max_column
+    relevance_mask[:] = np.arange(shape[1])[None, :] < max_column[:, None]
     return relevance_mask, count_per_query
 
 
@@ -163,17 +172,14 @@ def get_label_match_counts(query_labels, reference_labels, label_comparison_fn):
     """(sorted unique query labels, number of reference labels matching each)."""
     uniq = _unique_labels(query_labels)
     if label_comparison_fn is EQUALITY:
-        counts = np.sum(_rows_equal(uniq, _unique_labels(reference_labels)) *
-                        _count_rows(reference_labels)[None, :], axis=1).astype(np.int64)
+        ref_uniq, ref_counts = np.unique(reference_labels, axis=0, return_counts=True)
+        idx = _row_index(uniq, ref_uniq)
+        counts = np.where(idx >= 0, ref_counts[np.maximum(idx, 0)], 0).astype(np.int64)
     else:
         counts = np.empty(len(uniq), dtype=np.int64)
         for i in range(len(uniq)):
             counts[i] = np.sum(_compare(label_comparison_fn, uniq[i:i + 1], reference_labels, 1))
     return uniq, counts
-
-
-def _count_rows(labels):
-    return np.unique(labels, axis=0, return_counts=True)[1]
 
 
 def get_lone_query_labels(query_labels, label_counts, ref_includes_query, label_comparison_fn):
@@ -186,7 +192,7 @@ def get_lone_query_labels(query_labels, label_counts, ref_includes_query, label_
         lone = counts == 0
     lone_labels = uniq[lone]
     if len(lone_labels):
-        not_lone = ~np.any(_rows_equal(query_labels, lone_labels), axis=1)
+        not_lone = _row_index(query_labels, lone_labels) < 0
     else:
         not_lone = np.ones(len(query_labels), dtype=bool)
     return lone_labels, not_lone

@@ -18,6 +18,10 @@ the per-class means). Queries whose class has no other member in the reference s
 metric is ``nan`` and a ``RuntimeWarning`` is issued (PML logs a warning and returns nan).
 When the neighbour lists are shorter than ``R`` (an explicit ``k`` below the largest ``R``),
 PML's truncated formulas are reproduced and a ``RuntimeWarning`` says so.
+
+The metric math is :mod:`.accuracy_calculator`'s (``precision_at_k``, ``r_precision``,
+``mean_average_precision(..., at_r=True)``, the label-count and lone-query helpers); this
+module only adds validation, the default ``k`` and its own warnings.
 """
 from __future__ import annotations
 
@@ -26,6 +30,15 @@ import warnings
 import numpy as np
 
 from .._validation import check_array, check_int, check_labels
+from .accuracy_calculator import (
+    EQUALITY,
+    get_label_match_counts,
+    get_lone_query_labels,
+    mean_average_precision,
+    precision_at_k,
+    try_getting_not_lone_labels,
+)
+from .accuracy_calculator import r_precision as _r_precision
 from .knn import knn as _knn
 
 __all__ = [
@@ -52,24 +65,18 @@ def _check_include(include):
     return include
 
 
-def _r_counts(query_labels, reference_labels, ref_includes_query):
-    """R per query: same-label references, minus the query itself when it is in the reference."""
-    uniq, counts = np.unique(reference_labels, return_counts=True)
-    cnt = np.zeros(len(query_labels), dtype=np.int64)
-    if len(uniq):
-        pos = np.minimum(np.searchsorted(uniq, query_labels), len(uniq) - 1)
-        hit = uniq[pos] == query_labels
-        cnt[hit] = counts[pos[hit]]
-    return cnt - int(bool(ref_includes_query))
+def _lone_stats(query_labels, reference_labels, ref_includes_query):
+    """(label_counts, not-lone mask, largest R) via :mod:`.accuracy_calculator`'s helpers."""
+    label_counts = get_label_match_counts(query_labels, reference_labels, EQUALITY)
+    _, not_lone = get_lone_query_labels(query_labels, label_counts, ref_includes_query, EQUALITY)
+    r_max = int(label_counts[1].max()) - int(bool(ref_includes_query)) if len(label_counts[1]) else 0
+    return label_counts, not_lone, r_max
 
 
-def _average(per_sample, labels, avg_of_avgs):
-    if not avg_of_avgs:
-        return float(np.mean(per_sample))
-    classes, inv = np.unique(labels, return_inverse=True)
-    sums = np.bincount(inv, weights=per_sample, minlength=len(classes))
-    cnts = np.bincount(inv, minlength=len(classes))
-    return float(np.mean(sums / cnts))
+def _warn_all_lone(include):
+    warnings.warn("no query has another reference with its label (all queries are lone); "
+                  "the retrieval metrics are nan", RuntimeWarning, stacklevel=3)
+    return {m: float("nan") for m in include}
 
 
 def metrics_from_knn_labels(knn_labels, query_labels, reference_labels, *, ref_includes_query,
@@ -111,34 +118,26 @@ def metrics_from_knn_labels(knn_labels, query_labels, reference_labels, *, ref_i
         raise ValueError(f"knn_labels must have shape ({q_lab.shape[0]}, k), got {kl.shape}")
     if kl.shape[1] == 0:
         raise ValueError("knn_labels must have at least one column (k >= 1)")
-    R = _r_counts(q_lab, r_lab, ref_includes_query)
-    keep = R > 0
-    if not keep.any():
-        warnings.warn("no query has another reference with its label (all queries are lone); "
-                      "the retrieval metrics are nan", RuntimeWarning, stacklevel=2)
-        return {m: float("nan") for m in include}
-    kl = kl[keep].astype(np.int64, copy=False)
-    q_lab, R = q_lab[keep], R[keep]
-    n, k = kl.shape
-    if k < R.max() and any(m != "precision_at_1" for m in include):
-        warnings.warn(f"k={k} is less than the largest R ({int(R.max())}): r_precision and "
+    ref_includes_query = bool(ref_includes_query)
+    label_counts, not_lone, r_max = _lone_stats(q_lab, r_lab, ref_includes_query)
+    if not not_lone.any():
+        return _warn_all_lone(include)
+    kl, q_lab = try_getting_not_lone_labels(kl.astype(np.int64, copy=False), q_lab, not_lone)
+    k = kl.shape[1]
+    if k < r_max and any(m != "precision_at_1" for m in include):
+        warnings.warn(f"k={k} is less than the largest R ({r_max}): r_precision and "
                       "mean_average_precision_at_r are truncated (as in pytorch-metric-learning)",
                       RuntimeWarning, stacklevel=2)
-    same = kl == q_lab[:, None]
+    gt = q_lab[:, None]
     out = {}
     if "precision_at_1" in include:
-        out["precision_at_1"] = _average(same[:, 0].astype(np.float64), q_lab, avg_of_avgs)
-    if "r_precision" in include or "mean_average_precision_at_r" in include:
-        relevant = np.arange(k)[None, :] < R[:, None]
-        hits = same & relevant
-        if "r_precision" in include:
-            per = hits.sum(axis=1) / relevant.sum(axis=1)
-            out["r_precision"] = _average(per.astype(np.float64), q_lab, avg_of_avgs)
-        if "mean_average_precision_at_r" in include:
-            cum = np.cumsum(hits, axis=1)
-            prec = (cum * hits) / np.arange(1, k + 1, dtype=np.float64)[None, :]
-            per = prec.sum(axis=1) / R
-            out["mean_average_precision_at_r"] = _average(per, q_lab, avg_of_avgs)
+        out["precision_at_1"] = precision_at_k(kl, gt, 1, avg_of_avgs, False, EQUALITY)
+    if "r_precision" in include:
+        out["r_precision"] = _r_precision(kl, gt, ref_includes_query, label_counts, avg_of_avgs,
+                                          False, EQUALITY)
+    if "mean_average_precision_at_r" in include:
+        out["mean_average_precision_at_r"] = mean_average_precision(
+            kl, gt, ref_includes_query, label_counts, avg_of_avgs, False, EQUALITY, at_r=True)
     return {m: out[m] for m in include}
 
 
@@ -210,13 +209,11 @@ def retrieval_metrics(embeddings, labels, reference=None, reference_labels=None,
                     or not np.array_equal(q_lab, r_lab[:n])):
                 raise ValueError("ref_includes_query=True needs the first len(embeddings) rows of "
                                  "reference (and reference_labels) to equal embeddings (and labels)")
-    R = _r_counts(q_lab, r_lab, ref_includes_query)
-    if not (R > 0).any():
-        warnings.warn("no query has another reference with its label (all queries are lone); "
-                      "the retrieval metrics are nan", RuntimeWarning, stacklevel=2)
-        return {m: float("nan") for m in include}
+    _, not_lone, r_max = _lone_stats(q_lab, r_lab, ref_includes_query)
+    if not not_lone.any():
+        return _warn_all_lone(include)
     if k is None:
-        k = 1 if include == ("precision_at_1",) else int(R.max())
+        k = 1 if include == ("precision_at_1",) else r_max
     else:
         k = check_int(k, "k", minimum=1)
     idx, _ = _knn(q, r, k, exclude_self=ref_includes_query, metric=metric, tile=tile, backend=backend)
