@@ -74,8 +74,8 @@ def test_pml_helpers():
 
 
 def test_constructor_errors():
-    with pytest.raises(ValueError, match="p=1"):
-        LpDistance(p=1)
+    with pytest.raises(ValueError, match="p must be >= 1"):  # any p >= 1 is implemented (issue 3)
+        LpDistance(p=0.5)
     with pytest.raises(ValueError, match="p=3"):
         DotProductSimilarity(p=3)
     with pytest.raises(ValueError, match="is_inverted"):

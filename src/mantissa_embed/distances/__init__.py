@@ -4,8 +4,11 @@ Each maps query embeddings (N, D) and reference embeddings (M, D) to an (N, M) f
 and has an explicit backward; see :class:`BaseDistance`.
 """
 from .base_distance import BaseDistance, DistanceContext
+from .batched_distance import BatchedDistance
 from .cosine_similarity import CosineSimilarity
 from .dot_product_similarity import DotProductSimilarity
 from .lp_distance import LpDistance
+from .snr_distance import SNRDistance
 
-__all__ = ["BaseDistance", "DistanceContext", "LpDistance", "DotProductSimilarity", "CosineSimilarity"]
+__all__ = ["BaseDistance", "DistanceContext", "LpDistance", "DotProductSimilarity", "CosineSimilarity",
+           "SNRDistance", "BatchedDistance"]

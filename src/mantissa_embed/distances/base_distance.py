@@ -8,6 +8,7 @@ import numpy as np
 
 from .._validation import check_array, check_float
 from ..backend import BACKENDS, get_backend
+from . import _numpy_ops as _ops
 
 
 class DistanceContext:
@@ -42,9 +43,12 @@ class BaseDistance:
     Parameters
     ----------
     normalize_embeddings : bool, default True
-        L2-normalize the rows first (``torch.nn.functional.normalize``, eps 1e-12).
-    p : int, default 2
-        The norm's order. Only 2 is implemented for now: other values raise ``ValueError``.
+        Normalize the rows to unit Lp norm first (``torch.nn.functional.normalize(x, p)``, eps
+        1e-12; the C engine for p = 2, numpy otherwise).
+    p : float, default 2
+        The norm's order, used by the normalization (``torch.nn.functional.normalize(x, p)``) and
+        by :class:`LpDistance`. Subclasses with ``_general_p`` (LpDistance, SNRDistance) accept
+        any ``p >= 1`` including ``float("inf")``; the others only 2.
     power : float, default 1
         The matrix is raised to this power (> 0).
     is_inverted : bool, default False
@@ -55,17 +59,22 @@ class BaseDistance:
     Raises
     ------
     ValueError
-        ``p != 2``, ``power <= 0`` or an unknown backend.
+        ``p < 1`` (or ``p != 2`` for a class without general p), ``power <= 0`` or an unknown backend.
     TypeError
         Arguments of the wrong type.
     """
 
+    #: Subclasses that implement every p >= 1 (the norm of the distance and of the normalization).
+    _general_p = False
+
     def __init__(self, normalize_embeddings=True, p=2, power=1, is_inverted=False, backend="mantissa"):
         if isinstance(p, bool) or not isinstance(p, numbers.Real):
             raise TypeError(f"p must be a number, got {type(p).__name__}")
-        if p != 2:
-            raise ValueError(f"p={p!r} is not supported yet: only the L2 norm (p=2) is implemented")
-        self.p = 2
+        if not self._general_p and p != 2:
+            raise ValueError(f"p={p!r} is not supported by {type(self).__name__}: only the L2 norm (p=2)")
+        if not p >= 1:  # also rejects NaN
+            raise ValueError(f"p must be >= 1 (or inf), got {p!r}")
+        self.p = p if p == float("inf") else (int(p) if p == int(p) else float(p))
         self.power = check_float(power, "power", minimum=0.0, strict=True)
         if self.power == int(self.power):
             self.power = int(self.power)
@@ -89,9 +98,9 @@ class BaseDistance:
         return y - x if self.is_inverted else x - y
 
     def normalize(self, embeddings, dim=1):
-        """L2-normalize along ``dim`` (numpy; eps 1e-12)."""
+        """Lp-normalize along ``dim`` with ``p = self.p`` (numpy; eps 1e-12)."""
         e = np.asarray(embeddings)
-        nrm = np.sqrt(np.sum(e.astype(np.float64) ** 2, axis=dim, keepdims=True))
+        nrm = np.linalg.norm(e.astype(np.float64), ord=self.p, axis=dim, keepdims=True)
         return (e / np.maximum(nrm, 1e-12)).astype(e.dtype, copy=False)
 
     def maybe_normalize(self, embeddings, dim=1):
@@ -99,8 +108,8 @@ class BaseDistance:
         return self.normalize(embeddings, dim=dim) if self.normalize_embeddings else np.asarray(embeddings)
 
     def get_norm(self, embeddings, dim=1):
-        """Row L2 norms."""
-        return np.sqrt(np.sum(np.asarray(embeddings, dtype=np.float64) ** 2, axis=dim)).astype(np.float32)
+        """Row Lp norms (``p = self.p``)."""
+        return np.linalg.norm(np.asarray(embeddings, dtype=np.float64), ord=self.p, axis=dim).astype(np.float32)
 
     def pairwise_distance(self, query_emb, ref_emb):
         """Row-wise distances between ``query_emb[i]`` and ``ref_emb[i]`` (both (N, D)), no power."""
@@ -144,11 +153,14 @@ class BaseDistance:
         same = r is None
         ctx = DistanceContext(same=same, engine=eng, shape=(q.shape[0], q.shape[0] if same else r.shape[0], q.shape[1]))
         if self.normalize_embeddings:
-            qn, qnorms = eng.l2_normalize_forward(q)
+            norm_fw = eng.l2_normalize_forward if self.p == 2 else self._lp_normalize_forward
+            qn, qnorms = norm_fw(q)
             if same:
                 rn, rnorms = qn, qnorms
             else:
-                rn, rnorms = eng.l2_normalize_forward(r)
+                rn, rnorms = norm_fw(r)
+            if self.p != 2:
+                ctx.extra = {"q_raw": q, "r_raw": q if same else r}
         else:
             qn, qnorms = q, None
             rn, rnorms = (qn, None) if same else (r, None)
@@ -183,11 +195,18 @@ class BaseDistance:
         if ctx.same:
             dq = dq + dr
             dr = None
-        if self.normalize_embeddings:
+        if self.normalize_embeddings and self.p != 2:
+            dq = _ops.lp_normalize_backward(dq, ctx.extra["q_raw"], ctx.query_norms, self.p)
+            if dr is not None:
+                dr = _ops.lp_normalize_backward(dr, ctx.extra["r_raw"], ctx.ref_norms, self.p)
+        elif self.normalize_embeddings:
             dq = eng.l2_normalize_backward(dq, ctx.query, ctx.query_norms, dx=dq)
             if dr is not None:
                 dr = eng.l2_normalize_backward(dr, ctx.ref, ctx.ref_norms, dx=dr)
         return dq, dr
+
+    def _lp_normalize_forward(self, x):
+        return _ops.lp_normalize_forward(x, self.p)
 
     # -- subclass hooks --------------------------------------------------------------------------
     def _compute(self, q, r, ctx):

@@ -1,0 +1,59 @@
+"""SNRDistance (pytorch-metric-learning): the signal-to-noise-ratio distance of Yuan et al. 2019."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _numpy_ops as _ops
+from .base_distance import BaseDistance
+
+
+class SNRDistance(BaseDistance):
+    """Signal-to-noise-ratio distance.
+
+    ``SNRDistance(normalize_embeddings=True, p=2, power=1)``:
+    ``mat[i, j] = var(q_i - r_j) / var(q_i)`` (the "noise" ``q_i - r_j`` over the "signal"
+    ``q_i``), with ``var`` the unbiased variance over the D columns (``torch.var``), computed on
+    the (by default Lp-normalized, ``p`` is only used there) rows, then raised to ``power``.
+    Not symmetric. Shapes: ``query_emb`` (N, D), ``ref_emb`` (M, D) or None -> (N, M) float32;
+    ``is_inverted`` is False (smaller = closer).
+
+    Closed form in float64: with centered rows ``c(x) = x - mean(x)``,
+    ``var(q_i - r_j) = (||c(q_i)||^2 + ||c(r_j)||^2 - 2 c(q_i).c(r_j)) / (D - 1)`` (one matrix
+    product; the entries where this cancels are recomputed directly, so duplicates give exactly 0),
+    so no (N, M, D) tensor is formed; the backward is the analytic gradient to both inputs.
+
+    Source: T. Yuan, W. Deng, J. Tang, Y. Tang, B. Chen, "Signal-to-Noise Ratio: A Robust Distance
+    Metric for Deep Metric Learning", CVPR 2019; pytorch-metric-learning ``distances/snr_distance.py``.
+
+    Raises
+    ------
+    ValueError
+        ``is_inverted=True``, ``power <= 0``, ``p < 1``; at call time, fewer than 2 columns or a
+        query row with zero variance (torch would return NaN / inf).
+    """
+
+    _general_p = True
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if self.is_inverted:
+            raise ValueError("SNRDistance is a distance: is_inverted must be False")
+
+    def compute_mat(self, q, r, ctx):
+        if q.shape[1] < 2:
+            raise ValueError(f"query_emb must have at least 2 columns for SNRDistance (a variance), "
+                             f"got shape {q.shape}")
+        mat, a = _ops.snr_forward(q, r)
+        if q.shape[0] and not np.all(a > 0):
+            i = int(np.flatnonzero(~(a > 0))[0])
+            raise ValueError(f"query_emb row {i} has zero variance: SNRDistance divides by var(query_emb[i])")
+        return mat
+
+    def compute_mat_backward(self, dbase, ctx):
+        return _ops.snr_backward(ctx.query, ctx.ref, dbase)
+
+    def pairwise_distance(self, query_emb, ref_emb):
+        """Row-wise ``var(q_i - r_i) / var(q_i)`` (no normalization, no power)."""
+        q = np.asarray(query_emb, dtype=np.float64)
+        d = q - np.asarray(ref_emb, dtype=np.float64)
+        return (np.var(d, axis=-1, ddof=1) / np.var(q, axis=-1, ddof=1)).astype(np.float32)

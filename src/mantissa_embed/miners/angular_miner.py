@@ -1,0 +1,83 @@
+"""AngularMiner (pytorch-metric-learning; Wang et al. 2017)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import utils
+from .._validation import check_float
+from ..distances import LpDistance
+from .base_miner import BaseMiner
+
+_CHUNK = 1 << 15  # triplets per chunk of the angle computation
+_EPS = 1e-6  # torch.nn.functional.pairwise_distance's eps, which PML's angles include
+
+
+def _require_unit_euclidean(miner):
+    d = miner.distance
+    if not (type(d) is LpDistance and d.p == 2 and d.power == 1 and d.normalize_embeddings):
+        raise ValueError(f"{type(miner).__name__} requires distance=LpDistance(p=2, power=1, "
+                         f"normalize_embeddings=True), got {d!r}")
+
+
+class AngularMiner(BaseMiner):
+    """Triplets whose angle at the negative exceeds ``angle`` degrees (the angular loss's angle).
+
+    ``AngularMiner(angle=20, distance=None, backend="mantissa")``. For every triplet
+    ``(a, p, n)`` of the batch, with ``c = (x_a + x_p) / 2``::
+
+        angle(a, p, n) = arctan( ||x_a - x_p|| / (2 ||x_n - c||) )
+
+    and the triplet is kept when ``angle > radians(angle)``. As in PML the angle is computed on
+    the embeddings as given (the distance's normalization is not applied), with
+    ``torch.nn.functional.pairwise_distance``'s ``eps = 1e-6`` added to each difference. The
+    distance must be ``LpDistance(p=2, power=1, normalize_embeddings=True)`` (PML's assertion).
+    ``self.stats`` holds ``average_angle``, ``min_angle``, ``max_angle`` (degrees) of all triplets.
+
+    Returns ``(a, p, n)`` int64 sorted by (a, p, n). All triplets are enumerated, as PML does
+    (memory O(number of triplets)); the angles are computed in chunks.
+
+    Reference: J. Wang, F. Zhou, S. Wen, X. Liu, Y. Lin, "Deep Metric Learning with Angular
+    Loss", ICCV 2017; pytorch-metric-learning ``miners/angular_miner.py``.
+
+    Raises
+    ------
+    ValueError
+        Another distance; ``angle`` not finite; bad call inputs (see :class:`BaseMiner`).
+    """
+
+    def __init__(self, angle=20, **kwargs):
+        super().__init__(**kwargs)
+        _require_unit_euclidean(self)
+        self.angle_degrees = check_float(angle, "angle")
+        self.angle = float(np.radians(self.angle_degrees))
+
+    def mine(self, embeddings, labels, ref_emb, ref_labels):
+        a, p, n = utils.get_all_triplets_indices(labels, ref_labels)
+        ref = embeddings if ref_emb is None else ref_emb
+        keep = np.zeros(len(a), dtype=bool)
+        angles = np.empty(len(a))
+        for s in range(0, len(a), _CHUNK):
+            sl = slice(s, s + _CHUNK)
+            xa = embeddings[a[sl]].astype(np.float64)
+            xp = ref[p[sl]].astype(np.float64)
+            xn = ref[n[sl]].astype(np.float64)
+            ap = np.sqrt(np.sum((xa - xp + _EPS) ** 2, axis=1))
+            nc = np.sqrt(np.sum((xn - (xa + xp) / 2 + _EPS) ** 2, axis=1))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ang = np.arctan(ap / (2 * nc))
+            angles[sl] = ang
+            keep[sl] = ang > self.angle
+        if len(a):
+            deg = np.degrees(angles)
+            self._angle_stats = dict(average_angle=float(np.nanmean(deg)), min_angle=float(np.nanmin(deg)),
+                                     max_angle=float(np.nanmax(deg)))
+        else:
+            self._angle_stats = {}
+        return a[keep], p[keep], n[keep]
+
+    def output_assertion(self, output):
+        super().output_assertion(output)
+        self.stats.update(getattr(self, "_angle_stats", {}))
+
+    def __repr__(self):
+        return f"AngularMiner(angle={self.angle_degrees}, distance={self.distance!r})"

@@ -1,0 +1,37 @@
+"""EmbeddingsAlreadyPackagedAsTriplets (pytorch-metric-learning)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base_miner import BaseMiner
+
+
+class EmbeddingsAlreadyPackagedAsTriplets(BaseMiner):
+    """The batch is already laid out as consecutive triplets: rows ``3k, 3k+1, 3k+2`` are
+    (anchor, positive, negative).
+
+    ``EmbeddingsAlreadyPackagedAsTriplets(distance=None, backend="mantissa")`` returns
+    ``(arange(0, N, 3), arange(1, N, 3), arange(2, N, 3))`` int64 whatever the labels (they
+    are validated but not used, as in PML). No distance is computed.
+
+    Source: pytorch-metric-learning ``miners/embeddings_already_packaged_as_triplets.py``.
+
+    Raises
+    ------
+    ValueError
+        ``N`` not a multiple of 3 (PML fails its output assertion there); ``ref_emb`` given (the
+        triplets index the batch itself); bad call inputs (see :class:`BaseMiner`).
+    """
+
+    def mine(self, embeddings, labels, ref_emb, ref_labels):
+        if ref_emb is not None:
+            raise ValueError("EmbeddingsAlreadyPackagedAsTriplets does not take ref_emb: "
+                             "the triplets index the batch itself")
+        N = embeddings.shape[0]
+        if N % 3:
+            raise ValueError(f"embeddings must have a multiple of 3 rows (anchor, positive, negative), got {N}")
+        return (np.arange(0, N, 3, dtype=np.int64), np.arange(1, N, 3, dtype=np.int64),
+                np.arange(2, N, 3, dtype=np.int64))
+
+    def __repr__(self):
+        return "EmbeddingsAlreadyPackagedAsTriplets()"

@@ -1,0 +1,90 @@
+"""HDCMiner (pytorch-metric-learning; Yuan, Yang & Zhang 2017)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import utils
+from .._validation import check_float
+from .base_miner import BaseMiner
+
+
+class HDCMiner(BaseMiner):
+    """Keep the hardest ``filter_percentage`` of the positive pairs and of the negative pairs.
+
+    ``HDCMiner(filter_percentage=0.5, distance=None, backend="mantissa")``: of the ``P``
+    candidate positive pairs, the ``ceil(filter_percentage * P)`` farthest (similarity: least
+    similar); of the ``Q`` negative pairs, the ``ceil(filter_percentage * Q)`` closest (most
+    similar). The candidates are all pairs of the batch, or the pairs of an index tuple given
+    with ``indices_tuple=`` in the call (or beforehand with :meth:`set_idx_externally`, as in
+    PML, until :meth:`reset_idx`); triplets ``(a, p, n)`` count as pairs ``(a, p, a, n)``.
+
+    ``miner(embeddings, labels, ref_emb=None, ref_labels=None, indices_tuple=None)`` returns
+    pairs ``(a1, p, a2, n)`` int64, each half ordered hardest first (ties: candidate order),
+    as PML's ``topk``.
+
+    Reference: Y. Yuan, K. Yang, C. Zhang, "Hard-Aware Deeply Cascaded Embedding", ICCV 2017;
+    pytorch-metric-learning ``miners/hdc_miner.py``.
+
+    Raises
+    ------
+    ValueError
+        ``filter_percentage`` outside ``[0, 1]``; an ``indices_tuple`` with indices out of range
+        or mismatched lengths; bad call inputs (see :class:`BaseMiner`).
+    TypeError
+        ``filter_percentage`` not a number, ``indices_tuple`` not a tuple of integer arrays.
+    """
+
+    def __init__(self, filter_percentage=0.5, **kwargs):
+        super().__init__(**kwargs)
+        fp = check_float(filter_percentage, "filter_percentage", minimum=0.0)
+        if fp > 1:
+            raise ValueError(f"filter_percentage must be in [0, 1], got {fp}")
+        self.filter_percentage = fp
+        self.reset_idx()
+
+    def set_idx_externally(self, external_indices_tuple, labels=None):
+        """Use these pairs (or triplets) as the candidates of the next calls (PML's method)."""
+        self._external = external_indices_tuple
+        self.was_set_externally = True
+
+    def reset_idx(self):
+        """Go back to all pairs of the batch as candidates."""
+        self._external = None
+        self.was_set_externally = False
+
+    def __call__(self, embeddings, labels, ref_emb=None, ref_labels=None, indices_tuple=None):
+        self._call_tuple = indices_tuple
+        try:
+            return super().__call__(embeddings, labels, ref_emb, ref_labels)
+        finally:
+            self._call_tuple = None
+
+    forward = __call__
+
+    def mine(self, embeddings, labels, ref_emb, ref_labels):
+        cand = self._call_tuple if self._call_tuple is not None else self._external
+        N = embeddings.shape[0]
+        M = N if ref_emb is None else ref_emb.shape[0]
+        if cand is None:
+            a1, p, a2, n = utils.get_all_pairs_indices(labels, ref_labels)
+        else:
+            a1, p, a2, n = utils.convert_to_pairs(
+                utils.check_indices_tuple(cand, N, M), labels, ref_labels)
+        mat = self._mat(embeddings, ref_emb)
+        inv = self.distance.is_inverted
+        a1, p = self._filter(mat, a1, p, largest=not inv)
+        a2, n = self._filter(mat, a2, n, largest=inv)
+        return a1, p, a2, n
+
+    def _filter(self, mat, anchor, other, largest):
+        if len(anchor) == 0:
+            return anchor, other
+        vals = mat[anchor, other]
+        k = int(math.ceil(self.filter_percentage * len(vals)))
+        order = np.argsort(-vals if largest else vals, kind="stable")[:k]
+        return anchor[order], other[order]
+
+    def __repr__(self):
+        return f"HDCMiner(filter_percentage={self.filter_percentage}, distance={self.distance!r})"

@@ -1,0 +1,52 @@
+"""DivisorReducer (pytorch-metric-learning)."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .base_reducer import BaseReducer
+
+
+class DivisorReducer(BaseReducer):
+    """Sum of the per-element losses divided by a divisor the loss supplies; 0 when the divisor is 0.
+
+    ``value, dlosses = DivisorReducer()(losses, indices, reduction_type, embeddings, labels,
+    divisor=...)``: ``value = sum(losses) / divisor``, ``d value / d losses = 1 / divisor``. Only
+    losses (and regularizers) that compute a divisor can use it, as in PML, where the divisor is
+    read from the loss dict: e.g. :class:`~mantissa_embed.regularizers.SparseCentersRegularizer`.
+    ``stats["divisor"]`` holds the last one.
+
+    Raises
+    ------
+    ValueError
+        No ``divisor`` given for a reduction other than "already_reduced" (PML raises
+        ``KeyError``): e.g. ContrastiveLoss(reducer=DivisorReducer()).
+    TypeError
+        A non-numeric divisor.
+
+    Source: pytorch-metric-learning ``reducers/divisor_reducer.py``.
+    """
+
+    def __init__(self):
+        self.stats = {}
+        self._divisor = None
+
+    def forward(self, losses, indices=None, reduction_type="element", embeddings=None, labels=None, divisor=None):
+        if reduction_type != "already_reduced":
+            if divisor is None:
+                raise ValueError("DivisorReducer needs a divisor: use it with a loss or regularizer that "
+                                 "supplies one (e.g. SparseCentersRegularizer)")
+            if isinstance(divisor, bool) or not isinstance(divisor, numbers.Real):
+                raise TypeError(f"divisor must be a number, got {type(divisor).__name__}")
+            self._divisor = float(divisor)
+            self.stats = {"divisor": self._divisor}
+        return super().forward(losses, indices, reduction_type, embeddings, labels)
+
+    __call__ = forward
+
+    def element_reduction(self, losses, indices, embeddings, labels):
+        n = losses.shape[0]
+        if self._divisor == 0:
+            return 0.0, np.zeros(n, dtype=np.float64)
+        return float(np.sum(losses, dtype=np.float64) / self._divisor), np.full(n, 1.0 / self._divisor)

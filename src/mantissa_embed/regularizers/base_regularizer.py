@@ -1,0 +1,127 @@
+"""BaseRegularizer: a penalty on embeddings or on a weight matrix, with its explicit gradient."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_array
+from ..distances import BaseDistance, LpDistance
+from ..reducers import BaseReducer, MeanReducer
+
+
+class BaseRegularizer:
+    """Base class of regularizers (pytorch-metric-learning's ``BaseRegularizer``, explicit backward).
+
+    ``out = reg(x)``: ``x`` is an (N, D) float array (embeddings for an embedding regularizer,
+    a weight matrix with one row per class / center for a weight regularizer). The per-row
+    losses of :meth:`compute_loss` are reduced by ``reducer`` (default ``MeanReducer()``, labels
+    ``arange(N)``) and ``out`` is a :class:`~mantissa_embed.losses.LossOutput` with ``loss``
+    (float), ``grad`` ((N, D) float32, d loss / d x) and ``terms={"loss": loss}``. Every
+    computation runs in float64. Use one as a loss's ``embedding_regularizer``: its loss times
+    ``embedding_reg_weight`` is the loss term ``embedding_reg_loss`` and its gradient is added.
+
+    Subclasses implement ``compute_loss(x float64 (N, D)) -> (losses (K,), indices, reduction_type,
+    backward, extra)`` where ``backward(dlosses (K,)) -> dx (N, D)`` and ``extra`` is a dict of
+    keyword arguments for a DivisorReducer (``{"divisor": ...}``; other reducers ignore it, as
+    in PML) or None.
+
+    Parameters
+    ----------
+    distance : BaseDistance, optional
+        Default: :meth:`get_default_distance` (``LpDistance()``); each subclass documents the
+        distance it accepts.
+    reducer : BaseReducer, optional
+        Default: :meth:`get_default_reducer` (``MeanReducer()``).
+
+    Raises
+    ------
+    TypeError
+        ``distance`` / ``reducer`` of the wrong type; ``x`` non-numeric.
+    ValueError
+        ``x`` not 2-D or with NaN / Inf.
+    """
+
+    def __init__(self, distance=None, reducer=None):
+        if distance is None:
+            distance = self.get_default_distance()
+        if not isinstance(distance, BaseDistance):
+            raise TypeError(f"distance must be a BaseDistance, got {type(distance).__name__}")
+        if reducer is None:
+            reducer = self.get_default_reducer()
+        if not isinstance(reducer, BaseReducer):
+            raise TypeError(f"reducer must be a BaseReducer, got {type(reducer).__name__}")
+        self.distance, self.reducer = distance, reducer
+        self.stats = {}
+
+    def get_default_distance(self):
+        return LpDistance()
+
+    def get_default_reducer(self):
+        return MeanReducer()
+
+    def compute_loss(self, x):
+        raise NotImplementedError
+
+    def forward64(self, x):
+        """``(value, grad)`` in float64 for a float64 ``x`` (N, D): the computation of ``__call__``."""
+        x = np.asarray(x, dtype=np.float64)
+        self.stats = {}
+        losses, indices, rtype, backward, extra = self.compute_loss(x)
+        if losses.shape[0] == 0:
+            return 0.0, np.zeros_like(x)
+        from ..reducers import DivisorReducer
+        kw = extra if (extra and isinstance(self.reducer, DivisorReducer)) else {}
+        value, dl = self.reducer(losses, indices, rtype, x, np.arange(x.shape[0]), **kw)
+        if dl is None:
+            return float(value), np.zeros_like(x)
+        return float(value), backward(np.asarray(dl, dtype=np.float64))
+
+    def __call__(self, x):
+        from ..losses.base import LossOutput
+        arr = check_array(x, "x", ndim=2, dtype=np.float64)
+        value, grad = self.forward64(arr)
+        return LossOutput(loss=value, grad=np.ascontiguousarray(grad, dtype=np.float32), terms={"loss": value})
+
+    forward = __call__
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+def _lp_norm(x, p):
+    """Row norms ``||x_i||_p`` (N,) and their backward ``(dnorm (N,)) -> dx``; gradient 0 at a zero row."""
+    a = np.abs(x)
+    if p == np.inf:
+        nrm = a.max(axis=1, initial=0.0)
+        hit = (a == nrm[:, None]) & (nrm[:, None] > 0)
+        cnt = np.maximum(hit.sum(axis=1, keepdims=True), 1)
+        jac = np.sign(x) * hit / cnt
+    elif p == 1:
+        nrm = a.sum(axis=1)
+        jac = np.sign(x)
+    else:
+        nrm = np.sum(a ** p, axis=1) ** (1.0 / p)
+        safe = np.where(nrm > 0, nrm, 1.0)
+        jac = np.sign(x) * (a / safe[:, None]) ** (p - 1)
+        jac[nrm == 0] = 0.0
+    return nrm, (lambda dn: dn[:, None] * jac)
+
+
+def _normalize(x, eps=1e-12):
+    """``torch.nn.functional.normalize``: ``x / max(||x||_2, eps)`` and its backward."""
+    nrm = np.sqrt(np.sum(x * x, axis=1))
+    den = np.maximum(nrm, eps)
+    y = x / den[:, None]
+
+    def backward(dy):
+        dx = dy / den[:, None]
+        big = nrm > eps
+        dx[big] -= y[big] * np.sum(y[big] * dy[big], axis=1, keepdims=True) / den[big, None]
+        return dx
+
+    return y, backward
+
+
+def _check_cosine(distance, name):
+    from ..distances import CosineSimilarity
+    if type(distance) is not CosineSimilarity or distance.power != 1 or distance.p != 2:
+        raise ValueError(f"{name} requires distance=CosineSimilarity() (p=2, power=1), got {distance!r}")

@@ -1,0 +1,53 @@
+"""RegularFaceRegularizer (pytorch-metric-learning)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base_regularizer import BaseRegularizer, _check_cosine, _normalize
+
+
+class RegularFaceRegularizer(BaseRegularizer):
+    """Push each class weight vector away from its most similar other class (a weight regularizer).
+
+    ``losses_i = max_{j != i} cos(w_i, w_j)`` for a weight matrix ``w`` (K, D), then the reducer
+    (default: the mean over the K rows). The argmax is taken without gradient (as PML), so
+    ``d losses_i / d cos_ij* = 1`` for the chosen ``j*``; then through the cosine similarity
+    (``x / max(||x||, 1e-12)`` normalization). With K = 1, the row's own cosine is used (PML).
+
+    Parameters
+    ----------
+    distance : CosineSimilarity(), the default and the only accepted distance
+    reducer : BaseReducer, default MeanReducer()
+
+    Raises
+    ------
+    ValueError
+        Another distance.
+
+    Source: pytorch-metric-learning ``regularizers/regular_face_regularizer.py``; K. Zhao et al.,
+    "RegularFace: Deep Face Recognition via Exclusive Regularization", CVPR 2019.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        _check_cosine(self.distance, "RegularFaceRegularizer")
+
+    def get_default_distance(self):
+        from ..distances import CosineSimilarity
+        return CosineSimilarity()
+
+    def compute_loss(self, w):
+        k = w.shape[0]
+        y, nback = _normalize(w)
+        cos = y @ y.T
+        c1 = cos.copy()
+        np.fill_diagonal(c1, -np.inf)
+        j = np.argmax(c1, axis=1) if k else np.zeros(0, dtype=np.int64)
+        rows = np.arange(k)
+
+        def backward(dl):
+            dc = np.zeros((k, k))
+            dc[rows, j] = dl
+            return nback((dc + dc.T) @ y)
+
+        return cos[rows, j], rows, "element", backward, None

@@ -1,0 +1,80 @@
+"""SparseCentersRegularizer (pytorch-metric-learning)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_int
+from ..reducers import DivisorReducer
+from .base_regularizer import BaseRegularizer, _check_cosine, _normalize
+
+# PML's small_val for float32 weights; float64's tiny would make 1/loss_ij overflow float32
+_TINY = float(np.finfo(np.float32).tiny)
+
+
+class SparseCentersRegularizer(BaseRegularizer):
+    """Pull together the centers of the same class (SoftTriple's center regularizer; a weight regularizer).
+
+    ``SparseCentersRegularizer(num_classes, centers_per_class, distance=None, reducer=None)``. The
+    weight matrix ``w`` has ``num_classes * centers_per_class`` rows, the centers of class c being
+    rows ``c*cpc .. (c+1)*cpc - 1``. For every same-class pair ``i < j``:
+    ``loss_ij = sqrt(2 + tiny - min(2 cos(w_i, w_j), 2))``; the default ``DivisorReducer`` returns
+    ``sum(loss_ij) / (2 * number of pairs)``. Gradient ``-1 / loss_ij`` on ``cos_ij`` (0 where the
+    clamp is active), then through the cosine similarity. Two identical centers of one class
+    (cos = 1) put ``1 / sqrt(tiny) ~ 1e19`` on that pair: PML has the same singularity.
+
+    Parameters
+    ----------
+    num_classes : int >= 1
+    centers_per_class : int >= 2
+    distance : CosineSimilarity(), the default and the only accepted distance
+    reducer : BaseReducer, default DivisorReducer() (receives ``divisor`` = 2 * number of pairs)
+
+    Raises
+    ------
+    ValueError
+        ``centers_per_class < 2``, ``num_classes < 1``, another distance, a weight matrix whose
+        row count is not ``num_classes * centers_per_class``.
+
+    Source: pytorch-metric-learning ``regularizers/sparse_centers_regularizer.py``; Q. Qian et
+    al., "SoftTriple Loss: Deep Metric Learning Without Triplet Sampling", ICCV 2019.
+    """
+
+    def __init__(self, num_classes, centers_per_class, **kwargs):
+        self.num_classes = check_int(num_classes, "num_classes", minimum=1)
+        self.centers_per_class = check_int(centers_per_class, "centers_per_class", minimum=2)
+        super().__init__(**kwargs)
+        _check_cosine(self.distance, "SparseCentersRegularizer")
+        c, t = self.num_classes, self.centers_per_class
+        iu, ju = np.triu_indices(t, k=1)
+        base = (np.arange(c) * t)[:, None]
+        self._i = (base + iu).ravel()
+        self._j = (base + ju).ravel()
+
+    def get_default_distance(self):
+        from ..distances import CosineSimilarity
+        return CosineSimilarity()
+
+    def get_default_reducer(self):
+        return DivisorReducer()
+
+    def compute_loss(self, w):
+        total = self.num_classes * self.centers_per_class
+        if w.shape[0] != total:
+            raise ValueError(f"x must have num_classes * centers_per_class = {total} rows, got {w.shape[0]}")
+        y, nback = _normalize(w)
+        cos = y @ y.T
+        i, j = self._i, self._j
+        s = 2.0 * cos[i, j]
+        active = s <= 2.0
+        reg = np.sqrt(2.0 + _TINY - np.minimum(s, 2.0))
+        self.stats = {"same_class_center_sim": float(cos[i, j].mean())}
+
+        def backward(dl):
+            dc = np.zeros((total, total))
+            np.add.at(dc, (i, j), dl * active * (-1.0 / reg))
+            return nback((dc + dc.T) @ y)
+
+        return reg, np.arange(len(reg)), "element", backward, {"divisor": 2 * len(reg)}
+
+    def __repr__(self):
+        return f"SparseCentersRegularizer(num_classes={self.num_classes}, centers_per_class={self.centers_per_class})"
