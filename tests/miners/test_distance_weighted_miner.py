@@ -7,15 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from mantissa_embed.distances import CosineSimilarity, LpDistance
 from mantissa_embed.miners import DistanceWeightedMiner
-
-
-def _batch(seed, n, m, d, k):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    y = rng.integers(0, k, n)
-    if m is None:
-        return x, y, None, None
-    return x, y, rng.standard_normal((m, d)).astype(np.float32), rng.integers(0, k, m)
+from _helpers import labelled_batch as _batch
 
 
 def _weights64(x, y, r, ry, cutoff, nz):

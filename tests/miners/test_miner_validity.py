@@ -7,26 +7,9 @@ from hypothesis import given, settings, strategies as st
 
 from mantissa_embed.distances import CosineSimilarity
 from mantissa_embed.miners import BatchHardMiner, PairMarginMiner, TripletMarginMiner
+from _helpers import labelled_batch as _batch, mat64 as _mat64
 
 TOL = 1e-5  # float32 distances may fall on either side of a threshold within this
-
-
-def _batch(seed, n, m, d, k):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    y = rng.integers(0, k, n)
-    if m is None:
-        return x, y, None, None
-    return x, y, rng.standard_normal((m, d)).astype(np.float32), rng.integers(0, k, m)
-
-
-def _mat64(x, r, cosine):
-    def nrm(z):
-        z = z.astype(np.float64)
-        return z / np.linalg.norm(z, axis=1, keepdims=True)
-    q = nrm(x)
-    rr = q if r is None else nrm(r)
-    return q @ rr.T if cosine else np.linalg.norm(q[:, None] - rr[None], axis=2)
 
 
 def _brute_triplets(y, ry, same):

@@ -11,6 +11,7 @@ pml_red = pytest.importorskip("pytorch_metric_learning.reducers")
 pml_miners = pytest.importorskip("pytorch_metric_learning.miners")
 
 from mantissa_embed import distances, losses, reducers, utils  # noqa: E402
+from _helpers import labelled_batch as _data
 
 KINK = 1e-5  # examples with a hinge within this of its kink are skipped (float32 may decide either way)
 
@@ -62,15 +63,6 @@ def _compare(ours, theirs):
             assert a is None
             continue
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * max(np.abs(b).max(initial=0), 1e-3))
-
-
-def _data(seed, n, m, d, k):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    y = rng.integers(0, k, n)
-    if m is None:
-        return x, y, None, None
-    return x, y, rng.standard_normal((m, d)).astype(np.float32), rng.integers(0, k, m)
 
 
 common = dict(seed=st.integers(0, 2**31), n=st.integers(2, 32), m=st.one_of(st.none(), st.integers(2, 20)),

@@ -1,0 +1,25 @@
+"""Small shared fixtures-as-functions for the tests (importable because pytest's
+``pythonpath`` includes ``tests/``). Seeded and independent of the code under test."""
+import numpy as np
+
+
+def labelled_batch(seed, n, m, d, k):
+    """Seeded float32 embeddings (n, d) with int64 labels in 0..k-1, plus a reference set
+    (m, d) with its labels, or ``None, None`` when ``m`` is None."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    y = rng.integers(0, k, n)
+    if m is None:
+        return x, y, None, None
+    return x, y, rng.standard_normal((m, d)).astype(np.float32), rng.integers(0, k, m)
+
+
+def mat64(x, r, cosine):
+    """float64 reference matrix between L2-normalized rows of x and r (r=None: x itself):
+    cosine similarity when ``cosine``, else Euclidean distance."""
+    def nrm(z):
+        z = z.astype(np.float64)
+        return z / np.linalg.norm(z, axis=1, keepdims=True)
+    q = nrm(x)
+    rr = q if r is None else nrm(r)
+    return q @ rr.T if cosine else np.linalg.norm(q[:, None] - rr[None], axis=2)
