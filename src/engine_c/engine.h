@@ -185,6 +185,21 @@ void me_knn(const float *q, const float *r, int64_t N, int64_t M, int64_t D, int
             int metric, int exclude_self, int64_t tile_q, int64_t tile_r, int num_threads,
             float *workspace, int64_t *indices, float *distances);
 
+/* -------------------------------------------- softmax_losses.c */
+/* NTXent / SupCon / NPairs / NCA / Instance (softmax over pairs) */
+
+/* -------------------------------------------- pair_weighting.c */
+/* MultiSimilarity / Circle / LiftedStructure / GeneralizedLifted / SNRContrastive */
+
+/* ---------------------------------------------- tuple_losses.c */
+/* Angular / Margin / TupletMargin / IntraPairVariance / VICReg */
+
+/* -------------------------------------------- ranking_losses.c */
+/* FastAP / Histogram / PNP / RankedList / DynamicSoftMargin / ThresholdConsistentMargin / Manifold */
+
+/* ---------------------------------------------- proxy_losses.c */
+/* proxy and classifier losses (P2SGrad, NormalizedSoftmax, ArcFace, ...) */
+
 #ifdef __cplusplus
 }
 #endif

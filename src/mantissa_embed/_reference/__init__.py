@@ -8,3 +8,8 @@ from ._core import *  # noqa: F401,F403
 from ._layers import *  # noqa: F401,F403
 from ._losses import *  # noqa: F401,F403
 from ._knn import *  # noqa: F401,F403
+from ._softmax import *  # noqa: F401,F403
+from ._pairw import *  # noqa: F401,F403
+from ._tuple import *  # noqa: F401,F403
+from ._ranking import *  # noqa: F401,F403
+from ._proxy import *  # noqa: F401,F403
