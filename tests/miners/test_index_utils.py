@@ -74,6 +74,11 @@ def test_weights_and_helpers():
     np.testing.assert_array_equal(utils.convert_to_weights(None, y), np.ones(4))
     w = utils.convert_to_weights((np.array([0, 0]), np.array([1, 1]), np.array([2, 3])), y)
     np.testing.assert_allclose(w, [1, 1, 0.5, 0.5])
+    # issue 4 / the seed's mining-weights contract: an empty mined tuple gives all zeros ...
+    empty = (np.array([], np.int64),) * 3
+    np.testing.assert_array_equal(utils.convert_to_weights(empty, y), np.zeros(4))
+    # ... while the losses keep PML's rule (uniform weights) for it
+    np.testing.assert_array_equal(utils._miner_weights(empty, y), np.ones(4))
     np.testing.assert_array_equal(utils.repeat_to_match_size(np.array([1, 2]), 5, 2), [1, 2, 1, 2, 1])
     p, n = utils.matched_size_indices(np.array([1, 2, 3]), np.array([9]))
     np.testing.assert_array_equal(n, [9, 9, 9])

@@ -4,12 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import utils
+from ..backend import get_backend
 from .._validation import check_float
 from ..distances import LpDistance
 from .base_miner import BaseMiner
 
-_CHUNK = 1 << 15  # triplets per chunk of the angle computation
-_EPS = 1e-6  # torch.nn.functional.pairwise_distance's eps, which PML's angles include
 
 
 def _require_unit_euclidean(miner):
@@ -33,8 +32,10 @@ class AngularMiner(BaseMiner):
     distance must be ``LpDistance(p=2, power=1, normalize_embeddings=True)`` (PML's assertion).
     ``self.stats`` holds ``average_angle``, ``min_angle``, ``max_angle`` (degrees) of all triplets.
 
-    Returns ``(a, p, n)`` int64 sorted by (a, p, n). All triplets are enumerated, as PML does
-    (memory O(number of triplets)); the angles are computed in chunks.
+    Returns ``(a, p, n)`` int64 sorted by (a, p, n). Selected by the C engine
+    (``engine.angular_mine``: every triplet's angle in float64, sums in numpy's order, rows in
+    parallel, the GIL released; one pass counting, one pass writing): memory is the output plus
+    O(N D), never O(number of triplets).
 
     Reference: J. Wang, F. Zhou, S. Wen, X. Liu, Y. Lin, "Deep Metric Learning with Angular
     Loss", ICCV 2017; pytorch-metric-learning ``miners/angular_miner.py``.
@@ -52,28 +53,17 @@ class AngularMiner(BaseMiner):
         self.angle = float(np.radians(self.angle_degrees))
 
     def mine(self, embeddings, labels, ref_emb, ref_labels):
-        a, p, n = utils.get_all_triplets_indices(labels, ref_labels)
+        lab, ref_lab, same = utils._resolve(labels, ref_labels)
         ref = embeddings if ref_emb is None else ref_emb
-        keep = np.zeros(len(a), dtype=bool)
-        angles = np.empty(len(a))
-        for s in range(0, len(a), _CHUNK):
-            sl = slice(s, s + _CHUNK)
-            xa = embeddings[a[sl]].astype(np.float64)
-            xp = ref[p[sl]].astype(np.float64)
-            xn = ref[n[sl]].astype(np.float64)
-            ap = np.sqrt(np.sum((xa - xp + _EPS) ** 2, axis=1))
-            nc = np.sqrt(np.sum((xn - (xa + xp) / 2 + _EPS) ** 2, axis=1))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ang = np.arctan(ap / (2 * nc))
-            angles[sl] = ang
-            keep[sl] = ang > self.angle
-        if len(a):
-            deg = np.degrees(angles)
-            self._angle_stats = dict(average_angle=float(np.nanmean(deg)), min_angle=float(np.nanmin(deg)),
-                                     max_angle=float(np.nanmax(deg)))
+        a, p, n, st = get_backend(self.backend).angular_mine(embeddings, ref, lab, ref_lab, same, self.angle)
+        if st[0] > 0:
+            fin = st[1] > 0
+            self._angle_stats = dict(average_angle=float(st[2] / st[1]) if fin else float("nan"),
+                                     min_angle=float(st[3]) if fin else float("nan"),
+                                     max_angle=float(st[4]) if fin else float("nan"))
         else:
             self._angle_stats = {}
-        return a[keep], p[keep], n[keep]
+        return a, p, n
 
     def output_assertion(self, output):
         super().output_assertion(output)

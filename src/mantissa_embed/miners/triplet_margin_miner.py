@@ -1,9 +1,8 @@
 """TripletMarginMiner (pytorch-metric-learning)."""
 from __future__ import annotations
 
-import numpy as np
-
 from .. import utils
+from ..backend import get_backend
 from .._validation import check_float
 from .base_miner import BaseMiner
 
@@ -20,8 +19,13 @@ class TripletMarginMiner(BaseMiner):
     - ``"semihard"``: violating ones whose negative is farther than the positive, ``0 < m <= margin``;
     - ``"easy"``: the others, ``m > margin``.
 
-    Returns ``(a, p, n)`` int64, in PML's (anchor, positive, negative) order. Enumerated on the
-    distance matrix in tiles of positive pairs (vectorized numpy, no N x M x M mask).
+    The margin ``m`` is computed in float32 on the distance matrix, as PML's tensors; triplets whose
+    ``m`` sits exactly on a boundary (``0`` or ``margin``) can differ from PML's when the two
+    libraries' float32 distance matrices differ in the last bit.
+
+    Returns ``(a, p, n)`` int64 sorted by (a, p, n), PML's order. Selected by the C engine
+    (``engine.triplet_margin_mine``: one pass counting each anchor's triplets, one pass writing
+    them, rows in parallel, the GIL released); memory: the output plus the (N, M) matrix.
     Source: pytorch-metric-learning ``miners/triplet_margin_miner.py``.
 
     Raises
@@ -39,26 +43,9 @@ class TripletMarginMiner(BaseMiner):
 
     def mine(self, embeddings, labels, ref_emb, ref_labels):
         mat = self._mat(embeddings, ref_emb)
-        matches, diffs = utils.get_matches_and_diffs(labels, ref_labels)
-        a1, p = np.nonzero(matches)
-        margin = np.float32(self.margin)
-        inverted = self.distance.is_inverted
-        kind = self.type_of_triplets
-
-        def keep(ac, pc):
-            ap = mat[ac, pc][:, None]
-            an = mat[ac]
-            tm = (ap - an) if inverted else (an - ap)
-            if kind == "easy":
-                return tm > margin
-            cond = tm <= margin
-            if kind == "hard":
-                cond &= tm <= 0
-            elif kind == "semihard":
-                cond &= tm > 0
-            return cond
-
-        return utils._triplets_from_pos_pairs(a1.astype(np.int64), p.astype(np.int64), diffs, keep)
+        lab, ref, same = utils._resolve(labels, ref_labels)
+        return get_backend(self.backend).triplet_margin_mine(
+            mat, lab, ref, same, self.type_of_triplets, self.margin, self.distance.is_inverted)
 
     def __repr__(self):
         return (f"TripletMarginMiner(margin={self.margin}, type_of_triplets={self.type_of_triplets!r}, "
