@@ -257,20 +257,180 @@ static void col2im(const float *col, float *dx, int64_t C, int64_t H, int64_t W,
     }
 }
 
+/* ------------------------------------------------------ stride 1: direct convolution
+ * For a shallow GEMM depth (K = C*KH*KW <= ME_DIRECT_MAX_K, e.g. the C=1 first layer where
+ * im2col + SGEMM runs at ~17 GFLOP/s) the forward is computed directly on the zero-padded plane:
+ * for each output row and 16-wide column chunk, NF accumulators (one per filter) take the K
+ * taps in (c,i,j) order, each tap ONE (masked) load of the plane row and NF FMAs with a
+ * broadcast weight from the packed weights (blocks of NF filters, (K, NF), zero-padded; packed
+ * once per call and image group, reused for every image). Bias and ReLU are applied in
+ * registers before the one store of the output: no im2col, no wide buffer, no extra pass.
+ * The result differs from the im2col path only by float32 rounding (summation order). */
+#define ME_DIRECT_MAX_K 288
+#define ME_DIRECT_MAX_WPK 16384 /* floats of packed weights (on the stack) */
+
+static int conv_use_direct(int64_t F, int64_t K, int64_t stride) {
+#if ME_CONV_X86
+    const int64_t NF = F <= 8 ? 8 : 16;
+    return stride == 1 && K <= ME_DIRECT_MAX_K && ((F + NF - 1) / NF) * NF * K <= ME_DIRECT_MAX_WPK &&
+           me_gemm_kernel_id() == 2;
+#else
+    (void)F; (void)K; (void)stride;
+    return 0;
+#endif
+}
+
+#if ME_CONV_X86
+#define ME_DEFINE_DIRECT(NF)                                                                          \
+    __attribute__((target("avx512f,fma"))) static void direct_image_##NF(                            \
+        const float *xp, const float *wpk, const float *b, float *yn, int64_t F, int64_t C,          \
+        int64_t KH, int64_t KW, int64_t Hp, int64_t Wp, int64_t HO, int64_t WO, int relu) {          \
+        const int64_t K = C * KH * KW, P = HO * WO;                                                  \
+        for (int64_t f0 = 0; f0 < F; f0 += NF) {                                                     \
+            const float *wb = wpk + (f0 / NF) * K * NF;                                              \
+            const int64_t nf = F - f0 < NF ? F - f0 : NF;                                            \
+            for (int64_t ho = 0; ho < HO; ho++) {                                                    \
+                for (int64_t wo = 0; wo < WO; wo += 16) {                                            \
+                    const int64_t nw = WO - wo < 16 ? WO - wo : 16;                                  \
+                    const __mmask16 m = (__mmask16)(nw >= 16 ? 0xFFFFu : ((1u << nw) - 1u));         \
+                    __m512 acc[NF];                                                                  \
+                    _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++) acc[f] = _mm512_setzero_ps(); \
+                    const float *wt = wb;                                                            \
+                    for (int64_t c = 0; c < C; c++)                                                  \
+                        for (int64_t i = 0; i < KH; i++) {                                           \
+                            const float *row = xp + (c * Hp + ho + i) * Wp + wo;                     \
+                            for (int64_t j = 0; j < KW; j++, wt += NF) {                             \
+                                const __m512 v = _mm512_maskz_loadu_ps(m, row + j);                  \
+                                _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++)                \
+                                    acc[f] = _mm512_fmadd_ps(_mm512_set1_ps(wt[f]), v, acc[f]);       \
+                            }                                                                        \
+                        }                                                                            \
+                    _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++) {                          \
+                        if (f < nf) {                                                                \
+                            __m512 r = acc[f];                                                       \
+                            if (b) r = _mm512_add_ps(r, _mm512_set1_ps(b[f0 + f]));                  \
+                            if (relu) r = _mm512_max_ps(_mm512_setzero_ps(), r); /* NaN kept */    \
+                            _mm512_mask_storeu_ps(yn + (f0 + f) * P + ho * WO + wo, m, r);           \
+                        }                                                                            \
+                    }                                                                                \
+                }                                                                                    \
+            }                                                                                        \
+        }                                                                                            \
+    }
+ME_DEFINE_DIRECT(8)
+ME_DEFINE_DIRECT(16)
+#undef ME_DEFINE_DIRECT
+
+/* max with NaN propagation (torch's max_pool2d: a NaN in the window wins) */
+__attribute__((target("avx512f"))) static inline __m512 max_nan(__m512 a, __m512 b) {
+    const __m512 r = _mm512_max_ps(a, b);                           /* b when either is NaN */
+    return _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
+}
+
+/* Direct convolution + bias (+ ReLU) + 2x2/2 max pooling of one image (inference: no argmax,
+ * the full-resolution output is never stored). Output rows 2r and 2r+1 are computed as in
+ * direct_image_NF (row 2r parked in an L1 buffer of NF vectors), maxed vertically, then the
+ * column pairs are maxed (in-lane swap) and compressed to WO/2 values. yn (F, HO/2, WO/2). */
+#define ME_DEFINE_DIRECT_POOL(NF)                                                                     \
+    __attribute__((target("avx512f,fma"))) static void direct_pool_image_##NF(                       \
+        const float *xp, const float *wpk, const float *b, float *yn, int64_t F, int64_t C,          \
+        int64_t KH, int64_t KW, int64_t Hp, int64_t Wp, int64_t HO, int64_t WO, int relu) {          \
+        const int64_t K = C * KH * KW, HQ = HO / 2, WQ = WO / 2;                                     \
+        __m512 park[NF];                                                                             \
+        for (int64_t f0 = 0; f0 < F; f0 += NF) {                                                     \
+            const float *wb = wpk + (f0 / NF) * K * NF;                                              \
+            const int64_t nf = F - f0 < NF ? F - f0 : NF;                                            \
+            for (int64_t hq = 0; hq < HQ; hq++) {                                                    \
+                for (int64_t wo = 0; wo < 2 * WQ; wo += 16) {                                        \
+                    const int64_t nw = WO - wo < 16 ? WO - wo : 16;                                  \
+                    const __mmask16 m = (__mmask16)(nw >= 16 ? 0xFFFFu : ((1u << nw) - 1u));         \
+                    const int64_t nq = WQ - wo / 2 < 8 ? WQ - wo / 2 : 8;                            \
+                    const __mmask16 mq = (__mmask16)((1u << nq) - 1u);                               \
+                    for (int half = 0; half < 2; half++) {                                           \
+                        const int64_t ho = 2 * hq + half;                                            \
+                        __m512 acc[NF];                                                              \
+                        _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++) acc[f] = _mm512_setzero_ps(); \
+                        const float *wt = wb;                                                        \
+                        for (int64_t c = 0; c < C; c++)                                              \
+                            for (int64_t i = 0; i < KH; i++) {                                       \
+                                const float *row = xp + (c * Hp + ho + i) * Wp + wo;                 \
+                                for (int64_t j = 0; j < KW; j++, wt += NF) {                         \
+                                    const __m512 v = _mm512_maskz_loadu_ps(m, row + j);              \
+                                    _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++)            \
+                                        acc[f] = _mm512_fmadd_ps(_mm512_set1_ps(wt[f]), v, acc[f]);   \
+                                }                                                                    \
+                            }                                                                        \
+                        _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++) {                      \
+                            __m512 r = acc[f];                                                       \
+                            if (b && f < nf) r = _mm512_add_ps(r, _mm512_set1_ps(b[f0 + f]));        \
+                            if (relu) r = _mm512_max_ps(_mm512_setzero_ps(), r); /* NaN kept */      \
+                            if (half == 0) park[f] = r;                                              \
+                            else {                                                                   \
+                                const __m512 v = max_nan(park[f], r);                                \
+                                const __m512 h = max_nan(v, _mm512_permute_ps(v, 0xB1));             \
+                                if (f < nf)                                                          \
+                                    _mm512_mask_storeu_ps(yn + ((f0 + f) * HQ + hq) * WQ + wo / 2, mq, \
+                                                          _mm512_maskz_compress_ps(0x5555, h));      \
+                            }                                                                        \
+                        }                                                                            \
+                    }                                                                                \
+                }                                                                                    \
+            }                                                                                        \
+        }                                                                                            \
+    }
+ME_DEFINE_DIRECT_POOL(8)
+ME_DEFINE_DIRECT_POOL(16)
+#undef ME_DEFINE_DIRECT_POOL
+#endif
+
+/* w (F,K) -> wpk: ceil(F/NF) blocks of (K, NF), filters beyond F zero */
+static void pack_direct_weights(const float *w, float *wpk, int64_t F, int64_t K, int64_t NF) {
+    for (int64_t f0 = 0; f0 < F; f0 += NF)
+        for (int64_t t = 0; t < K; t++)
+            for (int64_t f = 0; f < NF; f++)
+                wpk[(f0 / NF) * K * NF + t * NF + f] = f0 + f < F ? w[(f0 + f) * K + t] : 0.0f;
+}
+
 /* x (N,C,H,W), w (F,C,KH,KW), b (F) or NULL -> y (N,F,HO,WO); workspace >= me_conv2d_workspace_size */
 void me_conv2d_forward(const float *x, const float *w, const float *b, float *y,
                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                        int64_t KH, int64_t KW, int64_t stride, int64_t pad, float *workspace) {
+    me_conv2d_forward_act(x, w, b, y, N, C, H, W, F, KH, KW, stride, pad, 0, workspace);
+}
+
+/* as me_conv2d_forward, then y = max(y, 0) when relu != 0 (fused: applied before the store) */
+void me_conv2d_forward_act(const float *x, const float *w, const float *b, float *y,
+                           int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
+                           int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
+                           float *workspace) {
     const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
     const int64_t G = g.G, K = g.K, P = g.P, PW = g.PW, HO = g.HO, WO = g.WO, Hp = g.Hp, Wp = g.Wp;
     if (G <= 0) return;
     const int wide = stride == 1; /* measured faster on both layers of small_cnn_embedder (fwd+bwd) */
+    const int direct = conv_use_direct(F, K, stride);
+    const int64_t NF = F <= 8 ? 8 : 16;
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
         float *col = workspace + gi * g.per_group; /* K*PW */
         float *yw = col + K * PW;                  /* F*PW */
         float *xp = yw + F * PW;                   /* plane */
         const int64_t n0 = gi * N / G, n1 = (gi + 1) * N / G;
+#if ME_CONV_X86
+        if (direct) {
+            float wpk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
+            pack_direct_weights(w, wpk, F, K, NF);
+            for (int64_t n = n0; n < n1; n++) {
+                pad_image(x + n * C * H * W, xp, C, H, W, pad, Hp, Wp, KW);
+                if (NF == 8)
+                    direct_image_8(xp, wpk, b, y + n * F * P, F, C, KH, KW, Hp, Wp, HO, WO, relu);
+                else
+                    direct_image_16(xp, wpk, b, y + n * F * P, F, C, KH, KW, Hp, Wp, HO, WO, relu);
+            }
+            continue;
+        }
+#else
+        (void)direct; (void)NF;
+#endif
         for (int64_t n = n0; n < n1; n++) {
             const float *xn = x + n * C * H * W;
             float *yn = y + n * F * P;
@@ -284,7 +444,13 @@ void me_conv2d_forward(const float *x, const float *w, const float *b, float *y,
                     for (int64_t ho = 0; ho < HO; ho++) {
                         const float *src = yw + f * PW + ho * Wp;
                         float *dst = yn + f * P + ho * WO;
-                        for (int64_t wo = 0; wo < WO; wo++) dst[wo] = src[wo] + bf;
+                        if (relu)
+                            for (int64_t wo = 0; wo < WO; wo++) {
+                                const float v = src[wo] + bf;
+                                dst[wo] = v < 0.0f ? 0.0f : v;
+                            }
+                        else
+                            for (int64_t wo = 0; wo < WO; wo++) dst[wo] = src[wo] + bf;
                     }
                 }
             } else {
@@ -300,6 +466,8 @@ void me_conv2d_forward(const float *x, const float *w, const float *b, float *y,
                 }
                 /* y_n (F,P) = w (F,K) @ col (K,P) + beta * y_n */
                 me_sgemm_st(0, 0, F, P, K, 1.0f, w, K, col, P, beta, yn, P);
+                if (relu)
+                    for (int64_t e = 0; e < F * P; e++) yn[e] = yn[e] < 0.0f ? 0.0f : yn[e];
             }
         }
     }
@@ -394,4 +562,37 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
             db[f] = s;
         }
     }
+}
+
+/* x (N,C,H,W) -> y (N,F,HO/2,WO/2) = maxpool2x2(act(conv(x, w) + b)) in one pass (inference: no
+ * argmax, the full-resolution output is never written). Supported when the direct path is
+ * (stride 1, C*KH*KW <= 288, AVX-512 kernel) and HO, WO >= 2; returns 0 (nothing written)
+ * otherwise, 1 when done. Max pooling as me_maxpool2d_forward (floor mode, NaN propagates). */
+int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, float *y,
+                            int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
+                            int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
+                            float *workspace) {
+    const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
+    const int64_t G = g.G, K = g.K, HO = g.HO, WO = g.WO, Hp = g.Hp, Wp = g.Wp;
+    if (N <= 0 || G <= 0 || HO < 2 || WO < 2 || !conv_use_direct(F, K, stride)) return 0;
+#if ME_CONV_X86
+    const int64_t NF = F <= 8 ? 8 : 16, PQ = (HO / 2) * (WO / 2);
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
+    for (int64_t gi = 0; gi < G; gi++) {
+        float *xp = workspace + gi * g.per_group + K * g.PW + F * g.PW; /* plane */
+        float wpk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
+        pack_direct_weights(w, wpk, F, K, NF);
+        for (int64_t n = gi * N / G; n < (gi + 1) * N / G; n++) {
+            pad_image(x + n * C * H * W, xp, C, H, W, pad, Hp, Wp, KW);
+            if (NF == 8)
+                direct_pool_image_8(xp, wpk, b, y + n * F * PQ, F, C, KH, KW, Hp, Wp, HO, WO, relu);
+            else
+                direct_pool_image_16(xp, wpk, b, y + n * F * PQ, F, C, KH, KW, Hp, Wp, HO, WO, relu);
+        }
+    }
+    return 1;
+#else
+    (void)x; (void)w; (void)b; (void)y; (void)relu; (void)workspace; (void)Hp; (void)Wp;
+    return 0;
+#endif
 }

@@ -6,6 +6,16 @@
 # dimension never reach C (no &a[0] of an empty buffer): they are delegated to the twin.
 from mantissa_embed._reference import _layers as _lref
 
+cdef extern from "engine.h" nogil:
+    void me_conv2d_forward_act(const float *x, const float *w, const float *b, float *y,
+                               int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
+                               int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
+                               float *workspace)
+    int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, float *y,
+                                int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
+                                int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
+                                float *workspace)
+
 
 def conv2d_workspace_size(x_shape, w_shape, stride, pad):
     """Number of float32 scratch values ``conv2d_forward`` / ``conv2d_backward`` need.
@@ -21,16 +31,20 @@ def conv2d_workspace_size(x_shape, w_shape, stride, pad):
     return int(me_conv2d_workspace_size(N, C, H, W, F, KH, KW, stride, pad))
 
 
-def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None):
+def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
     """2-D convolution (cross-correlation, as ``torch.nn.functional.conv2d``), NCHW, float32.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO,WO),
     ``HO = (H + 2*pad - KH) // stride + 1`` (zero padding). im2col + SGEMM, OpenMP over
     groups of images. ``out`` and ``workspace`` (1-D float32 of at least
     ``conv2d_workspace_size`` floats) may be passed to avoid allocation; ``out`` must not
-    overlap ``x``. Raises ValueError / TypeError naming the offending argument.
+    overlap ``x``. ``act``: None / "identity" (default) or "relu", applied after the bias
+    in registers before the store (fused). Stride 1 with a shallow depth C*KH*KW <= 288 uses a
+    direct convolution (AVX-512) instead of im2col. Raises ValueError / TypeError naming the
+    offending argument.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
+    cdef int relu = _lref._check_conv_act(act)
     cdef const float[:, :, :, ::1] xv
     cdef const float[:, :, :, ::1] wv
     cdef const float[::1] bv
@@ -40,7 +54,7 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None):
     x, w, b, geo = _lref._check_conv_args(x, w, b, stride, pad)
     N, C, H, W, F, KH, KW, HO, WO = geo
     if x.size == 0 or w.size == 0:
-        return _lref.conv2d_forward(x, w, b, stride, pad, out, workspace)
+        return _lref.conv2d_forward(x, w, b, stride, pad, out, workspace, act)
     out = _lref._check_out(out, "out", (N, F, HO, WO))
     workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
     _lref._check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
@@ -54,8 +68,51 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None):
         bv = b
         bp = &bv[0]
     with nogil:
-        me_conv2d_forward(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], bp, &ov[0, 0, 0, 0],
-                          N, C, H, W, F, KH, KW, s, p, &wsv[0])
+        me_conv2d_forward_act(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], bp, &ov[0, 0, 0, 0],
+                              N, C, H, W, F, KH, KW, s, p, relu, &wsv[0])
+    return out
+
+
+def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
+    """Inference fusion: ``maxpool2d(conv2d_forward(x, w, b, stride, pad, act=act), 2, 2)``.
+
+    x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO//2,WO//2) float32 (HO, WO >= 2 the
+    convolution's output size; floor mode; NaN propagates). One pass of the direct convolution
+    with bias, ReLU and the 2x2 max in registers (the full-resolution output is never written,
+    no argmax: no backward) when it applies (stride 1, C*KH*KW <= 288, AVX-512); otherwise
+    ``conv2d_forward`` into a temporary then ``maxpool2d_forward``. Raises ValueError / TypeError.
+    """
+    cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
+    cdef int relu = _lref._check_conv_act(act)
+    cdef int done = 0
+    cdef const float[:, :, :, ::1] xv
+    cdef const float[:, :, :, ::1] wv
+    cdef const float[::1] bv
+    cdef float[:, :, :, ::1] ov
+    cdef float[::1] wsv
+    cdef const float *bp = NULL
+    x, w, b, geo = _lref._check_conv_args(x, w, b, stride, pad)
+    N, C, H, W, F, KH, KW, HO, WO = geo
+    if x.size == 0 or w.size == 0 or HO < 2 or WO < 2:
+        return _lref.conv2d_pool2_forward(x, w, b, stride, pad, out, workspace, act)
+    out = _lref._check_out(out, "out", (N, F, HO // 2, WO // 2))
+    workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    _lref._check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
+    s = stride
+    p = pad
+    xv = x
+    wv = w
+    ov = out
+    wsv = workspace
+    if b is not None:
+        bv = b
+        bp = &bv[0]
+    with nogil:
+        done = me_conv2d_pool2_forward(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], bp, &ov[0, 0, 0, 0],
+                                       N, C, H, W, F, KH, KW, s, p, relu, &wsv[0])
+    if not done:
+        y = conv2d_forward(x, w, b, stride, pad, workspace=workspace, act=act)
+        maxpool2d_forward(y, 2, 2, out=out)
     return out
 
 

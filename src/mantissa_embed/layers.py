@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from time import perf_counter as _perf_counter
 
 import numpy as np
 
@@ -326,11 +327,24 @@ class Conv2D(Layer):
     def _forward(self, X):
         be = self._backend()
         out = self._out.get((X.shape[0],) + self._out_shape)
+        # bias and ReLU are fused into the kernel's store (one pass over the output)
         be.conv2d_forward(X, self.weight.data, self.bias.data, self.stride, self.pad, out=out,
-                          workspace=self._workspace(X.shape))
-        if self.act == "relu":
-            be.relu_forward(out, out=out)
+                          workspace=self._workspace(X.shape), act=self.act)
         self._x, self._y = X, out
+        return out
+
+    def _forward_pool2(self, X, pool):
+        """Inference: ``pool.forward(self.forward(X))`` for ``pool`` a MaxPool2D(2) in one fused
+        kernel; returns ``pool``'s output buffer. Leaves no backward caches (both layers' are
+        cleared, so a layer-level backward raises instead of using stale ones)."""
+        X = self._prep_input(X)
+        if not pool.built:
+            pool.build(self._out_shape)
+        out = pool._out.get((X.shape[0],) + pool._out_shape)
+        self._backend().conv2d_pool2_forward(X, self.weight.data, self.bias.data, self.stride, self.pad,
+                                             out=out, workspace=self._workspace(X.shape), act=self.act)
+        self._x = self._y = None
+        pool._y = pool._x = None
         return out
 
     def _backward(self, dY, need_dx):
@@ -560,6 +574,7 @@ class Sequential:
         self.training = True
         self.input_shape = None
         self._n_last = None
+        self._profile = None  # list of [forward_s, backward_s] per layer while profiling (Embedder.fit)
         self.set_backend(backend)
         if all(layer.built for layer in layers):
             shape = layers[0].input_shape
@@ -690,10 +705,46 @@ class Sequential:
             self._n_last = 0
             return np.zeros((0,) + self.output_shape(), dtype=np.float32)
         h = X
-        for layer in self.layers:
-            h = layer.forward(h)
+        prof = getattr(self, "_profile", None)
+        self._fused_x = None
+        if not self.training and self._fusable():
+            # inference: Conv2D + MaxPool2D(2) run as one fused kernel (conv2d_pool2_forward: no
+            # full-resolution output, no argmax). A later backward() redoes the plain forward.
+            layers, i = self.layers, 0
+            while i < len(layers):
+                t = _perf_counter() if prof is not None else 0.0
+                if i in self._fuse_at:
+                    h = layers[i]._forward_pool2(h, layers[i + 1])
+                    step = 2
+                else:
+                    h = layers[i].forward(h)
+                    step = 1
+                if prof is not None:
+                    prof[i][0] += _perf_counter() - t
+                i += step
+            self._fused_x = X
+        elif prof is None:
+            for layer in self.layers:
+                h = layer.forward(h)
+        else:
+            for layer, acc in zip(self.layers, prof):
+                t = _perf_counter()
+                h = layer.forward(h)
+                acc[0] += _perf_counter() - t
         self._n_last = X.shape[0]
         return np.array(h, dtype=np.float32, copy=True)
+
+    def _fusable(self):
+        """Indices i where layers[i] is a Conv2D followed by MaxPool2D(2) (stride 2): fused at
+        inference. Cached (the layer list is fixed)."""
+        at = getattr(self, "_fuse_at", None)
+        if at is None:
+            L = self.layers
+            at = self._fuse_at = frozenset(
+                i for i in range(len(L) - 1)
+                if type(L[i]) is Conv2D and type(L[i + 1]) is MaxPool2D
+                and L[i + 1].size == 2 and L[i + 1].stride == 2)
+        return bool(at)
 
     __call__ = forward
 
@@ -713,10 +764,21 @@ class Sequential:
             raise ValueError(f"dY must have shape {want} (the last forward output), got {dY.shape}")
         if self._n_last == 0:
             return np.zeros((0,) + self.input_shape, dtype=np.float32) if need_dx else None
+        if getattr(self, "_fused_x", None) is not None:
+            # the last forward was a fused inference pass (no caches): redo it layer by layer
+            h, self._fused_x = self._fused_x, None
+            for layer in self.layers:
+                h = layer.forward(h)
         d = dY
         last = len(self.layers) - 1
+        prof = getattr(self, "_profile", None)
         for i in range(last, -1, -1):
-            d = self.layers[i].backward(d, need_dx=bool(need_dx) or i > 0)
+            if prof is None:
+                d = self.layers[i].backward(d, need_dx=bool(need_dx) or i > 0)
+            else:
+                t = _perf_counter()
+                d = self.layers[i].backward(d, need_dx=bool(need_dx) or i > 0)
+                prof[i][1] += _perf_counter() - t
         return np.array(d, dtype=np.float32, copy=True) if need_dx else None
 
     # -- description and persistence ------------------------------------------------------------

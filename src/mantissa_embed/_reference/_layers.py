@@ -30,6 +30,7 @@ __all__ = [
     "conv2d_workspace_size",
     "conv2d_forward",
     "conv2d_backward",
+    "conv2d_pool2_forward",
     "maxpool2d_forward",
     "maxpool2d_backward",
     "relu_forward",
@@ -329,19 +330,34 @@ def conv2d_workspace_size(x_shape, w_shape, stride, pad):
     return _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad)
 
 
-def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None):
+def _check_conv_act(act):
+    """None/"identity" -> 0, "relu" -> 1; anything else raises."""
+    if act is None or (isinstance(act, str) and act == "identity"):
+        return 0
+    if isinstance(act, str) and act == "relu":
+        return 1
+    if not isinstance(act, str):
+        raise TypeError(f"act must be None, 'identity' or 'relu', got {type(act).__name__}")
+    raise ValueError(f"act must be None, 'identity' or 'relu', got {act!r}")
+
+
+def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
     """2-D convolution (cross-correlation, as ``torch.nn.functional.conv2d``), NCHW.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO,WO) float32 with
     ``HO = (H + 2*pad - KH) // stride + 1`` (zero padding). ``out`` and ``workspace``
     (1-D float32, >= ``conv2d_workspace_size``) may be passed to avoid allocation.
-    Raises ValueError / TypeError naming the offending argument.
+    ``act``: None / "identity" (default) or "relu" (``max(0, .)`` applied after the bias;
+    fused into the C kernel's store). Raises ValueError / TypeError naming the offending argument.
     """
+    relu = _check_conv_act(act)
     x, w, b, (N, C, H, W, F, KH, KW, HO, WO) = _check_conv_args(x, w, b, stride, pad)
     out = _check_out(out, "out", (N, F, HO, WO))
     _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
     _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
     out[...] = _conv2d(x, w, b, stride, pad)
+    if relu:
+        np.maximum(out, np.float32(0.0), out=out)  # NaN stays NaN
     return out
 
 
@@ -373,6 +389,27 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
 
 
 # --------------------------------------------------------------------------- maxpool2d
+
+def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
+    """Inference fusion: ``maxpool2d(conv2d_forward(x, w, b, stride, pad, act=act), 2, 2)``.
+
+    x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO//2,WO//2) float32 (HO, WO the
+    convolution's output size, >= 2; floor mode; NaN propagates). No argmax is produced (no
+    backward). ``workspace``: as for ``conv2d_forward``. Raises ValueError / TypeError.
+    """
+    relu = _check_conv_act(act)
+    x, w, b, (N, C, H, W, F, KH, KW, HO, WO) = _check_conv_args(x, w, b, stride, pad)
+    if HO < 2 or WO < 2:
+        raise ValueError(f"conv2d_pool2_forward needs a convolution output of at least 2x2, got {HO}x{WO}")
+    out = _check_out(out, "out", (N, F, HO // 2, WO // 2))
+    _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
+    y = _conv2d(x, w, b, stride, pad)
+    if relu:
+        y = np.maximum(y, np.float32(0.0))
+    out[...] = _maxpool2d(np.ascontiguousarray(y, dtype=np.float32), 2, 2)[0]
+    return out
+
 
 def maxpool2d_forward(x, size, stride, out=None, argmax=None):
     """2-D max pooling (no padding, floor mode), as ``torch.nn.functional.max_pool2d``.

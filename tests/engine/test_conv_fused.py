@@ -1,0 +1,126 @@
+"""conv2d_forward with the fused ReLU (``act="relu"``) and the direct stride-1 path (shallow
+C*KH*KW <= 288, AVX-512) against the numpy twin, on both SGEMM kernels (the direct path is used
+only with the avx512 kernel, the im2col path otherwise)."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from mantissa_embed import _reference as ref
+from mantissa_embed import engine
+
+KERNELS = [k for k in ("generic", "avx512") if k == "generic" or engine.cpu_features()["avx512f"]]
+
+
+def _close(a, b, rtol=2e-5):
+    scale = float(np.abs(b).max()) if b.size else 0.0
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * (1.0 + scale))
+
+
+@pytest.fixture(params=KERNELS)
+def kernel(request):
+    prev = engine._set_gemm_kernel(request.param)
+    yield request.param
+    engine._set_gemm_kernel(prev)
+
+
+case = st.fixed_dictionaries({
+    "N": st.integers(1, 4), "C": st.integers(1, 9), "F": st.sampled_from([1, 3, 8, 9, 16, 17, 33]),
+    "H": st.integers(1, 20), "W": st.integers(1, 37), "KH": st.integers(1, 4), "KW": st.integers(1, 4),
+    "stride": st.sampled_from([1, 1, 2]), "pad": st.integers(0, 2), "bias": st.booleans(),
+    "act": st.sampled_from([None, "identity", "relu"]), "seed": st.integers(0, 2**31 - 1),
+})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(c=case)
+def test_conv2d_forward_act_matches_twin(kernel, c):
+    assume(c["H"] + 2 * c["pad"] >= c["KH"] and c["W"] + 2 * c["pad"] >= c["KW"])
+    rng = np.random.default_rng(c["seed"])
+    x = rng.standard_normal((c["N"], c["C"], c["H"], c["W"])).astype(np.float32)
+    w = rng.standard_normal((c["F"], c["C"], c["KH"], c["KW"])).astype(np.float32)
+    b = rng.standard_normal(c["F"]).astype(np.float32) if c["bias"] else None
+    y = engine.conv2d_forward(x, w, b, c["stride"], c["pad"], act=c["act"])
+    y_ref = ref.conv2d_forward(x, w, b, c["stride"], c["pad"], act=c["act"])
+    _close(y, y_ref)
+    if c["act"] == "relu":
+        assert (y >= 0).all()
+        lin = ref.conv2d_forward(x, w, b, c["stride"], c["pad"])
+        _close(y, np.maximum(lin, 0))
+
+
+@pytest.mark.parametrize("shape", [(3, 1, 28, 28, 8), (2, 8, 14, 14, 16), (2, 32, 7, 9, 20)])
+def test_small_cnn_layer_shapes(kernel, shape):
+    """The layers of small_cnn_embedder (direct path on avx512; K = 288 is the direct limit)."""
+    N, C, H, W, F = shape
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((F, C, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(F).astype(np.float32)
+    for act in (None, "relu"):
+        ws = np.empty(engine.conv2d_workspace_size(x.shape, w.shape, 1, 1), np.float32)
+        out = np.full((N, F, H, W), np.nan, np.float32)
+        engine.conv2d_forward(x, w, b, 1, 1, out=out, workspace=ws, act=act)
+        _close(out, ref.conv2d_forward(x, w, b, 1, 1, act=act))
+
+
+def test_relu_keeps_nan(kernel):
+    x = np.ones((1, 1, 5, 5), np.float32)
+    x[0, 0, 2, 2] = np.nan
+    w = np.ones((2, 1, 3, 3), np.float32)
+    w[1] *= -1.0
+    y = engine.conv2d_forward(x, w, None, 1, 1, act="relu")
+    y_ref = ref.conv2d_forward(x, w, None, 1, 1, act="relu")
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(y_ref))
+    assert np.isnan(y).sum() == 18
+    np.testing.assert_array_equal(np.nan_to_num(y), np.nan_to_num(y_ref))
+
+
+@pytest.mark.parametrize("be", [engine, ref], ids=["engine", "numpy"])
+def test_bad_act(be):
+    x = np.ones((1, 1, 4, 4), np.float32)
+    w = np.ones((1, 1, 3, 3), np.float32)
+    with pytest.raises(ValueError, match="act"):
+        be.conv2d_forward(x, w, None, 1, 1, act="tanh")
+    with pytest.raises(TypeError, match="act"):
+        be.conv2d_forward(x, w, None, 1, 1, act=1)
+
+
+pool_case = st.fixed_dictionaries({
+    "N": st.integers(1, 3), "C": st.integers(1, 8), "F": st.sampled_from([1, 5, 8, 16, 19]),
+    "H": st.integers(2, 19), "W": st.integers(2, 37), "K": st.integers(1, 3),
+    "stride": st.sampled_from([1, 1, 2]), "pad": st.integers(0, 1), "bias": st.booleans(),
+    "act": st.sampled_from([None, "relu"]), "seed": st.integers(0, 2**31 - 1),
+})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(c=pool_case)
+def test_conv2d_pool2_forward_matches_twin(kernel, c):
+    """Fused conv + bias + ReLU + 2x2 max pooling (inference) against conv then pool (twins)."""
+    HO = (c["H"] + 2 * c["pad"] - c["K"]) // c["stride"] + 1
+    WO = (c["W"] + 2 * c["pad"] - c["K"]) // c["stride"] + 1
+    assume(HO >= 2 and WO >= 2)
+    rng = np.random.default_rng(c["seed"])
+    x = rng.standard_normal((c["N"], c["C"], c["H"], c["W"])).astype(np.float32)
+    w = rng.standard_normal((c["F"], c["C"], c["K"], c["K"])).astype(np.float32)
+    b = rng.standard_normal(c["F"]).astype(np.float32) if c["bias"] else None
+    y = engine.conv2d_pool2_forward(x, w, b, c["stride"], c["pad"], act=c["act"])
+    conv = ref.conv2d_forward(x, w, b, c["stride"], c["pad"], act=c["act"])
+    y_ref, _ = ref.maxpool2d_forward(conv, 2, 2)
+    _close(y, y_ref)
+    _close(ref.conv2d_pool2_forward(x, w, b, c["stride"], c["pad"], act=c["act"]), y_ref)
+
+
+def test_conv2d_pool2_nan_propagates(kernel):
+    x = np.zeros((1, 1, 6, 6), np.float32)
+    x[0, 0, 3, 4] = np.nan
+    w = np.ones((1, 1, 1, 1), np.float32)
+    y = engine.conv2d_pool2_forward(x, w, None, 1, 0, act="relu")
+    assert np.isnan(y[0, 0, 1, 2]) and np.isnan(y).sum() == 1
+
+
+@pytest.mark.parametrize("be", [engine, ref], ids=["engine", "numpy"])
+def test_conv2d_pool2_too_small(be):
+    with pytest.raises(ValueError, match="2x2"):
+        be.conv2d_pool2_forward(np.ones((1, 1, 3, 1), np.float32), np.ones((1, 1, 1, 1), np.float32), None, 1, 0)
