@@ -23,3 +23,30 @@ def mat64(x, r, cosine):
     q = nrm(x)
     rr = q if r is None else nrm(r)
     return q @ rr.T if cosine else np.linalg.norm(q[:, None] - rr[None], axis=2)
+
+
+def central_diff(f, x, h):
+    """Central finite differences of the scalar function ``f`` at the float64 array ``x``:
+    ``(f(x + h e_k) - f(x - h e_k)) / 2h`` for every element ``k`` (``x`` is not modified)."""
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[idx] += h
+        xm[idx] -= h
+        g[idx] = (f(xp) - f(xm)) / (2 * h)
+    return g
+
+
+def central_diff_inplace(f, a, h):
+    """Central finite differences of the zero-argument ``f`` with respect to the array ``a`` it
+    reads, perturbing ``a`` in place one element at a time (restored afterwards)."""
+    g = np.zeros_like(a)
+    for idx in np.ndindex(a.shape):
+        old = a[idx]
+        a[idx] = old + h
+        fp = f()
+        a[idx] = old - h
+        fm = f()
+        a[idx] = old
+        g[idx] = (fp - fm) / (2 * h)
+    return g

@@ -61,6 +61,19 @@ int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int
 void me_conv2d_forward(const float *x, const float *w, const float *b, float *y,
                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                        int64_t KH, int64_t KW, int64_t stride, int64_t pad, float *workspace);
+/* the same, then y = max(y, 0) when relu != 0, fused into the store (bias and ReLU in registers).
+ * Stride 1 with K = C*KH*KW <= 288 uses a direct convolution (AVX-512; same result up to float32
+ * rounding), otherwise im2col + SGEMM. */
+void me_conv2d_forward_act(const float *x, const float *w, const float *b, float *y,
+                           int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
+                           int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
+                           float *workspace);
+/* inference: y (N,F,HO/2,WO/2) = maxpool 2x2 stride 2 (floor) of the above, in one pass, no
+ * argmax. Returns 1, or 0 (nothing written) when the direct path does not apply (see conv.c). */
+int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, float *y,
+                            int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
+                            int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
+                            float *workspace);
 /* dy (N,F,HO,WO) -> dx (N,C,H,W) or NULL, dw (F,C,KH,KW) or NULL, db (F) or NULL.
  * dx is overwritten; dw and db are overwritten when accumulate == 0, added to otherwise. */
 void me_conv2d_backward(const float *x, const float *w, const float *dy,
@@ -187,18 +200,156 @@ void me_knn(const float *q, const float *r, int64_t N, int64_t M, int64_t D, int
 
 /* -------------------------------------------- softmax_losses.c */
 /* NTXent / SupCon / NPairs / NCA / Instance (softmax over pairs) */
+/* Reductions of the fused kernels: the mean over every term, the mean over the terms > 0
+ * (AvgNonZeroReducer), or sum_k weights_k * l_k with caller-given weights (any other reducer). */
+enum { ME_SOFTMAX_MEAN = 0, ME_SOFTMAX_AVG_NON_ZERO = 1, ME_SOFTMAX_WEIGHTS = 2 };
+/* NTXentLoss over every pair the labels define. sim (N,M) (a similarity when inverted, else a
+ * distance: z = sim/T or -sim/T). Positive pairs (i,j): labels[i] == ref_labels[j] (j != i under
+ * exclude_self); negatives: labels differ. Each positive pair charges
+ * l_ij = -log(exp(z_ij) / (exp(z_ij) + sum_{n neg of i} exp(z_in)) + FLT_MIN) (>= 0).
+ * weights (N,M) (read at the positive pairs, only for ME_SOFTMAX_WEIGHTS) or NULL.
+ * losses (N,M) or NULL: l_ij at the positive pairs, 0 elsewhere. dsim (N,M) or NULL: d value/d sim.
+ * stats (4) or NULL: value, n_pos_pairs, n_neg_pairs, n_nonzero. Returns the value. */
+double me_ntxent_all(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                     const float *weights, float *losses, float *dsim, int64_t N, int64_t M,
+                     float temperature, int exclude_self, int inverted, int reduction,
+                     double *stats);
+/* SupConLoss over every pair the labels define (same z, positives, negatives as NTXent): row i
+ * charges l_i = logsumexp_{j pos or neg} z_ij - mean_{j pos} z_ij (0 when i has no positive).
+ * ME_SOFTMAX_MEAN divides by N. weights (N) or NULL; losses (N) or NULL; dsim (N,M) or NULL.
+ * stats (4) or NULL: value, n_pos_pairs, rows with a positive, n_nonzero. Returns the value. */
+double me_supcon_all(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                     const float *weights, float *losses, float *dsim, int64_t N, int64_t M,
+                     float temperature, int exclude_self, int inverted, int reduction,
+                     double *stats);
+/* Row softmax negative log-likelihood (NCA / NPairs / Instance). z = scale*sim (inverted) or
+ * -scale*sim; row i ranges over j != i under exclude_self, its positives are the j with
+ * labels[i] == ref_labels[j]; l_i = logsumexp_j z_ij - logsumexp_{j pos} z_ij = -log p_i.
+ * Writes lse (N,2) (the two log-sum-exps, -inf when empty), losses (N) (0 for invalid rows),
+ * valid (N): the row has a positive and -log(max positive probability) < max_loss.
+ * Returns the number of valid rows. */
+int64_t me_softmax_nll_forward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                               float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
+                               float scale, int exclude_self, int inverted, double max_loss);
+/* sim (N,M), lse (N,2) from the forward, weights (N) = d value / d l_i -> dsim (N,M) (overwritten). */
+void me_softmax_nll_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                             const double *lse, const float *weights, float *dsim, int64_t N,
+                             int64_t M, float scale, int exclude_self, int inverted);
 
 /* -------------------------------------------- pair_weighting.c */
 /* MultiSimilarity / Circle / LiftedStructure / GeneralizedLifted / SNRContrastive */
+/* Per-anchor-row losses of pytorch-metric-learning's mat-based pair losses over a matrix x (N,M)
+ * (similarity when inverted != 0, else distance; sg = -1 when inverted, +1 otherwise).
+ * Row i's positives P_i / negatives N_i: from labels (N) and ref_labels (M) (same label -> P,
+ * else N; exclude_self != 0 drops (i, i) from P; requires N == M), or, when pos_mask != NULL,
+ * from pos_mask / neg_mask (N,M) uint8 (non-zero = member; pos wins if both are set).
+ * LSE_S(t) = log sum_{j in S} exp(t_j), computed stably (max subtracted, sums in double, exp by a
+ * branch-free polynomial of about 1 ulp); an empty set gives 0 (PML's masked logsumexp).
+ *  MULTI_SIMILARITY (p0 alpha, p1 beta, p2 base): pe_j = sg (x_ij - base);
+ *    loss_i = log(1 + sum_P exp(alpha pe)) / alpha + log(1 + sum_N exp(-beta pe)) / beta.
+ *  CIRCLE (p0 m, p1 gamma; x a cosine similarity): t_j = -gamma [1 + m - x]+ (x - (1 - m)) on P,
+ *    gamma [x + m]+ (x - m) on N; loss_i = softplus(LSE_P(t) + LSE_N(t)) (torch's, threshold 20),
+ *    0 when P_i or N_i is empty. The bracketed weights are constants for the gradient (detached).
+ *  GENERALIZED_LIFTED (p0 pos_margin, p1 neg_margin): loss_i = relu(LSE_P(sg (x - pos_margin))
+ *    + LSE_N(sg (neg_margin - x))) (gradient 0 at 0).
+ *  NEG_LSE (p1 neg_margin): loss_i = LSE_N(sg (neg_margin - x)), -INFINITY when N_i is empty
+ *    (the per-anchor negative term of LiftedStructureLoss); P is ignored.
+ * Writes losses (N) and dmat (N,M) = d losses_i / d x_ij (0 outside P_i and N_i). OpenMP over rows,
+ * every row independent: bitwise identical for any thread count. Vectorized row passes in three
+ * copies (generic / AVX2+FMA / AVX-512), picked like the SGEMM micro-kernel (me_gemm_kernel_id). */
+enum { ME_PAIRW_MULTI_SIMILARITY = 0, ME_PAIRW_CIRCLE = 1, ME_PAIRW_GENERALIZED_LIFTED = 2,
+       ME_PAIRW_NEG_LSE = 3 };
+void me_pairw_rows_forward(int kind, const float *mat, const int64_t *labels,
+                           const int64_t *ref_labels, const uint8_t *pos_mask,
+                           const uint8_t *neg_mask, float *losses, float *dmat, int64_t N,
+                           int64_t M, float p0, float p1, float p2, int exclude_self,
+                           int inverted);
+/* dlosses (N), dmat (N,M) in place: dmat[i, :] *= dlosses[i] (dL/dx from d losses_i / dx and
+ * dL/d losses_i, e.g. a reducer's weights). */
+void me_pairw_rows_backward(const float *dlosses, float *dmat, int64_t N, int64_t M);
 
 /* ---------------------------------------------- tuple_losses.c */
 /* Angular / Margin / TupletMargin / IntraPairVariance / VICReg */
+/* AngularLoss over P (anchor, positive) pairs. A (N,M), B (M,M), c (P), a (P) in [0,N), p (P) in
+ * [0,M), labels (N), ref_labels (M) -> losses (P) = log(1 + sum_{n: labels[a_k] != ref_labels[n]}
+ * exp(A[a_k,n] + B[p_k,n] - c_k)) (max-shifted, double accumulation). Pairs in parallel (static). */
+void me_angular_loss_forward(const float *A, const float *B, const float *c, const int64_t *a,
+                             const int64_t *p, const int64_t *labels, const int64_t *ref_labels,
+                             float *losses, int64_t N, int64_t M, int64_t P);
+/* Backward of sum_k dlosses_k losses_k: dA (N,M), dB (M,M), dc (P) overwritten. by_anchor (P) = the
+ * pair ids grouped by anchor, anchor_ptr (N+1) its CSR offsets; by_pos (P), pos_ptr (M+1) the same
+ * by positive. Rows of dA in parallel over anchors, rows of dB over positives, each row summed in
+ * CSR order: bitwise identical for any thread count. */
+void me_angular_loss_backward(const float *A, const float *B, const float *c, const int64_t *a,
+                              const int64_t *p, const int64_t *labels, const int64_t *ref_labels,
+                              const float *losses, const float *dlosses, const int64_t *by_anchor,
+                              const int64_t *anchor_ptr, const int64_t *by_pos, const int64_t *pos_ptr,
+                              float *dA, float *dB, float *dc, int64_t N, int64_t M, int64_t P);
 
 /* -------------------------------------------- ranking_losses.c */
 /* FastAP / Histogram / PNP / RankedList / DynamicSoftMargin / ThresholdConsistentMargin / Manifold */
+/* PNP smoothed ranks: sim (N,N) f32, labels (N,) -> rk (N,N) f64; backward drk (N,N) f64 -> dsim (N,N) f64 */
+void me_pnp_rank_forward(const float *sim, const int64_t *labels, double *rk, int64_t N, double anneal);
+void me_pnp_rank_backward(const double *drk, const float *sim, const int64_t *labels, double *dsim,
+                          int64_t N, double anneal);
+/* DynamicSoftMargin over all triplets of the labels: mat (N,M) f32 -> per-anchor histogram rows
+ * u_rows (N,nb) f64 and counts (N,); per-anchor loss_rows (N,) and by_bin_rows (N,nb) given cdf (nb);
+ * backward -> dmat (N,M) f32 given cdf, g_u (nb), with work (N,M) f64 scratch. */
+void me_dsm_triplet_hist(const float *mat, const int64_t *labels, const int64_t *ref_labels,
+                         int64_t N, int64_t M, int exclude_self, double min_val, double delta,
+                         int64_t nb, double momentum, double *u_rows, double *counts);
+void me_dsm_triplet_loss(const float *mat, const int64_t *labels, const int64_t *ref_labels,
+                         int64_t N, int64_t M, int exclude_self, double min_val, double delta,
+                         int64_t nb, const double *cdf, double *loss_rows, double *by_bin_rows);
+void me_dsm_triplet_backward(const float *mat, const int64_t *labels, const int64_t *ref_labels,
+                             int64_t N, int64_t M, int exclude_self, double min_val, double delta,
+                             int64_t nb, const double *cdf, const double *g_u, double scale,
+                             double momentum, float *dmat, double *work);
 
 /* ---------------------------------------------- proxy_losses.c */
 /* proxy and classifier losses (P2SGrad, NormalizedSoftmax, ArcFace, ...) */
+/* Workspace (floats) of me_p2sgrad_forward_backward: N*D + N*C + N. */
+int64_t me_p2sgrad_workspace_size(int64_t N, int64_t C, int64_t D);
+/* x (N,D), w (C,D), labels (N) int64 in [0,C) -> dx (N,D), dw (C,D) (overwritten), returns the loss
+ * 1/(N C) sum_ij (clamp(<x_i/max(|x_i|,1e-12), w_j>, -1, 1) - 1[j = y_i])^2 (P2SGrad). dw is the
+ * gradient with w held fixed. Three me_sgemm; ws: me_p2sgrad_workspace_size floats. */
+double me_p2sgrad_forward_backward(const float *x, const float *w, const int64_t *labels,
+                                   float *dx, float *dw, int64_t N, int64_t C, int64_t D, float *ws);
+/* logits (N,C), labels (N) int64 in [0,C) -> row_loss (N) double = logsumexp(s z_i) - s z_{i,y_i},
+ * dlogits (N,C) = grad_scale * s * (softmax(s z_i) - onehot(y_i)); returns sum(row_loss) in row
+ * order (s = scale). Rows in parallel (static), in double. */
+double me_softmax_xent_forward_backward(const float *logits, const int64_t *labels, double *row_loss,
+                                        float *dlogits, int64_t N, int64_t C, float scale,
+                                        float grad_scale);
+
+/* ---------------------------------------------------- mining.c */
+/* TripletMarginMiner / AngularMiner selection, two passes: *_count -> counts (N) int64 of selected
+ * triplets per anchor; the caller sets offsets (N+1) = [0, cumsum(counts)]; *_fill writes
+ * a, p, n (offsets[N]) int64 sorted by (a, p, n). Positives: ref_labels[p] == labels[a] (p != a when
+ * exclude_self); negatives: ref_labels[n] != labels[a]. Rows in parallel (static). */
+enum { ME_MINE_EVERY = 0, ME_MINE_ALL = 1, ME_MINE_HARD = 2, ME_MINE_SEMIHARD = 3, ME_MINE_EASY = 4 };
+/* mat (N,M) f32 distances (inverted=0) or similarities (inverted=1); tm = an - ap (ap - an), float32;
+ * kind ALL: tm <= margin, HARD: tm <= margin and tm <= 0, SEMIHARD: 0 < tm <= margin,
+ * EASY: tm > margin, EVERY: every triplet. */
+void me_triplet_mine_count(const float *mat, const int64_t *labels, const int64_t *ref_labels,
+                           int64_t N, int64_t M, int exclude_self, int kind, float margin,
+                           int inverted, int64_t *counts);
+void me_triplet_mine_fill(const float *mat, const int64_t *labels, const int64_t *ref_labels,
+                          int64_t N, int64_t M, int exclude_self, int kind, float margin,
+                          int inverted, const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n);
+/* x (N,D), r (M,D) f32; angle(a,p,n) = atan(|x_a - r_p + e| / (2 |r_n - (x_a + r_p)/2 + e|)), e = 1e-6,
+ * in double (sums in numpy's pairwise order); kept when angle > `angle` (radians). tri_offsets
+ * (N+1): prefix sum of each anchor's number of triplets (positives x negatives); keep
+ * (tri_offsets[N]) u8 <- 1 for the kept triplets in (p, n) order; row_stats (N,5) f64 per anchor
+ * over all its triplets: [count, finite count, sum, min, max] of the angles in degrees.
+ * work: 2*N*D doubles scratch. The fill pass reads keep (no angle recomputed). */
+void me_angular_mine_count(const float *x, const float *r, const int64_t *labels,
+                           const int64_t *ref_labels, int64_t N, int64_t M, int64_t D,
+                           int exclude_self, double angle, const int64_t *tri_offsets,
+                           uint8_t *keep, int64_t *counts, double *row_stats, double *work);
+void me_angular_mine_fill(const int64_t *labels, const int64_t *ref_labels, int64_t N, int64_t M,
+                          int exclude_self, const int64_t *tri_offsets, const uint8_t *keep,
+                          const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n);
 
 #ifdef __cplusplus
 }

@@ -1,2 +1,156 @@
-# NTXent / SupCon / NPairs / NCA / Instance (softmax over pairs): wrappers of src/engine_c/softmax_losses.c. numpy twin: mantissa_embed/_reference/_softmax.py
-# Declare the C functions here in a `cdef extern from "engine.h" nogil:` block.
+# NTXent / SupCon / NPairs / NCA / Instance (softmax over pairs): wrappers of src/engine_c/softmax_losses.c.
+# numpy twin: mantissa_embed/_reference/_softmax.py (same names, signatures, checks and messages).
+from libc.stdint cimport uint8_t
+from mantissa_embed._reference._softmax import (
+    REDUCTIONS as _SM_REDUCTIONS,
+    _check_common as _sm_common,
+    _check_reduction as _sm_reduction,
+    _check_temperature as _sm_temperature,
+    _check_lse as _sm_lse,
+)
+from mantissa_embed._validation import check_kernel_input as _sm_kin
+
+cdef extern from "engine.h" nogil:
+    double me_ntxent_all(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                         const float *weights, float *losses, float *dsim, int64_t N, int64_t M,
+                         float temperature, int exclude_self, int inverted, int reduction,
+                         double *stats)
+    double me_supcon_all(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                         const float *weights, float *losses, float *dsim, int64_t N, int64_t M,
+                         float temperature, int exclude_self, int inverted, int reduction,
+                         double *stats)
+    int64_t me_softmax_nll_forward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                   float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
+                                   float scale, int exclude_self, int inverted, double max_loss)
+    void me_softmax_nll_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                 const double *lse, const float *weights, float *dsim, int64_t N,
+                                 int64_t M, float scale, int exclude_self, int inverted)
+
+
+def _sm_pair_kernel(int which, sim, labels, ref_labels, temperature, exclude_self, inverted,
+                    reduction, weights, losses, grad):
+    sim, labels, ref_labels, exclude_self = _sm_common(sim, labels, ref_labels, exclude_self)
+    cdef float t = _sm_temperature(temperature)
+    N, M = sim.shape
+    wshape = (N, M) if which == 0 else (N,)
+    weights = _sm_reduction(reduction, weights, wshape)
+    cdef int red = _SM_REDUCTIONS[reduction]
+    cdef int excl = exclude_self, inv = bool(inverted)
+    dsim = np.zeros((N, M), dtype=np.float32) if grad else None
+    lout = np.zeros(wshape, dtype=np.float32) if losses else None
+    cdef double st[4]
+    st[0] = st[1] = st[2] = st[3] = 0.0
+    cdef double value = 0.0
+    cdef const float[:, ::1] sv
+    cdef const int64_t[::1] lv = labels
+    cdef const int64_t[::1] rv = ref_labels
+    cdef const float *wp = NULL
+    cdef float *lp = NULL
+    cdef float *gp = NULL
+    cdef const float[::1] w1
+    cdef const float[:, ::1] w2
+    cdef float[::1] l1
+    cdef float[:, ::1] l2
+    cdef float[:, ::1] gv
+    cdef int64_t n = N, m = M
+    if N > 0 and M > 0:
+        sv = sim
+        if weights is not None:
+            if which == 0:
+                w2 = weights
+                wp = &w2[0, 0]
+            else:
+                w1 = weights
+                wp = &w1[0]
+        if lout is not None:
+            if which == 0:
+                l2 = lout
+                lp = &l2[0, 0]
+            else:
+                l1 = lout
+                lp = &l1[0]
+        if dsim is not None:
+            gv = dsim
+            gp = &gv[0, 0]
+        with nogil:
+            if which == 0:
+                value = me_ntxent_all(&sv[0, 0], &lv[0], &rv[0], wp, lp, gp, n, m, t, excl, inv, red, st)
+            else:
+                value = me_supcon_all(&sv[0, 0], &lv[0], &rv[0], wp, lp, gp, n, m, t, excl, inv, red, st)
+    if which == 0:
+        stats = {"num_pos_pairs": int(st[1]), "num_neg_pairs": int(st[2]), "num_nonzero": int(st[3])}
+    else:
+        stats = {"num_pos_pairs": int(st[1]), "num_anchors": int(st[2]), "num_nonzero": int(st[3])}
+    return float(value), dsim, lout, stats
+
+
+def ntxent_all(sim, labels, ref_labels, temperature, exclude_self=False, inverted=True,
+               reduction="mean", weights=None, losses=False, grad=True):
+    """NTXentLoss over every pair the labels define, fused in C (parallel over anchor rows, one
+    log-sum-exp per row, no pair list). See :func:`mantissa_embed._reference.ntxent_all`
+    (same signature and results)."""
+    return _sm_pair_kernel(0, sim, labels, ref_labels, temperature, exclude_self, inverted,
+                           reduction, weights, losses, grad)
+
+
+def supcon_all(sim, labels, ref_labels, temperature, exclude_self=False, inverted=True,
+               reduction="avg_non_zero", weights=None, losses=False, grad=True):
+    """SupConLoss over every pair the labels define, fused in C. See
+    :func:`mantissa_embed._reference.supcon_all` (same signature and results)."""
+    return _sm_pair_kernel(1, sim, labels, ref_labels, temperature, exclude_self, inverted,
+                           reduction, weights, losses, grad)
+
+
+def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
+                        max_loss=np.inf):
+    """Row softmax negative log-likelihood (NCA / NPairs / Instance). See
+    :func:`mantissa_embed._reference.softmax_nll_forward`."""
+    sim, labels, ref_labels, exclude_self = _sm_common(sim, labels, ref_labels, exclude_self)
+    cdef float sc = _lc_float(scale, "scale")
+    cdef double ml = float(max_loss)
+    N, M = sim.shape
+    losses = np.zeros(N, dtype=np.float32)
+    lse = np.full((N, 2), -np.inf, dtype=np.float64)
+    valid = np.zeros(N, dtype=np.uint8)
+    if N == 0 or M == 0:
+        return losses, lse, valid.astype(bool)
+    cdef const float[:, ::1] sv = sim
+    cdef const int64_t[::1] lv = labels
+    cdef const int64_t[::1] rv = ref_labels
+    cdef float[::1] ov = losses
+    cdef double[:, ::1] ev = lse
+    cdef uint8_t[::1] vv = valid
+    cdef int64_t n = N, m = M
+    cdef int excl = exclude_self, inv = bool(inverted)
+    with nogil:
+        me_softmax_nll_forward(&sv[0, 0], &lv[0], &rv[0], &ov[0], &ev[0, 0], &vv[0], n, m, sc,
+                               excl, inv, ml)
+    return losses, lse, valid.astype(bool)
+
+
+def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
+                         inverted=True):
+    """Gradient of ``sum_i weights[i] * l_i`` w.r.t. ``sim``. See
+    :func:`mantissa_embed._reference.softmax_nll_backward`."""
+    sim, labels, ref_labels, exclude_self = _sm_common(sim, labels, ref_labels, exclude_self)
+    cdef float sc = _lc_float(scale, "scale")
+    N, M = sim.shape
+    lse = _sm_lse(lse, N)
+    weights = _sm_kin(weights, "weights", ndim=1)
+    if weights.shape != (N,):
+        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    dsim = np.zeros((N, M), dtype=np.float32)
+    if N == 0 or M == 0:
+        return dsim
+    cdef const float[:, ::1] sv = sim
+    cdef const int64_t[::1] lv = labels
+    cdef const int64_t[::1] rv = ref_labels
+    cdef const double[:, ::1] ev = lse
+    cdef const float[::1] wv = weights
+    cdef float[:, ::1] gv = dsim
+    cdef int64_t n = N, m = M
+    cdef int excl = exclude_self, inv = bool(inverted)
+    with nogil:
+        me_softmax_nll_backward(&sv[0, 0], &lv[0], &rv[0], &ev[0, 0], &wv[0], &gv[0, 0], n, m, sc,
+                                excl, inv)
+    return dsim

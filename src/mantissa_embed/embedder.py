@@ -12,6 +12,7 @@ import json
 import math
 import numbers
 import os
+import time
 import warnings
 import zipfile
 
@@ -133,6 +134,9 @@ class Embedder:
     loss_func, miner_func : the loss and miner objects in use (``miner_func`` may be None).
     history_ : dict
         ``{"loss": [mean batch loss of each epoch of the last fit]}``.
+    profile_ : dict or None
+        Where the last ``fit(..., profile=True)`` spent its time (see :meth:`fit`); None
+        otherwise. :meth:`profile_summary` prints it as a table.
     input_shape_ : tuple or None
         Per-sample image shape ``(C, H, W)`` seen by :meth:`fit` (None before).
     embed_dim_ : int or None
@@ -210,6 +214,7 @@ class Embedder:
         self.embed_dim_ = None
         self.fitted_ = False
         self.optimizer_ = None
+        self.profile_ = None
 
     # ------------------------------------------------------------------ construction helpers
     def _make_loss(self, loss, margin):
@@ -311,7 +316,7 @@ class Embedder:
             params += list(loss_params())
         return params
 
-    def fit(self, X, y, epochs=1, batch_size=64, lr=0.05, verbose=False, *, callback=None):
+    def fit(self, X, y, epochs=1, batch_size=64, lr=0.05, verbose=False, *, callback=None, profile=False):
         """Train the trunk by metric learning on images ``X`` with class labels ``y``.
 
         Parameters
@@ -330,11 +335,28 @@ class Embedder:
             Show a tqdm progress bar per epoch with the running loss.
         callback : callable or None, keyword-only, default None
             Called as ``callback(epoch, mean_loss)`` after every epoch (``epoch`` from 0).
+        profile : bool, keyword-only, default False
+            Time where the training goes: every layer's forward and backward, the miner, the
+            loss (its forward and backward are one call), the optimizer step and the batch
+            gathering, summed over the whole call (wall clock, ``time.perf_counter``). The
+            result is stored in :attr:`profile_` and :meth:`profile_summary` formats it.
+            Profiling does not change the numbers (same weights as an unprofiled fit); it
+            adds two clock reads per layer and step.
 
         Returns
         -------
         self
             ``history_["loss"]`` holds the mean batch loss of every epoch of this call.
+            With ``profile=True``, ``profile_`` is a dict::
+
+                {"epochs": int, "batches": int, "total_s": float,
+                 "layers": [{"index": int, "layer": str, "forward_s": float,
+                             "backward_s": float}, ...],          # one per trunk layer
+                 "miner_s": float, "loss_s": float, "optimizer_s": float,
+                 "data_s": float, "other_s": float}
+
+            (seconds; ``other_s`` = ``total_s`` minus everything else: Python bookkeeping
+            and the finiteness checks). ``profile_`` is None after a fit without profiling.
             Training continues from the current weights (a new ``fit`` does not reinitialize
             the trunk), with a fresh optimizer.
 
@@ -360,6 +382,8 @@ class Embedder:
             raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable(epoch, loss) or None, got {type(callback).__name__}")
+        if not isinstance(profile, (bool, np.bool_)):
+            raise TypeError(f"profile must be a bool, got {type(profile).__name__}")
         n_classes = np.unique(y).shape[0]
         if n_classes < 2:
             raise ValueError(f"y must contain at least 2 classes for metric learning, got {n_classes}")
@@ -379,6 +403,38 @@ class Embedder:
         self.optimizer_ = opt = self._make_optimizer(lr)
         xb = np.empty((batch_size,) + X.shape[1:], dtype=np.float32)
         self.history_ = {"loss": []}
+        self.profile_ = None
+        clock = time.perf_counter
+        prof = None
+        if profile:
+            prof = {"miner": 0.0, "loss": 0.0, "optimizer": 0.0, "data": 0.0, "batches": 0}
+            self.net._profile = [[0.0, 0.0] for _ in self.net.layers]
+            t_start = clock()
+        try:
+            self._fit_epochs(X, y, epochs, lr, sampler, n_batches, opt, xb, bar_ok=verbose, callback=callback,
+                             prof=prof, clock=clock)
+        finally:
+            layer_times = self.net._profile
+            self.net._profile = None
+        if profile:
+            total = clock() - t_start
+            layers = [{"index": i, "layer": layer._describe(), "forward_s": float(f), "backward_s": float(b)}
+                      for i, (layer, (f, b)) in enumerate(zip(self.net.layers, layer_times))]
+            known = sum(d["forward_s"] + d["backward_s"] for d in layers) + sum(
+                prof[k] for k in ("miner", "loss", "optimizer", "data"))
+            self.profile_ = {"epochs": epochs, "batches": prof["batches"], "total_s": float(total),
+                             "layers": layers, "miner_s": float(prof["miner"]), "loss_s": float(prof["loss"]),
+                             "optimizer_s": float(prof["optimizer"]), "data_s": float(prof["data"]),
+                             "other_s": float(max(total - known, 0.0))}
+        self.net.eval()
+        self.input_shape_ = tuple(X.shape[1:])
+        self.embed_dim_ = int(self.net.output_shape(self.input_shape_)[0])
+        self.fitted_ = True
+        return self
+
+    def _fit_epochs(self, X, y, epochs, lr, sampler, n_batches, opt, xb, bar_ok, callback, prof, clock):
+        """The training loop of :meth:`fit` (``prof``: a dict of accumulated seconds, or None)."""
+        verbose = bar_ok
         for epoch in range(epochs):
             total = 0.0
             batches = iter(sampler)
@@ -389,22 +445,42 @@ class Embedder:
                 bar = tqdm(batches, total=n_batches, desc=f"epoch {epoch + 1}/{epochs}", leave=True)
                 batches = bar
             for i, idx in enumerate(batches):
+                if prof is not None:
+                    t0 = clock()
                 xbi = xb[:idx.shape[0]]
                 np.take(X, idx, axis=0, out=xbi)
                 yb = y[idx]
+                if prof is not None:
+                    prof["data"] += clock() - t0
                 emb = self.net.forward(xbi)
                 if not np.isfinite(emb).all():  # X is finite: the weights diverged
                     raise FloatingPointError(
                         f"the embeddings became NaN/Inf at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
+                if prof is not None:
+                    t0 = clock()
                 tuples = None if self.miner_func is None else self.miner_func(emb, yb)
+                if prof is not None:
+                    t1 = clock()
+                    prof["miner"] += t1 - t0
                 out = self.loss_func(emb, yb, indices_tuple=tuples)
+                if prof is not None:
+                    prof["loss"] += clock() - t1
                 loss = float(out.loss)
                 if not np.isfinite(loss):
                     raise FloatingPointError(
                         f"the loss became {loss} at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
+                if prof is not None:
+                    t0 = clock()
                 opt.zero_grad()
+                if prof is not None:
+                    prof["optimizer"] += clock() - t0
                 self.net.backward(out.grad, need_dx=False)
+                if prof is not None:
+                    t0 = clock()
                 opt.step()
+                if prof is not None:
+                    prof["optimizer"] += clock() - t0
+                    prof["batches"] += 1
                 total += loss
                 if bar is not None:
                     bar.set_postfix(loss=f"{total / (i + 1):.4f}", refresh=False)
@@ -413,11 +489,31 @@ class Embedder:
             self.history_["loss"].append(total / n_batches)
             if callback is not None:
                 callback(epoch, self.history_["loss"][-1])
-        self.net.eval()
-        self.input_shape_ = tuple(X.shape[1:])
-        self.embed_dim_ = int(self.net.output_shape(self.input_shape_)[0])
-        self.fitted_ = True
-        return self
+
+    def profile_summary(self):
+        """A text table of :attr:`profile_` (the last ``fit(..., profile=True)``): seconds and
+        share of the total for every layer's forward and backward, the miner, the loss, the
+        optimizer, the batch gathering and the rest. Returns the string (print it).
+
+        Raises RuntimeError when no profiled fit has run.
+        """
+        p = getattr(self, "profile_", None)
+        if not p:
+            raise RuntimeError("no profile: call fit(X, y, profile=True) first")
+        total = p["total_s"] or 1e-12
+        rows = []
+        for d in p["layers"]:
+            rows.append((f"{d['index']}: {d['layer']} forward", d["forward_s"]))
+            rows.append((f"{d['index']}: {d['layer']} backward", d["backward_s"]))
+        rows += [("miner", p["miner_s"]), ("loss (forward + backward)", p["loss_s"]),
+                 ("optimizer (zero_grad + step)", p["optimizer_s"]), ("batch gathering", p["data_s"]),
+                 ("other (Python, checks)", p["other_s"])]
+        w = max(len(r[0]) for r in rows)
+        out = [f"{'where':<{w}}  {'seconds':>9}  {'share':>6}", "-" * (w + 19)]
+        out += [f"{name:<{w}}  {sec:>9.4f}  {100 * sec / total:>5.1f}%" for name, sec in rows]
+        out += ["-" * (w + 19),
+                f"{'total (' + str(p['epochs']) + ' epochs, ' + str(p['batches']) + ' batches)':<{w}}  {total:>9.4f}"]
+        return "\n".join(out)
 
     def _check_trunk_output(self, input_shape):
         out_shape = self.net.output_shape(tuple(input_shape))

@@ -276,12 +276,35 @@ def convert_to_triplets(indices_tuple, labels, ref_labels=None, t_per_anchor=100
 
 
 def convert_to_weights(indices_tuple, labels, dtype=np.float32, using_ref=False):
-    """Per-example weights: how often each batch index appears in ``indices_tuple``, divided by
-    the largest count (all ones when the tuple is None or empty). ``using_ref``: count anchors only."""
+    """Per-example weights from a mined tuple: how often each index of the batch occurs in
+    ``indices_tuple``, divided by the largest count.
+
+    ``labels`` (N,) only gives N. Returns (N,) ``dtype``: indices that never occur get 0; an
+    **empty** tuple gives all zeros (as the seed's mining-weights contract states; PML 2.9
+    returns ones there), and ``indices_tuple=None`` gives all ones (uniform). ``using_ref``:
+    count the anchors only. The weighted losses use PML's rule (ones for an empty tuple) through
+    :func:`_miner_weights`.
+    """
+    labels = np.asarray(labels)
+    weights = np.zeros(labels.shape[0], dtype=dtype)
+    if indices_tuple is None:
+        return weights + 1
+    if all(len(x) == 0 for x in indices_tuple):
+        return weights
+    return _occurrence_weights(indices_tuple, weights, dtype, using_ref)
+
+
+def _miner_weights(indices_tuple, labels, dtype=np.float32, using_ref=False):
+    """PML's ``convert_to_weights`` as its losses use it: like :func:`convert_to_weights`, but
+    all ones for an empty tuple as well as for None."""
     labels = np.asarray(labels)
     weights = np.zeros(labels.shape[0], dtype=dtype)
     if indices_tuple is None or all(len(x) == 0 for x in indices_tuple):
         return weights + 1
+    return _occurrence_weights(indices_tuple, weights, dtype, using_ref)
+
+
+def _occurrence_weights(indices_tuple, weights, dtype, using_ref):
     if using_ref:
         idx = get_anchors(indices_tuple)
     else:

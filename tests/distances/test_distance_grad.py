@@ -5,16 +5,11 @@ from hypothesis import given, settings, strategies as st
 
 from mantissa_embed._reference import _losses as T
 from mantissa_embed.distances import CosineSimilarity, DotProductSimilarity, LpDistance
+from _helpers import central_diff
 
 
 def _fd(f, x, h=1e-6):
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[idx] += h
-        xm[idx] -= h
-        g[idx] = (f(xp) - f(xm)) / (2 * h)
-    return g
+    return central_diff(f, x, h)
 
 
 def _emb(seed, n, d):

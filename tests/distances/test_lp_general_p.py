@@ -7,19 +7,14 @@ from hypothesis import assume, given, settings, strategies as st
 
 from mantissa_embed.distances import LpDistance
 from mantissa_embed.distances import _numpy_ops as O
+from _helpers import central_diff
 
 INF = float("inf")
 PS = [1, 1.5, 3, INF]
 
 
 def _fd(f, x, h=1e-6):
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[idx] += h
-        xm[idx] -= h
-        g[idx] = (f(xp) - f(xm)) / (2 * h)
-    return g
+    return central_diff(f, x, h)
 
 
 def _emb(seed, n, d):

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from mantissa_embed.losses import ContrastiveLoss
+from _helpers import central_diff
 
 BACKENDS = ["mantissa", "numpy"]
 H = 1e-6
@@ -41,13 +42,7 @@ def _brute(x, r, lab, rlab, same, pairs, pm, nm, check=None):
 
 
 def _fd(f, x):
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[idx] += H
-        xm[idx] -= H
-        g[idx] = (f(xp) - f(xm)) / (2 * H)
-    return g
+    return central_diff(f, x, H)
 
 
 def _batch(seed, n, d, kind):

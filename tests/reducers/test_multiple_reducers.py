@@ -42,8 +42,9 @@ def test_single_sub_loss_call_and_errors():
         MultipleReducers({}, default_reducer=1)
     with pytest.raises(ValueError, match="keys"):
         r({"pos_loss": {"losses": v}})
-    # inside a loss it refuses (the losses do not pass sub-loss names) instead of guessing
+    # inside a loss, each sub-loss gets the reducer of its name (see test_multiple_reducers_in_losses.py)
     x = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32)
-    with pytest.raises(ValueError, match="loss_name"):
-        losses.ContrastiveLoss(reducer=r)(x, np.arange(8) % 2)
+    out = losses.ContrastiveLoss(reducer=r)(x, np.arange(8) % 2)
+    assert out.terms["pos_loss"] == pytest.approx(
+        losses.ContrastiveLoss(reducer=SumReducer())(x, np.arange(8) % 2).terms["pos_loss"])
     assert isinstance(MultipleReducers({}).default_reducer, MeanReducer)

@@ -1,2 +1,363 @@
-"""numpy twins of src/engine_c/ranking_losses.c (FastAP / Histogram / PNP / RankedList / DynamicSoftMargin / ThresholdConsistentMargin / Manifold)."""
-__all__ = []
+"""numpy kernels of the ranking losses (FastAP / Histogram / PNP / RankedList / DynamicSoftMargin /
+ThresholdConsistentMargin / Manifold): forward values and explicit backwards over a distance or
+similarity matrix. Every function works in float64 and is O(N^2) in memory (PNP: O(N^2) per
+chunk of anchors); the loss classes in ``mantissa_embed.losses`` call them.
+
+The PNP pair/negative sum also has a C kernel (``engine.pnp_rank_forward`` /
+``pnp_rank_backward``, ``src/engine_c/ranking_losses.c``); the functions of the same name here
+are its numpy twins.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import check_kernel_input
+
+__all__ = [
+    "fast_ap_forward", "fast_ap_backward",
+    "histogram_density", "histogram_loss_forward_backward",
+    "ranked_list_forward", "ranked_list_backward",
+    "pnp_rank_forward", "pnp_rank_backward",
+    "dsm_triplet_hist", "dsm_triplet_loss", "dsm_triplet_backward",
+]
+
+
+# ------------------------------------------------------------------ shared argument checks
+def _check_square(sim, name):
+    sim = check_kernel_input(sim, name, ndim=2)
+    if sim.shape[0] != sim.shape[1]:
+        raise ValueError(f"{name} must be square (N, N), got shape {sim.shape}")
+    return sim
+
+
+def _check_labels_n(labels, name, n):
+    arr = np.asarray(labels)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _check_positive(v, name):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    return float(v)
+
+
+def _check_real(v, name):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {v!r}")
+    return float(v)
+
+
+def _check_f64(a, name, shape):
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be a float array, got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    return arr
+
+
+def _check_pnp(sim, labels, anneal):
+    sim = _check_square(sim, "sim")
+    labels = _check_labels_n(labels, "labels", sim.shape[0])
+    return sim, labels, _check_positive(anneal, "anneal")
+
+
+def _check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta):
+    mat = check_kernel_input(mat, "mat", ndim=2)
+    N, M = mat.shape
+    labels = _check_labels_n(labels, "labels", N)
+    ref_labels = _check_labels_n(ref_labels, "ref_labels", M)
+    if exclude_self and N != M:
+        raise ValueError(f"exclude_self needs a square mat, got shape {mat.shape}")
+    return mat, labels, ref_labels, bool(exclude_self), _check_real(min_val, "min_val"), _check_positive(delta, "delta")
+
+
+def _check_nb(num_bins):
+    if isinstance(num_bins, bool) or not isinstance(num_bins, numbers.Integral) or num_bins < 1:
+        raise ValueError(f"num_bins must be an int >= 1, got {num_bins!r}")
+    return int(num_bins)
+
+
+# ----------------------------------------------------------------------------------- FastAP
+def fast_ap_forward(mat, pos, neg, num_bins, histogram_max):
+    """FastAP per row (Cakir et al. 2019; PML's soft-binned formulation).
+
+    Parameters
+    ----------
+    mat : (N, N) float array, the distances.
+    pos, neg : (N, N) bool arrays, positive / negative pairs.
+    num_bins : int; histogram_max : float (the bins' centres are ``linspace(0, max, num_bins+1)``).
+
+    Returns ``(fastap (N,) float64, cache)``; rows without positives get 0.
+    """
+    d = np.asarray(mat, dtype=np.float64)
+    N = d.shape[0]
+    B = num_bins + 1
+    delta = histogram_max / num_bins
+    mids = np.linspace(0.0, histogram_max, B)
+    P = np.zeros((N, B))
+    Ng = np.zeros((N, B))
+    posf, negf = pos.astype(np.float64), neg.astype(np.float64)
+    for b in range(B):
+        pulse = np.maximum(1.0 - np.abs(d - mids[b]) / delta, 0.0)
+        P[:, b] = np.sum(pulse * posf, axis=1)
+        Ng[:, b] = np.sum(pulse * negf, axis=1)
+    C = np.cumsum(P, axis=1)
+    T = np.cumsum(P + Ng, axis=1)
+    hp = P * C
+    safe = (hp > 0) & (T > 0)
+    Ts = np.where(safe, T, 1.0)
+    h = np.where(safe, hp / Ts, 0.0)
+    npos = pos.sum(axis=1)
+    fa = np.where(npos > 0, h.sum(axis=1) / np.maximum(npos, 1), 0.0)
+    cache = (d, posf, negf, mids, delta, P, C, Ts, safe, npos)
+    return fa, cache
+
+
+def fast_ap_backward(dfa, cache):
+    """dL/d mat (N, N) float64 given ``dfa = dL / d fastap`` (N,)."""
+    d, posf, negf, mids, delta, P, C, Ts, safe, npos = cache
+    dh = np.where(safe, (np.asarray(dfa, dtype=np.float64) / np.maximum(npos, 1))[:, None], 0.0)
+    dP = dh * C / Ts
+    dC = dh * P / Ts
+    dT = -dh * P * C / (Ts * Ts)
+
+    def rcum(a):
+        return np.cumsum(a[:, ::-1], axis=1)[:, ::-1]
+
+    rT = rcum(dT)
+    dP = dP + rcum(dC) + rT
+    dNg = rT
+    dmat = np.zeros_like(d)
+    for b in range(len(mids)):
+        if not (dP[:, b].any() or dNg[:, b].any()):
+            continue
+        diff = d - mids[b]
+        inside = (1.0 - np.abs(diff) / delta) > 0
+        slope = np.where(inside, -np.sign(diff) / delta, 0.0)
+        dmat += slope * (dP[:, b:b + 1] * posf + dNg[:, b:b + 1] * negf)
+    return dmat
+
+
+# ------------------------------------------------------------------------------- Histogram
+def histogram_density(x, delta, n_nodes):
+    """Soft histogram of the values ``x`` (in [-1, 1]) on ``n_nodes`` nodes spaced ``delta`` from -1
+    (Ustinova & Lempitsky 2016). Returns ``(density (n_nodes,), r (len(x),) int)``; a value on the
+    last node (x = 1) goes to the last bin."""
+    x = np.asarray(x, dtype=np.float64)
+    r = np.floor((x + 1.0) / delta).astype(np.int64)
+    r = np.clip(r, 0, n_nodes - 2)
+    a = (x + 1.0 - r * delta) / delta
+    b = ((r + 1) * delta - 1.0 - x) / delta
+    dens = np.zeros(n_nodes)
+    np.add.at(dens, r + 1, a)
+    np.add.at(dens, r, b)
+    return dens / max(len(x), 1), r
+
+
+def histogram_loss_forward_backward(pos_vals, neg_vals, delta, n_nodes):
+    """Histogram loss ``sum_r p_neg[r] * cumsum(p_pos)[r]`` and its gradients w.r.t. the positive
+    and the negative similarities. Returns ``(loss, dpos (P,), dneg (Q,))``."""
+    p_pos, rp = histogram_density(pos_vals, delta, n_nodes)
+    p_neg, rn = histogram_density(neg_vals, delta, n_nodes)
+    phi = np.cumsum(p_pos)
+    loss = float(np.sum(p_neg * phi))
+    g_neg = phi                                  # dL / d p_neg
+    g_pos = np.cumsum(p_neg[::-1])[::-1]         # dL / d p_pos
+    dpos = (g_pos[rp + 1] - g_pos[rp]) / (delta * max(len(pos_vals), 1))
+    dneg = (g_neg[rn + 1] - g_neg[rn]) / (delta * max(len(neg_vals), 1))
+    return loss, dpos, dneg
+
+
+# ------------------------------------------------------------------------------ RankedList
+def ranked_list_forward(mat, labels, margin, alpha, Tp, Tn, imbalance):
+    """Ranked List loss per anchor (Wang et al. 2019, PML's RLL). ``mat`` (N, N) float.
+    Returns ``(losses (N,) float64, cache)``."""
+    d = np.asarray(mat, dtype=np.float64).copy()
+    N = d.shape[0]
+    np.fill_diagonal(d, 0.0)
+    y = labels[:, None] == labels[None, :]
+    nsel = ~y & (d < alpha)
+    np.fill_diagonal(y, False)
+    c = alpha - margin
+    psel = y & (d > c)
+    pstar = np.where(psel, d, 0.0)
+    nstar = np.where(nsel, d, 0.0)
+    pm = pstar > 0
+    nm = nstar > 0
+    wp = np.where(pm, np.exp(Tp * (np.where(pm, pstar, c) - c)), 0.0)
+    wn = np.where(nm, np.exp(Tn * (alpha - np.where(nm, nstar, alpha))), 0.0)
+    tp = wp * (pstar - c)
+    tn = wn * (alpha - nstar)
+    Sp = wp.sum(axis=1) + N * 1e-5
+    Sn = wn.sum(axis=1) + N * 1e-5
+    lp = tp.sum(axis=1) / Sp
+    ln = tn.sum(axis=1) / Sn
+    losses = (1.0 - imbalance) * lp + imbalance * ln
+    return losses, (pstar, nstar, pm, nm, wp, wn, Sp, Sn, lp, ln, c, alpha, Tp, Tn, imbalance)
+
+
+def ranked_list_backward(dlosses, cache):
+    """dL/d mat (N, N) float64 given ``dlosses`` (N,)."""
+    pstar, nstar, pm, nm, wp, wn, Sp, Sn, lp, ln, c, alpha, Tp, Tn, imbalance = cache
+    g = np.asarray(dlosses, dtype=np.float64)[:, None]
+    gp = g * (1.0 - imbalance)
+    gn = g * imbalance
+    # d(tp)/dP = Tp wp (P - c) + wp ; d(Sp)/dP = Tp wp
+    dP = gp * ((Tp * wp * (pstar - c) + wp) / Sp[:, None] - lp[:, None] * Tp * wp / Sp[:, None])
+    dN = gn * ((-Tn * wn * (alpha - nstar) - wn) / Sn[:, None] + ln[:, None] * Tn * wn / Sn[:, None])
+    dmat = np.where(pm, dP, 0.0) + np.where(nm, dN, 0.0)
+    np.fill_diagonal(dmat, 0.0)
+    return dmat
+
+
+# ------------------------------------------------------------------------------------- PNP
+_PNP_CHUNK = 1 << 22
+
+
+def _sig_clamped(z):
+    """PML's temperature sigmoid on ``z = diff / temp``: exponent clamped to [-50, 50]; returns
+    ``(y, dy/dz)`` (0 where the clamp is active)."""
+    e = -z
+    ec = np.clip(e, -50.0, 50.0)
+    y = 1.0 / (1.0 + np.exp(ec))
+    dy = np.where((e >= -50.0) & (e <= 50.0), y * (1.0 - y), 0.0)
+    return y, dy
+
+
+def pnp_rank_forward(sim, labels, anneal):
+    """``rk[i, j] = sum_{k: y_k != y_i} sigmoid((sim[i, k] - sim[i, j]) / anneal)`` (exponent clamped
+    to [-50, 50]) for every ``j`` with ``y_j == y_i`` (``j == i`` included); 0 elsewhere.
+
+    sim (N, N) float32, labels (N,) int -> rk (N, N) float64. Twin of ``engine.pnp_rank_forward``.
+    Raises ValueError / TypeError naming the argument."""
+    sim, lab, anneal = _check_pnp(sim, labels, anneal)
+    s = sim.astype(np.float64)
+    N = s.shape[0]
+    rk = np.zeros((N, N))
+    for i in range(N):
+        same = lab == lab[i]
+        jj = np.nonzero(same)[0]
+        kk = np.nonzero(~same)[0]
+        if len(kk) == 0:
+            continue
+        sj, sk = s[i, jj], s[i, kk]
+        step = max(1, _PNP_CHUNK // max(len(kk), 1))
+        for a in range(0, len(jj), step):
+            y, _ = _sig_clamped((sk[None, :] - sj[a:a + step, None]) / anneal)
+            rk[i, jj[a:a + step]] = y.sum(axis=1)
+    return rk
+
+
+def pnp_rank_backward(drk, sim, labels, anneal):
+    """Gradient of :func:`pnp_rank_forward`: drk (N, N) float64 (read where ``y_j == y_i``),
+    sim (N, N) float32, labels (N,) -> dsim (N, N) float64. Twin of ``engine.pnp_rank_backward``."""
+    sim, lab, anneal = _check_pnp(sim, labels, anneal)
+    N = sim.shape[0]
+    g = _check_f64(drk, "drk", (N, N))
+    s = sim.astype(np.float64)
+    ds = np.zeros((N, N))
+    for i in range(N):
+        same = lab == lab[i]
+        jj = np.nonzero(same & (g[i] != 0))[0]
+        kk = np.nonzero(~same)[0]
+        if len(kk) == 0 or len(jj) == 0:
+            continue
+        sj, sk, gj = s[i, jj], s[i, kk], g[i, jj]
+        step = max(1, _PNP_CHUNK // max(len(kk), 1))
+        for a in range(0, len(jj), step):
+            _, dy = _sig_clamped((sk[None, :] - sj[a:a + step, None]) / anneal)
+            w = dy * (gj[a:a + step, None] / anneal)
+            ds[i, kk] += w.sum(axis=0)
+            ds[i, jj[a:a + step]] -= w.sum(axis=1)
+    return ds
+
+
+# ------------------------------------------------------------------- DynamicSoftMargin
+def _dsm_anchor_blocks(mat, labels, ref_labels, exclude_self):
+    """Per anchor ``a``: (a, positive columns, negative columns, x (P, Q) float64)."""
+    m = mat.astype(np.float64)
+    cols = np.arange(mat.shape[1])
+    for a in range(mat.shape[0]):
+        pos = ref_labels == labels[a]
+        if exclude_self:
+            pos = pos & (cols != a)
+        pc = np.nonzero(pos)[0]
+        nc = np.nonzero(ref_labels != labels[a])[0]
+        if len(pc) == 0 or len(nc) == 0:
+            continue
+        yield a, pc, nc, m[a, pc][:, None] - m[a, nc][None, :]
+
+
+def dsm_triplet_hist(mat, labels, ref_labels, exclude_self, min_val, delta, num_bins, momentum):
+    """This batch's histogram contribution over all triplets (a, p, n) of the labels
+    (``x = mat[a, p] - mat[a, n]``, ``t = (x - min_val) / delta``, ``r = floor(t)``, ``f = t - r``:
+    ``momentum (1 - f)`` to bin ``r``, ``momentum f`` to bin ``r + 1``, bins outside ``[0, num_bins)``
+    dropped). mat (N, M) float32, labels (N,), ref_labels (M,) -> (u (num_bins,) float64, count int).
+    Twin of ``engine.dsm_triplet_hist``."""
+    mat, labels, ref_labels, exclude_self, min_val, delta = _check_dsm(mat, labels, ref_labels, exclude_self,
+                                                                      min_val, delta)
+    nb = _check_nb(num_bins)
+    momentum = _check_real(momentum, "momentum")
+    u = np.zeros(nb)
+    count = 0
+    for _, _, _, x in _dsm_anchor_blocks(mat, labels, ref_labels, exclude_self):
+        t = ((x - min_val) / delta).ravel()
+        fl = np.floor(t)
+        f = t - fl
+        r = fl.astype(np.int64)
+        ok0 = (r >= 0) & (r < nb)
+        ok1 = (r + 1 >= 0) & (r + 1 < nb)
+        u += np.bincount(r[ok0], weights=momentum * (1.0 - f[ok0]), minlength=nb)[:nb]
+        u += np.bincount(r[ok1] + 1, weights=momentum * f[ok1], minlength=nb)[:nb]
+        count += t.size
+    return u, count
+
+
+def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf):
+    """``(sum_x cdf[rc(x)] * x, by_bin)`` over all triplets, ``rc = clip(floor((x - min_val) / delta),
+    0, nb - 1)``, ``by_bin[r] = sum of x with rc(x) = r``. cdf (nb,) float64.
+    Twin of ``engine.dsm_triplet_loss``."""
+    mat, labels, ref_labels, exclude_self, min_val, delta = _check_dsm(mat, labels, ref_labels, exclude_self,
+                                                                      min_val, delta)
+    cdf = np.ascontiguousarray(cdf, dtype=np.float64)
+    nb = _check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
+    total = 0.0
+    by_bin = np.zeros(nb)
+    for _, _, _, x in _dsm_anchor_blocks(mat, labels, ref_labels, exclude_self):
+        x = x.ravel()
+        rc = np.clip(np.floor((x - min_val) / delta), 0, nb - 1).astype(np.int64)
+        total += float(np.sum(cdf[rc] * x))
+        by_bin += np.bincount(rc, weights=x, minlength=nb)
+    return total, by_bin
+
+
+def dsm_triplet_backward(mat, labels, ref_labels, exclude_self, min_val, delta, cdf, g_u, scale, momentum):
+    """dL/d mat (N, M) float32 with ``dL/dx = scale cdf[rc] + momentum (g_u[r+1] - g_u[r]) / delta``
+    (bins outside ``[0, nb)`` dropped), ``dmat[a, p] += dL/dx``, ``dmat[a, n] -= dL/dx``.
+    Twin of ``engine.dsm_triplet_backward``."""
+    mat, labels, ref_labels, exclude_self, min_val, delta = _check_dsm(mat, labels, ref_labels, exclude_self,
+                                                                      min_val, delta)
+    cdf = np.ascontiguousarray(cdf, dtype=np.float64)
+    nb = _check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
+    g_u = _check_f64(g_u, "g_u", (nb,))
+    scale, momentum = _check_real(scale, "scale"), _check_real(momentum, "momentum")
+    gpad = np.concatenate([g_u, [0.0]])
+    dmat = np.zeros(mat.shape)
+    for a, pc, nc, x in _dsm_anchor_blocks(mat, labels, ref_labels, exclude_self):
+        t = (x - min_val) / delta
+        r = np.floor(t).astype(np.int64)
+        rc = np.clip(r, 0, nb - 1)
+        g = scale * cdf[rc]
+        g = g + np.where((r + 1 >= 0) & (r + 1 < nb), momentum / delta * gpad[np.clip(r + 1, 0, nb)], 0.0)
+        g = g - np.where((r >= 0) & (r < nb), momentum / delta * gpad[np.clip(r, 0, nb)], 0.0)
+        dmat[a, pc] += g.sum(axis=1)
+        dmat[a, nc] -= g.sum(axis=0)
+    return dmat.astype(np.float32)

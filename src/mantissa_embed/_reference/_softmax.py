@@ -1,2 +1,272 @@
-"""numpy twins of src/engine_c/softmax_losses.c (NTXent / SupCon / NPairs / NCA / Instance (softmax over pairs))."""
-__all__ = []
+"""numpy twins of src/engine_c/softmax_losses.c (NTXent / SupCon / NPairs / NCA / Instance:
+softmax over pairs).
+
+Same names, signatures, checks and error messages as the wrappers in
+``mantissa_embed.engine`` (``_engine_softmax.pxi`` imports the checks from here). Written for
+clarity in float64 over the whole (N, M) matrix, not for speed or memory.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_float, check_kernel_input
+
+__all__ = ["ntxent_all", "supcon_all", "softmax_nll_forward", "softmax_nll_backward"]
+
+#: log(float32 tiny): PML adds ``torch.finfo(float32).tiny`` inside the log of NTXent's probability.
+LOG_TINY = float(np.log(np.float64(np.finfo(np.float32).tiny)))
+#: -log of the smallest positive probability float32 can hold (PML's NCA drops rows whose
+#: probability rounds to 0 in float32).
+NCA_MAX_LOSS = 150 * float(np.log(2.0))
+
+REDUCTIONS = {"mean": 0, "avg_non_zero": 1, "weights": 2}
+
+
+# -- checks shared with the engine wrappers ------------------------------------------------------
+def _check_sim(sim, name="sim"):
+    sim = check_kernel_input(sim, name, ndim=2)
+    return sim
+
+
+def _check_lab(lab, name, n):
+    if lab is None:
+        raise TypeError(f"{name} must be an int64 array, got None")
+    arr = np.asarray(lab)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _check_common(sim, labels, ref_labels, exclude_self):
+    sim = _check_sim(sim)
+    N, M = sim.shape
+    labels = _check_lab(labels, "labels", N)
+    ref_labels = _check_lab(ref_labels, "ref_labels", M)
+    exclude_self = bool(exclude_self)
+    if exclude_self and N != M:
+        raise ValueError(f"exclude_self needs a square matrix, got sim of shape {sim.shape}")
+    return sim, labels, ref_labels, exclude_self
+
+
+def _check_reduction(reduction, weights, shape):
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {tuple(REDUCTIONS)}, got {reduction!r}")
+    if reduction == "weights":
+        if weights is None:
+            raise ValueError('reduction="weights" needs weights')
+        weights = check_kernel_input(weights, "weights", ndim=len(shape))
+        if weights.shape != tuple(shape):
+            raise ValueError(f"weights must have shape {tuple(shape)}, got {weights.shape}")
+    else:
+        weights = None
+    return weights
+
+
+def _check_temperature(t, name="temperature"):
+    t = check_float(t, name)
+    if not t > 0:
+        raise ValueError(f"{name} must be > 0, got {t}")
+    return t
+
+
+def _masks(labels, ref_labels, exclude_self):
+    same = labels[:, None] == ref_labels[None, :]
+    keep = np.ones(same.shape, dtype=bool)
+    if exclude_self:
+        np.fill_diagonal(keep, False)
+    return same & keep, ~same, keep
+
+
+def _lse(z, mask):
+    """Row log-sum-exp of z over mask (-inf for an empty row), float64."""
+    zm = np.where(mask, z, -np.inf)
+    m = zm.max(axis=1, initial=-np.inf)
+    ms = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return ms + np.log(np.exp(zm - ms[:, None]).sum(axis=1)), m
+
+
+# -- NTXent ----------------------------------------------------------------------------------------
+def ntxent_all(sim, labels, ref_labels, temperature, exclude_self=False, inverted=True,
+               reduction="mean", weights=None, losses=False, grad=True):
+    """NTXentLoss over every pair the labels define (pytorch-metric-learning's NTXentLoss).
+
+    Parameters
+    ----------
+    sim : (N, M) float32
+        Similarities (``inverted=True``) or distances (``z = -sim / T`` then).
+    labels : (N,) int64; ref_labels : (M,) int64
+    temperature : float > 0
+    exclude_self : bool
+        Drop the pairs (i, i) (needs N == M).
+    reduction : {"mean", "avg_non_zero", "weights"}
+        Mean over the positive pairs, mean over the pairs with a loss > 0, or
+        ``sum(weights[i, j] * l_ij)`` (weights (N, M) float32, read at the positive pairs).
+    losses, grad : bool
+        Return the per-pair losses (N, M) (0 off the positive pairs) / ``d value / d sim``.
+
+    Returns
+    -------
+    (value: float, dsim (N, M) float32 or None, losses (N, M) float32 or None, stats: dict)
+        stats: ``num_pos_pairs``, ``num_neg_pairs``, ``num_nonzero``.
+
+    Each positive pair (i, j) charges ``-log(exp(z_ij) / (exp(z_ij) + sum_n exp(z_in)) + tiny)``
+    (n over the negatives of i, tiny = float32's smallest normal, as PML).
+
+    Raises
+    ------
+    TypeError / ValueError
+        Wrong dtypes or shapes, ``exclude_self`` with N != M, temperature <= 0, unknown reduction.
+    """
+    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    temperature = _check_temperature(temperature)
+    weights = _check_reduction(reduction, weights, sim.shape)
+    c = (1.0 if inverted else -1.0) / temperature
+    z = c * sim.astype(np.float64)
+    pos, neg, _ = _masks(labels, ref_labels, exclude_self)
+    L, _ = _lse(z, neg)
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = -np.logaddexp(0.0, L[:, None] - z)  # log of the positive's probability
+    x = np.where(pos, x, 0.0)
+    lmat = np.maximum(-np.logaddexp(x, LOG_TINY), 0.0) * pos
+    nz = pos & (lmat > 0)
+    if reduction == "weights":
+        g = np.where(pos, weights.astype(np.float64), 0.0)
+        den = 1.0
+    elif reduction == "avg_non_zero":
+        g = nz.astype(np.float64)
+        den = float(nz.sum())
+    else:
+        g = pos.astype(np.float64)
+        den = float(pos.sum())
+    value = float((g * lmat).sum() / den) if den > 0 else 0.0
+    stats = {"num_pos_pairs": int(pos.sum()), "num_neg_pairs": int(neg.sum()), "num_nonzero": int(nz.sum())}
+    dsim = None
+    if grad:
+        if den > 0:
+            g = g / den
+        else:
+            g = np.zeros_like(g)
+        w = np.exp(x - np.logaddexp(x, LOG_TINY))
+        omr = np.where(np.isfinite(L)[:, None], -np.expm1(x), 0.0)
+        d = np.where(pos, g * w * omr, 0.0)
+        B = d.sum(axis=1)
+        with np.errstate(invalid="ignore"):
+            q = np.where(neg, np.exp(z - L[:, None]), 0.0)
+        q = np.where(np.isfinite(q), q, 0.0)
+        dsim = ((-d + q * B[:, None]) * c).astype(np.float32)
+    return value, dsim, (lmat.astype(np.float32) if losses else None), stats
+
+
+# -- SupCon ----------------------------------------------------------------------------------------
+def supcon_all(sim, labels, ref_labels, temperature, exclude_self=False, inverted=True,
+               reduction="avg_non_zero", weights=None, losses=False, grad=True):
+    """SupConLoss over every pair the labels define (pytorch-metric-learning's SupConLoss).
+
+    Same arguments as :func:`ntxent_all`, except ``weights`` (N,) (one per anchor row) and
+    ``losses`` (N,). Row i charges ``logsumexp_{j pos or neg of i} z_ij - mean_{j pos of i} z_ij``
+    (0 when i has no positive); ``reduction="mean"`` divides by N.
+
+    Returns
+    -------
+    (value: float, dsim (N, M) float32 or None, losses (N,) float32 or None, stats: dict)
+        stats: ``num_pos_pairs``, ``num_anchors`` (rows with a positive), ``num_nonzero``.
+    """
+    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    temperature = _check_temperature(temperature)
+    N, M = sim.shape
+    weights = _check_reduction(reduction, weights, (N,))
+    c = (1.0 if inverted else -1.0) / temperature
+    z = c * sim.astype(np.float64)
+    pos, _, keep = _masks(labels, ref_labels, exclude_self)
+    npos = pos.sum(axis=1)
+    has = npos > 0
+    lse, _ = _lse(z, keep)
+    lse = np.where(has, lse, 0.0)
+    mean_pos = np.where(has, (z * pos).sum(axis=1) / np.maximum(npos, 1), 0.0)
+    lvec = np.where(has, lse - mean_pos, 0.0)
+    nz = lvec > 0
+    if reduction == "weights":
+        g = weights.astype(np.float64)
+        den = 1.0
+    elif reduction == "avg_non_zero":
+        g = nz.astype(np.float64)
+        den = float(nz.sum())
+    else:
+        g = np.ones(N)
+        den = float(N)
+    value = float((g * lvec).sum() / den) if den > 0 else 0.0
+    stats = {"num_pos_pairs": int(npos.sum()), "num_anchors": int(has.sum()), "num_nonzero": int(nz.sum())}
+    dsim = None
+    if grad:
+        g = g / den if den > 0 else np.zeros(N)
+        g = np.where(has, g, 0.0)
+        sm = np.where(keep & has[:, None], np.exp(np.where(keep, z, 0.0) - lse[:, None]), 0.0)
+        d = sm - pos / np.maximum(npos, 1)[:, None]
+        dsim = (g[:, None] * d * c).astype(np.float32)
+    return value, dsim, (lvec.astype(np.float32) if losses else None), stats
+
+
+# -- row softmax NLL (NCA, NPairs, Instance) -------------------------------------------------------
+def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
+                        max_loss=np.inf):
+    """Row softmax negative log-likelihood of the positives (NCA / NPairs / Instance).
+
+    ``z = scale * sim`` (``inverted``) or ``-scale * sim``; row i ranges over every j (j != i under
+    ``exclude_self``), its positives are the j with ``labels[i] == ref_labels[j]``, and
+    ``l_i = logsumexp_j z_ij - logsumexp_{j pos} z_ij = -log p_i``.
+
+    sim (N, M) float32, labels (N,), ref_labels (M,) int64 ->
+    ``(losses (N,) float32, lse (N, 2) float64, valid (N,) bool)``: ``lse`` holds the two
+    log-sum-exps (-inf when empty); ``valid`` is False for a row without a positive or whose
+    largest positive probability is below ``exp(-max_loss)`` (its loss is set to 0).
+    """
+    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    scale = check_float(scale, "scale")
+    max_loss = float(max_loss)
+    c = (1.0 if inverted else -1.0) * scale
+    z = c * sim.astype(np.float64)
+    pos, _, keep = _masks(labels, ref_labels, exclude_self)
+    la, _ = _lse(z, keep)
+    lp, mp = _lse(z, pos)
+    la = np.where(keep.any(axis=1), la, -np.inf)
+    lp = np.where(pos.any(axis=1), lp, -np.inf)
+    with np.errstate(invalid="ignore"):
+        valid = np.isfinite(lp) & (la - mp < max_loss)
+        losses = np.where(valid, np.maximum(la - lp, 0.0), 0.0)
+    return losses.astype(np.float32), np.stack([la, lp], axis=1), valid
+
+
+def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
+                         inverted=True):
+    """Gradient of ``sum_i weights[i] * l_i`` (see :func:`softmax_nll_forward`) w.r.t. ``sim``.
+
+    sim (N, M) float32, lse (N, 2) float64 (from the forward), weights (N,) float32 -> dsim (N, M).
+    """
+    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    scale = check_float(scale, "scale")
+    N, M = sim.shape
+    lse = _check_lse(lse, N)
+    weights = check_kernel_input(weights, "weights", ndim=1)
+    if weights.shape != (N,):
+        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    c = (1.0 if inverted else -1.0) * scale
+    z = c * sim.astype(np.float64)
+    pos, _, keep = _masks(labels, ref_labels, exclude_self)
+    la, lp = lse[:, 0], lse[:, 1]
+    ok = np.isfinite(lp) & (weights != 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = np.where(keep & ok[:, None], np.exp(z - np.where(ok, la, 0.0)[:, None]), 0.0)
+        b = np.where(pos & ok[:, None], np.exp(z - np.where(ok, lp, 0.0)[:, None]), 0.0)
+    return (weights.astype(np.float64)[:, None] * c * (a - b)).astype(np.float32)
+
+
+def _check_lse(lse, N):
+    arr = np.asarray(lse)
+    if arr.dtype != np.float64:
+        raise TypeError(f"lse must be float64 (from softmax_nll_forward), got {arr.dtype}")
+    if arr.shape != (N, 2):
+        raise ValueError(f"lse must have shape ({N}, 2), got {arr.shape}")
+    return np.ascontiguousarray(arr)

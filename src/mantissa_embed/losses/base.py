@@ -14,7 +14,8 @@ import numpy as np
 from .._validation import check_array, check_float, check_labels
 from ..backend import BACKENDS, get_backend
 from ..distances import BaseDistance, LpDistance
-from ..reducers import AvgNonZeroReducer, BaseReducer, MeanReducer
+from ..reducers import (AvgNonZeroReducer, BaseReducer, DivisorReducer, DoNothingReducer, MeanReducer,
+                        MultipleReducers)
 from ..utils import check_indices_tuple
 
 
@@ -34,12 +35,19 @@ class LossOutput:
         The sub-losses that sum to ``loss`` (PML's sub-loss names, e.g. ``pos_loss`` /
         ``neg_loss`` for ContrastiveLoss, ``loss`` for TripletMarginLoss, plus
         ``embedding_reg_loss`` with an embedding regularizer).
+    unreduced : dict or None
+        Only with a :class:`~mantissa_embed.reducers.DoNothingReducer` (alone or inside
+        :class:`~mantissa_embed.reducers.MultipleReducers`): PML's loss dict of the sub-losses it
+        received, ``{name: {"losses": (K,) float64 array (or 0), "indices": ..., "reduction_type":
+        ...}}``. ``loss`` is then the sum of those per-element losses and ``grad`` its gradient.
+        None otherwise.
     """
 
     loss: float
     grad: np.ndarray
     ref_grad: np.ndarray | None = None
     terms: dict = field(default_factory=dict)
+    unreduced: dict | None = None
 
     def __float__(self):
         return float(self.loss)
@@ -147,6 +155,7 @@ class BaseMetricLossFunction:
     def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
         batch = self._validate(embeddings, labels, indices_tuple, ref_emb, ref_labels)
         self.stats = {}
+        self._unreduced = {}
         terms, dq, dr = self.compute_loss(batch)
         terms = {k: float(v) for k, v in terms.items()}
         if self.embedding_regularizer is not None:
@@ -159,9 +168,18 @@ class BaseMetricLossFunction:
             terms["embedding_reg_loss"] = w * float(out.loss)
             dq = dq + np.float32(w) * g
         loss = float(sum(terms.values()))
+        unreduced = None
+        if _has_do_nothing(self.reducer):
+            unreduced = dict(self._unreduced)
+            for name in self.sub_loss_names():
+                if name not in unreduced and isinstance(_leaf_reducer(self.reducer, name), DoNothingReducer):
+                    v = terms.get(name, 0.0)
+                    unreduced[name] = {"losses": v if v != 0 else 0, "indices": None,
+                                       "reduction_type": "already_reduced"}
+        self._unreduced = {}
         return LossOutput(loss=loss, grad=np.ascontiguousarray(dq, dtype=np.float32),
                           ref_grad=None if dr is None else np.ascontiguousarray(dr, dtype=np.float32),
-                          terms=terms)
+                          terms=terms, unreduced=unreduced)
 
     forward = __call__
 
@@ -231,11 +249,61 @@ class BaseMetricLossFunction:
         dq, dr = self._zero_grads(batch)
         return {k: 0.0 for k in self._sub_loss_names()}, dq, dr
 
-    def _reduce_generic(self, losses, indices, reduction_type, batch):
-        value, dl = self.reducer(losses, indices, reduction_type, batch.emb, batch.labels)
+    def _reduce_generic(self, losses, indices, reduction_type, batch, loss_name=None, divisor=None):
+        """Reduce per-element ``losses`` with ``self.reducer``: ``(value, d value / d losses)``.
+
+        ``loss_name``: the sub-loss these losses belong to (PML's loss-dict key, e.g.
+        ``"pos_loss"``); it picks the reducer inside a :class:`MultipleReducers` and names the
+        entry recorded by a :class:`DoNothingReducer`. When None it is inferred: the only
+        sub-loss name of the loss, or ``pos_loss`` / ``neg_loss`` for "pos_pair" / "neg_pair"
+        reductions of a loss with those two sub-losses; otherwise a ``ValueError`` asks for it
+        (only when the reducer needs a name). ``divisor``: the divisor of a
+        :class:`DivisorReducer` (PML's ``"divisor"`` loss-dict entry); ignored by other reducers.
+        """
+        red = self.reducer
+        if isinstance(red, (MultipleReducers, DoNothingReducer)):
+            name = self._infer_loss_name(loss_name, reduction_type)
+            while isinstance(red, MultipleReducers):
+                red = red._get(name)
+            if isinstance(red, DoNothingReducer):
+                if getattr(self, "_unreduced", None) is None:
+                    self._unreduced = {}
+                rec = losses if np.isscalar(losses) else np.array(losses, dtype=np.float64)
+                if not np.isscalar(rec) and reduction_type == "already_reduced":
+                    rec = rec.reshape(-1)
+                self._unreduced[name] = {"losses": rec, "indices": indices, "reduction_type": reduction_type}
+        extra = {"divisor": divisor} if isinstance(red, DivisorReducer) else {}
+        value, dl = red(losses, indices, reduction_type, batch.emb, batch.labels, **extra)
         if dl is None:
             dl = np.zeros(np.shape(losses), dtype=np.float64)
         return value, dl
 
+    def _infer_loss_name(self, loss_name, reduction_type):
+        if loss_name is not None:
+            return loss_name
+        names = self._sub_loss_names()
+        if len(names) == 1:
+            return names[0]
+        if "pos_loss" in names and "neg_loss" in names and reduction_type in ("pos_pair", "neg_pair"):
+            return "pos_loss" if reduction_type == "pos_pair" else "neg_loss"
+        raise ValueError(f"{type(self).__name__}: cannot tell which sub-loss ({names}) a "
+                         f"{reduction_type!r} reduction belongs to; pass loss_name to _reduce_generic")
+
     def __repr__(self):
         return f"{type(self).__name__}()"
+
+
+def _leaf_reducer(reducer, name):
+    """The reducer that reduces sub-loss ``name`` (through nested MultipleReducers)."""
+    while isinstance(reducer, MultipleReducers):
+        reducer = reducer._get(name)
+    return reducer
+
+
+def _has_do_nothing(reducer):
+    """True when ``reducer`` is a DoNothingReducer or a MultipleReducers holding one."""
+    if isinstance(reducer, DoNothingReducer):
+        return True
+    if isinstance(reducer, MultipleReducers):
+        return any(_has_do_nothing(r) for r in list(reducer.reducers.values()) + [reducer.default_reducer])
+    return False

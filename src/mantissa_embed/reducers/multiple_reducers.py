@@ -28,9 +28,11 @@ class MultipleReducers(BaseReducer):
     TypeError
         ``reducers`` not a dict of str -> BaseReducer; ``default_reducer`` not a BaseReducer.
     ValueError
-        A per-sub-loss call without ``loss_name``: the losses of this package do not pass the
-        sub-loss name to their reducer yet, so ``ContrastiveLoss(reducer=MultipleReducers(...))``
-        raises this error instead of silently using one reducer for every sub-loss.
+        A per-sub-loss call without ``loss_name``.
+
+    Inside a loss (``ContrastiveLoss(reducer=MultipleReducers({"pos_loss": ..., "neg_loss": ...}))``)
+    the loss looks up the reducer of each sub-loss by its name (PML's behaviour), including the
+    ``"divisor"`` of a DivisorReducer; nested MultipleReducers are followed.
 
     Source: pytorch-metric-learning ``reducers/multiple_reducers.py``.
     """

@@ -1,0 +1,368 @@
+"""mantissa-embed vs PyTorch + pytorch-metric-learning (PML): the same jobs, alternated in one run.
+
+Jobs (each side does the same work; all float32, CPU, ``--threads`` threads on both sides):
+
+===================  ===========================================================================
+sgemm NxNxN          ``engine.sgemm`` vs ``torch.matmul(out=)``, N = ``--gemm-n`` (1024)
+conv2d fwd+bwd       small_cnn_embedder's second conv, Conv2D(16, 3, pad=1, act="relu") on
+                     (64, 8, 14, 14): forward, then backward to weights, bias and input;
+                     torch: ``relu(conv2d(x))`` + ``backward``
+maxpool fwd+bwd      MaxPool2D(2) on (64, 8, 28, 28), forward and backward
+TripletMarginLoss    all triplets, N = ``--loss-n`` (1024), D = 128, 16 classes, forward+backward
+ContrastiveLoss      all pairs, same batch, forward+backward
+semihard miner       ``TripletMarginMiner(margin=0.2, type_of_triplets="semihard")``, same batch
+embed 6000           the forward pass of small_cnn_embedder(16) over the 6,000 images, batches of 256
+retrieve 1k x 100k   embed 1,000 query images, then the 10 nearest of 100,000 L2-normalized
+                     gallery embeddings (torch: ``cdist`` + ``topk`` in chunks of 100 queries)
+fit 1 epoch          ``Embedder(small_cnn_embedder(16), loss="triplet", margin=0.1,
+                     miner="semihard")`` one epoch of 6,000 images, batch 64, lr 0.05, SGD, against
+                     the same network in torch trained with PML's ``TripletMarginLoss(0.1)`` on
+                     ``TripletMarginMiner(0.1, "semihard")`` triplets of class-balanced batches
+                     (m = 8 per class, the Embedder's rule). Each fit runs in its own subprocess
+                     (``--child``), which reports the time of the training loop and its peak RSS
+                     (``VmHWM``: the whole process, interpreter and imports included).
+===================  ===========================================================================
+
+Protocol: one untimed warm-up of every job on each side, then ``--repeats`` rounds; in every
+round each job runs once on each side, torch first then mantissa, so that a slow patch of the
+machine hits both. The table prints the medians (ms), the ratio of the medians torch /
+mantissa (**above 1: mantissa-embed is faster**) and the minimums. The fit rows also print the
+median peak RSS of each side's process and their ratio.
+
+Data: the MNIST test set (6,000 images stratified by class, see ``_torch_reference``) when its
+IDX files are in ``--data-dir`` / ``$MANTISSA_EMBED_DATA`` / ``/work/shared/data/mnist``,
+otherwise seeded synthetic 28x28 images (``suite/common.py``); the timings do not depend on
+the pixel values.
+
+Usage::
+
+    python benchmarks/compare_torch.py                       # 5 rounds, 2 threads, every job
+    python benchmarks/compare_torch.py --repeats 9 --threads 1
+    python benchmarks/compare_torch.py --jobs sgemm conv2d   # a subset (prefixes of job names)
+    python benchmarks/compare_torch.py --no-fit              # skip the fit subprocesses
+
+Without torch or pytorch-metric-learning the torch columns read "n/a" (mantissa side only);
+the script always exits 0 unless mantissa_embed itself fails.
+Run it on an otherwise idle machine (the script prints the load average at start and end).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import _torch_reference as R  # noqa: E402
+from suite.common import embeddings as make_embeddings  # noqa: E402
+from suite.common import synthetic_mnist  # noqa: E402
+
+N_IMAGES = 6000
+MARGIN = 0.1
+
+
+# --------------------------------------------------------------------------- data
+def load_data(data_dir, n=N_IMAGES):
+    """(X (n, 1, 28, 28) float32, y int64, source string)."""
+    try:
+        X, y = R.load_mnist(data_dir)
+        X, y = R.stratified_first(X, y, n)
+        return X, y, "MNIST test set (stratified first 6000)"
+    except (FileNotFoundError, OSError, ValueError):
+        X, y = synthetic_mnist(n)
+        return X, y, "synthetic 28x28 (MNIST files not found)"
+
+
+def have_torch():
+    try:
+        import pytorch_metric_learning  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- jobs
+def make_jobs(args, X, torch_ok):
+    """{name: (torch_fn or None, mantissa_fn)}, each fn runs the job once."""
+    from mantissa_embed import Embedder, engine, losses, miners, models
+    from mantissa_embed.layers import Conv2D, MaxPool2D
+
+    engine.set_num_threads(args.threads)
+    rng = np.random.default_rng(0)
+    jobs = {}
+    T = F = pml_l = pml_m = None
+    if torch_ok:
+        import torch
+        import torch.nn.functional as F
+        from pytorch_metric_learning import losses as pml_l
+        from pytorch_metric_learning import miners as pml_m
+
+        T = torch
+        torch.set_num_threads(args.threads)
+
+    def want(name):
+        return not args.jobs or any(name.startswith(j) for j in args.jobs)
+
+    n = args.gemm_n
+    name = f"sgemm {n}x{n}x{n}"
+    if want("sgemm"):
+        A = rng.standard_normal((n, n)).astype(np.float32)
+        B = rng.standard_normal((n, n)).astype(np.float32)
+        C = np.empty((n, n), np.float32)
+        tf = None
+        if T is not None:
+            At, Bt, Ct = T.from_numpy(A), T.from_numpy(B), T.from_numpy(np.empty_like(C))
+            tf = lambda: T.matmul(At, Bt, out=Ct)  # noqa: E731
+        jobs[name] = (tf, lambda A=A, B=B, C=C: engine.sgemm(A, B, C))
+
+    if want("conv2d"):
+        x = rng.standard_normal((64, 8, 14, 14)).astype(np.float32)
+        conv = Conv2D(16, 3, pad=1, act="relu")
+        conv.build((8, 14, 14), np.random.default_rng(0))
+        dy = rng.standard_normal((64, 16, 14, 14)).astype(np.float32)
+
+        def m_conv(conv=conv, x=x, dy=dy):
+            conv.forward(x)
+            conv.backward(dy)
+        tf = None
+        if T is not None:
+            tconv = T.nn.Conv2d(8, 16, 3, padding=1)
+
+            def tf(x=x, dyt=T.from_numpy(dy)):
+                xt = T.from_numpy(x).requires_grad_(True)
+                F.relu(tconv(xt)).backward(dyt)
+        jobs["conv2d fwd+bwd 64x8x14x14"] = (tf, m_conv)
+
+    if want("maxpool"):
+        x = rng.standard_normal((64, 8, 28, 28)).astype(np.float32)
+        pool = MaxPool2D(2)
+        pool.build((8, 28, 28), np.random.default_rng(0))
+        dy = rng.standard_normal((64, 8, 14, 14)).astype(np.float32)
+
+        def m_pool(pool=pool, x=x, dy=dy):
+            pool.forward(x)
+            pool.backward(dy)
+        tf = None
+        if T is not None:
+            def tf(x=x, dyt=T.from_numpy(dy)):
+                xt = T.from_numpy(x).requires_grad_(True)
+                F.max_pool2d(xt, 2).backward(dyt)
+        jobs["maxpool fwd+bwd 64x8x28x28"] = (tf, m_pool)
+
+    e, lab = make_embeddings(args.loss_n, 128)
+    for key, ours, theirs in (
+            ("TripletMarginLoss", losses.TripletMarginLoss(), pml_l and pml_l.TripletMarginLoss()),
+            ("ContrastiveLoss", losses.ContrastiveLoss(), pml_l and pml_l.ContrastiveLoss())):
+        if not want(key):
+            continue
+        tf = None
+        if theirs is not None:
+            labt = T.from_numpy(lab)
+
+            def tf(theirs=theirs):
+                xt = T.from_numpy(e).requires_grad_(True)
+                theirs(xt, labt).backward()
+        jobs[f"{key} N={args.loss_n}"] = (tf, lambda ours=ours: ours(e, lab))
+
+    if want("semihard"):
+        ours = miners.TripletMarginMiner(margin=0.2, type_of_triplets="semihard")
+        tf = None
+        if pml_m is not None:
+            theirs = pml_m.TripletMarginMiner(margin=0.2, type_of_triplets="semihard")
+            et, labt = T.from_numpy(e), T.from_numpy(lab)
+            tf = lambda: theirs(et, labt)  # noqa: E731
+        jobs[f"semihard miner N={args.loss_n}"] = (tf, lambda: ours(e, lab))
+
+    if want("embed") or want("retrieve"):
+        y_small = np.arange(640) % 10
+        emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", seed=0)
+        emb.fit(X[:640], y_small, epochs=1)
+        tmodel = None
+        if T is not None:
+            T.manual_seed(0)
+            tmodel = R.small_cnn_embedder(16).eval()
+        if want("embed"):
+            tf = None
+            if tmodel is not None:
+                tf = lambda: R.embed(tmodel, X, batch_size=256)  # noqa: E731
+            jobs[f"embed {len(X)}"] = (tf, lambda: emb.embed(X, batch_size=256))
+        if want("retrieve"):
+            G = rng.standard_normal((args.gallery, 16)).astype(np.float32)
+            G /= np.linalg.norm(G, axis=1, keepdims=True)
+            Q = X[:1000]
+            tf = None
+            if tmodel is not None:
+                Gt = T.from_numpy(G)
+
+                def tf():
+                    with T.no_grad():
+                        q = F.normalize(tmodel(T.from_numpy(Q)), dim=1)
+                        for s in range(0, q.shape[0], 100):
+                            T.cdist(q[s:s + 100], Gt).topk(10, dim=1, largest=False)
+            jobs[f"retrieve 1000 x {args.gallery}"] = (tf, lambda: emb.retrieve(Q, G, k=10))
+    return jobs
+
+
+# --------------------------------------------------------------------------- fit (subprocess)
+def peak_rss_mb():
+    """Peak resident set size of this process in MB: ``VmHWM`` of /proc/self/status (reset at
+    exec, unlike ``ru_maxrss``, which keeps the RSS of the forking parent), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0  # kB
+    except OSError:
+        pass
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / (1024.0 * 1024.0) if sys.platform == "darwin" else kb / 1024.0
+
+
+def child_fit(side, seed, threads, data_dir):
+    """Runs in a subprocess: one fit epoch, prints a JSON line {seconds, maxrss_mb, loss}."""
+    X, y, _ = load_data(data_dir)
+    m = R.default_m(64, len(np.unique(y)))
+    if side == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+        torch.manual_seed(seed)
+        recipe = R.Recipe(loss="triplet", margin=MARGIN, miner="semihard", sampler="mperclass", m=m,
+                          momentum=0.0, epochs=1, batch_size=64, lr=0.05)
+        model = R.small_cnn_embedder(16)
+        t = time.perf_counter()
+        hist = R.train(model, X, y, recipe, seed=seed)
+        dt = time.perf_counter() - t
+    else:
+        import mantissa_embed
+        from mantissa_embed import Embedder, models
+
+        mantissa_embed.set_num_threads(threads)
+        emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", margin=MARGIN,
+                       miner="semihard", seed=seed, m_per_class=m)
+        t = time.perf_counter()
+        emb.fit(X, y, epochs=1, batch_size=64, lr=0.05)
+        dt = time.perf_counter() - t
+        hist = emb.history_["loss"]
+    print(json.dumps({"seconds": dt, "maxrss_mb": peak_rss_mb(), "loss": float(hist[-1])}))
+
+
+def run_child(side, seed, args):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", side, "--seed", str(seed),
+           "--threads", str(args.threads)]
+    if args.data_dir:
+        cmd += ["--data-dir", args.data_dir]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(f"{side} fit failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------- main
+def _fmt(v, unit="ms"):
+    if v is None:
+        return "n/a"
+    return f"{v:.1f}" if unit == "MB" else (f"{v:.3f}" if v < 10 else f"{v:.1f}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--jobs", nargs="*", default=None,
+                   help="prefixes of the job names to run (sgemm conv2d maxpool TripletMarginLoss "
+                        "ContrastiveLoss semihard embed retrieve fit); default all")
+    p.add_argument("--no-fit", action="store_true", help="skip the fit subprocesses")
+    p.add_argument("--gemm-n", type=int, default=1024)
+    p.add_argument("--loss-n", type=int, default=1024)
+    p.add_argument("--gallery", type=int, default=100_000)
+    p.add_argument("--child", choices=("torch", "mantissa"), help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        child_fit(args.child, args.seed, args.threads, args.data_dir)
+        return 0
+
+    import mantissa_embed
+    from mantissa_embed import engine
+
+    torch_ok = have_torch()
+    X, _, source = load_data(args.data_dir)
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"load average at start {os.getloadavg()[0]:.2f}")
+    vers = f"mantissa_embed {mantissa_embed.__version__} (gemm kernel {engine.gemm_kernel_name()})"
+    if torch_ok:
+        import pytorch_metric_learning
+        import torch
+
+        vers += f", torch {torch.__version__}, pytorch-metric-learning {pytorch_metric_learning.__version__}"
+    else:
+        print("SKIPPED torch side: torch / pytorch-metric-learning not installed (mantissa side only)")
+    print(f"versions: {vers}, numpy {np.__version__}, python {platform.python_version()}")
+    print(f"threads={args.threads} repeats={args.repeats} data: {source}")
+
+    jobs = make_jobs(args, X, torch_ok)
+    times = {k: ([], []) for k in jobs}
+    for k, (tf, mf) in jobs.items():  # warm-up
+        if tf is not None:
+            tf()
+        mf()
+    do_fit = not args.no_fit and (not args.jobs or any("fit".startswith(j) or j == "fit" for j in args.jobs))
+    fit = {"torch": [], "mantissa": []}
+    for r in range(args.repeats):
+        for k, (tf, mf) in jobs.items():
+            if tf is not None:
+                t = time.perf_counter()
+                tf()
+                times[k][0].append((time.perf_counter() - t) * 1e3)
+            t = time.perf_counter()
+            mf()
+            times[k][1].append((time.perf_counter() - t) * 1e3)
+        if do_fit:
+            if torch_ok:
+                fit["torch"].append(run_child("torch", r, args))
+            fit["mantissa"].append(run_child("mantissa", r, args))
+        print(f"  round {r + 1}/{args.repeats} done", file=sys.stderr, flush=True)
+
+    med = lambda v: statistics.median(v) if v else None  # noqa: E731
+    hdr = (f"{'job':<30} | {'torch+PML median':>16} | {'mantissa median':>15} | {'ratio torch/mantissa':>20} "
+           f"| {'torch min':>9} | {'mantissa min':>12}")
+    print(hdr)
+    print("-" * len(hdr))
+    for k, (tt, mt) in times.items():
+        a, b = med(tt), med(mt)
+        ratio = f"{a / b:.2f}x" if a is not None else "n/a"
+        print(f"{k + ' (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
+              f"| {_fmt(min(tt) if tt else None):>9} | {_fmt(min(mt)):>12}")
+    if do_fit:
+        ts = [d["seconds"] * 1e3 for d in fit["torch"]]
+        ms = [d["seconds"] * 1e3 for d in fit["mantissa"]]
+        a, b = med(ts), med(ms)
+        ratio = f"{a / b:.2f}x" if a is not None else "n/a"
+        print(f"{f'fit 1 epoch x {N_IMAGES} (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
+              f"| {_fmt(min(ts) if ts else None):>9} | {_fmt(min(ms)):>12}")
+        rt = med([d["maxrss_mb"] for d in fit["torch"]])
+        rm = med([d["maxrss_mb"] for d in fit["mantissa"]])
+        ratio = f"{rt / rm:.2f}x" if rt is not None else "n/a"
+        print(f"{'fit peak RSS (MB)':<30} | {_fmt(rt, 'MB'):>16} | {_fmt(rm, 'MB'):>15} | {ratio:>20} |")
+        lt = med([d["loss"] for d in fit["torch"]])
+        lm = med([d["loss"] for d in fit["mantissa"]])
+        print(f"last-epoch mean loss (sanity): torch {lt if lt is None else round(lt, 4)}, "
+              f"mantissa {round(lm, 4)}")
+    print(f"load average at end {os.getloadavg()[0]:.2f} "
+          f"({'WARNING: busy machine, timings unreliable' if os.getloadavg()[0] > (os.cpu_count() or 1) else 'ok'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

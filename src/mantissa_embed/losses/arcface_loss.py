@@ -1,0 +1,58 @@
+"""ArcFaceLoss (Deng et al. 2019, "ArcFace: Additive Angular Margin Loss for Deep Face Recognition")."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .large_margin_softmax_loss import LargeMarginSoftmaxLoss
+
+__all__ = ["ArcFaceLoss"]
+
+
+class ArcFaceLoss(LargeMarginSoftmaxLoss):
+    r"""Softmax cross-entropy with an additive angular margin on the target class.
+
+    .. math::
+        z_{ij} = s \begin{cases} \cos(\theta_{i,y_i} + m) & j = y_i,\ \theta \le \pi - m \\
+        \cos\theta_{i,y_i} - m \sin m & j = y_i,\ \theta > \pi - m \\ \cos\theta_{ij} & j \ne y_i \end{cases}
+
+    ``margin`` is given in degrees (stored in radians in ``self.margin``, as PML), ``s`` =
+    ``scale``. Where a target cosine is exactly +-1 the derivative of the angle is taken as 0
+    (torch gives NaN there).
+
+    Parameters
+    ----------
+    num_classes, embedding_size : int >= 1
+    margin : float, default 28.6 (degrees)
+    scale : float, default 64
+    other keyword arguments: see :class:`LargeMarginSoftmaxLoss`.
+
+    Attributes
+    ----------
+    W : Parameter, shape (embedding_size, num_classes), initialized N(0, 1).
+
+    Source: pytorch-metric-learning ``losses/arcface_loss.py``; arXiv:1801.07698.
+    """
+
+    def __init__(self, num_classes, embedding_size, margin=28.6, scale=64, **kwargs):
+        super().__init__(num_classes, embedding_size, margin=margin, scale=scale, **kwargs)
+
+    def init_margin(self):
+        self.margin = math.radians(self.margin)
+
+    def _modify64(self, c):
+        m = self.margin
+        inside = (c >= -1.0) & (c <= 1.0)
+        cc = np.clip(c, -1.0, 1.0)
+        theta = np.arccos(cc)
+        s = np.sqrt(np.maximum(1.0 - cc * cc, 0.0))
+        dtheta = np.where(inside & (s > 0), -1.0 / np.where(s > 0, s, 1.0), 0.0)
+        use = theta <= math.pi - m
+        val = np.where(use, np.cos(theta + m), np.cos(theta) - m * math.sin(m))
+        der = np.where(use, -np.sin(theta + m), -np.sin(theta)) * dtheta
+        return val, der
+
+    def _scale64(self, logits, x, W):
+        f = self.scale
+        return logits * f, (lambda d: (d * f, 0.0, 0.0))

@@ -1,0 +1,93 @@
+"""IntraPairVarianceLoss (Kim et al. 2019), pytorch-metric-learning's formulation."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import utils
+from .._validation import check_float
+from ..distances import CosineSimilarity
+from .generic_pair_loss import GenericPairLoss
+
+
+class IntraPairVarianceLoss(GenericPairLoss):
+    """Penalizes positive (negative) pairs that deviate from the mean positive (negative) pair.
+
+    ``IntraPairVarianceLoss(pos_eps=0.01, neg_eps=0.01, distance=None, reducer=None,
+    embedding_regularizer=None, embedding_reg_weight=1, backend="mantissa")``
+
+    With a similarity ``s`` (default ``CosineSimilarity()``), ``mu_p`` / ``mu_n`` the mean over
+    the positive / negative pairs (every pair of the labels, or those of an ``indices_tuple``)::
+
+        pos_loss(a, p) = [(1 - pos_eps) mu_p - s_ap]+ ** 2
+        neg_loss(a, n) = [s_an - (1 + neg_eps) mu_n]+ ** 2
+
+    With a distance ``d`` (``is_inverted`` False) the roles swap:
+    ``[d_ap - (1 + pos_eps) mu_p]+ ** 2`` and ``[(1 - neg_eps) mu_n - d_an]+ ** 2``. Each kind is
+    reduced on its own (default ``MeanReducer``; the gradient flows through the means too) and
+    the results summed: ``terms = {"pos_loss", "neg_loss"}``. As in PML, when every array of the
+    pair tuple has at most one element the loss is 0.
+
+    Shapes: ``embeddings`` (N, D), ``labels`` (N,), ``ref_emb`` (M, D), ``ref_labels`` (M,).
+
+    References: B. Yu, D. Tao, "Deep Metric Learning with Tuplet Margin Loss", ICCV 2019 (the
+    intra-pair variance term); pytorch-metric-learning ``losses/intra_pair_variance_loss.py``.
+
+    Parameters
+    ----------
+    pos_eps : float, default 0.01
+    neg_eps : float, default 0.01
+    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
+        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
+
+    Raises
+    ------
+    TypeError / ValueError
+        Non-numeric or non-finite eps; bad call inputs (see the base class).
+    """
+
+    def __init__(self, pos_eps=0.01, neg_eps=0.01, **kwargs):
+        self.pos_eps = check_float(pos_eps, "pos_eps")
+        self.neg_eps = check_float(neg_eps, "neg_eps")
+        super().__init__(**kwargs)
+
+    def get_default_distance(self):
+        return CosineSimilarity(backend=self.backend)
+
+    def _sub_loss_names(self):
+        return ["pos_loss", "neg_loss"]
+
+    def pair_loss_all(self, mat, batch):
+        pairs = utils.get_all_pairs_indices(batch.labels, None if batch.same else batch.ref_labels)
+        return self.pair_loss(mat, pairs, batch)
+
+    def _part(self, mat, i, j, eps, increase, name, rtype, batch, dmat):
+        if len(i) == 0:
+            return 0.0
+        s = mat[i, j].astype(np.float64)
+        mu = s.mean()
+        k = len(s)
+        if increase:
+            v = (1 - eps) * mu - s
+            dv_dmu, dv_ds = (1 - eps), -1.0
+        else:
+            v = s - (1 + eps) * mu
+            dv_dmu, dv_ds = -(1 + eps), 1.0
+        r = np.maximum(v, 0.0)
+        value, dl = self._reduce_generic(r * r, (i, j), rtype, batch, loss_name=name)
+        g = np.asarray(dl, dtype=np.float64) * 2.0 * r
+        ds = dv_ds * g + dv_dmu * g.sum() / k
+        M = mat.shape[1]
+        dmat += np.bincount(i * M + j, weights=ds, minlength=mat.size).reshape(mat.shape)
+        return value
+
+    def pair_loss(self, mat, pairs, batch):
+        a1, p, a2, n = pairs
+        inv = self.distance.is_inverted
+        dmat = np.zeros(mat.shape, dtype=np.float64)
+        pos = self._part(mat, a1, p, self.pos_eps, inv, "pos_loss", "pos_pair", batch, dmat)
+        neg = self._part(mat, a2, n, self.neg_eps, not inv, "neg_loss", "neg_pair", batch, dmat)
+        return {"pos_loss": pos, "neg_loss": neg}, dmat.astype(np.float32)
+
+    def __repr__(self):
+        return (f"IntraPairVarianceLoss(pos_eps={self.pos_eps}, neg_eps={self.neg_eps}, "
+                f"distance={self.distance!r}, reducer={self.reducer!r})")

@@ -1,0 +1,142 @@
+"""MultipleLosses (pytorch-metric-learning): a weighted sum of losses, each with its own miner."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .base import LossOutput
+
+
+class MultipleLosses:
+    """Weighted sum of several losses on the same batch.
+
+    ``MultipleLosses(losses, miners=None, weights=None)``
+
+    - ``losses``: a list (or tuple) of losses, or a dict name -> loss. A loss is any callable
+      ``loss(embeddings, labels, indices_tuple, ...) -> LossOutput`` (every loss of this package).
+    - ``miners``: optional; a list of the same length (``None`` entries: no miner for that loss)
+      or a dict whose keys are a subset of the losses' keys. A loss with a miner gets
+      ``miner(embeddings, labels)`` as its ``indices_tuple`` (passing an ``indices_tuple`` too is
+      an error, as PML).
+    - ``weights``: optional; a list of the same length, or a dict with exactly the losses' keys;
+      default 1 for every loss.
+
+    ``out = loss_func(embeddings, labels=None, indices_tuple=None, *, ref_emb=None, ref_labels=None)``
+    returns a :class:`LossOutput` with ``loss = sum_i w_i loss_i``, ``grad = sum_i w_i grad_i``,
+    ``ref_grad`` likewise (None without ``ref_emb``), and ``terms`` the weighted terms of each
+    loss, keyed ``"{key}/{term}"`` (key: the dict key or the list index), so they still sum to
+    ``loss``. ``ref_emb`` / ``ref_labels`` are a mantissa-embed addition (PML's MultipleLosses
+    takes none), passed on to every loss and miner. Learnable parameters of the losses (e.g. a
+    MarginLoss beta) receive ``w_i`` times their gradient; :meth:`parameters` lists them all.
+
+    Source: pytorch-metric-learning ``losses/multiple_losses.py``.
+
+    Raises
+    ------
+    TypeError
+        ``losses`` not a list/tuple/dict of callables; ``miners`` / ``weights`` of the wrong
+        container type; non-numeric weights.
+    ValueError
+        Length or key mismatches; an ``indices_tuple`` together with miners.
+    """
+
+    def __init__(self, losses, miners=None, weights=None):
+        self.is_dict = isinstance(losses, dict)
+        if not self.is_dict and not isinstance(losses, (list, tuple)):
+            raise TypeError(f"losses must be a list or a dict of losses, got {type(losses).__name__}")
+        if len(losses) == 0:
+            raise ValueError("losses must not be empty")
+        self.losses = dict(losses) if self.is_dict else list(losses)
+        for k, f in self._items(self.losses):
+            if not callable(f):
+                raise TypeError(f"losses[{k!r}] must be a callable loss, got {type(f).__name__}")
+        if miners is not None:
+            self._check_container(miners, "miners", match_all_keys=False)
+            miners = dict(miners) if self.is_dict else list(miners)
+            for k, m in self._items(miners):
+                if m is not None and not callable(m):
+                    raise TypeError(f"miners[{k!r}] must be a callable miner or None, got {type(m).__name__}")
+        self.miners = miners
+        if weights is None:
+            weights = {k: 1 for k in self.losses} if self.is_dict else [1] * len(self.losses)
+        else:
+            self._check_container(weights, "weights", match_all_keys=True)
+        for k, w in self._items(weights):
+            if isinstance(w, bool) or not isinstance(w, numbers.Real) or not np.isfinite(w):
+                raise TypeError(f"weights[{k!r}] must be a finite number, got {w!r}")
+        self.weights = dict(weights) if self.is_dict else list(weights)
+
+    @staticmethod
+    def _items(x):
+        return x.items() if isinstance(x, dict) else enumerate(x)
+
+    def _check_container(self, x, name, match_all_keys):
+        if self.is_dict:
+            if not isinstance(x, dict):
+                raise TypeError(f"{name} must be a dict like losses, got {type(x).__name__}")
+            keys, lkeys = set(x), set(self.losses)
+            if match_all_keys and keys != lkeys:
+                raise ValueError(f"{name} must have exactly the keys of losses {sorted(map(str, lkeys))}")
+            if not match_all_keys and not keys <= lkeys:
+                raise ValueError(f"{name} has keys that are not in losses: {sorted(map(str, keys - lkeys))}")
+        else:
+            if not isinstance(x, (list, tuple)):
+                raise TypeError(f"{name} must be a list like losses, got {type(x).__name__}")
+            if len(x) != len(self.losses):
+                raise ValueError(f"{name} must have {len(self.losses)} entries (one per loss), got {len(x)}")
+
+    def parameters(self):
+        """The learnable Parameters of every loss (in order, without duplicates)."""
+        out, seen = [], set()
+        for _, f in self._items(self.losses):
+            for p in (f.parameters() if hasattr(f, "parameters") else []):
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    out.append(p)
+        return out
+
+    def _miner(self, k):
+        if not self.miners:
+            return None
+        if self.is_dict:
+            return self.miners.get(k)
+        return self.miners[k]
+
+    def __call__(self, embeddings, labels=None, indices_tuple=None, *, ref_emb=None, ref_labels=None):
+        if self.miners and indices_tuple is not None:
+            raise ValueError("indices_tuple must be None when MultipleLosses has miners")
+        total, grad, ref_grad, terms, unreduced = 0.0, None, None, {}, None
+        for k, f in self._items(self.losses):
+            w = float(self.weights[k])
+            it = indices_tuple
+            miner = self._miner(k)
+            if miner is not None:
+                it = miner(embeddings, labels, ref_emb, ref_labels)
+            params = f.parameters() if hasattr(f, "parameters") else []
+            before = [p.grad.copy() for p in params]
+            kw = {} if ref_emb is None and ref_labels is None else {"ref_emb": ref_emb, "ref_labels": ref_labels}
+            out = f(embeddings, labels, it, **kw)
+            for p, b in zip(params, before):
+                if w != 1.0:
+                    p.grad[...] = b + np.float32(w) * (p.grad - b)
+            total += w * float(out.loss)
+            g = np.float32(w) * out.grad
+            grad = g if grad is None else grad + g
+            if out.ref_grad is not None:
+                rg = np.float32(w) * out.ref_grad
+                ref_grad = rg if ref_grad is None else ref_grad + rg
+            for name, v in out.terms.items():
+                terms[f"{k}/{name}"] = w * float(v)
+            if getattr(out, "unreduced", None) is not None:
+                unreduced = unreduced or {}
+                for name, v in out.unreduced.items():
+                    unreduced[f"{k}/{name}"] = v
+        return LossOutput(loss=total, grad=np.ascontiguousarray(grad, dtype=np.float32),
+                          ref_grad=None if ref_grad is None else np.ascontiguousarray(ref_grad, dtype=np.float32),
+                          terms=terms, unreduced=unreduced)
+
+    forward = __call__
+
+    def __repr__(self):
+        return f"MultipleLosses(losses={self.losses!r}, weights={self.weights!r})"

@@ -1,0 +1,123 @@
+"""NTXentLoss (Chen et al. 2020, "SimCLR"; Sohn 2016), pytorch-metric-learning's formulation."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import utils
+from .._reference._softmax import LOG_TINY, _check_temperature
+from ..distances import CosineSimilarity
+from .generic_pair_loss import GenericPairLoss
+
+
+class NTXentLoss(GenericPairLoss):
+    """Normalized temperature-scaled cross-entropy (the SimCLR / InfoNCE loss) over pairs.
+
+    ``NTXentLoss(temperature=0.07, distance=None, reducer=None, embedding_regularizer=None,
+    embedding_reg_weight=1, backend="mantissa")``
+
+    Every positive pair (a, p) is a softmax classification of p among {p} and the negatives of
+    ``a`` (the pairs (a, n) with another label)::
+
+        l_ap = -log( exp(s_ap / T) / (exp(s_ap / T) + sum_n exp(s_an / T)) + tiny )
+
+    with ``s`` the similarity (default ``CosineSimilarity()``; with a distance, ``s = -d``),
+    ``T = temperature`` and ``tiny`` float32's smallest normal number (as PML). The default
+    reducer, ``MeanReducer``, averages over the positive pairs: ``terms = {"loss"}``. A positive
+    pair whose anchor has no negative charges 0; no positive or no negative pair at all: loss 0.
+
+    - No ``indices_tuple``: every pair the labels define, in one fused engine pass over the
+      (N, M) similarity matrix (parallel over anchor rows, one log-sum-exp per row; no pair
+      list, nothing of size N*M*M), which also returns ``dL/d sim``; the distance object
+      takes the gradient back to the embeddings. ``MeanReducer`` and ``AvgNonZeroReducer`` are
+      fused; any other reducer gets the per-pair losses (in PML's row-major pair order,
+      indices ``(a1, p)``, reduction type ``"pos_pair"``).
+    - ``indices_tuple``: pairs ``(a1, p, a2, n)`` (or triplets ``(a, p, n)`` read as
+      ``(a, p, a, n)``); the negatives of a positive pair are the given pairs (a2, n) with
+      ``a2 == a1`` (repeats count as often as they appear). As in PML, when every array of the
+      tuple has at most one element the loss is 0.
+
+    References: T. Chen, S. Kornblith, M. Norouzi, G. Hinton, "A Simple Framework for
+    Contrastive Learning of Visual Representations", ICML 2020; K. Sohn, "Improved Deep Metric
+    Learning with Multi-class N-pair Loss Objective", NeurIPS 2016; pytorch-metric-learning
+    ``losses/ntxent_loss.py``.
+
+    Parameters
+    ----------
+    temperature : float > 0, default 0.07
+    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
+        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
+
+    Input: embeddings (N, D), labels (N,) int (see the base class for ``indices_tuple``,
+    ``ref_emb`` (M, D), ``ref_labels`` (M,)). Output: :class:`LossOutput` with ``grad`` (N, D)
+    and ``ref_grad`` (M, D) or None.
+
+    Raises
+    ------
+    TypeError / ValueError
+        Non-numeric or non-positive temperature; bad call inputs (see the base class).
+    """
+
+    def __init__(self, temperature=0.07, **kwargs):
+        self.temperature = _check_temperature(temperature)
+        super().__init__(**kwargs)
+
+    def get_default_distance(self):
+        return CosineSimilarity(backend=self.backend)
+
+    def pair_loss_all(self, mat, batch):
+        n_pos, n_neg = utils._count_pairs(batch.labels, batch.ref_labels, batch.same)
+        if n_pos == 0 or n_neg == 0:
+            return {"loss": 0.0}, np.zeros(mat.shape, dtype=np.float32)
+        eng = self.engine
+        kw = dict(exclude_self=batch.same, inverted=self.distance.is_inverted)
+        mode = self._fused_mode()
+        if mode is not None:
+            value, dmat, _, st = eng.ntxent_all(mat, batch.labels, batch.ref_labels, self.temperature,
+                                                reduction=mode, **kw)
+        else:
+            _, _, lmat, st = eng.ntxent_all(mat, batch.labels, batch.ref_labels, self.temperature,
+                                            losses=True, grad=False, **kw)
+            a1, p, _, _ = utils.get_all_pairs_indices(batch.labels, None if batch.same else batch.ref_labels)
+            value, dl = self._reduce_generic(lmat[a1, p], (a1, p), "pos_pair", batch)
+            w = np.zeros(mat.shape, dtype=np.float32)
+            w[a1, p] = dl
+            _, dmat, _, _ = eng.ntxent_all(mat, batch.labels, batch.ref_labels, self.temperature,
+                                           reduction="weights", weights=w, **kw)
+        self.stats = st
+        return {"loss": value}, dmat
+
+    def pair_loss(self, mat, pairs, batch):
+        a1, p, a2, n = pairs
+        if len(a1) == 0 or len(a2) == 0:
+            return {"loss": 0.0}, np.zeros(mat.shape, dtype=np.float32)
+        N = mat.shape[0]
+        c = (1.0 if self.distance.is_inverted else -1.0) / self.temperature
+        zp = c * mat[a1, p].astype(np.float64)
+        zn = c * mat[a2, n].astype(np.float64)
+        # per anchor: log-sum-exp of its negatives (as a multiset)
+        m = np.full(N, -np.inf)
+        np.maximum.at(m, a2, zn)
+        en = np.exp(zn - m[a2])
+        S = np.zeros(N)
+        np.add.at(S, a2, en)
+        with np.errstate(divide="ignore"):
+            L = np.where(S > 0, m + np.log(np.where(S > 0, S, 1.0)), -np.inf)
+        Lk = L[a1]
+        x = -np.logaddexp(0.0, Lk - zp)
+        losses = np.maximum(-np.logaddexp(x, LOG_TINY), 0.0)
+        value, dl = self._reduce_generic(losses.astype(np.float32), (a1, p), "pos_pair", batch)
+        w = np.exp(x - np.logaddexp(x, LOG_TINY))
+        omr = np.where(np.isfinite(Lk), -np.expm1(x), 0.0)
+        d = np.asarray(dl, dtype=np.float64) * w * omr
+        dmat = np.zeros(mat.shape, dtype=np.float64)
+        np.add.at(dmat, (a1, p), -d * c)
+        B = np.zeros(N)
+        np.add.at(B, a1, d)
+        q = np.exp(zn - L[a2])  # L[a2] is finite: a2 has this negative
+        np.add.at(dmat, (a2, n), q * B[a2] * c)
+        self.stats = {"num_pos_pairs": len(a1), "num_neg_pairs": len(a2)}
+        return {"loss": value}, dmat.astype(np.float32)
+
+    def __repr__(self):
+        return (f"NTXentLoss(temperature={self.temperature}, distance={self.distance!r}, "
+                f"reducer={self.reducer!r})")

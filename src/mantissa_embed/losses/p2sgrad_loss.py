@@ -1,0 +1,146 @@
+"""P2SGradLoss (Zhang et al. 2019, "P2SGrad: Refined Gradients for Optimizing Deep Face Models")."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._reference._proxy import p2sgrad64
+from .._validation import as_generator, check_array, check_int, check_labels
+from ..backend import get_backend
+from ..parameter import Parameter
+from .base import BaseMetricLossFunction, LossOutput
+from .weight_regularizer_mixin import place_parameter
+
+__all__ = ["P2SGradLoss"]
+
+
+class P2SGradLoss(BaseMetricLossFunction):
+    r"""P2SGrad: the mean squared error between cosines and one-hot class targets.
+
+    .. math::
+        L = \frac{1}{NC}\sum_{i=1}^{N}\sum_{j=1}^{C}\left(\cos\theta_{i,j} - \mathbf{1}_{j=y_i}\right)^2
+
+    :math:`\cos\theta_{i,j}` is the cosine between embedding ``i`` (L2-normalized, eps 1e-12)
+    and the unit-norm weight row of class ``j``, clamped to [-1, 1]. Its gradient wrt the
+    embeddings is the one the paper (Eq. 11) specifies.
+
+    Parameters
+    ----------
+    num_classes : int >= 1
+        Labels must be in ``0 .. num_classes - 1``.
+    embedding_size : int >= 1
+        The width D of the embeddings.
+    embedding_regularizer : callable, optional
+        See :class:`BaseMetricLossFunction` (term ``embedding_reg_loss``).
+    embedding_reg_weight : float, default 1.0
+    seed : int or numpy.random.Generator, optional (keyword only; this library's addition)
+        Randomness of the weight initialization.
+    backend : {"mantissa", "numpy"}, default "mantissa" (keyword only)
+        The C kernel or its numpy twin.
+
+    Attributes
+    ----------
+    weight : Parameter, shape (num_classes, embedding_size)
+        Initialized uniformly in [-1, 1], then each row normalized to unit length. Every forward
+        pass first renormalizes the rows to unit length **in place** (outside the gradient).
+        A call accumulates d loss / d weight (the weight held fixed) into ``weight.grad``; give
+        ``loss_func.parameters()`` to an optimizer to train it.
+
+    Call: ``out = loss_func(embeddings (N, D), labels (N,) int)`` -> :class:`LossOutput` with
+    ``loss``, ``grad`` (N, D) float32 and ``terms={"loss": L}`` (+ ``embedding_reg_loss``).
+    An empty batch gives loss 0 and a zero gradient.
+
+    Raises
+    ------
+    TypeError
+        ``distance`` or ``reducer`` passed (the loss computes cosines and reduces itself), any
+        other unknown keyword, non-numeric embeddings, non-integer labels.
+    ValueError
+        labels missing, of the wrong length or outside ``[0, num_classes)``; ``indices_tuple``,
+        ``ref_emb`` or ``ref_labels`` given; embeddings not (N, embedding_size) or with NaN/Inf.
+
+    Source: pytorch-metric-learning ``losses/p2s_grad_loss.py`` (whose weight is stored
+    transposed, (embedding_size, num_classes)); paper arXiv:1905.02479.
+    """
+
+    def __init__(self, num_classes, embedding_size, *, embedding_regularizer=None, embedding_reg_weight=1.0,
+                 seed=None, backend="mantissa", **kwargs):
+        for bad in ("distance", "reducer"):
+            if bad in kwargs:
+                raise TypeError(f"P2SGradLoss has no {bad} option (it computes cosines and reduces "
+                                f"its own value); do not pass {bad}=")
+        if kwargs:
+            raise TypeError(f"P2SGradLoss got unexpected keyword argument(s) {sorted(kwargs)}")
+        super().__init__(embedding_regularizer=embedding_regularizer, embedding_reg_weight=embedding_reg_weight,
+                         backend=backend)
+        self.distance = None
+        self.reducer = None
+        self.num_classes = check_int(num_classes, "num_classes", minimum=1)
+        self.embedding_size = check_int(embedding_size, "embedding_size", minimum=1)
+        rng = as_generator(seed)
+        w = rng.uniform(-1.0, 1.0, (self.num_classes, self.embedding_size))
+        nrm = np.linalg.norm(w, axis=1, keepdims=True)
+        self.weight = Parameter(w / np.where(nrm > 0, nrm, 1.0), name="weight")
+
+    def parameters(self):
+        """``[weight]``."""
+        return [self.weight]
+
+    def renormalize_(self):
+        """Rescale every row of ``weight.data`` to unit L2 norm, in place (zero rows stay zero)."""
+        w = self.weight.data
+        nrm = np.sqrt(np.sum(w.astype(np.float64) ** 2, axis=1, keepdims=True))
+        w *= (1.0 / np.where(nrm > 0, nrm, 1.0)).astype(np.float32)
+
+    def compute64(self, x, labels, W=None):
+        """float64 ``(loss, dx, dW)`` for embeddings x (N, D), labels, weight W (default the current
+        one, used as given: no renormalization)."""
+        W = self.weight.data.astype(np.float64) if W is None else np.asarray(W, np.float64)
+        return p2sgrad64(np.asarray(x, np.float64), W, np.asarray(labels, np.int64))
+
+    def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
+        if indices_tuple is not None:
+            raise ValueError("indices_tuple is not supported by P2SGradLoss")
+        if ref_emb is not None:
+            raise ValueError("ref_emb is not supported by P2SGradLoss")
+        if ref_labels is not None:
+            raise ValueError("ref_labels is not supported by P2SGradLoss")
+        emb = check_array(embeddings, "embeddings", ndim=2)
+        N, D = emb.shape
+        if D != self.embedding_size:
+            raise ValueError(f"embeddings must have embedding_size={self.embedding_size} columns, "
+                             f"got shape {emb.shape}")
+        if labels is None:
+            raise ValueError("labels are required by P2SGradLoss")
+        lab = check_labels(labels, "labels", n=N)
+        if N and (lab.min() < 0 or lab.max() >= self.num_classes):
+            raise ValueError(f"labels must be in [0, num_classes={self.num_classes}), "
+                             f"got values in [{lab.min()}, {lab.max()}]")
+        self.stats = {}
+        place_parameter(self.weight, (self.num_classes, self.embedding_size))
+        self.renormalize_()
+        terms = {"loss": 0.0}
+        if N == 0:
+            dq = np.zeros((0, D), dtype=np.float32)
+        else:
+            eng = get_backend(self.backend)
+            loss, dq, dw = eng.p2sgrad_forward_backward(emb, self.weight.data, lab)
+            terms["loss"] = float(loss)
+            self.weight.grad += dw
+        if self.embedding_regularizer is not None:
+            if N:
+                out = self.embedding_regularizer(emb)
+                g = check_array(out.grad, "embedding_regularizer(...).grad", ndim=2, finite=False)
+                if g.shape != emb.shape:
+                    raise ValueError(f"embedding_regularizer returned a gradient of shape {g.shape}, "
+                                     f"expected {emb.shape}")
+                terms["embedding_reg_loss"] = self.embedding_reg_weight * float(out.loss)
+                dq = dq + np.float32(self.embedding_reg_weight) * g
+            else:
+                terms["embedding_reg_loss"] = 0.0
+        return LossOutput(loss=float(sum(terms.values())), grad=np.ascontiguousarray(dq, dtype=np.float32),
+                          ref_grad=None, terms=terms)
+
+    forward = __call__
+
+    def __repr__(self):
+        return f"P2SGradLoss(num_classes={self.num_classes}, embedding_size={self.embedding_size})"

@@ -1,0 +1,137 @@
+"""PNPLoss (Li et al. 2022), pytorch-metric-learning's formulation."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_float
+from ..distances import CosineSimilarity
+from .base import BaseMetricLossFunction
+from .fast_ap_loss import _labels_required, _no_indices_tuple, _reject_ref
+
+
+class PNPLoss(BaseMetricLossFunction):
+    """Rethinking ranking-based losses: the "PNP" family (positive-negative-prioritized).
+
+    ``PNPLoss(b=2, alpha=1, anneal=0.01, variant="O", distance=None, reducer=None,
+    embedding_regularizer=None, embedding_reg_weight=1, backend="mantissa")``
+
+    With ``s`` the cosine similarities, for anchor ``i`` and each ``j`` of its class (``j == i``
+    included) the smoothed number of negatives ranked above ``j`` is
+
+        R_ij = sum_{k: y_k != y_i} sigmoid((s_ik - s_ij) / anneal)
+
+    (the sigmoid's exponent is clamped to [-50, 50]; its gradient is 0 there, as in torch). A
+    variant maps ``R`` to ``f(R)``: "O" ``R``; "Ds" ``log(1 + R)``; "Dq" ``(1 + R)^-alpha``; "Iu"
+    ``(1 + R) log(1 + R)``; "Ib" ``(b R - log(1 + b R)) / b^2``. The loss is
+
+        loss = mean_i (1 / |P_i|) sum_{j in P_i} f(R_ij)   (P_i: the class of i, i included)
+
+    over the anchors ``i`` with at least one positive (PML), and ``1 - loss`` for "Dq". It is
+    already reduced (reduction type "already_reduced"). No anchor with a positive (N = 0, all
+    labels distinct): loss 0, zero gradient. No negatives: R = 0, the loss is ``f(0)`` (0; for
+    "Dq" 1 - 1 = 0) with a zero gradient.
+
+    Cost: O(sum_i |P_i| |N_i|) sigmoid evaluations (C kernel ``pnp_rank_forward`` /
+    ``pnp_rank_backward``, threaded over anchors), O(N^2) memory.
+
+    References: Z. Li, W. Min, J. Song, Y. Zhu, L. Kang, X. Wei, X. Wei, S. Jiang, "Rethinking the
+    Optimization of Average Precision: Only Penalizing Negative Instances before Positive Ones is
+    Enough", AAAI 2022; pytorch-metric-learning ``losses/pnp_loss.py``.
+
+    Parameters
+    ----------
+    b : float, default 2
+        Used by variant "Ib".
+    alpha : float, default 1
+        Used by variant "Dq".
+    anneal : float, default 0.01
+        Sigmoid temperature (> 0).
+    variant : {"Ds", "Dq", "Iu", "Ib", "O"}, default "O"
+    distance : CosineSimilarity, optional
+        Must be a ``CosineSimilarity`` (the default).
+    reducer, embedding_regularizer, embedding_reg_weight, backend :
+        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
+
+    Inputs: ``embeddings`` (N, D), ``labels`` (N,) (required); ``indices_tuple`` and ``ref_emb``
+    are not supported (ValueError). Output: ``LossOutput`` (``terms = {"loss"}``).
+
+    Raises
+    ------
+    TypeError
+        ``distance`` not a CosineSimilarity; non-numeric arguments.
+    ValueError
+        Unknown ``variant``, ``anneal <= 0``, missing labels, ``indices_tuple`` or ``ref_emb``
+        given; bad call inputs (see the base class).
+    """
+
+    VARIANTS = ["Ds", "Dq", "Iu", "Ib", "O"]
+
+    def __init__(self, b=2, alpha=1, anneal=0.01, variant="O", **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(self.distance, CosineSimilarity):
+            raise TypeError(f"PNPLoss requires distance to be a CosineSimilarity, got {type(self.distance).__name__}")
+        self.b = check_float(b, "b")
+        self.alpha = check_float(alpha, "alpha")
+        self.anneal = check_float(anneal, "anneal", minimum=0.0, strict=True)
+        if variant not in self.VARIANTS:
+            raise ValueError(f"variant={variant!r} but must be one of {self.VARIANTS}")
+        self.variant = variant
+
+    def get_default_distance(self):
+        return CosineSimilarity(backend=self.backend)
+
+    def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
+        _reject_ref(type(self).__name__, embeddings, labels, ref_emb, ref_labels)
+        _no_indices_tuple(type(self).__name__, indices_tuple)
+        if labels is None:
+            raise ValueError("labels are required by PNPLoss")
+        return super().__call__(embeddings, labels)
+
+    forward = __call__
+
+    def _f(self, r):
+        """(f(R), f'(R))."""
+        v, b, a = self.variant, self.b, self.alpha
+        if v == "O":
+            return r, np.ones_like(r)
+        if v == "Ds":
+            return np.log1p(r), 1.0 / (1.0 + r)
+        if v == "Dq":
+            return (1.0 + r) ** (-a), -a * (1.0 + r) ** (-a - 1.0)
+        if v == "Iu":
+            return (1.0 + r) * np.log1p(r), np.log1p(r) + 1.0
+        return (b * r - np.log1p(b * r)) / b ** 2, (1.0 - 1.0 / (1.0 + b * r)) / b
+
+    def compute_loss(self, batch):
+        _labels_required("PNPLoss", batch)
+        N = batch.N
+        if N == 0:
+            return self.zero_losses(batch)
+        lab = batch.labels
+        ipos = lab[:, None] == lab[None, :]
+        npos = ipos.sum(axis=1)
+        safe = npos > 1  # PML sets I_pos[i, i] only for anchors of a positive pair
+        if not safe.any():
+            return self.zero_losses(batch)
+        ipos &= safe[:, None]
+        npos = np.where(safe, npos, 1).astype(np.float64)
+        n_safe = int(safe.sum())
+        mat, ctx = self._mat(batch)
+        eng = self.engine
+        rk = eng.pnp_rank_forward(mat, lab, self.anneal)
+        fr, dfr = self._f(rk)
+        per = np.sum(np.where(ipos, fr, 0.0), axis=1) / npos
+        loss = per.sum() / n_safe
+        sign = 1.0
+        if self.variant == "Dq":
+            loss, sign = 1.0 - loss, -1.0
+        value, dl = self._reduce_generic(np.array([loss]), None, "already_reduced", batch)
+        scale = sign * float(np.asarray(dl).reshape(-1)[0]) / n_safe
+        drk = np.where(ipos, dfr * (scale / npos)[:, None], 0.0)
+        dmat = eng.pnp_rank_backward(drk, mat, lab, self.anneal)
+        dq, dr = self._grads(dmat.astype(np.float32), ctx)
+        return {"loss": value}, dq, dr
+
+    def __repr__(self):
+        return (f"PNPLoss(b={self.b}, alpha={self.alpha}, anneal={self.anneal}, variant={self.variant!r}, "
+                f"distance={self.distance!r}, reducer={self.reducer!r})")

@@ -1,0 +1,95 @@
+"""ProxyAnchorLoss (Kim et al. 2020, "Proxy Anchor Loss for Deep Metric Learning")."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._reference._proxy import logsumexp_masked64, similarity64
+from .._validation import check_float
+from ..distances import CosineSimilarity
+from ..reducers import DivisorReducer
+from .weight_regularizer_mixin import BaseProxyLoss, kaiming_normal_fan_out_init
+
+__all__ = ["ProxyAnchorLoss"]
+
+
+class ProxyAnchorLoss(BaseProxyLoss):
+    r"""Each class proxy is an anchor pulling its batch positives and pushing its negatives.
+
+    .. math::
+        L = \frac{1}{|P^+|}\sum_{p \in P^+} \log\Big(1 + \sum_{x \in X_p^+} e^{-\alpha(s(x,p) - \delta)}\Big)
+          + \frac{1}{C}\sum_{p=1}^{C} \log\Big(1 + \sum_{x \in X_p^-} e^{\alpha(s(x,p) + \delta)}\Big)
+
+    ``s`` is the distance's similarity (cosine by default; a distance enters through
+    ``distance.margin``), :math:`\delta` = ``margin``, :math:`P^+` the proxies with a positive
+    in the batch. Terms ``pos_loss`` and ``neg_loss``, reduced by the default ``DivisorReducer``
+    with divisors :math:`|P^+|` and ``num_classes``. With an ``indices_tuple`` each example's
+    exponent gets ``miner_weight - 1`` added (PML's semantics).
+
+    Parameters
+    ----------
+    num_classes, embedding_size : int >= 1
+    margin : float, default 0.1
+    alpha : float, default 32
+    weight_regularizer, weight_reg_weight, weight_init_func, seed, distance, reducer,
+    embedding_regularizer, embedding_reg_weight, backend : see :class:`BaseProxyLoss`.
+
+    Attributes
+    ----------
+    proxies : Parameter, shape (num_classes, embedding_size)
+        Initialized as ``torch.nn.init.kaiming_normal_(mode="fan_out")``: N(0, 2 / num_classes).
+
+    ``get_logits(embeddings)`` returns the (N, num_classes) similarities to the proxies.
+
+    Source: pytorch-metric-learning ``losses/proxy_anchor_loss.py``; arXiv:2003.13911.
+    """
+
+    _weight_attr = "proxies"
+    _transposed = False
+
+    def __init__(self, num_classes, embedding_size, margin=0.1, alpha=32, **kwargs):
+        super().__init__(num_classes, embedding_size, **kwargs)
+        self.margin = check_float(margin, "margin")
+        self.alpha = check_float(alpha, "alpha")
+        self.proxies = self._make_weight((self.num_classes, self.embedding_size), "proxies")
+
+    def get_default_reducer(self):
+        return DivisorReducer()
+
+    def get_default_distance(self):
+        return CosineSimilarity(backend=self.backend)
+
+    def get_default_weight_init_func(self):
+        return kaiming_normal_fan_out_init
+
+    def _sub_loss_names(self):
+        return ["pos_loss", "neg_loss"]
+
+    def _forward64(self, x, labels, mw, P):
+        N, C = x.shape[0], self.num_classes
+        cos, back = similarity64(self.distance, x, P)
+        shift = (mw - 1.0)[:, None]
+        pos = np.zeros((N, C), dtype=bool)
+        pos[np.arange(N), labels] = True
+        neg = ~pos
+        n_with_pos = int(pos.any(axis=0).sum())
+        inv = self.distance.is_inverted
+        m, a = self.margin, self.alpha
+        pos_exp = (m - cos) if inv else (cos - m)      # distance.margin(cos, margin)
+        neg_exp = (cos + m) if inv else (-m - cos)     # distance.margin(-margin, cos)
+        pos_term, bp = logsumexp_masked64(a * pos_exp + shift, pos, add_one=True, axis=0)
+        neg_term, bn = logsumexp_masked64(a * neg_exp + shift, neg, add_one=True, axis=0)
+        idx = np.arange(C)
+
+        def backward(dls):
+            dA = bp(dls[0])
+            dB = bn(dls[1])
+            dcos = a * ((-dA + dB) if inv else (dA - dB))
+            return back(dcos)
+
+        return [("pos_loss", pos_term, idx, "element", n_with_pos),
+                ("neg_loss", neg_term, idx, "element", C)], backward
+
+    def get_logits(self, embeddings):
+        """(N, num_classes) float32 similarities ``distance(embeddings, proxies)``."""
+        mat, _ = similarity64(self.distance, self._logits_input(embeddings), self.proxies.data.astype(np.float64))
+        return mat.astype(np.float32)

@@ -1,0 +1,100 @@
+"""SoftTripleLoss (Qian et al. 2019, "SoftTriple Loss: Deep Metric Learning Without Triplet Sampling")."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._reference._proxy import similarity64, softmax_xent64
+from .._validation import check_float, check_int
+from ..distances import CosineSimilarity
+from .weight_regularizer_mixin import BaseProxyLoss, kaiming_uniform_init
+
+__all__ = ["SoftTripleLoss"]
+
+
+class SoftTripleLoss(BaseProxyLoss):
+    r"""Softmax over classes, each represented by ``centers_per_class`` centers soft-assigned per example.
+
+    .. math::
+        S_{i,c} = \sum_{k} \frac{e^{\frac{1}{\gamma} s_{i,c,k}}}{\sum_{k'} e^{\frac{1}{\gamma} s_{i,c,k'}}}\, s_{i,c,k},
+        \quad L_i = -\log \frac{e^{\lambda (S_{i,y_i} - \delta)}}{e^{\lambda (S_{i,y_i} - \delta)} + \sum_{c \ne y_i} e^{\lambda S_{i,c}}}
+
+    ``s_{i,c,k}`` is the similarity (default ``CosineSimilarity()``; the distance must be a
+    similarity) between example ``i`` and center ``k`` of class ``c``; :math:`\lambda` = ``la``,
+    :math:`\delta` = ``margin``. Default reducer ``MeanReducer()``.
+
+    Parameters
+    ----------
+    num_classes, embedding_size : int >= 1
+    centers_per_class : int >= 1, default 10
+    la : float, default 20
+    gamma : float > 0, default 0.1 (stored inverted, ``self.gamma = 1 / gamma``, as PML)
+    margin : float, default 0.01
+    weight_regularizer, weight_reg_weight, weight_init_func, seed, distance, reducer,
+    embedding_regularizer, embedding_reg_weight, backend : see :class:`BaseProxyLoss`
+    (the weight regularizer sees the (num_classes * centers_per_class, embedding_size) rows).
+
+    Attributes
+    ----------
+    fc : Parameter, shape (embedding_size, num_classes * centers_per_class)
+        Centers as columns (class-major), initialized as ``kaiming_uniform_(a=sqrt(5))``:
+        U(-1/sqrt(K), 1/sqrt(K)), K = num_classes * centers_per_class.
+
+    ``get_logits(embeddings)`` returns the (N, num_classes) relaxed similarities ``S``.
+
+    Raises: see :class:`BaseProxyLoss`; ``ValueError`` for a distance that is not a similarity.
+
+    Source: pytorch-metric-learning ``losses/soft_triple_loss.py``; arXiv:1909.05235.
+    """
+
+    _weight_attr = "fc"
+
+    def __init__(self, num_classes, embedding_size, centers_per_class=10, la=20, gamma=0.1, margin=0.01,
+                 **kwargs):
+        super().__init__(num_classes, embedding_size, **kwargs)
+        if not self.distance.is_inverted:
+            raise ValueError("SoftTripleLoss requires a similarity (distance.is_inverted), e.g. CosineSimilarity()")
+        self.centers_per_class = check_int(centers_per_class, "centers_per_class", minimum=1)
+        self.la = check_float(la, "la")
+        self.gamma = 1.0 / check_float(gamma, "gamma", minimum=0.0, strict=True)
+        self.margin = check_float(margin, "margin")
+        self.fc = self._make_weight((self.embedding_size, self.num_classes * self.centers_per_class), "fc")
+
+    def get_default_distance(self):
+        return CosineSimilarity(backend=self.backend)
+
+    def get_default_weight_init_func(self):
+        return kaiming_uniform_init
+
+    def _logits64(self, x, fc):
+        N, C, K = x.shape[0], self.num_classes, self.centers_per_class
+        S, back = similarity64(self.distance, x, fc.T)
+        S3 = S.reshape(N, C, K)
+        g = self.gamma
+        e = np.exp(g * (S3 - S3.max(axis=2, keepdims=True)))
+        P = e / e.sum(axis=2, keepdims=True)
+        H = np.sum(P * S3, axis=2)
+
+        def backward(dH):
+            dS3 = P * dH[:, :, None] * (1.0 + g * (S3 - H[:, :, None]))
+            dx, dR = back(dS3.reshape(N, C * K))
+            return dx, dR.T
+
+        return H, backward
+
+    def _forward64(self, x, labels, mw, fc):
+        N = x.shape[0]
+        H, hback = self._logits64(x, fc)
+        Z = H.copy()
+        Z[np.arange(N), labels] -= self.margin
+        Z *= self.la
+        losses, cback = softmax_xent64(Z, labels)
+
+        def backward(dls):
+            return hback(self.la * cback(dls[0] * mw))
+
+        return [("loss", losses * mw, np.arange(N), "element", None)], backward
+
+    def get_logits(self, embeddings):
+        """(N, num_classes) float32 relaxed class similarities."""
+        H, _ = self._logits64(self._logits_input(embeddings), self.fc.data.astype(np.float64))
+        return H.astype(np.float32)

@@ -1,0 +1,84 @@
+"""SubCenterArcFaceLoss (Deng et al. 2020, "Sub-center ArcFace: Boosting Face Recognition by Large-scale Noisy Web Faces")."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_float, check_int, check_labels
+from .arcface_loss import ArcFaceLoss
+
+__all__ = ["SubCenterArcFaceLoss"]
+
+
+class SubCenterArcFaceLoss(ArcFaceLoss):
+    r"""ArcFace with ``sub_centers`` centers per class; a class's cosine is the largest over its centers.
+
+    .. math::
+        \cos\theta_{ij} = \max_{k} \cos(x_i, w_{j,k})
+
+    then the ArcFace logits and loss. The gradient goes to the maximizing center.
+
+    Parameters
+    ----------
+    num_classes, embedding_size : int >= 1
+    margin : float, default 28.6 (degrees)
+    scale : float, default 64
+    sub_centers : int >= 1, default 3
+    other keyword arguments: see :class:`LargeMarginSoftmaxLoss`.
+
+    Attributes
+    ----------
+    W : Parameter, shape (embedding_size, num_classes * sub_centers)
+        Column ``j * sub_centers + k`` is center ``k`` of class ``j``; initialized N(0, 1).
+
+    Source: pytorch-metric-learning ``losses/subcenter_arcface_loss.py``; ECCV 2020.
+    """
+
+    def __init__(self, num_classes, embedding_size, margin=28.6, scale=64, sub_centers=3, **kwargs):
+        self.sub_centers = check_int(sub_centers, "sub_centers", minimum=1)
+        super().__init__(num_classes, embedding_size, margin=margin, scale=scale, **kwargs)
+
+    def _num_weight_columns(self):
+        return self.num_classes * self.sub_centers
+
+    def _cosine64(self, x, W):
+        S, back = super()._cosine64(x, W)
+        N, C, K = x.shape[0], self.num_classes, self.sub_centers
+        S3 = S.reshape(N, C, K)
+        arg = np.argmax(S3, axis=2)
+        cos = np.take_along_axis(S3, arg[:, :, None], axis=2)[:, :, 0]
+
+        def backward(dcos):
+            dS3 = np.zeros((N, C, K))
+            np.put_along_axis(dS3, arg[:, :, None], dcos[:, :, None], axis=2)
+            return back(dS3.reshape(N, C * K))
+
+        return cos, backward
+
+    def get_outliers(self, embeddings, labels, threshold=75, return_dominant_centers=True):
+        """Examples far from their class's dominant center (PML's ``get_outliers``).
+
+        For each class present in ``labels``, the dominant center is the one most examples of
+        the class are closest to; examples whose cosine to it is below ``cos(threshold degrees)``
+        are outliers. Returns ``outliers`` (int64 indices), and with ``return_dominant_centers``
+        also ``dominant_centers`` (embedding_size, num_classes) float32 (zeros for absent classes).
+        """
+        x = self._logits_input(embeddings)
+        lab = check_labels(labels, "labels", n=x.shape[0])
+        thr = math.cos(math.radians(check_float(threshold, "threshold")))
+        W = self.W.data.astype(np.float64)
+        S, _ = super()._cosine64(x, W)
+        K = self.sub_centers
+        outliers = []
+        dom = np.zeros((self.embedding_size, self.num_classes), dtype=np.float32)
+        for c in range(self.num_classes):
+            idx = np.nonzero(lab == c)[0]
+            if idx.size == 0:
+                continue
+            sims = S[idx, c * K:(c + 1) * K]
+            best = np.argmax(np.bincount(np.argmax(sims, axis=1), minlength=K))
+            dom[:, c] = self.W.data[:, c * K + best]
+            outliers.extend(idx[sims[:, best] < thr].tolist())
+        out = np.asarray(outliers, dtype=np.int64)
+        return (out, dom) if return_dominant_centers else out

@@ -1,0 +1,117 @@
+"""SupConLoss (Khosla et al. 2020), pytorch-metric-learning's formulation."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import utils
+from .._reference._softmax import _check_temperature
+from ..distances import CosineSimilarity
+from ..reducers import AvgNonZeroReducer
+from .generic_pair_loss import GenericPairLoss
+
+
+class SupConLoss(GenericPairLoss):
+    """Supervised contrastive loss.
+
+    ``SupConLoss(temperature=0.1, distance=None, reducer=None, embedding_regularizer=None,
+    embedding_reg_weight=1, backend="mantissa")``
+
+    Each anchor i charges the mean, over its positives p, of the negative log-probability of p
+    in a softmax over all of i's positives and negatives::
+
+        l_i = -(1 / |P(i)|) sum_{p in P(i)} log( exp(s_ip / T) / sum_{j in P(i) u N(i)} exp(s_ij / T) )
+
+    with ``s`` the similarity (default ``CosineSimilarity()``; with a distance, ``s = -d``) and
+    ``T = temperature``; an anchor without positive charges 0. The default reducer,
+    ``AvgNonZeroReducer``, averages over the anchors whose loss is > 0 (element reduction over
+    ``arange(N)``): ``terms = {"loss"}``. No positive or no negative pair at all: loss 0.
+
+    - No ``indices_tuple``: every pair the labels define, in one fused engine pass over the
+      (N, M) similarity matrix (parallel over anchor rows, a stable log-sum-exp per row, no pair
+      list), returning ``dL/d sim``; the distance object does the rest. ``MeanReducer`` (divides
+      by N) and ``AvgNonZeroReducer`` are fused; other reducers get the N per-anchor losses.
+    - ``indices_tuple``: P(i) and N(i) are the given pairs (a1, p) and (a2, n) with anchor i
+      (repeats count once, as PML's masks); a pair given as both positive and negative raises
+      ``ValueError``. When every array has at most one element the loss is 0 (as PML).
+
+    References: P. Khosla et al., "Supervised Contrastive Learning", NeurIPS 2020;
+    pytorch-metric-learning ``losses/supcon_loss.py``.
+
+    Parameters
+    ----------
+    temperature : float > 0, default 0.1
+    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
+        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
+
+    Raises
+    ------
+    TypeError / ValueError
+        Non-numeric or non-positive temperature; a pair both positive and negative in
+        ``indices_tuple``; bad call inputs (see the base class).
+    """
+
+    def __init__(self, temperature=0.1, **kwargs):
+        self.temperature = _check_temperature(temperature)
+        super().__init__(**kwargs)
+
+    def get_default_distance(self):
+        return CosineSimilarity(backend=self.backend)
+
+    def get_default_reducer(self):
+        return AvgNonZeroReducer()
+
+    def pair_loss_all(self, mat, batch):
+        n_pos, n_neg = utils._count_pairs(batch.labels, batch.ref_labels, batch.same)
+        if n_pos == 0 or n_neg == 0:
+            return {"loss": 0.0}, np.zeros(mat.shape, dtype=np.float32)
+        eng = self.engine
+        kw = dict(exclude_self=batch.same, inverted=self.distance.is_inverted)
+        mode = self._fused_mode()
+        if mode is not None:
+            value, dmat, _, st = eng.supcon_all(mat, batch.labels, batch.ref_labels, self.temperature,
+                                                reduction=mode, **kw)
+        else:
+            _, _, lvec, st = eng.supcon_all(mat, batch.labels, batch.ref_labels, self.temperature,
+                                            losses=True, grad=False, **kw)
+            value, dl = self._reduce_generic(lvec, np.arange(batch.N), "element", batch)
+            _, dmat, _, _ = eng.supcon_all(mat, batch.labels, batch.ref_labels, self.temperature,
+                                           reduction="weights", weights=np.asarray(dl, dtype=np.float32),
+                                           **kw)
+        self.stats = st
+        return {"loss": value}, dmat
+
+    def pair_loss(self, mat, pairs, batch):
+        a1, p, a2, n = pairs
+        pos = np.zeros(mat.shape, dtype=bool)
+        neg = np.zeros(mat.shape, dtype=bool)
+        pos[a1, p] = True
+        neg[a2, n] = True
+        if np.any(pos & neg):
+            raise ValueError("indices_tuple: each pair must be either positive or negative, "
+                             "not both")
+        if not pos.any() or not neg.any():
+            return {"loss": 0.0}, np.zeros(mat.shape, dtype=np.float32)
+        c = (1.0 if self.distance.is_inverted else -1.0) / self.temperature
+        z = c * mat.astype(np.float64)
+        keep = pos | neg
+        npos = pos.sum(axis=1)
+        has = npos > 0
+        zk = np.where(keep, z, -np.inf)
+        mx = zk.max(axis=1)
+        mx = np.where(np.isfinite(mx), mx, 0.0)
+        e = np.exp(zk - mx[:, None])
+        S = e.sum(axis=1)
+        with np.errstate(divide="ignore"):
+            lse = mx + np.log(np.where(S > 0, S, 1.0))
+        mean_pos = (z * pos).sum(axis=1) / np.maximum(npos, 1)
+        losses = np.where(has, lse - mean_pos, 0.0)
+        value, dl = self._reduce_generic(losses.astype(np.float32), np.arange(batch.N), "element", batch)
+        g = np.where(has, np.asarray(dl, dtype=np.float64), 0.0)
+        sm = e / np.where(S > 0, S, 1.0)[:, None]
+        dmat = g[:, None] * (sm - pos / np.maximum(npos, 1)[:, None]) * c
+        self.stats = {"num_pos_pairs": int(pos.sum()), "num_neg_pairs": int(neg.sum())}
+        return {"loss": value}, dmat.astype(np.float32)
+
+    def __repr__(self):
+        return (f"SupConLoss(temperature={self.temperature}, distance={self.distance!r}, "
+                f"reducer={self.reducer!r})")

@@ -1,0 +1,274 @@
+"""WeightRegularizerMixin and BaseProxyLoss: the machinery of the losses that own class weights.
+
+pytorch-metric-learning's ``WeightMixin`` / ``WeightRegularizerMixin`` (``losses/mixins.py``):
+a loss owning a weight matrix accepts ``weight_init_func``, ``weight_regularizer`` and
+``weight_reg_weight``; the regularizer sees one row per class (or class center) and its value
+times ``weight_reg_weight`` is the loss term ``weight_reg_loss``.
+
+Here the weights are :class:`~mantissa_embed.parameter.Parameter` objects returned by
+``loss_func.parameters()``; a loss call **accumulates** d loss / d weight into their ``grad``
+(as layers do) and returns d loss / d embeddings in ``out.grad``. Give ``loss_func.parameters()``
+to an optimizer to train them; an optimizer not given them leaves them unchanged.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._reference._proxy import check_distance64
+from .._validation import as_generator, check_array, check_float, check_int, check_labels
+from ..parameter import Parameter
+from ..utils import _miner_weights, check_indices_tuple
+from .base import BaseMetricLossFunction, _Batch
+
+__all__ = ["WeightRegularizerMixin", "BaseProxyLoss", "place_parameter", "normal_init", "kaiming_normal_fan_out_init",
+           "kaiming_uniform_init"]
+
+
+# -- weight initializers: ``f(shape, rng) -> float array`` (torch.nn.init's distributions) ---------
+def normal_init(shape, rng):
+    """``torch.nn.init.normal_``: N(0, 1) entries."""
+    return rng.standard_normal(shape)
+
+
+def kaiming_normal_fan_out_init(shape, rng):
+    """``torch.nn.init.kaiming_normal_(mode="fan_out")``: N(0, 2 / shape[0])."""
+    return rng.standard_normal(shape) * math.sqrt(2.0 / shape[0])
+
+
+def kaiming_uniform_init(shape, rng):
+    """``torch.nn.init.kaiming_uniform_(a=sqrt(5))``: U(-1/sqrt(shape[1]), 1/sqrt(shape[1]))."""
+    bound = 1.0 / math.sqrt(shape[1])
+    return rng.uniform(-bound, bound, shape)
+
+
+def place_parameter(p, shape=None):
+    """PML's ``cast_types`` for this library: keep ``p.data`` / ``p.grad`` float32 C-contiguous.
+
+    When a caller replaced ``p.data`` with another dtype or layout, it is converted once (a new
+    buffer); ``grad`` is reset to zeros if its shape no longer matches. Raises ``ValueError``
+    for NaN/Inf weights (checked at every call: an optimizer step can produce them) and, when
+    ``shape`` is given, for ``p.data`` of another shape; ``TypeError`` for non-numeric data.
+    """
+    pname = f"parameter {p.name or '?'}"
+    d = p.data
+    if not (isinstance(d, np.ndarray) and d.dtype == np.float32 and d.flags.c_contiguous):
+        p.data = check_array(d, pname).reshape(np.shape(d))
+    elif not np.isfinite(d).all():
+        raise ValueError(f"{pname} contains NaN or Inf (a diverged optimizer step?)")
+    if shape is not None and p.data.shape != tuple(shape):
+        raise ValueError(f"{pname} must have shape {tuple(shape)}, got {p.data.shape}")
+    g = p.grad
+    if not (isinstance(g, np.ndarray) and g.dtype == np.float32 and g.flags.c_contiguous
+            and g.shape == p.data.shape):
+        p.grad = (np.ascontiguousarray(g, dtype=np.float32) if np.shape(g) == p.data.shape
+                  else np.zeros_like(p.data))
+
+
+def _reg64(reg, x):
+    """(value, grad) of a regularizer at the float64 rows x."""
+    if hasattr(reg, "forward64"):
+        v, g = reg.forward64(x)
+        return float(v), np.asarray(g, dtype=np.float64)
+    out = reg(x.astype(np.float32))
+    g = check_array(out.grad, "weight_regularizer(...).grad", ndim=2, finite=False)
+    if g.shape != x.shape:
+        raise ValueError(f"weight_regularizer returned a gradient of shape {g.shape}, expected {x.shape}")
+    return float(out.loss), g.astype(np.float64)
+
+
+class WeightRegularizerMixin:
+    """``weight_regularizer`` / ``weight_reg_weight`` (pytorch-metric-learning's mixin).
+
+    ``weight_regularizer``: a callable on an (K, D) float array of weight rows (one per class or
+    center) returning an object with ``.loss`` and ``.grad`` (e.g. a
+    :class:`~mantissa_embed.regularizers.BaseRegularizer`), or None. Its loss times
+    ``weight_reg_weight`` is the term ``weight_reg_loss``.
+    """
+
+    def _init_weight_regularizer(self, weight_regularizer, weight_reg_weight):
+        if weight_regularizer is not None and not callable(weight_regularizer):
+            raise TypeError("weight_regularizer must be callable (weights -> object with .loss and .grad), "
+                            f"got {type(weight_regularizer).__name__}")
+        self.weight_regularizer = weight_regularizer
+        self.weight_reg_weight = check_float(weight_reg_weight, "weight_reg_weight")
+
+    def weight_regularization64(self, rows):
+        """(weight_reg_weight * reg(rows), its gradient wrt rows), float64; (0, zeros) without one."""
+        if self.weight_regularizer is None:
+            return 0.0, np.zeros_like(rows)
+        v, g = _reg64(self.weight_regularizer, rows)
+        w = self.weight_reg_weight
+        return w * v, w * g
+
+    def regularization_loss_names(self):
+        return ["weight_reg_loss"] if self.weight_regularizer is not None else []
+
+
+class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
+    """Base of the losses that own a class-weight :class:`Parameter` (proxies, classifier weights).
+
+    Subclasses set ``self.<attr> = Parameter(...)`` through :meth:`_make_weight` and implement
+    ``_forward64(x, labels, miner_weights, W) -> (entries, backward)`` in float64, where
+    ``entries`` is a list of ``(name, losses (K,), indices, reduction_type, divisor)`` and
+    ``backward(list of dlosses) -> (dx (N, D), dW)``.
+
+    Common keyword arguments: ``distance``, ``reducer``, ``embedding_regularizer``,
+    ``embedding_reg_weight``, ``weight_regularizer``, ``weight_reg_weight``,
+    ``weight_init_func`` (``f(shape, rng) -> array``; default the loss's PML default), ``seed``
+    (int or ``numpy.random.Generator`` for the initialization), ``backend``.
+
+    Call: ``out = loss_func(embeddings (N, D), labels (N,) int in [0, num_classes),
+    indices_tuple=None)``. ``indices_tuple`` (a miner's output) weights each example by how
+    often it occurs (``utils.convert_to_weights``). ``ref_emb`` / ``ref_labels`` are not
+    supported.
+
+    Raises
+    ------
+    ValueError
+        labels missing, of the wrong length or outside ``[0, num_classes)``; ``ref_emb`` given;
+        embeddings of the wrong width, NaN/Inf; a bad indices_tuple.
+    TypeError
+        Non-numeric embeddings, non-integer labels, arguments of the wrong type.
+    """
+
+    #: name of the Parameter attribute; True when it is stored (embedding_size, K) (rows = columns)
+    _weight_attr = "W"
+    _transposed = True
+    _uses_ref_weights = False  # convert_to_weights(using_ref=...)
+
+    def __init__(self, num_classes, embedding_size, weight_regularizer=None, weight_reg_weight=1,
+                 weight_init_func=None, seed=None, **kwargs):
+        self.num_classes = check_int(num_classes, "num_classes", minimum=1)
+        self.embedding_size = check_int(embedding_size, "embedding_size", minimum=1)
+        self._init_weight_regularizer(weight_regularizer, weight_reg_weight)
+        super().__init__(**kwargs)
+        self._check_distance()
+        if weight_init_func is not None and not callable(weight_init_func):
+            raise TypeError(f"weight_init_func must be callable (shape, rng) -> array, "
+                            f"got {type(weight_init_func).__name__}")
+        self.weight_init_func = weight_init_func if weight_init_func is not None else self.get_default_weight_init_func()
+        self._rng = as_generator(seed)
+
+    def _check_distance(self):
+        check_distance64(self.distance)
+
+    def get_default_weight_init_func(self):
+        return normal_init
+
+    def _make_weight(self, shape, name):
+        w = check_array(self.weight_init_func(tuple(shape), self._rng), "weight_init_func(...)",
+                        dtype=np.float64)
+        if w.shape != tuple(shape):
+            raise ValueError(f"weight_init_func returned shape {w.shape}, expected {tuple(shape)}")
+        self._weight_shape = tuple(shape)
+        return Parameter(w, name=name)
+
+    @property
+    def _weight(self):
+        return getattr(self, self._weight_attr)
+
+    def parameters(self):
+        """``[weight Parameter]``: give it to an optimizer to train the class weights."""
+        return [self._weight]
+
+    def _sub_loss_names(self):
+        return ["loss"]
+
+    def sub_loss_names(self):
+        names = self._sub_loss_names() + self.regularization_loss_names()
+        if self.embedding_regularizer is not None:
+            names = names + ["embedding_reg_loss"]
+        return names
+
+    # -- validation -------------------------------------------------------------------------
+    def _validate_inputs(self, embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None):
+        if ref_emb is not None and ref_emb is not embeddings:
+            raise ValueError(f"ref_emb is not supported by {type(self).__name__}")
+        if ref_labels is not None and ref_labels is not labels:
+            raise ValueError(f"ref_labels is not supported by {type(self).__name__}")
+        emb = check_array(embeddings, "embeddings", ndim=2)
+        N, D = emb.shape
+        if D != self.embedding_size:
+            raise ValueError(f"embeddings must have embedding_size={self.embedding_size} columns, "
+                             f"got shape {emb.shape}")
+        if labels is None:
+            raise ValueError(f"labels are required by {type(self).__name__}")
+        lab = check_labels(labels, "labels", n=N)
+        if N and (lab.min() < 0 or lab.max() >= self.num_classes):
+            raise ValueError(f"labels must be in [0, num_classes={self.num_classes}), "
+                             f"got values in [{lab.min()}, {lab.max()}]")
+        it = None if indices_tuple is None else check_indices_tuple(indices_tuple, N, N)
+        return emb, lab, it
+
+    # -- the float64 computation ---------------------------------------------------------------
+    def _rows(self, W):
+        return W.T if self._transposed else W
+
+    def _reduce(self, name, losses, indices, rtype, divisor, emb, labels):
+        """Reduce one sub-loss with ``self.reducer`` through the shared ``_reduce_generic`` (so
+        MultipleReducers / DoNothingReducer / DivisorReducer behave as for every loss)."""
+        losses = np.asarray(losses, dtype=np.float64)
+        value, dl = self._reduce_generic(losses, indices, rtype, _Batch(emb, labels, None, labels, True, None),
+                                         loss_name=name, divisor=divisor)
+        return float(value), np.asarray(dl, dtype=np.float64).reshape(losses.shape)
+
+    def compute64(self, x, labels, indices_tuple=None, W=None):
+        """The loss in float64: ``(terms, dx (N, D), dW)`` for float64 embeddings ``x`` and weight
+        ``W`` (default: the current weight). No embedding regularizer, no state change."""
+        x = np.asarray(x, dtype=np.float64)
+        W = self._weight.data.astype(np.float64) if W is None else np.asarray(W, dtype=np.float64)
+        names = self._sub_loss_names() + self.regularization_loss_names()
+        if x.shape[0] == 0:
+            return {k: 0.0 for k in names}, np.zeros_like(x), np.zeros_like(W)
+        mw = _miner_weights(indices_tuple, labels, dtype=np.float64, using_ref=self._uses_ref_weights)
+        entries, backward = self._forward64(x, labels, mw, W)
+        terms, dls = {}, []
+        for name, losses, indices, rtype, divisor in entries:
+            v, dl = self._reduce(name, losses, indices, rtype, divisor, x, labels)
+            terms[name] = v
+            dls.append(dl)
+        dx, dW = backward(dls)
+        if self.weight_regularizer is not None:
+            v, g = self.weight_regularization64(self._rows(W))
+            terms["weight_reg_loss"] = v
+            dW = dW + (g.T if self._transposed else g)
+        return terms, dx, dW
+
+    # -- hooks of BaseMetricLossFunction.__call__ ----------------------------------------------
+    def _validate(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
+        emb, lab, it = self._validate_inputs(embeddings, labels, indices_tuple, ref_emb, ref_labels)
+        place_parameter(self._weight, getattr(self, "_weight_shape", None))
+        return _Batch(emb, lab, None, lab, True, it)
+
+    #: hyperparameters that scale the logits (named in the overflow error)
+    _SCALE_NAMES = ("temperature", "softmax_scale", "alpha", "la", "gamma", "scale", "margin")
+
+    def compute_loss(self, batch):
+        """Terms and d loss / d embeddings; adds d loss / d weight to the weight's ``grad``.
+
+        Raises ``ValueError`` (naming the scale hyperparameters) when the loss or a gradient
+        overflows float32; the weight's ``grad`` is then left unchanged."""
+        terms, dx, dW = self.compute64(batch.emb, batch.labels, batch.indices_tuple)
+        with np.errstate(over="ignore", invalid="ignore"):
+            dx32, dW32 = dx.astype(np.float32), dW.astype(np.float32)
+            ok = (all(np.isfinite(np.float32(v)) for v in terms.values()) and np.isfinite(dx32).all()
+                  and np.isfinite(dW32).all())
+        if not ok:
+            hyper = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._SCALE_NAMES if hasattr(self, k))
+            raise ValueError(f"{type(self).__name__}: the loss or its gradient is not finite in float32 "
+                             f"(overflow); reduce the scale hyperparameters ({hyper}) or the embedding norms")
+        self._weight.grad += dW32
+        return terms, dx32, None
+
+    def _logits_input(self, embeddings):
+        emb = check_array(embeddings, "embeddings", ndim=2)
+        if emb.shape[1] != self.embedding_size:
+            raise ValueError(f"embeddings must have embedding_size={self.embedding_size} columns, "
+                             f"got shape {emb.shape}")
+        place_parameter(self._weight, getattr(self, "_weight_shape", None))
+        return emb.astype(np.float64)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(num_classes={self.num_classes}, embedding_size={self.embedding_size})"

@@ -1,0 +1,72 @@
+"""Proxy / classifier losses: finite differences in float64 for the embeddings and the weights."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mantissa_embed import losses
+from mantissa_embed.distances import DotProductSimilarity, LpDistance
+from mantissa_embed.regularizers import LpRegularizer
+from _helpers import central_diff_inplace
+
+FACTORIES = {
+    "NormalizedSoftmax": lambda c, d, s: losses.NormalizedSoftmaxLoss(c, d, temperature=0.5, seed=s),
+    "NormalizedSoftmaxLp": lambda c, d, s: losses.NormalizedSoftmaxLoss(c, d, temperature=0.5, seed=s,
+                                                                         distance=LpDistance(power=2)),
+    "ProxyNCA": lambda c, d, s: losses.ProxyNCALoss(c, d, seed=s),
+    "ProxyNCADot": lambda c, d, s: losses.ProxyNCALoss(c, d, seed=s, softmax_scale=2.0,
+                                                        distance=DotProductSimilarity(normalize_embeddings=False)),
+    "ProxyAnchor": lambda c, d, s: losses.ProxyAnchorLoss(c, d, alpha=4, seed=s),
+    "ProxyAnchorLp": lambda c, d, s: losses.ProxyAnchorLoss(c, d, alpha=4, seed=s, distance=LpDistance()),
+    "SoftTriple": lambda c, d, s: losses.SoftTripleLoss(c, d, centers_per_class=3, la=3, seed=s),
+    "LargeMarginSoftmax": lambda c, d, s: losses.LargeMarginSoftmaxLoss(c, d, seed=s),
+    "LargeMarginSoftmax3": lambda c, d, s: losses.LargeMarginSoftmaxLoss(c, d, margin=3, scale=0.5, seed=s),
+    "ArcFace": lambda c, d, s: losses.ArcFaceLoss(c, d, scale=4, seed=s),
+    "SubCenterArcFace": lambda c, d, s: losses.SubCenterArcFaceLoss(c, d, scale=4, sub_centers=2, seed=s),
+    "CosFace": lambda c, d, s: losses.CosFaceLoss(c, d, scale=4, seed=s),
+    "SphereFace": lambda c, d, s: losses.SphereFaceLoss(c, d, seed=s),
+    "WeightReg": lambda c, d, s: losses.NormalizedSoftmaxLoss(c, d, temperature=0.5, seed=s,
+                                                               weight_regularizer=LpRegularizer(),
+                                                               weight_reg_weight=0.7),
+}
+
+
+def _fd(f, a, eps=1e-6):
+    return central_diff_inplace(f, a, eps)
+
+
+def _total(loss_func, x, y, W, it=None):
+    return sum(loss_func.compute64(x, y, it, W)[0].values())
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+@settings(max_examples=6, deadline=None)
+@given(n=st.integers(1, 6), d=st.integers(2, 4), c=st.integers(2, 4), seed=st.integers(0, 2**31),
+       mined=st.booleans())
+def test_finite_differences(name, n, d, c, seed, mined):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    y = rng.integers(0, c, n)
+    f = FACTORIES[name](c, d, seed + 1)
+    W = f.parameters()[0].data.astype(np.float64)
+    it = (rng.integers(0, n, 3), rng.integers(0, n, 3), rng.integers(0, n, 3)) if mined else None
+    _, dx, dW = f.compute64(x, y, it, W)
+    scale = max(1.0, np.abs(dx).max(), np.abs(dW).max())
+    np.testing.assert_allclose(dx, _fd(lambda: _total(f, x, y, W, it), x), rtol=1e-4, atol=1e-6 * scale)
+    np.testing.assert_allclose(dW, _fd(lambda: _total(f, x, y, W, it), W), rtol=1e-4, atol=1e-6 * scale)
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_call_matches_float64_computation(name):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((7, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 7)
+    f = FACTORIES[name](3, 4, 9)
+    W = f.parameters()[0].data.astype(np.float64)
+    terms, dx, dW = f.compute64(x.astype(np.float64), y, None, W)
+    out = f(x, y)
+    assert out.loss == pytest.approx(sum(terms.values()), rel=1e-6)
+    assert out.terms.keys() == terms.keys()
+    np.testing.assert_allclose(out.grad, dx, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(f.parameters()[0].grad, dW, rtol=1e-5, atol=1e-7)
+    assert out.grad.dtype == np.float32 and f.parameters()[0].grad.dtype == np.float32
