@@ -165,7 +165,7 @@ def test_dynamic_soft_margin_with_labels(num_bins, momentum, use_ref, m, seed, n
         assume(_dsm_safe(x, y, r, ry, num_bins))
         _compare(ours(x, y, ref_emb=r, ref_labels=ry), _pml_call(theirs, x, y, r, ry))
         theirs.hist_ = theirs.hist_.detach()
-        np.testing.assert_allclose(ours.hist_, theirs.hist_.numpy(), rtol=1e-4, atol=1e-7)
+        np.testing.assert_allclose(ours.hist_, theirs.hist_.numpy(), rtol=1e-4, atol=1e-6)  # float32 histogram sums of O(1) mass
 
 
 @settings(max_examples=20, deadline=None)

@@ -70,7 +70,11 @@ def _compare(ours, theirs):
         if b is None:
             assert a is None
             continue
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * max(np.abs(b).max(initial=0), 1e-3))
+        # float32 against PML's float64. Through the cosine backward of nearly parallel rows the
+        # small entries cancel: on InstanceLoss(gamma=8), n=2, d=2 PML's own float32 gradient is
+        # off by 3e-4 of the largest entry. So the absolute tolerance is 5e-4 of the largest
+        # entry (at least 1e-6); the relative one stays 1e-4.
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=max(5e-4 * np.abs(b).max(initial=0), 1e-6))
 
 
 def _random_tuple(seed, y, ry, kind):
