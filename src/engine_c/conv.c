@@ -281,6 +281,29 @@ static int conv_use_direct(int64_t F, int64_t K, int64_t stride) {
 }
 
 #if ME_CONV_X86
+/* acc[f] (NF vectors) = the 16 (masked by m) outputs at row ho, columns wo.. of filters f of one
+ * NF-block: the sum over (c, i, j) of packed weight wb[(c, i, j), f] times the padded input
+ * xp[c, ho + i, wo + j ..]. Shared by the plain and the pooled direct kernels. */
+#define ME_DEFINE_DIRECT_STRIP(NF)                                                                    \
+    __attribute__((target("avx512f,fma"), always_inline)) static inline void direct_strip_##NF(      \
+        __m512 *acc, const float *xp, const float *wb, int64_t C, int64_t KH, int64_t KW,            \
+        int64_t Hp, int64_t Wp, int64_t ho, int64_t wo, __mmask16 m) {                               \
+        _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++) acc[f] = _mm512_setzero_ps();          \
+        const float *wt = wb;                                                                        \
+        for (int64_t c = 0; c < C; c++)                                                              \
+            for (int64_t i = 0; i < KH; i++) {                                                       \
+                const float *row = xp + (c * Hp + ho + i) * Wp + wo;                                 \
+                for (int64_t j = 0; j < KW; j++, wt += NF) {                                         \
+                    const __m512 v = _mm512_maskz_loadu_ps(m, row + j);                              \
+                    _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++)                            \
+                        acc[f] = _mm512_fmadd_ps(_mm512_set1_ps(wt[f]), v, acc[f]);                   \
+                }                                                                                    \
+            }                                                                                        \
+    }
+ME_DEFINE_DIRECT_STRIP(8)
+ME_DEFINE_DIRECT_STRIP(16)
+#undef ME_DEFINE_DIRECT_STRIP
+
 #define ME_DEFINE_DIRECT(NF)                                                                          \
     __attribute__((target("avx512f,fma"))) static void direct_image_##NF(                            \
         const float *xp, const float *wpk, const float *b, float *yn, int64_t F, int64_t C,          \
@@ -294,17 +317,7 @@ static int conv_use_direct(int64_t F, int64_t K, int64_t stride) {
                     const int64_t nw = WO - wo < 16 ? WO - wo : 16;                                  \
                     const __mmask16 m = (__mmask16)(nw >= 16 ? 0xFFFFu : ((1u << nw) - 1u));         \
                     __m512 acc[NF];                                                                  \
-                    _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++) acc[f] = _mm512_setzero_ps(); \
-                    const float *wt = wb;                                                            \
-                    for (int64_t c = 0; c < C; c++)                                                  \
-                        for (int64_t i = 0; i < KH; i++) {                                           \
-                            const float *row = xp + (c * Hp + ho + i) * Wp + wo;                     \
-                            for (int64_t j = 0; j < KW; j++, wt += NF) {                             \
-                                const __m512 v = _mm512_maskz_loadu_ps(m, row + j);                  \
-                                _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++)                \
-                                    acc[f] = _mm512_fmadd_ps(_mm512_set1_ps(wt[f]), v, acc[f]);       \
-                            }                                                                        \
-                        }                                                                            \
+                    direct_strip_##NF(acc, xp, wb, C, KH, KW, Hp, Wp, ho, wo, m);                    \
                     _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++) {                          \
                         if (f < nf) {                                                                \
                             __m512 r = acc[f];                                                       \
@@ -336,7 +349,8 @@ __attribute__((target("avx512f"))) static inline __m512 max_nan(__m512 a, __m512
         const float *xp, const float *wpk, const float *b, float *yn, int64_t F, int64_t C,          \
         int64_t KH, int64_t KW, int64_t Hp, int64_t Wp, int64_t HO, int64_t WO, int relu) {          \
         const int64_t K = C * KH * KW, HQ = HO / 2, WQ = WO / 2;                                     \
-        __m512 park[NF];                                                                             \
+        __m512 park[NF]; /* row 2r of the pair; always written (half 0) before it is read */         \
+        _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++) park[f] = _mm512_setzero_ps();         \
         for (int64_t f0 = 0; f0 < F; f0 += NF) {                                                     \
             const float *wb = wpk + (f0 / NF) * K * NF;                                              \
             const int64_t nf = F - f0 < NF ? F - f0 : NF;                                            \
@@ -349,17 +363,7 @@ __attribute__((target("avx512f"))) static inline __m512 max_nan(__m512 a, __m512
                     for (int half = 0; half < 2; half++) {                                           \
                         const int64_t ho = 2 * hq + half;                                            \
                         __m512 acc[NF];                                                              \
-                        _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++) acc[f] = _mm512_setzero_ps(); \
-                        const float *wt = wb;                                                        \
-                        for (int64_t c = 0; c < C; c++)                                              \
-                            for (int64_t i = 0; i < KH; i++) {                                       \
-                                const float *row = xp + (c * Hp + ho + i) * Wp + wo;                 \
-                                for (int64_t j = 0; j < KW; j++, wt += NF) {                         \
-                                    const __m512 v = _mm512_maskz_loadu_ps(m, row + j);              \
-                                    _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++)            \
-                                        acc[f] = _mm512_fmadd_ps(_mm512_set1_ps(wt[f]), v, acc[f]);   \
-                                }                                                                    \
-                            }                                                                        \
+                        direct_strip_##NF(acc, xp, wb, C, KH, KW, Hp, Wp, ho, wo, m);                \
                         _Pragma("GCC unroll 16") for (int f = 0; f < NF; f++) {                      \
                             __m512 r = acc[f];                                                       \
                             if (b && f < nf) r = _mm512_add_ps(r, _mm512_set1_ps(b[f0 + f]));        \
