@@ -28,9 +28,17 @@ import numpy as np
 from mantissa_embed import engine
 
 
-def _best_times(fns, min_time=0.3, repeats=7, clock=time.perf_counter):
+SETTLE = 0.2  # seconds of pause before each timed block
+
+
+def _best_times(fns, min_time=0.3, repeats=7, clock=time.perf_counter, settle=SETTLE):
     """Best seconds per call of each function; the functions are timed in alternation so
-    that both see the same (shared machine) load."""
+    that both see the same (shared machine) load.
+
+    Each timed block starts after ``settle`` seconds of sleep: after its last call a
+    library's idle worker threads keep spinning for a while (OpenBLAS: 2**28 cycles by
+    default, ~0.1 s; libgomp: GOMP_SPINCOUNT), and without the pause the side timed second
+    would share its cores with the first side's spinning threads."""
     reps = []
     for fn in fns:
         fn()  # warm-up (page faults, thread pool start)
@@ -41,6 +49,8 @@ def _best_times(fns, min_time=0.3, repeats=7, clock=time.perf_counter):
     best = [float("inf")] * len(fns)
     for _ in range(repeats):
         for i, fn in enumerate(fns):
+            if settle:
+                time.sleep(settle)
             t = clock()
             for _ in range(reps[i]):
                 fn()

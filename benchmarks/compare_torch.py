@@ -25,7 +25,9 @@ fit 1 epoch          ``Embedder(small_cnn_embedder(16), loss="triplet", margin=0
 
 Protocol: one untimed warm-up of every job on each side, then ``--repeats`` rounds; in every
 round each job runs once on each side, torch first then mantissa, so that a slow patch of the
-machine hits both. The table prints the medians (ms), the ratio of the medians torch /
+machine hits both. Every timed job starts after ``--settle`` seconds of sleep (0.2): after its
+last call a library's idle worker threads keep spinning for a while (OpenMP, OpenBLAS), and
+without the pause the side timed second would share the cores with the first side's spinners. The table prints the medians (ms), the ratio of the medians torch /
 mantissa (**above 1: mantissa-embed is faster**) and the minimums. The fit rows also print the
 median peak RSS of each side's process and their ratio.
 
@@ -283,6 +285,9 @@ def main(argv=None):
                    help="prefixes of the job names to run (sgemm conv2d maxpool TripletMarginLoss "
                         "ContrastiveLoss semihard embed retrieve fit); default all")
     p.add_argument("--no-fit", action="store_true", help="skip the fit subprocesses")
+    p.add_argument("--settle", type=float, default=0.2,
+                   help="seconds of sleep before each timed job (default 0.2), so that the other "
+                        "library's idle worker threads have stopped spinning")
     p.add_argument("--gemm-n", type=int, default=1024)
     p.add_argument("--loss-n", type=int, default=1024)
     p.add_argument("--gallery", type=int, default=100_000)
@@ -322,9 +327,11 @@ def main(argv=None):
     for r in range(args.repeats):
         for k, (tf, mf) in jobs.items():
             if tf is not None:
+                time.sleep(args.settle)
                 t = time.perf_counter()
                 tf()
                 times[k][0].append((time.perf_counter() - t) * 1e3)
+            time.sleep(args.settle)
             t = time.perf_counter()
             mf()
             times[k][1].append((time.perf_counter() - t) * 1e3)
