@@ -94,6 +94,11 @@ void me_maxpool2d_backward(const float *dy, const int32_t *argmax, float *dx,
  * returns their number (0 when every entry is valid). */
 int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, float *dx,
                                       int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO);
+/* Pooling backward fused with the backward of the ReLU before it: y (N,C,HO,WO) the pooling's
+ * output; dx = relu_backward(maxpool2d_backward(dy), relu output), exactly, in one pass.
+ * Untrusted argmax as above (returns the number of skipped entries). */
+int64_t me_maxpool2d_relu_backward(const float *dy, const int32_t *argmax, const float *y, float *dx,
+                                   int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO);
 
 /* -------------------------------------------------------- activations.c */
 /* x (n) -> y (n) = max(x, 0); y may alias x */

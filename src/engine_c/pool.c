@@ -157,3 +157,31 @@ int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, fl
     }
     return bad;
 }
+
+/* The max pooling backward fused with the backward of a ReLU that precedes the pooling:
+ * dy (N,C,HO,WO), argmax, y (N,C,HO,WO) the pooling's output -> dx (N,C,H,W), overwritten,
+ * = relu_backward(maxpool2d_backward(dy), relu output). Exact, not an approximation: every
+ * gradient lands on its window's argmax p, where the ReLU output equals the pooled y, so the
+ * ReLU mask "output(p) > 0" is "y > 0" and is applied as a select before the scatter (dy is
+ * never multiplied: an Inf dy under a zero mask gives 0, as relu_backward does). One pass over
+ * dx instead of two (pool scatter, then the ReLU select over the whole full-resolution
+ * gradient). Argmax entries outside [0, H*W) are skipped and counted (returned). */
+int64_t me_maxpool2d_relu_backward(const float *dy, const int32_t *argmax, const float *y, float *dx,
+                                   int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO) {
+    const int64_t planes = N * C;
+    const uint32_t HW = (uint32_t)(H * W);
+    int64_t bad = 0;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) reduction(+ : bad) if (planes * H * W >= 16384)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        float *dxp = dx + pl * H * W;
+        const float *dyp = dy + pl * HO * WO, *yp = y + pl * HO * WO;
+        const int32_t *ap = argmax + pl * HO * WO;
+        memset(dxp, 0, (size_t)(H * W) * sizeof(float));
+        for (int64_t o = 0; o < HO * WO; o++) {
+            const uint32_t a = (uint32_t)ap[o];
+            if (a >= HW) bad++;
+            else if (yp[o] > 0.0f) dxp[a] += dyp[o];
+        }
+    }
+    return bad;
+}

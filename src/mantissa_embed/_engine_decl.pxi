@@ -35,6 +35,8 @@ cdef extern from "engine.h" nogil:
                                int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO)
     int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, float *dx,
                                           int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO)
+    int64_t me_maxpool2d_relu_backward(const float *dy, const int32_t *argmax, const float *y, float *dx,
+                                       int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO)
     void me_relu_forward(const float *x, float *y, int64_t n)
     void me_relu_backward(const float *dy, const float *y, float *dx, int64_t n)
     void me_dense_forward(const float *x, const float *w, const float *b, float *y,

@@ -224,6 +224,41 @@ def maxpool2d_backward(dy, argmax, x_shape, dx=None):
     return dx
 
 
+def maxpool2d_relu_backward(dy, argmax, y, x_shape, dx=None):
+    """Max pooling backward fused with the backward of the ReLU that feeds the pooling.
+
+    dy (N,C,HO,WO) float32, argmax (N,C,HO,WO) int32 and y (N,C,HO,WO) float32 (the pooling's
+    forward output) -> dx (N,C,H,W) float32, overwritten. Equals, bitwise,
+    ``relu_backward(maxpool2d_backward(dy, argmax, x_shape), r)`` where ``r`` is the ReLU output
+    that was pooled (at every argmax, ``r`` equals the pooled ``y``, so the mask is ``y > 0``),
+    in one pass instead of two. Raises ValueError / TypeError for bad shapes or dtypes, and
+    ValueError when an argmax entry lies outside [0, H*W).
+    """
+    cdef int64_t N, C, H, W, HO, WO
+    cdef const float[:, :, :, ::1] dyv
+    cdef const float[:, :, :, ::1] yv
+    cdef const int[:, :, :, ::1] av
+    cdef float[:, :, :, ::1] dxv
+    cdef int64_t bad
+    dy, argmax, y, x_shape = _lref._check_pool_relu_backward(dy, argmax, y, x_shape)
+    dx = _lref._check_out(dx, "dx", x_shape)
+    _lref._check_outs([(dx, "dx")], [(dy, "dy"), (argmax, "argmax"), (y, "y")])
+    N, C, H, W = x_shape
+    HO, WO = dy.shape[2], dy.shape[3]
+    if dx.size == 0 or dy.size == 0:
+        return _lref.maxpool2d_relu_backward(dy, argmax, y, x_shape, dx)
+    dyv = dy
+    yv = y
+    av = argmax
+    dxv = dx
+    with nogil:
+        bad = me_maxpool2d_relu_backward(&dyv[0, 0, 0, 0], <const int32_t *> &av[0, 0, 0, 0],
+                                         &yv[0, 0, 0, 0], &dxv[0, 0, 0, 0], N, C, H, W, HO, WO)
+    if bad:
+        raise _lref._bad_argmax(H, W)  # the kernel skipped them; dx is not meaningful
+    return dx
+
+
 def relu_forward(x, out=None):
     """out = max(x, 0), element-wise, any shape, float32. ``out`` may be ``x`` (in place)."""
     cdef const float[::1] xv

@@ -348,9 +348,14 @@ class Conv2D(Layer):
         return out
 
     def _backward(self, dY, need_dx):
-        be = self._backend()
         if self.act == "relu":
-            dY = be.relu_backward(dY, self._y, dx=self._dpre.get(dY.shape))
+            dY = self._backend().relu_backward(dY, self._y, dx=self._dpre.get(dY.shape))
+        return self._backward_preact(dY, need_dx)
+
+    def _backward_preact(self, dY, need_dx):
+        """The backward from dY = d loss / d(pre-activation), the ReLU's mask already applied
+        (Sequential fuses it into a following MaxPool2D's backward)."""
+        be = self._backend()
         dx = self._dx.get(self._x.shape) if need_dx else None
         dx, _, _ = be.conv2d_backward(self._x, self.weight.data, dY, self.stride, self.pad, dx=dx,
                                       dw=self.weight.grad, db=self.bias.grad, need_dx=need_dx,
@@ -412,6 +417,19 @@ class MaxPool2D(Layer):
             return None
         return self._backend().maxpool2d_backward(dY, self._argmax, self._x_shape,
                                                   dx=self._dx.get(self._x_shape))
+
+    def _backward_relu(self, dY):
+        """``backward(dY)`` followed by the backward of the ReLU whose output was pooled (a
+        ``Conv2D(act="relu")`` just before), in one kernel: returns d loss / d(that layer's
+        pre-activation), a layer-owned buffer. Exact (the mask at each argmax is ``y > 0``)."""
+        if self._y is None:
+            raise RuntimeError("MaxPool2D.backward called before forward")
+        if not (type(dY) is np.ndarray and dY.dtype == np.float32 and dY.flags.c_contiguous):
+            dY = check_array(dY, "dY", finite=False)
+        if dY.shape != self._y.shape:
+            raise ValueError(f"dY must have the shape of the last forward output {self._y.shape}, got {dY.shape}")
+        return self._backend().maxpool2d_relu_backward(dY, self._argmax, self._y, self._x_shape,
+                                                       dx=self._dx.get(self._x_shape))
 
 
 class Flatten(Layer):
@@ -770,16 +788,38 @@ class Sequential:
             for layer in self.layers:
                 h = layer.forward(h)
         d = dY
-        last = len(self.layers) - 1
         prof = getattr(self, "_profile", None)
-        for i in range(last, -1, -1):
-            if prof is None:
-                d = self.layers[i].backward(d, need_dx=bool(need_dx) or i > 0)
+        relu_pool = self._relu_pool_at()
+        i = len(self.layers) - 1
+        while i >= 0:
+            t = _perf_counter() if prof is not None else 0.0
+            if i - 1 in relu_pool:
+                # MaxPool2D after Conv2D(act="relu"): the pooling's backward applies the ReLU's
+                # mask while it scatters (one pass), then the conv starts from its pre-activation
+                d = self.layers[i]._backward_relu(d)
+                if prof is not None:
+                    now = _perf_counter()
+                    prof[i][1] += now - t
+                    t = now
+                i -= 1
+                d = self.layers[i]._backward_preact(d, bool(need_dx) or i > 0)
             else:
-                t = _perf_counter()
                 d = self.layers[i].backward(d, need_dx=bool(need_dx) or i > 0)
+            if prof is not None:
                 prof[i][1] += _perf_counter() - t
+            i -= 1
         return np.array(d, dtype=np.float32, copy=True) if need_dx else None
+
+    def _relu_pool_at(self):
+        """Indices i where layers[i] is a Conv2D(act="relu") followed by a MaxPool2D: their
+        backwards are fused (MaxPool2D._backward_relu). Cached (the layer list is fixed)."""
+        at = getattr(self, "_relu_pool", None)
+        if at is None:
+            L = self.layers
+            at = self._relu_pool = frozenset(
+                i for i in range(len(L) - 1)
+                if type(L[i]) is Conv2D and L[i].act == "relu" and type(L[i + 1]) is MaxPool2D)
+        return at
 
     # -- description and persistence ------------------------------------------------------------
     def summary(self):

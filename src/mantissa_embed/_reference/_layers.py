@@ -33,6 +33,7 @@ __all__ = [
     "conv2d_pool2_forward",
     "maxpool2d_forward",
     "maxpool2d_backward",
+    "maxpool2d_relu_backward",
     "relu_forward",
     "relu_backward",
     "dense_forward",
@@ -301,8 +302,8 @@ def _maxpool2d(x, size, stride):
 def _maxpool2d_grad(dy, argmax, x_shape):
     N, C, H, W = x_shape
     dx = np.zeros((N * C, H * W), dtype=dy.dtype)
-    flat_dy = dy.reshape(N * C, -1)
-    flat_arg = argmax.reshape(N * C, -1)
+    flat_dy = dy.reshape(N * C, dy.shape[2] * dy.shape[3])  # explicit: -1 is ambiguous when N*C == 0
+    flat_arg = argmax.reshape(N * C, dy.shape[2] * dy.shape[3])
     for pl in range(N * C):
         np.add.at(dx[pl], flat_arg[pl], flat_dy[pl])
     return dx.reshape(N, C, H, W)
@@ -461,6 +462,30 @@ def maxpool2d_backward(dy, argmax, x_shape, dx=None):
     if argmax.size and (int(argmax.min()) < 0 or int(argmax.max()) >= H * W):
         raise _bad_argmax(H, W)
     dx[...] = _maxpool2d_grad(dy, argmax, x_shape)
+    return dx
+
+
+def _check_pool_relu_backward(dy, argmax, y, x_shape):
+    dy, argmax, x_shape = _check_pool_backward(dy, argmax, x_shape)
+    y = _check_in(y, "y", 4)
+    if y.shape != dy.shape:
+        raise ValueError(f"y must have the shape of dy {dy.shape} (the pooling's output), got {y.shape}")
+    return dy, argmax, y, x_shape
+
+
+def maxpool2d_relu_backward(dy, argmax, y, x_shape, dx=None):
+    """Max pooling backward fused with the backward of the ReLU feeding the pooling: dy, argmax
+    (int32), y (the pooling's output), all (N,C,HO,WO) -> dx (N,C,H,W), overwritten, equal to
+    ``relu_backward(maxpool2d_backward(dy, argmax, x_shape), r)`` for the pooled ReLU output r
+    (at each argmax r equals y, so the mask is y > 0, applied as a select before the scatter).
+    Raises ValueError when an argmax entry lies outside [0, H*W)."""
+    dy, argmax, y, x_shape = _check_pool_relu_backward(dy, argmax, y, x_shape)
+    dx = _check_out(dx, "dx", x_shape)
+    _check_outs([(dx, "dx")], [(dy, "dy"), (argmax, "argmax"), (y, "y")])
+    H, W = x_shape[2], x_shape[3]
+    if argmax.size and (int(argmax.min()) < 0 or int(argmax.max()) >= H * W):
+        raise _bad_argmax(H, W)
+    dx[...] = _maxpool2d_grad(np.where(y > 0, dy, np.float32(0)), argmax, x_shape)
     return dx
 
 
