@@ -40,7 +40,8 @@ class Conv2d:
 
 
 class MaxPool:
-    """MaxPool2D(2): forward, and backward."""
+    """MaxPool2D(2): forward, backward, and the backward fused with the ReLU mask of the conv
+    before it (what ``Sequential.backward`` runs for ``Conv2D(act="relu") -> MaxPool2D``)."""
     params = (list(POOL),)
     param_names = ["layer"]
 
@@ -57,6 +58,9 @@ class MaxPool:
 
     def time_backward(self, layer):
         self.layer.backward(self.dY)
+
+    def time_backward_relu(self, layer):
+        self.layer._backward_relu(self.dY)
 
     def peakmem_forward_backward(self, layer):
         self.layer.forward(self.X)
