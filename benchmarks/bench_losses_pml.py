@@ -22,7 +22,9 @@ product exceeds ``--pml-max-elements`` (default 4e8) and the row says so.
 
 Repeats alternate between the libraries (PML, mantissa, PML, ...) so that a slow patch of the
 machine hits both; medians and minimums in ms, and the ratio of the medians PML / mantissa
-(above 1: mantissa-embed is faster). ``--threads`` sets both libraries' threads.
+(above 1: mantissa-embed is faster). ``--threads`` sets both libraries' threads. Each timing
+starts after a 0.2 s pause (so neither side runs next to the other's spinning idle threads);
+calls under 20 ms are timed as a block of calls (steady state).
 
 Usage::
 
@@ -98,10 +100,30 @@ def _pml_ntxent_elements(y):
     return pos * neg
 
 
-def _time_once(fn):
+SETTLE = 0.2  # seconds of sleep before each timed block (see _time_once)
+BLOCK_MS = 20.0  # calls shorter than this are timed as a block of calls lasting about this long
+
+
+def _time_once(fn, settle=SETTLE):
+    """ms per call of ``fn``, after ``settle`` seconds of sleep.
+
+    The pause lets the other library's idle worker threads stop spinning (torch's OpenMP pool,
+    numpy's OpenBLAS keep spinning for a while after their last call; timed right after them,
+    the second side would share its cores with the spinners). A call shorter than BLOCK_MS is
+    then timed again as a block of calls (the first, untimed in that case, also absorbs the
+    wake-up of the sleeping thread pool), so sub-millisecond losses get a steady-state time."""
+    if settle:
+        time.sleep(settle)
     t = time.perf_counter()
     fn()
-    return (time.perf_counter() - t) * 1e3
+    ms = (time.perf_counter() - t) * 1e3
+    if ms >= BLOCK_MS:
+        return ms
+    k = max(2, int(BLOCK_MS / max(ms, 1e-3)))
+    t = time.perf_counter()
+    for _ in range(k):
+        fn()
+    return (time.perf_counter() - t) * 1e3 / k
 
 
 # ---------------------------------------------------------------------------------------------
