@@ -326,6 +326,17 @@ double me_p2sgrad_forward_backward(const float *x, const float *w, const int64_t
 double me_softmax_xent_forward_backward(const float *logits, const int64_t *labels, double *row_loss,
                                         float *dlogits, int64_t N, int64_t C, float scale,
                                         float grad_scale);
+/* The contract of me_softmax_nll_forward / me_softmax_nll_backward (softmax_losses.c: sim (N,M),
+ * labels (N), ref_labels (M) -> losses (N), lse (N,2) = (log-sum-exp over all kept entries, over the
+ * kept positives), valid (N); backward: dsim (N,M) of sum_i weights[i] l_i), computed with one
+ * float exp per entry (fast_expf.h) in vectorized row loops, sums in double: equal to those
+ * kernels up to float32 rounding of the logits. Rows in parallel (static). */
+int64_t me_softmax_nll_fast_forward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                    float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
+                                    float scale, int exclude_self, int inverted, double max_loss);
+void me_softmax_nll_fast_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                  const double *lse, const float *weights, float *dsim, int64_t N,
+                                  int64_t M, float scale, int exclude_self, int inverted);
 
 /* ---------------------------------------------------- mining.c */
 /* TripletMarginMiner / AngularMiner selection, two passes: *_count -> counts (N) int64 of selected

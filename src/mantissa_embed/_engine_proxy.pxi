@@ -69,3 +69,67 @@ def softmax_xent_forward_backward(logits, labels, scale=1.0, grad_scale=1.0, dlo
     with nogil:
         me_softmax_xent_forward_backward(&zv[0, 0], &lv[0], &rv[0], &dv[0, 0], n, c, fs, fg)
     return rl, out
+
+
+cdef extern from "engine.h" nogil:
+    int64_t me_softmax_nll_fast_forward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                        float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
+                                        float scale, int exclude_self, int inverted, double max_loss)
+    void me_softmax_nll_fast_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                      const double *lse, const float *weights, float *dsim, int64_t N,
+                                      int64_t M, float scale, int exclude_self, int inverted)
+
+
+def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
+                             max_loss=np.inf):
+    """:func:`softmax_nll_forward` with one vectorized float exp per entry (C kernel; equal up to
+    float32 rounding of the logits). See :func:`mantissa_embed._reference.softmax_nll_fast_forward`."""
+    sim, labels, ref_labels, exclude_self = _sm_common(sim, labels, ref_labels, exclude_self)
+    cdef float sc = _lc_float(scale, "scale")
+    cdef double ml = float(max_loss)
+    N, M = sim.shape
+    losses = np.zeros(N, dtype=np.float32)
+    lse = np.full((N, 2), -np.inf, dtype=np.float64)
+    valid = np.zeros(N, dtype=np.uint8)
+    if N == 0 or M == 0:
+        return losses, lse, valid.astype(bool)
+    cdef const float[:, ::1] sv = sim
+    cdef const int64_t[::1] lv = labels
+    cdef const int64_t[::1] rv = ref_labels
+    cdef float[::1] ov = losses
+    cdef double[:, ::1] ev = lse
+    cdef uint8_t[::1] vv = valid
+    cdef int64_t n = N, m = M
+    cdef int excl = exclude_self, inv = bool(inverted)
+    with nogil:
+        me_softmax_nll_fast_forward(&sv[0, 0], &lv[0], &rv[0], &ov[0], &ev[0, 0], &vv[0], n, m, sc,
+                                    excl, inv, ml)
+    return losses, lse, valid.view(bool)
+
+
+def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
+                              inverted=True):
+    """:func:`softmax_nll_backward` with one vectorized float exp per entry (C kernel). See
+    :func:`mantissa_embed._reference.softmax_nll_fast_backward`."""
+    sim, labels, ref_labels, exclude_self = _sm_common(sim, labels, ref_labels, exclude_self)
+    cdef float sc = _lc_float(scale, "scale")
+    N, M = sim.shape
+    lse = _sm_lse(lse, N)
+    weights = _sm_kin(weights, "weights", ndim=1)
+    if weights.shape != (N,):
+        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    dsim = np.empty((N, M), dtype=np.float32)
+    if N == 0 or M == 0:
+        return dsim
+    cdef const float[:, ::1] sv = sim
+    cdef const int64_t[::1] lv = labels
+    cdef const int64_t[::1] rv = ref_labels
+    cdef const double[:, ::1] ev = lse
+    cdef const float[::1] wv = weights
+    cdef float[:, ::1] gv = dsim
+    cdef int64_t n = N, m = M
+    cdef int excl = exclude_self, inv = bool(inverted)
+    with nogil:
+        me_softmax_nll_fast_backward(&sv[0, 0], &lv[0], &rv[0], &ev[0, 0], &wv[0], &gv[0, 0], n, m, sc,
+                                     excl, inv)
+    return dsim

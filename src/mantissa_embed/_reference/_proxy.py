@@ -7,9 +7,14 @@ pieces the proxy losses are assembled from; each returns its value and a backwar
 """
 from __future__ import annotations
 
+import threading
+import weakref
+from contextlib import contextmanager
+
 import numpy as np
 
-__all__ = ["p2sgrad_forward_backward", "softmax_xent_forward_backward"]
+__all__ = ["p2sgrad_forward_backward", "softmax_xent_forward_backward", "softmax_nll_fast_forward",
+           "softmax_nll_fast_backward"]
 
 
 def _check_xent_inputs(logits, labels, name="logits"):
@@ -72,6 +77,23 @@ def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
     return loss, dxo, dwo
 
 
+def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
+                             max_loss=np.inf):
+    """Twin of the engine's fast row softmax NLL: the float64 :func:`softmax_nll_forward` (the C
+    kernel uses one float exp per entry and agrees with it up to float32 rounding of the logits)."""
+    from ._softmax import softmax_nll_forward
+    return softmax_nll_forward(sim, labels, ref_labels, scale=scale, exclude_self=exclude_self,
+                               inverted=inverted, max_loss=max_loss)
+
+
+def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
+                              inverted=True):
+    """Twin of the engine's fast row softmax NLL backward: the float64 :func:`softmax_nll_backward`."""
+    from ._softmax import softmax_nll_backward
+    return softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=scale,
+                                exclude_self=exclude_self, inverted=inverted)
+
+
 # --------------------------------------------------------------------------------------------
 # float64 building blocks (value, backward closure)
 # --------------------------------------------------------------------------------------------
@@ -92,16 +114,79 @@ def p2sgrad64(x, w, labels):
     return loss, back(dcos @ w), dcos.T @ xn
 
 
-def l2_normalize64(x, eps=1e-12):
-    """Rows of x (N, D) divided by max(||x_i||, eps) (torch.nn.functional.normalize) and its backward."""
-    nrm = np.sqrt(np.sum(x * x, axis=1))
-    den = np.maximum(nrm, eps)
-    y = x / den[:, None]
+# --------------------------------------------------------------------------------------------
+# scratch buffers of the float64 path
+# --------------------------------------------------------------------------------------------
+# The (N, D) float64 temporaries of a proxy loss at N ~ 1e3 are ~1 MB each: allocated fresh on
+# every call they are mmap-ed / trimmed by malloc and page-faulted in again, which costs more
+# than the arithmetic. A loss call runs its float64 computation inside ``using_workspace(owner)``
+# and the building blocks below then write their large (N, D) results into arrays reused across
+# that owner's calls (one set per thread). Outside such a block (tests, get_logits) they allocate
+# as before; the values are the same either way (``out=`` does not change the arithmetic).
+_tls = threading.local()
+_WORKSPACES = weakref.WeakKeyDictionary()
+
+
+class _Workspace:
+    __slots__ = ("bufs",)
+
+    def __init__(self):
+        self.bufs = {}
+
+    def get(self, key, shape, dtype):
+        b = self.bufs.get(key)
+        if b is None or b.shape != shape or b.dtype != dtype:
+            b = np.empty(shape, dtype=dtype)
+            self.bufs[key] = b
+        return b
+
+
+@contextmanager
+def using_workspace(owner):
+    """Within the block, the ``*64`` building blocks reuse ``owner``'s scratch arrays (per thread).
+
+    Arrays they return inside the block (and their backward results) are overwritten by the
+    owner's next call: copy what must outlive it."""
+    per = _WORKSPACES.get(owner)
+    if per is None:
+        per = {}
+        _WORKSPACES[owner] = per
+    tid = threading.get_ident()
+    ws = per.get(tid)
+    if ws is None:
+        ws = per[tid] = _Workspace()
+    prev = getattr(_tls, "ws", None)
+    _tls.ws = ws
+    try:
+        yield ws
+    finally:
+        _tls.ws = prev
+
+
+def scratch(key, shape, dtype=np.float64):
+    """A reusable array of the active workspace (uninitialized), or None outside ``using_workspace``."""
+    ws = getattr(_tls, "ws", None)
+    return None if ws is None else ws.get(key, tuple(shape), np.dtype(dtype))
+
+
+def l2_normalize64(x, eps=1e-12, role=None):
+    """Rows of x (N, D) divided by max(||x_i||, eps) (torch.nn.functional.normalize) and its backward.
+
+    ``role``: a name for the scratch arrays (see :func:`using_workspace`); None allocates."""
+    nrm = np.sqrt(np.einsum("ij,ij->i", x, x))
+    den = np.maximum(nrm, eps)[:, None]
+    y = np.divide(x, den, out=None if role is None else scratch(role + ".y", x.shape, x.dtype))
 
     def backward(dy):
-        dx = dy / den[:, None]
-        big = nrm > eps
-        dx[big] -= y[big] * np.sum(y[big] * dy[big], axis=1, keepdims=True) / den[big, None]
+        # (dy - y <y, dy>) / den on rows with ||x_i|| > eps, dy / den elsewhere (no copies)
+        s = np.einsum("ij,ij->i", y, dy)
+        s = np.where(nrm > eps, s, 0.0).astype(y.dtype, copy=False)
+        if role is None:
+            dx = dy - y * s[:, None]
+        else:
+            t = np.multiply(y, s[:, None], out=scratch(role + ".t", y.shape, y.dtype))
+            dx = np.subtract(dy, t, out=scratch(role + ".dx", y.shape, y.dtype))
+        dx /= den
         return dx
 
     return y, backward
@@ -126,16 +211,18 @@ def similarity64(distance, X, R):
     distance 0 are 0 (torch.cdist's subgradient).
     """
     from ..distances import DotProductSimilarity
+    if distance.normalize_embeddings and isinstance(distance, DotProductSimilarity):
+        return _cosine64(X, R, distance.power)
     if distance.normalize_embeddings:
-        Xn, bx = l2_normalize64(X)
-        Rn, br = l2_normalize64(R)
+        Xn, bx = l2_normalize64(X, role="sim.X")
+        Rn, br = l2_normalize64(R, role="sim.R")
     else:
         Xn, Rn, bx, br = X, R, None, None
     dot = isinstance(distance, DotProductSimilarity)
     if dot:
-        base = Xn @ Rn.T
+        base = np.matmul(Xn, Rn.T, out=scratch("sim.base", (Xn.shape[0], Rn.shape[0]), Xn.dtype))
     else:
-        n2 = np.sum(Xn * Xn, 1)[:, None] + np.sum(Rn * Rn, 1)[None, :]
+        n2 = np.einsum("ij,ij->i", Xn, Xn)[:, None] + np.einsum("ij,ij->i", Rn, Rn)[None, :]
         sq = n2 - 2.0 * (Xn @ Rn.T)
         ii, jj = np.nonzero(sq < 1e-6 * n2)  # cancellation: recompute directly (duplicates -> exactly 0)
         if ii.size:
@@ -152,14 +239,46 @@ def similarity64(distance, X, R):
                 dbase = dmat * pw * base ** (pw - 1)
             dbase = np.where(np.isfinite(dbase), dbase, 0.0)
         if dot:
-            dXn, dRn = dbase @ Rn, dbase.T @ Xn
+            dXn, dRn = np.matmul(dbase, Rn, out=scratch("sim.dXn", Xn.shape, Xn.dtype)), dbase.T @ Xn
         else:
             G = np.where(base > 0, dbase / np.where(base > 0, base, 1.0), 0.0)
-            dXn = Xn * G.sum(1)[:, None] - G @ Rn
+            gr = np.matmul(G, Rn, out=scratch("sim.GR", Xn.shape, Xn.dtype))
+            dXn = np.multiply(Xn, G.sum(1)[:, None], out=scratch("sim.dXn", Xn.shape, Xn.dtype))
+            dXn -= gr
             dRn = Rn * G.sum(0)[:, None] - G.T @ Xn
         if bx is not None:
             dXn, dRn = bx(dXn), br(dRn)
         return dXn, dRn
+
+    return mat, backward
+
+
+def _cosine64(X, R, pw, eps=1e-12):
+    """:func:`similarity64` of a normalizing dot-product similarity (CosineSimilarity) without
+    forming the (N, D) normalized X: cos = (X Rn^T) / max(|X_i|, eps), and the backward of the
+    row normalization through cos itself (<X_i / |X_i|, dXn_i> = sum_j dcos_ij cos_ij). The same
+    values as normalizing first, up to float64 rounding."""
+    nrm = np.sqrt(np.einsum("ij,ij->i", X, X))
+    den = np.maximum(nrm, eps)[:, None]
+    Rn, br = l2_normalize64(R, role="sim.R")
+    base = np.matmul(X, Rn.T, out=scratch("sim.base", (X.shape[0], Rn.shape[0]), X.dtype))
+    base /= den
+    mat = base if pw == 1 else base ** pw
+
+    def backward(dmat):
+        if pw == 1:
+            dbase = dmat
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dbase = dmat * pw * base ** (pw - 1)
+            dbase = np.where(np.isfinite(dbase), dbase, 0.0)
+        g = dbase / den                               # d/dX through X / den, per cosine
+        dRn = g.T @ X                                 # = dbase^T (X / den)
+        sdot = np.einsum("ij,ij->i", dbase, base)     # <X_i / den_i, dXn_i>
+        coef = np.where(nrm > eps, sdot, 0.0)[:, None] / (den * den)
+        dX = np.matmul(g, Rn, out=scratch("sim.dXn", X.shape, X.dtype))
+        dX -= np.multiply(X, coef, out=scratch("sim.X.t", X.shape, X.dtype))
+        return dX, br(dRn)
 
     return mat, backward
 
@@ -173,15 +292,17 @@ def softmax_xent64(z, labels):
     if N == 0:
         return np.zeros(0), (lambda dl: np.zeros_like(z))
     m = z.max(axis=1, keepdims=True)
-    e = np.exp(z - m)
+    e = np.subtract(z, m, out=scratch("xent.e", z.shape, z.dtype))
+    np.exp(e, out=e)
     s = e.sum(axis=1, keepdims=True)
     lse = (m + np.log(s))[:, 0]
     rows = np.arange(N)
     losses = lse - z[rows, labels]
-    p = e / s
+    p = e
+    p /= s
 
     def backward(dl):
-        dz = p * dl[:, None]
+        dz = np.multiply(p, dl[:, None], out=scratch("xent.dz", p.shape, p.dtype))
         dz[rows, labels] -= dl
         return dz
 

@@ -96,19 +96,29 @@ def fast_ap_forward(mat, pos, neg, num_bins, histogram_max):
     num_bins : int; histogram_max : float (the bins' centres are ``linspace(0, max, num_bins+1)``).
 
     Returns ``(fastap (N,) float64, cache)``; rows without positives get 0.
+
+    A distance d has a non-zero triangular pulse ``max(1 - |d - mid_b| / delta, 0)`` on at most
+    the two centres around it (``b = floor(d / delta)`` and ``b + 1``): the histograms are two
+    ``bincount`` passes over the matrix instead of one pass per bin.
     """
     d = np.asarray(mat, dtype=np.float64)
     N = d.shape[0]
     B = num_bins + 1
     delta = histogram_max / num_bins
     mids = np.linspace(0.0, histogram_max, B)
-    P = np.zeros((N, B))
-    Ng = np.zeros((N, B))
+    lo = np.clip(np.floor(d / delta), 0, B - 2).astype(np.intp)
+    w_lo = np.maximum(1.0 - np.abs(d - mids[lo]) / delta, 0.0)
+    w_hi = np.maximum(1.0 - np.abs(d - mids[lo + 1]) / delta, 0.0)
+    flat = lo + (np.arange(N) * B)[:, None]          # (row, bin) of the lower centre
     posf, negf = pos.astype(np.float64), neg.astype(np.float64)
-    for b in range(B):
-        pulse = np.maximum(1.0 - np.abs(d - mids[b]) / delta, 0.0)
-        P[:, b] = np.sum(pulse * posf, axis=1)
-        Ng[:, b] = np.sum(pulse * negf, axis=1)
+
+    def hist(m):
+        h = np.bincount(flat.ravel(), (w_lo * m).ravel(), minlength=N * B)
+        h[1:] += np.bincount(flat.ravel(), (w_hi * m).ravel(), minlength=N * B)[:-1]
+        return h.reshape(N, B)
+
+    P = hist(posf)
+    Ng = hist(negf)
     C = np.cumsum(P, axis=1)
     T = np.cumsum(P + Ng, axis=1)
     hp = P * C
@@ -117,13 +127,13 @@ def fast_ap_forward(mat, pos, neg, num_bins, histogram_max):
     h = np.where(safe, hp / Ts, 0.0)
     npos = pos.sum(axis=1)
     fa = np.where(npos > 0, h.sum(axis=1) / np.maximum(npos, 1), 0.0)
-    cache = (d, posf, negf, mids, delta, P, C, Ts, safe, npos)
+    cache = (d, posf, negf, mids, delta, P, C, Ts, safe, npos, lo, flat, w_lo, w_hi)
     return fa, cache
 
 
 def fast_ap_backward(dfa, cache):
     """dL/d mat (N, N) float64 given ``dfa = dL / d fastap`` (N,)."""
-    d, posf, negf, mids, delta, P, C, Ts, safe, npos = cache
+    d, posf, negf, mids, delta, P, C, Ts, safe, npos, lo, flat, w_lo, w_hi = cache
     dh = np.where(safe, (np.asarray(dfa, dtype=np.float64) / np.maximum(npos, 1))[:, None], 0.0)
     dP = dh * C / Ts
     dC = dh * P / Ts
@@ -133,16 +143,13 @@ def fast_ap_backward(dfa, cache):
         return np.cumsum(a[:, ::-1], axis=1)[:, ::-1]
 
     rT = rcum(dT)
-    dP = dP + rcum(dC) + rT
-    dNg = rT
-    dmat = np.zeros_like(d)
-    for b in range(len(mids)):
-        if not (dP[:, b].any() or dNg[:, b].any()):
-            continue
-        diff = d - mids[b]
-        inside = (1.0 - np.abs(diff) / delta) > 0
-        slope = np.where(inside, -np.sign(diff) / delta, 0.0)
-        dmat += slope * (dP[:, b:b + 1] * posf + dNg[:, b:b + 1] * negf)
+    dP = (dP + rcum(dC) + rT).ravel()
+    dNg = rT.ravel()
+    # the slope of each of the two pulses, -sign(d - mid) / delta where the pulse is positive
+    s_lo = np.where(w_lo > 0, -np.sign(d - mids[lo]) / delta, 0.0)
+    s_hi = np.where(w_hi > 0, -np.sign(d - mids[lo + 1]) / delta, 0.0)
+    dmat = s_lo * (dP[flat] * posf + dNg[flat] * negf)
+    dmat += s_hi * (dP[flat + 1] * posf + dNg[flat + 1] * negf)
     return dmat
 
 
@@ -179,42 +186,42 @@ def histogram_loss_forward_backward(pos_vals, neg_vals, delta, n_nodes):
 # ------------------------------------------------------------------------------ RankedList
 def ranked_list_forward(mat, labels, margin, alpha, Tp, Tn, imbalance):
     """Ranked List loss per anchor (Wang et al. 2019, PML's RLL). ``mat`` (N, N) float.
-    Returns ``(losses (N,) float64, cache)``."""
-    d = np.asarray(mat, dtype=np.float64).copy()
+    Returns ``(losses (N,) float64, cache)``.
+
+    Only the pairs that contribute are visited (index lists, not (N, N) float64 matrices):
+    positives (j != i, same label) with d > alpha - margin and d > 0, negatives with 0 < d < alpha;
+    row sums by ``np.bincount``."""
+    d = np.asarray(mat)
     N = d.shape[0]
-    np.fill_diagonal(d, 0.0)
-    y = labels[:, None] == labels[None, :]
-    nsel = ~y & (d < alpha)
-    np.fill_diagonal(y, False)
+    lab = np.asarray(labels)
+    y = lab[:, None] == lab[None, :]
     c = alpha - margin
-    psel = y & (d > c)
-    pstar = np.where(psel, d, 0.0)
-    nstar = np.where(nsel, d, 0.0)
-    pm = pstar > 0
-    nm = nstar > 0
-    wp = np.where(pm, np.exp(Tp * (np.where(pm, pstar, c) - c)), 0.0)
-    wn = np.where(nm, np.exp(Tn * (alpha - np.where(nm, nstar, alpha))), 0.0)
-    tp = wp * (pstar - c)
-    tn = wn * (alpha - nstar)
-    Sp = wp.sum(axis=1) + N * 1e-5
-    Sn = wn.sum(axis=1) + N * 1e-5
-    lp = tp.sum(axis=1) / Sp
-    ln = tn.sum(axis=1) / Sn
+    pmask = y & (d > max(c, 0.0))
+    np.fill_diagonal(pmask, False)
+    pi, pj = np.nonzero(pmask)
+    ni, nj = np.nonzero(~y & (d < alpha) & (d > 0))
+    dp = d[pi, pj].astype(np.float64)
+    dn = d[ni, nj].astype(np.float64)
+    wp = np.exp(Tp * (dp - c))
+    wn = np.exp(Tn * (alpha - dn))
+    Sp = np.bincount(pi, wp, minlength=N) + N * 1e-5
+    Sn = np.bincount(ni, wn, minlength=N) + N * 1e-5
+    lp = np.bincount(pi, wp * (dp - c), minlength=N) / Sp
+    ln = np.bincount(ni, wn * (alpha - dn), minlength=N) / Sn
     losses = (1.0 - imbalance) * lp + imbalance * ln
-    return losses, (pstar, nstar, pm, nm, wp, wn, Sp, Sn, lp, ln, c, alpha, Tp, Tn, imbalance)
+    return losses, (N, pi, pj, dp, wp, ni, nj, dn, wn, Sp, Sn, lp, ln, c, alpha, Tp, Tn, imbalance)
 
 
 def ranked_list_backward(dlosses, cache):
     """dL/d mat (N, N) float64 given ``dlosses`` (N,)."""
-    pstar, nstar, pm, nm, wp, wn, Sp, Sn, lp, ln, c, alpha, Tp, Tn, imbalance = cache
-    g = np.asarray(dlosses, dtype=np.float64)[:, None]
-    gp = g * (1.0 - imbalance)
-    gn = g * imbalance
+    N, pi, pj, dp, wp, ni, nj, dn, wn, Sp, Sn, lp, ln, c, alpha, Tp, Tn, imbalance = cache
+    g = np.asarray(dlosses, dtype=np.float64)
+    gp = (g * (1.0 - imbalance))[pi]
+    gn = (g * imbalance)[ni]
     # d(tp)/dP = Tp wp (P - c) + wp ; d(Sp)/dP = Tp wp
-    dP = gp * ((Tp * wp * (pstar - c) + wp) / Sp[:, None] - lp[:, None] * Tp * wp / Sp[:, None])
-    dN = gn * ((-Tn * wn * (alpha - nstar) - wn) / Sn[:, None] + ln[:, None] * Tn * wn / Sn[:, None])
-    dmat = np.where(pm, dP, 0.0) + np.where(nm, dN, 0.0)
-    np.fill_diagonal(dmat, 0.0)
+    dmat = np.zeros((N, N))
+    dmat[pi, pj] = gp * ((Tp * wp * (dp - c) + wp) / Sp[pi] - lp[pi] * Tp * wp / Sp[pi])
+    dmat[ni, nj] = gn * ((-Tn * wn * (alpha - dn) - wn) / Sn[ni] + ln[ni] * Tn * wn / Sn[ni])
     return dmat
 
 

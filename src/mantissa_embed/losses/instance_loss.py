@@ -71,9 +71,9 @@ class InstanceLoss(BaseMetricLossFunction):
         mat, ctx = self._mat(batch)
         eng = self.engine
         kw = dict(scale=self.gamma, exclude_self=False, inverted=True)
-        losses, lse, _ = eng.softmax_nll_forward(mat, t, cols, **kw)
+        losses, lse, _ = eng.softmax_nll_fast_forward(mat, t, cols, **kw)
         value, dl = self._reduce_generic(losses, cols, "element", batch)
-        dmat = eng.softmax_nll_backward(mat, t, cols, lse, np.asarray(dl, dtype=np.float32), **kw)
+        dmat = eng.softmax_nll_fast_backward(mat, t, cols, lse, np.asarray(dl, dtype=np.float32), **kw)
         dq, dr = self._grads(dmat, ctx)
         return {"loss": value}, dq, dr
 

@@ -6,6 +6,7 @@ import numpy as np
 from .. import utils
 from .._validation import check_float
 from ..distances import CosineSimilarity
+from ..reducers import MeanReducer
 from .generic_pair_loss import GenericPairLoss
 
 
@@ -57,8 +58,74 @@ class IntraPairVarianceLoss(GenericPairLoss):
         return ["pos_loss", "neg_loss"]
 
     def pair_loss_all(self, mat, batch):
+        if type(self.reducer) is MeanReducer:
+            return self._pair_loss_dense(mat, batch)
         pairs = utils.get_all_pairs_indices(batch.labels, None if batch.same else batch.ref_labels)
         return self.pair_loss(mat, pairs, batch)
+
+    def _pair_loss_dense(self, mat, batch):
+        """Every pair with the default MeanReducer: the same values as :meth:`pair_loss` on the
+        enumerated pairs. The few positive pairs go through index lists; the negative pairs
+        (almost the whole matrix) through a mask, in a handful of in-place passes."""
+        lab = batch.labels
+        ref = lab if batch.same else batch.ref_labels
+        matches = lab[:, None] == ref[None, :]
+        if batch.same:
+            np.fill_diagonal(matches, False)
+        diffs = lab[:, None] != ref[None, :]
+        inv = self.distance.is_inverted
+        # positives: index lists
+        pflat = np.flatnonzero(matches)
+        dpos = None
+        pos = 0.0
+        if pflat.size:
+            sp = mat.ravel()[pflat].astype(np.float64)
+            pos, dpos = self._part_values(sp, self.pos_eps, inv)
+        # negatives: dense over the mask
+        dmat = np.zeros(mat.shape, dtype=np.float64)
+        neg = self._part_dense(mat.astype(np.float64), diffs, self.neg_eps, not inv, dmat)
+        if dpos is not None:
+            dmat.ravel()[pflat] += dpos  # the flat indices are distinct
+        return {"pos_loss": pos, "neg_loss": neg}, dmat.astype(np.float32)
+
+    @staticmethod
+    def _part_values(s, eps, increase):
+        """(MeanReducer value, d value / d s) of one kind of pair, from its similarities s (k,)."""
+        k = len(s)
+        mu = s.mean()
+        if increase:
+            v = (1 - eps) * mu - s
+            dv_dmu, dv_ds = (1 - eps), -1.0
+        else:
+            v = s - (1 + eps) * mu
+            dv_dmu, dv_ds = -(1 + eps), 1.0
+        r = np.maximum(v, 0.0)
+        value = float(np.sum(r * r, dtype=np.float64) / k)
+        g = (1.0 / k) * 2.0 * r
+        return value, dv_ds * g + dv_dmu * g.sum() / k
+
+    @staticmethod
+    def _part_dense(m64, mask, eps, increase, dmat):
+        """One kind of pair over a boolean mask of the (N, M) matrix; writes its gradient into
+        ``dmat`` (zeros on entry); returns the MeanReducer value."""
+        k = int(np.count_nonzero(mask))
+        if k == 0:
+            return 0.0
+        mu = float(np.sum(m64, where=mask)) / k
+        if increase:
+            v = np.subtract((1 - eps) * mu, m64, out=m64)
+            dv_dmu, dv_ds = (1 - eps), -1.0
+        else:
+            v = np.subtract(m64, (1 + eps) * mu, out=m64)
+            dv_dmu, dv_ds = -(1 + eps), 1.0
+        r = np.maximum(v, 0.0, out=v)
+        np.multiply(r, mask, out=r)
+        # MeanReducer: the mean of the k losses r^2 (einsum, not BLAS ddot: no BLAS threads here)
+        value = float(np.einsum("ij,ij->", r, r)) / k
+        gs = float(np.sum(r)) * (2.0 / k)                  # sum of d value / d r over the pairs
+        np.multiply(r, dv_ds * 2.0 / k, out=dmat)
+        np.add(dmat, dv_dmu * gs / k, out=dmat, where=mask)
+        return value
 
     def _part(self, mat, i, j, eps, increase, name, rtype, batch, dmat):
         if len(i) == 0:

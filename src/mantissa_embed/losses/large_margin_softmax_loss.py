@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .._reference._proxy import similarity64, softmax_xent64
+from .._reference._proxy import scratch, similarity64, softmax_xent64
 from .._validation import check_float
 from ..distances import CosineSimilarity
 from .weight_regularizer_mixin import BaseProxyLoss
@@ -119,7 +119,8 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
             t = dout * logits * f
             dxn = t @ wn
             dwn = t.T @ xn
-            dx = x * (dxn / np.where(xn > 0, xn, 1.0) * (xn > 0))[:, None]
+            dx = np.multiply(x, (dxn / np.where(xn > 0, xn, 1.0) * (xn > 0))[:, None],
+                             out=scratch("lms.dx1", x.shape, x.dtype))
             dW = W * (dwn / np.where(wn > 0, wn, 1.0) * (wn > 0))[None, :]
             return dlog, dx, dW
 
@@ -141,7 +142,9 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
             dcos = dlog
             dcos[rows, labels] *= dpsi
             dx, dW = cback(dcos)
-            return dx + dx1, dW + dW1
+            if not (np.isscalar(dx1) and dx1 == 0):
+                dx += dx1  # dx is this call's own array (fresh, or its scratch buffer)
+            return dx, dW + dW1
 
         return [("loss", losses * mw, rows, "element", None)], backward
 

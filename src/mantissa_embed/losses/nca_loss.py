@@ -78,7 +78,7 @@ class NCALoss(BaseMetricLossFunction):
         eng = self.engine
         kw = dict(scale=self.softmax_scale, exclude_self=self._query_is_ref and batch.M == batch.N,
                   inverted=self.distance.is_inverted)
-        losses, lse, valid = eng.softmax_nll_forward(mat, batch.labels, batch.ref_labels,
+        losses, lse, valid = eng.softmax_nll_fast_forward(mat, batch.labels, batch.ref_labels,
                                                      max_loss=NCA_MAX_LOSS, **kw)
         idx = np.flatnonzero(valid)
         self.stats = {"num_valid": len(idx)}
@@ -87,7 +87,7 @@ class NCALoss(BaseMetricLossFunction):
         value, dl = self._reduce_generic((losses * weights)[idx], idx, "element", batch)
         w = np.zeros(batch.N, dtype=np.float32)
         w[idx] = np.asarray(dl, dtype=np.float64) * weights[idx]
-        dmat = eng.softmax_nll_backward(mat, batch.labels, batch.ref_labels, lse, w, **kw)
+        dmat = eng.softmax_nll_fast_backward(mat, batch.labels, batch.ref_labels, lse, w, **kw)
         dq, dr = self._grads(dmat, ctx)
         return {"loss": value}, dq, dr
 

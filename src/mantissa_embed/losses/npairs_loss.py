@@ -16,6 +16,20 @@ def _check_no_ref(embeddings, labels, ref_emb, ref_labels, name):
         raise ValueError("ref_labels was given without ref_emb")
 
 
+def _first_pos_pairs(labels):
+    """The first positive pair of each label in PML's row-major pair order, sorted by label.
+
+    Without an indices_tuple that pair is (first index of the label, second index of the label)
+    for every label occurring at least twice: the same pairs as enumerating all N^2 pairs and
+    keeping each label's first, in O(N log N)."""
+    order = np.argsort(labels, kind="stable")
+    sl = labels[order]
+    starts = np.flatnonzero(np.concatenate(([True], sl[1:] != sl[:-1])))
+    counts = np.diff(np.append(starts, len(sl)))
+    s = starts[counts >= 2]
+    return order[s].astype(np.int64, copy=False), order[s + 1].astype(np.int64, copy=False)
+
+
 class NPairsLoss(BaseMetricLossFunction):
     """Multi-class N-pair loss.
 
@@ -54,9 +68,12 @@ class NPairsLoss(BaseMetricLossFunction):
     def compute_loss(self, batch):
         if batch.labels is None:
             raise ValueError("labels are required for NPairsLoss")
-        a, p, _, _ = utils.convert_to_pairs(batch.indices_tuple, batch.labels)
-        _, first = np.unique(batch.labels[a], return_index=True)
-        a, p = a[first], p[first]
+        if batch.indices_tuple is None:
+            a, p = _first_pos_pairs(batch.labels)
+        else:
+            a, p, _, _ = utils.convert_to_pairs(batch.indices_tuple, batch.labels)
+            _, first = np.unique(batch.labels[a], return_index=True)
+            a, p = a[first], p[first]
         K = len(a)
         self.stats = {"num_pairs": K}
         if K == 0:
@@ -66,9 +83,9 @@ class NPairsLoss(BaseMetricLossFunction):
         ids = np.arange(K, dtype=np.int64)
         eng = self.engine
         kw = dict(scale=1.0, exclude_self=False, inverted=self.distance.is_inverted)
-        losses, lse, _ = eng.softmax_nll_forward(mat, ids, ids, **kw)
+        losses, lse, _ = eng.softmax_nll_fast_forward(mat, ids, ids, **kw)
         value, dl = self._reduce_generic(losses, a, "element", batch)
-        dmat = eng.softmax_nll_backward(mat, ids, ids, lse, np.asarray(dl, dtype=np.float32), **kw)
+        dmat = eng.softmax_nll_fast_backward(mat, ids, ids, lse, np.asarray(dl, dtype=np.float32), **kw)
         da, dp = self.distance.backward(dmat, ctx)
         dq = np.zeros((batch.N, batch.D), dtype=np.float32)
         np.add.at(dq, a, da)

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from .._reference._proxy import scratch
 from .._validation import check_float, check_int, check_labels
 from .arcface_loss import ArcFaceLoss
 
@@ -50,7 +51,11 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
         cos = np.take_along_axis(S3, arg[:, :, None], axis=2)[:, :, 0]
 
         def backward(dcos):
-            dS3 = np.zeros((N, C, K))
+            dS3 = scratch("subcenter.dS3", (N, C, K))
+            if dS3 is None:
+                dS3 = np.zeros((N, C, K))
+            else:
+                dS3.fill(0.0)
             np.put_along_axis(dS3, arg[:, :, None], dcos[:, :, None], axis=2)
             return back(dS3.reshape(N, C * K))
 

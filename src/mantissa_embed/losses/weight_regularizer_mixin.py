@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .._reference._proxy import check_distance64
+from .._reference._proxy import check_distance64, scratch, using_workspace
 from .._validation import as_generator, check_array, check_float, check_int, check_labels
 from ..parameter import Parameter
 from ..utils import _miner_weights, check_indices_tuple
@@ -217,7 +217,12 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
     def compute64(self, x, labels, indices_tuple=None, W=None):
         """The loss in float64: ``(terms, dx (N, D), dW)`` for float64 embeddings ``x`` and weight
         ``W`` (default: the current weight). No embedding regularizer, no state change."""
-        x = np.asarray(x, dtype=np.float64)
+        xs = scratch("x64", np.shape(x)) if getattr(x, "ndim", 0) == 2 else None
+        if xs is not None:  # inside compute_loss: the float64 copy goes to a reused buffer
+            np.copyto(xs, x)
+            x = xs
+        else:
+            x = np.asarray(x, dtype=np.float64)
         W = self._weight.data.astype(np.float64) if W is None else np.asarray(W, dtype=np.float64)
         names = self._sub_loss_names() + self.regularization_loss_names()
         if x.shape[0] == 0:
@@ -250,11 +255,12 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
 
         Raises ``ValueError`` (naming the scale hyperparameters) when the loss or a gradient
         overflows float32; the weight's ``grad`` is then left unchanged."""
-        terms, dx, dW = self.compute64(batch.emb, batch.labels, batch.indices_tuple)
-        with np.errstate(over="ignore", invalid="ignore"):
-            dx32, dW32 = dx.astype(np.float32), dW.astype(np.float32)
-            ok = (all(np.isfinite(np.float32(v)) for v in terms.values()) and np.isfinite(dx32).all()
-                  and np.isfinite(dW32).all())
+        with using_workspace(self):  # large float64 temporaries reused across calls
+            terms, dx, dW = self.compute64(batch.emb, batch.labels, batch.indices_tuple)
+            with np.errstate(over="ignore", invalid="ignore"):
+                dx32, dW32 = dx.astype(np.float32), dW.astype(np.float32)
+                ok = (all(np.isfinite(np.float32(v)) for v in terms.values()) and np.isfinite(dx32).all()
+                      and np.isfinite(dW32).all())
         if not ok:
             hyper = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._SCALE_NAMES if hasattr(self, k))
             raise ValueError(f"{type(self).__name__}: the loss or its gradient is not finite in float32 "
