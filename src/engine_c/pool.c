@@ -137,25 +137,33 @@ void me_maxpool2d_backward(const float *dy, const int32_t *argmax, float *dx,
     (void)me_maxpool2d_backward_checked(dy, argmax, dx, N, C, H, W, HO, WO);
 }
 
-/* as me_maxpool2d_backward; argmax entries outside [0, H*W) are skipped and counted */
-int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, float *dx,
-                                      int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO) {
+/* The scatter of both backwards: dx = 0, then dx[argmax] += dy where the mask allows (y == NULL:
+ * everywhere; else where y > 0, a select, so an Inf dy under a zero mask gives 0). Argmax
+ * entries outside [0, H*W) are skipped; returns their number. */
+static int64_t pool_scatter(const float *dy, const int32_t *argmax, const float *y, float *dx,
+                            int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO) {
     const int64_t planes = N * C;
     const uint32_t HW = (uint32_t)(H * W);
     int64_t bad = 0;
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) reduction(+ : bad) if (planes * H * W >= 16384)
     for (int64_t pl = 0; pl < planes; pl++) {
         float *dxp = dx + pl * H * W;
-        const float *dyp = dy + pl * HO * WO;
+        const float *dyp = dy + pl * HO * WO, *yp = y ? y + pl * HO * WO : NULL;
         const int32_t *ap = argmax + pl * HO * WO;
         memset(dxp, 0, (size_t)(H * W) * sizeof(float));
         for (int64_t o = 0; o < HO * WO; o++) {
             const uint32_t a = (uint32_t)ap[o];
-            if (a < HW) dxp[a] += dyp[o];
-            else bad++;
+            if (a >= HW) bad++;
+            else if (!yp || yp[o] > 0.0f) dxp[a] += dyp[o];
         }
     }
     return bad;
+}
+
+/* as me_maxpool2d_backward; argmax entries outside [0, H*W) are skipped and counted */
+int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, float *dx,
+                                      int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO) {
+    return pool_scatter(dy, argmax, NULL, dx, N, C, H, W, HO, WO);
 }
 
 /* The max pooling backward fused with the backward of a ReLU that precedes the pooling:
@@ -168,20 +176,5 @@ int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, fl
  * gradient). Argmax entries outside [0, H*W) are skipped and counted (returned). */
 int64_t me_maxpool2d_relu_backward(const float *dy, const int32_t *argmax, const float *y, float *dx,
                                    int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO) {
-    const int64_t planes = N * C;
-    const uint32_t HW = (uint32_t)(H * W);
-    int64_t bad = 0;
-#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) reduction(+ : bad) if (planes * H * W >= 16384)
-    for (int64_t pl = 0; pl < planes; pl++) {
-        float *dxp = dx + pl * H * W;
-        const float *dyp = dy + pl * HO * WO, *yp = y + pl * HO * WO;
-        const int32_t *ap = argmax + pl * HO * WO;
-        memset(dxp, 0, (size_t)(H * W) * sizeof(float));
-        for (int64_t o = 0; o < HO * WO; o++) {
-            const uint32_t a = (uint32_t)ap[o];
-            if (a >= HW) bad++;
-            else if (yp[o] > 0.0f) dxp[a] += dyp[o];
-        }
-    }
-    return bad;
+    return pool_scatter(dy, argmax, y, dx, N, C, H, W, HO, WO);
 }

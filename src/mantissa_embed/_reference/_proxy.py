@@ -204,6 +204,15 @@ def check_distance64(distance, name="distance"):
         raise ValueError(f"{name} must use p=2 for this loss, got p={distance.p!r}")
 
 
+def _dpower(dmat, base, pw):
+    """d/d base of ``base ** pw`` times dmat (0 where that is not finite, e.g. base 0, pw < 1)."""
+    if pw == 1:
+        return dmat
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = dmat * pw * base ** (pw - 1)
+    return np.where(np.isfinite(d), d, 0.0)
+
+
 def similarity64(distance, X, R):
     """PML's ``distance(X, R)`` in float64 for the distances of :func:`check_distance64`.
 
@@ -232,12 +241,7 @@ def similarity64(distance, X, R):
     mat = base if pw == 1 else base ** pw
 
     def backward(dmat):
-        if pw == 1:
-            dbase = dmat
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dbase = dmat * pw * base ** (pw - 1)
-            dbase = np.where(np.isfinite(dbase), dbase, 0.0)
+        dbase = _dpower(dmat, base, pw)
         if dot:
             dXn, dRn = np.matmul(dbase, Rn, out=scratch("sim.dXn", Xn.shape, Xn.dtype)), dbase.T @ Xn
         else:
@@ -266,12 +270,7 @@ def _cosine64(X, R, pw, eps=1e-12):
     mat = base if pw == 1 else base ** pw
 
     def backward(dmat):
-        if pw == 1:
-            dbase = dmat
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dbase = dmat * pw * base ** (pw - 1)
-            dbase = np.where(np.isfinite(dbase), dbase, 0.0)
+        dbase = _dpower(dmat, base, pw)
         g = dbase / den                               # d/dX through X / den, per cosine
         dRn = g.T @ X                                 # = dbase^T (X / den)
         sdot = np.einsum("ij,ij->i", dbase, base)     # <X_i / den_i, dXn_i>

@@ -10,6 +10,12 @@ from ..reducers import MeanReducer
 from .generic_pair_loss import GenericPairLoss
 
 
+
+def _hinge_coefs(eps, increase):
+    """(dv/dmu, dv/ds) of a pair's hinge argument v = dv/dmu * mu + dv/ds * s: positive pairs
+    (``increase``) v = (1 - eps) mu - s, negative pairs v = s - (1 + eps) mu (Yu & Tao 2019)."""
+    return ((1 - eps), -1.0) if increase else (-(1 + eps), 1.0)
+
 class IntraPairVarianceLoss(GenericPairLoss):
     """Penalizes positive (negative) pairs that deviate from the mean positive (negative) pair.
 
@@ -93,13 +99,8 @@ class IntraPairVarianceLoss(GenericPairLoss):
         """(MeanReducer value, d value / d s) of one kind of pair, from its similarities s (k,)."""
         k = len(s)
         mu = s.mean()
-        if increase:
-            v = (1 - eps) * mu - s
-            dv_dmu, dv_ds = (1 - eps), -1.0
-        else:
-            v = s - (1 + eps) * mu
-            dv_dmu, dv_ds = -(1 + eps), 1.0
-        r = np.maximum(v, 0.0)
+        dv_dmu, dv_ds = _hinge_coefs(eps, increase)
+        r = np.maximum(dv_dmu * mu + dv_ds * s, 0.0)
         value = float(np.sum(r * r, dtype=np.float64) / k)
         g = (1.0 / k) * 2.0 * r
         return value, dv_ds * g + dv_dmu * g.sum() / k
@@ -112,12 +113,9 @@ class IntraPairVarianceLoss(GenericPairLoss):
         if k == 0:
             return 0.0
         mu = float(np.sum(m64, where=mask)) / k
-        if increase:
-            v = np.subtract((1 - eps) * mu, m64, out=m64)
-            dv_dmu, dv_ds = (1 - eps), -1.0
-        else:
-            v = np.subtract(m64, (1 + eps) * mu, out=m64)
-            dv_dmu, dv_ds = -(1 + eps), 1.0
+        dv_dmu, dv_ds = _hinge_coefs(eps, increase)
+        v = np.multiply(m64, dv_ds, out=m64)
+        v += dv_dmu * mu
         r = np.maximum(v, 0.0, out=v)
         np.multiply(r, mask, out=r)
         # MeanReducer: the mean of the k losses r^2 (einsum, not BLAS ddot: no BLAS threads here)
@@ -133,13 +131,8 @@ class IntraPairVarianceLoss(GenericPairLoss):
         s = mat[i, j].astype(np.float64)
         mu = s.mean()
         k = len(s)
-        if increase:
-            v = (1 - eps) * mu - s
-            dv_dmu, dv_ds = (1 - eps), -1.0
-        else:
-            v = s - (1 + eps) * mu
-            dv_dmu, dv_ds = -(1 + eps), 1.0
-        r = np.maximum(v, 0.0)
+        dv_dmu, dv_ds = _hinge_coefs(eps, increase)
+        r = np.maximum(dv_dmu * mu + dv_ds * s, 0.0)
         value, dl = self._reduce_generic(r * r, (i, j), rtype, batch, loss_name=name)
         g = np.asarray(dl, dtype=np.float64) * 2.0 * r
         ds = dv_ds * g + dv_dmu * g.sum() / k
