@@ -15,14 +15,12 @@ def _input(shape):
     return np.random.default_rng(0).standard_normal((BATCH,) + shape).astype(np.float32)
 
 
-class Conv2d:
-    """Conv2D(out, 3, pad=1, act="relu"): forward, and backward (weights, bias and input)."""
-    params = (list(CONV),)
+class _LayerBench:
+    """Shared setup and timings: ``make(layer) -> (Layer, per-sample input shape)``."""
     param_names = ["layer"]
 
     def setup(self, layer):
-        shape, out = CONV[layer]
-        self.layer = Conv2D(out, 3, pad=1, act="relu")
+        self.layer, shape = self.make(layer)
         self.layer.build(shape, np.random.default_rng(0))
         self.X = _input(shape)
         Y = self.layer.forward(self.X)
@@ -39,29 +37,24 @@ class Conv2d:
         self.layer.backward(self.dY)
 
 
-class MaxPool:
+class Conv2d(_LayerBench):
+    """Conv2D(out, 3, pad=1, act="relu"): forward, and backward (weights, bias and input)."""
+    params = (list(CONV),)
+
+    @staticmethod
+    def make(layer):
+        shape, out = CONV[layer]
+        return Conv2D(out, 3, pad=1, act="relu"), shape
+
+
+class MaxPool(_LayerBench):
     """MaxPool2D(2): forward, backward, and the backward fused with the ReLU mask of the conv
     before it (what ``Sequential.backward`` runs for ``Conv2D(act="relu") -> MaxPool2D``)."""
     params = (list(POOL),)
-    param_names = ["layer"]
 
-    def setup(self, layer):
-        shape = POOL[layer]
-        self.layer = MaxPool2D(2)
-        self.layer.build(shape, np.random.default_rng(0))
-        self.X = _input(shape)
-        Y = self.layer.forward(self.X)
-        self.dY = np.random.default_rng(1).standard_normal(Y.shape).astype(np.float32)
-
-    def time_forward(self, layer):
-        self.layer.forward(self.X)
-
-    def time_backward(self, layer):
-        self.layer.backward(self.dY)
+    @staticmethod
+    def make(layer):
+        return MaxPool2D(2), POOL[layer]
 
     def time_backward_relu(self, layer):
         self.layer._backward_relu(self.dY)
-
-    def peakmem_forward_backward(self, layer):
-        self.layer.forward(self.X)
-        self.layer.backward(self.dY)

@@ -1,6 +1,8 @@
 """GenericPairLoss (pytorch-metric-learning): base of the losses over positive/negative pairs."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import utils
 from .base import BaseMetricLossFunction
 
@@ -36,3 +38,27 @@ class GenericPairLoss(BaseMetricLossFunction):
 
     def pair_loss(self, mat, pairs, batch):
         raise NotImplementedError
+
+    def _softmax_all(self, kernel, mat, batch, unreduced):
+        """Every-pair loss through a fused softmax kernel (``engine.ntxent_all`` / ``supcon_all``).
+
+        With a Mean/AvgNonZero reducer the kernel reduces in C. Otherwise it returns the
+        unreduced losses, ``unreduced(raw) -> (losses, indices, reduction_type, to_weights)``
+        picks them for ``self.reducer`` (``to_weights(dl)`` lays d value / d losses out as the
+        kernel's weight array), and a second call turns those weights into dmat.
+        Returns ``({"loss": value}, dmat)``; sets ``self.stats``."""
+        n_pos, n_neg = utils._count_pairs(batch.labels, batch.ref_labels, batch.same)
+        if n_pos == 0 or n_neg == 0:
+            return {"loss": 0.0}, np.zeros(mat.shape, dtype=np.float32)
+        args = (mat, batch.labels, batch.ref_labels, self.temperature)
+        kw = dict(exclude_self=batch.same, inverted=self.distance.is_inverted)
+        mode = self._fused_mode()
+        if mode is not None:
+            value, dmat, _, st = kernel(*args, reduction=mode, **kw)
+        else:
+            _, _, raw, st = kernel(*args, losses=True, grad=False, **kw)
+            losses, indices, rtype, to_weights = unreduced(raw)
+            value, dl = self._reduce_generic(losses, indices, rtype, batch)
+            _, dmat, _, _ = kernel(*args, reduction="weights", weights=to_weights(dl), **kw)
+        self.stats = st
+        return {"loss": value}, dmat

@@ -65,26 +65,15 @@ class NTXentLoss(GenericPairLoss):
         return CosineSimilarity(backend=self.backend)
 
     def pair_loss_all(self, mat, batch):
-        n_pos, n_neg = utils._count_pairs(batch.labels, batch.ref_labels, batch.same)
-        if n_pos == 0 or n_neg == 0:
-            return {"loss": 0.0}, np.zeros(mat.shape, dtype=np.float32)
-        eng = self.engine
-        kw = dict(exclude_self=batch.same, inverted=self.distance.is_inverted)
-        mode = self._fused_mode()
-        if mode is not None:
-            value, dmat, _, st = eng.ntxent_all(mat, batch.labels, batch.ref_labels, self.temperature,
-                                                reduction=mode, **kw)
-        else:
-            _, _, lmat, st = eng.ntxent_all(mat, batch.labels, batch.ref_labels, self.temperature,
-                                            losses=True, grad=False, **kw)
+        def unreduced(lmat):  # the (N, M) matrix of per-positive-pair losses
             a1, p, _, _ = utils.get_all_pairs_indices(batch.labels, None if batch.same else batch.ref_labels)
-            value, dl = self._reduce_generic(lmat[a1, p], (a1, p), "pos_pair", batch)
-            w = np.zeros(mat.shape, dtype=np.float32)
-            w[a1, p] = dl
-            _, dmat, _, _ = eng.ntxent_all(mat, batch.labels, batch.ref_labels, self.temperature,
-                                           reduction="weights", weights=w, **kw)
-        self.stats = st
-        return {"loss": value}, dmat
+
+            def to_weights(dl):
+                w = np.zeros(mat.shape, dtype=np.float32)
+                w[a1, p] = dl
+                return w
+            return lmat[a1, p], (a1, p), "pos_pair", to_weights
+        return self._softmax_all(self.engine.ntxent_all, mat, batch, unreduced)
 
     def pair_loss(self, mat, pairs, batch):
         a1, p, a2, n = pairs

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import utils
 from .._reference._softmax import _check_temperature
 from ..distances import CosineSimilarity
 from ..reducers import AvgNonZeroReducer
@@ -61,24 +60,10 @@ class SupConLoss(GenericPairLoss):
         return AvgNonZeroReducer()
 
     def pair_loss_all(self, mat, batch):
-        n_pos, n_neg = utils._count_pairs(batch.labels, batch.ref_labels, batch.same)
-        if n_pos == 0 or n_neg == 0:
-            return {"loss": 0.0}, np.zeros(mat.shape, dtype=np.float32)
-        eng = self.engine
-        kw = dict(exclude_self=batch.same, inverted=self.distance.is_inverted)
-        mode = self._fused_mode()
-        if mode is not None:
-            value, dmat, _, st = eng.supcon_all(mat, batch.labels, batch.ref_labels, self.temperature,
-                                                reduction=mode, **kw)
-        else:
-            _, _, lvec, st = eng.supcon_all(mat, batch.labels, batch.ref_labels, self.temperature,
-                                            losses=True, grad=False, **kw)
-            value, dl = self._reduce_generic(lvec, np.arange(batch.N), "element", batch)
-            _, dmat, _, _ = eng.supcon_all(mat, batch.labels, batch.ref_labels, self.temperature,
-                                           reduction="weights", weights=np.asarray(dl, dtype=np.float32),
-                                           **kw)
-        self.stats = st
-        return {"loss": value}, dmat
+        def unreduced(lvec):  # one loss per anchor row
+            return (lvec, np.arange(batch.N), "element",
+                    lambda dl: np.asarray(dl, dtype=np.float32))
+        return self._softmax_all(self.engine.supcon_all, mat, batch, unreduced)
 
     def pair_loss(self, mat, pairs, batch):
         a1, p, a2, n = pairs
