@@ -11,7 +11,8 @@ pml_red = pytest.importorskip("pytorch_metric_learning.reducers")
 pml_miners = pytest.importorskip("pytorch_metric_learning.miners")
 
 from mantissa_embed import distances, losses, reducers, utils  # noqa: E402
-from _helpers import labelled_batch as _data
+from _helpers import labelled_batch as _data  # noqa: E402
+from _pml_oracle import compare, pml_call  # noqa: E402
 
 KINK = 1e-5  # examples with a hinge within this of its kink are skipped (float32 may decide either way)
 
@@ -40,31 +41,6 @@ def _mat64(kind, x, r):
     return d ** 2 if kind == "lp_sq" else d
 
 
-def _pml_call(loss, x, y, ref=None, ry=None, it=None):
-    """PML in float64 on the same (float32) inputs: in float32, torch.cdist's matmul path loses the
-    digits of small distances (cancellation), which our engine recomputes exactly."""
-    xt = torch.tensor(x.astype(np.float64), requires_grad=True)
-    rt = None if ref is None else torch.tensor(ref.astype(np.float64), requires_grad=True)
-    out = loss(xt, None if y is None else torch.tensor(y),
-               indices_tuple=None if it is None else tuple(torch.tensor(t) for t in it),
-               ref_emb=rt, ref_labels=None if ry is None else torch.tensor(ry))
-    out.backward()
-    zeros = lambda t: np.zeros(tuple(t.shape))  # noqa: E731 (zero loss: no graph)
-    g = zeros(xt) if xt.grad is None else xt.grad.numpy()
-    rg = None if rt is None else (zeros(rt) if rt.grad is None else rt.grad.numpy())
-    return out.item(), g, rg
-
-
-def _compare(ours, theirs):
-    loss, g, rg = theirs
-    assert ours.loss == pytest.approx(loss, rel=1e-4, abs=1e-6)
-    for a, b in ((ours.grad, g), (ours.ref_grad, rg)):
-        if b is None:
-            assert a is None
-            continue
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * max(np.abs(b).max(initial=0), 1e-3))
-
-
 common = dict(seed=st.integers(0, 2**31), n=st.integers(2, 32), m=st.one_of(st.none(), st.integers(2, 20)),
               d=st.integers(2, 12), k=st.integers(2, 5), dist=st.sampled_from(sorted(DISTANCES)),
               red=st.sampled_from(sorted(REDUCERS)))
@@ -90,7 +66,7 @@ def test_contrastive(pm, nm, mined, seed, n, m, d, k, dist, red):
                                   reducer=REDUCERS[red][0]())
     theirs = pml_losses.ContrastiveLoss(pos_margin=pm, neg_margin=nm, distance=DISTANCES[dist][1](),
                                         reducer=REDUCERS[red][1]())
-    _compare(ours(x, y, it, r, ry), _pml_call(theirs, x, y, r, ry, it))
+    compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
 @settings(max_examples=60, deadline=None)
@@ -117,7 +93,7 @@ def test_triplet(margin, swap, smooth, mined, seed, n, m, d, k, dist, red):
     kw = dict(margin=margin, swap=swap, smooth_loss=smooth)
     ours = losses.TripletMarginLoss(distance=DISTANCES[dist][0](), reducer=REDUCERS[red][0](), **kw)
     theirs = pml_losses.TripletMarginLoss(distance=DISTANCES[dist][1](), reducer=REDUCERS[red][1](), **kw)
-    _compare(ours(x, y, it, r, ry), _pml_call(theirs, x, y, r, ry, it))
+    compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
 @pytest.mark.parametrize("miner", ["semihard", "hard", "batch_hard", "pair_margin"])
@@ -134,15 +110,15 @@ def test_with_pml_miner_tuples_and_no_labels(miner, loss):
         ours, theirs = losses.TripletMarginLoss(margin=0.1), pml_losses.TripletMarginLoss(margin=0.1)
     else:
         ours, theirs = losses.ContrastiveLoss(neg_margin=0.9), pml_losses.ContrastiveLoss(neg_margin=0.9)
-    _compare(ours(x, None, indices_tuple=it), _pml_call(theirs, x, None, it=it))
+    compare(ours(x, None, indices_tuple=it), pml_call(theirs, x, None, it=it))
 
 
 def test_zero_loss_cases_match():
     x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
     for y in (np.zeros(5, np.int64), np.arange(5)):
-        _compare(losses.TripletMarginLoss()(x, y), _pml_call(pml_losses.TripletMarginLoss(), x, y))
+        compare(losses.TripletMarginLoss()(x, y), pml_call(pml_losses.TripletMarginLoss(), x, y))
     it = (np.array([0]), np.array([1]), np.array([0]), np.array([2]))
-    _compare(losses.ContrastiveLoss()(x, None, it), _pml_call(pml_losses.ContrastiveLoss(), x, None, it=it))
+    compare(losses.ContrastiveLoss()(x, None, it), pml_call(pml_losses.ContrastiveLoss(), x, None, it=it))
 
 
 def test_random_triplets_per_anchor_is_a_valid_estimate():

@@ -13,7 +13,8 @@ pml_red = pytest.importorskip("pytorch_metric_learning.reducers")
 pml_miners = pytest.importorskip("pytorch_metric_learning.miners")
 
 from mantissa_embed import distances, losses, reducers, utils  # noqa: E402
-from _helpers import labelled_batch as _data
+from _helpers import labelled_batch as _data  # noqa: E402
+from _pml_oracle import compare, pml_call  # noqa: E402
 
 KINK = 1e-5  # examples with a hinge within this of its kink are skipped (float32 may decide either way)
 
@@ -38,31 +39,6 @@ def _mat64(kind, x, r):
         return np.var(x[:, None] - r[None], axis=2, ddof=1) / np.var(x, axis=1, ddof=1)[:, None]
     d = np.linalg.norm(x[:, None] - r[None], axis=2)
     return d ** 2 if kind == "lp_sq" else d
-
-
-def _pml_call(loss, x, y, ref=None, ry=None, it=None):
-    """PML in float64 on the same (float32) inputs (torch.cdist in float32 loses small distances)."""
-    xt = torch.tensor(x.astype(np.float64), requires_grad=True)
-    rt = None if ref is None else torch.tensor(ref.astype(np.float64), requires_grad=True)
-    out = loss(xt, None if y is None else torch.tensor(y),
-               indices_tuple=None if it is None else tuple(torch.tensor(t) for t in it),
-               ref_emb=rt, ref_labels=None if ry is None else torch.tensor(ry))
-    if out.requires_grad:
-        out.backward()
-    zeros = lambda t: np.zeros(tuple(t.shape))  # noqa: E731 (zero loss: no graph)
-    g = zeros(xt) if xt.grad is None else xt.grad.numpy()
-    rg = None if rt is None else (zeros(rt) if rt.grad is None else rt.grad.numpy())
-    return out.item(), g, rg
-
-
-def _compare(ours, theirs):
-    loss, g, rg = theirs
-    assert ours.loss == pytest.approx(loss, rel=1e-4, abs=1e-6)
-    for a, b in ((ours.grad, g), (ours.ref_grad, rg)):
-        if b is None:
-            assert a is None
-            continue
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * max(np.abs(b).max(initial=0), 1e-3))
 
 
 def _mined(seed, y, ry, kind):
@@ -102,7 +78,7 @@ def test_multi_similarity(dist, params, seed, n, m, d, k, red, mined):
     ours = losses.MultiSimilarityLoss(alpha, beta, base, distance=DISTANCES[dist][0](), reducer=REDUCERS[red][0]())
     theirs = pml_losses.MultiSimilarityLoss(alpha, beta, base, distance=DISTANCES[dist][1](),
                                             reducer=REDUCERS[red][1]())
-    _compare(ours(x, y, it, r, ry), _pml_call(theirs, x, y, r, ry, it))
+    compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
 @settings(max_examples=40, deadline=None)
@@ -113,7 +89,7 @@ def test_circle(params, seed, n, m, d, k, red, mined):
     mm, gamma = params
     ours = losses.CircleLoss(m=mm, gamma=gamma, reducer=REDUCERS[red][0]())
     theirs = pml_losses.CircleLoss(m=mm, gamma=gamma, reducer=REDUCERS[red][1]())
-    _compare(ours(x, y, it, r, ry), _pml_call(theirs, x, y, r, ry, it))
+    compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
 @settings(max_examples=40, deadline=None)
@@ -129,7 +105,7 @@ def test_lifted_structure(dist, margins, seed, n, m, d, k, red, mined):
                                       reducer=REDUCERS[red][0]())
     theirs = pml_losses.LiftedStructureLoss(neg_margin=nm, pos_margin=pm, distance=DISTANCES[dist][1](),
                                             reducer=REDUCERS[red][1]())
-    _compare(ours(x, y, it, r, ry), _pml_call(theirs, x, y, r, ry, it))
+    compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
 @settings(max_examples=40, deadline=None)
@@ -162,7 +138,7 @@ def test_generalized_lifted_structure(dist, margins, seed, n, m, d, k, red, mine
                                                  reducer=REDUCERS[red][0]())
     theirs = pml_losses.GeneralizedLiftedStructureLoss(neg_margin=nm, pos_margin=pm,
                                                        distance=DISTANCES[dist][1](), reducer=REDUCERS[red][1]())
-    _compare(ours(x, y, it, r, ry), _pml_call(theirs, x, y, r, ry, it))
+    compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
 @settings(max_examples=40, deadline=None)
@@ -180,7 +156,7 @@ def test_snr_contrastive(margins, seed, n, m, d, k, red, mined):
     assume(len(v) == 0 or np.abs(v).min() > KINK)
     ours = losses.SignalToNoiseRatioContrastiveLoss(pos_margin=pm, neg_margin=nm, reducer=REDUCERS[red][0]())
     theirs = pml_losses.SignalToNoiseRatioContrastiveLoss(pos_margin=pm, neg_margin=nm, reducer=REDUCERS[red][1]())
-    _compare(ours(x, y, it, r, ry), _pml_call(theirs, x, y, r, ry, it))
+    compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
 NAMES = ["MultiSimilarityLoss", "CircleLoss", "LiftedStructureLoss", "GeneralizedLiftedStructureLoss",
@@ -216,17 +192,17 @@ def test_with_pml_miner_tuples_and_no_labels(name, miner):
          "pair_margin": pml_miners.PairMarginMiner,
          "semihard": lambda: pml_miners.TripletMarginMiner(margin=0.3, type_of_triplets="semihard")}[miner]()
     it = tuple(t.numpy() for t in m(xt, yt))
-    _compare(getattr(losses, name)()(x, None, indices_tuple=it),
-             _pml_call(getattr(pml_losses, name)(), x, None, it=it))
+    compare(getattr(losses, name)()(x, None, indices_tuple=it),
+             pml_call(getattr(pml_losses, name)(), x, None, it=it))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_zero_loss_cases_match(name):
     x = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
     for y in (np.zeros(6, np.int64), np.arange(6), np.array([0, 0, 1, 1, 2, 2])):
-        _compare(getattr(losses, name)()(x, y), _pml_call(getattr(pml_losses, name)(), x, y))
+        compare(getattr(losses, name)()(x, y), pml_call(getattr(pml_losses, name)(), x, y))
     it = (np.array([0]), np.array([1]), np.array([0]), np.array([2]))
-    _compare(getattr(losses, name)()(x, None, it), _pml_call(getattr(pml_losses, name)(), x, None, it=it))
+    compare(getattr(losses, name)()(x, None, it), pml_call(getattr(pml_losses, name)(), x, None, it=it))
 
 
 # PerAnchorReducer on LiftedStructureLoss is not compared: PML's raises on its (K, 1) losses.
@@ -239,5 +215,5 @@ def test_other_reducers(name, red, with_ref):
     mk = {"per_anchor": (lambda: reducers.PerAnchorReducer(reducers.MeanReducer()),
                          lambda: pml_red.PerAnchorReducer(pml_red.MeanReducer())),
           "threshold": (lambda: reducers.ThresholdReducer(low=0.05), lambda: pml_red.ThresholdReducer(low=0.05))}[red]
-    _compare(getattr(losses, name)(reducer=mk[0]())(x, y, ref_emb=r, ref_labels=ry),
-             _pml_call(getattr(pml_losses, name)(reducer=mk[1]()), x, y, r, ry))
+    compare(getattr(losses, name)(reducer=mk[0]())(x, y, ref_emb=r, ref_labels=ry),
+             pml_call(getattr(pml_losses, name)(reducer=mk[1]()), x, y, r, ry))

@@ -1,7 +1,6 @@
 """Oracle: the ranking losses (FastAP, Histogram, RankedList, PNP, ThresholdConsistentMargin,
 DynamicSoftMargin, Manifold) equal pytorch-metric-learning's, value and gradient (torch autograd
 on the same inputs, in float64), rtol 1e-4. Inputs within 1e-4 of a bin edge / kink are skipped."""
-import warnings
 
 import numpy as np
 import pytest
@@ -14,25 +13,9 @@ pml_dist = pytest.importorskip("pytorch_metric_learning.distances")
 
 from mantissa_embed import distances, losses, reducers  # noqa: E402
 from _helpers import labelled_batch as _data, mat64  # noqa: E402
+from _pml_oracle import pml_call  # noqa: E402
 
 KINK = 1e-4
-
-
-def _pml_call(loss, x, y, ref=None, ry=None, it=None, backward=True):
-    xt = torch.tensor(x.astype(np.float64), requires_grad=True)
-    rt = None if ref is None else torch.tensor(ref.astype(np.float64), requires_grad=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = loss(xt, None if y is None else torch.tensor(y),
-                   indices_tuple=None if it is None else tuple(torch.tensor(t) for t in it),
-                   ref_emb=rt, ref_labels=None if ry is None else torch.tensor(ry))
-    value = float(out.detach()) if torch.is_tensor(out) else float(out)
-    if backward and torch.is_tensor(out) and out.requires_grad:
-        out.backward()
-    zeros = lambda t: np.zeros(tuple(t.shape))  # noqa: E731
-    g = zeros(xt) if xt.grad is None else xt.grad.numpy()
-    rg = None if rt is None else (zeros(rt) if rt.grad is None else rt.grad.numpy())
-    return value, g, rg
 
 
 def _close(a, b):
@@ -81,7 +64,7 @@ def test_fast_ap(num_bins, power, mined, red, seed, n, d, k):
     R = {"mean": (reducers.MeanReducer, pml_red.MeanReducer), "sum": (reducers.SumReducer, pml_red.SumReducer)}[red]
     ours = losses.FastAPLoss(num_bins=num_bins, distance=distances.LpDistance(power=power), reducer=R[0]())
     theirs = pml_losses.FastAPLoss(num_bins=num_bins, distance=pml_dist.LpDistance(power=power), reducer=R[1]())
-    _compare(ours(x, y, it), _pml_call(theirs, x, y, it=it))
+    _compare(ours(x, y, it), pml_call(theirs, x, y, it=it))
 
 
 @settings(max_examples=25, deadline=None)
@@ -94,7 +77,7 @@ def test_histogram(n_bins, mode, seed, n, d, k):
     if mode != "labels":
         it = _random_tuple(seed, n, 8, 3 if mode == "triplets" else 4)
     _compare(losses.HistogramLoss(n_bins=n_bins)(x, y, it),
-             _pml_call(pml_losses.HistogramLoss(n_bins=n_bins), x, y, it=it))
+             pml_call(pml_losses.HistogramLoss(n_bins=n_bins), x, y, it=it))
 
 
 @settings(max_examples=25, deadline=None)
@@ -110,7 +93,7 @@ def test_ranked_list(margin, Tn, Tp, imbalance, alpha, red, seed, n, d, k):
          "avg": (reducers.AvgNonZeroReducer, pml_red.AvgNonZeroReducer)}[red]
     kw = dict(margin=margin, Tn=Tn, Tp=Tp, imbalance=imbalance, alpha=alpha)
     _compare(losses.RankedListLoss(reducer=R[0](), **kw)(x, y),
-             _pml_call(pml_losses.RankedListLoss(reducer=R[1](), **kw), x, y))
+             pml_call(pml_losses.RankedListLoss(reducer=R[1](), **kw), x, y))
 
 
 @settings(max_examples=25, deadline=None)
@@ -119,7 +102,7 @@ def test_ranked_list(margin, Tn, Tp, imbalance, alpha, red, seed, n, d, k):
 def test_pnp(variant, anneal, b, alpha, seed, n, d, k):
     x, y, _, _ = _data(seed, n, None, d, k)
     kw = dict(b=b, alpha=alpha, anneal=anneal, variant=variant)
-    _compare(losses.PNPLoss(**kw)(x, y), _pml_call(pml_losses.PNPLoss(**kw), x, y))
+    _compare(losses.PNPLoss(**kw)(x, y), pml_call(pml_losses.PNPLoss(**kw), x, y))
 
 
 @settings(max_examples=25, deadline=None)
@@ -134,7 +117,7 @@ def test_threshold_consistent_margin(margins, lam, mode, seed, n, d, k):
         it = _random_tuple(seed, n, 8, 3 if mode == "triplets" else 4)
     kw = dict(lambda_plus=lam[0], lambda_minus=lam[1], margin_plus=margins[0], margin_minus=margins[1])
     _compare(losses.ThresholdConsistentMarginLoss(**kw)(x, y, it),
-             _pml_call(pml_losses.ThresholdConsistentMarginLoss(**kw), x, y, it=it))
+             pml_call(pml_losses.ThresholdConsistentMarginLoss(**kw), x, y, it=it))
 
 
 def _dsm_safe(x, y, r, ry, num_bins, min_val=-2.0):
@@ -163,7 +146,7 @@ def test_dynamic_soft_margin_with_labels(num_bins, momentum, use_ref, m, seed, n
     for step in range(3):
         x, y, r, ry = _data(seed + step, n, m if use_ref else None, d, k)
         assume(_dsm_safe(x, y, r, ry, num_bins))
-        _compare(ours(x, y, ref_emb=r, ref_labels=ry), _pml_call(theirs, x, y, r, ry))
+        _compare(ours(x, y, ref_emb=r, ref_labels=ry), pml_call(theirs, x, y, r, ry))
         theirs.hist_ = theirs.hist_.detach()
         np.testing.assert_allclose(ours.hist_, theirs.hist_.numpy(), rtol=1e-4, atol=1e-6)  # float32 histogram sums of O(1) mass
 
@@ -189,7 +172,7 @@ def test_dynamic_soft_margin_without_labels(num_bins, use_ref, m, seed, n, d, k)
     assume(np.all(np.abs(t - np.round(t)) * delta > KINK) and np.all(t < num_bins - 1))
     ours = losses.DynamicSoftMarginLoss(num_bins=num_bins)
     theirs = pml_losses.DynamicSoftMarginLoss(num_bins=num_bins)
-    _compare(ours(x, None, ref_emb=r), _pml_call(theirs, x, None, r, backward=False), grad=False)
+    _compare(ours(x, None, ref_emb=r), pml_call(theirs, x, None, r, backward=False), grad=False)
 
 
 @settings(max_examples=20, deadline=None)
@@ -236,4 +219,4 @@ def test_dynamic_soft_margin_indices_tuple(kind, seed, n, d, k):
         out = ours(x, y, it)
         assert out.loss == 0.0 and not out.grad.any()
         return
-    _compare(ours(x, y, it), _pml_call(theirs, x, y, it=it))
+    _compare(ours(x, y, it), pml_call(theirs, x, y, it=it))
