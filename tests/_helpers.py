@@ -50,3 +50,22 @@ def central_diff_inplace(f, a, h):
         a[idx] = old
         g[idx] = (fp - fm) / (2 * h)
     return g
+
+
+def grad_batch(seed, n, d, kind, k=3, scale=1.0):
+    """The seeded batch of the finite-difference loss tests: x (n, d) float32, standard normal
+    times ``scale``; labels by ``kind``: "one_class" all 0, "distinct" 0..n-1, otherwise drawn
+    from k classes; kinds starting with "dups" copy x[0] into x[n-1] (n >= 2; each test file
+    decides what the duplicate's label is). Returns (x, y, rng): rng continues the same stream
+    (for reference batches)."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n, d)) * scale).astype(np.float32)
+    if kind == "one_class":
+        y = np.zeros(n, np.int64)
+    elif kind == "distinct":
+        y = np.arange(n)
+    else:
+        y = rng.integers(0, k, n)
+    if kind.startswith("dups") and n >= 2:
+        x[n - 1] = x[0]
+    return x, y, rng

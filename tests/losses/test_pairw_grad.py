@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from mantissa_embed import losses
-from _helpers import central_diff
+from _helpers import central_diff, grad_batch
 
 BACKENDS = ["mantissa", "numpy"]
 KINK = 2e-3
@@ -135,18 +135,9 @@ def _fd(f, x, h):
 # ----------------------------------------------------------------------------- fixtures
 
 def _batch(seed, n, d, kind, scale):
-    rng = np.random.default_rng(seed)
-    x = (rng.standard_normal((n, d)) * scale).astype(np.float32)
-    if kind == "one_class":
-        y = np.zeros(n, np.int64)
-    elif kind == "distinct":
-        y = np.arange(n)
-    else:
-        y = rng.integers(0, 3, n)
-    if kind.startswith("dups") and n >= 2:
-        x[n - 1] = x[0]
-        if kind == "dups_same":
-            y[n - 1] = y[0]
+    x, y, _ = grad_batch(seed, n, d, kind, scale=scale)
+    if kind == "dups_same" and n >= 2:
+        y[n - 1] = y[0]
     return x, y
 
 

@@ -12,7 +12,7 @@ from hypothesis import assume, given, settings, strategies as st
 sys.path.insert(0, os.path.dirname(__file__))
 import _ranking_brute as B  # noqa: E402
 from mantissa_embed import losses  # noqa: E402
-from _helpers import central_diff
+from _helpers import central_diff, grad_batch
 
 H = 1e-6
 KINK = 1e-4
@@ -24,11 +24,7 @@ def _fd(f, x):
 
 
 def _batch(seed, n, d, kind, k=3):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    y = {"one_class": np.zeros(n, np.int64), "distinct": np.arange(n)}.get(kind, rng.integers(0, k, n))
-    if kind == "dups" and n >= 2:
-        x[n - 1] = x[0]
+    x, y, _ = grad_batch(seed, n, d, kind, k)
     return x, y
 
 

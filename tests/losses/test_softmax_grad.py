@@ -9,7 +9,7 @@ from hypothesis import example, given, settings, strategies as st
 from mantissa_embed import distances
 from mantissa_embed.losses import (InstanceLoss, NCALoss, NPairsLoss, NTXentLoss,
                                    SelfSupervisedLoss, SupConLoss)
-from _helpers import central_diff
+from _helpers import central_diff, grad_batch
 
 BACKENDS = ["mantissa", "numpy"]
 H = 1e-6
@@ -110,16 +110,8 @@ def _fd(f, x):
 
 
 def _batch(seed, n, m, d, kind):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    if kind == "one_class":
-        y = np.zeros(n, np.int64)
-    elif kind == "distinct":
-        y = np.arange(n)
-    else:
-        y = rng.integers(0, 3, n)
+    x, y, rng = grad_batch(seed, n, d, kind)
     if kind == "dups" and n >= 2:
-        x[n - 1] = x[0]
         y[n - 1] = y[0]
     if m is None:
         return x, y, None, None

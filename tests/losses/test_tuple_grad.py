@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings, strategies as st
 from mantissa_embed.distances import CosineSimilarity
 from mantissa_embed.losses import (AngularLoss, IntraPairVarianceLoss, MarginLoss, TupletMarginLoss,
                                    VICRegLoss)
-from _helpers import central_diff
+from _helpers import central_diff, grad_batch
 
 BACKENDS = ["mantissa", "numpy"]
 H = 1e-6
@@ -138,11 +138,8 @@ def _fd(f, x):
 
 
 def _batch(seed, n, d, kind, k=3):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    y = {"one_class": np.zeros(n, np.int64), "distinct": np.arange(n)}.get(kind, rng.integers(0, k, n))
+    x, y, rng = grad_batch(seed, n, d, kind, k)
     if kind.startswith("dups") and n >= 2:
-        x[n - 1] = x[0]
         y[n - 1] = y[0] if kind == "dups_same" else (y[0] + 1) % k
     r = ry = None
     if kind == "ref":
