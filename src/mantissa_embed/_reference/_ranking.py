@@ -316,16 +316,25 @@ def dsm_triplet_hist(mat, labels, ref_labels, exclude_self, min_val, delta, num_
     u = np.zeros(nb)
     count = 0
     for _, _, _, x in _dsm_anchor_blocks(mat, labels, ref_labels, exclude_self):
-        t = ((x - min_val) / delta).ravel()
-        fl = np.floor(t)
-        f = t - fl
-        r = fl.astype(np.int64)
-        ok0 = (r >= 0) & (r < nb)
-        ok1 = (r + 1 >= 0) & (r + 1 < nb)
-        u += np.bincount(r[ok0], weights=momentum * (1.0 - f[ok0]), minlength=nb)[:nb]
-        u += np.bincount(r[ok1] + 1, weights=momentum * f[ok1], minlength=nb)[:nb]
-        count += t.size
+        dsm_add_soft_counts(u, x, min_val, delta, momentum)
+        count += x.size
     return u, count
+
+
+def dsm_add_soft_counts(u, x, min_val, delta, momentum):
+    """Adds to u (nb,) float64, in place, the linear-interpolation histogram of the values x (any
+    shape): with t = (x - min_val) / delta, r = floor(t), f = t - r, ``momentum (1 - f)`` goes to
+    bin r and ``momentum f`` to bin r + 1; bins outside [0, nb) are dropped (PML's
+    DynamicSoftMargin update)."""
+    nb = u.shape[0]
+    t = ((x - min_val) / delta).ravel()
+    fl = np.floor(t)
+    f = t - fl
+    r = fl.astype(np.int64)
+    ok0 = (r >= 0) & (r < nb)
+    ok1 = (r + 1 >= 0) & (r + 1 < nb)
+    u += np.bincount(r[ok0], weights=momentum * (1.0 - f[ok0]), minlength=nb)[:nb]
+    u += np.bincount(r[ok1] + 1, weights=momentum * f[ok1], minlength=nb)[:nb]
 
 
 def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import utils
+from .._reference._ranking import dsm_add_soft_counts
 from .._validation import check_array, check_float
 from ..distances import LpDistance
 from .base import BaseMetricLossFunction, _Batch
@@ -200,14 +201,7 @@ class DynamicSoftMarginLoss(BaseMetricLossFunction):
             n_total += len(xv)
             if len(xv) == 0:
                 continue
-            t = (xv - mv) / dl
-            ri = np.floor(t)
-            fa = t - ri
-            ri = ri.astype(np.int64)
-            ok0 = (ri >= 0) & (ri < nb)
-            ok1 = (ri + 1 >= 0) & (ri + 1 < nb)
-            u += np.bincount(ri[ok0], weights=mom * (1.0 - fa[ok0]), minlength=nb)[:nb]
-            u += np.bincount(ri[ok1] + 1, weights=mom * fa[ok1], minlength=nb)[:nb]
+            dsm_add_soft_counts(u, xv, mv, dl, mom)
         if n_total == 0:
             return self.zero_losses(batch)
         Z = u.sum()

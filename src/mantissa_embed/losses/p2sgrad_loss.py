@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._reference._proxy import p2sgrad64
-from .._validation import as_generator, check_array, check_int, check_labels
+from .._validation import as_generator, check_array, check_int
 from ..backend import get_backend
 from ..parameter import Parameter
 from .base import BaseMetricLossFunction, LossOutput
-from .weight_regularizer_mixin import place_parameter
+from .weight_regularizer_mixin import check_class_batch, place_parameter
 
 __all__ = ["P2SGradLoss"]
 
@@ -104,17 +104,8 @@ class P2SGradLoss(BaseMetricLossFunction):
             raise ValueError("ref_emb is not supported by P2SGradLoss")
         if ref_labels is not None:
             raise ValueError("ref_labels is not supported by P2SGradLoss")
-        emb = check_array(embeddings, "embeddings", ndim=2)
+        emb, lab = check_class_batch(self, embeddings, labels)
         N, D = emb.shape
-        if D != self.embedding_size:
-            raise ValueError(f"embeddings must have embedding_size={self.embedding_size} columns, "
-                             f"got shape {emb.shape}")
-        if labels is None:
-            raise ValueError("labels are required by P2SGradLoss")
-        lab = check_labels(labels, "labels", n=N)
-        if N and (lab.min() < 0 or lab.max() >= self.num_classes):
-            raise ValueError(f"labels must be in [0, num_classes={self.num_classes}), "
-                             f"got values in [{lab.min()}, {lab.max()}]")
         self.stats = {}
         place_parameter(self.weight, (self.num_classes, self.embedding_size))
         self.renormalize_()

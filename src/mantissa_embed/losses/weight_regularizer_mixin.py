@@ -78,6 +78,24 @@ def _reg64(reg, x):
     return float(out.loss), g.astype(np.float64)
 
 
+
+def check_class_batch(loss, embeddings, labels):
+    """Validated (embeddings (N, embedding_size) float32, labels (N,) int64 in
+    [0, num_classes)) for a loss with ``embedding_size`` and ``num_classes`` attributes;
+    ValueError / TypeError naming the argument otherwise."""
+    emb = check_array(embeddings, "embeddings", ndim=2)
+    N, D = emb.shape
+    if D != loss.embedding_size:
+        raise ValueError(f"embeddings must have embedding_size={loss.embedding_size} columns, "
+                         f"got shape {emb.shape}")
+    if labels is None:
+        raise ValueError(f"labels are required by {type(loss).__name__}")
+    lab = check_labels(labels, "labels", n=N)
+    if N and (lab.min() < 0 or lab.max() >= loss.num_classes):
+        raise ValueError(f"labels must be in [0, num_classes={loss.num_classes}), "
+                         f"got values in [{lab.min()}, {lab.max()}]")
+    return emb, lab
+
 class WeightRegularizerMixin:
     """``weight_regularizer`` / ``weight_reg_weight`` (pytorch-metric-learning's mixin).
 
@@ -188,17 +206,8 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
             raise ValueError(f"ref_emb is not supported by {type(self).__name__}")
         if ref_labels is not None and ref_labels is not labels:
             raise ValueError(f"ref_labels is not supported by {type(self).__name__}")
-        emb = check_array(embeddings, "embeddings", ndim=2)
-        N, D = emb.shape
-        if D != self.embedding_size:
-            raise ValueError(f"embeddings must have embedding_size={self.embedding_size} columns, "
-                             f"got shape {emb.shape}")
-        if labels is None:
-            raise ValueError(f"labels are required by {type(self).__name__}")
-        lab = check_labels(labels, "labels", n=N)
-        if N and (lab.min() < 0 or lab.max() >= self.num_classes):
-            raise ValueError(f"labels must be in [0, num_classes={self.num_classes}), "
-                             f"got values in [{lab.min()}, {lab.max()}]")
+        emb, lab = check_class_batch(self, embeddings, labels)
+        N = emb.shape[0]
         it = None if indices_tuple is None else check_indices_tuple(indices_tuple, N, N)
         return emb, lab, it
 
