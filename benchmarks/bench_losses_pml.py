@@ -126,6 +126,22 @@ def _time_once(fn, settle=SETTLE):
     return (time.perf_counter() - t) * 1e3 / k
 
 
+def _alternate(run_ours, run_theirs, repeats):
+    """Time both sides in alternation (PML first): (ours ms list, theirs ms list, error note).
+    run_theirs None: ours only. A PML exception on a repeat drops the PML side (its list is
+    emptied and the note says why)."""
+    t_ours, t_theirs, err = [], [], ""
+    for _ in range(repeats):
+        if run_theirs is not None:
+            try:
+                t_theirs.append(_time_once(run_theirs))
+            except Exception as e:  # noqa: BLE001
+                run_theirs, t_theirs = None, []
+                err = f"PML raised on a repeat: {type(e).__name__}: {str(e)[:60]}"
+        t_ours.append(_time_once(run_ours))
+    return t_ours, t_theirs, err
+
+
 # ---------------------------------------------------------------------------------------------
 # --all: every loss both libraries have (issue 6, "not slower for any loss that both have")
 # ---------------------------------------------------------------------------------------------
@@ -367,15 +383,10 @@ def main_all(args):
                 except Exception as e:  # noqa: BLE001
                     theirs = None
                     note = f"PML raised {type(e).__name__}: {e}"
-            t_ours, t_theirs = [], []
-            for _ in range(args.repeats):
-                if theirs is not None:
-                    try:
-                        t_theirs.append(_time_once(run_theirs))
-                    except Exception as e:  # noqa: BLE001
-                        theirs, t_theirs = None, []
-                        note = f"PML raised on a repeat: {type(e).__name__}: {str(e)[:60]}"
-                t_ours.append(_time_once(run_ours))
+            t_ours, t_theirs, err = _alternate(run_ours, run_theirs if theirs is not None else None,
+                                               args.repeats)
+            if err:
+                theirs, note = None, err
             mo = statistics.median(t_ours)
             if t_theirs:
                 mt = statistics.median(t_theirs)
@@ -478,11 +489,10 @@ def main(argv=None):
                     same = all(np.array_equal(np.sort(np.asarray(a)), np.sort(b.numpy()))
                                for a, b in zip(lo, lt))
                     diff = "same" if same else "differ"
-            t_ours, t_theirs = [], []
-            for _ in range(args.repeats):
-                if theirs is not None:
-                    t_theirs.append(_time_once(run_theirs))
-                t_ours.append(_time_once(run_ours))
+            t_ours, t_theirs, err = _alternate(run_ours, run_theirs if theirs is not None else None,
+                                               args.repeats)
+            if err:
+                note = err
             mo = statistics.median(t_ours)
             if t_theirs:
                 mt = statistics.median(t_theirs)
