@@ -63,6 +63,7 @@ static int me_probe_features(void) {
         __cpuid_count(7, 0, eax, ebx, ecx, edx);
         if ((ebx >> 5) & 1) f |= ME_CPU_AVX2;
         if (zmm_ok && ((ebx >> 16) & 1)) f |= ME_CPU_AVX512F;
+        if (zmm_ok && ((ebx >> 16) & 1) && ((ebx >> 31) & 1)) f |= ME_CPU_AVX512VL;
     }
 #endif
     return f;

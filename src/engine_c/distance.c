@@ -178,3 +178,131 @@ void me_euclidean_backward(const float *x, const float *r, const float *dist, co
         }
     }
 }
+
+/* ------------------------------------------------------------------ symmetric (same-set) helpers */
+#define SYM_T 64 /* tile edge of the transposes */
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_TR16_AVX512 1
+/* dst[c * ldd + r] = src[r * lds + c] for a full 16 x 16 block (unpack / shuffle transpose). */
+__attribute__((target("avx512f")))
+static void tr16_avx512(const float *src, int64_t lds, float *dst, int64_t ldd) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * lds);
+    for (int i = 0; i < 16; i += 2) { /* lane L: (r_i, r_i+1) at columns 4L, 4L+1 / 4L+2, 4L+3 */
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) { /* r[i+k], lane L: rows i..i+3 of column 4L+k */
+        const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int k = 0; k < 4; k++) { /* column 4L+k = lane L of r[k], r[4+k], r[8+k], r[12+k] */
+        const __m512 v0 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x44);
+        const __m512 v1 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xEE);
+        const __m512 w0 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x44);
+        const __m512 w1 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xEE);
+        _mm512_storeu_ps(dst + (0 + k) * ldd, _mm512_shuffle_f32x4(v0, w0, 0x88));
+        _mm512_storeu_ps(dst + (4 + k) * ldd, _mm512_shuffle_f32x4(v0, w0, 0xDD));
+        _mm512_storeu_ps(dst + (8 + k) * ldd, _mm512_shuffle_f32x4(v1, w1, 0x88));
+        _mm512_storeu_ps(dst + (12 + k) * ldd, _mm512_shuffle_f32x4(v1, w1, 0xDD));
+    }
+}
+#endif
+
+/* dst[c * ldd + r] = src[r * lds + c], r < nr, c < nc (16 x 16 blocks by AVX-512 when usable). */
+static void transpose_block(const float *src, int64_t lds, float *dst, int64_t ldd, int64_t nr, int64_t nc,
+                            int avx512) {
+    for (int64_t r0 = 0; r0 < nr; r0 += 16) {
+        const int64_t br = nr - r0 < 16 ? nr - r0 : 16;
+        for (int64_t c0 = 0; c0 < nc; c0 += 16) {
+            const int64_t bc = nc - c0 < 16 ? nc - c0 : 16;
+            const float *s = src + r0 * lds + c0;
+            float *d = dst + c0 * ldd + r0;
+#ifdef HAVE_TR16_AVX512
+            if (avx512 && br == 16 && bc == 16) {
+                tr16_avx512(s, lds, d, ldd);
+                continue;
+            }
+#endif
+            for (int64_t r = 0; r < br; r++)
+                for (int64_t c = 0; c < bc; c++) d[c * ldd + r] = s[r * lds + c];
+        }
+    }
+    (void)avx512;
+}
+
+static int sym_avx512(void) { return (me_cpu_features() & ME_CPU_AVX512F) != 0; }
+
+/* a (N,N) -> out (N,N) = a + a^T (exactly symmetric: out[i][j] and out[j][i] are the same float sum).
+ * Cache-blocked: each SYM_T x SYM_T tile of out reads its tile of a and the mirror tile transposed
+ * through a stack buffer. Tile rows in parallel (static). out must not overlap a. */
+void me_add_transpose_forward(const float *a, float *out, int64_t N) {
+    const int64_t nt = (N + SYM_T - 1) / SYM_T;
+    const int avx = sym_avx512();
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * N >= PAR_MIN)
+    for (int64_t bi = 0; bi < nt; bi++) {
+        float buf[SYM_T * SYM_T];
+        const int64_t i0 = bi * SYM_T, ni = N - i0 < SYM_T ? N - i0 : SYM_T;
+        for (int64_t bj = 0; bj < nt; bj++) {
+            const int64_t j0 = bj * SYM_T, nj = N - j0 < SYM_T ? N - j0 : SYM_T;
+            transpose_block(a + j0 * N + i0, N, buf, SYM_T, nj, ni, avx); /* buf[i][j] = a[j0+j][i0+i] */
+            for (int64_t i = 0; i < ni; i++) {
+                const float *ar = a + (i0 + i) * N + j0;
+                const float *br = buf + i * SYM_T;
+                float *o = out + (i0 + i) * N + j0;
+                for (int64_t j = 0; j < nj; j++) o[j] = ar[j] + br[j];
+            }
+        }
+    }
+}
+
+/* Tile row bj of the lower triangle of c (N,N) from the upper one: c[j][i] = c[i][j], i < j. */
+static void mirror_tile_row(float *c, int64_t N, int64_t bj, int avx) {
+    float buf[SYM_T * SYM_T];
+    const int64_t j0 = bj * SYM_T, nj = N - j0 < SYM_T ? N - j0 : SYM_T;
+    for (int64_t bi = 0; bi < bj; bi++) { /* off the diagonal: tile (bi, bj) -> tile (bj, bi) */
+        const int64_t i0 = bi * SYM_T, ni = N - i0 < SYM_T ? N - i0 : SYM_T;
+        transpose_block(c + i0 * N + j0, N, c + j0 * N + i0, N, ni, nj, avx);
+    }
+    transpose_block(c + j0 * N + j0, N, buf, SYM_T, nj, nj, avx); /* buf[j][i] = c[j0+i][j0+j] */
+    for (int64_t j = 1; j < nj; j++) {
+        float *o = c + (j0 + j) * N + j0;
+        const float *br = buf + j * SYM_T;
+        for (int64_t i = 0; i < j; i++) o[i] = br[i];
+    }
+}
+
+#define GRAM_B 96 /* row block of the Gram matrix */
+
+/* x (N,D) -> out (N,N) = x x^T, exactly symmetric: the blocks on and above the diagonal by
+ * me_sgemm_st (one call per GRAM_B-row block, against the rows from the block on; blocks k and
+ * nb-1-k paired so the static split is balanced), then the rest mirrored, all in ONE parallel
+ * region (few fork/joins: see docs/architecture.md on busy machines). me_sgemm_st gives the same
+ * bits as me_sgemm, so the result does not depend on the thread count. */
+void me_gram_forward(const float *x, float *out, int64_t N, int64_t D) {
+    const int64_t nb = (N + GRAM_B - 1) / GRAM_B, npair = (nb + 1) / 2;
+    const int64_t nt = (N + SYM_T - 1) / SYM_T;
+    const int avx = sym_avx512();
+    #pragma omp parallel num_threads(me_get_num_threads()) if (N * N * D >= (1 << 18) && npair > 1)
+    {
+        #pragma omp for schedule(static)
+        for (int64_t p = 0; p < npair; p++) {
+            for (int h = 0; h < 2; h++) {
+                const int64_t b = h == 0 ? p : nb - 1 - p;
+                if (h == 1 && b == p) break;
+                const int64_t i0 = b * GRAM_B, ni = N - i0 < GRAM_B ? N - i0 : GRAM_B;
+                me_sgemm_st(0, 1, ni, N - i0, D, 1.0f, x + i0 * D, D, x + i0 * D, D, 0.0f,
+                            out + i0 * N + i0, N);
+            }
+        }
+        /* (implicit barrier: the whole upper triangle is written) */
+        #pragma omp for schedule(static)
+        for (int64_t bj = 0; bj < nt; bj++) mirror_tile_row(out, N, bj, avx);
+    }
+}

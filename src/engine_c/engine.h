@@ -28,6 +28,7 @@ enum {
     ME_CPU_AVX2 = 1 << 0,
     ME_CPU_FMA = 1 << 1,
     ME_CPU_AVX512F = 1 << 2,
+    ME_CPU_AVX512VL = 1 << 3, /* AVX-512 on 128/256-bit registers (32 ymm) */
 };
 int me_cpu_features(void);              /* bitmask of ME_CPU_* usable on this CPU (and OS) */
 const char *me_gemm_kernel_name(void);  /* "avx512", "avx2" or "generic": the SGEMM micro-kernel in use */
@@ -147,6 +148,12 @@ void me_euclidean_forward(const float *x, const float *r, float *dist, int64_t N
  * uses). Never forms an N x M x D tensor. ws: backward workspace. */
 void me_euclidean_backward(const float *x, const float *r, const float *dist, const float *ddist,
                            float *dx, float *dr, int64_t N, int64_t M, int64_t D, int squared, float *ws);
+/* a (N,N) -> out (N,N) = a + a^T, exactly symmetric (the same-set backward of a similarity matrix:
+ * (dS + dS^T) x in one sgemm). Cache-blocked; out must not overlap a. */
+void me_add_transpose_forward(const float *a, float *out, int64_t N);
+/* x (N,D) -> out (N,N) = x x^T (SYRK-like: the blocks on and above the diagonal by me_sgemm, the
+ * rest mirrored; exactly symmetric). */
+void me_gram_forward(const float *x, float *out, int64_t N, int64_t D);
 
 /* -------------------------------------------------------- pair_losses.c */
 /* The pair/triplet reductions of ContrastiveLoss and TripletMarginLoss over a distance matrix
@@ -337,6 +344,15 @@ int64_t me_softmax_nll_fast_forward(const float *sim, const int64_t *labels, con
 void me_softmax_nll_fast_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
                                   const double *lse, const float *weights, float *dsim, int64_t N,
                                   int64_t M, float scale, int exclude_self, int inverted);
+/* Single-target row softmax cross-entropy (InstanceLoss): z = scale * sim (N,M), target (N) in [0,M)
+ * -> losses (N) l_i = logsumexp_j z_ij - z_i,target_i (>= 0), lse (N) float = logsumexp_j z_ij.
+ * Float logits, row maximum subtracted, one vectorized float exp per entry (fast_expf.h), sums in
+ * float over fixed blocks then double. Backward: weights (N) = d value / d l_i -> dsim (N,M)
+ * (overwritten) = weights_i * scale * (softmax_ij - [j == target_i]). Rows in parallel (static). */
+void me_softmax_xent_rows_forward(const float *sim, const int64_t *target, float *losses, float *lse,
+                                  int64_t N, int64_t M, float scale);
+void me_softmax_xent_rows_backward(const float *sim, const int64_t *target, const float *lse,
+                                   const float *weights, float *dsim, int64_t N, int64_t M, float scale);
 
 /* ---------------------------------------------------- mining.c */
 /* TripletMarginMiner / AngularMiner selection, two passes: *_count -> counts (N) int64 of selected

@@ -249,3 +249,74 @@ void me_softmax_nll_fast_backward(const float *sim, const int64_t *labels, const
         if (exclude_self && i < M) gi[i] = 0.0f;
     }
 }
+
+/* ------------------------------------------------------------------ single-target row softmax CE */
+/* InstanceLoss: one target column per row, so there is no positive set to sum and no far-positive
+ * fallback: float logits z = scale * s, the row maximum subtracted, one branch-free float exp per
+ * entry summed in float over blocks of XR_BLOCK entries (vector lanes), the blocks in double. */
+#define XR_BLOCK 512
+
+/* exp(x) for x <= ~0 (fast_expf.h); 0 below -87. Branch-free. */
+static inline __attribute__((always_inline)) float xr_exp(float x) {
+    const float y = me_expf_clamped(x < -87.0f ? -87.0f : (x > ME_EXPF_HI ? ME_EXPF_HI : x));
+    return x < -87.0f ? 0.0f : y;
+}
+
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+NLL_CLONES
+static float xr_row_max(const float *restrict si, int64_t M, float c) {
+    float m = -INFINITY;
+    #pragma omp simd reduction(max:m)
+    for (int64_t j = 0; j < M; j++) {
+        const float z = c * si[j];
+        m = z > m ? z : m;
+    }
+    return m;
+}
+
+NLL_CLONES
+static double xr_row_sum(const float *restrict si, int64_t M, float c, float m) {
+    double S = 0.0;
+    for (int64_t j0 = 0; j0 < M; j0 += XR_BLOCK) {
+        const int64_t n = M - j0 < XR_BLOCK ? M - j0 : XR_BLOCK;
+        const float *restrict s = si + j0;
+        float b = 0.0f;
+        #pragma omp simd reduction(+:b)
+        for (int64_t j = 0; j < n; j++) b += xr_exp(c * s[j] - m);
+        S += (double)b;
+    }
+    return S;
+}
+
+NLL_CLONES
+static void xr_row_grad(const float *restrict si, int64_t M, float c, float lse, float a, float *restrict gi) {
+    #pragma omp simd
+    for (int64_t j = 0; j < M; j++) gi[j] = a * xr_exp(c * si[j] - lse);
+}
+#pragma GCC pop_options
+
+void me_softmax_xent_rows_forward(const float *sim, const int64_t *target, float *losses, float *lse,
+                                  int64_t N, int64_t M, float scale) {
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= 65536)
+    for (int64_t i = 0; i < N; i++) {
+        const float *si = sim + i * M;
+        const float m = xr_row_max(si, M, scale);
+        const double S = xr_row_sum(si, M, scale, m);
+        const double l = (double)m + log(S);
+        const double li = l - (double)(scale * si[target[i]]);
+        lse[i] = (float)l;
+        losses[i] = (float)(li > 0.0 ? li : 0.0);
+    }
+}
+
+void me_softmax_xent_rows_backward(const float *sim, const int64_t *target, const float *lse,
+                                   const float *weights, float *dsim, int64_t N, int64_t M, float scale) {
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= 65536)
+    for (int64_t i = 0; i < N; i++) {
+        const float a = weights[i] * scale;
+        float *gi = dsim + i * M;
+        xr_row_grad(sim + i * M, M, scale, lse[i], a, gi);
+        gi[target[i]] -= a;
+    }
+}

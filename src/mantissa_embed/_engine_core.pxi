@@ -58,11 +58,11 @@ def cpu_features():
     Returns
     -------
     dict
-        ``{"avx2": bool, "fma": bool, "avx512f": bool}`` (cpuid, with the OS support of the
-        YMM / ZMM register state checked by xgetbv).
+        ``{"avx2": bool, "fma": bool, "avx512f": bool, "avx512vl": bool}`` (cpuid, with the OS
+        support of the YMM / ZMM register state checked by xgetbv).
     """
     cdef int f = me_cpu_features()
-    return {"avx2": bool(f & 1), "fma": bool(f & 2), "avx512f": bool(f & 4)}
+    return {"avx2": bool(f & 1), "fma": bool(f & 2), "avx512f": bool(f & 4), "avx512vl": bool(f & 8)}
 
 
 def _set_gemm_kernel(name):
@@ -238,3 +238,41 @@ def sgemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
 def _sgemm_st(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
     """:func:`sgemm` through ``me_sgemm_st`` (always single-threaded). For tests."""
     return _sgemm_impl(A, B, C, trans_a, trans_b, alpha, beta, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# distance.c: symmetric (same-set) helpers of the similarity matrices
+from mantissa_embed._reference._core import (_check_add_transpose as _sym_check_at,
+                                             _check_gram as _sym_check_gram)
+
+
+def add_transpose_forward(a, out=None):
+    """``out = a + a.T`` for a square float32 ``a`` (N, N) -> out (N, N), exactly symmetric
+    (cache-blocked C kernel). See :func:`mantissa_embed._reference.add_transpose_forward`."""
+    a, out = _sym_check_at(a, out)
+    if a.shape[0] == 0:
+        return out
+    cdef const float[:, ::1] av = a
+    cdef float[:, ::1] ov = out
+    cdef int64_t n = a.shape[0]
+    with nogil:
+        me_add_transpose_forward(&av[0, 0], &ov[0, 0], n)
+    return out
+
+
+def gram_forward(x, out=None):
+    """Gram matrix ``out = x @ x.T`` of x (N, D) float32 -> (N, N): the blocks on and above the
+    diagonal by SGEMM, the rest mirrored (exactly symmetric). See
+    :func:`mantissa_embed._reference.gram_forward`."""
+    x, out = _sym_check_gram(x, out)
+    if x.shape[0] == 0:
+        return out
+    if x.shape[1] == 0:
+        out[...] = 0
+        return out
+    cdef const float[:, ::1] xv = x
+    cdef float[:, ::1] ov = out
+    cdef int64_t n = x.shape[0], d = x.shape[1]
+    with nogil:
+        me_gram_forward(&xv[0, 0], &ov[0, 0], n, d)
+    return out

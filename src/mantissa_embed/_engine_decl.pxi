@@ -16,6 +16,9 @@ cdef extern from "engine.h" nogil:
     void me_sgemm_st(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                      float *C, int64_t ldc)
+    # distance.c: symmetric (same-set) helpers (wrappers at the end of _engine_core.pxi)
+    void me_add_transpose_forward(const float *a, float *out, int64_t N)
+    void me_gram_forward(const float *x, float *out, int64_t N, int64_t D)
 
 # layers (conv.c pool.c activations.c dense.c optim.c; owner: layers helper)
 cdef extern from "engine.h" nogil:

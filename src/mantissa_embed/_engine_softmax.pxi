@@ -7,6 +7,8 @@ from mantissa_embed._reference._softmax import (
     _check_reduction as _sm_reduction,
     _check_temperature as _sm_temperature,
     _check_lse as _sm_lse,
+    _check_xent_rows as _sm_xent_rows,
+    _check_xent_lse as _sm_xent_lse,
 )
 from mantissa_embed._validation import check_kernel_input as _sm_kin
 
@@ -153,4 +155,55 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
     with nogil:
         me_softmax_nll_backward(&sv[0, 0], &lv[0], &rv[0], &ev[0, 0], &wv[0], &gv[0, 0], n, m, sc,
                                 excl, inv)
+    return dsim
+
+
+cdef extern from "engine.h" nogil:
+    void me_softmax_xent_rows_forward(const float *sim, const int64_t *target, float *losses, float *lse,
+                                      int64_t N, int64_t M, float scale)
+    void me_softmax_xent_rows_backward(const float *sim, const int64_t *target, const float *lse,
+                                       const float *weights, float *dsim, int64_t N, int64_t M, float scale)
+
+
+def softmax_xent_rows_forward(sim, target, scale=1.0):
+    """Single-target row softmax cross-entropy (C kernel, float32 logits). See
+    :func:`mantissa_embed._reference.softmax_xent_rows_forward`."""
+    sim, target = _sm_xent_rows(sim, target)
+    cdef float sc = _lc_float(scale, "scale")
+    N, M = sim.shape
+    losses = np.zeros(N, dtype=np.float32)
+    lse = np.zeros(N, dtype=np.float32)
+    if N == 0:
+        return losses, lse
+    cdef const float[:, ::1] sv = sim
+    cdef const int64_t[::1] tv = target
+    cdef float[::1] ov = losses
+    cdef float[::1] ev = lse
+    cdef int64_t n = N, m = M
+    with nogil:
+        me_softmax_xent_rows_forward(&sv[0, 0], &tv[0], &ov[0], &ev[0], n, m, sc)
+    return losses, lse
+
+
+def softmax_xent_rows_backward(sim, target, lse, weights, scale=1.0):
+    """Gradient of :func:`softmax_xent_rows_forward` (C kernel). See
+    :func:`mantissa_embed._reference.softmax_xent_rows_backward`."""
+    sim, target = _sm_xent_rows(sim, target)
+    cdef float sc = _lc_float(scale, "scale")
+    N, M = sim.shape
+    lse = _sm_xent_lse(lse, N)
+    weights = _sm_kin(weights, "weights", ndim=1)
+    if weights.shape != (N,):
+        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    dsim = np.empty((N, M), dtype=np.float32)
+    if N == 0:
+        return dsim
+    cdef const float[:, ::1] sv = sim
+    cdef const int64_t[::1] tv = target
+    cdef const float[::1] ev = lse
+    cdef const float[::1] wv = weights
+    cdef float[:, ::1] gv = dsim
+    cdef int64_t n = N, m = M
+    with nogil:
+        me_softmax_xent_rows_backward(&sv[0, 0], &tv[0], &ev[0], &wv[0], &gv[0, 0], n, m, sc)
     return dsim

@@ -124,3 +124,38 @@ def test_conv2d_pool2_nan_propagates(kernel):
 def test_conv2d_pool2_too_small(be):
     with pytest.raises(ValueError, match="2x2"):
         be.conv2d_pool2_forward(np.ones((1, 1, 3, 1), np.float32), np.ones((1, 1, 1, 1), np.float32), None, 1, 0)
+
+
+wino_case = st.fixed_dictionaries({
+    "N": st.integers(1, 3), "C": st.integers(4, 12), "F": st.sampled_from([1, 7, 16, 17, 33]),
+    "H": st.integers(2, 30), "W": st.integers(2, 34), "pad": st.integers(0, 2), "bias": st.booleans(),
+    "act": st.sampled_from([None, "relu"]), "seed": st.integers(0, 2**31 - 1),
+})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(c=wino_case)
+def test_conv2d_pool2_winograd_shapes_match_twin(kernel, c):
+    """3x3 stride 1 with C >= 4 (the Winograd F(2x2,3x3) path on AVX-512VL): odd and even sizes,
+    rows wider than 32 (strided deinterleave), filter counts across the 16-filter blocks."""
+    assume(c["H"] + 2 * c["pad"] >= 4 and c["W"] + 2 * c["pad"] >= 4)
+    rng = np.random.default_rng(c["seed"])
+    x = rng.standard_normal((c["N"], c["C"], c["H"], c["W"])).astype(np.float32)
+    w = rng.standard_normal((c["F"], c["C"], 3, 3)).astype(np.float32)
+    b = rng.standard_normal(c["F"]).astype(np.float32) if c["bias"] else None
+    y = engine.conv2d_pool2_forward(x, w, b, 1, c["pad"], act=c["act"])
+    y_ref, _ = ref.maxpool2d_forward(ref.conv2d_forward(x, w, b, 1, c["pad"], act=c["act"]), 2, 2)
+    _close(y, y_ref)
+
+
+@pytest.mark.parametrize("pos", [(0, 0), (3, 3), (6, 9), (13, 13)])
+def test_conv2d_pool2_winograd_nan_propagates(kernel, pos):
+    """A NaN input makes NaN exactly the pooled outputs whose window sees it (as conv then pool)."""
+    x = np.random.default_rng(0).standard_normal((2, 8, 14, 14)).astype(np.float32)
+    x[1, 5, pos[0], pos[1]] = np.nan
+    w = np.random.default_rng(1).standard_normal((16, 8, 3, 3)).astype(np.float32)
+    y = engine.conv2d_pool2_forward(x, w, None, 1, 1, act="relu")
+    y_ref, _ = ref.maxpool2d_forward(ref.conv2d_forward(x, w, None, 1, 1, act="relu"), 2, 2)
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(y_ref))
+    assert np.isnan(y).any() and not np.isnan(y[0]).any()
+    _close(np.nan_to_num(y), np.nan_to_num(y_ref))

@@ -11,7 +11,8 @@ import os
 
 import numpy as np
 
-__all__ = ["sgemm", "set_num_threads", "get_num_threads", "gemm_kernel_name", "cpu_features"]
+__all__ = ["sgemm", "set_num_threads", "get_num_threads", "gemm_kernel_name", "cpu_features",
+           "add_transpose_forward", "gram_forward"]
 
 
 def _default_threads():
@@ -55,7 +56,7 @@ def gemm_kernel_name():
 
 def cpu_features():
     """The same keys as the engine's; all False (the reference backend uses no CPU kernel)."""
-    return {"avx2": False, "fma": False, "avx512f": False}
+    return {"avx2": False, "fma": False, "avx512f": False, "avx512vl": False}
 
 
 def _check_operand(X, name):
@@ -117,3 +118,48 @@ def sgemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
         out = out + fbeta * C.astype(np.float64)
     C[...] = out
     return C
+
+
+# --------------------------------------------------------------------------------------------
+# symmetric (same-set) helpers of the similarity matrices (src/engine_c/distance.c)
+# --------------------------------------------------------------------------------------------
+def _check_add_transpose(a, out):
+    from .._validation import check_kernel_input, check_kernel_output, check_no_overlap
+    a = check_kernel_input(a, "a", ndim=2)
+    if a.shape[0] != a.shape[1]:
+        raise ValueError(f"a must be square, got shape {a.shape}")
+    out = check_kernel_output(out, "out", a.shape)
+    check_no_overlap(out, "out", (a, "a"))
+    return a, out
+
+
+def _check_gram(x, out):
+    from .._validation import check_kernel_input, check_kernel_output, check_no_overlap
+    x = check_kernel_input(x, "x", ndim=2)
+    out = check_kernel_output(out, "out", (x.shape[0], x.shape[0]))
+    check_no_overlap(out, "out", (x, "x"))
+    return x, out
+
+
+def add_transpose_forward(a, out=None):
+    """``out = a + a.T`` for a square float32 ``a`` (N, N) -> out (N, N) float32, exactly symmetric.
+
+    The same-set backward of a similarity matrix in one product: ``(dS + dS.T) @ x``. ``out`` must
+    not overlap ``a``.
+    """
+    a, out = _check_add_transpose(a, out)
+    out[...] = a + a.T
+    return out
+
+
+def gram_forward(x, out=None):
+    """Gram matrix ``out = x @ x.T`` of x (N, D) float32 -> out (N, N) float32 (float64 inside;
+    the engine computes the blocks on and above the diagonal and mirrors them)."""
+    x, out = _check_gram(x, out)
+    if x.shape[1] == 0:
+        out[...] = 0
+        return out
+    xd = x.astype(np.float64)
+    g = xd @ xd.T
+    out[...] = np.triu(g) + np.triu(g, 1).T
+    return out

@@ -11,7 +11,8 @@ import numpy as np
 
 from .._validation import check_float, check_kernel_input
 
-__all__ = ["ntxent_all", "supcon_all", "softmax_nll_forward", "softmax_nll_backward"]
+__all__ = ["ntxent_all", "supcon_all", "softmax_nll_forward", "softmax_nll_backward",
+           "softmax_xent_rows_forward", "softmax_xent_rows_backward"]
 
 #: log(float32 tiny): PML adds ``torch.finfo(float32).tiny`` inside the log of NTXent's probability.
 LOG_TINY = float(np.log(np.float64(np.finfo(np.float32).tiny)))
@@ -270,3 +271,65 @@ def _check_lse(lse, N):
     if arr.shape != (N, 2):
         raise ValueError(f"lse must have shape ({N}, 2), got {arr.shape}")
     return np.ascontiguousarray(arr)
+
+
+# --------------------------------------------------------------------------------------------
+# single-target row softmax cross-entropy (InstanceLoss)
+# --------------------------------------------------------------------------------------------
+def _check_xent_rows(sim, target):
+    sim = _check_sim(sim)
+    N, M = sim.shape
+    target = _check_lab(target, "target", N)
+    if N and (M == 0 or target.min() < 0 or target.max() >= M):
+        raise ValueError(f"target must be in [0, {M}) for sim of shape {sim.shape}")
+    return sim, target
+
+
+def _check_xent_lse(lse, N):
+    arr = np.asarray(lse)
+    if arr.dtype != np.float32:
+        raise TypeError(f"lse must be float32 (from softmax_xent_rows_forward), got {arr.dtype}")
+    if arr.shape != (N,):
+        raise ValueError(f"lse must have shape ({N},), got {arr.shape}")
+    return np.ascontiguousarray(arr)
+
+
+def softmax_xent_rows_forward(sim, target, scale=1.0):
+    """Single-target row softmax cross-entropy (InstanceLoss): ``z = scale * sim`` and
+    ``l_i = logsumexp_j z_ij - z_{i, target_i}`` (>= 0).
+
+    sim (N, M) float32, target (N,) int64 in [0, M) -> ``(losses (N,) float32, lse (N,) float32)``
+    with ``lse_i = logsumexp_j z_ij``. float64 here; the C kernel works on float32 logits.
+    """
+    sim, target = _check_xent_rows(sim, target)
+    scale = check_float(scale, "scale")
+    N, M = sim.shape
+    if N == 0:
+        return np.zeros(0, np.float32), np.zeros(0, np.float32)
+    z = scale * sim.astype(np.float64)
+    m = z.max(axis=1)
+    lse = m + np.log(np.exp(z - m[:, None]).sum(axis=1))
+    losses = np.maximum(lse - z[np.arange(N), target], 0.0)
+    return losses.astype(np.float32), lse.astype(np.float32)
+
+
+def softmax_xent_rows_backward(sim, target, lse, weights, scale=1.0):
+    """Gradient of ``sum_i weights[i] * l_i`` (see :func:`softmax_xent_rows_forward`) w.r.t. sim:
+    ``dsim_ij = weights_i * scale * (softmax_ij - [j == target_i])``.
+
+    sim (N, M) float32, target (N,) int64, lse (N,) float32 (from the forward), weights (N,) float32
+    -> dsim (N, M) float32.
+    """
+    sim, target = _check_xent_rows(sim, target)
+    scale = check_float(scale, "scale")
+    N, M = sim.shape
+    lse = _check_xent_lse(lse, N)
+    weights = check_kernel_input(weights, "weights", ndim=1)
+    if weights.shape != (N,):
+        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    if N == 0:
+        return np.zeros((N, M), np.float32)
+    z = scale * sim.astype(np.float64)
+    p = np.exp(z - lse.astype(np.float64)[:, None])
+    p[np.arange(N), target] -= 1.0
+    return (weights.astype(np.float64)[:, None] * scale * p).astype(np.float32)

@@ -192,8 +192,9 @@ class BaseDistance:
             raise ValueError(f"dmat must have shape ({N}, {M}), got {dmat.shape}")
         eng = ctx.engine
         dq, dr = self._compute_backward(dmat, ctx)
-        if ctx.same:
-            dq = dq + dr
+        if ctx.same:  # (a subclass may have folded both roles into dq already: dr None)
+            if dr is not None:
+                dq = dq + dr
             dr = None
         if self.normalize_embeddings and self.p != 2:
             dq = _ops.lp_normalize_backward(dq, ctx.extra["q_raw"], ctx.query_norms, self.p)
@@ -230,7 +231,8 @@ class BaseDistance:
         raise NotImplementedError
 
     def compute_mat_backward(self, dbase, ctx):
-        """(dq, dr) for ``dbase = dL/d compute_mat(...)``, both roles separate."""
+        """(dq, dr) for ``dbase = dL/d compute_mat(...)``, both roles separate; when ``ctx.same``
+        a subclass may return ``(dq + dr, None)`` (both roles folded)."""
         raise NotImplementedError
 
     def _workspace(self, n):

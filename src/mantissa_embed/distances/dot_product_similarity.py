@@ -5,9 +5,16 @@ import numpy as np
 
 from .base_distance import BaseDistance
 
+#: Largest batch whose same-set backward keeps its (N, N) scratch in the distance object.
+_SYM_WS_MAX_N = 2048
+
 
 class DotProductSimilarity(BaseDistance):
     """Dot-product similarity ``mat[i, j] = q_i . r_j`` (one SGEMM), ``is_inverted=True``.
+
+    For the batch against itself (``ref_emb=None``) the matrix is a Gram matrix: the blocks on and
+    above the diagonal are computed and mirrored (``gram_forward``, exactly symmetric), and the
+    backward folds both roles into one product ``(dS + dS^T) q`` (``add_transpose_forward``).
 
     ``DotProductSimilarity(normalize_embeddings=True, p=2, power=1)``; with normalization this is
     the cosine similarity. Source: pytorch-metric-learning ``distances/dot_product_similarity.py``.
@@ -24,9 +31,18 @@ class DotProductSimilarity(BaseDistance):
         super().__init__(is_inverted=True, **kwargs)
 
     def compute_mat(self, q, r, ctx):
+        if r is q:  # the batch against itself: symmetric, half the products (mirrored)
+            return ctx.engine.gram_forward(q)
         return ctx.engine.dot_similarity_forward(q, r)
 
     def compute_mat_backward(self, dbase, ctx):
+        if ctx.same and ctx.ref is ctx.query:
+            # both roles of the batch in one product: dq = (dS + dS^T) q, dr folded in (None)
+            N = dbase.shape[0]
+            # scratch kept across calls up to N = 2048 (16 MB), allocated per call above
+            out = self._workspace(N * N)[:N * N].reshape(N, N) if N <= _SYM_WS_MAX_N else None
+            sym = ctx.engine.add_transpose_forward(dbase, out=out)
+            return ctx.engine.sgemm(sym, ctx.query), None
         return ctx.engine.dot_similarity_backward(ctx.query, ctx.ref, dbase)
 
     def pairwise_distance(self, query_emb, ref_emb):

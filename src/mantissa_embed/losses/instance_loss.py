@@ -70,10 +70,10 @@ class InstanceLoss(BaseMetricLossFunction):
         cols = np.arange(batch.N, dtype=np.int64)
         mat, ctx = self._mat(batch)
         eng = self.engine
-        kw = dict(scale=self.gamma, exclude_self=False, inverted=True)
-        losses, lse, _ = eng.softmax_nll_fast_forward(mat, t, cols, **kw)
+        # one target column per row: the single-target row cross-entropy kernel
+        losses, lse = eng.softmax_xent_rows_forward(mat, t, self.gamma)
         value, dl = self._reduce_generic(losses, cols, "element", batch)
-        dmat = eng.softmax_nll_fast_backward(mat, t, cols, lse, np.asarray(dl, dtype=np.float32), **kw)
+        dmat = eng.softmax_xent_rows_backward(mat, t, lse, np.asarray(dl, dtype=np.float32), self.gamma)
         dq, dr = self._grads(dmat, ctx)
         return {"loss": value}, dq, dr
 
