@@ -213,15 +213,20 @@ def _dpower(dmat, base, pw):
     return np.where(np.isfinite(d), d, 0.0)
 
 
-def similarity64(distance, X, R):
-    """PML's ``distance(X, R)`` in float64 for the distances of :func:`check_distance64`.
+def similarity64(distance, X, R, gemm=None):
+    """PML's ``distance(X, R)`` for the distances of :func:`check_distance64`, with its backward.
 
     X (N, D), R (M, D) -> (mat (N, M), backward(dmat) -> (dX, dR)). Euclidean gradients at
-    distance 0 are 0 (torch.cdist's subgradient).
+    distance 0 are 0 (torch.cdist's subgradient). Computed in the dtype of X and R: float64 with
+    numpy (the reference; ``gemm`` None), or float32 with ``gemm=engine.sgemm`` (C-contiguous
+    X and R); squared Euclidean distances below ``refine`` times ``|x|^2 + |r|^2`` (1e-6 in
+    float64, 1e-3 in float32, as the engine's kernel) are recomputed directly (cancellation).
     """
     from ..distances import DotProductSimilarity
+    if gemm is None:
+        gemm = _np_gemm
     if distance.normalize_embeddings and isinstance(distance, DotProductSimilarity):
-        return _cosine64(X, R, distance.power)
+        return _cosine64(X, R, distance.power, gemm=gemm)
     if distance.normalize_embeddings:
         Xn, bx = l2_normalize64(X, role="sim.X")
         Rn, br = l2_normalize64(R, role="sim.R")
@@ -229,11 +234,13 @@ def similarity64(distance, X, R):
         Xn, Rn, bx, br = X, R, None, None
     dot = isinstance(distance, DotProductSimilarity)
     if dot:
-        base = np.matmul(Xn, Rn.T, out=scratch("sim.base", (Xn.shape[0], Rn.shape[0]), Xn.dtype))
+        base = gemm(Xn, Rn, scratch("sim.base", (Xn.shape[0], Rn.shape[0]), Xn.dtype), trans_b=True)
     else:
         n2 = np.einsum("ij,ij->i", Xn, Xn)[:, None] + np.einsum("ij,ij->i", Rn, Rn)[None, :]
-        sq = n2 - 2.0 * (Xn @ Rn.T)
-        ii, jj = np.nonzero(sq < 1e-6 * n2)  # cancellation: recompute directly (duplicates -> exactly 0)
+        sq = gemm(Xn, Rn, trans_b=True, alpha=-2.0)
+        sq += n2
+        refine = 1e-6 if Xn.dtype == np.float64 else 1e-3
+        ii, jj = np.nonzero(sq < refine * n2)  # cancellation: recompute directly (duplicates -> exactly 0)
         if ii.size:
             sq[ii, jj] = np.sum((Xn[ii] - Rn[jj]) ** 2, axis=1)
         base = np.sqrt(np.maximum(sq, 0.0))
@@ -243,13 +250,15 @@ def similarity64(distance, X, R):
     def backward(dmat):
         dbase = _dpower(dmat, base, pw)
         if dot:
-            dXn, dRn = np.matmul(dbase, Rn, out=scratch("sim.dXn", Xn.shape, Xn.dtype)), dbase.T @ Xn
+            dXn = gemm(np.ascontiguousarray(dbase, dtype=Xn.dtype), Rn,
+                       scratch("sim.dXn", Xn.shape, Xn.dtype))
+            dRn = gemm(np.ascontiguousarray(dbase, dtype=Xn.dtype), Xn, trans_a=True)
         else:
-            G = np.where(base > 0, dbase / np.where(base > 0, base, 1.0), 0.0)
-            gr = np.matmul(G, Rn, out=scratch("sim.GR", Xn.shape, Xn.dtype))
+            G = np.where(base > 0, dbase / np.where(base > 0, base, 1.0), 0.0).astype(Xn.dtype, copy=False)
+            G = np.ascontiguousarray(G)
             dXn = np.multiply(Xn, G.sum(1)[:, None], out=scratch("sim.dXn", Xn.shape, Xn.dtype))
-            dXn -= gr
-            dRn = Rn * G.sum(0)[:, None] - G.T @ Xn
+            dXn = gemm(G, Rn, dXn, alpha=-1.0, beta=1.0)          # Xn rowsum(G) - G Rn
+            dRn = gemm(G, Xn, Rn * G.sum(0)[:, None], trans_a=True, alpha=-1.0, beta=1.0)
         if bx is not None:
             dXn, dRn = bx(dXn), br(dRn)
         return dXn, dRn
@@ -257,26 +266,43 @@ def similarity64(distance, X, R):
     return mat, backward
 
 
-def _cosine64(X, R, pw, eps=1e-12):
+def _np_gemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
+    """``C = alpha op(A) op(B) + beta C`` with numpy, in the dtype of the operands (the contract of
+    ``engine.sgemm`` without its float32 checks): the default ``gemm`` of :func:`_cosine64`."""
+    P = np.matmul(A.T if trans_a else A, B.T if trans_b else B, out=C if beta == 0 else None)
+    if alpha != 1:
+        P *= alpha
+    if beta == 0:
+        return P
+    C *= beta
+    C += P
+    return C
+
+
+def _cosine64(X, R, pw, eps=1e-12, gemm=_np_gemm):
     """:func:`similarity64` of a normalizing dot-product similarity (CosineSimilarity) without
     forming the (N, D) normalized X: cos = (X Rn^T) / max(|X_i|, eps), and the backward of the
     row normalization through cos itself (<X_i / |X_i|, dXn_i> = sum_j dcos_ij cos_ij). The same
-    values as normalizing first, up to float64 rounding."""
+    values as normalizing first, up to rounding.
+
+    Works in the dtype of ``X`` and ``R`` (both float64, or both float32 with ``gemm`` =
+    ``engine.sgemm``, which takes C-contiguous operands: X and R must be)."""
     nrm = np.sqrt(np.einsum("ij,ij->i", X, X))
     den = np.maximum(nrm, eps)[:, None]
     Rn, br = l2_normalize64(R, role="sim.R")
-    base = np.matmul(X, Rn.T, out=scratch("sim.base", (X.shape[0], Rn.shape[0]), X.dtype))
+    Rn = np.ascontiguousarray(Rn)
+    base = gemm(X, Rn, scratch("sim.base", (X.shape[0], Rn.shape[0]), X.dtype), trans_b=True)
     base /= den
     mat = base if pw == 1 else base ** pw
 
     def backward(dmat):
         dbase = _dpower(dmat, base, pw)
-        g = dbase / den                               # d/dX through X / den, per cosine
-        dRn = g.T @ X                                 # = dbase^T (X / den)
-        sdot = np.einsum("ij,ij->i", dbase, base)     # <X_i / den_i, dXn_i>
-        coef = np.where(nrm > eps, sdot, 0.0)[:, None] / (den * den)
-        dX = np.matmul(g, Rn, out=scratch("sim.dXn", X.shape, X.dtype))
-        dX -= np.multiply(X, coef, out=scratch("sim.X.t", X.shape, X.dtype))
+        g = np.ascontiguousarray(dbase / den, dtype=X.dtype)  # d/dX through X / den, per cosine
+        dRn = gemm(g, X, trans_a=True)                          # = dbase^T (X / den)
+        sdot = np.einsum("ij,ij->i", dbase, base)               # <X_i / den_i, dXn_i>
+        coef = (np.where(nrm > eps, sdot, 0.0)[:, None] / (den * den)).astype(X.dtype, copy=False)
+        dX = np.multiply(X, coef, out=scratch("sim.dXn", X.shape, X.dtype))
+        dX = gemm(g, Rn, dX, alpha=1.0, beta=-1.0)              # g Rn - X coef
         return dX, br(dRn)
 
     return mat, backward
@@ -314,22 +340,22 @@ def logsumexp_masked64(x, keep, add_one=True, axis=0):
     Along ``axis``, log(exp(0) + sum_{keep} exp(x)) (add_one), 0 where no element is kept.
     -> (out (reduced along axis), backward(dout) -> dx).
     """
-    xm = np.where(keep, x, -np.inf)
+    xm = np.where(keep, x, -np.inf)  # exp(-inf - m) = 0: the entries not kept drop out
     m = np.max(xm, axis=axis, keepdims=True)
     if add_one:
         m = np.maximum(m, 0.0)
     m = np.where(np.isfinite(m), m, 0.0)
-    e = np.where(keep, np.exp(np.where(keep, x, 0.0) - m), 0.0)
+    e = np.exp(np.subtract(xm, m, out=xm), out=xm)
     s = e.sum(axis=axis, keepdims=True)
     if add_one:
         s = s + np.exp(-m)
     any_kept = np.any(keep, axis=axis, keepdims=True)
     safe = np.where(s > 0, s, 1.0)
     out = np.where(any_kept, m + np.log(safe), 0.0)
-    p = e / safe
+    p = np.divide(e, safe, out=e)
 
     def backward(dout):
         d = np.expand_dims(dout, axis) if dout.ndim < x.ndim else dout
-        return np.where(any_kept, p * d, 0.0)
+        return p * np.where(any_kept, d, 0.0)
 
     return np.squeeze(out, axis=axis), backward

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .._reference._proxy import scratch, similarity64, softmax_xent64
+from .._reference._proxy import scratch
 from .._validation import check_float
 from ..distances import CosineSimilarity
 from .weight_regularizer_mixin import BaseProxyLoss
@@ -79,7 +79,7 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
     # -- pieces (float64, with derivatives) --------------------------------------------------------
     def _cosine64(self, x, W):
         """cosines (N, columns of W) and backward(dcos) -> (dx, dW)."""
-        cos, back = similarity64(self.distance, x, W.T)
+        cos, back = self._similarity(x, W.T)
 
         def backward(dcos):
             dx, dR = back(dcos)
@@ -109,7 +109,7 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
 
     def _scale64(self, logits, x, W):
         """Multiply by |w_j| |x_i| scale; -> (scaled, backward(dscaled) -> (dlogits, dx, dW))."""
-        xn = np.sqrt(np.sum(x * x, axis=1))
+        xn = np.sqrt(np.einsum("ij,ij->i", x, x))
         wn = np.sqrt(np.sum(W * W, axis=0))
         f = self.scale
         out = logits * (wn[None, :] * xn[:, None] * f)
@@ -131,11 +131,11 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
         N = x.shape[0]
         rows = np.arange(N)
         cos, cback = self._cosine64(x, W)
-        psi, dpsi = self._modify64(cos[rows, labels])
+        psi, dpsi = self._modify64(cos[rows, labels].astype(np.float64))  # (N,): float64 either way
         logits = cos.copy()
         logits[rows, labels] = psi
         Z, sback = self._scale64(logits, x, W)
-        losses, xback = softmax_xent64(Z, labels)
+        losses, xback = self._xent(Z.astype(cos.dtype, copy=False), labels)  # in the precision of cos
 
         def backward(dls):
             dlog, dx1, dW1 = sback(xback(dls[0] * mw))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._reference._proxy import l2_normalize64, similarity64, softmax_xent64
+from .._reference._proxy import l2_normalize64
 from ..distances import DotProductSimilarity
 from .weight_regularizer_mixin import BaseProxyLoss
 
@@ -55,7 +55,7 @@ class NormalizedSoftmaxLoss(BaseProxyLoss):
 
     def _logits64(self, x, W):
         R, bR = l2_normalize64(W.T)
-        mat, back = similarity64(self.distance, x, R)
+        mat, back = self._similarity(x, R)
         sign = 1.0 if self.distance.is_inverted else -1.0
         T = self.temperature
         logits = sign * mat / T
@@ -68,7 +68,7 @@ class NormalizedSoftmaxLoss(BaseProxyLoss):
 
     def _forward64(self, x, labels, mw, W):
         logits, lback = self._logits64(x, W)
-        losses, cback = softmax_xent64(logits, labels)
+        losses, cback = self._xent(logits, labels)
         N = x.shape[0]
 
         def backward(dls):

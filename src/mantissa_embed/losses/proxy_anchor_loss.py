@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._reference._proxy import logsumexp_masked64, similarity64
+from .._reference._proxy import logsumexp_masked64
 from .._validation import check_float
 from ..distances import CosineSimilarity
 from ..reducers import DivisorReducer
@@ -66,7 +66,7 @@ class ProxyAnchorLoss(BaseProxyLoss):
 
     def _forward64(self, x, labels, mw, P):
         N, C = x.shape[0], self.num_classes
-        cos, back = similarity64(self.distance, x, P)
+        cos, back = self._similarity(x, P)
         shift = (mw - 1.0)[:, None]
         pos = np.zeros((N, C), dtype=bool)
         pos[np.arange(N), labels] = True
@@ -91,5 +91,5 @@ class ProxyAnchorLoss(BaseProxyLoss):
 
     def get_logits(self, embeddings):
         """(N, num_classes) float32 similarities ``distance(embeddings, proxies)``."""
-        mat, _ = similarity64(self.distance, self._logits_input(embeddings), self.proxies.data.astype(np.float64))
+        mat, _ = self._similarity(self._logits_input(embeddings), self.proxies.data.astype(np.float64))
         return mat.astype(np.float32)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._reference._proxy import similarity64, softmax_xent64
 from .._validation import check_float
 from ..distances import LpDistance
 from .weight_regularizer_mixin import BaseProxyLoss
@@ -52,11 +51,11 @@ class ProxyNCALoss(BaseProxyLoss):
         return LpDistance(power=2, backend=self.backend)
 
     def _forward64(self, x, labels, mw, P):
-        mat, back = similarity64(self.distance, x, P)
+        mat, back = self._similarity(x, P)
         sign = 1.0 if self.distance.is_inverted else -1.0
         s = self.softmax_scale
         z = s * sign * mat
-        losses, cback = softmax_xent64(z, labels)
+        losses, cback = self._xent(z, labels)
         nz = np.exp(-losses) != 0
         idx = np.nonzero(nz)[0]
 
@@ -69,5 +68,5 @@ class ProxyNCALoss(BaseProxyLoss):
 
     def get_logits(self, embeddings):
         """(N, num_classes) float32 ``distance(embeddings, proxies)``."""
-        mat, _ = similarity64(self.distance, self._logits_input(embeddings), self.proxies.data.astype(np.float64))
+        mat, _ = self._similarity(self._logits_input(embeddings), self.proxies.data.astype(np.float64))
         return mat.astype(np.float32)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._reference._proxy import similarity64, softmax_xent64
 from .._validation import check_float, check_int
 from ..distances import CosineSimilarity
 from .weight_regularizer_mixin import BaseProxyLoss, kaiming_uniform_init
@@ -67,12 +66,18 @@ class SoftTripleLoss(BaseProxyLoss):
 
     def _logits64(self, x, fc):
         N, C, K = x.shape[0], self.num_classes, self.centers_per_class
-        S, back = similarity64(self.distance, x, fc.T)
+        S, back = self._similarity(x, fc.T)
         S3 = S.reshape(N, C, K)
         g = self.gamma
-        e = np.exp(g * (S3 - S3.max(axis=2, keepdims=True)))
-        P = e / e.sum(axis=2, keepdims=True)
-        H = np.sum(P * S3, axis=2)
+        # reductions over the short last axis: numpy's max / sum(axis=2) cost one inner call per
+        # (i, c); the max by K strided passes, the sums as a product with a vector of ones
+        m = S3[:, :, 0].copy()
+        for k in range(1, K):
+            np.maximum(m, S3[:, :, k], out=m)
+        ones = np.ones(K, dtype=S.dtype)
+        e = np.exp(g * (S3 - m[:, :, None]))
+        P = e / (e @ ones)[:, :, None]
+        H = (P * S3) @ ones
 
         def backward(dH):
             dS3 = P * dH[:, :, None] * (1.0 + g * (S3 - H[:, :, None]))
@@ -87,7 +92,7 @@ class SoftTripleLoss(BaseProxyLoss):
         Z = H.copy()
         Z[np.arange(N), labels] -= self.margin
         Z *= self.la
-        losses, cback = softmax_xent64(Z, labels)
+        losses, cback = self._xent(Z, labels)
 
         def backward(dls):
             return hback(self.la * cback(dls[0] * mw))

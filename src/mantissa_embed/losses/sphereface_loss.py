@@ -31,13 +31,13 @@ class SphereFaceLoss(LargeMarginSoftmaxLoss):
     """
 
     def _scale64(self, logits, x, W):
-        xn = np.sqrt(np.sum(x * x, axis=1))
+        xn = np.sqrt(np.einsum("ij,ij->i", x, x))
         f = self.scale
         out = logits * xn[:, None] * f
 
         def backward(dout):
             dxn = np.sum(dout * logits, axis=1) * f
-            dx = x * (dxn / np.where(xn > 0, xn, 1.0) * (xn > 0))[:, None]
+            dx = x * (dxn / np.where(xn > 0, xn, 1.0) * (xn > 0)).astype(x.dtype)[:, None]
             return dout * xn[:, None] * f, dx, 0.0
 
         return out, backward

@@ -47,16 +47,25 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
         S, back = super()._cosine64(x, W)
         N, C, K = x.shape[0], self.num_classes, self.sub_centers
         S3 = S.reshape(N, C, K)
-        arg = np.argmax(S3, axis=2)
-        cos = np.take_along_axis(S3, arg[:, :, None], axis=2)[:, :, 0]
+        # max over the K centers and the one-hot of the first maximizing center, by K strided
+        # passes (numpy's argmax / put_along_axis over a short last axis cost one call per (i, j))
+        cos = S3[:, :, 0].copy()
+        for k in range(1, K):
+            np.maximum(cos, S3[:, :, k], out=cos)
+        taken = np.zeros((N, C), dtype=bool)
+        first = []
+        for k in range(K):
+            m = S3[:, :, k] == cos
+            m &= ~taken
+            taken |= m
+            first.append(m)
 
         def backward(dcos):
-            dS3 = scratch("subcenter.dS3", (N, C, K))
+            dS3 = scratch("subcenter.dS3", (N, C, K), dcos.dtype)
             if dS3 is None:
-                dS3 = np.zeros((N, C, K))
-            else:
-                dS3.fill(0.0)
-            np.put_along_axis(dS3, arg[:, :, None], dcos[:, :, None], axis=2)
+                dS3 = np.empty((N, C, K), dtype=dcos.dtype)
+            for k in range(K):  # (a non-finite dcos, reported as an overflow, may spread as NaN)
+                np.multiply(dcos, first[k], out=dS3[:, :, k])
             return back(dS3.reshape(N, C * K))
 
         return cos, backward

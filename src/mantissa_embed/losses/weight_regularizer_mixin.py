@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .._reference._proxy import check_distance64, scratch, using_workspace
+from .._reference._proxy import check_distance64, similarity64, softmax_xent64, using_workspace
 from .._validation import as_generator, check_array, check_float, check_int, check_labels
 from ..parameter import Parameter
 from ..utils import _miner_weights, check_indices_tuple
@@ -128,9 +128,11 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
     """Base of the losses that own a class-weight :class:`Parameter` (proxies, classifier weights).
 
     Subclasses set ``self.<attr> = Parameter(...)`` through :meth:`_make_weight` and implement
-    ``_forward64(x, labels, miner_weights, W) -> (entries, backward)`` in float64, where
-    ``entries`` is a list of ``(name, losses (K,), indices, reduction_type, divisor)`` and
-    ``backward(list of dlosses) -> (dx (N, D), dW)``.
+    ``_forward64(x, labels, miner_weights, W) -> (entries, backward)``, where ``entries`` is a
+    list of ``(name, losses (K,), indices, reduction_type, divisor)`` and
+    ``backward(list of dlosses) -> (dx (N, D), dW)``. ``W`` is float64; ``x`` is float64 in
+    :meth:`compute64` (the reference) and float32 on the call path, where the similarity and
+    the softmax cross-entropy (:meth:`_similarity`, :meth:`_xent`) run in float32.
 
     Common keyword arguments: ``distance``, ``reducer``, ``embedding_regularizer``,
     ``embedding_reg_weight``, ``weight_regularizer``, ``weight_reg_weight``,
@@ -223,16 +225,51 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
                                          loss_name=name, divisor=divisor)
         return float(value), np.asarray(dl, dtype=np.float64).reshape(losses.shape)
 
-    def compute64(self, x, labels, indices_tuple=None, W=None):
-        """The loss in float64: ``(terms, dx (N, D), dW)`` for float64 embeddings ``x`` and weight
-        ``W`` (default: the current weight). No embedding regularizer, no state change."""
-        xs = scratch("x64", np.shape(x)) if getattr(x, "ndim", 0) == 2 else None
-        if xs is not None:  # inside compute_loss: the float64 copy goes to a reused buffer
-            np.copyto(xs, x)
-            x = xs
-        else:
-            x = np.asarray(x, dtype=np.float64)
-        W = self._weight.data.astype(np.float64) if W is None else np.asarray(W, dtype=np.float64)
+    # -- the two precisions: float64 embeddings give the reference, float32 ones the call path ----
+    def _similarity(self, X, R):
+        """``self.distance(X, R)`` (N, M) and ``backward(dmat) -> (dX, dR)``, in the dtype of ``X``.
+
+        float64 ``X``: :func:`similarity64` (the float64 reference, numpy). float32 ``X`` (the call
+        path): the same computation in float32 with ``R`` rounded to float32 and the (N, D) x
+        (D, M) contractions on the engine's SGEMM; ``dmat`` is rounded to float32 (an overflow
+        becomes inf, which ``compute_loss`` reports); ``dX`` is float32, ``dR`` float64. (Not the
+        distance objects' ``forward_ctx``: a cosine here never forms the (N, D) normalized X.)"""
+        if X.dtype != np.float32:
+            return similarity64(self.distance, X, R)
+        R32 = np.ascontiguousarray(R, dtype=np.float32)
+        mat, back = similarity64(self.distance, X, R32, gemm=self.engine.sgemm)
+
+        def backward(dmat):
+            with np.errstate(over="ignore"):
+                dm = dmat.astype(np.float32, copy=False)
+            dX, dR = back(dm)
+            return dX, dR.astype(np.float64)
+
+        return mat, backward
+
+    def _xent(self, z, labels):
+        """Per-row softmax cross-entropy of logits ``z`` (N, C), in the dtype of ``z``:
+        ``(losses (N,) float64, backward(dlosses (N,)) -> dz)``.
+
+        float64: :func:`softmax_xent64` (the reference). float32 (the call path): the engine's fast
+        row softmax NLL with column ``labels[i]`` the only positive of row ``i`` (one float exp
+        per entry, sums in double), ``dz`` float32."""
+        if z.dtype != np.float32:
+            return softmax_xent64(z, labels)
+        eng, cols = self.engine, np.arange(z.shape[1])
+        z = np.ascontiguousarray(z)
+        losses, lse, valid = eng.softmax_nll_fast_forward(z, labels, cols)
+        # a row is invalid only when its target logit is -inf (an overflow): its loss is +inf
+        losses = np.where(valid, losses.astype(np.float64), np.inf)
+
+        def backward(dl):
+            return eng.softmax_nll_fast_backward(z, labels, cols, lse, dl.astype(np.float32))
+
+        return losses, backward
+
+    def _compute(self, x, labels, indices_tuple, W):
+        """``(terms, dx, dW)`` for embeddings ``x`` (float64: the reference; float32: the call path,
+        see :meth:`_similarity`) and the float64 weight ``W``."""
         names = self._sub_loss_names() + self.regularization_loss_names()
         if x.shape[0] == 0:
             return {k: 0.0 for k in names}, np.zeros_like(x), np.zeros_like(W)
@@ -250,6 +287,12 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
             dW = dW + (g.T if self._transposed else g)
         return terms, dx, dW
 
+    def compute64(self, x, labels, indices_tuple=None, W=None):
+        """The loss in float64: ``(terms, dx (N, D), dW)`` for float64 embeddings ``x`` and weight
+        ``W`` (default: the current weight). No embedding regularizer, no state change."""
+        W = self._weight.data.astype(np.float64) if W is None else np.asarray(W, dtype=np.float64)
+        return self._compute(np.asarray(x, dtype=np.float64), labels, indices_tuple, W)
+
     # -- hooks of BaseMetricLossFunction.__call__ ----------------------------------------------
     def _validate(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         emb, lab, it = self._validate_inputs(embeddings, labels, indices_tuple, ref_emb, ref_labels)
@@ -264,12 +307,19 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
 
         Raises ``ValueError`` (naming the scale hyperparameters) when the loss or a gradient
         overflows float32; the weight's ``grad`` is then left unchanged."""
-        with using_workspace(self):  # large float64 temporaries reused across calls
-            terms, dx, dW = self.compute64(batch.emb, batch.labels, batch.indices_tuple)
-            with np.errstate(over="ignore", invalid="ignore"):
-                dx32, dW32 = dx.astype(np.float32), dW.astype(np.float32)
-                ok = (all(np.isfinite(np.float32(v)) for v in terms.values()) and np.isfinite(dx32).all()
-                      and np.isfinite(dW32).all())
+        # float32 embeddings: the (N, D) x (D, M) contractions run in float32 (see _similarity);
+        # rows whose squared norm over- or underflows float32 take the float64 route instead.
+        # An overflow (float32 logits, casts) gives inf / NaN, reported below as a ValueError.
+        x = batch.emb
+        sq = np.einsum("ij,ij->i", x, x)
+        if not (np.isfinite(sq).all() and np.all((sq == 0) | (sq >= 1e-30))):
+            x = x.astype(np.float64)
+        with using_workspace(self), np.errstate(over="ignore", invalid="ignore"):  # reused temporaries
+            W = self._weight.data.astype(np.float64)
+            terms, dx, dW = self._compute(x, batch.labels, batch.indices_tuple, W)
+            dx32, dW32 = dx.astype(np.float32), dW.astype(np.float32)  # copies (dx may be a scratch array)
+            ok = (all(np.isfinite(np.float32(v)) for v in terms.values()) and np.isfinite(dx32).all()
+                  and np.isfinite(dW32).all())
         if not ok:
             hyper = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._SCALE_NAMES if hasattr(self, k))
             raise ValueError(f"{type(self).__name__}: the loss or its gradient is not finite in float32 "
