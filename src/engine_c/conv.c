@@ -28,8 +28,8 @@
  * gap): the per-group buffers stay in cache and no transposes are needed.
  *
  * Inference, conv + 2x2 max pooling (me_conv2d_pool2_forward): the direct kernel, or for 3x3
- * stride 1 with C >= 4 Winograd F(2x2, 3x3) (wino_pool_image; small_cnn_embedder's 8 -> 16 layer
- * at batch 256, 1 thread, thread CPU time: 1.39 -> 0.97 ms).
+ * stride 1 Winograd F(2x2, 3x3) (wino_pool_image, wino1_pool_image; small_cnn_embedder at batch
+ * 256, 1 thread, thread CPU time: 8 -> 16 layer 1.39 -> 0.97 ms, 1 -> 8 layer 0.50 -> 0.32 ms).
  *
  * Backward, stride 1 (small_cnn_embedder's 8 -> 16 layer, batch 64, 1 thread, thread CPU time:
  * dw+db+dx 1.17 -> 0.87 ms; the 1 -> 8 layer's dw+db 0.285 -> 0.22 ms):
@@ -696,15 +696,19 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
  * the direct kernel (float32 rounding differs by a few ulps of the patch magnitude); a NaN in a
  * patch still makes its pooled output NaN, as max pooling does; an Inf input may give NaN
  * instead of Inf (Inf - Inf in the input transform; the layers reject non-finite input).
- * Used for C >= ME_WINO_MIN_C (on 1 input channel the output transform dominates and the direct
- * kernel is faster). Workspace (floats, in the group's column region): C*Hp*2*(TW+1) + 16
- * deinterleaved plane, 16*C*8 transformed inputs, 16*ME_WINO_KB*8 products. */
-#define ME_WINO_MIN_C 4
+ * Used for C == 1 (wino1_pool_image: no products through memory; 1 -> 8 on 28x28, batch 256,
+ * 1 thread: 0.50 -> 0.32 ms) and for C >= ME_WINO_MIN_C with F > 8 (batch 256, 1 thread, ms,
+ * direct -> Winograd: C=2 28x28 F=8 0.84 -> 1.40, C=2 14x14 F=16 0.41 -> 0.44, C=3 14x14 F=16
+ * 0.57 -> 0.51, C=4 14x14 F=16 0.74 -> 0.59, C=4 28x28 F=8 1.54 -> 2.02: with 8 filters half of
+ * each 16-filter block is idle). Workspace (floats, in the group's scratch):
+ * C*Hp*2*(TW+1) + 16 deinterleaved plane, and for C > 1 16*C*8 transformed inputs and
+ * 16*ME_WINO_KB*8 products. */
+#define ME_WINO_MIN_C 3
 #define ME_WINO_KB 16 /* filters per block: 16 ymm accumulators (AVX-512VL: 32 ymm registers;
                        * 8 accumulators with plain AVX2 measured 10% slower) */
 
 static int64_t wino_scratch(int64_t C, int64_t Hp, int64_t TW) {
-    return C * Hp * 2 * (TW + 1) + 16 + 16 * C * 8 + 16 * ME_WINO_KB * 8;
+    return C * Hp * 2 * (TW + 1) + 16 + (C == 1 ? 0 : 16 * C * 8 + 16 * ME_WINO_KB * 8);
 }
 
 /* w (F,C,3,3) -> upk (16, C, Fpad): U = G g G^T per (f, c), position-major, filters innermost
@@ -875,6 +879,61 @@ static void wino_pool_image(const float *xd, const float *upk, const float *b, f
             }
         }
 }
+
+/* wino_pool_image for one input channel: the 16 transformed inputs of 8 tiles stay in registers
+ * and each filter's products are folded into the first stage of the output transform
+ * (s0 = m0 + m1 + m2, s1 = m1 - m2 - m3 per column, as FMAs), so nothing goes through memory
+ * between the input transform and the pooled store. */
+__attribute__((target("avx512f,avx512vl,fma")))
+static void wino1_pool_image(const float *xd, const float *upk, const float *b, float *yn, int64_t F,
+                             int64_t Fpad, int64_t TH, int64_t TW, int relu) {
+    const int64_t pw = TW + 1, PQ = TH * TW;
+    for (int64_t ty = 0; ty < TH; ty++)
+        for (int64_t tx = 0; tx < TW; tx += 8) {
+            const int64_t nl = TW - tx < 8 ? TW - tx : 8;
+            const __mmask8 lm = (__mmask8)((1u << nl) - 1u);
+            const float *r0 = xd + (2 * ty * 2) * pw + tx;
+            __m256 d[4][4], t[4][4], v[16];
+            for (int r = 0; r < 4; r++) {
+                const float *e = r0 + r * 2 * pw, *o = e + pw;
+                d[r][0] = _mm256_loadu_ps(e);
+                d[r][1] = _mm256_loadu_ps(o);
+                d[r][2] = _mm256_loadu_ps(e + 1);
+                d[r][3] = _mm256_loadu_ps(o + 1);
+            }
+            for (int j = 0; j < 4; j++) {
+                t[0][j] = _mm256_sub_ps(d[0][j], d[2][j]);
+                t[1][j] = _mm256_add_ps(d[1][j], d[2][j]);
+                t[2][j] = _mm256_sub_ps(d[2][j], d[1][j]);
+                t[3][j] = _mm256_sub_ps(d[1][j], d[3][j]);
+            }
+            for (int i = 0; i < 4; i++) {
+                v[i * 4 + 0] = _mm256_sub_ps(t[i][0], t[i][2]);
+                v[i * 4 + 1] = _mm256_add_ps(t[i][1], t[i][2]);
+                v[i * 4 + 2] = _mm256_sub_ps(t[i][2], t[i][1]);
+                v[i * 4 + 3] = _mm256_sub_ps(t[i][1], t[i][3]);
+            }
+            for (int64_t f = 0; f < F; f++) {
+                const float *u = upk + f; /* U[p] of filter f at u[p * Fpad] */
+                __m256 s0[4], s1[4];
+                for (int j = 0; j < 4; j++) {
+                    const __m256 u0 = _mm256_set1_ps(u[(0 * 4 + j) * Fpad]), u1 = _mm256_set1_ps(u[(1 * 4 + j) * Fpad]);
+                    const __m256 u2 = _mm256_set1_ps(u[(2 * 4 + j) * Fpad]), u3 = _mm256_set1_ps(u[(3 * 4 + j) * Fpad]);
+                    const __m256 m1 = _mm256_mul_ps(v[4 + j], u1);
+                    s0[j] = _mm256_fmadd_ps(v[8 + j], u2, _mm256_fmadd_ps(v[0 + j], u0, m1));
+                    s1[j] = _mm256_fnmadd_ps(v[12 + j], u3, _mm256_fnmadd_ps(v[8 + j], u2, m1));
+                }
+                const __m256 y00 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
+                const __m256 y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
+                const __m256 y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
+                const __m256 y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
+                __m256 r = max_nan8(max_nan8(y00, y01), max_nan8(y10, y11));
+                if (b) r = _mm256_add_ps(r, _mm256_set1_ps(b[f]));
+                if (relu) r = _mm256_max_ps(_mm256_setzero_ps(), r); /* NaN kept */
+                _mm256_mask_storeu_ps(yn + f * PQ + ty * TW + tx, lm, r);
+            }
+        }
+}
 #endif
 
 /* x (N,C,H,W) -> y (N,F,HO/2,WO/2) = maxpool2x2(act(conv(x, w) + b)) in one pass (inference: no
@@ -891,18 +950,21 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
 #if ME_CONV_X86
     const int64_t NF = F <= 8 ? 8 : 16, PQ = (HO / 2) * (WO / 2);
     const int64_t TH = HO / 2, TW = WO / 2, Fpad = (F + ME_WINO_KB - 1) / ME_WINO_KB * ME_WINO_KB;
-    if (KH == 3 && KW == 3 && C >= ME_WINO_MIN_C && (me_cpu_features() & ME_CPU_AVX512VL) &&
+    if (KH == 3 && KW == 3 && (C == 1 || (C >= ME_WINO_MIN_C && F > 8)) && (me_cpu_features() & ME_CPU_AVX512VL) &&
         16 * C * Fpad <= ME_DIRECT_MAX_WPK &&
-        wino_scratch(C, Hp, TW) <= K * g.PW) {
+        wino_scratch(C, Hp, TW) <= g.per_group) {
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
         for (int64_t gi = 0; gi < G; gi++) {
-            float *xd = workspace + gi * g.per_group; /* the group's column region */
+            float *xd = workspace + gi * g.per_group; /* the group's scratch (none of it is in use) */
             float *vb = xd + C * Hp * 2 * (TW + 1) + 16, *mb = vb + 16 * C * 8;
             float upk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
             wino_pack_weights(w, upk, F, C, Fpad);
             for (int64_t n = gi * N / G; n < (gi + 1) * N / G; n++) {
                 wino_deinterleave(x + n * C * H * W, xd, C, H, W, pad, Hp, TW);
-                wino_pool_image(xd, upk, b, y + n * F * PQ, F, C, Fpad, Hp, TH, TW, relu, vb, mb);
+                if (C == 1)
+                    wino1_pool_image(xd, upk, b, y + n * F * PQ, F, Fpad, TH, TW, relu);
+                else
+                    wino_pool_image(xd, upk, b, y + n * F * PQ, F, C, Fpad, Hp, TH, TW, relu, vb, mb);
             }
         }
         return 1;

@@ -80,7 +80,8 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     convolution's output size; floor mode; NaN propagates). One pass of the direct convolution
     with bias, ReLU and the 2x2 max in registers (the full-resolution output is never written,
     no argmax: no backward) when it applies (stride 1, C*KH*KW <= 288, AVX-512); for 3x3 kernels
-    with C >= 4 (and AVX-512VL) that pass is Winograd F(2x2, 3x3) (Lavin & Gray 2016: each 2x2
+    with C == 1, or C >= 3 and F > 8 (and AVX-512VL), that pass is Winograd F(2x2, 3x3) (Lavin &
+    Gray 2016: each 2x2
     output tile is one pooling window; 2.25x fewer multiplies; float32 rounding differs from the
     direct sum by a few ulps of the patch magnitude). Otherwise ``conv2d_forward`` into a
     temporary then ``maxpool2d_forward``. Raises ValueError / TypeError.

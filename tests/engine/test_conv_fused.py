@@ -127,7 +127,7 @@ def test_conv2d_pool2_too_small(be):
 
 
 wino_case = st.fixed_dictionaries({
-    "N": st.integers(1, 3), "C": st.integers(4, 12), "F": st.sampled_from([1, 7, 16, 17, 33]),
+    "N": st.integers(1, 3), "C": st.sampled_from([1, 1, 3, 4, 8, 12]), "F": st.sampled_from([1, 7, 9, 16, 17, 33]),
     "H": st.integers(2, 30), "W": st.integers(2, 34), "pad": st.integers(0, 2), "bias": st.booleans(),
     "act": st.sampled_from([None, "relu"]), "seed": st.integers(0, 2**31 - 1),
 })
@@ -136,8 +136,9 @@ wino_case = st.fixed_dictionaries({
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(c=wino_case)
 def test_conv2d_pool2_winograd_shapes_match_twin(kernel, c):
-    """3x3 stride 1 with C >= 4 (the Winograd F(2x2,3x3) path on AVX-512VL): odd and even sizes,
-    rows wider than 32 (strided deinterleave), filter counts across the 16-filter blocks."""
+    """3x3 stride 1 with C == 1 or C >= 3 and F > 8 (the Winograd F(2x2,3x3) paths on AVX-512VL;
+    the other cases take the direct kernel): odd and even sizes, rows wider than 32 (strided
+    deinterleave), filter counts across the 16-filter blocks."""
     assume(c["H"] + 2 * c["pad"] >= 4 and c["W"] + 2 * c["pad"] >= 4)
     rng = np.random.default_rng(c["seed"])
     x = rng.standard_normal((c["N"], c["C"], c["H"], c["W"])).astype(np.float32)
@@ -148,12 +149,13 @@ def test_conv2d_pool2_winograd_shapes_match_twin(kernel, c):
     _close(y, y_ref)
 
 
+@pytest.mark.parametrize("C", [1, 8])
 @pytest.mark.parametrize("pos", [(0, 0), (3, 3), (6, 9), (13, 13)])
-def test_conv2d_pool2_winograd_nan_propagates(kernel, pos):
+def test_conv2d_pool2_winograd_nan_propagates(kernel, pos, C):
     """A NaN input makes NaN exactly the pooled outputs whose window sees it (as conv then pool)."""
-    x = np.random.default_rng(0).standard_normal((2, 8, 14, 14)).astype(np.float32)
-    x[1, 5, pos[0], pos[1]] = np.nan
-    w = np.random.default_rng(1).standard_normal((16, 8, 3, 3)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((2, C, 14, 14)).astype(np.float32)
+    x[1, C // 2, pos[0], pos[1]] = np.nan
+    w = np.random.default_rng(1).standard_normal((16, C, 3, 3)).astype(np.float32)
     y = engine.conv2d_pool2_forward(x, w, None, 1, 1, act="relu")
     y_ref, _ = ref.maxpool2d_forward(ref.conv2d_forward(x, w, None, 1, 1, act="relu"), 2, 2)
     np.testing.assert_array_equal(np.isnan(y), np.isnan(y_ref))
