@@ -806,6 +806,32 @@ __attribute__((target("avx512f,avx512vl"))) static inline __m256 max_nan8(__m256
     return _mm256_mask_mov_ps(r, _mm256_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
 }
 
+/* V = B^T d B (16 positions, row-major) of the 4x4 patches of 8 consecutive tiles of one tile row,
+ * r0 = the row's first deinterleaved input row at the first tile (pw floats per parity). */
+__attribute__((target("avx512f,avx512vl"), always_inline))
+static inline void wino_input_tiles(const float *r0, int64_t pw, __m256 v[16]) {
+    __m256 d[4][4], t[4][4];
+    for (int r = 0; r < 4; r++) {
+        const float *e = r0 + r * 2 * pw, *o = e + pw;
+        d[r][0] = _mm256_loadu_ps(e);
+        d[r][1] = _mm256_loadu_ps(o);
+        d[r][2] = _mm256_loadu_ps(e + 1);
+        d[r][3] = _mm256_loadu_ps(o + 1);
+    }
+    for (int j = 0; j < 4; j++) {
+        t[0][j] = _mm256_sub_ps(d[0][j], d[2][j]);
+        t[1][j] = _mm256_add_ps(d[1][j], d[2][j]);
+        t[2][j] = _mm256_sub_ps(d[2][j], d[1][j]);
+        t[3][j] = _mm256_sub_ps(d[1][j], d[3][j]);
+    }
+    for (int i = 0; i < 4; i++) {
+        v[i * 4 + 0] = _mm256_sub_ps(t[i][0], t[i][2]);
+        v[i * 4 + 1] = _mm256_add_ps(t[i][1], t[i][2]);
+        v[i * 4 + 2] = _mm256_sub_ps(t[i][2], t[i][1]);
+        v[i * 4 + 3] = _mm256_sub_ps(t[i][1], t[i][3]);
+    }
+}
+
 /* One image: xd (deinterleaved plane), upk (16, C, Fpad) -> yn (F, TH, TW) pooled. */
 __attribute__((target("avx512f,avx512vl,fma")))
 static void wino_pool_image(const float *xd, const float *upk, const float *b, float *yn, int64_t F,
@@ -818,29 +844,9 @@ static void wino_pool_image(const float *xd, const float *upk, const float *b, f
             const __mmask8 lm = (__mmask8)((1u << nl) - 1u);
             /* V = B^T d B for every channel -> vb (C, 16, 8) */
             for (int64_t c = 0; c < C; c++) {
-                const float *r0 = xd + ((c * Hp + 2 * ty) * 2) * pw + tx;
-                __m256 t[4][4];
-                __m256 d[4][4];
-                for (int r = 0; r < 4; r++) {
-                    const float *e = r0 + r * 2 * pw, *o = e + pw;
-                    d[r][0] = _mm256_loadu_ps(e);
-                    d[r][1] = _mm256_loadu_ps(o);
-                    d[r][2] = _mm256_loadu_ps(e + 1);
-                    d[r][3] = _mm256_loadu_ps(o + 1);
-                }
-                for (int j = 0; j < 4; j++) {
-                    t[0][j] = _mm256_sub_ps(d[0][j], d[2][j]);
-                    t[1][j] = _mm256_add_ps(d[1][j], d[2][j]);
-                    t[2][j] = _mm256_sub_ps(d[2][j], d[1][j]);
-                    t[3][j] = _mm256_sub_ps(d[1][j], d[3][j]);
-                }
-                float *v = vb + c * 16 * 8;
-                for (int i = 0; i < 4; i++) {
-                    _mm256_storeu_ps(v + (i * 4 + 0) * 8, _mm256_sub_ps(t[i][0], t[i][2]));
-                    _mm256_storeu_ps(v + (i * 4 + 1) * 8, _mm256_add_ps(t[i][1], t[i][2]));
-                    _mm256_storeu_ps(v + (i * 4 + 2) * 8, _mm256_sub_ps(t[i][2], t[i][1]));
-                    _mm256_storeu_ps(v + (i * 4 + 3) * 8, _mm256_sub_ps(t[i][1], t[i][3]));
-                }
+                __m256 v[16];
+                wino_input_tiles(xd + ((c * Hp + 2 * ty) * 2) * pw + tx, pw, v);
+                for (int p = 0; p < 16; p++) _mm256_storeu_ps(vb + (c * 16 + p) * 8, v[p]);
             }
             for (int64_t f0 = 0; f0 < F; f0 += ME_WINO_KB) {
                 /* M[f][p] = sum_c V[c][p] U[p][c][f] for the block's filters -> mb (16, KB, 8) */
@@ -892,27 +898,8 @@ static void wino1_pool_image(const float *xd, const float *upk, const float *b, 
         for (int64_t tx = 0; tx < TW; tx += 8) {
             const int64_t nl = TW - tx < 8 ? TW - tx : 8;
             const __mmask8 lm = (__mmask8)((1u << nl) - 1u);
-            const float *r0 = xd + (2 * ty * 2) * pw + tx;
-            __m256 d[4][4], t[4][4], v[16];
-            for (int r = 0; r < 4; r++) {
-                const float *e = r0 + r * 2 * pw, *o = e + pw;
-                d[r][0] = _mm256_loadu_ps(e);
-                d[r][1] = _mm256_loadu_ps(o);
-                d[r][2] = _mm256_loadu_ps(e + 1);
-                d[r][3] = _mm256_loadu_ps(o + 1);
-            }
-            for (int j = 0; j < 4; j++) {
-                t[0][j] = _mm256_sub_ps(d[0][j], d[2][j]);
-                t[1][j] = _mm256_add_ps(d[1][j], d[2][j]);
-                t[2][j] = _mm256_sub_ps(d[2][j], d[1][j]);
-                t[3][j] = _mm256_sub_ps(d[1][j], d[3][j]);
-            }
-            for (int i = 0; i < 4; i++) {
-                v[i * 4 + 0] = _mm256_sub_ps(t[i][0], t[i][2]);
-                v[i * 4 + 1] = _mm256_add_ps(t[i][1], t[i][2]);
-                v[i * 4 + 2] = _mm256_sub_ps(t[i][2], t[i][1]);
-                v[i * 4 + 3] = _mm256_sub_ps(t[i][1], t[i][3]);
-            }
+            __m256 v[16];
+            wino_input_tiles(xd + (2 * ty * 2) * pw + tx, pw, v);
             for (int64_t f = 0; f < F; f++) {
                 const float *u = upk + f; /* U[p] of filter f at u[p * Fpad] */
                 __m256 s0[4], s1[4];
