@@ -78,3 +78,26 @@ def test_call_matches_float64_computation(name, n, d, c):
     gW = f.parameters()[0].grad
     np.testing.assert_allclose(gW, dW, rtol=1e-4, atol=1e-5 * np.abs(dW).max())
     assert out.grad.dtype == np.float32 and gW.dtype == np.float32
+
+
+@pytest.mark.parametrize("name", ["ArcFace", "SubCenterArcFace"])
+@pytest.mark.parametrize("theta_deg", [0.3, 179.7])
+def test_arcface_target_near_pole_matches_float64(name, theta_deg):
+    """A target angle near 0 or pi: psi' = sin(theta + m) / sin(theta) amplifies the rounding of
+    a float32 cosine, so the call path must refine those target cosines in float64."""
+    rng = np.random.default_rng(2)
+    f = FACTORIES[name](3, 2, 5)
+    W = f.parameters()[0].data.astype(np.float64)
+    w0 = W[:, 0] / np.linalg.norm(W[:, 0])  # column 0: class 0 (its first sub-center)
+    t = np.radians(theta_deg)
+    rot = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+    x = rng.standard_normal((6, 2))
+    x[0] = 1.7 * rot @ w0
+    y = np.array([0, 1, 2, 1, 0, 2])
+    x32 = x.astype(np.float32)
+    terms, dx, dW = f.compute64(x32.astype(np.float64), y, None, W)
+    out = f(x32, y)
+    assert out.loss == pytest.approx(sum(terms.values()), rel=1e-5)
+    scale = max(np.abs(dx).max(), np.abs(dW).max())
+    np.testing.assert_allclose(out.grad, dx, rtol=1e-4, atol=1e-5 * scale)
+    np.testing.assert_allclose(f.parameters()[0].grad, dW, rtol=1e-4, atol=1e-5 * scale)

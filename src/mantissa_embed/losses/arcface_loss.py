@@ -41,6 +41,30 @@ class ArcFaceLoss(LargeMarginSoftmaxLoss):
     def init_margin(self):
         self.margin = math.radians(self.margin)
 
+    #: |target cosine| above which the float32 call path recomputes it in float64
+    _REFINE_COS = 0.99
+
+    def _target_columns(self, labels):
+        """(N, K) candidate weight columns of each row's target (K = 1: the label's column)."""
+        return labels[:, None]
+
+    def _target_cosines(self, x, W, labels, cos):
+        """As the base class, but on the float32 call path the target cosines with |c| > 0.99 are
+        recomputed from the float64 rows (the max over :meth:`_target_columns`): psi's derivative
+        sin(theta + m) / sin(theta) amplifies a float32 cosine's rounding near theta = 0 or pi
+        (at theta = 0.5 degrees, 6e-8 in cos becomes ~1e-3 relative in the gradient)."""
+        c = super()._target_cosines(x, W, labels, cos)
+        if x.dtype == np.float64:
+            return c
+        idx = np.nonzero(np.abs(c) > self._REFINE_COS)[0]
+        if idx.size:
+            xi = x[idx].astype(np.float64)
+            xi /= np.maximum(np.sqrt(np.einsum("ij,ij->i", xi, xi)), 1e-12)[:, None]
+            w = W[:, self._target_columns(labels[idx])]               # (D, n, K)
+            w = w / np.maximum(np.sqrt(np.einsum("dnk,dnk->nk", w, w)), 1e-12)
+            c[idx] = np.einsum("nd,dnk->nk", xi, w).max(axis=1)
+        return c
+
     def _modify64(self, c):
         m = self.margin
         inside = (c >= -1.0) & (c <= 1.0)

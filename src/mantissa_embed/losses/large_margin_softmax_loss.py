@@ -87,6 +87,11 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
 
         return cos, backward
 
+    def _target_cosines(self, x, W, labels, cos):
+        """The target cosines ``cos[i, labels[i]]`` (N,) as float64, the input of :meth:`_modify64`.
+        (ArcFaceLoss refines the ones near +-1 in float64: its margin is ill-conditioned there.)"""
+        return cos[np.arange(cos.shape[0]), labels].astype(np.float64)
+
     def _modify64(self, c):
         """Target cosines c (N,) -> (psi (N,), d psi / d c (N,)).
 
@@ -131,7 +136,7 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
         N = x.shape[0]
         rows = np.arange(N)
         cos, cback = self._cosine64(x, W)
-        psi, dpsi = self._modify64(cos[rows, labels].astype(np.float64))  # (N,): float64 either way
+        psi, dpsi = self._modify64(self._target_cosines(x, W, labels, cos))  # (N,) float64
         logits = cos.copy()
         logits[rows, labels] = psi
         Z, sback = self._scale64(logits, x, W)

@@ -43,6 +43,9 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
     def _num_weight_columns(self):
         return self.num_classes * self.sub_centers
 
+    def _target_columns(self, labels):
+        return labels[:, None] * self.sub_centers + np.arange(self.sub_centers)
+
     def _cosine64(self, x, W):
         S, back = super()._cosine64(x, W)
         N, C, K = x.shape[0], self.num_classes, self.sub_centers
