@@ -14,6 +14,18 @@ def labelled_batch(seed, n, m, d, k):
     return x, y, rng.standard_normal((m, d)).astype(np.float32), rng.integers(0, k, m)
 
 
+def similarity_batch(seed, n, m, k, square, scale=1.0):
+    """Seeded float32 similarities (n, m) uniform in [-scale, scale], int64 labels (n,) in
+    0..k-1 and reference labels (m,); ``square``: m = n and the batch is its own reference."""
+    rng = np.random.default_rng(seed)
+    if square:
+        m = n
+    sim = (scale * rng.uniform(-1, 1, (n, m))).astype(np.float32)
+    lab = rng.integers(0, k, n)
+    rlab = lab.copy() if square else rng.integers(0, k, m)
+    return sim, lab, rlab
+
+
 def mat64(x, r, cosine):
     """float64 reference matrix between L2-normalized rows of x and r (r=None: x itself):
     cosine similarity when ``cosine``, else Euclidean distance."""

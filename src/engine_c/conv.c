@@ -753,14 +753,15 @@ __attribute__((target("avx512f"))) static void stride2_copy(float *dst, const fl
 }
 
 /* x (C,H,W) -> xd (C, Hp, 2, TW+1): row h of the zero-padded plane split into its even columns
- * (xd[c][h][0]) and odd columns (xd[c][h][1]); plus 16 zero floats of slack. Rows of up to 32
+ * (xd[c][h][0]) and odd columns (xd[c][h][1]); plus 16 floats of slack. xd must be zeroed once
+ * (C*Hp*2*(TW+1) + 16 floats) before the first image: every image writes the same positions, so
+ * the padding and the slack stay zero. Rows of up to 32
  * floats (W <= 32, 2*(TW+1) <= 32) are split in registers (one permute per 16 outputs, the padding
  * columns zeroed by the mask); wider rows by strided copies. */
 __attribute__((target("avx512f")))
 static void wino_deinterleave(const float *x, float *xd, int64_t C, int64_t H, int64_t W, int64_t pad,
                               int64_t Hp, int64_t TW) {
     const int64_t pw = TW + 1, rw = 2 * pw; /* floats per deinterleaved row */
-    memset(xd, 0, (size_t)(C * Hp * rw + 16) * sizeof(float));
     if (W <= 32 && rw <= 32) {
         int32_t idx[32];
         uint32_t keep = 0; /* output lanes that hold an input column (the others are padding) */
@@ -946,6 +947,7 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
             float *vb = xd + C * Hp * 2 * (TW + 1) + 16, *mb = vb + 16 * C * 8;
             float upk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
             wino_pack_weights(w, upk, F, C, Fpad);
+            memset(xd, 0, (size_t)(C * Hp * 2 * (TW + 1) + 16) * sizeof(float)); /* padding, slack */
             for (int64_t n = gi * N / G; n < (gi + 1) * N / G; n++) {
                 wino_deinterleave(x + n * C * H * W, xd, C, H, W, pad, Hp, TW);
                 if (C == 1)

@@ -115,9 +115,7 @@ def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, 
     cdef float sc = _lc_float(scale, "scale")
     N, M = sim.shape
     lse = _sm_lse(lse, N)
-    weights = _sm_kin(weights, "weights", ndim=1)
-    if weights.shape != (N,):
-        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    weights = _sm_row_weights(weights, N)
     dsim = np.empty((N, M), dtype=np.float32)
     if N == 0 or M == 0:
         return dsim

@@ -9,8 +9,8 @@ from mantissa_embed._reference._softmax import (
     _check_lse as _sm_lse,
     _check_xent_rows as _sm_xent_rows,
     _check_xent_lse as _sm_xent_lse,
+    _check_row_weights as _sm_row_weights,
 )
-from mantissa_embed._validation import check_kernel_input as _sm_kin
 
 cdef extern from "engine.h" nogil:
     double me_ntxent_all(const float *sim, const int64_t *labels, const int64_t *ref_labels,
@@ -138,9 +138,7 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
     cdef float sc = _lc_float(scale, "scale")
     N, M = sim.shape
     lse = _sm_lse(lse, N)
-    weights = _sm_kin(weights, "weights", ndim=1)
-    if weights.shape != (N,):
-        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    weights = _sm_row_weights(weights, N)
     dsim = np.zeros((N, M), dtype=np.float32)
     if N == 0 or M == 0:
         return dsim
@@ -192,9 +190,7 @@ def softmax_xent_rows_backward(sim, target, lse, weights, scale=1.0):
     cdef float sc = _lc_float(scale, "scale")
     N, M = sim.shape
     lse = _sm_xent_lse(lse, N)
-    weights = _sm_kin(weights, "weights", ndim=1)
-    if weights.shape != (N,):
-        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    weights = _sm_row_weights(weights, N)
     dsim = np.empty((N, M), dtype=np.float32)
     if N == 0:
         return dsim

@@ -161,3 +161,17 @@ def test_conv2d_pool2_winograd_nan_propagates(kernel, pos, C):
     np.testing.assert_array_equal(np.isnan(y), np.isnan(y_ref))
     assert np.isnan(y).any() and not np.isnan(y[0]).any()
     _close(np.nan_to_num(y), np.nan_to_num(y_ref))
+
+
+@pytest.mark.parametrize("shape", [(40, 8, 14, 14, 16, 1), (40, 1, 28, 28, 8, 1), (40, 4, 9, 40, 17, 2)])
+def test_conv2d_pool2_winograd_several_images_per_group(kernel, shape):
+    """Groups of several images reuse one deinterleaved plane, zeroed once per group: the padding
+    must stay zero from image to image (register and strided-copy deinterleaves)."""
+    N, C, H, W, F, pad = shape
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((F, C, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(F).astype(np.float32)
+    y = engine.conv2d_pool2_forward(x, w, b, 1, pad)
+    y_ref, _ = ref.maxpool2d_forward(ref.conv2d_forward(x, w, b, 1, pad), 2, 2)
+    _close(y, y_ref)

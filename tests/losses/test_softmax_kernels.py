@@ -7,20 +7,11 @@ from hypothesis import given, settings, strategies as st
 
 from mantissa_embed import _reference as R
 from mantissa_embed import engine as E
+from _helpers import similarity_batch
 
 shapes = dict(seed=st.integers(0, 2**31), n=st.integers(0, 40), m=st.integers(0, 40),
               k=st.integers(1, 6), square=st.booleans(), inverted=st.booleans(),
               temp=st.sampled_from([0.05, 0.07, 0.3, 1.0]))
-
-
-def _data(seed, n, m, k, square, scale=1.0):
-    rng = np.random.default_rng(seed)
-    if square:
-        m = n
-    sim = (scale * rng.uniform(-1, 1, (n, m))).astype(np.float32)
-    lab = rng.integers(0, k, n)
-    rlab = lab.copy() if square else rng.integers(0, k, m)
-    return sim, lab, rlab
 
 
 def _close(a, b, rtol=2e-5):
@@ -34,7 +25,7 @@ def _close(a, b, rtol=2e-5):
 @settings(max_examples=60, deadline=None)
 @given(red=st.sampled_from(["mean", "avg_non_zero", "weights"]), **shapes)
 def test_ntxent_kernel_matches_twin(red, seed, n, m, k, square, inverted, temp):
-    sim, lab, rlab = _data(seed, n, m, k, square)
+    sim, lab, rlab = similarity_batch(seed, n, m, k, square)
     w = np.random.default_rng(seed + 1).uniform(0, 1, sim.shape).astype(np.float32) if red == "weights" else None
     kw = dict(exclude_self=square, inverted=inverted, reduction=red, weights=w, losses=True)
     a = E.ntxent_all(sim, lab, rlab, temp, **kw)
@@ -48,7 +39,7 @@ def test_ntxent_kernel_matches_twin(red, seed, n, m, k, square, inverted, temp):
 @settings(max_examples=60, deadline=None)
 @given(red=st.sampled_from(["mean", "avg_non_zero", "weights"]), **shapes)
 def test_supcon_kernel_matches_twin(red, seed, n, m, k, square, inverted, temp):
-    sim, lab, rlab = _data(seed, n, m, k, square)
+    sim, lab, rlab = similarity_batch(seed, n, m, k, square)
     w = np.random.default_rng(seed + 1).uniform(0, 1, n).astype(np.float32) if red == "weights" else None
     kw = dict(exclude_self=square, inverted=inverted, reduction=red, weights=w, losses=True)
     a = E.supcon_all(sim, lab, rlab, temp, **kw)
@@ -75,7 +66,7 @@ def test_supcon_keeps_losses_below_float_epsilon():
 @given(scale=st.sampled_from([1.0, 4.0, 64.0]), max_loss=st.sampled_from([np.inf, 104.0, 3.0]),
        **shapes)
 def test_softmax_nll_kernels_match_twin(scale, max_loss, seed, n, m, k, square, inverted, temp):
-    sim, lab, rlab = _data(seed, n, m, k, square)
+    sim, lab, rlab = similarity_batch(seed, n, m, k, square)
     kw = dict(exclude_self=square, inverted=inverted)
     la, ea, va = E.softmax_nll_forward(sim, lab, rlab, scale, max_loss=max_loss, **kw)
     lb, eb, vb = R.softmax_nll_forward(sim, lab, rlab, scale, max_loss=max_loss, **kw)
@@ -91,7 +82,7 @@ def test_softmax_nll_kernels_match_twin(scale, max_loss, seed, n, m, k, square, 
 
 def test_large_logits_stay_finite():
     """Spreads far beyond exp's range (distance scale 1e4, T=0.01) give finite values."""
-    sim, lab, rlab = _data(0, 30, 30, 3, True, scale=1e4)
+    sim, lab, rlab = similarity_batch(0, 30, 30, 3, True, scale=1e4)
     for fn in (E.ntxent_all, R.ntxent_all, E.supcon_all, R.supcon_all):
         for inv in (True, False):
             v, g, l, _ = fn(sim, lab, rlab, 0.01, exclude_self=True, inverted=inv, losses=True)
@@ -105,7 +96,7 @@ def test_large_logits_stay_finite():
 
 @pytest.mark.parametrize("fn", ["ntxent_all", "supcon_all"])
 def test_bitwise_reproducible_across_thread_counts(fn):
-    sim, lab, rlab = _data(5, 300, 300, 20, True)
+    sim, lab, rlab = similarity_batch(5, 300, 300, 20, True)
     old = E.get_num_threads()
     try:
         res = []
@@ -120,7 +111,7 @@ def test_bitwise_reproducible_across_thread_counts(fn):
 
 
 def test_kernel_argument_errors():
-    sim, lab, rlab = _data(0, 4, 5, 2, False)
+    sim, lab, rlab = similarity_batch(0, 4, 5, 2, False)
     for mod in (E, R):
         with pytest.raises(ValueError, match="labels"):
             mod.ntxent_all(sim, lab[:3], rlab, 0.1)

@@ -9,16 +9,7 @@ from hypothesis import given, settings, strategies as st
 import mantissa_embed
 from mantissa_embed import _reference as R
 from mantissa_embed import engine as E
-
-
-def _data(seed, n, m, k, square, spread=1.0):
-    rng = np.random.default_rng(seed)
-    if square:
-        m = n
-    sim = (spread * rng.uniform(-1, 1, (n, m))).astype(np.float32)
-    lab = rng.integers(0, k, n)
-    rlab = lab.copy() if square else rng.integers(0, k, m)
-    return sim, lab, rlab
+from _helpers import similarity_batch
 
 
 def _close(a, b, rtol=2e-5):
@@ -31,7 +22,7 @@ def _close(a, b, rtol=2e-5):
        square=st.booleans(), inverted=st.booleans(), scale=st.sampled_from([1.0, 4.0, 64.0, 500.0]),
        max_loss=st.sampled_from([np.inf, 104.0, 3.0]), spread=st.sampled_from([1.0, 4.0]))
 def test_fast_softmax_nll_matches_twin(seed, n, m, k, square, inverted, scale, max_loss, spread):
-    sim, lab, rlab = _data(seed, n, m, k, square, spread)
+    sim, lab, rlab = similarity_batch(seed, n, m, k, square, spread)
     kw = dict(exclude_self=square, inverted=inverted)
     la, ea, va = E.softmax_nll_fast_forward(sim, lab, rlab, scale, max_loss=max_loss, **kw)
     lb, eb, vb = R.softmax_nll_fast_forward(sim, lab, rlab, scale, max_loss=max_loss, **kw)
@@ -75,7 +66,7 @@ def test_positives_far_below_the_maximum_and_large_losses(inverted):
 
 
 def test_bitwise_reproducible_for_a_thread_count():
-    sim, lab, rlab = _data(7, 300, 300, 5, True)
+    sim, lab, rlab = similarity_batch(7, 300, 300, 5, True)
     old = mantissa_embed.get_num_threads()
     try:
         outs = []
@@ -99,7 +90,7 @@ def test_bitwise_reproducible_for_a_thread_count():
 
 
 def test_argument_errors_match_the_twin():
-    sim, lab, rlab = _data(0, 4, 5, 2, False)
+    sim, lab, rlab = similarity_batch(0, 4, 5, 2, False)
     for mod in (E, R):
         with pytest.raises(ValueError, match="sim"):
             mod.softmax_nll_fast_forward(sim[None], lab, rlab)

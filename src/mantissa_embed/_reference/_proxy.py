@@ -169,6 +169,15 @@ def scratch(key, shape, dtype=np.float64):
     return None if ws is None else ws.get(key, tuple(shape), np.dtype(dtype))
 
 
+def max_over_centers(S3):
+    """``S3.max(axis=2)`` for S3 (N, C, K) with a short last axis (the centers of a class), by K
+    strided passes: numpy's reduction over a short last axis costs one inner call per (i, c)."""
+    m = S3[:, :, 0].copy()
+    for k in range(1, S3.shape[2]):
+        np.maximum(m, S3[:, :, k], out=m)
+    return m
+
+
 def l2_normalize64(x, eps=1e-12, role=None):
     """Rows of x (N, D) divided by max(||x_i||, eps) (torch.nn.functional.normalize) and its backward.
 

@@ -250,9 +250,7 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
     scale = check_float(scale, "scale")
     N, M = sim.shape
     lse = _check_lse(lse, N)
-    weights = check_kernel_input(weights, "weights", ndim=1)
-    if weights.shape != (N,):
-        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    weights = _check_row_weights(weights, N)
     c = (1.0 if inverted else -1.0) * scale
     z = c * sim.astype(np.float64)
     pos, _, keep = _masks(labels, ref_labels, exclude_self)
@@ -276,6 +274,14 @@ def _check_lse(lse, N):
 # --------------------------------------------------------------------------------------------
 # single-target row softmax cross-entropy (InstanceLoss)
 # --------------------------------------------------------------------------------------------
+def _check_row_weights(weights, N):
+    """The per-row weights (d value / d l_i) of a row-loss backward: (N,) float32."""
+    weights = check_kernel_input(weights, "weights", ndim=1)
+    if weights.shape != (N,):
+        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    return weights
+
+
 def _check_xent_rows(sim, target):
     sim = _check_sim(sim)
     N, M = sim.shape
@@ -324,9 +330,7 @@ def softmax_xent_rows_backward(sim, target, lse, weights, scale=1.0):
     scale = check_float(scale, "scale")
     N, M = sim.shape
     lse = _check_xent_lse(lse, N)
-    weights = check_kernel_input(weights, "weights", ndim=1)
-    if weights.shape != (N,):
-        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
+    weights = _check_row_weights(weights, N)
     if N == 0:
         return np.zeros((N, M), np.float32)
     z = scale * sim.astype(np.float64)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._reference._proxy import max_over_centers
 from .._validation import check_float, check_int
 from ..distances import CosineSimilarity
 from .weight_regularizer_mixin import BaseProxyLoss, kaiming_uniform_init
@@ -71,9 +72,7 @@ class SoftTripleLoss(BaseProxyLoss):
         g = self.gamma
         # reductions over the short last axis: numpy's max / sum(axis=2) cost one inner call per
         # (i, c); the max by K strided passes, the sums as a product with a vector of ones
-        m = S3[:, :, 0].copy()
-        for k in range(1, K):
-            np.maximum(m, S3[:, :, k], out=m)
+        m = max_over_centers(S3)
         ones = np.ones(K, dtype=S.dtype)
         e = np.exp(g * (S3 - m[:, :, None]))
         P = e / (e @ ones)[:, :, None]

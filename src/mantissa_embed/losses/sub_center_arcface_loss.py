@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .._reference._proxy import scratch
+from .._reference._proxy import max_over_centers, scratch
 from .._validation import check_float, check_int, check_labels
 from .arcface_loss import ArcFaceLoss
 
@@ -52,9 +52,7 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
         S3 = S.reshape(N, C, K)
         # max over the K centers and the one-hot of the first maximizing center, by K strided
         # passes (numpy's argmax / put_along_axis over a short last axis cost one call per (i, j))
-        cos = S3[:, :, 0].copy()
-        for k in range(1, K):
-            np.maximum(cos, S3[:, :, k], out=cos)
+        cos = max_over_centers(S3)
         taken = np.zeros((N, C), dtype=bool)
         first = []
         for k in range(K):
