@@ -1,4 +1,5 @@
-/* activations.c: ReLU. Element-wise, so any split is deterministic; OpenMP only for large n. */
+/* activations.c: ReLU, and the finiteness check of inputs. Element-wise, so any split is
+ * deterministic; OpenMP only for large n. */
 #include "engine.h"
 
 #define ME_ACT_PAR_MIN 65536
@@ -19,4 +20,28 @@ void me_relu_backward(const float *dy, const float *y, float *dx, int64_t n) {
         const float d = dy[i]; /* read unconditionally: a branch-free select the compiler vectorizes */
         dx[i] = y[i] > 0.0f ? d : 0.0f;
     }
+}
+
+#define ME_FINITE_BLOCK 16384
+
+/* x (n) -> 1 when no value is NaN or +-Inf, else 0 (n may be 0). v * 0 is (+-)0 exactly for a
+ * finite v and NaN otherwise, so each block's 16 lane sums stay zero until a non-finite value;
+ * branch-free, so the compiler vectorizes it (IEEE semantics: v * 0 is not folded). */
+int me_all_finite(const float *x, int64_t n) {
+    const int64_t nb = (n + ME_FINITE_BLOCK - 1) / ME_FINITE_BLOCK;
+    int ok = 1;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) reduction(&& : ok) if (n >= ME_ACT_PAR_MIN)
+    for (int64_t bi = 0; bi < nb; bi++) {
+        const float *v = x + bi * ME_FINITE_BLOCK;
+        const int64_t m = n - bi * ME_FINITE_BLOCK < ME_FINITE_BLOCK ? n - bi * ME_FINITE_BLOCK : ME_FINITE_BLOCK;
+        float acc[16] = {0};
+        int64_t i = 0;
+        for (; i + 16 <= m; i += 16)
+            for (int l = 0; l < 16; l++) acc[l] += v[i + l] * 0.0f;
+        for (; i < m; i++) acc[0] += v[i] * 0.0f;
+        float s = 0.0f;
+        for (int l = 0; l < 16; l++) s += acc[l];
+        ok = ok && s == 0.0f;
+    }
+    return ok;
 }

@@ -4,9 +4,9 @@
 
 #include <string.h>
 
-/* x (N,I), w (O,I), b (O) or NULL -> y (N,O) = x @ w^T + b */
+/* x (N,I), w (O,I), b (O) or NULL -> y (N,O) = x @ w^T + b, then max(y, 0) when relu != 0 */
 void me_dense_forward(const float *x, const float *w, const float *b, float *y,
-                      int64_t N, int64_t I, int64_t O) {
+                      int64_t N, int64_t I, int64_t O, int relu) {
     if (N <= 0 || O <= 0) return;
     float beta = 0.0f;
     if (b) {
@@ -15,9 +15,10 @@ void me_dense_forward(const float *x, const float *w, const float *b, float *y,
     }
     if (I <= 0) {
         if (!b) memset(y, 0, (size_t)(N * O) * sizeof(float));
-        return;
+    } else {
+        me_sgemm(0, 1, N, O, I, 1.0f, x, I, w, I, beta, y, O);
     }
-    me_sgemm(0, 1, N, O, I, 1.0f, x, I, w, I, beta, y, O);
+    if (relu) me_relu_forward(y, y, N * O);
 }
 
 /* dy (N,O) -> dx (N,I) = dy @ w or NULL (overwritten), dw (O,I) = dy^T @ x or NULL,

@@ -106,11 +106,13 @@ int64_t me_maxpool2d_relu_backward(const float *dy, const int32_t *argmax, const
 void me_relu_forward(const float *x, float *y, int64_t n);
 /* dy (n), y (n) (the forward output) -> dx (n) = dy * (y > 0); dx may alias dy */
 void me_relu_backward(const float *dy, const float *y, float *dx, int64_t n);
+/* x (n) -> 1 when every value is finite (no NaN, no +-Inf), else 0 */
+int me_all_finite(const float *x, int64_t n);
 
 /* -------------------------------------------------------------- dense.c */
-/* x (N,I), w (O,I), b (O) or NULL -> y (N,O) = x @ w^T + b */
+/* x (N,I), w (O,I), b (O) or NULL -> y (N,O) = x @ w^T + b, then max(y, 0) when relu != 0 */
 void me_dense_forward(const float *x, const float *w, const float *b, float *y,
-                      int64_t N, int64_t I, int64_t O);
+                      int64_t N, int64_t I, int64_t O, int relu);
 /* dy (N,O) -> dx (N,I) or NULL (overwritten), dw (O,I) or NULL, db (O) or NULL
  * (overwritten when accumulate == 0, added to otherwise) */
 void me_dense_backward(const float *x, const float *w, const float *dy,

@@ -42,8 +42,9 @@ cdef extern from "engine.h" nogil:
                                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO)
     void me_relu_forward(const float *x, float *y, int64_t n)
     void me_relu_backward(const float *dy, const float *y, float *dx, int64_t n)
+    int me_all_finite(const float *x, int64_t n)
     void me_dense_forward(const float *x, const float *w, const float *b, float *y,
-                          int64_t N, int64_t I, int64_t O)
+                          int64_t N, int64_t I, int64_t O, int relu)
     void me_dense_backward(const float *x, const float *w, const float *dy,
                            float *dx, float *dw, float *db,
                            int64_t N, int64_t I, int64_t O, int accumulate)

@@ -44,7 +44,7 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
     offending argument.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
-    cdef int relu = _lref._check_conv_act(act)
+    cdef int relu = _lref._act_flag(act)
     cdef const float[:, :, :, ::1] xv
     cdef const float[:, :, :, ::1] wv
     cdef const float[::1] bv
@@ -56,7 +56,7 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
     if x.size == 0 or w.size == 0:
         return _lref.conv2d_forward(x, w, b, stride, pad, out, workspace, act)
     out = _lref._check_out(out, "out", (N, F, HO, WO))
-    workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
     _lref._check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
     s = stride
     p = pad
@@ -87,7 +87,7 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     temporary then ``maxpool2d_forward``. Raises ValueError / TypeError.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
-    cdef int relu = _lref._check_conv_act(act)
+    cdef int relu = _lref._act_flag(act)
     cdef int done = 0
     cdef const float[:, :, :, ::1] xv
     cdef const float[:, :, :, ::1] wv
@@ -100,7 +100,7 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     if x.size == 0 or w.size == 0 or HO < 2 or WO < 2:
         return _lref.conv2d_pool2_forward(x, w, b, stride, pad, out, workspace, act)
     out = _lref._check_out(out, "out", (N, F, HO // 2, WO // 2))
-    workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
     _lref._check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
     s = stride
     p = pad
@@ -151,7 +151,7 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
     dx = _lref._check_out(dx, "dx", x.shape) if need_dx else None
     dw = _lref._grad_buf(dw, "dw", w.shape, accumulate)
     db = _lref._grad_buf(db, "db", (F,), accumulate)
-    workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    workspace = _lref._check_workspace(workspace, _lref._conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
     _lref._check_outs([(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")],
                       [(x, "x"), (w, "w"), (dy, "dy")])
     s = stride
@@ -281,6 +281,24 @@ def relu_forward(x, out=None):
     return out
 
 
+def all_finite(x):
+    """True when no value of x (float32, C-contiguous, any shape) is NaN or +-Inf (OpenMP over
+    blocks above 65,536 values); numpy.isfinite(x).all() in one read, no boolean temporary.
+    Raises TypeError for another dtype or layout."""
+    cdef const float[::1] xv
+    cdef int64_t n
+    cdef int ok
+    if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.flags.c_contiguous):
+        raise TypeError("x must be a C-contiguous float32 numpy.ndarray")
+    n = x.size
+    if n == 0:
+        return True
+    xv = x.reshape(-1)
+    with nogil:
+        ok = me_all_finite(&xv[0], n)
+    return ok != 0
+
+
 def relu_backward(dy, y, dx=None):
     """dx = dy * (y > 0), y the forward *output*; any shape, float32. ``dx`` may be ``dy``."""
     cdef const float[::1] dyv
@@ -304,18 +322,20 @@ def relu_backward(dy, y, dx=None):
     return dx
 
 
-def dense_forward(x, w, b, out=None):
+def dense_forward(x, w, b, out=None, act=None):
     """Fully connected layer, as ``torch.nn.functional.linear``: x (N,I), w (O,I),
-    b (O,) or None -> out (N,O) = x @ w.T + b, float32 (one SGEMM). Raises ValueError/TypeError."""
+    b (O,) or None -> out (N,O) = x @ w.T + b, float32 (one SGEMM); ``act="relu"`` applies
+    max(., 0) in the same call. Raises ValueError/TypeError."""
     cdef const float[:, ::1] xv
     cdef const float[:, ::1] wv
     cdef const float[::1] bv
     cdef float[:, ::1] ov
     cdef const float *bp = NULL
     cdef int64_t N, I, O
+    cdef int relu = _lref._act_flag(act)
     x, w, b = _lref._check_dense_args(x, w, b)
     if x.size == 0 or w.size == 0:
-        return _lref.dense_forward(x, w, b, out)
+        return _lref.dense_forward(x, w, b, out, act)
     N, I = x.shape[0], x.shape[1]
     O = w.shape[0]
     out = _lref._check_out(out, "out", (N, O))
@@ -327,7 +347,7 @@ def dense_forward(x, w, b, out=None):
         bv = b
         bp = &bv[0]
     with nogil:
-        me_dense_forward(&xv[0, 0], &wv[0, 0], bp, &ov[0, 0], N, I, O)
+        me_dense_forward(&xv[0, 0], &wv[0, 0], bp, &ov[0, 0], N, I, O, relu)
     return out
 
 

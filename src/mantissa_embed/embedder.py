@@ -562,10 +562,12 @@ class Embedder:
         X = self._check_images(X, name, batched=True)
         n = X.shape[0]
         out = np.empty((n, self.embed_dim_), dtype=np.float32)
-        self.net.eval()
+        net = self.net
+        net.eval()
         for s in range(0, n, batch_size):
+            # converted and checked (finite, and the shape by _check_images) once, here
             chunk = check_array(X[s:s + batch_size], name, ndim=4)
-            out[s:s + chunk.shape[0]] = self.net.forward(chunk)
+            out[s:s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
         if normalize and self._normalizes() and n:
             _l2_normalize(out)
         return out

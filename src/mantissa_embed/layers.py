@@ -500,9 +500,8 @@ class Dense(Layer):
 
     def _forward(self, X):
         be = self._backend()
-        out = be.dense_forward(X, self.weight.data, self.bias.data, out=self._out.get((X.shape[0], self.units)))
-        if self.act == "relu":
-            be.relu_forward(out, out=out)
+        out = be.dense_forward(X, self.weight.data, self.bias.data, out=self._out.get((X.shape[0], self.units)),
+                               act=self.act)
         self._x, self._y = X, out
         return out
 
@@ -722,6 +721,12 @@ class Sequential:
         if X.shape[0] == 0:
             self._n_last = 0
             return np.zeros((0,) + self.output_shape(), dtype=np.float32)
+        return np.array(self._forward_valid(X), dtype=np.float32, copy=True)
+
+    def _forward_valid(self, X):
+        """The pass of :meth:`forward` on an X it would accept unchanged (float32, C-contiguous,
+        finite, the built input shape, N >= 1), without checking it again. Returns the last
+        layer's buffer, overwritten by the next pass."""
         h = X
         prof = getattr(self, "_profile", None)
         self._fused_x = None
@@ -750,7 +755,7 @@ class Sequential:
                 h = layer.forward(h)
                 acc[0] += _perf_counter() - t
         self._n_last = X.shape[0]
-        return np.array(h, dtype=np.float32, copy=True)
+        return h
 
     def _fusable(self):
         """Indices i where layers[i] is a Conv2D followed by MaxPool2D(2) (stride 2): fused at

@@ -291,6 +291,11 @@ def test_dense_matches_twin(c, need_dx, accumulate):
     x, w = _rand(rng, (c["N"], c["I"])), _rand(rng, (c["O"], c["I"]))
     b = _rand(rng, (c["O"],)) if c["bias"] else None
     _close(engine.dense_forward(x, w, b), ref.dense_forward(x, w, b))
+    lin = ref.dense_forward(x, w, b)
+    for be in (engine, ref):  # the fused ReLU against max(linear, 0)
+        y = be.dense_forward(x, w, b, act="relu")
+        assert (y >= 0).all()
+        _close(y, np.maximum(lin, 0))
     dy = _rand(rng, (c["N"], c["O"]))
     dw0, db0 = _rand(rng, w.shape), _rand(rng, (c["O"],))
     got = engine.dense_backward(x, w, dy, dw=dw0.copy(), db=db0.copy(), need_dx=need_dx, accumulate=accumulate)
@@ -583,3 +588,16 @@ def test_optimizer_kernel_scalars_that_made_nan_or_inf(be):
     assert np.isfinite(adam()).all()
     with pytest.raises(ValueError, match=r"lr must be within the float32 range"):
         be.sgd_step(np.ones(3, np.float32), np.ones(3, np.float32), None, 1e39)  # was p = -inf
+
+
+@pytest.mark.parametrize("be", [engine, ref], ids=["engine", "numpy"])
+def test_dense_act_validated(be):
+    x, w = np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)
+    with pytest.raises(ValueError, match="act"):
+        be.dense_forward(x, w, None, act="tanh")
+    with pytest.raises(TypeError, match="act"):
+        be.dense_forward(x, w, None, act=1)
+    y = be.dense_forward(x, -w, None, act="relu")  # NaN-free, all clipped
+    assert (y == 0).all()
+    x[0, 0] = np.nan
+    assert np.isnan(be.dense_forward(x, w, None, act="relu")[0]).all()  # NaN kept, as torch.relu

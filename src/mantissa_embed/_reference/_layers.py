@@ -36,6 +36,7 @@ __all__ = [
     "maxpool2d_relu_backward",
     "relu_forward",
     "relu_backward",
+    "all_finite",
     "dense_forward",
     "dense_backward",
     "sgd_step",
@@ -120,16 +121,25 @@ def _conv_geometry(x_shape, w_shape, stride, pad):
     return N, C, H, W, F, KH, KW, HO, WO
 
 
-def _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad):
-    """Scratch floats of src/engine_c/conv.c (conv_geometry): G groups of
-    K*PW + F*PW + C*Hp*Wp + KW + F*K + F floats, PW = HO*Wp."""
+_WINO_KB, _WINO_MIN_C = 16, 3  # conv.c ME_WINO_KB, ME_WINO_MIN_C
+
+
+def _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad):
+    """Scratch floats of src/engine_c/conv.c (me_conv2d_workspace_size): G groups of
+    K*PW + F*PW + C*Hp*Wp + KW + F*K + F floats, PW = HO*Wp; for the shapes that take the
+    Winograd inference in the images layout (wino_applies with C > 1: 3x3, stride 1, padded plane
+    >= 4x4, C >= 3, F > 8) at least min(N // 8, 16) slots for blocks of 8 images (wino8_slot)."""
     if min(N, C, F) <= 0:
         return 0
     Hp, Wp = H + 2 * pad, W + 2 * pad
     K, PW = C * KH * KW, HO * Wp
     per_group = K * PW + F * PW + C * Hp * Wp + KW + F * K + F
     G = min(max(_CONV_BUDGET // per_group, _CONV_MIN_GROUPS), _CONV_GROUPS, N)
-    return G * per_group
+    need = G * per_group
+    if KH == 3 and KW == 3 and stride == 1 and Hp >= 4 and Wp >= 4 and C >= _WINO_MIN_C and F > 8:
+        slot = C * Hp * Wp * 8 + 16 * C * 8 + 16 * _WINO_KB * 8 + F * (HO // 2) * (WO // 2) * 8
+        need = max(need, min(N // 8, _CONV_GROUPS) * slot)
+    return need
 
 
 def _check_workspace(workspace, need):
@@ -328,10 +338,10 @@ def conv2d_workspace_size(x_shape, w_shape, stride, pad):
     Raises ValueError for inconsistent shapes, TypeError for non-integers.
     """
     N, C, H, W, F, KH, KW, HO, WO = _conv_geometry(x_shape, w_shape, stride, pad)
-    return _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad)
+    return _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad)
 
 
-def _check_conv_act(act):
+def _act_flag(act):
     """None/"identity" -> 0, "relu" -> 1; anything else raises."""
     if act is None or (isinstance(act, str) and act == "identity"):
         return 0
@@ -351,10 +361,10 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
     ``act``: None / "identity" (default) or "relu" (``max(0, .)`` applied after the bias;
     fused into the C kernel's store). Raises ValueError / TypeError naming the offending argument.
     """
-    relu = _check_conv_act(act)
+    relu = _act_flag(act)
     x, w, b, (N, C, H, W, F, KH, KW, HO, WO) = _check_conv_args(x, w, b, stride, pad)
     out = _check_out(out, "out", (N, F, HO, WO))
-    _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
     _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
     out[...] = _conv2d(x, w, b, stride, pad)
     if relu:
@@ -379,7 +389,7 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
     dx = _check_out(dx, "dx", x.shape) if need_dx else None
     dw = _grad_buf(dw, "dw", w.shape, accumulate)
     db = _grad_buf(db, "db", (F,), accumulate)
-    _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
     _check_outs([(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")], [(x, "x"), (w, "w"), (dy, "dy")])
     gx, gw, gb = _conv2d_grads(x, w, dy, stride, pad)
     if need_dx:
@@ -398,12 +408,12 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     convolution's output size, >= 2; floor mode; NaN propagates). No argmax is produced (no
     backward). ``workspace``: as for ``conv2d_forward``. Raises ValueError / TypeError.
     """
-    relu = _check_conv_act(act)
+    relu = _act_flag(act)
     x, w, b, (N, C, H, W, F, KH, KW, HO, WO) = _check_conv_args(x, w, b, stride, pad)
     if HO < 2 or WO < 2:
         raise ValueError(f"conv2d_pool2_forward needs a convolution output of at least 2x2, got {HO}x{WO}")
     out = _check_out(out, "out", (N, F, HO // 2, WO // 2))
-    _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, pad))
+    _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
     _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
     y = _conv2d(x, w, b, stride, pad)
     if relu:
@@ -512,15 +522,27 @@ def relu_backward(dy, y, dx=None):
     return dx
 
 
+def all_finite(x):
+    """True when no value of x (float32, C-contiguous, any shape) is NaN or +-Inf.
+    Raises TypeError for another dtype or layout."""
+    if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.flags.c_contiguous):
+        raise TypeError("x must be a C-contiguous float32 numpy.ndarray")
+    return bool(np.isfinite(x).all())
+
+
 # ------------------------------------------------------------------------------- dense
 
-def dense_forward(x, w, b, out=None):
+def dense_forward(x, w, b, out=None, act=None):
     """Fully connected layer, as ``torch.nn.functional.linear``: x (N,I), w (O,I), b (O,) or
-    None -> out (N,O) = x @ w.T + b (float32)."""
+    None -> out (N,O) = x @ w.T + b (float32); ``act``: None/"identity", or "relu" for
+    max(., 0) in the same call (TypeError/ValueError otherwise)."""
+    relu = _act_flag(act)
     x, w, b = _check_dense_args(x, w, b)
     out = _check_out(out, "out", (x.shape[0], w.shape[0]))
     _check_outs([(out, "out")], [(x, "x"), (w, "w"), (b, "b")])
     out[...] = _dense(x, w, b)
+    if relu:
+        np.maximum(out, np.float32(0), out=out)
     return out
 
 
