@@ -904,8 +904,8 @@ static inline __mmask8 wino_lanes(const wino_layout *L, int64_t TW, int64_t tx) 
 /* One image (tiles layout) or 8 images (images layout): src (the plane), upk (16, C, Fpad)
  * -> dst pooled, as laid out by L (inlined into one function per layout, so that the layout's
  * constant strides are known to the compiler). */
-__attribute__((target("avx512f,avx512vl,fma"), noinline))
-static void wino_pool_body(const float *src, const wino_layout *L, const float *upk, const float *b,
+__attribute__((target("avx512f,avx512vl,fma"), always_inline))
+static inline void wino_pool_body(const float *src, const wino_layout *L, const float *upk, const float *b,
                                   float *dst, int64_t F, int64_t C, int64_t Fpad, int64_t TH, int64_t TW,
                                   int relu, float *vb, float *mb) {
     for (int64_t ty = 0; ty < TH; ty++)
