@@ -725,7 +725,8 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
  * 1.54 -> 2.02 (with 8 filters half of each 16-filter block is idle, hence F > 8).
  * Workspace (floats): tiles, in the group's scratch: C*Hp*2*(TW+1) + 16 deinterleaved plane,
  * and for C > 1 16*C*8 transformed inputs and 16*ME_WINO_KB*8 products; images: wino8_slot per
- * slot, min(N/8, 16) slots (me_conv2d_workspace_size takes the larger of the two needs). */
+ * thread, sized for min(N/8, 16) threads (me_conv2d_workspace_size takes the larger of the two
+ * needs; with more threads than that, only that many work). */
 #define ME_WINO_MIN_C 3
 #define ME_WINO_KB 16 /* filters per block: 16 ymm accumulators (AVX-512VL: 32 ymm registers;
                        * 8 accumulators with plain AVX2 measured 10% slower) */
@@ -1101,8 +1102,11 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
         /* C > 1: whole blocks of 8 images in the images layout, one slot of scratch per block
          * range (C == 1 stays in the tiles layout: there the transposes cost more than the idle
          * lanes they save, 0.31 -> 0.34 ms for the 1 -> 8 layer at batch 256) */
-        const int64_t NB = C == 1 ? 0 : N / 8, S = wino8_slots(C, N), slot = wino8_slot(C, F, Hp, Wp, TH, TW);
-#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (S > 1)
+        const int64_t NB = C == 1 ? 0 : N / 8, slot = wino8_slot(C, F, Hp, Wp, TH, TW);
+        /* one slot per thread (at most the workspace's wino8_slots), reused block after block so
+         * that it stays in that core's L2; each image's result is independent of the split */
+        const int64_t nth = me_get_num_threads(), S = nth < wino8_slots(C, N) ? nth : wino8_slots(C, N);
+#pragma omp parallel for num_threads((int)S) schedule(static) if (S > 1)
         for (int64_t s = 0; s < S; s++) {
             float *xi = workspace + s * slot, *vb = xi + C * Hp * Wp * 8, *mb = vb + 16 * C * 8;
             float *yb = mb + 16 * ME_WINO_KB * 8;
