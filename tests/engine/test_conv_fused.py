@@ -194,3 +194,25 @@ def test_conv2d_pool2_winograd_result_independent_of_batch(kernel, shape, N):
     np.testing.assert_array_equal(y, alone)
     y_ref, _ = ref.maxpool2d_forward(ref.conv2d_forward(x, w, b, 1, pad, act="relu"), 2, 2)
     _close(y, y_ref)
+
+
+@pytest.mark.parametrize("shape", [(256, 8, 14, 14, 16), (19, 8, 14, 14, 16), (16, 3, 9, 11, 17), (21, 1, 28, 28, 8),
+                                   (10, 2, 14, 14, 16)])
+def test_conv2d_pool2_bitwise_across_thread_counts(shape):
+    """Winograd images layout (one scratch slot per thread, fewer threads than slots and more),
+    tiles layout and the direct kernel: the same bits for 1, 2 and 3 threads."""
+    N, C, H, W, F = shape
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((F, C, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(F).astype(np.float32)
+    before = engine.get_num_threads()
+    try:
+        outs = []
+        for n in (1, 2, 3):
+            engine.set_num_threads(n)
+            outs.append(engine.conv2d_pool2_forward(x, w, b, 1, 1, act="relu"))
+    finally:
+        engine.set_num_threads(before)
+    for y in outs[1:]:
+        np.testing.assert_array_equal(y, outs[0])
