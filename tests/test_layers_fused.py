@@ -45,3 +45,27 @@ def test_backward_after_eval_forward(backend):
     np.testing.assert_allclose(dx_eval, dx_train, rtol=1e-5, atol=1e-6)
     for g, p in zip(g_train, net.parameters()):
         np.testing.assert_allclose(p.grad, g, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["mantissa", "numpy"])
+@pytest.mark.parametrize("layers", [
+    lambda: [Conv2D(8, 3, pad=1, act="relu"), MaxPool2D(2), Conv2D(16, 3, pad=1, act="relu"), MaxPool2D(2),
+             Flatten(), Dense(4)],                                   # the one-pass chain kernel
+    lambda: [Conv2D(3, 2, stride=2), MaxPool2D(2), Conv2D(4, 3, pad=1, act="relu"), MaxPool2D(2),
+             Conv2D(9, 3, pad=1), MaxPool2D(2), Flatten(), Dense(2)],  # chain by two calls, then a pair
+])
+def test_chained_pairs_bitwise_equal_to_pairwise_fusion(backend, layers):
+    """Two Conv2D + MaxPool2D(2) pairs in a row run as one conv2d_pool2_chain_forward call at
+    inference: bitwise what the pairs give one by one, and close to the training forward."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((37, 1, 28, 28)).astype(np.float32)
+    net = Sequential(layers(), seed=5, backend=backend)
+    net.train()
+    plain = net.forward(X)
+    net.eval()
+    chained = net.forward(X)
+    assert 0 in net._chain_at
+    net._chain_at = frozenset()
+    pairwise = net.forward(X)
+    np.testing.assert_array_equal(chained, pairwise)
+    np.testing.assert_allclose(chained, plain, rtol=1e-4, atol=1e-5)

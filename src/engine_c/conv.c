@@ -200,8 +200,16 @@ static conv_geom conv_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64
 
 static int wino_applies(int64_t C, int64_t F, int64_t KH, int64_t KW, int64_t stride, int64_t H,
                         int64_t W, int64_t pad);
+static int64_t wino_scratch(int64_t C, int64_t Hp, int64_t TW);
 static int64_t wino8_slot(int64_t C, int64_t F, int64_t Hp, int64_t Wp, int64_t TH, int64_t TW);
 static int64_t wino8_slots(int64_t C, int64_t N);
+
+/* floats between the image groups of the Winograd tiles layout: the group's usual scratch, or
+ * more when the tiles layout needs more (small planes) */
+static int64_t wino_group_stride(const conv_geom *g, int64_t C) {
+    const int64_t t = wino_scratch(C, g->Hp, g->WO / 2);
+    return t > g->per_group ? t : g->per_group;
+}
 
 int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                                  int64_t KH, int64_t KW, int64_t stride, int64_t pad) {
@@ -209,9 +217,11 @@ int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int
     if (H + 2 * pad < KH || W + 2 * pad < KW) return 0;
     const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
     int64_t need = g.G * g.per_group;
-    if (wino_applies(C, F, KH, KW, stride, H, W, pad)) { /* the Winograd inference's image blocks */
-        const int64_t wino = wino8_slots(C, N) * wino8_slot(C, F, g.Hp, g.Wp, g.HO / 2, g.WO / 2);
-        if (wino > need) need = wino;
+    if (wino_applies(C, F, KH, KW, stride, H, W, pad)) { /* the Winograd inference's scratch */
+        const int64_t tiles = g.G * wino_group_stride(&g, C);
+        const int64_t images = wino8_slots(C, N) * wino8_slot(C, F, g.Hp, g.Wp, g.HO / 2, g.WO / 2);
+        if (tiles > need) need = tiles;
+        if (images > need) need = images;
     }
     return need;
 }
@@ -870,8 +880,10 @@ static inline wino_layout wino_tiles_layout(int64_t Hp, int64_t TH, int64_t TW) 
     return L;
 }
 
-static inline wino_layout wino_images_layout(int64_t Hp, int64_t Wp, int64_t TH, int64_t TW) {
-    const wino_layout L = {Hp * Wp * 8, 2 * Wp * 8, 16, Wp * 8, 8, 16, TH * TW * 8, TW * 8, 8, 8};
+/* input plane (C, Hp, Wp, 8); output: filter f at f*ofs, tile row ty at ty*oys, tile tx at tx*8
+ * ((F, TH*TW, 8): ofs = TH*TW*8, oys = TW*8; or the interior of the next layer's plane) */
+static inline wino_layout wino_images_layout(int64_t Hp, int64_t Wp, int64_t ofs, int64_t oys) {
+    const wino_layout L = {Hp * Wp * 8, 2 * Wp * 8, 16, Wp * 8, 8, 16, ofs, oys, 8, 8};
     return L;
 }
 
@@ -966,25 +978,23 @@ static void wino_pool_tiles(const float *xd, const float *upk, const float *b, f
     wino_pool_body(xd, &L, upk, b, yn, F, C, Fpad, TH, TW, relu, vb, mb);
 }
 
-/* xi (C, Hp, Wp, 8) interleaved plane of 8 images -> yb (F, TH*TW, 8) */
+/* xi (C, Hp, Wp, 8) interleaved plane of 8 images -> yb, filter f at f*ofs, tile (ty, tx) at
+ * ty*oys + tx*8 */
 __attribute__((target("avx512f,avx512vl,fma")))
 static void wino_pool_images(const float *xi, const float *upk, const float *b, float *yb, int64_t F,
                              int64_t C, int64_t Fpad, int64_t Hp, int64_t Wp, int64_t TH, int64_t TW,
-                             int relu, float *vb, float *mb) {
-    const wino_layout L = wino_images_layout(Hp, Wp, TH, TW);
+                             int64_t ofs, int64_t oys, int relu, float *vb, float *mb) {
+    const wino_layout L = wino_images_layout(Hp, Wp, ofs, oys);
     wino_pool_body(xi, &L, upk, b, yb, F, C, Fpad, TH, TW, relu, vb, mb);
 }
 
-/* wino_pool_tiles for one input channel: the 16 transformed inputs of the 8 tiles stay in
+/* wino_pool_body for one input channel: the 16 transformed inputs of the 8 lanes stay in
  * registers and each filter's products are folded into the first stage of the output transform
  * (s0 = m0 + m1 + m2, s1 = m1 - m2 - m3 per column, as FMAs), so nothing goes through memory
  * between the input transform and the pooled store. */
-__attribute__((target("avx512f,avx512vl,fma")))
-static void wino1_pool_image(const float *xd, const float *upk, const float *b, float *yn, int64_t F,
-                             int64_t Fpad, int64_t Hp, int64_t TH, int64_t TW, int relu) {
-    const wino_layout Lt = wino_tiles_layout(Hp, TH, TW), *L = &Lt;
-    const float *src = xd;
-    float *dst = yn;
+__attribute__((target("avx512f,avx512vl,fma"), always_inline))
+static inline void wino1_pool_body(const float *src, const wino_layout *L, const float *upk, const float *b,
+                                   float *dst, int64_t F, int64_t Fpad, int64_t TH, int64_t TW, int relu) {
     for (int64_t ty = 0; ty < TH; ty++)
         for (int64_t tx = 0; tx < TW; tx += 8 / L->lpt) {
             const __mmask8 lm = wino_lanes(L, TW, tx);
@@ -1013,6 +1023,23 @@ static void wino1_pool_image(const float *xd, const float *upk, const float *b, 
         }
 }
 
+/* xd (Hp, 2, TW+1) deinterleaved plane of one image -> yn (F, TH, TW) */
+__attribute__((target("avx512f,avx512vl,fma")))
+static void wino1_pool_tiles(const float *xd, const float *upk, const float *b, float *yn, int64_t F,
+                             int64_t Fpad, int64_t Hp, int64_t TH, int64_t TW, int relu) {
+    const wino_layout L = wino_tiles_layout(Hp, TH, TW);
+    wino1_pool_body(xd, &L, upk, b, yn, F, Fpad, TH, TW, relu);
+}
+
+/* xi (1, Hp, Wp, 8) interleaved plane of 8 images -> yb as wino_pool_images */
+__attribute__((target("avx512f,avx512vl,fma")))
+static void wino1_pool_images(const float *xi, const float *upk, const float *b, float *yb, int64_t F,
+                              int64_t Fpad, int64_t Hp, int64_t Wp, int64_t TH, int64_t TW, int64_t ofs,
+                              int64_t oys, int relu) {
+    const wino_layout L = wino_images_layout(Hp, Wp, ofs, oys);
+    wino1_pool_body(xi, &L, upk, b, yb, F, Fpad, TH, TW, relu);
+}
+
 /* r[0..8) (8x8, row i = r[i]) -> its transpose in place */
 __attribute__((target("avx2"), always_inline)) static inline void transpose8x8(__m256 r[8]) {
     __m256 t[8], s[8];
@@ -1032,18 +1059,19 @@ __attribute__((target("avx2"), always_inline)) static inline void transpose8x8(_
     }
 }
 
-/* 8 images x (C,H,W) (image i at x + i*C*H*W) -> the interior of xi (C, Hp, Wp, 8), lane i =
- * image i; the padding of xi is left as it is (zeroed once per slot). */
+/* nimg <= 8 images x (C,H,W) (image i at x + i*C*H*W) -> the interior of xi (C, Hp, Wp, 8),
+ * lane i = image i, lanes >= nimg zero; the padding of xi is left as it is (zeroed once per
+ * slot). */
 __attribute__((target("avx512f,avx512vl")))
-static void wino_interleave8(const float *x, float *xi, int64_t C, int64_t H, int64_t W, int64_t pad,
-                             int64_t Hp, int64_t Wp) {
+static void wino_interleave8(const float *x, int64_t nimg, float *xi, int64_t C, int64_t H, int64_t W,
+                             int64_t pad, int64_t Hp, int64_t Wp) {
     const int64_t L = C * H * W;
     int64_t c = 0, h = 0, w = 0; /* coordinates of the flat index being stored */
     for (int64_t k0 = 0; k0 < L; k0 += 8) {
         const int64_t nk = L - k0 < 8 ? L - k0 : 8;
         const __mmask8 m = (__mmask8)((1u << nk) - 1u);
         __m256 r[8];
-        for (int i = 0; i < 8; i++) r[i] = _mm256_maskz_loadu_ps(m, x + i * L + k0);
+        for (int i = 0; i < 8; i++) r[i] = i < nimg ? _mm256_maskz_loadu_ps(m, x + i * L + k0) : _mm256_setzero_ps();
         transpose8x8(r);
         for (int64_t j = 0; j < nk; j++) {
             _mm256_storeu_ps(xi + ((c * Hp + h + pad) * Wp + w + pad) * 8, r[j]);
@@ -1069,16 +1097,16 @@ static void wino_zero_padding8(float *xi, int64_t C, int64_t H, int64_t W, int64
         }
 }
 
-/* yb (L, 8) -> 8 rows of L floats, row i (lane i) at y + i*L */
+/* yb (L, 8) -> the first nimg <= 8 rows of L floats, row i (lane i) at y + i*L */
 __attribute__((target("avx512f,avx512vl")))
-static void wino_deinterleave8(const float *yb, float *y, int64_t L) {
+static void wino_deinterleave8(const float *yb, float *y, int64_t L, int64_t nimg) {
     for (int64_t k0 = 0; k0 < L; k0 += 8) {
         const int64_t nk = L - k0 < 8 ? L - k0 : 8;
         const __mmask8 m = (__mmask8)((1u << nk) - 1u);
         __m256 r[8];
         for (int64_t j = 0; j < 8; j++) r[j] = j < nk ? _mm256_loadu_ps(yb + (k0 + j) * 8) : _mm256_setzero_ps();
         transpose8x8(r);
-        for (int i = 0; i < 8; i++) _mm256_mask_storeu_ps(y + i * L + k0, m, r[i]);
+        for (int64_t i = 0; i < nimg; i++) _mm256_mask_storeu_ps(y + i * L + k0, m, r[i]);
     }
 }
 #endif
@@ -1098,7 +1126,7 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
     const int64_t NF = F <= 8 ? 8 : 16, PQ = (HO / 2) * (WO / 2);
     const int64_t TH = HO / 2, TW = WO / 2, Fpad = (F + ME_WINO_KB - 1) / ME_WINO_KB * ME_WINO_KB;
     if (wino_applies(C, F, KH, KW, stride, H, W, pad) && (me_cpu_features() & ME_CPU_AVX512VL) &&
-        16 * C * Fpad <= ME_DIRECT_MAX_WPK && wino_scratch(C, Hp, TW) <= g.per_group) {
+        16 * C * Fpad <= ME_DIRECT_MAX_WPK) {
         /* C > 1: whole blocks of 8 images in the images layout, one slot of scratch per block
          * range (C == 1 stays in the tiles layout: there the transposes cost more than the idle
          * lanes they save, 0.31 -> 0.34 ms for the 1 -> 8 layer at batch 256) */
@@ -1114,16 +1142,16 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
             wino_pack_weights(w, upk, F, C, Fpad);
             wino_zero_padding8(xi, C, H, W, pad, Hp, Wp);
             for (int64_t blk = s * NB / S; blk < (s + 1) * NB / S; blk++) {
-                wino_interleave8(x + blk * 8 * C * H * W, xi, C, H, W, pad, Hp, Wp);
-                wino_pool_images(xi, upk, b, yb, F, C, Fpad, Hp, Wp, TH, TW, relu, vb, mb);
-                wino_deinterleave8(yb, y + blk * 8 * F * PQ, F * PQ);
+                wino_interleave8(x + blk * 8 * C * H * W, 8, xi, C, H, W, pad, Hp, Wp);
+                wino_pool_images(xi, upk, b, yb, F, C, Fpad, Hp, Wp, TH, TW, TH * TW * 8, TW * 8, relu, vb, mb);
+                wino_deinterleave8(yb, y + blk * 8 * F * PQ, F * PQ, 8);
             }
         }
         /* the last N mod 8 images one by one in the tiles layout */
-        const int64_t n0 = NB * 8, R = N - n0, GR = R < G ? R : G;
+        const int64_t n0 = NB * 8, R = N - n0, GR = R < G ? R : G, gs = wino_group_stride(&g, C);
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (GR > 1)
         for (int64_t gi = 0; gi < GR; gi++) {
-            float *xd = workspace + gi * g.per_group; /* the group's scratch (none of it is in use) */
+            float *xd = workspace + gi * gs; /* the group's scratch */
             float *vb = xd + C * Hp * 2 * (TW + 1) + 16, *mb = vb + 16 * C * 8;
             float upk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
             wino_pack_weights(w, upk, F, C, Fpad);
@@ -1131,7 +1159,7 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
             for (int64_t n = n0 + gi * R / GR; n < n0 + (gi + 1) * R / GR; n++) {
                 wino_deinterleave(x + n * C * H * W, xd, C, H, W, pad, Hp, TW);
                 if (C == 1)
-                    wino1_pool_image(xd, upk, b, y + n * F * PQ, F, Fpad, Hp, TH, TW, relu);
+                    wino1_pool_tiles(xd, upk, b, y + n * F * PQ, F, Fpad, Hp, TH, TW, relu);
                 else
                     wino_pool_tiles(xd, upk, b, y + n * F * PQ, F, C, Fpad, Hp, TH, TW, relu, vb, mb);
             }
@@ -1154,6 +1182,105 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
     return 1;
 #else
     (void)x; (void)w; (void)b; (void)y; (void)relu; (void)workspace; (void)Hp; (void)Wp;
+    return 0;
+#endif
+}
+
+/* ------------------------------------------------- two conv + pool stages in one pass
+ * Inference of conv3x3(stride 1) + bias + act + 2x2 max pool, twice (small_cnn_embedder's trunk),
+ * over blocks of 8 images in the images layout: the first stage's pooled outputs are stored
+ * straight into the interior of the second stage's interleaved plane, so the intermediate
+ * activations never leave the thread's scratch (no (N, F1, H2, W2) tensor, no transposes
+ * between the stages). A partial last block computes zeros in its missing lanes and stores only
+ * its images. Per lane the arithmetic is that of me_conv2d_pool2_forward's Winograd kernels, so
+ * each output is bitwise what the two single-stage calls give. Shapes: stage 1 C -> F1 on H x W
+ * with pad1, stage 2 F1 -> F2 on H2 x W2 = ((H + 2*pad1 - 2)/2) x ((W + 2*pad1 - 2)/2) with pad2.
+ * Scratch per thread (wino_chain_slot): both interleaved planes, both packed weights, the
+ * transformed inputs and products of the wider stage, the second stage's pooled block. */
+typedef struct {
+    int64_t Hp1, Wp1, TH1, TW1, H2, W2, Hp2, Wp2, TH2, TW2, F1pad, F2pad, C2;
+} wino_chain_geom;
+
+static wino_chain_geom wino_chain_geometry(int64_t C, int64_t H, int64_t W, int64_t F1, int64_t pad1,
+                                           int64_t F2, int64_t pad2) {
+    wino_chain_geom g;
+    g.Hp1 = H + 2 * pad1, g.Wp1 = W + 2 * pad1;
+    g.TH1 = (g.Hp1 - 2) / 2, g.TW1 = (g.Wp1 - 2) / 2;
+    g.H2 = g.TH1, g.W2 = g.TW1, g.Hp2 = g.H2 + 2 * pad2, g.Wp2 = g.W2 + 2 * pad2;
+    g.TH2 = (g.Hp2 - 2) / 2, g.TW2 = (g.Wp2 - 2) / 2;
+    g.F1pad = (F1 + ME_WINO_KB - 1) / ME_WINO_KB * ME_WINO_KB;
+    g.F2pad = (F2 + ME_WINO_KB - 1) / ME_WINO_KB * ME_WINO_KB;
+    g.C2 = F1;
+    (void)C;
+    return g;
+}
+
+static int64_t wino_chain_slot(int64_t C, int64_t F1, int64_t F2, const wino_chain_geom *g) {
+    const int64_t Cmax = C > F1 ? C : F1;
+    return C * g->Hp1 * g->Wp1 * 8 + F1 * g->Hp2 * g->Wp2 * 8 + 16 * C * g->F1pad + 16 * F1 * g->F2pad +
+           16 * Cmax * 8 + 16 * ME_WINO_KB * 8 + F2 * g->TH2 * g->TW2 * 8;
+}
+
+/* The shapes the chain supports (given AVX-512VL and the avx512 GEMM kernel): both stages take
+ * Winograd (wino_applies), the second in the images layout (F1 >= ME_WINO_MIN_C, F2 > 8), both
+ * pooled outputs at least 1 x 1. */
+static int wino_chain_applies(int64_t C, int64_t H, int64_t W, int64_t F1, int64_t pad1, int64_t F2,
+                              int64_t pad2) {
+    if (C <= 0 || H <= 0 || W <= 0 || F1 <= 0 || F2 <= 0 || pad1 < 0 || pad2 < 0) return 0;
+    if (!wino_applies(C, F1, 3, 3, 1, H, W, pad1)) return 0;
+    const wino_chain_geom g = wino_chain_geometry(C, H, W, F1, pad1, F2, pad2);
+    return g.H2 >= 1 && g.W2 >= 1 && wino_applies(F1, F2, 3, 3, 1, g.H2, g.W2, pad2) && F1 >= ME_WINO_MIN_C &&
+           g.TH2 >= 1 && g.TW2 >= 1;
+}
+
+int64_t me_conv2d_pool2_chain_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F1,
+                                             int64_t pad1, int64_t F2, int64_t pad2) {
+    if (N <= 0 || !wino_chain_applies(C, H, W, F1, pad1, F2, pad2)) return 0;
+    const wino_chain_geom g = wino_chain_geometry(C, H, W, F1, pad1, F2, pad2);
+    const int64_t NB = (N + 7) / 8;
+    return (NB < ME_CONV_GROUPS ? NB : ME_CONV_GROUPS) * wino_chain_slot(C, F1, F2, &g);
+}
+
+int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *b1, const float *w2,
+                                  const float *b2, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
+                                  int64_t F1, int64_t pad1, int relu1, int64_t F2, int64_t pad2, int relu2,
+                                  float *workspace) {
+    if (N <= 0 || !wino_chain_applies(C, H, W, F1, pad1, F2, pad2)) return 0;
+#if ME_CONV_X86
+    const wino_chain_geom g = wino_chain_geometry(C, H, W, F1, pad1, F2, pad2);
+    if (!(me_cpu_features() & ME_CPU_AVX512VL) || !conv_use_direct(F1, C * 9, 1) || !conv_use_direct(F2, F1 * 9, 1) ||
+        16 * C * g.F1pad > ME_DIRECT_MAX_WPK || 16 * F1 * g.F2pad > ME_DIRECT_MAX_WPK)
+        return 0;
+    const int64_t NB = (N + 7) / 8, slot = wino_chain_slot(C, F1, F2, &g), PQ2 = g.TH2 * g.TW2;
+    const int64_t nth = me_get_num_threads(), smax = NB < ME_CONV_GROUPS ? NB : ME_CONV_GROUPS;
+    const int64_t S = nth < smax ? nth : smax;
+#pragma omp parallel for num_threads((int)S) schedule(static) if (S > 1)
+    for (int64_t s = 0; s < S; s++) {
+        float *xi1 = workspace + s * slot, *xi2 = xi1 + C * g.Hp1 * g.Wp1 * 8;
+        float *upk1 = xi2 + F1 * g.Hp2 * g.Wp2 * 8, *upk2 = upk1 + 16 * C * g.F1pad;
+        float *vb = upk2 + 16 * F1 * g.F2pad, *mb = vb + 16 * (C > F1 ? C : F1) * 8, *yb = mb + 16 * ME_WINO_KB * 8;
+        float *z = xi2 + (pad2 * g.Wp2 + pad2) * 8; /* the interior of the second plane */
+        wino_pack_weights(w1, upk1, F1, C, g.F1pad);
+        wino_pack_weights(w2, upk2, F2, F1, g.F2pad);
+        wino_zero_padding8(xi1, C, H, W, pad1, g.Hp1, g.Wp1);
+        wino_zero_padding8(xi2, F1, g.H2, g.W2, pad2, g.Hp2, g.Wp2);
+        for (int64_t blk = s * NB / S; blk < (s + 1) * NB / S; blk++) {
+            const int64_t nimg = N - blk * 8 < 8 ? N - blk * 8 : 8;
+            wino_interleave8(x + blk * 8 * C * H * W, nimg, xi1, C, H, W, pad1, g.Hp1, g.Wp1);
+            if (C == 1)
+                wino1_pool_images(xi1, upk1, b1, z, F1, g.F1pad, g.Hp1, g.Wp1, g.TH1, g.TW1,
+                                  g.Hp2 * g.Wp2 * 8, g.Wp2 * 8, relu1);
+            else
+                wino_pool_images(xi1, upk1, b1, z, F1, C, g.F1pad, g.Hp1, g.Wp1, g.TH1, g.TW1,
+                                 g.Hp2 * g.Wp2 * 8, g.Wp2 * 8, relu1, vb, mb);
+            wino_pool_images(xi2, upk2, b2, yb, F2, F1, g.F2pad, g.Hp2, g.Wp2, g.TH2, g.TW2, PQ2 * 8,
+                             g.TW2 * 8, relu2, vb, mb);
+            wino_deinterleave8(yb, y + blk * 8 * F2 * PQ2, F2 * PQ2, nimg);
+        }
+    }
+    return 1;
+#else
+    (void)x; (void)w1; (void)b1; (void)w2; (void)b2; (void)y; (void)relu1; (void)relu2; (void)workspace;
     return 0;
 #endif
 }

@@ -75,6 +75,18 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
                             int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                             int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
                             float *workspace);
+/* Two 3x3 stride-1 conv + bias + act + 2x2 max pool stages in one pass (inference):
+ * x (N,C,H,W) -> stage 1 (w1 (F1,C,3,3), b1 (F1) or NULL, pad1) -> (N,F1,H2,W2) -> stage 2
+ * (w2 (F2,F1,3,3), b2, pad2) -> y (N,F2,TH2,TW2), H2 = (H + 2*pad1 - 2)/2, TH2 = (H2 + 2*pad2 - 2)/2
+ * (W likewise). Returns 0 (nothing written) when unsupported (see conv.c), 1 when done; the
+ * result is bitwise that of two me_conv2d_pool2_forward calls. workspace:
+ * me_conv2d_pool2_chain_workspace_size floats (0 when unsupported by shape). */
+int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *b1, const float *w2,
+                                  const float *b2, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
+                                  int64_t F1, int64_t pad1, int relu1, int64_t F2, int64_t pad2, int relu2,
+                                  float *workspace);
+int64_t me_conv2d_pool2_chain_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F1,
+                                             int64_t pad1, int64_t F2, int64_t pad2);
 /* dy (N,F,HO,WO) -> dx (N,C,H,W) or NULL, dw (F,C,KH,KW) or NULL, db (F) or NULL.
  * dx is overwritten; dw and db are overwritten when accumulate == 0, added to otherwise. */
 void me_conv2d_backward(const float *x, const float *w, const float *dy,

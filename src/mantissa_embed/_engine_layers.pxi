@@ -15,6 +15,12 @@ cdef extern from "engine.h" nogil:
                                 int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                                 int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
                                 float *workspace)
+    int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *b1, const float *w2,
+                                      const float *b2, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
+                                      int64_t F1, int64_t pad1, int relu1, int64_t F2, int64_t pad2, int relu2,
+                                      float *workspace)
+    int64_t me_conv2d_pool2_chain_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F1,
+                                                 int64_t pad1, int64_t F2, int64_t pad2)
 
 
 def conv2d_workspace_size(x_shape, w_shape, stride, pad):
@@ -117,6 +123,74 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     if not done:
         y = conv2d_forward(x, w, b, stride, pad, workspace=workspace, act=act)
         maxpool2d_forward(y, 2, 2, out=out)
+    return out
+
+
+def conv2d_pool2_chain_workspace_size(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2):
+    """Float32 scratch values ``conv2d_pool2_chain_forward`` needs: 0 when the stages do not
+    take the one-pass kernel. Raises ValueError / TypeError (see the numpy twin for the
+    formula)."""
+    cdef int64_t N, C, H, W, F1, F2, p1, p2
+    g1, g2 = _lref._chain_geometries(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2)
+    if _lref._chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2) == 0:
+        return 0
+    N, C, H, W, F1 = g1[0], g1[1], g1[2], g1[3], g1[4]
+    F2, p1, p2 = g2[4], pad1, pad2
+    return int(me_conv2d_pool2_chain_workspace_size(N, C, H, W, F1, p1, F2, p2))
+
+
+def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, act1=None, act2=None,
+                               out=None, workspace=None):
+    """Two inference stages in one call: ``conv2d_pool2_forward(conv2d_pool2_forward(x, w1, b1,
+    stride1, pad1, act=act1), w2, b2, stride2, pad2, act=act2)``, bitwise.
+
+    x (N,C,H,W), w1 (F1,C,KH1,KW1), b1 (F1,) or None, w2 (F2,F1,KH2,KW2), b2 (F2,) or None ->
+    out (N,F2,HO2//2,WO2//2) float32. When both stages are 3x3 stride 1 and take the Winograd
+    kernels (the second with F1 >= 3 and F2 > 8; AVX-512VL) the engine runs them over blocks of 8
+    images in one pass, the first stage's pooled output written straight into the second stage's
+    input plane (no (N, F1, H2, W2) intermediate); otherwise it makes the two calls.
+    ``workspace``: ``conv2d_pool2_chain_workspace_size`` floats or None. Raises ValueError /
+    TypeError.
+    """
+    cdef int64_t N, C, H, W, F1, F2, p1, p2
+    cdef int r1 = _lref._act_flag(act1)
+    cdef int r2 = _lref._act_flag(act2)
+    cdef int done = 0
+    cdef const float[:, :, :, ::1] xv
+    cdef const float[:, :, :, ::1] w1v
+    cdef const float[:, :, :, ::1] w2v
+    cdef const float[::1] b1v
+    cdef const float[::1] b2v
+    cdef float[:, :, :, ::1] ov
+    cdef float[::1] wsv
+    cdef const float *b1p = NULL
+    cdef const float *b2p = NULL
+    x, w1, b1, w2, b2, g1, g2 = _lref._chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2)
+    out = _lref._check_out(out, "out", (g2[0], g2[4], g2[7] // 2, g2[8] // 2))
+    need = _lref._chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2)
+    workspace = _lref._check_workspace(workspace, need)
+    _lref._check_outs([(out, "out"), (workspace, "workspace")],
+                      [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")])
+    if need > 0 and x.size > 0:
+        N, C, H, W, F1 = g1[0], g1[1], g1[2], g1[3], g1[4]
+        F2, p1, p2 = g2[4], pad1, pad2
+        xv = x
+        w1v = w1
+        w2v = w2
+        ov = out
+        wsv = workspace
+        if b1 is not None:
+            b1v = b1
+            b1p = &b1v[0]
+        if b2 is not None:
+            b2v = b2
+            b2p = &b2v[0]
+        with nogil:
+            done = me_conv2d_pool2_chain_forward(&xv[0, 0, 0, 0], &w1v[0, 0, 0, 0], b1p, &w2v[0, 0, 0, 0], b2p,
+                                                 &ov[0, 0, 0, 0], N, C, H, W, F1, p1, r1, F2, p2, r2, &wsv[0])
+    if not done:
+        z = conv2d_pool2_forward(x, w1, b1, stride1, pad1, act=act1)
+        conv2d_pool2_forward(z, w2, b2, stride2, pad2, out=out, act=act2)
     return out
 
 

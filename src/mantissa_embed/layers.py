@@ -280,6 +280,8 @@ class Conv2D(Layer):
         self._dx = _Buffer()
         self._ws = _Buffer()
         self._ws_key = None
+        self._chain_ws = _Buffer()
+        self._chain_ws_key = None
 
     def _describe(self):
         extra = (f", stride={self.stride}" if self.stride != 1 else "") + (f", pad={self.pad}" if self.pad else "")
@@ -345,6 +347,26 @@ class Conv2D(Layer):
                                              out=out, workspace=self._workspace(X.shape), act=self.act)
         self._x = self._y = None
         pool._y = pool._x = None
+        return out
+
+    def _forward_pool2_chain(self, X, pool, conv, pool2):
+        """Inference: ``conv._forward_pool2(self._forward_pool2(X, pool), pool2)`` (two Conv2D +
+        MaxPool2D(2) pairs, built) in one engine call, bitwise the same: blocks of images go
+        through both stages while in cache (conv2d_pool2_chain_forward). Returns ``pool2``'s
+        output buffer; leaves no backward caches in the four layers."""
+        X = self._prep_input(X)
+        out = pool2._out.get((X.shape[0],) + pool2._out_shape)
+        be = self._backend()
+        if self._chain_ws_key != X.shape[0]:
+            self._chain_ws_n = be.conv2d_pool2_chain_workspace_size(
+                X.shape, self.weight.shape, self.stride, self.pad, conv.weight.shape, conv.stride, conv.pad)
+            self._chain_ws_key = X.shape[0]
+        be.conv2d_pool2_chain_forward(X, self.weight.data, self.bias.data, self.stride, self.pad,
+                                      conv.weight.data, conv.bias.data, conv.stride, conv.pad,
+                                      act1=self.act, act2=conv.act, out=out,
+                                      workspace=self._chain_ws.get((self._chain_ws_n,)))
+        for layer in (self, pool, conv, pool2):
+            layer._x = layer._y = None
         return out
 
     def _backward(self, dY, need_dx):
@@ -732,11 +754,15 @@ class Sequential:
         self._fused_x = None
         if not self.training and self._fusable():
             # inference: Conv2D + MaxPool2D(2) run as one fused kernel (conv2d_pool2_forward: no
-            # full-resolution output, no argmax). A later backward() redoes the plain forward.
+            # full-resolution output, no argmax), two such pairs in a row as one call
+            # (conv2d_pool2_chain_forward). A later backward() redoes the plain forward.
             layers, i = self.layers, 0
             while i < len(layers):
                 t = _perf_counter() if prof is not None else 0.0
-                if i in self._fuse_at:
+                if i in self._chain_at:
+                    h = layers[i]._forward_pool2_chain(h, layers[i + 1], layers[i + 2], layers[i + 3])
+                    step = 4
+                elif i in self._fuse_at:
                     h = layers[i]._forward_pool2(h, layers[i + 1])
                     step = 2
                 else:
@@ -759,7 +785,8 @@ class Sequential:
 
     def _fusable(self):
         """Indices i where layers[i] is a Conv2D followed by MaxPool2D(2) (stride 2): fused at
-        inference. Cached (the layer list is fixed)."""
+        inference (``_fuse_at``), and those followed by another such pair (``_chain_at``).
+        Cached (the layer list is fixed)."""
         at = getattr(self, "_fuse_at", None)
         if at is None:
             L = self.layers
@@ -767,6 +794,7 @@ class Sequential:
                 i for i in range(len(L) - 1)
                 if type(L[i]) is Conv2D and type(L[i + 1]) is MaxPool2D
                 and L[i + 1].size == 2 and L[i + 1].stride == 2)
+            self._chain_at = frozenset(i for i in at if i + 2 in at)
         return bool(at)
 
     __call__ = forward

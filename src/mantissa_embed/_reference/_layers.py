@@ -31,6 +31,8 @@ __all__ = [
     "conv2d_forward",
     "conv2d_backward",
     "conv2d_pool2_forward",
+    "conv2d_pool2_chain_workspace_size",
+    "conv2d_pool2_chain_forward",
     "maxpool2d_forward",
     "maxpool2d_backward",
     "maxpool2d_relu_backward",
@@ -127,8 +129,9 @@ _WINO_KB, _WINO_MIN_C = 16, 3  # conv.c ME_WINO_KB, ME_WINO_MIN_C
 def _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad):
     """Scratch floats of src/engine_c/conv.c (me_conv2d_workspace_size): G groups of
     K*PW + F*PW + C*Hp*Wp + KW + F*K + F floats, PW = HO*Wp; for the shapes that take the
-    Winograd inference in the images layout (wino_applies with C > 1: 3x3, stride 1, padded plane
-    >= 4x4, C >= 3, F > 8) at least min(N // 8, 16) slots for blocks of 8 images (wino8_slot)."""
+    Winograd inference (wino_applies: 3x3, stride 1, padded plane >= 4x4, C == 1 or C >= 3 with
+    F > 8) at least G groups of the tiles layout's scratch (wino_scratch) and, for C > 1,
+    min(N // 8, 16) slots for blocks of 8 images (wino8_slot)."""
     if min(N, C, F) <= 0:
         return 0
     Hp, Wp = H + 2 * pad, W + 2 * pad
@@ -136,9 +139,13 @@ def _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad):
     per_group = K * PW + F * PW + C * Hp * Wp + KW + F * K + F
     G = min(max(_CONV_BUDGET // per_group, _CONV_MIN_GROUPS), _CONV_GROUPS, N)
     need = G * per_group
-    if KH == 3 and KW == 3 and stride == 1 and Hp >= 4 and Wp >= 4 and C >= _WINO_MIN_C and F > 8:
-        slot = C * Hp * Wp * 8 + 16 * C * 8 + 16 * _WINO_KB * 8 + F * (HO // 2) * (WO // 2) * 8
-        need = max(need, min(N // 8, _CONV_GROUPS) * slot)
+    if KH == 3 and KW == 3 and stride == 1 and Hp >= 4 and Wp >= 4 and (C == 1 or (C >= _WINO_MIN_C and F > 8)):
+        # tiles layout (wino_scratch per group, at least per_group apart)
+        tiles = C * Hp * 2 * (WO // 2 + 1) + 16 + (0 if C == 1 else 16 * C * 8 + 16 * _WINO_KB * 8)
+        need = max(need, G * max(per_group, tiles))
+        if C > 1:  # images layout (wino8_slot per slot)
+            slot = C * Hp * Wp * 8 + 16 * C * 8 + 16 * _WINO_KB * 8 + F * (HO // 2) * (WO // 2) * 8
+            need = max(need, min(N // 8, _CONV_GROUPS) * slot)
     return need
 
 
@@ -194,11 +201,11 @@ def _check_bool(v, name):
     return bool(v)
 
 
-def _check_conv_args(x, w, b, stride, pad):
+def _check_conv_args(x, w, b, stride, pad, wname="w", bname="b"):
     x = _check_in(x, "x", 4)
-    w = _check_in(w, "w", 4)
+    w = _check_in(w, wname, 4)
     geo = _conv_geometry(x.shape, w.shape, stride, pad)
-    b = _check_bias(b, geo[4])
+    b = _check_bias(b, geo[4], bname)
     return x, w, b, geo
 
 
@@ -420,6 +427,80 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
         y = np.maximum(y, np.float32(0.0))
     out[...] = _maxpool2d(np.ascontiguousarray(y, dtype=np.float32), 2, 2)[0]
     return out
+
+
+def _chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2):
+    """Validated arguments of a two-stage conv + pool chain and both stages' geometries."""
+    x = _check_in(x, "x", 4)
+    w1 = _check_in(w1, "w1", 4)
+    w2 = _check_in(w2, "w2", 4)
+    g1, g2 = _chain_geometries(x.shape, w1.shape, stride1, pad1, w2.shape, stride2, pad2)
+    b1 = _check_bias(b1, g1[4], "b1")
+    b2 = _check_bias(b2, g2[4], "b2")
+    return x, w1, b1, w2, b2, g1, g2
+
+
+def _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2):
+    """conv.c me_conv2d_pool2_chain_workspace_size: 0 unless both stages are 3x3 stride 1 on
+    Winograd (the second in the images layout: F1 >= 3, F2 > 8; the first: C == 1 or C >= 3 with
+    F1 > 8); else min(ceil(N/8), 16) slots of wino_chain_slot floats."""
+    N, C, H, W, F1, KH1, KW1 = g1[:7]
+    _, _, H2, W2, F2, KH2, KW2 = g2[:7]
+    if N <= 0 or (KH1, KW1, KH2, KW2, stride1, stride2) != (3, 3, 3, 3, 1, 1):
+        return 0
+    if not (C == 1 or (C >= _WINO_MIN_C and F1 > 8)) or not (F1 >= _WINO_MIN_C and F2 > 8):
+        return 0
+    Hp1, Wp1, Hp2, Wp2 = H + 2 * pad1, W + 2 * pad1, H2 + 2 * pad2, W2 + 2 * pad2
+    if min(Hp1, Wp1, Hp2, Wp2) < 4:
+        return 0
+    F1pad, F2pad = -(-F1 // _WINO_KB) * _WINO_KB, -(-F2 // _WINO_KB) * _WINO_KB
+    TH2, TW2 = (Hp2 - 2) // 2, (Wp2 - 2) // 2
+    slot = (C * Hp1 * Wp1 * 8 + F1 * Hp2 * Wp2 * 8 + 16 * C * F1pad + 16 * F1 * F2pad
+            + 16 * max(C, F1) * 8 + 16 * _WINO_KB * 8 + F2 * TH2 * TW2 * 8)
+    return min(-(-N // 8), _CONV_GROUPS) * slot
+
+
+def _chain_geometries(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2):
+    g1 = _conv_geometry(x_shape, w1_shape, stride1, pad1)
+    if g1[7] < 2 or g1[8] < 2:
+        raise ValueError(f"the first stage needs a convolution output of at least 2x2, got {g1[7]}x{g1[8]}")
+    w2_shape = _check_shape(w2_shape, "w2.shape", 4)
+    if w2_shape[1] != g1[4]:
+        raise ValueError(f"w2 must have {g1[4]} input channels (the filters of w1), got shape {w2_shape}")
+    try:
+        g2 = _conv_geometry((g1[0], g1[4], g1[7] // 2, g1[8] // 2), w2_shape, stride2, pad2)
+    except ValueError as e:  # "x" there is the first stage's pooled output
+        raise ValueError(f"the second stage (on the first stage's pooled output): {e}") from None
+    if g2[7] < 2 or g2[8] < 2:
+        raise ValueError(f"the second stage needs a convolution output of at least 2x2, got {g2[7]}x{g2[8]}")
+    return g1, g2
+
+
+def conv2d_pool2_chain_workspace_size(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2):
+    """Float32 scratch values ``conv2d_pool2_chain_forward`` needs: 0 when the stages do not
+    take the one-pass kernel (it then makes two ``conv2d_pool2_forward`` calls). Raises
+    ValueError / TypeError for inconsistent shapes."""
+    g1, g2 = _chain_geometries(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2)
+    return _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2)
+
+
+def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, act1=None, act2=None,
+                               out=None, workspace=None):
+    """Two inference stages in one call: ``conv2d_pool2_forward(conv2d_pool2_forward(x, w1, b1,
+    stride1, pad1, act=act1), w2, b2, stride2, pad2, act=act2)``.
+
+    x (N,C,H,W), w1 (F1,C,KH1,KW1), b1 (F1,) or None, w2 (F2,F1,KH2,KW2), b2 (F2,) or None ->
+    out (N,F2,HO2//2,WO2//2) float32, HO2 the second convolution's output height on the first
+    stage's pooled output (both convolution outputs must be at least 2x2). ``workspace``:
+    ``conv2d_pool2_chain_workspace_size`` floats or None. Raises ValueError / TypeError.
+    """
+    a1, a2 = _act_flag(act1), _act_flag(act2)
+    x, w1, b1, w2, b2, g1, g2 = _chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2)
+    out = _check_out(out, "out", (g2[0], g2[4], g2[7] // 2, g2[8] // 2))
+    _check_workspace(workspace, _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2))
+    _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")])
+    z = conv2d_pool2_forward(x, w1, b1, stride1, pad1, act=("relu" if a1 else None))
+    return conv2d_pool2_forward(z, w2, b2, stride2, pad2, out=out, act=("relu" if a2 else None))
 
 
 def maxpool2d_forward(x, size, stride, out=None, argmax=None):
