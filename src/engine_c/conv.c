@@ -1188,7 +1188,8 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
 
 /* ------------------------------------------------- two conv + pool stages in one pass
  * Inference of conv3x3(stride 1) + bias + act + 2x2 max pool, twice (small_cnn_embedder's trunk),
- * over blocks of 8 images in the images layout: the first stage's pooled outputs are stored
+ * over blocks of 8 images in the images layout (N >= 8; fewer images take the two single-stage
+ * calls, whose tiles layout has no idle image lanes): the first stage's pooled outputs are stored
  * straight into the interior of the second stage's interleaved plane, so the intermediate
  * activations never leave the thread's scratch (no (N, F1, H2, W2) tensor, no transposes
  * between the stages). A partial last block computes zeros in its missing lanes and stores only
@@ -1235,7 +1236,7 @@ static int wino_chain_applies(int64_t C, int64_t H, int64_t W, int64_t F1, int64
 
 int64_t me_conv2d_pool2_chain_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F1,
                                              int64_t pad1, int64_t F2, int64_t pad2) {
-    if (N <= 0 || !wino_chain_applies(C, H, W, F1, pad1, F2, pad2)) return 0;
+    if (N < 8 || !wino_chain_applies(C, H, W, F1, pad1, F2, pad2)) return 0;
     const wino_chain_geom g = wino_chain_geometry(C, H, W, F1, pad1, F2, pad2);
     const int64_t NB = (N + 7) / 8;
     return (NB < ME_CONV_GROUPS ? NB : ME_CONV_GROUPS) * wino_chain_slot(C, F1, F2, &g);
@@ -1245,7 +1246,7 @@ int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *
                                   const float *b2, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
                                   int64_t F1, int64_t pad1, int relu1, int64_t F2, int64_t pad2, int relu2,
                                   float *workspace) {
-    if (N <= 0 || !wino_chain_applies(C, H, W, F1, pad1, F2, pad2)) return 0;
+    if (N < 8 || !wino_chain_applies(C, H, W, F1, pad1, F2, pad2)) return 0;
 #if ME_CONV_X86
     const wino_chain_geom g = wino_chain_geometry(C, H, W, F1, pad1, F2, pad2);
     if (!(me_cpu_features() & ME_CPU_AVX512VL) || !conv_use_direct(F1, C * 9, 1) || !conv_use_direct(F2, F1 * 9, 1) ||

@@ -441,12 +441,12 @@ def _chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2):
 
 
 def _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2):
-    """conv.c me_conv2d_pool2_chain_workspace_size: 0 unless both stages are 3x3 stride 1 on
-    Winograd (the second in the images layout: F1 >= 3, F2 > 8; the first: C == 1 or C >= 3 with
-    F1 > 8); else min(ceil(N/8), 16) slots of wino_chain_slot floats."""
+    """conv.c me_conv2d_pool2_chain_workspace_size: 0 unless N >= 8 and both stages are 3x3
+    stride 1 on Winograd (the second in the images layout: F1 >= 3, F2 > 8; the first: C == 1 or
+    C >= 3 with F1 > 8); else min(ceil(N/8), 16) slots of wino_chain_slot floats."""
     N, C, H, W, F1, KH1, KW1 = g1[:7]
     _, _, H2, W2, F2, KH2, KW2 = g2[:7]
-    if N <= 0 or (KH1, KW1, KH2, KW2, stride1, stride2) != (3, 3, 3, 3, 1, 1):
+    if N < 8 or (KH1, KW1, KH2, KW2, stride1, stride2) != (3, 3, 3, 3, 1, 1):
         return 0
     if not (C == 1 or (C >= _WINO_MIN_C and F1 > 8)) or not (F1 >= _WINO_MIN_C and F2 > 8):
         return 0
