@@ -81,3 +81,10 @@ def grad_batch(seed, n, d, kind, k=3, scale=1.0):
     if kind.startswith("dups") and n >= 2:
         x[n - 1] = x[0]
     return x, y, rng
+
+
+def close_scaled(a, b, rtol=2e-5):
+    """assert_allclose with an absolute slack of rtol times (1 + the largest |b|): float32
+    results whose summation order differs from the reference's."""
+    scale = float(np.abs(b).max()) if b.size else 0.0
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * (1.0 + scale))

@@ -6,22 +6,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from _helpers import close_scaled as _close
 from mantissa_embed import _reference as ref
 from mantissa_embed import engine
 
-KERNELS = [k for k in ("generic", "avx512") if k == "generic" or engine.cpu_features()["avx512f"]]
 
 
-@pytest.fixture(params=KERNELS)
-def kernel(request):
-    prev = engine._set_gemm_kernel(request.param)
-    yield request.param
-    engine._set_gemm_kernel(prev)
-
-
-def _close(a, b, rtol=2e-5):
-    scale = float(np.abs(b).max()) if b.size else 0.0
-    np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * (1.0 + scale))
 
 
 def _stages(rng, N, C, H, W, F1, F2, K1=3, K2=3, bias=True):
