@@ -728,7 +728,8 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
  * Sums are reassociated relative to the direct kernel (float32 rounding differs by a few ulps of
  * the patch magnitude); a NaN in a patch still makes its pooled output NaN, as max pooling does;
  * an Inf input may give NaN instead of Inf (Inf - Inf in the input transform; the layers reject
- * non-finite input).
+ * non-finite input), and so may finite values within a few times the float32 maximum (~1e38),
+ * which overflow in the transforms where the direct sum stays finite.
  * Used for C == 1 (wino1_pool_image: no products through memory; 1 -> 8 on 28x28, batch 256,
  * 1 thread: 0.50 -> 0.32 ms) and for C >= ME_WINO_MIN_C with F > 8 (batch 256, 1 thread,
  * thread CPU time, ms; direct / Winograd tiles -> Winograd images): C=2 14x14 F=16 direct 0.40,

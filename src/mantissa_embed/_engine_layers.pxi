@@ -89,8 +89,10 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     with C == 1, or C >= 3 and F > 8 (and AVX-512VL), that pass is Winograd F(2x2, 3x3) (Lavin &
     Gray 2016: each 2x2
     output tile is one pooling window; 2.25x fewer multiplies; float32 rounding differs from the
-    direct sum by a few ulps of the patch magnitude). Otherwise ``conv2d_forward`` into a
-    temporary then ``maxpool2d_forward``. Raises ValueError / TypeError.
+    direct sum by a few ulps of the patch magnitude; inputs within a few times the float32
+    maximum, ~1e38, can overflow in its transforms and give NaN where the direct sum is finite).
+    Otherwise ``conv2d_forward`` into a temporary then ``maxpool2d_forward``. Raises ValueError /
+    TypeError.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
     cdef int relu = _lref._act_flag(act)
@@ -153,8 +155,8 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
     TypeError.
     """
     cdef int64_t N, C, H, W, F1, F2, p1, p2
-    cdef int r1 = _lref._act_flag(act1)
-    cdef int r2 = _lref._act_flag(act2)
+    cdef int r1 = _lref._act_flag(act1, "act1")
+    cdef int r2 = _lref._act_flag(act2, "act2")
     cdef int done = 0
     cdef const float[:, :, :, ::1] xv
     cdef const float[:, :, :, ::1] w1v
@@ -168,7 +170,7 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
     x, w1, b1, w2, b2, g1, g2 = _lref._chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2)
     out = _lref._check_out(out, "out", (g2[0], g2[4], g2[7] // 2, g2[8] // 2))
     need = _lref._chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2)
-    workspace = _lref._check_workspace(workspace, need)
+    workspace = _lref._check_workspace(workspace, need, "conv2d_pool2_chain_workspace_size")
     _lref._check_outs([(out, "out"), (workspace, "workspace")],
                       [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")])
     if need > 0 and x.size > 0:

@@ -719,8 +719,10 @@ class Sequential:
 
         X is converted to float32 C-contiguous (no copy when it already is) and validated once:
         a conv net needs 4-D NCHW images. The layers keep a reference to their inputs for the
-        backward: do not modify X between ``forward`` and ``backward``. Results do not depend on
-        the batch composition (each sample is computed the same way whatever the batch size). The first call builds the model for ``X.shape[1:]``;
+        backward: do not modify X between ``forward`` and ``backward``. A sample's result does not
+        depend on the other samples of the batch; its float32 rounding can depend on the batch
+        size (the SGEMM chooses its blocking from the shapes: a Dense layer of 64 units takes
+        dot products up to 256 rows and the packed kernel above), never on the thread count. The first call builds the model for ``X.shape[1:]``;
         later calls must match it. Raises TypeError (non-numeric X), ValueError (NaN/Inf, wrong
         ndim, a shape that does not match the built input shape).
         """

@@ -113,14 +113,22 @@ def test_bad_arguments(be):
         be.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2[:3], 1, 1)
     with pytest.raises(ValueError, match="b1 must have shape"):
         be.conv2d_pool2_chain_forward(x, w1, b2, 1, 1, w2, b2, 1, 1)
-    with pytest.raises(ValueError, match="act"):
+    with pytest.raises(ValueError, match="act2 must be"):
         be.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, act2="gelu")
+    with pytest.raises(TypeError, match="act1 must be"):
+        be.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, act1=1)
+    with pytest.raises(ValueError, match="stride1 must be"):
+        be.conv2d_pool2_chain_forward(x, w1, b1, 0, 1, w2, b2, 1, 1)
+    with pytest.raises(ValueError, match="pad2 must be"):
+        be.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, -1)
+    with pytest.raises(ValueError, match="w1 has 2 input channels"):
+        be.conv2d_pool2_chain_forward(x, np.ones((8, 2, 3, 3), np.float32), b1, 1, 1, w2, b2, 1, 1)
     with pytest.raises(ValueError, match="second stage"):
         be.conv2d_pool2_chain_forward(x[:, :, :5, :5], w1, b1, 1, 0, w2, b2, 1, 0)
     with pytest.raises(ValueError, match="out"):
         be.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, out=np.empty((2, 16, 4, 4), np.float32))
     x9 = np.zeros((9, 1, 12, 12), np.float32)  # the one-pass kernel needs a workspace from 8 images on
-    with pytest.raises(ValueError, match="workspace"):
+    with pytest.raises(ValueError, match=r"workspace must hold .* \(conv2d_pool2_chain_workspace_size\)"):
         be.conv2d_pool2_chain_forward(x9, w1, b1, 1, 1, w2, b2, 1, 1, workspace=np.empty(3, np.float32))
     with pytest.raises(ValueError, match="share memory"):
         be.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, out=x.reshape(-1)[:2 * 16 * 9].reshape(2, 16, 3, 3))

@@ -98,14 +98,16 @@ def _check_shape(shape, name, ndim):
     return tuple(check_int(s, f"{name}[{i}]", minimum=0) for i, s in enumerate(shape))
 
 
-def _conv_geometry(x_shape, w_shape, stride, pad):
-    """(N, C, H, W, F, KH, KW, HO, WO) of a convolution, validated."""
+def _conv_geometry(x_shape, w_shape, stride, pad, suffix=""):
+    """(N, C, H, W, F, KH, KW, HO, WO) of a convolution, validated; ``suffix`` is appended to the
+    names of w, stride and pad in the errors (the stages of a chain: "1", "2")."""
     N, C, H, W = _check_shape(x_shape, "x.shape", 4)
-    F, Cw, KH, KW = _check_shape(w_shape, "w.shape", 4)
-    stride = _int(stride, "stride", 1)
-    pad = _int(pad, "pad", 0)
+    F, Cw, KH, KW = _check_shape(w_shape, f"w{suffix}.shape", 4)
+    stride = _int(stride, f"stride{suffix}", 1)
+    pad = _int(pad, f"pad{suffix}", 0)
     if Cw != C:
-        raise ValueError(f"w has {Cw} input channels but x has {C} (w: {tuple(w_shape)}, x: {tuple(x_shape)})")
+        raise ValueError(f"w{suffix} has {Cw} input channels but x has {C} (w{suffix}: {tuple(w_shape)}, "
+                         f"x: {tuple(x_shape)})")
     if KH < 1 or KW < 1:
         raise ValueError(f"kernel size must be >= 1, got w.shape {tuple(w_shape)}")
     if H + 2 * pad < KH or W + 2 * pad < KW:
@@ -149,7 +151,7 @@ def _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad):
     return need
 
 
-def _check_workspace(workspace, need):
+def _check_workspace(workspace, need, size_fn="conv2d_workspace_size"):
     if workspace is None:
         return np.empty(need, dtype=np.float32)
     if not isinstance(workspace, np.ndarray):
@@ -159,7 +161,7 @@ def _check_workspace(workspace, need):
     if workspace.ndim != 1 or not workspace.flags.c_contiguous or not workspace.flags.writeable:
         raise ValueError("workspace must be a writeable C-contiguous 1-D array")
     if workspace.shape[0] < need:
-        raise ValueError(f"workspace must hold at least {need} floats (conv2d_workspace_size), "
+        raise ValueError(f"workspace must hold at least {need} floats ({size_fn}), "
                          f"got {workspace.shape[0]}")
     return workspace
 
@@ -348,15 +350,15 @@ def conv2d_workspace_size(x_shape, w_shape, stride, pad):
     return _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad)
 
 
-def _act_flag(act):
-    """None/"identity" -> 0, "relu" -> 1; anything else raises."""
+def _act_flag(act, name="act"):
+    """None/"identity" -> 0, "relu" -> 1; anything else raises (naming ``name``)."""
     if act is None or (isinstance(act, str) and act == "identity"):
         return 0
     if isinstance(act, str) and act == "relu":
         return 1
     if not isinstance(act, str):
-        raise TypeError(f"act must be None, 'identity' or 'relu', got {type(act).__name__}")
-    raise ValueError(f"act must be None, 'identity' or 'relu', got {act!r}")
+        raise TypeError(f"{name} must be None, 'identity' or 'relu', got {type(act).__name__}")
+    raise ValueError(f"{name} must be None, 'identity' or 'relu', got {act!r}")
 
 
 def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
@@ -461,14 +463,14 @@ def _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2):
 
 
 def _chain_geometries(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2):
-    g1 = _conv_geometry(x_shape, w1_shape, stride1, pad1)
+    g1 = _conv_geometry(x_shape, w1_shape, stride1, pad1, "1")
     if g1[7] < 2 or g1[8] < 2:
         raise ValueError(f"the first stage needs a convolution output of at least 2x2, got {g1[7]}x{g1[8]}")
     w2_shape = _check_shape(w2_shape, "w2.shape", 4)
     if w2_shape[1] != g1[4]:
         raise ValueError(f"w2 must have {g1[4]} input channels (the filters of w1), got shape {w2_shape}")
     try:
-        g2 = _conv_geometry((g1[0], g1[4], g1[7] // 2, g1[8] // 2), w2_shape, stride2, pad2)
+        g2 = _conv_geometry((g1[0], g1[4], g1[7] // 2, g1[8] // 2), w2_shape, stride2, pad2, "2")
     except ValueError as e:  # "x" there is the first stage's pooled output
         raise ValueError(f"the second stage (on the first stage's pooled output): {e}") from None
     if g2[7] < 2 or g2[8] < 2:
@@ -494,10 +496,11 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
     stage's pooled output (both convolution outputs must be at least 2x2). ``workspace``:
     ``conv2d_pool2_chain_workspace_size`` floats or None. Raises ValueError / TypeError.
     """
-    a1, a2 = _act_flag(act1), _act_flag(act2)
+    a1, a2 = _act_flag(act1, "act1"), _act_flag(act2, "act2")
     x, w1, b1, w2, b2, g1, g2 = _chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2)
     out = _check_out(out, "out", (g2[0], g2[4], g2[7] // 2, g2[8] // 2))
-    _check_workspace(workspace, _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2))
+    _check_workspace(workspace, _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2),
+                     "conv2d_pool2_chain_workspace_size")
     _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")])
     z = conv2d_pool2_forward(x, w1, b1, stride1, pad1, act=("relu" if a1 else None))
     return conv2d_pool2_forward(z, w2, b2, stride2, pad2, out=out, act=("relu" if a2 else None))
