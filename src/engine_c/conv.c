@@ -1131,9 +1131,9 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
     const int64_t TH = HO / 2, TW = WO / 2, Fpad = (F + ME_WINO_KB - 1) / ME_WINO_KB * ME_WINO_KB;
     if (wino_applies(C, F, KH, KW, stride, H, W, pad) && (me_cpu_features() & ME_CPU_AVX512VL) &&
         16 * C * Fpad <= ME_DIRECT_MAX_WPK) {
-        /* C > 1: whole blocks of 8 images in the images layout, one slot of scratch per block
-         * range (C == 1 stays in the tiles layout: there the transposes cost more than the idle
-         * lanes they save, 0.31 -> 0.34 ms for the 1 -> 8 layer at batch 256) */
+        /* C > 1: whole blocks of 8 images in the images layout (C == 1 stays in the tiles layout:
+         * there the transposes cost more than the idle lanes they save, 0.31 -> 0.34 ms for the
+         * 1 -> 8 layer at batch 256) */
         const int64_t NB = C == 1 ? 0 : N / 8, slot = wino8_slot(C, F, Hp, Wp, TH, TW);
         /* one slot per thread (at most the workspace's wino8_slots), reused block after block so
          * that it stays in that core's L2; each image's result is independent of the split */
@@ -1203,11 +1203,11 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
  * Scratch per thread (wino_chain_slot): both interleaved planes, both packed weights, the
  * transformed inputs and products of the wider stage, the second stage's pooled block. */
 typedef struct {
-    int64_t Hp1, Wp1, TH1, TW1, H2, W2, Hp2, Wp2, TH2, TW2, F1pad, F2pad, C2;
+    int64_t Hp1, Wp1, TH1, TW1, H2, W2, Hp2, Wp2, TH2, TW2, F1pad, F2pad;
 } wino_chain_geom;
 
-static wino_chain_geom wino_chain_geometry(int64_t C, int64_t H, int64_t W, int64_t F1, int64_t pad1,
-                                           int64_t F2, int64_t pad2) {
+static wino_chain_geom wino_chain_geometry(int64_t H, int64_t W, int64_t F1, int64_t pad1, int64_t F2,
+                                           int64_t pad2) {
     wino_chain_geom g;
     g.Hp1 = H + 2 * pad1, g.Wp1 = W + 2 * pad1;
     g.TH1 = (g.Hp1 - 2) / 2, g.TW1 = (g.Wp1 - 2) / 2;
@@ -1215,8 +1215,6 @@ static wino_chain_geom wino_chain_geometry(int64_t C, int64_t H, int64_t W, int6
     g.TH2 = (g.Hp2 - 2) / 2, g.TW2 = (g.Wp2 - 2) / 2;
     g.F1pad = (F1 + ME_WINO_KB - 1) / ME_WINO_KB * ME_WINO_KB;
     g.F2pad = (F2 + ME_WINO_KB - 1) / ME_WINO_KB * ME_WINO_KB;
-    g.C2 = F1;
-    (void)C;
     return g;
 }
 
@@ -1233,7 +1231,7 @@ static int wino_chain_applies(int64_t C, int64_t H, int64_t W, int64_t F1, int64
                               int64_t pad2) {
     if (C <= 0 || H <= 0 || W <= 0 || F1 <= 0 || F2 <= 0 || pad1 < 0 || pad2 < 0) return 0;
     if (!wino_applies(C, F1, 3, 3, 1, H, W, pad1)) return 0;
-    const wino_chain_geom g = wino_chain_geometry(C, H, W, F1, pad1, F2, pad2);
+    const wino_chain_geom g = wino_chain_geometry(H, W, F1, pad1, F2, pad2);
     return g.H2 >= 1 && g.W2 >= 1 && wino_applies(F1, F2, 3, 3, 1, g.H2, g.W2, pad2) && F1 >= ME_WINO_MIN_C &&
            g.TH2 >= 1 && g.TW2 >= 1;
 }
@@ -1241,7 +1239,7 @@ static int wino_chain_applies(int64_t C, int64_t H, int64_t W, int64_t F1, int64
 int64_t me_conv2d_pool2_chain_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F1,
                                              int64_t pad1, int64_t F2, int64_t pad2) {
     if (N < 8 || !wino_chain_applies(C, H, W, F1, pad1, F2, pad2)) return 0;
-    const wino_chain_geom g = wino_chain_geometry(C, H, W, F1, pad1, F2, pad2);
+    const wino_chain_geom g = wino_chain_geometry(H, W, F1, pad1, F2, pad2);
     const int64_t NB = (N + 7) / 8;
     return (NB < ME_CONV_GROUPS ? NB : ME_CONV_GROUPS) * wino_chain_slot(C, F1, F2, &g);
 }
@@ -1252,7 +1250,7 @@ int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *
                                   float *workspace) {
     if (N < 8 || !wino_chain_applies(C, H, W, F1, pad1, F2, pad2)) return 0;
 #if ME_CONV_X86
-    const wino_chain_geom g = wino_chain_geometry(C, H, W, F1, pad1, F2, pad2);
+    const wino_chain_geom g = wino_chain_geometry(H, W, F1, pad1, F2, pad2);
     if (!(me_cpu_features() & ME_CPU_AVX512VL) || !conv_use_direct(F1, C * 9, 1) || !conv_use_direct(F2, F1 * 9, 1) ||
         16 * C * g.F1pad > ME_DIRECT_MAX_WPK || 16 * F1 * g.F2pad > ME_DIRECT_MAX_WPK)
         return 0;
