@@ -730,12 +730,12 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
  * an Inf input may give NaN instead of Inf (Inf - Inf in the input transform; the layers reject
  * non-finite input), and so may finite values within a few times the float32 maximum (~1e38),
  * which overflow in the transforms where the direct sum stays finite.
- * Used for C == 1 (wino1_pool_image: no products through memory; 1 -> 8 on 28x28, batch 256,
+ * Used for C == 1 (wino1_pool_tiles: no products through memory; 1 -> 8 on 28x28, batch 256,
  * 1 thread: 0.50 -> 0.32 ms) and for C >= ME_WINO_MIN_C with F > 8 (batch 256, 1 thread,
  * thread CPU time, ms; direct / Winograd tiles -> Winograd images): C=2 14x14 F=16 direct 0.40,
- * images 0.42 (so C == 2 stays direct); C=3 14x14 F=16 0.51 -> 0.50; C=4 14x14 F=16 0.59 ->
- * 0.51; C=8 14x14 F=16 0.97-1.00 -> 0.93; C=16 7x7 F=32 1.45 -> 0.61; C=8 28x28 F=16 4.1-4.6 ->
- * 3.9-4.1. Earlier, tiles layout against direct: C=2 28x28 F=8 0.84 -> 1.40, C=4 28x28 F=8
+ * images 0.41 (so C == 2 stays direct); C=3 14x14 F=16 0.51 -> 0.42; C=4 14x14 F=16 0.59 ->
+ * 0.48; C=8 14x14 F=16 0.96-1.00 -> 0.79-0.82; C=16 7x7 F=32 1.45 -> 0.61-0.65; C=8 28x28 F=16
+ * 4.1-4.6 -> 3.9. Earlier, tiles layout against direct: C=2 28x28 F=8 0.84 -> 1.40, C=4 28x28 F=8
  * 1.54 -> 2.02 (with 8 filters half of each 16-filter block is idle, hence F > 8).
  * Workspace (floats): tiles, in the group's scratch: C*Hp*2*(TW+1) + 16 deinterleaved plane,
  * and for C > 1 16*C*8 transformed inputs and 16*ME_WINO_KB*8 products; images: wino8_slot per
@@ -757,8 +757,9 @@ static int wino_applies(int64_t C, int64_t F, int64_t KH, int64_t KW, int64_t st
            (C == 1 || (C >= ME_WINO_MIN_C && F > 8));
 }
 
-/* Images layout (C > 1): blocks of 8 images share the scratch slot of their block range: the
- * interleaved plane (C, Hp, Wp, 8), vb and mb as above, and the pooled output (F, TH*TW, 8). */
+/* Images layout (C > 1): the scratch slot of one thread, reused for each of its blocks of 8
+ * images: the interleaved plane (C, Hp, Wp, 8), vb and mb as above, and the pooled output
+ * (F, TH*TW, 8). */
 static int64_t wino8_slot(int64_t C, int64_t F, int64_t Hp, int64_t Wp, int64_t TH, int64_t TW) {
     return C * Hp * Wp * 8 + 16 * C * 8 + 16 * ME_WINO_KB * 8 + F * TH * TW * 8;
 }
@@ -864,6 +865,21 @@ __attribute__((target("avx512f,avx512vl"))) static inline __m256 max_nan8(__m256
     return _mm256_mask_mov_ps(r, _mm256_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
 }
 
+/* The second stage of the output transform (Y = s A, s = A^T M by rows: s0 = m0 + m1 + m2,
+ * s1 = m1 - m2 - m3 per column j), the 2x2 max (NaN propagates), + *b (b NULL: no bias), then
+ * the ReLU when relu != 0 (NaN kept). */
+__attribute__((target("avx512f,avx512vl"), always_inline))
+static inline __m256 wino_pool_out(const __m256 s0[4], const __m256 s1[4], const float *b, int relu) {
+    const __m256 y00 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
+    const __m256 y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
+    const __m256 y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
+    const __m256 y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
+    __m256 r = max_nan8(max_nan8(y00, y01), max_nan8(y10, y11));
+    if (b) r = _mm256_add_ps(r, _mm256_set1_ps(*b));
+    if (relu) r = _mm256_max_ps(_mm256_setzero_ps(), r);
+    return r;
+}
+
 /* Where the lanes of a Winograd tile vector live. Two layouts share the kernels below:
  *  - tiles ("lpt" 1: the 8 lanes are 8 consecutive tiles of one tile row of one image), input
  *    from the even/odd-deinterleaved plane (wino_deinterleave), output straight into y;
@@ -960,14 +976,8 @@ static inline void wino_pool_body(const float *src, const wino_layout *L, const 
                         s0[j] = _mm256_add_ps(_mm256_add_ps(m0, m1), m2);
                         s1[j] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m3);
                     }
-                    const __m256 y00 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
-                    const __m256 y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
-                    const __m256 y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
-                    const __m256 y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
-                    __m256 r = max_nan8(max_nan8(y00, y01), max_nan8(y10, y11));
-                    if (b) r = _mm256_add_ps(r, _mm256_set1_ps(b[f0 + k]));
-                    if (relu) r = _mm256_max_ps(_mm256_setzero_ps(), r); /* NaN kept */
-                    _mm256_mask_storeu_ps(out + (f0 + k) * L->fs, lm, r);
+                    _mm256_mask_storeu_ps(out + (f0 + k) * L->fs, lm,
+                                          wino_pool_out(s0, s1, b ? b + f0 + k : NULL, relu));
                 }
             }
         }
@@ -1015,14 +1025,7 @@ static inline void wino1_pool_body(const float *src, const wino_layout *L, const
                     s0[j] = _mm256_fmadd_ps(v[8 + j], u2, _mm256_fmadd_ps(v[0 + j], u0, m1));
                     s1[j] = _mm256_fnmadd_ps(v[12 + j], u3, _mm256_fnmadd_ps(v[8 + j], u2, m1));
                 }
-                const __m256 y00 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
-                const __m256 y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
-                const __m256 y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
-                const __m256 y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
-                __m256 r = max_nan8(max_nan8(y00, y01), max_nan8(y10, y11));
-                if (b) r = _mm256_add_ps(r, _mm256_set1_ps(b[f]));
-                if (relu) r = _mm256_max_ps(_mm256_setzero_ps(), r); /* NaN kept */
-                _mm256_mask_storeu_ps(out + f * L->fs, lm, r);
+                _mm256_mask_storeu_ps(out + f * L->fs, lm, wino_pool_out(s0, s1, b ? b + f : NULL, relu));
             }
         }
 }

@@ -86,6 +86,24 @@ class _Buffer:
         self._arr = None
 
 
+class _Workspace(_Buffer):
+    """A 1-D float32 scratch :class:`_Buffer` whose size, a function of the batch size, is
+    recomputed only when the batch size changes: ``sized(n, size)`` with ``size()`` -> floats."""
+
+    __slots__ = ("_key", "_n")
+
+    def __init__(self):
+        super().__init__()
+        self._key = None
+        self._n = 0
+
+    def sized(self, n, size):
+        if self._key != n:
+            self._n = size()
+            self._key = n
+        return self.get((self._n,))
+
+
 class Layer:
     """Base class of the layers.
 
@@ -278,10 +296,8 @@ class Conv2D(Layer):
         self._out = _Buffer()
         self._dpre = _Buffer()
         self._dx = _Buffer()
-        self._ws = _Buffer()
-        self._ws_key = None
-        self._chain_ws = _Buffer()
-        self._chain_ws_key = None
+        self._ws = _Workspace()
+        self._chain_ws = _Workspace()
 
     def _describe(self):
         extra = (f", stride={self.stride}" if self.stride != 1 else "") + (f", pad={self.pad}" if self.pad else "")
@@ -320,11 +336,8 @@ class Conv2D(Layer):
         return [self.weight, self.bias] if self.built else []
 
     def _workspace(self, x_shape):
-        key = x_shape[0]
-        if self._ws_key != key:
-            self._ws_n = self._backend().conv2d_workspace_size(x_shape, self.weight.shape, self.stride, self.pad)
-            self._ws_key = key
-        return self._ws.get((self._ws_n,))
+        return self._ws.sized(x_shape[0], lambda: self._backend().conv2d_workspace_size(
+            x_shape, self.weight.shape, self.stride, self.pad))
 
     def _forward(self, X):
         be = self._backend()
@@ -357,14 +370,11 @@ class Conv2D(Layer):
         X = self._prep_input(X)
         out = pool2._out.get((X.shape[0],) + pool2._out_shape)
         be = self._backend()
-        if self._chain_ws_key != X.shape[0]:
-            self._chain_ws_n = be.conv2d_pool2_chain_workspace_size(
-                X.shape, self.weight.shape, self.stride, self.pad, conv.weight.shape, conv.stride, conv.pad)
-            self._chain_ws_key = X.shape[0]
+        ws = self._chain_ws.sized(X.shape[0], lambda: be.conv2d_pool2_chain_workspace_size(
+            X.shape, self.weight.shape, self.stride, self.pad, conv.weight.shape, conv.stride, conv.pad))
         be.conv2d_pool2_chain_forward(X, self.weight.data, self.bias.data, self.stride, self.pad,
                                       conv.weight.data, conv.bias.data, conv.stride, conv.pad,
-                                      act1=self.act, act2=conv.act, out=out,
-                                      workspace=self._chain_ws.get((self._chain_ws_n,)))
+                                      act1=self.act, act2=conv.act, out=out, workspace=ws)
         for layer in (self, pool, conv, pool2):
             layer._x = layer._y = None
         return out
@@ -722,9 +732,10 @@ class Sequential:
         backward: do not modify X between ``forward`` and ``backward``. A sample's result does not
         depend on the other samples of the batch; its float32 rounding can depend on the batch
         size (the SGEMM chooses its blocking from the shapes: a Dense layer of 64 units takes
-        dot products up to 256 rows and the packed kernel above), never on the thread count. The first call builds the model for ``X.shape[1:]``;
-        later calls must match it. Raises TypeError (non-numeric X), ValueError (NaN/Inf, wrong
-        ndim, a shape that does not match the built input shape).
+        dot products up to 256 rows and the packed kernel above), never on the thread count.
+        The first call builds the model for ``X.shape[1:]``; later calls must match it. Raises
+        TypeError (non-numeric X), ValueError (NaN/Inf, wrong ndim, a shape that does not match
+        the built input shape).
         """
         X = check_array(X, "X")
         first = self.layers[0]

@@ -128,6 +128,13 @@ def _conv_geometry(x_shape, w_shape, stride, pad, suffix=""):
 _WINO_KB, _WINO_MIN_C = 16, 3  # conv.c ME_WINO_KB, ME_WINO_MIN_C
 
 
+def _wino_applies(C, F, KH, KW, stride, Hp, Wp):
+    """conv.c wino_applies: the shapes that take the Winograd inference (3x3, stride 1, padded
+    plane >= 4x4, C == 1 or C >= 3 with F > 8)."""
+    return (KH == 3 and KW == 3 and stride == 1 and Hp >= 4 and Wp >= 4
+            and (C == 1 or (C >= _WINO_MIN_C and F > 8)))
+
+
 def _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad):
     """Scratch floats of src/engine_c/conv.c (me_conv2d_workspace_size): G groups of
     K*PW + F*PW + C*Hp*Wp + KW + F*K + F floats, PW = HO*Wp; for the shapes that take the
@@ -141,7 +148,7 @@ def _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad):
     per_group = K * PW + F * PW + C * Hp * Wp + KW + F * K + F
     G = min(max(_CONV_BUDGET // per_group, _CONV_MIN_GROUPS), _CONV_GROUPS, N)
     need = G * per_group
-    if KH == 3 and KW == 3 and stride == 1 and Hp >= 4 and Wp >= 4 and (C == 1 or (C >= _WINO_MIN_C and F > 8)):
+    if _wino_applies(C, F, KH, KW, stride, Hp, Wp):
         # tiles layout (wino_scratch per group, at least per_group apart)
         tiles = C * Hp * 2 * (WO // 2 + 1) + 16 + (0 if C == 1 else 16 * C * 8 + 16 * _WINO_KB * 8)
         need = max(need, G * max(per_group, tiles))
@@ -448,12 +455,9 @@ def _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2):
     C >= 3 with F1 > 8); else min(ceil(N/8), 16) slots of wino_chain_slot floats."""
     N, C, H, W, F1, KH1, KW1 = g1[:7]
     _, _, H2, W2, F2, KH2, KW2 = g2[:7]
-    if N < 8 or (KH1, KW1, KH2, KW2, stride1, stride2) != (3, 3, 3, 3, 1, 1):
-        return 0
-    if not (C == 1 or (C >= _WINO_MIN_C and F1 > 8)) or not (F1 >= _WINO_MIN_C and F2 > 8):
-        return 0
     Hp1, Wp1, Hp2, Wp2 = H + 2 * pad1, W + 2 * pad1, H2 + 2 * pad2, W2 + 2 * pad2
-    if min(Hp1, Wp1, Hp2, Wp2) < 4:
+    if (N < 8 or not _wino_applies(C, F1, KH1, KW1, stride1, Hp1, Wp1)
+            or not _wino_applies(F1, F2, KH2, KW2, stride2, Hp2, Wp2) or F1 < _WINO_MIN_C):
         return 0
     F1pad, F2pad = -(-F1 // _WINO_KB) * _WINO_KB, -(-F2 // _WINO_KB) * _WINO_KB
     TH2, TW2 = (Hp2 - 2) // 2, (Wp2 - 2) // 2
