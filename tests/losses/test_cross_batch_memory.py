@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from mantissa_embed import losses, miners
 from mantissa_embed.losses import ContrastiveLoss, CrossBatchMemory, TripletMarginLoss
-from mantissa_embed.losses.base import BaseMetricLossFunction
+from mantissa_embed.losses.base_metric_loss_function import BaseMetricLossFunction
 from mantissa_embed.parameter import Parameter
 
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mantissa_embed import losses, reducers
-from mantissa_embed.losses.base import BaseMetricLossFunction
+from mantissa_embed.losses.base_metric_loss_function import BaseMetricLossFunction
 
 
 def _pairs(x, y):

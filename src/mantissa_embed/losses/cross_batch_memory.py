@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import utils
 from .._validation import check_array, check_int, check_labels
-from .base import BaseMetricLossFunction, LossOutput
+from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
 
 __all__ = ["CrossBatchMemory"]
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from .._validation import check_array, check_labels
 from ..backend import BACKENDS, get_backend
-from .base import LossOutput
+from .base_metric_loss_function import LossOutput
 
 __all__ = ["CrossEntropyLoss"]
 

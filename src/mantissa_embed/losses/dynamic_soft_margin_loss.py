@@ -7,7 +7,7 @@ from .. import utils
 from .._reference._ranking import dsm_add_soft_counts
 from .._validation import check_array, check_float
 from ..distances import LpDistance
-from .base import BaseMetricLossFunction, _Batch
+from .base_metric_loss_function import BaseMetricLossFunction, _Batch
 from .fast_ap_loss import _check_int_like
 
 _CHUNK = 1 << 22  # triplets per chunk

@@ -8,7 +8,7 @@ import numpy as np
 from .. import utils
 from .._reference._ranking import fast_ap_backward, fast_ap_forward
 from ..distances import LpDistance
-from .base import BaseMetricLossFunction
+from .base_metric_loss_function import BaseMetricLossFunction
 
 
 def _reject_ref(cls_name, embeddings, labels, ref_emb, ref_labels):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import utils
-from .base import BaseMetricLossFunction
+from .base_metric_loss_function import BaseMetricLossFunction
 
 
 class GenericPairLoss(BaseMetricLossFunction):

@@ -8,7 +8,7 @@ import numpy as np
 from .. import utils
 from .._reference._ranking import histogram_loss_forward_backward
 from ..distances import CosineSimilarity
-from .base import BaseMetricLossFunction
+from .base_metric_loss_function import BaseMetricLossFunction
 from .fast_ap_loss import _reject_ref
 
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from .._validation import check_float
 from ..distances import CosineSimilarity
-from .base import BaseMetricLossFunction
+from .base_metric_loss_function import BaseMetricLossFunction
 from .npairs_loss import _check_no_ref
 
 

@@ -6,7 +6,6 @@ import numpy as np
 from .. import utils
 from .._validation import check_float
 from ..distances import CosineSimilarity
-from ..reducers import MeanReducer
 from .generic_pair_loss import GenericPairLoss
 
 
@@ -64,7 +63,7 @@ class IntraPairVarianceLoss(GenericPairLoss):
         return ["pos_loss", "neg_loss"]
 
     def pair_loss_all(self, mat, batch):
-        if type(self.reducer) is MeanReducer:
+        if self._fused_mode(supported=("mean",)):
             return self._pair_loss_dense(mat, batch)
         pairs = utils.get_all_pairs_indices(batch.labels, None if batch.same else batch.ref_labels)
         return self.pair_loss(mat, pairs, batch)

@@ -8,7 +8,7 @@ import numpy as np
 from .._validation import as_generator, check_array, check_float, check_int
 from ..distances import CosineSimilarity
 from ..parameter import Parameter
-from .base import BaseMetricLossFunction, _Batch
+from .base_metric_loss_function import BaseMetricLossFunction, _Batch
 
 
 def _lse_hinge(Fm, mc, margin):

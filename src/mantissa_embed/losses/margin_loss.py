@@ -9,8 +9,8 @@ from .. import utils
 from .._validation import as_generator, check_float, check_int
 from ..distances.base_distance import _check_bool
 from ..parameter import Parameter
-from ..reducers import DivisorReducer, MeanReducer, SumReducer
-from .base import BaseMetricLossFunction
+from ..reducers import DivisorReducer
+from .base_metric_loss_function import BaseMetricLossFunction
 
 
 class MarginLoss(BaseMetricLossFunction):
@@ -114,7 +114,7 @@ class MarginLoss(BaseMetricLossFunction):
     def compute_loss(self, batch):
         ref_labels = None if batch.same else batch.ref_labels
         if (batch.indices_tuple is None and utils._is_all(self.triplets_per_anchor)
-                and type(self.reducer) in (DivisorReducer, MeanReducer, SumReducer)):
+                and self._fused_mode(supported=("divisor", "mean", "sum"))):
             return self._all_triplets(batch)
         triplets = utils.convert_to_triplets(batch.indices_tuple, batch.labels, ref_labels,
                                              t_per_anchor=self.triplets_per_anchor, seed=self._rng)
@@ -180,11 +180,11 @@ class MarginLoss(BaseMetricLossFunction):
         divisor = int(np.sum(ap.sum(axis=1) * nneg + an.sum(axis=1) * npos))
         self.stats = {"num_pos_pairs": int(np.sum(ap.sum(axis=1) * nneg)),
                       "num_neg_pairs": int(np.sum(an.sum(axis=1) * npos)), "divisor": divisor}
-        t = type(self.reducer)
-        if t is DivisorReducer:
+        mode = self.reducer.fused_mode()
+        if mode == "divisor":
             scale = 1.0 / divisor if divisor else 0.0
             self.reducer.stats = {"divisor": float(divisor)}
-        elif t is MeanReducer:
+        elif mode == "mean":
             scale = 1.0 / K
         else:
             scale = 1.0

@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from .base import LossOutput
+from .base_metric_loss_function import LossOutput
 
 
 class MultipleLosses:

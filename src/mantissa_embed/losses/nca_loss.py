@@ -7,7 +7,7 @@ from .. import utils
 from .._reference._softmax import NCA_MAX_LOSS
 from .._validation import check_float
 from ..distances import LpDistance
-from .base import BaseMetricLossFunction
+from .base_metric_loss_function import BaseMetricLossFunction
 
 
 class NCALoss(BaseMetricLossFunction):

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import utils
 from ..distances import DotProductSimilarity
-from .base import BaseMetricLossFunction
+from .base_metric_loss_function import BaseMetricLossFunction
 
 
 def _check_no_ref(embeddings, labels, ref_emb, ref_labels, name):

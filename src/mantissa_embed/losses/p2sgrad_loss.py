@@ -7,7 +7,7 @@ from .._reference._proxy import p2sgrad64
 from .._validation import as_generator, check_array, check_int
 from ..backend import get_backend
 from ..parameter import Parameter
-from .base import BaseMetricLossFunction, LossOutput
+from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
 from .weight_regularizer_mixin import check_class_batch, place_parameter
 
 __all__ = ["P2SGradLoss"]

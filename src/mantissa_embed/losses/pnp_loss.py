@@ -5,7 +5,7 @@ import numpy as np
 
 from .._validation import check_float
 from ..distances import CosineSimilarity
-from .base import BaseMetricLossFunction
+from .base_metric_loss_function import BaseMetricLossFunction
 from .fast_ap_loss import _labels_required, _no_indices_tuple, _reject_ref
 
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from .._validation import check_array
 from ..distances.base_distance import _check_bool
-from .base import LossOutput
+from .base_metric_loss_function import LossOutput
 
 
 class SelfSupervisedLoss:

@@ -6,7 +6,7 @@ import numpy as np
 from .. import utils
 from .._validation import check_float
 from ..distances import CosineSimilarity
-from .base import BaseMetricLossFunction
+from .base_metric_loss_function import BaseMetricLossFunction
 
 
 class ThresholdConsistentMarginLoss(BaseMetricLossFunction):

@@ -7,7 +7,7 @@ from .. import utils
 from .._validation import as_generator, check_float
 from ..distances.base_distance import _check_bool
 from ..reducers import AvgNonZeroReducer
-from .base import BaseMetricLossFunction
+from .base_metric_loss_function import BaseMetricLossFunction
 
 
 class TripletMarginLoss(BaseMetricLossFunction):

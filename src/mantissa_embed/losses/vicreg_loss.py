@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_array, check_float
-from .base import BaseMetricLossFunction, _Batch
+from .base_metric_loss_function import BaseMetricLossFunction, _Batch
 
 
 class VICRegLoss(BaseMetricLossFunction):

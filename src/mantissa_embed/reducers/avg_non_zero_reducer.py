@@ -15,6 +15,7 @@ class AvgNonZeroReducer(BaseReducer):
     """
 
     low = 0.0
+    fused = "avg_non_zero"
 
     def element_reduction(self, losses, indices, embeddings, labels):
         keep = losses > self.low

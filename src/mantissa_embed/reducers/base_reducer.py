@@ -24,6 +24,28 @@ class BaseReducer:
         Unknown ``reduction_type`` or ``losses`` that are not 1-D.
     """
 
+    #: The reduction this class computes, when a loss can run it fused (in the engine or in closed
+    #: form): "mean", "avg_non_zero", "sum" or "divisor". Read through :meth:`fused_mode`, which
+    #: does not inherit it: a subclass may override a reduction, so it takes the generic path
+    #: unless it sets ``fused`` itself.
+    fused = None
+    #: True when the reducer must know which sub-loss it reduces (MultipleReducers, DoNothingReducer).
+    needs_loss_name = False
+    #: True when the loss must record PML's unreduced loss dict (a DoNothingReducer, alone or inside).
+    records_unreduced = False
+
+    def fused_mode(self):
+        """The fused reduction this exact reducer equals ("mean", "avg_non_zero", "sum", "divisor"), or None."""
+        return vars(type(self)).get("fused")
+
+    def leaf(self, name):
+        """The reducer that reduces sub-loss ``name`` (itself, except in MultipleReducers)."""
+        return self
+
+    def call_kwargs(self, divisor):
+        """Extra keyword arguments of a call: the loss's ``divisor`` for a DivisorReducer, else none."""
+        return {}
+
     def __call__(self, losses, indices=None, reduction_type="element", embeddings=None, labels=None):
         return self.forward(losses, indices, reduction_type, embeddings, labels)
 

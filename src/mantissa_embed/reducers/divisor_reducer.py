@@ -28,6 +28,8 @@ class DivisorReducer(BaseReducer):
     Source: pytorch-metric-learning ``reducers/divisor_reducer.py``.
     """
 
+    fused = "divisor"
+
     def __init__(self):
         self.stats = {}
         self._divisor = None
@@ -44,6 +46,9 @@ class DivisorReducer(BaseReducer):
         return super().forward(losses, indices, reduction_type, embeddings, labels)
 
     __call__ = forward
+
+    def call_kwargs(self, divisor):
+        return {"divisor": divisor}
 
     def element_reduction(self, losses, indices, embeddings, labels):
         n = losses.shape[0]

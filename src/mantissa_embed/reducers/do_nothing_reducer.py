@@ -32,6 +32,9 @@ class DoNothingReducer(BaseReducer):
     Source: pytorch-metric-learning ``reducers/do_nothing_reducer.py``.
     """
 
+    needs_loss_name = True
+    records_unreduced = True
+
     def forward(self, losses, *args, **kwargs):
         if isinstance(losses, dict):
             if len(args) > 2:

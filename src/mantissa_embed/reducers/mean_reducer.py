@@ -12,6 +12,8 @@ class MeanReducer(BaseReducer):
     Source: pytorch-metric-learning ``reducers/mean_reducer.py``.
     """
 
+    fused = "mean"
+
     def element_reduction(self, losses, indices, embeddings, labels):
         n = losses.shape[0]
         if n == 0:

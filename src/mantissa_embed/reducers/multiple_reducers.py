@@ -50,8 +50,20 @@ class MultipleReducers(BaseReducer):
         self.reducers = dict(reducers)
         self.default_reducer = default_reducer
 
+    needs_loss_name = True
+
     def _get(self, name):
         return self.reducers.get(name, self.default_reducer)
+
+    def leaf(self, name):
+        return self._get(name).leaf(name)
+
+    @property
+    def records_unreduced(self):
+        return any(r.records_unreduced for r in [*self.reducers.values(), self.default_reducer])
+
+    def call_kwargs(self, divisor):
+        return {"divisor": divisor}
 
     def forward(self, losses, *args, loss_name=None, **kwargs):
         if isinstance(losses, dict):  # PML's call: (loss_dict, embeddings, labels)
@@ -81,11 +93,8 @@ class MultipleReducers(BaseReducer):
                 losses, indices, rtype = info["losses"], info["indices"], info["reduction_type"]
             except (TypeError, KeyError):
                 raise ValueError(f"loss_dict[{name!r}] must have keys 'losses', 'indices', 'reduction_type'") from None
-            extra = {"divisor": info["divisor"]} if "divisor" in info else {}
             red = self._get(name)
-            from .divisor_reducer import DivisorReducer
-            if not isinstance(red, (DivisorReducer, MultipleReducers)):
-                extra = {}
+            extra = red.call_kwargs(info["divisor"]) if "divisor" in info else {}
             value, d = red(losses, indices, rtype, embeddings, labels, **extra)
             total += float(value)
             grads[name] = None if d is None else np.asarray(d, dtype=np.float64)

@@ -13,5 +13,7 @@ class SumReducer(MeanReducer):
     pos_pair, neg_pair, triplet) sums. Source: pytorch-metric-learning ``reducers/sum_reducer.py``.
     """
 
+    fused = "sum"
+
     def element_reduction(self, losses, indices, embeddings, labels):
         return float(np.sum(losses, dtype=np.float64)), np.ones(losses.shape[0], dtype=np.float64)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_array
-from ..distances import BaseDistance, LpDistance
+from ..distances import BaseDistance, CosineSimilarity, LpDistance
+from ..losses.base_metric_loss_function import LossOutput
 from ..reducers import BaseReducer, MeanReducer
 
 
@@ -68,15 +69,13 @@ class BaseRegularizer:
         losses, indices, rtype, backward, extra = self.compute_loss(x)
         if losses.shape[0] == 0:
             return 0.0, np.zeros_like(x)
-        from ..reducers import DivisorReducer
-        kw = extra if (extra and isinstance(self.reducer, DivisorReducer)) else {}
+        kw = self.reducer.call_kwargs(extra["divisor"]) if extra else {}
         value, dl = self.reducer(losses, indices, rtype, x, np.arange(x.shape[0]), **kw)
         if dl is None:
             return float(value), np.zeros_like(x)
         return float(value), backward(np.asarray(dl, dtype=np.float64))
 
     def __call__(self, x):
-        from ..losses.base import LossOutput
         arr = check_array(x, "x", ndim=2, dtype=np.float64)
         value, grad = self.forward64(arr)
         return LossOutput(loss=value, grad=np.ascontiguousarray(grad, dtype=np.float32), terms={"loss": value})
@@ -122,6 +121,5 @@ def _normalize(x, eps=1e-12):
 
 
 def _check_cosine(distance, name):
-    from ..distances import CosineSimilarity
     if type(distance) is not CosineSimilarity or distance.power != 1 or distance.p != 2:
         raise ValueError(f"{name} requires distance=CosineSimilarity() (p=2, power=1), got {distance!r}")

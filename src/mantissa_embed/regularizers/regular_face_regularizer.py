@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..distances import CosineSimilarity
 from .base_regularizer import BaseRegularizer, _check_cosine, _normalize
 
 
@@ -33,7 +34,6 @@ class RegularFaceRegularizer(BaseRegularizer):
         _check_cosine(self.distance, "RegularFaceRegularizer")
 
     def get_default_distance(self):
-        from ..distances import CosineSimilarity
         return CosineSimilarity()
 
     def compute_loss(self, w):

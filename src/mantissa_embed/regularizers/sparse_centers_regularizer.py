@@ -5,6 +5,7 @@ import numpy as np
 
 from .._validation import check_int
 from ..reducers import DivisorReducer
+from ..distances import CosineSimilarity
 from .base_regularizer import BaseRegularizer, _check_cosine, _normalize
 
 # PML's small_val for float32 weights; float64's tiny would make 1/loss_ij overflow float32
@@ -51,7 +52,6 @@ class SparseCentersRegularizer(BaseRegularizer):
         self._j = (base + ju).ravel()
 
     def get_default_distance(self):
-        from ..distances import CosineSimilarity
         return CosineSimilarity()
 
     def get_default_reducer(self):

@@ -14,8 +14,7 @@ import numpy as np
 from .._validation import check_array, check_float, check_labels
 from ..backend import BACKENDS, get_backend
 from ..distances import BaseDistance, LpDistance
-from ..reducers import (AvgNonZeroReducer, BaseReducer, DivisorReducer, DoNothingReducer, MeanReducer,
-                        MultipleReducers)
+from ..reducers import BaseReducer, MeanReducer
 from ..utils import check_indices_tuple
 
 
@@ -169,10 +168,10 @@ class BaseMetricLossFunction:
             dq = dq + np.float32(w) * g
         loss = float(sum(terms.values()))
         unreduced = None
-        if _has_do_nothing(self.reducer):
+        if self.reducer.records_unreduced:
             unreduced = dict(self._unreduced)
             for name in self.sub_loss_names():
-                if name not in unreduced and isinstance(_leaf_reducer(self.reducer, name), DoNothingReducer):
+                if name not in unreduced and self.reducer.leaf(name).records_unreduced:
                     v = terms.get(name, 0.0)
                     unreduced[name] = {"losses": v if v != 0 else 0, "indices": None,
                                        "reduction_type": "already_reduced"}
@@ -224,14 +223,11 @@ class BaseMetricLossFunction:
     def engine(self):
         return get_backend(self.backend)
 
-    def _fused_mode(self):
-        """'avg_non_zero' / 'mean' when the reducer runs fused in the engine, else None."""
-        t = type(self.reducer)
-        if t is AvgNonZeroReducer:
-            return "avg_non_zero"
-        if t is MeanReducer:
-            return "mean"
-        return None
+    def _fused_mode(self, supported=("avg_non_zero", "mean")):
+        """The reducer's :meth:`~mantissa_embed.reducers.BaseReducer.fused_mode` when it is one of
+        ``supported`` (the reductions this loss's fused path computes), else None."""
+        mode = self.reducer.fused_mode()
+        return mode if mode in supported else None
 
     def _mat(self, batch):
         return self.distance.forward_ctx(batch.emb, batch.ref, backend=self.backend, validate=False)
@@ -261,19 +257,17 @@ class BaseMetricLossFunction:
         :class:`DivisorReducer` (PML's ``"divisor"`` loss-dict entry); ignored by other reducers.
         """
         red = self.reducer
-        if isinstance(red, (MultipleReducers, DoNothingReducer)):
+        if red.needs_loss_name:
             name = self._infer_loss_name(loss_name, reduction_type)
-            while isinstance(red, MultipleReducers):
-                red = red._get(name)
-            if isinstance(red, DoNothingReducer):
+            red = red.leaf(name)
+            if red.records_unreduced:
                 if getattr(self, "_unreduced", None) is None:
                     self._unreduced = {}
                 rec = losses if np.isscalar(losses) else np.array(losses, dtype=np.float64)
                 if not np.isscalar(rec) and reduction_type == "already_reduced":
                     rec = rec.reshape(-1)
                 self._unreduced[name] = {"losses": rec, "indices": indices, "reduction_type": reduction_type}
-        extra = {"divisor": divisor} if isinstance(red, DivisorReducer) else {}
-        value, dl = red(losses, indices, reduction_type, batch.emb, batch.labels, **extra)
+        value, dl = red(losses, indices, reduction_type, batch.emb, batch.labels, **red.call_kwargs(divisor))
         if dl is None:
             dl = np.zeros(np.shape(losses), dtype=np.float64)
         return value, dl
@@ -292,18 +286,3 @@ class BaseMetricLossFunction:
     def __repr__(self):
         return f"{type(self).__name__}()"
 
-
-def _leaf_reducer(reducer, name):
-    """The reducer that reduces sub-loss ``name`` (through nested MultipleReducers)."""
-    while isinstance(reducer, MultipleReducers):
-        reducer = reducer._get(name)
-    return reducer
-
-
-def _has_do_nothing(reducer):
-    """True when ``reducer`` is a DoNothingReducer or a MultipleReducers holding one."""
-    if isinstance(reducer, DoNothingReducer):
-        return True
-    if isinstance(reducer, MultipleReducers):
-        return any(_has_do_nothing(r) for r in list(reducer.reducers.values()) + [reducer.default_reducer])
-    return False
