@@ -16,9 +16,6 @@ __all__ = ["ntxent_all", "supcon_all", "softmax_nll_forward", "softmax_nll_backw
 
 #: log(float32 tiny): PML adds ``torch.finfo(float32).tiny`` inside the log of NTXent's probability.
 LOG_TINY = float(np.log(np.float64(np.finfo(np.float32).tiny)))
-#: -log of the smallest positive probability float32 can hold (PML's NCA drops rows whose
-#: probability rounds to 0 in float32).
-NCA_MAX_LOSS = 150 * float(np.log(2.0))
 
 REDUCTIONS = {"mean": 0, "avg_non_zero": 1, "weights": 2}
 

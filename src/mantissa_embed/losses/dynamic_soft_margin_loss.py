@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import utils
-from .._reference._ranking import dsm_add_soft_counts
 from .._validation import check_array, check_float
 from ..distances import LpDistance
+from ._ranking_math import dsm_add_soft_counts
 from .base_metric_loss_function import BaseMetricLossFunction, _Batch
 from .fast_ap_loss import _check_int_like
 

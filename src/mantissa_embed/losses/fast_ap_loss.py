@@ -6,8 +6,8 @@ import numbers
 import numpy as np
 
 from .. import utils
-from .._reference._ranking import fast_ap_backward, fast_ap_forward
 from ..distances import LpDistance
+from ._ranking_math import fast_ap_backward, fast_ap_forward
 from .base_metric_loss_function import BaseMetricLossFunction
 
 

@@ -6,8 +6,8 @@ import numbers
 import numpy as np
 
 from .. import utils
-from .._reference._ranking import histogram_loss_forward_backward
 from ..distances import CosineSimilarity
+from ._ranking_math import histogram_loss_forward_backward
 from .base_metric_loss_function import BaseMetricLossFunction
 from .fast_ap_loss import _reject_ref
 

@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 
-from .._reference._proxy import scratch
 from .._validation import check_float
 from ..distances import CosineSimilarity
+from ._workspace import scratch
 from .weight_regularizer_mixin import BaseProxyLoss
 
 __all__ = ["LargeMarginSoftmaxLoss"]

@@ -4,10 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import utils
-from .._reference._softmax import NCA_MAX_LOSS
 from .._validation import check_float
 from ..distances import LpDistance
 from .base_metric_loss_function import BaseMetricLossFunction
+
+#: -log of the smallest positive probability float32 can hold (PML's NCA drops rows whose
+#: probability rounds to 0 in float32).
+NCA_MAX_LOSS = 150 * float(np.log(2.0))
 
 
 class NCALoss(BaseMetricLossFunction):

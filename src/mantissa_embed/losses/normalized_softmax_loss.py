@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._reference._proxy import l2_normalize64
 from ..distances import DotProductSimilarity
+from ._proxy_math import l2_normalize64
 from .weight_regularizer_mixin import BaseProxyLoss
 
 __all__ = ["NormalizedSoftmaxLoss"]

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._reference._proxy import p2sgrad64
 from .._validation import as_generator, check_array, check_int
 from ..backend import get_backend
 from ..parameter import Parameter
+from ._proxy_math import p2sgrad64
 from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
 from .weight_regularizer_mixin import check_class_batch, place_parameter
 

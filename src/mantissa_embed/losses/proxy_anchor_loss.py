@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._reference._proxy import logsumexp_masked64
 from .._validation import check_float
 from ..distances import CosineSimilarity
 from ..reducers import DivisorReducer
+from ._proxy_math import logsumexp_masked64
 from .weight_regularizer_mixin import BaseProxyLoss, kaiming_normal_fan_out_init
 
 __all__ = ["ProxyAnchorLoss"]

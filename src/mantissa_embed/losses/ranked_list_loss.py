@@ -5,9 +5,9 @@ import warnings
 
 import numpy as np
 
-from .._reference._ranking import ranked_list_backward, ranked_list_forward
 from .._validation import check_float
 from ..distances import LpDistance
+from ._ranking_math import ranked_list_backward, ranked_list_forward
 from .base_metric_loss_function import BaseMetricLossFunction
 from .fast_ap_loss import _labels_required, _no_indices_tuple, _reject_ref
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._reference._proxy import max_over_centers
 from .._validation import check_float, check_int
 from ..distances import CosineSimilarity
+from ._proxy_math import max_over_centers
 from .weight_regularizer_mixin import BaseProxyLoss, kaiming_uniform_init
 
 __all__ = ["SoftTripleLoss"]

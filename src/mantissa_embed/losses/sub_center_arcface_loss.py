@@ -5,8 +5,9 @@ import math
 
 import numpy as np
 
-from .._reference._proxy import max_over_centers, scratch
 from .._validation import check_float, check_int, check_labels
+from ._proxy_math import max_over_centers
+from ._workspace import scratch
 from .arcface_loss import ArcFaceLoss
 
 __all__ = ["SubCenterArcFaceLoss"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._reference._softmax import _check_temperature
+from .._validation import check_float
 from ..distances import CosineSimilarity
 from ..reducers import AvgNonZeroReducer
 from .generic_pair_loss import GenericPairLoss
@@ -50,7 +50,7 @@ class SupConLoss(GenericPairLoss):
     """
 
     def __init__(self, temperature=0.1, **kwargs):
-        self.temperature = _check_temperature(temperature)
+        self.temperature = check_float(temperature, "temperature", 0, strict=True)
         super().__init__(**kwargs)
 
     def get_default_distance(self):

@@ -16,10 +16,11 @@ import math
 
 import numpy as np
 
-from .._reference._proxy import check_distance64, similarity64, softmax_xent64, using_workspace
 from .._validation import as_generator, check_array, check_float, check_int, check_labels
 from ..parameter import Parameter
 from ..utils import _miner_weights, check_indices_tuple
+from ._proxy_math import check_distance64, similarity64, softmax_xent64
+from ._workspace import using_workspace
 from .base_metric_loss_function import BaseMetricLossFunction, _Batch
 
 __all__ = ["WeightRegularizerMixin", "BaseProxyLoss", "place_parameter", "normal_init", "kaiming_normal_fan_out_init",
