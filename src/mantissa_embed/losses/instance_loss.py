@@ -6,7 +6,7 @@ import numpy as np
 from .._validation import check_float
 from ..distances import CosineSimilarity
 from .base_metric_loss_function import BaseMetricLossFunction
-from .npairs_loss import _check_no_ref
+from .n_pairs_loss import _check_no_ref
 
 
 class InstanceLoss(BaseMetricLossFunction):

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..distances import DotProductSimilarity
 from ._proxy_math import l2_normalize64
-from .weight_regularizer_mixin import BaseProxyLoss
+from .base_proxy_loss import BaseProxyLoss
 
 __all__ = ["NormalizedSoftmaxLoss"]
 
@@ -27,7 +27,7 @@ class NormalizedSoftmaxLoss(BaseProxyLoss):
     temperature : float > 0, default 0.05
     weight_regularizer, weight_reg_weight, weight_init_func, seed, distance, reducer,
     embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.weight_regularizer_mixin.BaseProxyLoss`. The weight
+        See :class:`~mantissa_embed.losses.BaseProxyLoss`. The weight
         regularizer sees the (num_classes, embedding_size) rows ``W.T``.
 
     Attributes

@@ -6,8 +6,9 @@ import numpy as np
 from .._validation import check_float
 from ..distances import CosineSimilarity
 from ..reducers import DivisorReducer
+from ._class_weights import kaiming_normal_fan_out_init
 from ._proxy_math import logsumexp_masked64
-from .weight_regularizer_mixin import BaseProxyLoss, kaiming_normal_fan_out_init
+from .base_proxy_loss import BaseProxyLoss
 
 __all__ = ["ProxyAnchorLoss"]
 

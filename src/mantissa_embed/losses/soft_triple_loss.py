@@ -5,8 +5,9 @@ import numpy as np
 
 from .._validation import check_float, check_int
 from ..distances import CosineSimilarity
+from ._class_weights import kaiming_uniform_init
 from ._proxy_math import max_over_centers
-from .weight_regularizer_mixin import BaseProxyLoss, kaiming_uniform_init
+from .base_proxy_loss import BaseProxyLoss
 
 __all__ = ["SoftTripleLoss"]
 

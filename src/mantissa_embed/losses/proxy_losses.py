@@ -5,7 +5,7 @@ import numpy as np
 
 from .._validation import check_float
 from ..distances import LpDistance
-from .weight_regularizer_mixin import BaseProxyLoss
+from .base_proxy_loss import BaseProxyLoss
 
 __all__ = ["ProxyNCALoss"]
 

@@ -6,9 +6,9 @@ import numpy as np
 from .._validation import as_generator, check_array, check_int
 from ..backend import get_backend
 from ..parameter import Parameter
+from ._class_weights import check_class_batch, place_parameter
 from ._proxy_math import p2sgrad64
 from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
-from .weight_regularizer_mixin import check_class_batch, place_parameter
 
 __all__ = ["P2SGradLoss"]
 

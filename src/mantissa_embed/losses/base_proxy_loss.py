@@ -1,128 +1,16 @@
-"""WeightRegularizerMixin and BaseProxyLoss: the machinery of the losses that own class weights.
-
-pytorch-metric-learning's ``WeightMixin`` / ``WeightRegularizerMixin`` (``losses/mixins.py``):
-a loss owning a weight matrix accepts ``weight_init_func``, ``weight_regularizer`` and
-``weight_reg_weight``; the regularizer sees one row per class (or class center) and its value
-times ``weight_reg_weight`` is the loss term ``weight_reg_loss``.
-
-Here the weights are :class:`~mantissa_embed.parameter.Parameter` objects returned by
-``loss_func.parameters()``; a loss call **accumulates** d loss / d weight into their ``grad``
-(as layers do) and returns d loss / d embeddings in ``out.grad``. Give ``loss_func.parameters()``
-to an optimizer to train them; an optimizer not given them leaves them unchanged.
-"""
+"""BaseProxyLoss: the base of the losses that own a class-weight Parameter."""
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
-from .._validation import as_generator, check_array, check_float, check_int, check_labels
+from .._validation import as_generator, check_array, check_int
 from ..parameter import Parameter
 from ..utils import _miner_weights, check_indices_tuple
+from ._class_weights import check_class_batch, normal_init, place_parameter
 from ._proxy_math import check_distance64, similarity64, softmax_xent64
 from ._workspace import using_workspace
 from .base_metric_loss_function import BaseMetricLossFunction, _Batch
-
-__all__ = ["WeightRegularizerMixin", "BaseProxyLoss", "place_parameter", "normal_init", "kaiming_normal_fan_out_init",
-           "kaiming_uniform_init"]
-
-
-# -- weight initializers: ``f(shape, rng) -> float array`` (torch.nn.init's distributions) ---------
-def normal_init(shape, rng):
-    """``torch.nn.init.normal_``: N(0, 1) entries."""
-    return rng.standard_normal(shape)
-
-
-def kaiming_normal_fan_out_init(shape, rng):
-    """``torch.nn.init.kaiming_normal_(mode="fan_out")``: N(0, 2 / shape[0])."""
-    return rng.standard_normal(shape) * math.sqrt(2.0 / shape[0])
-
-
-def kaiming_uniform_init(shape, rng):
-    """``torch.nn.init.kaiming_uniform_(a=sqrt(5))``: U(-1/sqrt(shape[1]), 1/sqrt(shape[1]))."""
-    bound = 1.0 / math.sqrt(shape[1])
-    return rng.uniform(-bound, bound, shape)
-
-
-def place_parameter(p, shape=None):
-    """PML's ``cast_types`` for this library: keep ``p.data`` / ``p.grad`` float32 C-contiguous.
-
-    When a caller replaced ``p.data`` with another dtype or layout, it is converted once (a new
-    buffer); ``grad`` is reset to zeros if its shape no longer matches. Raises ``ValueError``
-    for NaN/Inf weights (checked at every call: an optimizer step can produce them) and, when
-    ``shape`` is given, for ``p.data`` of another shape; ``TypeError`` for non-numeric data.
-    """
-    pname = f"parameter {p.name or '?'}"
-    d = p.data
-    if not (isinstance(d, np.ndarray) and d.dtype == np.float32 and d.flags.c_contiguous):
-        p.data = check_array(d, pname).reshape(np.shape(d))
-    elif not np.isfinite(d).all():
-        raise ValueError(f"{pname} contains NaN or Inf (a diverged optimizer step?)")
-    if shape is not None and p.data.shape != tuple(shape):
-        raise ValueError(f"{pname} must have shape {tuple(shape)}, got {p.data.shape}")
-    g = p.grad
-    if not (isinstance(g, np.ndarray) and g.dtype == np.float32 and g.flags.c_contiguous
-            and g.shape == p.data.shape):
-        p.grad = (np.ascontiguousarray(g, dtype=np.float32) if np.shape(g) == p.data.shape
-                  else np.zeros_like(p.data))
-
-
-def _reg64(reg, x):
-    """(value, grad) of a regularizer at the float64 rows x."""
-    if hasattr(reg, "forward64"):
-        v, g = reg.forward64(x)
-        return float(v), np.asarray(g, dtype=np.float64)
-    out = reg(x.astype(np.float32))
-    g = check_array(out.grad, "weight_regularizer(...).grad", ndim=2, finite=False)
-    if g.shape != x.shape:
-        raise ValueError(f"weight_regularizer returned a gradient of shape {g.shape}, expected {x.shape}")
-    return float(out.loss), g.astype(np.float64)
-
-
-
-def check_class_batch(loss, embeddings, labels):
-    """Validated (embeddings (N, embedding_size) float32, labels (N,) int64 in
-    [0, num_classes)) for a loss with ``embedding_size`` and ``num_classes`` attributes;
-    ValueError / TypeError naming the argument otherwise."""
-    emb = check_array(embeddings, "embeddings", ndim=2)
-    N, D = emb.shape
-    if D != loss.embedding_size:
-        raise ValueError(f"embeddings must have embedding_size={loss.embedding_size} columns, "
-                         f"got shape {emb.shape}")
-    if labels is None:
-        raise ValueError(f"labels are required by {type(loss).__name__}")
-    lab = check_labels(labels, "labels", n=N)
-    if N and (lab.min() < 0 or lab.max() >= loss.num_classes):
-        raise ValueError(f"labels must be in [0, num_classes={loss.num_classes}), "
-                         f"got values in [{lab.min()}, {lab.max()}]")
-    return emb, lab
-
-class WeightRegularizerMixin:
-    """``weight_regularizer`` / ``weight_reg_weight`` (pytorch-metric-learning's mixin).
-
-    ``weight_regularizer``: a callable on an (K, D) float array of weight rows (one per class or
-    center) returning an object with ``.loss`` and ``.grad`` (e.g. a
-    :class:`~mantissa_embed.regularizers.BaseRegularizer`), or None. Its loss times
-    ``weight_reg_weight`` is the term ``weight_reg_loss``.
-    """
-
-    def _init_weight_regularizer(self, weight_regularizer, weight_reg_weight):
-        if weight_regularizer is not None and not callable(weight_regularizer):
-            raise TypeError("weight_regularizer must be callable (weights -> object with .loss and .grad), "
-                            f"got {type(weight_regularizer).__name__}")
-        self.weight_regularizer = weight_regularizer
-        self.weight_reg_weight = check_float(weight_reg_weight, "weight_reg_weight")
-
-    def weight_regularization64(self, rows):
-        """(weight_reg_weight * reg(rows), its gradient wrt rows), float64; (0, zeros) without one."""
-        if self.weight_regularizer is None:
-            return 0.0, np.zeros_like(rows)
-        v, g = _reg64(self.weight_regularizer, rows)
-        w = self.weight_reg_weight
-        return w * v, w * g
-
-    def regularization_loss_names(self):
-        return ["weight_reg_loss"] if self.weight_regularizer is not None else []
+from .mixins import WeightRegularizerMixin
 
 
 class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
