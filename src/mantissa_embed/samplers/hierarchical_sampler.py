@@ -1,0 +1,119 @@
+"""HierarchicalSampler: batches mixing the classes of a few super-classes."""
+from __future__ import annotations
+
+import itertools
+import numbers
+
+import numpy as np
+
+from .._validation import as_generator, check_int
+from ._common import safe_random_choice
+
+
+class HierarchicalSampler:
+    """Batches that mix classes of ``super_classes_per_batch`` super-classes.
+
+    ``HierarchicalSampler(labels, batch_size, samples_per_class, batches_per_super_tuple=4,
+    super_classes_per_batch=2, inner_label=0, outer_label=1, seed=0)``
+    (pytorch-metric-learning's sampler, from Ermolov / Brown et al.'s hierarchical batches).
+    ``labels`` is (N, L): column ``inner_label`` holds the class, column ``outer_label`` the
+    super-class. For every combination of ``super_classes_per_batch`` distinct super-classes
+    (``itertools.combinations`` over the sorted super-class values), ``batches_per_super_tuple``
+    batches are built. Each batch has one sub-batch of ``batch_size // super_classes_per_batch``
+    slots per super-class of the combination, filled by visiting that super-class's classes in
+    a random order and adding ``samples_per_class`` rows of each (without replacement when the
+    class is big enough; ``"all"``: every row of the class) whenever they fit; then the batch
+    is shuffled, and so is the list of batches. A batch may be shorter than ``batch_size`` when
+    the classes do not fill the slots exactly. ``len()`` is the number of batches; every
+    iteration rebuilds them with fresh randomness (as PML's ``reshuffle``).
+
+    Raises
+    ------
+    TypeError
+        Non-integer labels or sizes; ``samples_per_class`` neither an int nor ``"all"``.
+    ValueError
+        ``labels`` not 2-D or a label column out of range; ``batch_size`` not a multiple of
+        ``super_classes_per_batch``; the sub-batch length not a multiple of
+        ``samples_per_class``; fewer super-classes than ``super_classes_per_batch``.
+
+    Source: pytorch-metric-learning ``samplers/hierarchical_sampler.py``.
+    """
+
+    def __init__(self, labels, batch_size, samples_per_class, batches_per_super_tuple=4,
+                 super_classes_per_batch=2, inner_label=0, outer_label=1, seed=0):
+        lab = np.asarray(labels)
+        if lab.dtype.kind not in "iu":
+            raise TypeError(f"labels must have an integer dtype, got {lab.dtype}")
+        if lab.ndim != 2:
+            raise ValueError(f"labels must be 2-D (N, levels), got shape {lab.shape}")
+        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
+        self.batches_per_super_tuple = check_int(batches_per_super_tuple, "batches_per_super_tuple", minimum=1)
+        self.super_classes_per_batch = check_int(super_classes_per_batch, "super_classes_per_batch", minimum=1)
+        inner = check_int(inner_label, "inner_label", minimum=0)
+        outer = check_int(outer_label, "outer_label", minimum=0)
+        for v, nm in ((inner, "inner_label"), (outer, "outer_label")):
+            if v >= lab.shape[1]:
+                raise ValueError(f"{nm} ({v}) must index a column of labels (shape {lab.shape})")
+        if self.batch_size % self.super_classes_per_batch != 0:
+            raise ValueError(f"batch_size ({self.batch_size}) must be a multiple of "
+                             f"super_classes_per_batch ({self.super_classes_per_batch})")
+        self.sub_batch_len = self.batch_size // self.super_classes_per_batch
+        if isinstance(samples_per_class, str):
+            if samples_per_class != "all":
+                raise TypeError(f'samples_per_class must be an int or "all", got {samples_per_class!r}')
+        else:
+            if isinstance(samples_per_class, bool) or not isinstance(samples_per_class, numbers.Integral):
+                raise TypeError(f'samples_per_class must be an int or "all", got {type(samples_per_class).__name__}')
+            samples_per_class = check_int(samples_per_class, "samples_per_class", minimum=1)
+            if self.sub_batch_len % samples_per_class != 0:
+                raise ValueError(f"batch_size // super_classes_per_batch ({self.sub_batch_len}) must be a "
+                                 f"multiple of samples_per_class ({samples_per_class})")
+        self.samples_per_class = samples_per_class
+        self.super_image_lists = {}
+        for idx, (slb, lb) in enumerate(zip(lab[:, outer].tolist(), lab[:, inner].tolist())):
+            self.super_image_lists.setdefault(slb, {}).setdefault(lb, []).append(idx)
+        self.super_image_lists = {k: {c: np.array(v, dtype=np.int64) for c, v in d.items()}
+                                  for k, d in self.super_image_lists.items()}
+        supers = sorted(self.super_image_lists)
+        if len(supers) < self.super_classes_per_batch:
+            raise ValueError(f"labels have {len(supers)} super-classes, fewer than "
+                             f"super_classes_per_batch={self.super_classes_per_batch}")
+        self.super_pairs = list(itertools.combinations(supers, self.super_classes_per_batch))
+        self.rng = as_generator(seed)
+        self.reshuffle()
+
+    def reshuffle(self):
+        """Rebuild ``self.batches`` (a list of int64 arrays) with fresh randomness."""
+        batches = []
+        for combo in self.super_pairs:
+            for _ in range(self.batches_per_super_tuple):
+                batch = []
+                for slb in combo:
+                    classes = self.super_image_lists[slb]
+                    keys = list(classes)
+                    order = self.rng.permutation(len(keys))
+                    sub = []
+                    for k in order:
+                        if len(sub) >= self.sub_batch_len:
+                            break
+                        inst = classes[keys[k]]
+                        spc = inst.shape[0] if self.samples_per_class == "all" else self.samples_per_class
+                        if len(sub) + spc > self.sub_batch_len:
+                            continue
+                        sub.extend(safe_random_choice(self.rng, inst, spc).tolist())
+                    batch.extend(sub)
+                batches.append(self.rng.permutation(np.array(batch, dtype=np.int64)))
+        perm = self.rng.permutation(len(batches))
+        self.batches = [batches[i] for i in perm]
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __iter__(self):
+        self.reshuffle()
+        yield from self.batches
+
+    def __repr__(self):
+        return (f"HierarchicalSampler(batch_size={self.batch_size}, samples_per_class={self.samples_per_class!r}, "
+                f"batches_per_super_tuple={self.batches_per_super_tuple}, "
+                f"super_classes_per_batch={self.super_classes_per_batch})")

@@ -1,0 +1,90 @@
+"""WeightedSampler: indices drawn with probabilities proportional to weights."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import as_generator, check_array, check_int
+from ._common import split_batches
+
+
+class WeightedSampler:
+    """Indices drawn with probability proportional to ``weights``.
+
+    ``WeightedSampler(weights, num_samples, replacement=True, generator=None, *, batch_size=None)``:
+    the numpy counterpart of ``torch.utils.data.WeightedRandomSampler`` (same arguments and
+    meaning; ``generator`` is a ``numpy.random.Generator`` or an int seed). Each iteration draws
+    ``num_samples`` indices in ``[0, len(weights))``: independently with replacement, or (with
+    ``replacement=False``) one after another without replacement, each proportionally to the
+    weights of the indices not drawn yet (torch's ``multinomial``). An index whose weight is 0
+    is never drawn. The draw is yielded as int64 batches of ``batch_size`` indices (the last
+    one may be shorter), or as a single batch of ``num_samples`` indices when ``batch_size`` is
+    None. Successive iterations continue the generator's stream.
+
+    Sampling with replacement gives no coverage guarantee: some rows may never be drawn in an
+    iteration and others several times.
+
+    Parameters
+    ----------
+    weights : (N,) array_like of float
+        Non-negative, finite, not all zero (need not sum to 1).
+    num_samples : int >= 1
+        Indices per iteration.
+    replacement : bool, default True
+    generator : numpy.random.Generator, int or None, default None
+        None: fresh entropy (torch's default draws from its global RNG; we never do).
+    batch_size : int >= 1 or None, keyword-only, default None
+
+    Raises
+    ------
+    TypeError
+        Non-numeric weights; ``num_samples`` / ``batch_size`` not an int; ``replacement`` not a bool.
+    ValueError
+        ``weights`` not 1-D, empty, negative, NaN/Inf or all zero; ``num_samples < 1``;
+        ``replacement=False`` with more samples than positive weights.
+
+    Source: ``torch.utils.data.WeightedRandomSampler`` (PyTorch).
+    """
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None, *, batch_size=None):
+        w = check_array(weights, "weights", ndim=1, dtype=np.float64)
+        if w.shape[0] == 0:
+            raise ValueError("weights must not be empty")
+        if (w < 0).any():
+            raise ValueError("weights must be non-negative")
+        if not isinstance(replacement, (bool, np.bool_)):
+            raise TypeError(f"replacement must be a bool, got {type(replacement).__name__}")
+        self.num_samples = check_int(num_samples, "num_samples", minimum=1)
+        self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
+        self.replacement = bool(replacement)
+        self.weights = w
+        self.support = np.flatnonzero(w > 0).astype(np.int64)
+        if self.support.shape[0] == 0:
+            raise ValueError("weights must have at least one positive entry")
+        if not self.replacement and self.num_samples > self.support.shape[0]:
+            raise ValueError(f"num_samples ({self.num_samples}) must be <= the number of positive weights "
+                             f"({self.support.shape[0]}) when replacement=False")
+        p = w[self.support]
+        p = p / p.max()  # first bring the weights to (0, 1]: their sum cannot overflow
+        self._p = p / p.sum()
+        self.generator = as_generator(generator, "generator")
+
+    def __len__(self):
+        return 1 if self.batch_size is None else math.ceil(self.num_samples / self.batch_size)
+
+    def indices(self):
+        """One draw of ``num_samples`` indices (int64), not split into batches."""
+        k = self._draw()
+        return self.support[k]
+
+    def _draw(self):
+        return self.generator.choice(self.support.shape[0], size=self.num_samples,
+                                     replace=self.replacement, p=self._p)
+
+    def __iter__(self):
+        yield from split_batches(self.indices(), self.batch_size)
+
+    def __repr__(self):
+        return (f"WeightedSampler(num_samples={self.num_samples}, replacement={self.replacement}, "
+                f"batch_size={self.batch_size}, n={self.weights.shape[0]})")
