@@ -13,10 +13,8 @@ looks complete). A file is accepted when either
 * the SHA-256 of its decompressed IDX payload equals the published one (a mirror that
   re-compressed the same data, which changes the gzip header but not the content).
 
-Checksums: the ``.gz`` SHA-256 values are the ones published with the CVDF mirror and
-used by tensorflow-datasets / torchvision-style loaders; the MD5 values are torchvision's
-``MNIST.resources``; the decompressed SHA-256 values were cross-checked against the MNIST
-test set in ``../shared/data/mnist``.
+Checksums: the ``.gz`` SHA-256 values published with the CVDF mirror; the MD5 values of
+torchvision's ``MNIST.resources``.
 """
 from __future__ import annotations
 
@@ -27,7 +25,7 @@ import urllib.request
 import zlib
 from pathlib import Path
 
-from ._io import atomic_write
+from .._io import atomic_write
 
 __all__ = ["MNIST_FILES", "DEFAULT_URL_BASE", "MIRRORS", "ChecksumError", "download_mnist", "verify_file"]
 
