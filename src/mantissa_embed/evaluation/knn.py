@@ -7,20 +7,21 @@ ranking scores, which feed a bounded per-query max-heap ordered by (score, index
 returned values are then recomputed directly from the vectors in double precision and each row
 is re-sorted by (value, index). Equal scores are therefore always ordered by lower reference
 index, whatever the tiling or the thread count. ``backend="numpy"`` runs the numpy twin
-(:func:`mantissa_embed._reference.knn_search`, the same tiling with matmul and partial sorts).
+(``knn_search`` of :func:`mantissa_embed.backend.get_backend`, the same tiling with matmul and
+partial sorts).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .._validation import check_array, check_int
+from ..backend import BACKENDS, get_backend
 
 __all__ = ["knn", "METRICS"]
 
 METRICS = ("euclidean", "sqeuclidean", "cosine", "inner_product")
 
-# Rows of one score block (float32, one block per engine thread): the best of a sweep on
-# Zen 4 with D = 128 (512 x 1024, a 2 MB block; 256 to 1024 rows are within 10%).
+# rows of one float32 score block (one block per engine thread): 512 x 1024, 2 MB
 _TILE_Q = 512
 _TILE_R = 1024
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -41,12 +42,9 @@ def _check_knn_args(query, reference, k, exclude_self, metric, tile, backend):
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     tile = check_int(tile, "tile", minimum=1)
-    if backend == "numpy":
-        from .. import _reference as backend_mod
-    elif backend == "mantissa":
-        from .. import engine as backend_mod
-    else:
+    if backend not in BACKENDS:
         raise ValueError(f"backend must be 'mantissa' or 'numpy', got {backend!r}")
+    backend_mod = get_backend(backend)
     n, M = q.shape[0], r.shape[0]
     if exclude_self and n > M:
         raise ValueError(

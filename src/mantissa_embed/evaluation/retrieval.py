@@ -19,7 +19,7 @@ metric is ``nan`` and a ``RuntimeWarning`` is issued (PML logs a warning and ret
 When the neighbour lists are shorter than ``R`` (an explicit ``k`` below the largest ``R``),
 PML's truncated formulas are reproduced and a ``RuntimeWarning`` says so.
 
-The metric math is :mod:`.accuracy_calculator`'s (``precision_at_k``, ``r_precision``,
+The metric math is :mod:`.knn_metrics`' (``precision_at_k``, ``r_precision``,
 ``mean_average_precision(..., at_r=True)``, the label-count and lone-query helpers); this
 module only adds validation, the default ``k`` and its own warnings.
 """
@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 
 from .._validation import check_array, check_int, check_labels
-from .accuracy_calculator import (
+from .knn_metrics import (
     EQUALITY,
     get_label_match_counts,
     get_lone_query_labels,
@@ -38,7 +38,7 @@ from .accuracy_calculator import (
     precision_at_k,
     try_getting_not_lone_labels,
 )
-from .accuracy_calculator import r_precision as _r_precision
+from .knn_metrics import r_precision as _r_precision
 from .knn import knn as _knn
 
 __all__ = [
@@ -66,7 +66,7 @@ def _check_include(include):
 
 
 def _lone_stats(query_labels, reference_labels, ref_includes_query):
-    """(label_counts, not-lone mask, largest R) via :mod:`.accuracy_calculator`'s helpers."""
+    """(label_counts, not-lone mask, largest R) via :mod:`.knn_metrics`' helpers."""
     label_counts = get_label_match_counts(query_labels, reference_labels, EQUALITY)
     _, not_lone = get_lone_query_labels(query_labels, label_counts, ref_includes_query, EQUALITY)
     r_max = int(label_counts[1].max()) - int(bool(ref_includes_query)) if len(label_counts[1]) else 0

@@ -32,6 +32,7 @@ tech. report 07-49, and the NIST FRVT reports for TAR at a fixed FAR):
 from __future__ import annotations
 
 import numpy as np
+from sklearn.metrics import roc_auc_score, roc_curve
 
 __all__ = ["verification_metrics", "FAR_TARGETS"]
 
@@ -117,8 +118,6 @@ def verification_metrics(distances, same):
     introduction to ROC analysis", Pattern Recognition Letters 27). EER and TAR@FAR: the
     face-verification conventions (LFW, Huang et al. 2007; NIST FRVT).
     """
-    from sklearn.metrics import roc_auc_score, roc_curve
-
     d = _check_distances(distances)
     s = _check_same(same, d.shape[0])
     scores = -d
