@@ -1,10 +1,10 @@
-/* conv.c: 2-D convolution (cross-correlation, as torch.nn.functional.conv2d) by im2col + SGEMM.
+/* conv.c: 2-D convolution (cross-correlation, as torch.nn.functional.conv2d).
  *
- * Layout: x (N,C,H,W), w (F,C,KH,KW), y (N,F,HO,WO), NCHW, float32, C-contiguous.
+ * x (N,C,H,W), w (F,C,KH,KW), b (F) -> y (N,F,HO,WO); NCHW, float32, C-contiguous.
  * K = C*KH*KW is the GEMM depth, P = HO*WO the number of output pixels of one image.
  *
  * Work split: the batch is cut into G contiguous groups of images, G = min(N, 16) (fewer when
- * the per-group scratch is large, see conv_groups), a function of the shapes only, never of
+ * the per-group scratch is large, see conv_geometry), a function of the shapes only, never of
  * the thread count. Threads take whole groups (OpenMP, schedule(static)); inside a group the
  * images are processed in order with the single-threaded SGEMM on per-group buffers small
  * enough to stay in L2. The weight and bias gradients are accumulated per group, then summed
@@ -19,24 +19,14 @@
  *    16/14 for 3x3 pad 1 on 14x14) and the output is compacted (+ bias) afterwards; in the
  *    backward the scratch columns of dy are zero, so they contribute nothing.
  *  - stride > 1: the classic (K, P) im2col with zero taps outside the image.
- *
- * Measured against "one big GEMM over the whole batch" (im2col of the whole batch into
- * (K, N*P), y^T = w @ col, then a transpose to NCHW) on small_cnn_embedder's layers at batch
- * 64 (conv1 1->8 on 28x28, conv2 8->16 on 14x14, 3x3 pad 1): per-image groups were faster in
- * both passes (forward 137 vs 251 us and 399 vs 457 us, backward 854 vs 2084 us and 1049 vs
- * 3804 us, 2 threads, before the dot-product dw kernel and the wide layout, which widened the
- * gap): the per-group buffers stay in cache and no transposes are needed.
+ * A shallow stride-1 layer (K <= ME_DIRECT_MAX_K) skips im2col: direct convolution on the plane.
  *
  * Inference, conv + 2x2 max pooling (me_conv2d_pool2_forward): the direct kernel, or for 3x3
- * stride 1 Winograd F(2x2, 3x3) (wino_pool_tiles / wino_pool_images, wino1_pool_tiles;
- * small_cnn_embedder at batch 256, 1 thread, thread CPU time: 8 -> 16 layer 1.39 (direct) ->
- * 0.97 (tiles layout) -> 0.80 ms (images layout), 1 -> 8 layer 0.50 -> 0.32 ms). Two such
+ * stride 1 Winograd F(2x2, 3x3) (wino_pool_tiles / wino_pool_images, wino1_pool_tiles). Two such
  * layers in a row (me_conv2d_pool2_chain_forward) run in one pass over blocks of 8 images, the
- * first layer's output written straight into the second's input plane (both layers of
- * small_cnn_embedder over 6000 images: 29.3 -> 26.8 ms on 1 thread).
+ * first layer's output written straight into the second's input plane.
  *
- * Backward, stride 1 (small_cnn_embedder's 8 -> 16 layer, batch 64, 1 thread, thread CPU time:
- * dw+db+dx 1.17 -> 0.87 ms; the 1 -> 8 layer's dw+db 0.285 -> 0.22 ms):
+ * Backward, stride 1:
  *  - dw reads the rows of the wide im2col in place from the padded plane (col_rows), no copy,
  *    and reduces each 4x4 block of dot products with one transpose-and-add tree;
  *  - dx, when C >= 8, is the direct correlation of the padded dy with the flipped, channel-
@@ -44,6 +34,8 @@
  *
  * Workspace per group (floats): K*PW (columns) + F*PW (wide y / dy) + C*Hp*Wp + KW (padded
  * plane) + F*K + F (dw/db partials), PW = HO*Wp; me_conv2d_workspace_size returns G times that.
+ *
+ * Why these paths, with their measurements: docs/performance.md, "Engine changes, measured".
  */
 #include "engine.h"
 
@@ -60,12 +52,11 @@
 #define ME_CONV_MIN_GROUPS 4             /* at least this many (when N allows) */
 #define ME_CONV_BUDGET (8 * 1024 * 1024) /* floats of scratch above which fewer groups are used */
 
-/* ------------------------------------------------------------------ weight gradient
- * dw (F,K) = beta * dw + dy (F,P) @ col^T (P,K): a product with a small output and a long
+/* Weight gradient.
+ * dy (F,P), col (K,P) -> dw (F,K) = beta * dw + dy @ col^T: a small output and a long
  * reduction, the shape a packed GEMM handles worst (its 14x32 register tile is mostly empty
- * and B must be packed transposed: ~7-30 GFLOP/s on the layers of small_cnn_embedder).
- * With AVX-512 it is computed as 4x4 blocks of dot products along P (16 zmm accumulators,
- * 8 loads per 16 FMAs, masked tail), several times faster; otherwise by me_sgemm_st. The
+ * and B must be packed transposed). With AVX-512 it is computed as 4x4 blocks of dot products
+ * along P (16 zmm accumulators, 8 loads per 16 FMAs, masked tail); otherwise by me_sgemm_st. The
  * choice follows the SGEMM micro-kernel in use (me_gemm_kernel_id), so forcing the generic
  * kernel also disables this one. */
 /* Row k of the (K, P) column matrix, without materializing it: row (c, i, j) (k = (c*KH + i)*KW
@@ -83,8 +74,7 @@ static inline const float *col_row(const col_rows *cr, int64_t k) {
 
 #if ME_CONV_X86
 /* The 16 horizontal sums of acc[i][j] in one vector, lane 4*j + i = sum of acc[i][j]: a
- * transpose-and-add tree (4 levels, 15 adds) instead of 16 separate reductions (~4x fewer
- * instructions; on small P the reductions were a third of the kernel). */
+ * transpose-and-add tree (4 levels, 15 adds) instead of 16 separate reductions. */
 __attribute__((target("avx512f"))) static inline __m512 hsum16_transposed(__m512 acc[4][4]) {
     const __m512 *v = &acc[0][0];
     __m512 t[8], u[4], w[2];
@@ -214,6 +204,7 @@ static int64_t wino_group_stride(const conv_geom *g, int64_t C) {
     return t > g->per_group ? t : g->per_group;
 }
 
+/* floats of scratch me_conv2d_forward/backward/pool2_forward need; 0 for invalid shapes */
 int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                                  int64_t KH, int64_t KW, int64_t stride, int64_t pad) {
     if (N <= 0 || C <= 0 || F <= 0 || KH <= 0 || KW <= 0 || stride <= 0 || pad < 0) return 0;
@@ -340,9 +331,8 @@ static void col2im(const float *col, float *dx, int64_t C, int64_t H, int64_t W,
 }
 
 /* ------------------------------------------------------ stride 1: direct convolution
- * For a shallow GEMM depth (K = C*KH*KW <= ME_DIRECT_MAX_K, e.g. the C=1 first layer where
- * im2col + SGEMM runs at ~17 GFLOP/s) the forward is computed directly on the zero-padded plane:
- * for each output row and 16-wide column chunk, NF accumulators (one per filter) take the K
+ * For a shallow GEMM depth (K = C*KH*KW <= ME_DIRECT_MAX_K, e.g. a C=1 first layer) the
+ * forward is computed directly on the zero-padded plane: for each output row and 16-wide column chunk, NF accumulators (one per filter) take the K
  * taps in (c,i,j) order, each tap ONE (masked) load of the plane row and NF FMAs with a
  * broadcast weight from the packed weights (blocks of NF filters, (K, NF), zero-padded; packed
  * once per call and image group, reused for every image). Bias and ReLU are applied in
@@ -421,8 +411,7 @@ ME_DEFINE_DIRECT(16)
  * w[f, c, KH-1-i, KW-1-j]): the direct kernel above computes it with C "filters" over
  * F*KH*KW taps, writing dx_n (C,H,W) in one pass (no dcol matrix, no col2im). Used when that
  * problem is direct-eligible (conv_use_direct), KH == KW, pad <= KH-1 and C >= 8 (with fewer
- * channels most of the NF accumulators would be idle: on a 1-channel input it measured 4x slower
- * than the GEMM + col2im path, on 8 channels 1.4x faster). */
+ * channels most of the NF accumulators would be idle). */
 static void direct_dx_image(const float *dyp, const float *wtpk, float *dxn, int64_t C, int64_t F,
                             int64_t KH, int64_t KW, int64_t Hpt, int64_t Wpt, int64_t H, int64_t W) {
     if (C <= 8)
@@ -524,7 +513,7 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
     const int64_t G = g.G, K = g.K, P = g.P, PW = g.PW, HO = g.HO, WO = g.WO, Hp = g.Hp, Wp = g.Wp;
     if (G <= 0) return;
-    const int wide = stride == 1; /* measured faster on both layers of small_cnn_embedder (fwd+bwd) */
+    const int wide = stride == 1; /* the wide-row layout whenever it applies */
     const int direct = conv_use_direct(F, K, stride);
     const int64_t NF = F <= 8 ? 8 : 16;
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
@@ -608,7 +597,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
         return;
     }
     const int nthreads = me_get_num_threads();
-    const int wide = stride == 1; /* measured faster on both layers of small_cnn_embedder (fwd+bwd) */
+    const int wide = stride == 1; /* the wide-row layout whenever it applies */
     /* dx by the direct kernel (see direct_dx_image): its padded dy plane reuses the col and dyw
      * scratch (dyw is dead once dw is done), so it must fit there */
     const int64_t tpad = KH - 1 - pad;
@@ -709,6 +698,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
 }
 
 /* ------------------------------------------------------------ Winograd F(2x2, 3x3) + pool
+ * x (N,C,H,W), w (F,C,3,3), b (F) -> y (N,F,HO/2,WO/2) = maxpool2(relu?(conv(x, w) + b)).
  * Inference of a 3x3 stride-1 convolution followed by 2x2/2 max pooling (Lavin & Gray 2016,
  * "Fast Algorithms for Convolutional Neural Networks"): a 2x2 output tile is exactly one pooling
  * window, computed from the 4x4 input patch under it as Y = A^T [(G g G^T) . (B^T d B)] A:
@@ -722,28 +712,21 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
  *    lanes idle (1 of 8 at 14x14, 5 of 8 at 7x7).
  *  - images (C > 1, whole blocks of 8 images): one tile of 8 images. The block is transposed
  *    into an interleaved plane (C, Hp, Wp, 8) and the pooled outputs out of a (F, TH*TW, 8)
- *    buffer (8x8 transposes); no idle lanes. The last N mod 8 images take the tiles layout.
- *    For C == 1 the transposes cost more than the idle lanes save (1 -> 8 on 28x28, batch 256:
- *    0.31 -> 0.34 ms), so C == 1 always takes the tiles layout.
+ *    buffer (8x8 transposes); no idle lanes. The last N mod 8 images take the tiles layout, and
+ *    so does C == 1, where the transposes cost more than the idle lanes save.
  * Sums are reassociated relative to the direct kernel (float32 rounding differs by a few ulps of
  * the patch magnitude); a NaN in a patch still makes its pooled output NaN, as max pooling does;
  * an Inf input may give NaN instead of Inf (Inf - Inf in the input transform; the layers reject
  * non-finite input), and so may finite values within a few times the float32 maximum (~1e38),
  * which overflow in the transforms where the direct sum stays finite.
- * Used for C == 1 (wino1_pool_tiles: no products through memory; 1 -> 8 on 28x28, batch 256,
- * 1 thread: 0.50 -> 0.32 ms) and for C >= ME_WINO_MIN_C with F > 8 (batch 256, 1 thread,
- * thread CPU time, ms; direct / Winograd tiles -> Winograd images): C=2 14x14 F=16 direct 0.40,
- * images 0.41 (so C == 2 stays direct); C=3 14x14 F=16 0.51 -> 0.42; C=4 14x14 F=16 0.59 ->
- * 0.48; C=8 14x14 F=16 0.96-1.00 -> 0.79-0.82; C=16 7x7 F=32 1.45 -> 0.61-0.65; C=8 28x28 F=16
- * 4.1-4.6 -> 3.9. Earlier, tiles layout against direct: C=2 28x28 F=8 0.84 -> 1.40, C=4 28x28 F=8
- * 1.54 -> 2.02 (with 8 filters half of each 16-filter block is idle, hence F > 8).
+ * Used for C == 1 (wino1_pool_tiles: no products through memory) and for C >= ME_WINO_MIN_C with
+ * F > 8 (with 8 filters half of each 16-filter block is idle); C == 2 stays direct.
  * Workspace (floats): tiles, in the group's scratch: C*Hp*2*(TW+1) + 16 deinterleaved plane,
  * and for C > 1 16*C*8 transformed inputs and 16*ME_WINO_KB*8 products; images: wino8_slot per
  * thread, sized for min(N/8, 16) threads (me_conv2d_workspace_size takes the larger of the two
  * needs; with more threads than that, only that many work). */
 #define ME_WINO_MIN_C 3
-#define ME_WINO_KB 16 /* filters per block: 16 ymm accumulators (AVX-512VL: 32 ymm registers;
-                       * 8 accumulators with plain AVX2 measured 10% slower) */
+#define ME_WINO_KB 16 /* filters per block: 16 ymm accumulators (AVX-512VL: 32 ymm registers) */
 
 static int64_t wino_scratch(int64_t C, int64_t Hp, int64_t TW) {
     return C * Hp * 2 * (TW + 1) + 16 + (C == 1 ? 0 : 16 * C * 8 + 16 * ME_WINO_KB * 8);
@@ -1135,8 +1118,7 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
     if (wino_applies(C, F, KH, KW, stride, H, W, pad) && (me_cpu_features() & ME_CPU_AVX512VL) &&
         16 * C * Fpad <= ME_DIRECT_MAX_WPK) {
         /* C > 1: whole blocks of 8 images in the images layout (C == 1 stays in the tiles layout:
-         * there the transposes cost more than the idle lanes they save, 0.31 -> 0.34 ms for the
-         * 1 -> 8 layer at batch 256) */
+         * there the transposes cost more than the idle lanes they save) */
         const int64_t NB = C == 1 ? 0 : N / 8, slot = wino8_slot(C, F, Hp, Wp, TH, TW);
         /* one slot per thread (at most the workspace's wino8_slots), reused block after block so
          * that it stays in that core's L2; each image's result is independent of the split */
@@ -1239,6 +1221,7 @@ static int wino_chain_applies(int64_t C, int64_t H, int64_t W, int64_t F1, int64
            g.TH2 >= 1 && g.TW2 >= 1;
 }
 
+/* floats of scratch for me_conv2d_pool2_chain_forward; 0 when the chain does not apply */
 int64_t me_conv2d_pool2_chain_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F1,
                                              int64_t pad1, int64_t F2, int64_t pad2) {
     if (N < 8 || !wino_chain_applies(C, H, W, F1, pad1, F2, pad2)) return 0;
@@ -1247,6 +1230,8 @@ int64_t me_conv2d_pool2_chain_workspace_size(int64_t N, int64_t C, int64_t H, in
     return (NB < ME_CONV_GROUPS ? NB : ME_CONV_GROUPS) * wino_chain_slot(C, F1, F2, &g);
 }
 
+/* x (N,C,H,W), w1 (F1,C,3,3), b1 (F1), w2 (F2,F1,3,3), b2 (F2) -> y (N,F2,TH2,TW2), the two
+ * stages above (TH2 = (H2 + 2*pad2 - 2)/2, TW2 likewise); returns 0 (nothing written) when the chain does not apply, 1 when done */
 int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *b1, const float *w2,
                                   const float *b2, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
                                   int64_t F1, int64_t pad1, int relu1, int64_t F2, int64_t pad2, int relu2,

@@ -50,8 +50,10 @@ void me_l2_normalize_backward(const float *dy, const float *y, const float *norm
     }
 }
 
+/* floats of scratch for me_euclidean_forward: N + M (row norms) */
 int64_t me_euclidean_forward_workspace_size(int64_t N, int64_t M) { return N + M; }
 
+/* floats of scratch for me_euclidean_backward: N*M (G) + N + M (its row and column sums) */
 int64_t me_euclidean_backward_workspace_size(int64_t N, int64_t M) { return N * M + N + M; }
 
 /* x (N,D) -> sq (N) = squared row norms (double accumulation) */

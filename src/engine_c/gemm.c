@@ -14,15 +14,14 @@
  *
  * This is BLIS's loop nest for C^T = B^T A^T (BLIS' zen4 sgemm is a 32x12 kernel over a
  * column-major C; ours is 14x32 over a row-major C, the same register tile transposed).
- * Blocking: KC = 384, NC = 512 (KC*NC*4 B = 768 KiB of the 1 MiB Zen 4 L2 per core; an
- * A sliver 14*384*4 B = 21 KiB stays in the 32 KiB L1d), MC up to 2016 rows (3 MiB of L3).
+ * Blocking: KC = 384, NC = 512 (a KC*NC*4 B = 768 KiB B block for a 1 MiB L2 per core; an
+ * A sliver 14*384*4 B = 21 KiB stays in a 32 KiB L1d), MC up to 2016 rows (3 MiB of L3).
  * K is cut into equal blocks of at most KC; each element's sum runs over the K blocks in
  * order (beta applied with the first), each block an FMA chain in k order.
  *
  * Micro-kernels, chosen at run time (cpu.c: me_gemm_kernel_id; MANTISSA_EMBED_GEMM_KERNEL):
  *   avx512  MR=14, NR=32  28 zmm accumulators, B row in 2 zmm, A broadcast (AVX-512F+FMA);
- *                         ~99% of the FMA peak with its operands in L1/L2 (116 of 117.5
- *                         GFLOP/s per Zen 4 core); AVX-512 packing by 16x16 transposes
+ *                         AVX-512 packing by 16x16 transposes
  *   avx2    MR=6,  NR=16  12 ymm accumulators (AVX2+FMA)
  *   generic MR=4,  NR=8   portable C (the compiler vectorizes it with the baseline ISA)
  * Each is compiled with __attribute__((target(...))), so this file needs no special flags
@@ -721,6 +720,7 @@ static void gemm_sub(const me_gemm_cfg *cfg, int trans_a, int trans_b, int64_t i
               ws);
 }
 
+/* C (M,N) = alpha * op(A) (M,K) @ op(B) (K,N) + beta * C on the calling thread */
 void me_sgemm_st(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                  float *C, int64_t ldc) {
@@ -771,6 +771,7 @@ static void me_split(int64_t M, int64_t N, int64_t K, int nth, const me_gemm_cfg
     *nt_out = bn;
 }
 
+/* the same on me_get_num_threads() threads, bitwise equal to me_sgemm_st */
 void me_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
               const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
               float *C, int64_t ldc) {

@@ -1,5 +1,6 @@
 /*
- * Exact k nearest neighbours over query x reference tiles (owner: knn helper).
+ * Exact k nearest neighbours over query x reference tiles.
+ * q (n,D), r (M,D) -> indices (n,k) int64, values (n,k) float32, nearest first.
  *
  * Each thread takes whole query blocks (OpenMP static over blocks of tile_q rows) and walks
  * every reference tile of tile_r rows in index order: one single-threaded SGEMM gives the
@@ -51,6 +52,7 @@ static void knn_heap_sort(float *v, int64_t *ix, int64_t k) {
     }
 }
 
+/* floats of scratch for me_knn: M reference norms + one tile_q x tile_r block per thread */
 int64_t me_knn_workspace_size(int64_t M, int64_t tile_q, int64_t tile_r, int num_threads) {
     return M + (int64_t)(num_threads < 1 ? 1 : num_threads) * tile_q * tile_r;
 }

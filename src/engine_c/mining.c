@@ -9,9 +9,8 @@
 #include "engine.h"
 
 /* Parallel regions follow mantissa_embed.set_num_threads (me_get_num_threads) and are skipped
- * below this many (anchor, candidate, candidate) visits: a fork/join costs more than a small
- * batch's mining (N=64: ~0.1 ms in total), and on a busy machine a 2-thread region waits for a
- * descheduled worker (measured: 12 ms per call instead of 0.08 ms with N=64 under load). */
+ * below this many (anchor, candidate, candidate) visits: under it a fork/join costs more than
+ * the mining, and on a busy machine a 2-thread region waits for a descheduled worker. */
 #define ME_MINE_PAR_MIN ((int64_t)1 << 20)
 
 /* the kept-triplet rule of TripletMarginMiner on tm = an - ap (distance) or ap - an (similarity),
@@ -27,6 +26,7 @@ static inline int me_tm_keep(float ap, float an, int kind, float margin, int inv
     }
 }
 
+/* mat (N,M), labels (N), ref_labels (M) -> counts (N): the triplets each anchor selects */
 void me_triplet_mine_count(const float *mat, const int64_t *labels, const int64_t *ref_labels,
                            int64_t N, int64_t M, int exclude_self, int kind, float margin,
                            int inverted, int64_t *counts) {
@@ -48,6 +48,7 @@ void me_triplet_mine_count(const float *mat, const int64_t *labels, const int64_
     }
 }
 
+/* the same selection, offsets (N+1) -> a, p_out, n_out (offsets[N]) sorted by (a, p, n) */
 void me_triplet_mine_fill(const float *mat, const int64_t *labels, const int64_t *ref_labels,
                           int64_t N, int64_t M, int exclude_self, int kind, float margin,
                           int inverted, const int64_t *offsets, int64_t *a, int64_t *p_out,
@@ -134,6 +135,8 @@ static inline double me_ang_ap(const float *xa, const float *xp, int64_t D, doub
     return sqrt(me_sumsq(t, D));
 }
 
+/* x (N,D), r (M,D), labels (N), ref_labels (M), tri_offsets (N+1) -> keep (tri_offsets[N]),
+ * counts (N), row_stats (N,5); work 2*N*D doubles */
 void me_angular_mine_count(const float *x, const float *r, const int64_t *labels,
                            const int64_t *ref_labels, int64_t N, int64_t M, int64_t D,
                            int exclude_self, double angle, const int64_t *tri_offsets,
@@ -181,6 +184,7 @@ void me_angular_mine_count(const float *x, const float *r, const int64_t *labels
     }
 }
 
+/* keep (tri_offsets[N]), offsets (N+1) -> a, p_out, n_out (offsets[N]) sorted by (a, p, n) */
 void me_angular_mine_fill(const int64_t *labels, const int64_t *ref_labels, int64_t N, int64_t M,
                           int exclude_self, const int64_t *tri_offsets, const uint8_t *keep,
                           const int64_t *offsets, int64_t *a, int64_t *p_out, int64_t *n_out) {

@@ -1,6 +1,7 @@
-/* pair_weighting.c: MultiSimilarity / Circle / LiftedStructure / GeneralizedLifted / SNRContrastive.
+/* pair_weighting.c: the row losses of MultiSimilarity, Circle, GeneralizedLifted and LiftedStructure.
  * Declarations: engine.h section "pair_weighting.c".
  *
+ * mat (N,M), labels (N) / ref_labels (M) or masks (N,M) -> losses (N), dmat (N,M) = d losses_i / d mat.
  * The "row" losses of pytorch-metric-learning's mat-based pair losses: for every anchor row i of a
  * similarity or distance matrix, a masked, numerically stable log-sum-exp over its positives and
  * one over its negatives, combined into one loss per row (losses/multi_similarity_loss.py,

@@ -1,8 +1,9 @@
 /* proxy_losses.c: proxy and classifier losses (P2SGrad, softmax cross-entropy over logits).
- * Declarations: engine.h section "proxy_losses.c". numpy twin: mantissa_embed/_reference/_proxy.py */
+ * Declarations: engine.h section "proxy_losses.c"; numpy twins in mantissa_embed/_reference. */
 #include <math.h>
 #include "engine.h"
 
+/* floats of ws for me_p2sgrad_forward_backward */
 int64_t me_p2sgrad_workspace_size(int64_t N, int64_t C, int64_t D) {
     return N * D + N * C + N;
 }
@@ -154,6 +155,8 @@ static void nll_row_sums(const float *restrict si, const int64_t *restrict rl, i
     *Sp_out = Sp;
 }
 
+/* sim (N,M), labels (N), ref_labels (M) -> losses (N), lse (N,2), valid (N); returns the
+ * number of valid rows */
 int64_t me_softmax_nll_fast_forward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
                                     float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
                                     float scale, int exclude_self, int inverted, double max_loss) {
@@ -228,6 +231,7 @@ static void nll_row_grad2(const float *restrict si, const int64_t *restrict rl, 
 
 #pragma GCC pop_options
 
+/* sim (N,M), lse (N,2), weights (N) -> dsim (N,M), overwritten */
 void me_softmax_nll_fast_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
                                   const double *lse, const float *weights, float *dsim, int64_t N,
                                   int64_t M, float scale, int exclude_self, int inverted) {
@@ -296,6 +300,7 @@ static void xr_row_grad(const float *restrict si, int64_t M, float c, float lse,
 }
 #pragma GCC pop_options
 
+/* sim (N,M), target (N) in [0,M) -> losses (N), lse (N) */
 void me_softmax_xent_rows_forward(const float *sim, const int64_t *target, float *losses, float *lse,
                                   int64_t N, int64_t M, float scale) {
     #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= 65536)
@@ -310,6 +315,7 @@ void me_softmax_xent_rows_forward(const float *sim, const int64_t *target, float
     }
 }
 
+/* sim (N,M), target (N), lse (N), weights (N) -> dsim (N,M), overwritten */
 void me_softmax_xent_rows_backward(const float *sim, const int64_t *target, const float *lse,
                                    const float *weights, float *dsim, int64_t N, int64_t M, float scale) {
     #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= 65536)

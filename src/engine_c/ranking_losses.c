@@ -1,8 +1,6 @@
-/* ranking_losses.c: FastAP / Histogram / PNP / RankedList / DynamicSoftMargin / ThresholdConsistentMargin / Manifold.
- * Declarations: engine.h section "ranking_losses.c". numpy twins: mantissa_embed/_reference/_ranking.py.
- *
- * Only the loops that are O(N^3) over a matrix live here (PNP's smoothed ranks, DynamicSoftMargin's
- * all-triplets histogram); the O(N^2) parts of these losses are numpy. Inputs are float32 matrices,
+/* ranking_losses.c: the O(N^3) loops of PNPLoss (smoothed ranks) and DynamicSoftMarginLoss
+ * (the all-triplets histogram). Declarations: engine.h section "ranking_losses.c"; numpy twins in
+ * mantissa_embed/_reference. The O(N^2) parts of these losses are numpy. Inputs are float32 matrices,
  * accumulations and outputs are double (the losses are sums of many small terms).
  * Work is split over anchors (rows): each anchor writes only its own row / its own slot, and the
  * per-anchor partial sums are combined in anchor order by the caller, so results are bitwise

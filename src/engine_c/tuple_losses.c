@@ -1,8 +1,8 @@
-/* tuple_losses.c: Angular / Margin / TupletMargin / IntraPairVariance / VICReg. Declarations: engine.h section "tuple_losses.c".
+/* tuple_losses.c: AngularLoss. Declarations: engine.h section "tuple_losses.c".
  *
- * AngularLoss (pytorch-metric-learning losses/angular_loss.py): per (anchor, positive) pair, a
- * log(1 + sum exp) over the anchor's negatives of logits A[a,n] + B[p,n] - c. The other losses of
- * the family are O(N M) numpy (see mantissa_embed/losses/).
+ * A (N,M), B (M,M), c (P), pairs (a, p) (P) -> losses (P) (pytorch-metric-learning
+ * losses/angular_loss.py): per (anchor, positive) pair, a log(1 + sum exp) over the anchor's
+ * negatives of logits A[a,n] + B[p,n] - c.
  *
  * Work split depends only on the shapes (static schedule over pairs / rows), every output element
  * is summed in a fixed order: results are bitwise identical for any thread count.
@@ -26,6 +26,7 @@ static inline float angular_max(const float *Ar, const float *Br, float ck, int6
     return mx;
 }
 
+/* A (N,M), B (M,M), c (P), pairs a (P), p (P), labels (N), ref_labels (M) -> losses (P) */
 void me_angular_loss_forward(const float *A, const float *B, const float *c, const int64_t *a,
                              const int64_t *p, const int64_t *labels, const int64_t *ref_labels,
                              float *losses, int64_t N, int64_t M, int64_t P) {
@@ -46,6 +47,8 @@ void me_angular_loss_forward(const float *A, const float *B, const float *c, con
     }
 }
 
+/* losses, dlosses (P), pairs grouped by anchor and by positive (CSR) -> dA (N,M), dB (M,M),
+ * dc (P), overwritten */
 void me_angular_loss_backward(const float *A, const float *B, const float *c, const int64_t *a,
                               const int64_t *p, const int64_t *labels, const int64_t *ref_labels,
                               const float *losses, const float *dlosses, const int64_t *by_anchor,
