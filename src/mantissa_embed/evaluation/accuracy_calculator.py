@@ -36,6 +36,8 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_score
 
 from .._validation import check_array, check_int
+from . import knn_metrics
+from .knn import knn as _default_knn
 from .knn_metrics import (
     EQUALITY,
     get_label_match_counts,
@@ -49,22 +51,8 @@ from .knn_metrics import (
     r_precision,
     try_getting_not_lone_labels,
 )
-from .knn import knn as _default_knn
 
-__all__ = [
-    "AccuracyCalculator",
-    "SklearnKMeans",
-    "EQUALITY",
-    "precision_at_k",
-    "r_precision",
-    "mean_average_precision",
-    "mean_reciprocal_rank",
-    "get_label_match_counts",
-    "get_lone_query_labels",
-    "get_relevance_mask",
-    "maybe_get_avg_of_avgs",
-    "try_getting_not_lone_labels",
-]
+__all__ = ["AccuracyCalculator", "SklearnKMeans", *knn_metrics.__all__]
 
 
 class SklearnKMeans:
