@@ -1,0 +1,206 @@
+"""The :class:`Layer` base class and the argument checks the layers share."""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .._validation import as_generator, check_array, check_int
+from ..backend import get_backend
+
+__all__ = ["Layer"]
+
+_ACTIVATIONS = ("identity", "relu")
+
+
+def check_act(act):
+    """None/"identity" -> None, "relu" -> "relu"; anything else raises TypeError/ValueError."""
+    if act is None:
+        return None
+    if not isinstance(act, str):
+        raise TypeError(f"act must be None, 'identity' or 'relu', got {type(act).__name__}")
+    if act not in _ACTIVATIONS:
+        raise ValueError(f"act must be None, 'identity' or 'relu', got {act!r}")
+    return None if act == "identity" else act
+
+
+def check_shape(shape, name="input_shape"):
+    """A per-sample shape as a tuple of ints >= 1. Raises TypeError/ValueError."""
+    if isinstance(shape, (str, bytes)) or isinstance(shape, numbers.Number):
+        raise TypeError(f"{name} must be a tuple of ints, got {type(shape).__name__}")
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{name} must be a tuple of ints, got {type(shape).__name__}") from None
+    if len(shape) == 0:
+        raise ValueError(f"{name} must have at least one dimension (per-sample shape), got ()")
+    if all(type(s) is int and s >= 1 for s in shape):
+        return shape
+    return tuple(check_int(s, f"{name}[{i}]", minimum=1) for i, s in enumerate(shape))
+
+
+def kaiming_uniform_default(rng, w_shape, fan_in):
+    """torch's default init of Conv2d/Linear: weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+    (Kaiming-uniform with ``a = sqrt(5)``, He et al. 2015). Returns ``(w, b)``, float64."""
+    bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+    w = rng.uniform(-bound, bound, size=w_shape)
+    b = rng.uniform(-bound, bound, size=(w_shape[0],))
+    return w, b
+
+
+class Layer:
+    """Base class of the layers.
+
+    Subclasses implement ``output_shape(input_shape)``, ``_build(input_shape, rng)`` and
+    ``_param_shapes(input_shape)`` (when they have parameters), ``_forward(X)``,
+    ``_backward(dY, need_dx)`` and ``_config()``. To take part in a Sequential's fused passes
+    they declare ``fusion_tags()``, ``forward_fusions`` and ``backward_fusions``
+    (:mod:`mantissa_embed.layers.fusion`).
+
+    Attributes: ``built`` (bool), ``input_shape`` (per-sample tuple or None), ``training`` (bool),
+    ``backend`` ("mantissa" or "numpy").
+    """
+
+    #: number of per-sample dimensions the layer accepts (None: any)
+    input_ndim = None
+    #: inference fusions this layer leads with the layers after it (``fusion.Fusion``, longest first)
+    forward_fusions = ()
+    #: backward fusions this layer leads with the layer before it (``fusion.Fusion``)
+    backward_fusions = ()
+
+    def __init__(self):
+        self.built = False
+        self.input_shape = None
+        self.training = True
+        self.backend = "mantissa"
+        self._be = None
+        self._x = None
+        self._y = None
+
+    def fusion_tags(self):
+        """What this layer is to a neighbour's fusion (tuple of str); () joins no fusion."""
+        return ()
+
+    # -- configuration -----------------------------------------------------------------
+    def set_backend(self, name):
+        """Compute with backend ``name`` ("mantissa" or "numpy"). Raises ValueError otherwise."""
+        self._be = get_backend(name)
+        self.backend = name
+        return self
+
+    def _backend(self):
+        if self._be is None:
+            self._be = get_backend(self.backend)
+        return self._be
+
+    def train(self, mode=True):
+        """Set training mode (a flag; no layer here behaves differently). Returns self."""
+        self.training = bool(mode)
+        return self
+
+    def eval(self):
+        """Set evaluation mode. Returns self."""
+        return self.train(False)
+
+    def get_config(self):
+        """JSON-able constructor arguments plus ``"type"`` (the class name)."""
+        return {"type": type(self).__name__, **self._config()}
+
+    def _config(self):
+        return {}
+
+    # -- shapes and parameters -----------------------------------------------------------
+    def output_shape(self, input_shape):
+        """Per-sample output shape for a per-sample ``input_shape``. Raises ValueError."""
+        raise NotImplementedError
+
+    def build(self, input_shape, rng=None):
+        """Create the parameters for the per-sample ``input_shape``.
+
+        ``rng``: an int seed or ``numpy.random.Generator`` (None: seed 0). Building again with
+        the same shape keeps the parameters; a different shape raises ValueError.
+        """
+        shape = check_shape(input_shape)
+        if self.built:
+            if shape != self.input_shape:
+                raise ValueError(f"{type(self).__name__} was built for input shape {self.input_shape}, "
+                                 f"got {shape}")
+            return self
+        out_shape = self.output_shape(shape)  # validates
+        self._build(shape, as_generator(0 if rng is None else rng, "rng"))
+        self._out_shape = out_shape
+        self.input_shape = shape
+        self.built = True
+        return self
+
+    def _build(self, input_shape, rng):
+        pass
+
+    def _param_shapes(self, input_shape):
+        """``{name: shape}`` of the parameters ``build(input_shape)`` creates (nothing allocated)."""
+        return {}
+
+    def parameters(self):
+        """The layer's ``Parameter`` objects (empty list when it has none)."""
+        return []
+
+    def named_parameters(self):
+        """``[(name, Parameter), ...]`` ("weight", "bias")."""
+        return [(p.name, p) for p in self.parameters()]
+
+    def zero_grad(self):
+        for p in self.parameters():
+            p.zero_grad()
+
+    # -- passes ----------------------------------------------------------------------------
+    def _prep_input(self, X):
+        if not (type(X) is np.ndarray and X.dtype == np.float32 and X.flags.c_contiguous):
+            X = check_array(X, "X", finite=False)
+        if X.ndim < 2:
+            raise ValueError(f"X must have a batch axis (N, ...), got shape {X.shape}")
+        if not self.built:
+            self.build(X.shape[1:])
+        elif X.shape[1:] != self.input_shape:
+            raise ValueError(f"X must have shape (N, {', '.join(map(str, self.input_shape))}) "
+                             f"for this {type(self).__name__}, got {X.shape}")
+        return X
+
+    def _check_dy(self, dY):
+        """dY as float32 C-contiguous with the shape of the last forward output.
+        Raises RuntimeError before any forward, ValueError for another shape."""
+        if self._y is None:
+            raise RuntimeError(f"{type(self).__name__}.backward called before forward")
+        if not (type(dY) is np.ndarray and dY.dtype == np.float32 and dY.flags.c_contiguous):
+            dY = check_array(dY, "dY", finite=False)
+        if dY.shape != self._y.shape:
+            raise ValueError(f"dY must have the shape of the last forward output {self._y.shape}, got {dY.shape}")
+        return dY
+
+    def forward(self, X):
+        """Y = layer(X). X: (N, *input_shape) float32. Returns a layer-owned buffer, overwritten
+        by the layer's next call."""
+        X = self._prep_input(X)
+        return self._forward(X)
+
+    __call__ = forward
+
+    def backward(self, dY, need_dx=True):
+        """Gradient w.r.t. the input of the last forward, for the upstream gradient dY
+        (the shape of that forward's output). Accumulates into the parameters' ``grad``.
+        Returns dX (a layer-owned buffer), or None when ``need_dx`` is False.
+        Raises RuntimeError before any forward, ValueError for a wrong dY shape."""
+        return self._backward(self._check_dy(dY), bool(need_dx))
+
+    def _forward(self, X):
+        raise NotImplementedError
+
+    def _backward(self, dY, need_dx):
+        raise NotImplementedError
+
+    def _describe(self):
+        cfg = self._config()
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in cfg.items())})"
+
+    def __repr__(self):
+        return self._describe()

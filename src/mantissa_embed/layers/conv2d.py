@@ -1,0 +1,157 @@
+"""2-D convolution: :class:`Conv2D`."""
+from __future__ import annotations
+
+from .._validation import check_int
+from .._workspace import Workspace
+from ..parameter import Parameter
+from .base_layer import Layer, check_act, check_shape, kaiming_uniform_default
+from .fusion import Fusion
+
+__all__ = ["Conv2D"]
+
+
+class Conv2D(Layer):
+    """2-D convolution (cross-correlation, as ``torch.nn.Conv2d``) with bias and an optional ReLU.
+
+    Parameters
+    ----------
+    out_channels : int >= 1
+    kernel_size : int or (int, int)
+    stride : int >= 1, default 1
+    pad : int >= 0, default 0 (zero padding on every side)
+    act : None, "identity" or "relu", default None
+        Activation applied after the bias (``"relu"``: ``max(0, .)``).
+
+    Input (N, C, H, W) float32 -> output (N, out_channels, HO, WO) with
+    ``HO = (H + 2*pad - KH) // stride + 1``. Parameters: ``weight`` (out_channels, C, KH, KW)
+    and ``bias`` (out_channels,), torch's default initialization. Kernels:
+    ``engine.conv2d_forward`` / ``conv2d_backward``; at inference a following MaxPool2D(2)
+    runs in the same call (``conv2d_pool2_forward``), two such pairs in one
+    (``conv2d_pool2_chain_forward``). Raises ValueError/TypeError for bad arguments, a non
+    4-D input or a kernel larger than the padded input.
+    """
+
+    input_ndim = 3
+    forward_fusions = (
+        Fusion("conv2d_pool2_chain_forward", ("maxpool2", "conv2d", "maxpool2"), "_forward_pool2_chain"),
+        Fusion("conv2d_pool2_forward", ("maxpool2",), "_forward_pool2"),
+    )
+
+    def __init__(self, out_channels, kernel_size, stride=1, pad=0, act=None):
+        super().__init__()
+        self.out_channels = check_int(out_channels, "out_channels", minimum=1)
+        if isinstance(kernel_size, (tuple, list)):
+            if len(kernel_size) != 2:
+                raise ValueError(f"kernel_size must be an int or a pair of ints, got {kernel_size!r}")
+            kh = check_int(kernel_size[0], "kernel_size[0]", minimum=1)
+            kw = check_int(kernel_size[1], "kernel_size[1]", minimum=1)
+            self.kernel_size = (kh, kw)
+        else:
+            k = check_int(kernel_size, "kernel_size", minimum=1)
+            self.kernel_size = k
+            kh = kw = k
+        self._k = (kh, kw)
+        self.stride = check_int(stride, "stride", minimum=1)
+        self.pad = check_int(pad, "pad", minimum=0)
+        self.act = check_act(act)
+        self.weight = None
+        self.bias = None
+        self._out = Workspace()
+        self._dpre = Workspace()
+        self._dx = Workspace()
+        self._ws = Workspace()
+        self._chain_ws = Workspace()
+
+    def fusion_tags(self):
+        return ("conv2d", "relu_output") if self.act == "relu" else ("conv2d",)
+
+    def _describe(self):
+        extra = (f", stride={self.stride}" if self.stride != 1 else "") + (f", pad={self.pad}" if self.pad else "")
+        act = f", act={self.act!r}" if self.act else ""
+        return f"Conv2D({self.out_channels}, {self.kernel_size!r}{extra}{act})"
+
+    def _config(self):
+        ks = list(self.kernel_size) if isinstance(self.kernel_size, tuple) else self.kernel_size
+        return {"out_channels": self.out_channels, "kernel_size": ks, "stride": self.stride,
+                "pad": self.pad, "act": self.act}
+
+    def output_shape(self, input_shape):
+        shape = check_shape(input_shape)
+        if len(shape) != 3:
+            raise ValueError(f"Conv2D expects per-sample input (C, H, W) (X of shape (N, C, H, W)), got {shape}")
+        C, H, W = shape
+        kh, kw = self._k
+        if H + 2 * self.pad < kh or W + 2 * self.pad < kw:
+            raise ValueError(f"Conv2D kernel {kh}x{kw} is larger than the padded input "
+                             f"{H + 2 * self.pad}x{W + 2 * self.pad} (input shape {shape}, pad {self.pad})")
+        return (self.out_channels, (H + 2 * self.pad - kh) // self.stride + 1,
+                (W + 2 * self.pad - kw) // self.stride + 1)
+
+    def _param_shapes(self, input_shape):
+        kh, kw = self._k
+        return {"weight": (self.out_channels, input_shape[0], kh, kw), "bias": (self.out_channels,)}
+
+    def _build(self, input_shape, rng):
+        C = input_shape[0]
+        kh, kw = self._k
+        w, b = kaiming_uniform_default(rng, (self.out_channels, C, kh, kw), C * kh * kw)
+        self.weight = Parameter(w, name="weight")
+        self.bias = Parameter(b, name="bias")
+
+    def parameters(self):
+        return [self.weight, self.bias] if self.built else []
+
+    def _workspace(self, x_shape):
+        return self._ws.sized(x_shape[0], lambda: self._backend().conv2d_workspace_size(
+            x_shape, self.weight.shape, self.stride, self.pad))
+
+    def _forward(self, X):
+        out = self._out.get((X.shape[0],) + self._out_shape)
+        self._backend().conv2d_forward(X, self.weight.data, self.bias.data, self.stride, self.pad, out=out,
+                                       workspace=self._workspace(X.shape), act=self.act)
+        self._x, self._y = X, out
+        return out
+
+    def _forward_pool2(self, X, pool):
+        """Inference: ``pool.forward(self.forward(X))`` for ``pool`` a MaxPool2D(2), in one kernel
+        call; returns ``pool``'s output buffer. Clears both layers' backward caches (a
+        layer-level backward then raises)."""
+        X = self._prep_input(X)
+        if not pool.built:
+            pool.build(self._out_shape)
+        out = pool._out.get((X.shape[0],) + pool._out_shape)
+        self._backend().conv2d_pool2_forward(X, self.weight.data, self.bias.data, self.stride, self.pad,
+                                             out=out, workspace=self._workspace(X.shape), act=self.act)
+        self._x = self._y = None
+        pool._y = pool._x = None
+        return out
+
+    def _forward_pool2_chain(self, X, pool, conv, pool2):
+        """Inference: ``conv._forward_pool2(self._forward_pool2(X, pool), pool2)`` (two built
+        Conv2D + MaxPool2D(2) pairs) in one kernel call, bitwise the same. Returns ``pool2``'s
+        output buffer; clears the four layers' backward caches."""
+        X = self._prep_input(X)
+        out = pool2._out.get((X.shape[0],) + pool2._out_shape)
+        be = self._backend()
+        ws = self._chain_ws.sized(X.shape[0], lambda: be.conv2d_pool2_chain_workspace_size(
+            X.shape, self.weight.shape, self.stride, self.pad, conv.weight.shape, conv.stride, conv.pad))
+        be.conv2d_pool2_chain_forward(X, self.weight.data, self.bias.data, self.stride, self.pad,
+                                      conv.weight.data, conv.bias.data, conv.stride, conv.pad,
+                                      act1=self.act, act2=conv.act, out=out, workspace=ws)
+        for layer in (self, pool, conv, pool2):
+            layer._x = layer._y = None
+        return out
+
+    def _backward(self, dY, need_dx):
+        if self.act == "relu":
+            dY = self._backend().relu_backward(dY, self._y, dx=self._dpre.get(dY.shape))
+        return self._backward_preact(dY, need_dx)
+
+    def _backward_preact(self, dY, need_dx):
+        """The backward from dY = d loss / d(pre-activation), the ReLU's mask already applied."""
+        be = self._backend()
+        dx = self._dx.get(self._x.shape) if need_dx else None
+        dx, _, _ = be.conv2d_backward(self._x, self.weight.data, dY, self.stride, self.pad, dx=dx,
+                                      dw=self.weight.grad, db=self.bias.grad, need_dx=need_dx,
+                                      accumulate=True, workspace=self._workspace(self._x.shape))
+        return dx

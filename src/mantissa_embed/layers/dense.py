@@ -1,0 +1,82 @@
+"""Fully connected layer: :class:`Dense`."""
+from __future__ import annotations
+
+from .._validation import check_int
+from .._workspace import Workspace
+from ..parameter import Parameter
+from .base_layer import Layer, check_act, check_shape, kaiming_uniform_default
+
+__all__ = ["Dense"]
+
+
+class Dense(Layer):
+    """Fully connected layer (as ``torch.nn.Linear``) with bias and an optional ReLU.
+
+    Parameters
+    ----------
+    units : int >= 1
+        Output features.
+    act : None, "identity" or "relu", default None
+
+    Input (N, in_features) float32 -> (N, units) = X @ weight.T + bias. Parameters:
+    ``weight`` (units, in_features) (torch's layout) and ``bias`` (units,), torch's default
+    initialization. Kernels: ``engine.dense_forward`` / ``dense_backward``. Raises ValueError
+    for an input that is not 2-D (put ``Flatten()`` first).
+    """
+
+    input_ndim = 1
+
+    def __init__(self, units, act=None):
+        super().__init__()
+        self.units = check_int(units, "units", minimum=1)
+        self.act = check_act(act)
+        self.weight = None
+        self.bias = None
+        self._out = Workspace()
+        self._dpre = Workspace()
+        self._dx = Workspace()
+
+    def fusion_tags(self):
+        return ("relu_output",) if self.act == "relu" else ()
+
+    def _config(self):
+        return {"units": self.units, "act": self.act}
+
+    def _describe(self):
+        return f"Dense({self.units}" + (f", act={self.act!r})" if self.act else ")")
+
+    def output_shape(self, input_shape):
+        shape = check_shape(input_shape)
+        if len(shape) != 1:
+            raise ValueError(f"Dense expects 2-D input (N, features); put Flatten() before it "
+                             f"(got per-sample shape {shape})")
+        return (self.units,)
+
+    def _param_shapes(self, input_shape):
+        return {"weight": (self.units, input_shape[0]), "bias": (self.units,)}
+
+    def _build(self, input_shape, rng):
+        w, b = kaiming_uniform_default(rng, (self.units, input_shape[0]), input_shape[0])
+        self.weight = Parameter(w, name="weight")
+        self.bias = Parameter(b, name="bias")
+
+    def parameters(self):
+        return [self.weight, self.bias] if self.built else []
+
+    def _forward(self, X):
+        out = self._backend().dense_forward(X, self.weight.data, self.bias.data,
+                                            out=self._out.get((X.shape[0], self.units)), act=self.act)
+        self._x, self._y = X, out
+        return out
+
+    def _backward(self, dY, need_dx):
+        if self.act == "relu":
+            dY = self._backend().relu_backward(dY, self._y, dx=self._dpre.get(dY.shape))
+        return self._backward_preact(dY, need_dx)
+
+    def _backward_preact(self, dY, need_dx):
+        """The backward from dY = d loss / d(pre-activation), the ReLU's mask already applied."""
+        dx = self._dx.get(self._x.shape) if need_dx else None
+        dx, _, _ = self._backend().dense_backward(self._x, self.weight.data, dY, dx=dx, dw=self.weight.grad,
+                                                  db=self.bias.grad, need_dx=need_dx, accumulate=True)
+        return dx

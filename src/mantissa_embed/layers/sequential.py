@@ -1,0 +1,398 @@
+"""The layer container: :class:`Sequential`."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import as_generator, check_array, check_int
+from ..backend import BACKENDS, get_backend
+from .base_layer import Layer, check_shape
+from .conv2d import Conv2D
+from .dense import Dense
+from .flatten import Flatten
+from .fusion import plan_backward, plan_forward, timed
+from .max_pool2d import MaxPool2D
+from .relu import ReLU
+
+__all__ = ["Sequential"]
+
+#: the layer types :meth:`Sequential.from_config` rebuilds, by class name
+LAYER_TYPES = {cls.__name__: cls for cls in (Conv2D, MaxPool2D, Flatten, Dense, ReLU)}
+
+
+class Sequential:
+    """A stack of layers applied in order, with explicit forward and backward.
+
+    Parameters
+    ----------
+    layers : list of Layer
+        Distinct layer objects (``Conv2D``, ``MaxPool2D``, ``Flatten``, ``Dense``, ``ReLU``).
+        Layers that are already built keep their parameters.
+    seed : int >= 0 or numpy.random.Generator, default 0
+        Seeds the initialization (a ``numpy.random.Generator``; the global RNG is never used).
+    backend : {"mantissa", "numpy"}, default "mantissa"
+        ``"mantissa"`` runs the C engine, ``"numpy"`` the reference twins.
+
+    Shapes are inferred at the first :meth:`forward` (or :meth:`build`). :meth:`forward`
+    returns a fresh array; :meth:`backward` accumulates into every ``Parameter.grad`` and
+    returns a fresh dX. Layers reuse their buffers between batches (no per-batch allocation
+    while the batch does not grow). Saving: :meth:`get_config` (JSON-able) plus
+    :meth:`state_arrays` (name -> array, for ``numpy.savez``), restored by
+    :meth:`from_config` and :meth:`load_state_arrays` (no pickle).
+
+    Raises
+    ------
+    TypeError
+        ``layers`` not a list of Layer objects; a bad ``seed`` type.
+    ValueError
+        Empty ``layers``, a layer given twice, an unknown ``backend``.
+    """
+
+    def __init__(self, layers, seed=0, backend="mantissa"):
+        if isinstance(layers, Layer) or isinstance(layers, (str, bytes)):
+            raise TypeError("layers must be a list of Layer objects")
+        try:
+            layers = list(layers)
+        except TypeError:
+            raise TypeError(f"layers must be a list of Layer objects, got {type(layers).__name__}") from None
+        if not layers:
+            raise ValueError("layers must not be empty")
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, Layer):
+                raise TypeError(f"layers[{i}] must be a Layer, got {type(layer).__name__}")
+        if len({id(layer) for layer in layers}) != len(layers):
+            raise ValueError("layers must be distinct objects (the same layer appears twice)")
+        if not isinstance(seed, np.random.Generator):
+            seed = check_int(seed, "seed", minimum=0)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.layers = layers
+        self.seed = seed
+        self.training = True
+        self.input_shape = None
+        self._n_last = None
+        self._profile = None  # [forward_s, backward_s] per layer while profiling (training.Profiler)
+        self._plans = {}
+        self._allow = None
+        self._fused_x = None
+        self.set_backend(backend)
+        if all(layer.built for layer in layers):
+            shape = layers[0].input_shape
+            for layer in layers:
+                if layer.input_shape != shape:
+                    break
+                shape = layer.output_shape(shape)
+            else:
+                self._out_shape = shape
+                self.input_shape = layers[0].input_shape
+
+    # -- configuration ---------------------------------------------------------------------
+    @property
+    def built(self):
+        """True once the input shape is known and every parameter exists."""
+        return self.input_shape is not None
+
+    def set_backend(self, backend):
+        """Run every layer on ``backend`` ("mantissa" or "numpy"). Returns self."""
+        get_backend(backend)  # validates
+        for layer in self.layers:
+            layer.set_backend(backend)
+        self.backend = backend
+        return self
+
+    def train(self, mode=True):
+        """Training mode for every layer (a flag). Returns self."""
+        self.training = bool(mode)
+        for layer in self.layers:
+            layer.train(mode)
+        return self
+
+    def eval(self):
+        """Evaluation mode for every layer. Returns self."""
+        return self.train(False)
+
+    def build(self, input_shape):
+        """Create every parameter for the per-sample ``input_shape`` (e.g. ``(1, 28, 28)``).
+
+        Returns self. Raises ValueError when a layer cannot take the shape it receives, or when
+        the model is already built for another shape.
+        """
+        shape = check_shape(input_shape)
+        if self.built:
+            if shape != self.input_shape:
+                raise ValueError(f"the model is already built for input shape {self.input_shape}, got {shape}")
+            return self
+        shapes = [shape]
+        for layer in self.layers:  # validate the whole chain before creating anything
+            shapes.append(layer.output_shape(shapes[-1]))
+        rng = as_generator(self.seed)
+        for layer, s in zip(self.layers, shapes):
+            layer.build(s, rng)
+        self._out_shape = shapes[-1]
+        self.input_shape = shape
+        return self
+
+    def output_shape(self, input_shape=None):
+        """Per-sample output shape for ``input_shape`` (default: the built input shape)."""
+        if input_shape is None:
+            if not self.built:
+                raise RuntimeError("the model is not built: call build(input_shape) or forward(X) first")
+            return self._out_shape
+        shape = check_shape(input_shape)
+        for layer in self.layers:
+            shape = layer.output_shape(shape)
+        return shape
+
+    def _state_shapes(self, input_shape):
+        """``{"0.weight": shape, ...}``: the shapes :meth:`state_arrays` would have after
+        ``build(input_shape)``, computed without allocating anything (ValueError for a shape
+        a layer cannot take)."""
+        shape = check_shape(input_shape)
+        out = {}
+        for i, layer in enumerate(self.layers):
+            out.update({f"{i}.{name}": s for name, s in layer._param_shapes(shape).items()})
+            shape = layer.output_shape(shape)
+        return out
+
+    def parameters(self):
+        """Every ``Parameter``, in layer order (weight then bias). Empty before build."""
+        return [p for layer in self.layers for p in layer.parameters()]
+
+    def named_parameters(self):
+        """``[("0.weight", Parameter), ("0.bias", ...), ...]``: layer index and parameter name."""
+        return [(f"{i}.{name}", p) for i, layer in enumerate(self.layers)
+                for name, p in layer.named_parameters()]
+
+    def num_parameters(self):
+        """Total number of learnable scalars (int). Requires a built model."""
+        if not self.built:
+            raise RuntimeError("the model is not built: call build(input_shape) or forward(X) first")
+        return sum(p.size for p in self.parameters())
+
+    def zero_grad(self):
+        """Zero every parameter's ``grad`` in place."""
+        for p in self.parameters():
+            p.zero_grad()
+
+    # -- passes ------------------------------------------------------------------------------
+    def forward(self, X):
+        """Embed a batch: X (N, *input_shape) -> (N, *output_shape), float32 (a fresh array).
+
+        X is converted to float32 C-contiguous (no copy when it already is) and validated once:
+        a conv net needs 4-D NCHW images. The layers keep a reference to their inputs for the
+        backward: do not modify X between ``forward`` and ``backward``. A sample's result does not
+        depend on the other samples of the batch; its float32 rounding can depend on the batch
+        size (the SGEMM chooses its blocking from the shapes), never on the thread count.
+        The first call builds the model for ``X.shape[1:]``; later calls must match it. Raises
+        TypeError (non-numeric X), ValueError (NaN/Inf, wrong ndim, a shape that does not match
+        the built input shape).
+        """
+        X = check_array(X, "X")
+        first = self.layers[0]
+        want = (1 + len(self.input_shape)) if self.built else (
+            None if first.input_ndim is None else 1 + first.input_ndim)
+        if want is not None and X.ndim != want:
+            hint = " (N, C, H, W) float32 images" if want == 4 else ""
+            raise ValueError(f"X must be {want}-D{hint}, got shape {X.shape}")
+        if X.ndim < 2:
+            raise ValueError(f"X must have a batch axis (N, ...), got shape {X.shape}")
+        if not self.built:
+            if X.shape[0] == 0:
+                raise ValueError(f"X must have at least one sample to build the model, got shape {X.shape}")
+            self.build(X.shape[1:])
+        elif X.shape[1:] != self.input_shape:
+            raise ValueError(f"X must have shape (N, {', '.join(map(str, self.input_shape))}) "
+                             f"(the model was built for that input), got {X.shape}")
+        if X.shape[0] == 0:
+            self._n_last = 0
+            return np.zeros((0,) + self.output_shape(), dtype=np.float32)
+        return np.array(self._forward_valid(X), dtype=np.float32, copy=True)
+
+    def _forward_valid(self, X):
+        """The pass of :meth:`forward` on an X it would accept unchanged (float32, C-contiguous,
+        finite, the built input shape, N >= 1), without checking it again. Returns the last
+        layer's buffer, overwritten by the next pass. In eval mode the plan runs the layers'
+        inference fusions; a later backward then redoes the plain forward first."""
+        self._fused_x = None
+        plan = self._plan("train" if self.training else "inference")
+        h = X
+        for step in plan:
+            h = step.run(h)
+        self._fused_x = X if len(plan) < len(self.layers) else None
+        self._n_last = X.shape[0]
+        return h
+
+    def _plan(self, kind):
+        """The cached plan ("train", "inference" or "backward"; see :mod:`.fusion`)."""
+        plan = self._plans.get(kind)
+        if plan is None:
+            if kind == "backward":
+                plan = plan_backward(self.layers)
+            else:
+                plan = plan_forward(self.layers, fuse=kind == "inference", allow=self._allow)
+            if self._profile is not None:
+                plan = timed(plan, self._profile, 1 if kind == "backward" else 0)
+            self._plans[kind] = plan
+        return plan
+
+    def _set_profile(self, times):
+        """Time every step into ``times[i] = [forward_s, backward_s]`` of its first layer ``i``
+        (None: stop timing)."""
+        self._profile = times
+        self._plans = {}
+
+    @property
+    def _chain_at(self):
+        """Indices where the inference plan fuses more than one layer pair in a call. Assigning
+        a set restricts those fusions to its indices (to compare with the pairwise path)."""
+        return frozenset(s.index for s in self._plan("inference") if s.width > 2)
+
+    @_chain_at.setter
+    def _chain_at(self, indices):
+        indices = frozenset(indices)
+        self._allow = lambda i, fusion: len(fusion.tags) < 2 or i in indices
+        self._plans = {}
+
+    __call__ = forward
+
+    def backward(self, dY, need_dx=True):
+        """Backpropagate dY (N, *output_shape) = dL/dY through the last forward.
+
+        Accumulates into every ``Parameter.grad``. Returns dL/dX (a fresh (N, *input_shape)
+        float32 array), or None when ``need_dx`` is False (then the first layer skips its input
+        gradient, which saves work when only the parameter gradients are wanted).
+        Raises RuntimeError before any forward; ValueError for a wrong shape or NaN/Inf.
+        """
+        if self._n_last is None:
+            raise RuntimeError("backward called before forward")
+        dY = check_array(dY, "dY")
+        want = (self._n_last,) + self.output_shape()
+        if dY.shape != want:
+            raise ValueError(f"dY must have shape {want} (the last forward output), got {dY.shape}")
+        if self._n_last == 0:
+            return np.zeros((0,) + self.input_shape, dtype=np.float32) if need_dx else None
+        if self._fused_x is not None:
+            # the last forward was a fused inference pass (no caches): redo it layer by layer
+            h, self._fused_x = self._fused_x, None
+            for step in self._plan("train"):
+                h = step.run(h)
+        need_dx = bool(need_dx)
+        d = dY
+        for step in self._plan("backward"):
+            d = step.run(d, need_dx or step.index > 0)
+        return np.array(d, dtype=np.float32, copy=True) if need_dx else None
+
+    def _relu_pool_at(self):
+        """Indices of the layers whose output ReLU's backward the next layer's backward applies
+        (a Conv2D(act="relu") followed by a MaxPool2D)."""
+        return frozenset(s.index for s in self._plan("backward") if s.name == "backward_preact")
+
+    # -- description and persistence ------------------------------------------------------------
+    def summary(self):
+        """A text table: layer, per-sample output shape, number of parameters, and the total.
+
+        Requires a built model (RuntimeError otherwise). Returns the string (print it).
+        """
+        if not self.built:
+            raise RuntimeError("the model is not built: call build(input_shape) or forward(X) first")
+        rows = [("Layer", "Output shape", "Params"), ("input", str(self.input_shape), "")]
+        shape = self.input_shape
+        for i, layer in enumerate(self.layers):
+            shape = layer.output_shape(shape)
+            rows.append((f"{i}: {layer._describe()}", str(shape), f"{sum(p.size for p in layer.parameters()):,}"))
+        widths = [max(len(r[c]) for r in rows) for c in range(3)]
+        line = "-" * (sum(widths) + 4)
+
+        def fmt(r):
+            return f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}"
+
+        out = [fmt(rows[0]), line] + [fmt(r) for r in rows[1:]] + [line]
+        out.append(f"Total params: {self.num_parameters():,}")
+        return "\n".join(out)
+
+    def get_config(self):
+        """JSON-able description: layers' configs, seed (None if a Generator was given),
+        backend and the built input shape (None before build)."""
+        return {
+            "class": "Sequential",
+            "seed": self.seed if isinstance(self.seed, int) else None,
+            "backend": self.backend,
+            "input_shape": list(self.input_shape) if self.built else None,
+            "layers": [layer.get_config() for layer in self.layers],
+        }
+
+    @classmethod
+    def from_config(cls, cfg):
+        """Rebuild a model from :meth:`get_config` output (built when it records an input shape).
+
+        Raises TypeError/ValueError for a malformed config or an unknown layer type.
+        """
+        if not isinstance(cfg, dict):
+            raise TypeError(f"cfg must be a dict, got {type(cfg).__name__}")
+        if "layers" not in cfg or not isinstance(cfg["layers"], (list, tuple)):
+            raise ValueError("cfg must contain a 'layers' list")
+        layers = []
+        for i, lc in enumerate(cfg["layers"]):
+            if not isinstance(lc, dict) or "type" not in lc:
+                raise ValueError(f"cfg['layers'][{i}] must be a dict with a 'type'")
+            kind = lc["type"]
+            if kind not in LAYER_TYPES:
+                raise ValueError(f"cfg['layers'][{i}] has unknown type {kind!r}; known: {sorted(LAYER_TYPES)}")
+            kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in lc.items() if k != "type"}
+            try:
+                layers.append(LAYER_TYPES[kind](**kwargs))
+            except TypeError as e:
+                raise ValueError(f"cfg['layers'][{i}] ({kind}) has bad arguments: {e}") from None
+        seed = cfg.get("seed", 0)
+        model = cls(layers, seed=0 if seed is None else seed, backend=cfg.get("backend", "mantissa"))
+        if cfg.get("input_shape") is not None:
+            model.build(tuple(cfg["input_shape"]))
+        return model
+
+    def state_arrays(self):
+        """``{"0.weight": array, "0.bias": array, ...}``: copies of every parameter (float32).
+        Requires a built model."""
+        if not self.built:
+            raise RuntimeError("the model is not built: call build(input_shape) or forward(X) first")
+        return {name: p.data.copy() for name, p in self.named_parameters()}
+
+    def load_state_arrays(self, arrays):
+        """Copy ``arrays`` (as returned by :meth:`state_arrays`) into the parameters, in place.
+
+        The keys must match exactly and every array must have its parameter's shape and be
+        finite; otherwise ValueError (nothing is modified). Requires a built model.
+        """
+        if not self.built:
+            raise RuntimeError("the model is not built: call build(input_shape) before load_state_arrays")
+        if not hasattr(arrays, "keys"):
+            raise TypeError(f"arrays must be a mapping name -> array, got {type(arrays).__name__}")
+        params = dict(self.named_parameters())
+        keys = set(arrays.keys())
+        missing, unexpected = sorted(set(params) - keys), sorted(keys - set(params))
+        if missing or unexpected:
+            raise ValueError(f"state arrays do not match the model: missing {missing}, unexpected {unexpected}")
+        checked = {}
+        for name, p in params.items():
+            a = check_array(arrays[name], f"arrays[{name!r}]")
+            if a.shape != p.shape:
+                raise ValueError(f"arrays[{name!r}] must have shape {p.shape}, got {a.shape}")
+            checked[name] = a
+        for name, p in params.items():
+            np.copyto(p.data, checked[name])
+        return self
+
+    def __getstate__(self):  # copies rebuild their plans (a plan holds this model's layers)
+        return {**self.__dict__, "_plans": {}}
+
+    # -- container protocol -------------------------------------------------------------------
+    def __len__(self):
+        return len(self.layers)
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def __getitem__(self, i):
+        return self.layers[i]
+
+    def __repr__(self):
+        inner = ",\n  ".join(layer._describe() for layer in self.layers)
+        return f"Sequential([\n  {inner}\n], seed={self.seed!r}, backend={self.backend!r})"
