@@ -29,6 +29,10 @@ import time
 
 import numpy as np
 
+from . import datasets, engine, models, viz
+from .embedder import Embedder
+from .evaluation import retrieval_metrics
+
 TRAIN_CLASSES = (0, 1, 2, 3, 4)
 
 
@@ -98,8 +102,6 @@ def load_demo_data(dataset, data_dir=None, split="test"):
     files in ``data_dir`` (or ``$MANTISSA_EMBED_DATA``). Raises FileNotFoundError (with the
     command that fetches the files) when MNIST is missing.
     """
-    from . import datasets
-
     if dataset == "digits":
         X, y = datasets.load("digits")
         X = datasets.pad_or_resize(datasets.pad_or_resize(X, 24, mode="bilinear"), 28, mode="pad")
@@ -128,16 +130,10 @@ def _gallery_queries(y, seed, n=5):
 
 def run_demo(args, out=sys.stdout):
     """Run the demo for parsed ``args``; returns the process exit code."""
-    from . import models
-    from .embedder import Embedder
-    from .evaluation import retrieval_metrics
-
     def say(*a):
         print(*a, file=out, flush=True)
 
     try:  # fail fast, before training and before creating --out
-        from . import viz
-
         viz._import_matplotlib()
     except ImportError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -146,8 +142,6 @@ def run_demo(args, out=sys.stdout):
         print(f"error: --out {args.out!r} exists and is not a directory", file=sys.stderr)
         return 2
     if args.threads is not None:
-        from . import engine
-
         engine.set_num_threads(args.threads)
     try:
         Xtr, ytr, Xte, yte = load_demo_data(args.dataset, args.data_dir, args.split)

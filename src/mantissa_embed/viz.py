@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+from sklearn.decomposition import PCA
 
 from ._io import atomic_write
 from ._validation import check_array, check_int, check_labels
@@ -55,8 +56,6 @@ def _check_path(path):
 
 def _pca_2d(Z):
     if Z.shape[1] >= 2:
-        from sklearn.decomposition import PCA
-
         P = PCA(n_components=2, svd_solver="full").fit_transform(Z.astype(np.float64))
     else:
         P = np.concatenate([Z - Z.mean(axis=0), np.zeros_like(Z)], axis=1).astype(np.float64)

@@ -1,0 +1,112 @@
+"""Embedding, retrieval and verification with a fitted Embedder (the bodies of
+:meth:`Embedder.embed`, :meth:`~Embedder.retrieve` and :meth:`~Embedder.verify`)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_array, check_float, check_int
+from .evaluation.knn import knn
+
+__all__ = ["l2_normalize", "embed", "as_embeddings", "retrieve", "verify"]
+
+_EPS = 1e-12  # torch.nn.functional.normalize's eps, used by PML's LpDistance
+
+
+def l2_normalize(Z):
+    """Rows of Z (n, D) float32 divided by max(||row||, 1e-12), in place; returns Z."""
+    norms = np.sqrt(np.einsum("ij,ij->i", Z, Z, dtype=np.float64))
+    np.maximum(norms, _EPS, out=norms)
+    Z /= norms[:, None].astype(np.float32)
+    return Z
+
+
+def _check_images(emb, X, name, batched):
+    """Type/shape checks without converting the whole array (embed converts per chunk)."""
+    if isinstance(X, (str, bytes)) or X is None:
+        raise TypeError(f"{name} must be an array of numbers, got {type(X).__name__}")
+    arr = np.asarray(X)
+    if arr.dtype == object or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    want = (len(emb.input_shape_) + 1) if batched else len(emb.input_shape_)
+    if arr.ndim != want or tuple(arr.shape[-len(emb.input_shape_):]) != emb.input_shape_:
+        shape = ", ".join(map(str, emb.input_shape_))
+        exp = f"(n, {shape})" if batched else f"({shape})"
+        raise ValueError(f"{name} must have shape {exp}, got {arr.shape}")
+    return arr
+
+
+def embed(emb, X, name, batch_size=256, normalize=True):
+    """``emb``'s trunk on images X (n, C, H, W), ``batch_size`` at a time: (n, D) float32."""
+    X = _check_images(emb, X, name, batched=True)
+    n = X.shape[0]
+    out = np.empty((n, emb.embed_dim_), dtype=np.float32)
+    net = emb.net
+    net.eval()
+    for s in range(0, n, batch_size):
+        # converted and checked (finite, and the shape by _check_images) once, here
+        chunk = check_array(X[s:s + batch_size], name, ndim=4)
+        out[s:s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
+    if normalize and emb._normalizes() and n:
+        l2_normalize(out)
+    return out
+
+
+def as_embeddings(emb, a, name, allow_single=True):
+    """Images or embeddings -> (float32 (n, D) normalized as trained, was_single)."""
+    emb._check_fitted()
+    if isinstance(a, (str, bytes)) or a is None:
+        raise TypeError(f"{name} must be an array of numbers, got {type(a).__name__}")
+    arr = np.asarray(a)
+    if arr.dtype == object or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    D = emb.embed_dim_
+    img_nd = len(emb.input_shape_)
+    img_ok = tuple(arr.shape[-img_nd:]) == emb.input_shape_
+    if arr.ndim == img_nd + 1 and img_ok:
+        return embed(emb, arr, name), False
+    if arr.ndim == img_nd and allow_single and img_ok:
+        return embed(emb, arr[None], name), True
+    if arr.ndim == 2 or (arr.ndim == 1 and allow_single):
+        single = arr.ndim == 1
+        Z = check_array(arr.reshape(1, -1) if single else arr, name, ndim=2)
+        if Z.shape[1] != D:
+            raise ValueError(f"{name} embeddings must have {D} columns (the embedding size), got shape {arr.shape}")
+        Z = np.array(Z, dtype=np.float32, copy=True)  # never normalize the caller's array in place
+        if emb._normalizes() and Z.shape[0]:
+            l2_normalize(Z)
+        return Z, single
+    shape = ", ".join(map(str, emb.input_shape_))
+    forms = f"images (n, {shape}), embeddings (n, {D})"
+    if allow_single:
+        forms = f"one image ({shape}), " + forms + f" or one embedding ({D},)"
+    raise ValueError(f"{name} must be {forms}; got shape {arr.shape}")
+
+
+def retrieve(emb, query, gallery, k):
+    """The ``k`` nearest gallery items of each query: ``(indices, distances)``."""
+    emb._check_fitted()
+    k = check_int(k, "k", minimum=1)
+    Q, single = as_embeddings(emb, query, "query")
+    G, _ = as_embeddings(emb, gallery, "gallery", allow_single=False)
+    if k > G.shape[0]:
+        raise ValueError(f"k must be <= the number of gallery items ({G.shape[0]}), got k={k}")
+    idx, dist = knn(Q, G, k, metric="euclidean", backend=emb.backend)
+    if single:
+        return idx[0], dist[0]
+    return idx, dist
+
+
+def verify(emb, a, b, threshold):
+    """Distances between ``a`` and ``b`` (or ``distance <= threshold``)."""
+    emb._check_fitted()
+    if threshold is not None:
+        threshold = check_float(threshold, "threshold", minimum=0.0)
+    Za, sa = as_embeddings(emb, a, "a")
+    Zb, sb = as_embeddings(emb, b, "b")
+    if not (sa or sb) and Za.shape[0] != Zb.shape[0]:
+        raise ValueError(f"a and b must have the same number of items, got {Za.shape[0]} and {Zb.shape[0]}")
+    diff = Za.astype(np.float64) - Zb.astype(np.float64)
+    d = np.sqrt(np.einsum("ij,ij->i", diff, diff)).astype(np.float32)
+    if sa and sb:
+        return bool(d[0] <= threshold) if threshold is not None else float(d[0])
+    return d <= threshold if threshold is not None else d

@@ -1,0 +1,158 @@
+"""Embedder files: :func:`save` and :func:`load` (the bodies of :meth:`Embedder.save` /
+:meth:`Embedder.load <mantissa_embed.embedder.Embedder.load>`).
+
+One ``.npz``: the trunk's parameters (``"trunk/0.weight"``, ...), the loss's learnable
+parameters (``"loss/<i>"``) and ``"__config__"``, a JSON string. Written atomically
+(:func:`mantissa_embed._io.atomic_write`), read without unpickling.
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+import zipfile
+
+import numpy as np
+
+from ._io import atomic_write
+from ._validation import check_int
+from .backend import BACKENDS
+from .layers import Sequential
+
+__all__ = ["save", "load"]
+
+_FORMAT = "mantissa-embed/embedder"
+_FORMAT_VERSION = 1
+_CONFIG_KEY = "__config__"
+_PARAM_PREFIX = "trunk/"
+_LOSS_PARAM_PREFIX = "loss/"
+
+
+def _config(emb):
+    loss_spec = emb._loss_spec
+    if loss_spec is None:
+        loss_spec = {"object": type(emb.loss_func).__name__}
+    miner_spec = emb._miner_spec
+    if miner_spec == "object":
+        miner_spec = {"object": type(emb.miner_func).__name__}
+    return {
+        "format": _FORMAT,
+        "version": _FORMAT_VERSION,
+        "trunk": emb.net.get_config(),
+        "loss": loss_spec,
+        "margin": emb.margin if emb._loss_spec is not None else None,
+        "miner": miner_spec,
+        "optimizer": emb.optimizer if isinstance(emb.optimizer, str) else "sgd",
+        "momentum": emb.momentum,
+        "weight_decay": emb.weight_decay,
+        "m_per_class": emb.m_per_class,
+        "seed": emb.seed if isinstance(emb.seed, int) else None,
+        "backend": emb.backend,
+        "input_shape": list(emb.input_shape_),
+        "embed_dim": emb.embed_dim_,
+        "history": {"loss": [float(v) for v in emb.history_.get("loss", [])]},
+    }
+
+
+def save(emb, path):
+    """Write the fitted Embedder ``emb`` to ``path``; returns ``path`` as a str."""
+    emb._check_fitted()
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    path = os.fspath(path)
+    arrays = {_PARAM_PREFIX + name: a for name, a in emb.net.state_arrays().items()}
+    loss_params = getattr(emb.loss_func, "parameters", None)
+    if callable(loss_params):
+        for i, p in enumerate(loss_params()):
+            arrays[f"{_LOSS_PARAM_PREFIX}{i}"] = np.array(p.data, copy=True)
+    arrays[_CONFIG_KEY] = np.array(json.dumps(_config(emb)))
+    return atomic_write(path, lambda f: np.savez(f, **arrays), suffix=".npz.tmp")
+
+
+def load(cls, path, backend=None):
+    """An Embedder of class ``cls`` read from ``path`` (see :meth:`Embedder.load`)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such Embedder file: {path!r}")
+    try:
+        f = np.load(path, allow_pickle=False)
+        if not isinstance(f, np.lib.npyio.NpzFile):
+            raise ValueError("a single .npy array, not an .npz archive")
+        with f:
+            if _CONFIG_KEY not in f.files:
+                raise ValueError(f"missing the {_CONFIG_KEY!r} entry")
+            arrays = {k: f[k] for k in f.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
+        raise ValueError(f"{path!r} is not a readable mantissa-embed Embedder file ({exc})") from None
+    try:
+        cfg = json.loads(str(arrays.pop(_CONFIG_KEY)[()]))
+        if not isinstance(cfg, dict) or cfg.get("format") != _FORMAT:
+            raise ValueError(f"the config's format is not {_FORMAT!r}")
+        if cfg.get("version") != _FORMAT_VERSION:
+            raise ValueError(f"unsupported format version {cfg.get('version')!r}")
+        return _from_config(cls, cfg, arrays, backend)
+    except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
+        raise ValueError(f"{path!r} is not a valid mantissa-embed Embedder file ({exc})") from None
+
+
+def _from_config(cls, cfg, arrays, backend):
+    backend = cfg["backend"] if backend is None else backend
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    trunk = dict(cfg["trunk"])
+    trunk["backend"] = backend
+    trunk_shape = trunk.pop("input_shape", None)  # built below, once the arrays are checked
+    net = Sequential.from_config(trunk)
+    input_shape = tuple(check_int(s, f"input_shape[{i}]", minimum=1) for i, s in enumerate(cfg["input_shape"]))
+    if trunk_shape is not None and list(trunk_shape) != list(input_shape):
+        raise ValueError(f"the trunk's input_shape {trunk_shape} differs from input_shape {list(input_shape)}")
+    state = {k[len(_PARAM_PREFIX):]: v for k, v in arrays.items() if k.startswith(_PARAM_PREFIX)}
+    # compare the config's parameter shapes with the stored arrays before build() allocates
+    # them, so a manipulated config (absurd layer sizes) cannot trigger a huge allocation
+    shapes = net._state_shapes(input_shape)
+    missing, unexpected = sorted(set(shapes) - set(state)), sorted(set(state) - set(shapes))
+    if missing or unexpected:
+        raise ValueError(f"state arrays do not match the model: missing {missing}, unexpected {unexpected}")
+    for name, shape in shapes.items():
+        if state[name].shape != shape:
+            raise ValueError(f"arrays[{name!r}] must have shape {shape}, got {state[name].shape}")
+    net.build(input_shape)
+    net.load_state_arrays(state)
+
+    loss, margin, miner = cfg["loss"], cfg["margin"], cfg["miner"]
+    if isinstance(loss, dict) or isinstance(miner, dict):
+        warnings.warn(f"the saved Embedder used a custom loss or miner ({loss!r}, {miner!r}); it is replaced by "
+                      "the default recipe (only matters for further training)", stacklevel=4)
+        if isinstance(loss, dict):
+            loss, margin = "triplet", None
+        if isinstance(miner, dict):
+            miner = "default"
+    if miner is None:
+        miner = None
+    seed = cfg.get("seed")
+    emb = cls(net, loss=loss, margin=margin, seed=0 if seed is None else seed, backend=backend, miner=miner,
+              optimizer=cfg.get("optimizer", "sgd"), momentum=cfg.get("momentum"),
+              weight_decay=cfg.get("weight_decay", 0.0), m_per_class=cfg.get("m_per_class"))
+    loss_keys = sorted((k for k in arrays if k.startswith(_LOSS_PARAM_PREFIX)),
+                       key=lambda k: int(k[len(_LOSS_PARAM_PREFIX):]))
+    loss_params = getattr(emb.loss_func, "parameters", None)
+    if loss_keys and callable(loss_params):
+        params = list(loss_params())
+        if len(params) != len(loss_keys):
+            raise ValueError(f"{len(loss_keys)} saved loss parameters, the loss has {len(params)}")
+        for p, k in zip(params, loss_keys):
+            p.assign(arrays[k])
+    unknown = [k for k in arrays if not k.startswith((_PARAM_PREFIX, _LOSS_PARAM_PREFIX))]
+    if unknown:
+        raise ValueError(f"unexpected entries {unknown}")
+    emb.input_shape_ = input_shape
+    emb._check_trunk_output(input_shape)
+    emb.embed_dim_ = int(net.output_shape(input_shape)[0])
+    if cfg.get("embed_dim") is not None and int(cfg["embed_dim"]) != emb.embed_dim_:
+        raise ValueError(f"embed_dim {cfg['embed_dim']} does not match the trunk's output {emb.embed_dim_}")
+    emb.history_ = {"loss": [float(v) for v in cfg.get("history", {}).get("loss", [])]}
+    emb.fitted_ = True
+    emb.net.eval()
+    return emb

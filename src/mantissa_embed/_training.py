@@ -1,0 +1,225 @@
+"""The training loop of :meth:`Embedder.fit <mantissa_embed.embedder.Embedder.fit>` and its hooks.
+
+:func:`train_epochs` runs the batches; everything that only observes the loop (the tqdm bar,
+the per-epoch callback, the profiler) is a :class:`TrainingHook` called at fixed points.
+"""
+from __future__ import annotations
+
+from time import perf_counter
+
+import numpy as np
+
+__all__ = ["TrainingHook", "HookList", "ProgressBar", "EpochCallback", "Profiler", "train_epochs",
+           "profile_table"]
+
+
+class TrainingHook:
+    """Observer of :func:`train_epochs`; every method is a no-op by default.
+
+    ``begin()`` / ``end()`` bracket the loop (``end`` also runs when it raises);
+    ``epoch_begin(epoch, epochs, batches, n_batches)`` returns the batch iterator to use;
+    ``start()`` and ``lap(phase)`` mark the start and end of a timed phase ("data", "miner",
+    "loss", "optimizer"); ``batch_end(batch, loss_sum)`` follows every completed batch
+    (``loss_sum``: the epoch's loss so far); ``epoch_end(epoch, mean_loss)`` every epoch.
+    """
+
+    def begin(self):
+        pass
+
+    def epoch_begin(self, epoch, epochs, batches, n_batches):
+        return batches
+
+    def start(self):
+        pass
+
+    def lap(self, phase):
+        pass
+
+    def batch_end(self, batch, loss_sum):
+        pass
+
+    def epoch_end(self, epoch, mean_loss):
+        pass
+
+    def end(self):
+        pass
+
+
+def _overriding(hooks, name):
+    return tuple(getattr(h, name) for h in hooks if getattr(type(h), name) is not getattr(TrainingHook, name))
+
+
+class HookList(TrainingHook):
+    """Several hooks as one, called in order; methods no hook overrides cost one empty loop."""
+
+    def __init__(self, hooks=()):
+        self.hooks = tuple(hooks)
+        self._begin, self._epoch_begin, self._start, self._lap, self._batch_end, self._epoch_end, self._end = (
+            _overriding(self.hooks, name) for name in
+            ("begin", "epoch_begin", "start", "lap", "batch_end", "epoch_end", "end"))
+
+    def begin(self):
+        for f in self._begin:
+            f()
+
+    def epoch_begin(self, epoch, epochs, batches, n_batches):
+        for f in self._epoch_begin:
+            batches = f(epoch, epochs, batches, n_batches)
+        return batches
+
+    def start(self):
+        for f in self._start:
+            f()
+
+    def lap(self, phase):
+        for f in self._lap:
+            f(phase)
+
+    def batch_end(self, batch, loss_sum):
+        for f in self._batch_end:
+            f(batch, loss_sum)
+
+    def epoch_end(self, epoch, mean_loss):
+        for f in self._epoch_end:
+            f(epoch, mean_loss)
+
+    def end(self):
+        for f in self._end:
+            f()
+
+
+class ProgressBar(TrainingHook):
+    """A tqdm bar per epoch showing the running mean batch loss (tqdm: an optional dependency)."""
+
+    def epoch_begin(self, epoch, epochs, batches, n_batches):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(batches, total=n_batches, desc=f"epoch {epoch + 1}/{epochs}", leave=True)
+        return self.bar
+
+    def batch_end(self, batch, loss_sum):
+        self.bar.set_postfix(loss=f"{loss_sum / (batch + 1):.4f}", refresh=False)
+
+    def epoch_end(self, epoch, mean_loss):
+        self.bar.close()
+
+
+class EpochCallback(TrainingHook):
+    """Calls ``callback(epoch, mean_loss)`` after every epoch."""
+
+    def __init__(self, callback):
+        self.callback = callback
+
+    def epoch_end(self, epoch, mean_loss):
+        self.callback(epoch, mean_loss)
+
+
+class Profiler(TrainingHook):
+    """Wall-clock seconds of every trunk layer's forward and backward (through the Sequential's
+    timed plans), of the timed phases, and of the whole loop. :meth:`result` gives the dict
+    :attr:`Embedder.profile_ <mantissa_embed.embedder.Embedder.profile_>` documents."""
+
+    def __init__(self, net):
+        self.net = net
+        self.phases = {"miner": 0.0, "loss": 0.0, "optimizer": 0.0, "data": 0.0}
+        self.batches = 0
+        self.layer_times = None
+        self.total = 0.0
+        self._t = 0.0
+
+    def begin(self):
+        self.net._set_profile([[0.0, 0.0] for _ in self.net.layers])
+        self._t_begin = perf_counter()
+
+    def start(self):
+        self._t = perf_counter()
+
+    def lap(self, phase):
+        now = perf_counter()
+        self.phases[phase] += now - self._t
+        self._t = now
+
+    def batch_end(self, batch, loss_sum):
+        self.batches += 1
+
+    def end(self):
+        self.total = perf_counter() - self._t_begin
+        self.layer_times = self.net._profile
+        self.net._set_profile(None)
+
+    def result(self, epochs):
+        layers = [{"index": i, "layer": layer._describe(), "forward_s": float(f), "backward_s": float(b)}
+                  for i, (layer, (f, b)) in enumerate(zip(self.net.layers, self.layer_times))]
+        known = sum(d["forward_s"] + d["backward_s"] for d in layers) + sum(self.phases.values())
+        p = self.phases
+        return {"epochs": epochs, "batches": self.batches, "total_s": float(self.total), "layers": layers,
+                "miner_s": float(p["miner"]), "loss_s": float(p["loss"]), "optimizer_s": float(p["optimizer"]),
+                "data_s": float(p["data"]), "other_s": float(max(self.total - known, 0.0))}
+
+
+def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_batches, batch_size, lr,
+                 losses, hooks):
+    """Train ``net`` for ``epochs`` epochs of ``n_batches`` batches drawn from ``sampler``.
+
+    Per batch: ``E = net.forward(X[idx])``; ``tuples = miner(E, y[idx])`` (None: no miner);
+    ``out = loss_func(E, y[idx], indices_tuple=tuples)``; ``optimizer.zero_grad()``;
+    ``net.backward(out.grad)``; ``optimizer.step()``. Appends each epoch's mean batch loss to
+    ``losses``. ``hooks``: a :class:`TrainingHook`. Raises FloatingPointError when the
+    embeddings or the loss stop being finite.
+    """
+    xb = np.empty((batch_size,) + X.shape[1:], dtype=np.float32)
+    hooks.begin()
+    try:
+        for epoch in range(epochs):
+            total = 0.0
+            batches = hooks.epoch_begin(epoch, epochs, iter(sampler), n_batches)
+            for i, idx in enumerate(batches):
+                hooks.start()
+                xbi = xb[:idx.shape[0]]
+                np.take(X, idx, axis=0, out=xbi)
+                yb = y[idx]
+                hooks.lap("data")
+                emb = net.forward(xbi)
+                if not np.isfinite(emb).all():  # X is finite: the weights diverged
+                    raise FloatingPointError(
+                        f"the embeddings became NaN/Inf at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
+                hooks.start()
+                tuples = None if miner is None else miner(emb, yb)
+                hooks.lap("miner")
+                out = loss_func(emb, yb, indices_tuple=tuples)
+                hooks.lap("loss")
+                loss = float(out.loss)
+                if not np.isfinite(loss):
+                    raise FloatingPointError(
+                        f"the loss became {loss} at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
+                hooks.start()
+                optimizer.zero_grad()
+                hooks.lap("optimizer")
+                net.backward(out.grad, need_dx=False)
+                hooks.start()
+                optimizer.step()
+                hooks.lap("optimizer")
+                total += loss
+                hooks.batch_end(i, total)
+            losses.append(total / n_batches)
+            hooks.epoch_end(epoch, losses[-1])
+    finally:
+        hooks.end()
+
+
+def profile_table(p):
+    """A text table of a :class:`Profiler` result: seconds and share of the total per row."""
+    total = p["total_s"] or 1e-12
+    rows = []
+    for d in p["layers"]:
+        rows.append((f"{d['index']}: {d['layer']} forward", d["forward_s"]))
+        rows.append((f"{d['index']}: {d['layer']} backward", d["backward_s"]))
+    rows += [("miner", p["miner_s"]), ("loss (forward + backward)", p["loss_s"]),
+             ("optimizer (zero_grad + step)", p["optimizer_s"]), ("batch gathering", p["data_s"]),
+             ("other (Python, checks)", p["other_s"])]
+    w = max(len(r[0]) for r in rows)
+    out = [f"{'where':<{w}}  {'seconds':>9}  {'share':>6}", "-" * (w + 19)]
+    out += [f"{name:<{w}}  {sec:>9.4f}  {100 * sec / total:>5.1f}%" for name, sec in rows]
+    out += ["-" * (w + 19),
+            f"{'total (' + str(p['epochs']) + ' epochs, ' + str(p['batches']) + ' batches)':<{w}}  {total:>9.4f}"]
+    return "\n".join(out)
