@@ -25,12 +25,11 @@ def kaiming_uniform_init(shape, rng):
 
 
 def place_parameter(p, shape=None):
-    """PML's ``cast_types`` for this library: keep ``p.data`` / ``p.grad`` float32 C-contiguous.
+    """Keep ``p.data`` / ``p.grad`` float32 C-contiguous (PML's ``cast_types``).
 
-    When a caller replaced ``p.data`` with another dtype or layout, it is converted once (a new
-    buffer); ``grad`` is reset to zeros if its shape no longer matches. Raises ``ValueError``
-    for NaN/Inf weights (checked at every call: an optimizer step can produce them) and, when
-    ``shape`` is given, for ``p.data`` of another shape; ``TypeError`` for non-numeric data.
+    Another dtype or layout is converted once; a ``grad`` of another shape is reset to zeros.
+    ``ValueError`` for NaN/Inf data or, with ``shape``, data of another shape; ``TypeError`` for
+    non-numeric data.
     """
     pname = f"parameter {p.name or '?'}"
     d = p.data

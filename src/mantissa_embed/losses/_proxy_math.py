@@ -81,11 +81,9 @@ def _dpower(dmat, base, pw):
 def similarity64(distance, X, R, gemm=None):
     """PML's ``distance(X, R)`` for the distances of :func:`check_distance64`, with its backward.
 
-    X (N, D), R (M, D) -> (mat (N, M), backward(dmat) -> (dX, dR)). Euclidean gradients at
-    distance 0 are 0 (torch.cdist's subgradient). Computed in the dtype of X and R: float64 with
-    numpy (the reference; ``gemm`` None), or float32 with ``gemm=engine.sgemm`` (C-contiguous
-    X and R); squared Euclidean distances below ``refine`` times ``|x|^2 + |r|^2`` (1e-6 in
-    float64, 1e-3 in float32, as the engine's kernel) are recomputed directly (cancellation).
+    X (N, D), R (M, D) -> ``(mat (N, M), backward(dmat) -> (dX, dR))`` in the dtype of X and R
+    (float64 with numpy, float32 with ``gemm=engine.sgemm``). Euclidean gradients at distance 0 are
+    0; squared distances below ``refine (|x|^2 + |r|^2)`` are recomputed directly.
     """
     if gemm is None:
         gemm = _np_gemm
@@ -144,13 +142,9 @@ def _np_gemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0)
 
 
 def _cosine64(X, R, pw, eps=1e-12, gemm=_np_gemm):
-    """:func:`similarity64` of a normalizing dot-product similarity (CosineSimilarity) without
-    forming the (N, D) normalized X: cos = (X Rn^T) / max(|X_i|, eps), and the backward of the
-    row normalization through cos itself (<X_i / |X_i|, dXn_i> = sum_j dcos_ij cos_ij). The same
-    values as normalizing first, up to rounding.
-
-    Works in the dtype of ``X`` and ``R`` (both float64, or both float32 with ``gemm`` =
-    ``engine.sgemm``, which takes C-contiguous operands: X and R must be)."""
+    """:func:`similarity64` of a CosineSimilarity without forming the normalized X:
+    ``cos = (X Rn^T) / max(|X_i|, eps)``.
+    """
     nrm = np.sqrt(np.einsum("ij,ij->i", X, X))
     den = np.maximum(nrm, eps)[:, None]
     Rn, br = l2_normalize64(R, role="sim.R")
@@ -173,10 +167,7 @@ def _cosine64(X, R, pw, eps=1e-12, gemm=_np_gemm):
 
 
 def softmax_xent64(z, labels):
-    """Per-row softmax cross-entropy of logits z (N, C) float64 with integer labels.
-
-    -> (losses (N,) = logsumexp(z_i) - z_{i,y_i}, backward(dlosses (N,)) -> dz (N, C)).
-    """
+    """Row softmax cross-entropy of z (N, C) float64: ``(losses (N,), backward(dlosses) -> dz)``."""
     N = z.shape[0]
     if N == 0:
         return np.zeros(0), (lambda dl: np.zeros_like(z))
@@ -199,10 +190,8 @@ def softmax_xent64(z, labels):
 
 
 def logsumexp_masked64(x, keep, add_one=True, axis=0):
-    """PML's ``lmu.logsumexp(x, keep_mask, add_one, dim)`` in float64, with its backward.
-
-    Along ``axis``, log(exp(0) + sum_{keep} exp(x)) (add_one), 0 where no element is kept.
-    -> (out (reduced along axis), backward(dout) -> dx).
+    """PML's ``lmu.logsumexp(x, keep_mask, add_one, dim)`` in float64: ``(out, backward(dout) -> dx)``;
+    0 where nothing is kept.
     """
     xm = np.where(keep, x, -np.inf)  # exp(-inf - m) = 0: the entries not kept drop out
     m = np.max(xm, axis=axis, keepdims=True)

@@ -6,19 +6,8 @@ import numpy as np
 
 
 def fast_ap_forward(mat, pos, neg, num_bins, histogram_max):
-    """FastAP per row (Cakir et al. 2019; PML's soft-binned formulation).
-
-    Parameters
-    ----------
-    mat : (N, N) float array, the distances.
-    pos, neg : (N, N) bool arrays, positive / negative pairs.
-    num_bins : int; histogram_max : float (the bins' centres are ``linspace(0, max, num_bins+1)``).
-
-    Returns ``(fastap (N,) float64, cache)``; rows without positives get 0.
-
-    A distance d has a non-zero triangular pulse ``max(1 - |d - mid_b| / delta, 0)`` on at most
-    the two centres around it (``b = floor(d / delta)`` and ``b + 1``): the histograms are two
-    ``bincount`` passes over the matrix instead of one pass per bin.
+    """FastAP per row: ``(fastap (N,) float64, cache)`` for distances ``mat`` (N, N) and bool masks
+    ``pos``, ``neg`` (N, N); bins centred on ``linspace(0, histogram_max, num_bins + 1)``.
     """
     d = np.asarray(mat, dtype=np.float64)
     N = d.shape[0]
@@ -101,12 +90,7 @@ def histogram_loss_forward_backward(pos_vals, neg_vals, delta, n_nodes):
 
 
 def ranked_list_forward(mat, labels, margin, alpha, Tp, Tn, imbalance):
-    """Ranked List loss per anchor (Wang et al. 2019, PML's RLL). ``mat`` (N, N) float.
-    Returns ``(losses (N,) float64, cache)``.
-
-    Only the pairs that contribute are visited (index lists, not (N, N) float64 matrices):
-    positives (j != i, same label) with d > alpha - margin and d > 0, negatives with 0 < d < alpha;
-    row sums by ``np.bincount``."""
+    """Ranked List loss per anchor: ``(losses (N,) float64, cache)`` for ``mat`` (N, N)."""
     d = np.asarray(mat)
     N = d.shape[0]
     lab = np.asarray(labels)
@@ -142,10 +126,10 @@ def ranked_list_backward(dlosses, cache):
 
 
 def dsm_add_soft_counts(u, x, min_val, delta, momentum):
-    """Adds to u (nb,) float64, in place, the linear-interpolation histogram of the values x (any
-    shape): with t = (x - min_val) / delta, r = floor(t), f = t - r, ``momentum (1 - f)`` goes to
-    bin r and ``momentum f`` to bin r + 1; bins outside [0, nb) are dropped (PML's
-    DynamicSoftMargin update)."""
+    """Add to ``u`` (nb,) in place the linear-interpolation histogram of ``x``: with ``t = (x -
+    min_val) / delta``, ``r = floor(t)``, ``f = t - r``, ``momentum (1 - f)`` to bin r and
+    ``momentum f`` to bin r + 1; bins outside [0, nb) dropped.
+    """
     nb = u.shape[0]
     t = ((x - min_val) / delta).ravel()
     fl = np.floor(t)

@@ -1,8 +1,7 @@
-"""Scratch arrays reused across a loss's calls (one set per owner and thread).
+"""Scratch arrays reused across a loss's calls, one set per owner and thread.
 
-A loss runs its float64 computation inside ``using_workspace(owner)``; :func:`scratch` then hands
-out arrays reused across that owner's calls instead of fresh (N, D) temporaries. Outside such a
-block :func:`scratch` returns None and callers allocate; the values are the same either way.
+Inside ``using_workspace(owner)``, :func:`scratch` returns the owner's arrays; outside it returns
+None and callers allocate.
 """
 from __future__ import annotations
 
@@ -32,10 +31,7 @@ class _Workspace:
 
 @contextmanager
 def using_workspace(owner):
-    """Within the block, :func:`scratch` returns ``owner``'s arrays for the current thread.
-
-    Arrays handed out inside the block are overwritten by the owner's next call: copy what must
-    outlive it."""
+    """Within the block :func:`scratch` returns ``owner``'s arrays; the next call overwrites them."""
     per = _WORKSPACES.get(owner)
     if per is None:
         per = {}

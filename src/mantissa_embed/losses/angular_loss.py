@@ -16,48 +16,16 @@ def _flat_add(rows, cols, vals, shape):
 
 
 class AngularLoss(BaseMetricLossFunction):
-    """Angular loss over (anchor, positive) pairs and every negative of the anchor.
+    """Angular loss over (anchor, positive) pairs against every negative of the anchor.
 
-    ``AngularLoss(alpha=40, distance=None, reducer=None, embedding_regularizer=None,
-    embedding_reg_weight=1, backend="mantissa")``
+    ``AngularLoss(alpha=40, distance=None, reducer=None, ...)``, ``alpha`` in degrees in (0, 90);
+    ``loss(a, p) = log(1 + sum_n exp(4 t (a + p) . x_n - 2 (1 + t) a . p))``, ``t = tan(alpha)^2``,
+    reduced over the pairs (default MeanReducer). The distance must be the default
+    ``LpDistance(p=2, power=1, normalize_embeddings=True)``; labels are required.
 
-    For each positive pair (a, p) (all pairs of the labels, or the positive pairs of an
-    ``indices_tuple``; triplets ``(a, p, n)`` give their ``(a, p)``), with ``a_hat``, ``p_hat`` the
-    L2-normalized anchor and positive, ``t = tan(alpha)^2`` and ``x_n`` the reference rows with a
-    label different from the anchor's::
-
-        loss(a, p) = log(1 + sum_n exp(4 t (a_hat + p_hat) . x_n - 2 (1 + t) a_hat . p_hat))
-
-    (0 when the anchor has no negative). As in PML, the negatives ``x_n`` are the *raw* reference
-    embeddings (not normalized), the negatives come from the labels (``labels`` are required
-    even with an ``indices_tuple``), and the batch needs at least one positive and one negative
-    pair, otherwise the loss is 0. Default reducer ``MeanReducer`` over the pairs
-    (reduction type "pos_pair"): ``terms = {"loss"}``.
-
-    The log-sum-exp over the (pairs x negatives) logits runs in the C engine
-    (``engine.angular_loss_forward`` / ``angular_loss_backward``), parallel over pairs, from the
-    (N, M) and (M, M) logit matrices: memory O(N M + M^2 + pairs), never pairs x M.
-
-    Shapes: ``embeddings`` (N, D), ``labels`` (N,), ``ref_emb`` (M, D), ``ref_labels`` (M,).
-
-    References: J. Wang, F. Zhou, S. Wen, X. Liu, Y. Lin, "Deep Metric Learning with Angular
-    Loss", ICCV 2017 (arXiv:1708.01682); pytorch-metric-learning ``losses/angular_loss.py``.
-
-    Parameters
-    ----------
-    alpha : float, default 40
-        The angle in degrees, in (0, 90).
-    distance : must be ``LpDistance(p=2, power=1, normalize_embeddings=True)`` (the default).
-    reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Raises
-    ------
-    ValueError
-        ``alpha`` outside (0, 90); an LpDistance with other settings; ``labels`` None; ``ref_emb`` without
-        ``ref_labels``; bad call inputs (see the base class).
-    TypeError
-        Non-numeric ``alpha``; a distance that is not an LpDistance (PML asserts).
+    Raises ``ValueError`` for ``alpha`` outside (0, 90), another LpDistance, missing labels;
+    ``TypeError`` for a distance that is not an LpDistance.
+    Source: J. Wang et al., "Deep Metric Learning with Angular Loss", ICCV 2017.
     """
 
     def __init__(self, alpha=40, **kwargs):

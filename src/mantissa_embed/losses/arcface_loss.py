@@ -11,28 +11,13 @@ __all__ = ["ArcFaceLoss"]
 
 
 class ArcFaceLoss(LargeMarginSoftmaxLoss):
-    r"""Softmax cross-entropy with an additive angular margin on the target class.
+    """Softmax cross-entropy with an additive angular margin on the target class.
 
-    .. math::
-        z_{ij} = s \begin{cases} \cos(\theta_{i,y_i} + m) & j = y_i,\ \theta \le \pi - m \\
-        \cos\theta_{i,y_i} - m \sin m & j = y_i,\ \theta > \pi - m \\ \cos\theta_{ij} & j \ne y_i \end{cases}
-
-    ``margin`` is given in degrees (stored in radians in ``self.margin``, as PML), ``s`` =
-    ``scale``. Where a target cosine is exactly +-1 the derivative of the angle is taken as 0
-    (torch gives NaN there).
-
-    Parameters
-    ----------
-    num_classes, embedding_size : int >= 1
-    margin : float, default 28.6 (degrees)
-    scale : float, default 64
-    other keyword arguments: see :class:`LargeMarginSoftmaxLoss`.
-
-    Attributes
-    ----------
-    W : Parameter, shape (embedding_size, num_classes), initialized N(0, 1).
-
-    Source: pytorch-metric-learning ``losses/arcface_loss.py``; arXiv:1801.07698.
+    ``ArcFaceLoss(num_classes, embedding_size, margin=28.6, scale=64, **kwargs)``: target logit
+    ``s cos(theta + m)`` (``s cos(theta) - s m sin(m)`` beyond ``pi - m``); ``margin`` in degrees,
+    stored in radians. ``W`` (embedding_size, num_classes), N(0, 1). Other arguments: see
+    :class:`LargeMarginSoftmaxLoss`.
+    Source: J. Deng et al., "ArcFace", CVPR 2019 (arXiv:1801.07698).
     """
 
     def __init__(self, num_classes, embedding_size, margin=28.6, scale=64, **kwargs):
@@ -49,10 +34,9 @@ class ArcFaceLoss(LargeMarginSoftmaxLoss):
         return labels[:, None]
 
     def _target_cosines(self, x, W, labels, cos):
-        """As the base class, but on the float32 call path the target cosines with |c| > 0.99 are
-        recomputed from the float64 rows (the max over :meth:`_target_columns`): psi's derivative
-        sin(theta + m) / sin(theta) amplifies a float32 cosine's rounding near theta = 0 or pi
-        (at theta = 0.5 degrees, 6e-8 in cos becomes ~1e-3 relative in the gradient)."""
+        """As the base class, but float32 target cosines with ``|c| > 0.99`` are recomputed in float64
+        (the margin's derivative amplifies their rounding near theta = 0 or pi).
+        """
         c = super()._target_cosines(x, W, labels, cos)
         if x.dtype == np.float64:
             return c

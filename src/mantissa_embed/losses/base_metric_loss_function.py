@@ -1,10 +1,4 @@
-"""LossOutput and BaseMetricLossFunction: the call contract every metric loss keeps.
-
-``out = loss_func(embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None)``
-(pytorch-metric-learning's ``BaseMetricLossFunction.forward``) returns a :class:`LossOutput`
-holding the loss *and* its gradient: there is no autograd. A loss composes
-``distance.forward_ctx -> fused reduction (engine) -> distance.backward``.
-"""
+"""LossOutput and BaseMetricLossFunction (pytorch-metric-learning's base class, with explicit gradients)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,26 +14,9 @@ from ..utils import check_indices_tuple
 
 @dataclass
 class LossOutput:
-    """What a loss call returns.
-
-    Attributes
-    ----------
-    loss : float
-        The loss value.
-    grad : (N, D) float32 ndarray
-        dL / d embeddings.
-    ref_grad : (M, D) float32 ndarray or None
-        dL / d ref_emb when ``ref_emb`` was given, else None.
-    terms : dict[str, float]
-        The sub-losses that sum to ``loss`` (PML's sub-loss names, e.g. ``pos_loss`` /
-        ``neg_loss`` for ContrastiveLoss, ``loss`` for TripletMarginLoss, plus
-        ``embedding_reg_loss`` with an embedding regularizer).
-    unreduced : dict or None
-        Only with a :class:`~mantissa_embed.reducers.DoNothingReducer` (alone or inside
-        :class:`~mantissa_embed.reducers.MultipleReducers`): PML's loss dict of the sub-losses it
-        received, ``{name: {"losses": (K,) float64 array (or 0), "indices": ..., "reduction_type":
-        ...}}``. ``loss`` is then the sum of those per-element losses and ``grad`` its gradient.
-        None otherwise.
+    """What a loss call returns: ``loss`` (float), ``grad`` (N, D) float32 dL/d embeddings,
+    ``ref_grad`` (M, D) float32 or None, ``terms`` (PML's sub-loss names -> float, summing to
+    ``loss``) and ``unreduced`` (PML's loss dict, only with a DoNothingReducer; else None).
     """
 
     loss: float
@@ -65,44 +42,16 @@ class _Batch:
 
 
 class BaseMetricLossFunction:
-    """Base class of metric losses (pytorch-metric-learning's ``BaseMetricLossFunction``).
+    """Base class of the metric losses (pytorch-metric-learning's ``BaseMetricLossFunction``).
 
-    Parameters
-    ----------
-    distance : BaseDistance, optional
-        Default ``LpDistance()`` (Euclidean distance of L2-normalized embeddings).
-    reducer : BaseReducer, optional
-        Default: the loss's ``get_default_reducer()``. AvgNonZeroReducer and MeanReducer run
-        fused in the engine; any other BaseReducer goes through the generic (numpy) path.
-    embedding_regularizer : callable, optional
-        ``reg(embeddings (N, D) float32)`` returning an object with ``.loss`` (float) and
-        ``.grad`` ((N, D)), e.g. a :class:`LossOutput`; its loss times ``embedding_reg_weight``
-        is added (term ``embedding_reg_loss``), and so is its gradient.
-    embedding_reg_weight : float, default 1
-    backend : {"mantissa", "numpy"}, default "mantissa"
-        Kernels for the distance and the reduction (``"numpy"``: the reference twins).
+    ``BaseMetricLossFunction(distance=None, reducer=None, embedding_regularizer=None,
+    embedding_reg_weight=1, backend="mantissa")``; defaults ``LpDistance()`` and the loss's
+    ``get_default_reducer()``. ``loss_func(embeddings (N, D), labels (N,) = None, indices_tuple=None,
+    ref_emb (M, D) = None, ref_labels (M,) = None)`` returns a :class:`LossOutput`. Subclasses
+    implement ``compute_loss(batch) -> (terms, dq, dr)``. Rules: docs/losses.md.
 
-    Calling: ``loss_func(embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None)``
-
-    - ``embeddings``: (N, D) float array, finite (converted to float32).
-    - ``labels``: (N,) integer array; may be None when ``indices_tuple`` is given.
-    - ``indices_tuple``: pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` of integer arrays
-      (e.g. a miner's output); anchors index ``embeddings``, ``p``/``n`` index ``ref_emb``
-      (or ``embeddings``). None: every pair / triplet the labels define.
-    - ``ref_emb``, ``ref_labels``: an optional reference set (M, D) and its labels. Self pairs
-      (i, i) are excluded when the reference set is the batch (``ref_emb`` None) or when
-      ``ref_labels is labels`` (PML's rule).
-
-    Returns a :class:`LossOutput`.
-
-    Raises
-    ------
-    ValueError
-        Bad shapes, NaN/Inf, labels of the wrong length, both ``labels`` and ``indices_tuple``
-        None, ``ref_emb`` without ``ref_labels`` when pairs must be enumerated, ``ref_labels``
-        without ``ref_emb``, indices out of range.
-    TypeError
-        Non-numeric embeddings, non-integer labels or indices, unsupported argument types.
+    Raises ``ValueError`` for bad shapes, NaN/Inf, labels of the wrong length, no labels and no
+    indices_tuple, indices out of range; ``TypeError`` for non-numeric or non-integer inputs.
     """
 
     def __init__(self, distance=None, reducer=None, embedding_regularizer=None, embedding_reg_weight=1,
@@ -246,15 +195,11 @@ class BaseMetricLossFunction:
         return {k: 0.0 for k in self._sub_loss_names()}, dq, dr
 
     def _reduce_generic(self, losses, indices, reduction_type, batch, loss_name=None, divisor=None):
-        """Reduce per-element ``losses`` with ``self.reducer``: ``(value, d value / d losses)``.
+        """Reduce ``losses`` with ``self.reducer``: ``(value, d value / d losses)``.
 
-        ``loss_name``: the sub-loss these losses belong to (PML's loss-dict key, e.g.
-        ``"pos_loss"``); it picks the reducer inside a :class:`MultipleReducers` and names the
-        entry recorded by a :class:`DoNothingReducer`. When None it is inferred: the only
-        sub-loss name of the loss, or ``pos_loss`` / ``neg_loss`` for "pos_pair" / "neg_pair"
-        reductions of a loss with those two sub-losses; otherwise a ``ValueError`` asks for it
-        (only when the reducer needs a name). ``divisor``: the divisor of a
-        :class:`DivisorReducer` (PML's ``"divisor"`` loss-dict entry); ignored by other reducers.
+        ``loss_name`` is the sub-loss (PML's loss-dict key) a MultipleReducers or DoNothingReducer
+        needs; inferred when the loss has one sub-loss, or pos_loss / neg_loss for pair reductions.
+        ``divisor`` goes to a DivisorReducer.
         """
         red = self.reducer
         if red.needs_loss_name:

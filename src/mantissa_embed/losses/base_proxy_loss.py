@@ -14,32 +14,13 @@ from .mixins import WeightRegularizerMixin
 
 
 class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
-    """Base of the losses that own a class-weight :class:`Parameter` (proxies, classifier weights).
+    """Base of the losses that own a class-weight :class:`~mantissa_embed.parameter.Parameter`.
 
-    Subclasses set ``self.<attr> = Parameter(...)`` through :meth:`_make_weight` and implement
-    ``_forward64(x, labels, miner_weights, W) -> (entries, backward)``, where ``entries`` is a
-    list of ``(name, losses (K,), indices, reduction_type, divisor)`` and
-    ``backward(list of dlosses) -> (dx (N, D), dW)``. ``W`` is float64; ``x`` is float64 in
-    :meth:`compute64` (the reference) and float32 on the call path, where the similarity and
-    the softmax cross-entropy (:meth:`_similarity`, :meth:`_xent`) run in float32.
-
-    Common keyword arguments: ``distance``, ``reducer``, ``embedding_regularizer``,
-    ``embedding_reg_weight``, ``weight_regularizer``, ``weight_reg_weight``,
-    ``weight_init_func`` (``f(shape, rng) -> array``; default the loss's PML default), ``seed``
-    (int or ``numpy.random.Generator`` for the initialization), ``backend``.
-
-    Call: ``out = loss_func(embeddings (N, D), labels (N,) int in [0, num_classes),
-    indices_tuple=None)``. ``indices_tuple`` (a miner's output) weights each example by how
-    often it occurs (``utils.convert_to_weights``). ``ref_emb`` / ``ref_labels`` are not
-    supported.
-
-    Raises
-    ------
-    ValueError
-        labels missing, of the wrong length or outside ``[0, num_classes)``; ``ref_emb`` given;
-        embeddings of the wrong width, NaN/Inf; a bad indices_tuple.
-    TypeError
-        Non-numeric embeddings, non-integer labels, arguments of the wrong type.
+    Subclasses create the weight with :meth:`_make_weight` and implement ``_forward64(x, labels,
+    miner_weights, W) -> (entries, backward)``, ``entries`` a list of ``(name, losses, indices,
+    reduction_type, divisor)`` and ``backward(dlosses list) -> (dx, dW)``. ``W`` is float64; ``x`` is
+    float64 in :meth:`compute64` and float32 on the call path. Keyword arguments, call and errors:
+    docs/losses.md, "Losses that own class weights".
     """
 
     #: name of the Parameter attribute; True when it is stored (embedding_size, K) (rows = columns)
@@ -116,13 +97,9 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
 
     # -- the two precisions: float64 embeddings give the reference, float32 ones the call path ----
     def _similarity(self, X, R):
-        """``self.distance(X, R)`` (N, M) and ``backward(dmat) -> (dX, dR)``, in the dtype of ``X``.
-
-        float64 ``X``: :func:`similarity64` (the float64 reference, numpy). float32 ``X`` (the call
-        path): the same computation in float32 with ``R`` rounded to float32 and the (N, D) x
-        (D, M) contractions on the engine's SGEMM; ``dmat`` is rounded to float32 (an overflow
-        becomes inf, which ``compute_loss`` reports); ``dX`` is float32, ``dR`` float64. (Not the
-        distance objects' ``forward_ctx``: a cosine here never forms the (N, D) normalized X.)"""
+        """``self.distance(X, R)`` (N, M) and ``backward(dmat) -> (dX, dR)`` in the dtype of ``X``:
+        float64 through numpy, float32 through the engine's SGEMM (``dR`` float64).
+        """
         if X.dtype != np.float32:
             return similarity64(self.distance, X, R)
         R32 = np.ascontiguousarray(R, dtype=np.float32)
@@ -137,12 +114,9 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
         return mat, backward
 
     def _xent(self, z, labels):
-        """Per-row softmax cross-entropy of logits ``z`` (N, C), in the dtype of ``z``:
-        ``(losses (N,) float64, backward(dlosses (N,)) -> dz)``.
-
-        float64: :func:`softmax_xent64` (the reference). float32 (the call path): the engine's fast
-        row softmax NLL with column ``labels[i]`` the only positive of row ``i`` (one float exp
-        per entry, sums in double), ``dz`` float32."""
+        """Row softmax cross-entropy of logits ``z`` (N, C): ``(losses (N,) float64, backward)``; float32
+        ``z`` runs the engine's fast row softmax NLL.
+        """
         if z.dtype != np.float32:
             return softmax_xent64(z, labels)
         eng, cols = self.engine, np.arange(z.shape[1])
@@ -192,10 +166,9 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
     _SCALE_NAMES = ("temperature", "softmax_scale", "alpha", "la", "gamma", "scale", "margin")
 
     def compute_loss(self, batch):
-        """Terms and d loss / d embeddings; adds d loss / d weight to the weight's ``grad``.
-
-        Raises ``ValueError`` (naming the scale hyperparameters) when the loss or a gradient
-        overflows float32; the weight's ``grad`` is then left unchanged."""
+        """Terms and dL/d embeddings; adds dL/d weight to the weight's ``grad``. ``ValueError`` (naming
+        the scale hyperparameters, ``grad`` unchanged) when the loss or a gradient overflows float32.
+        """
         # float32 embeddings: the (N, D) x (D, M) contractions run in float32 (see _similarity);
         # rows whose squared norm over- or underflows float32 take the float64 route instead.
         # An overflow (float32 logits, casts) gives inf / NaN, reported below as a ValueError.

@@ -10,23 +10,11 @@ __all__ = ["CosFaceLoss"]
 
 
 class CosFaceLoss(LargeMarginSoftmaxLoss):
-    r"""Softmax cross-entropy with an additive cosine margin on the target class.
+    """Softmax cross-entropy with an additive cosine margin: ``z_ij = s (cos theta_ij - m [j = y_i])``.
 
-    .. math::
-        z_{ij} = s\,(\cos\theta_{ij} - m\,\mathbf{1}_{j = y_i})
-
-    Parameters
-    ----------
-    num_classes, embedding_size : int >= 1
-    margin : float, default 0.35
-    scale : float, default 64
-    other keyword arguments: see :class:`LargeMarginSoftmaxLoss`.
-
-    Attributes
-    ----------
-    W : Parameter, shape (embedding_size, num_classes), initialized N(0, 1).
-
-    Source: pytorch-metric-learning ``losses/cosface_loss.py``; arXiv:1801.09414.
+    ``CosFaceLoss(num_classes, embedding_size, margin=0.35, scale=64, **kwargs)``; ``W``
+    (embedding_size, num_classes), N(0, 1). Other arguments: see :class:`LargeMarginSoftmaxLoss`.
+    Source: H. Wang et al., "CosFace", CVPR 2018 (arXiv:1801.09414).
     """
 
     def __init__(self, num_classes, embedding_size, margin=0.35, scale=64, **kwargs):

@@ -28,75 +28,19 @@ def _as_mask(enqueue_mask, n):
 
 
 class CrossBatchMemory:
-    """Wrap a pair/tuple loss so that each batch is compared against a memory bank.
+    """Wrap a pair/tuple loss so that each batch is compared against a memory bank of past embeddings.
 
-    ``CrossBatchMemory(loss, embedding_size, memory_size=1024, miner=None)``, called as
-    ``out = xbm(embeddings, labels, indices_tuple=None, enqueue_mask=None)``.
+    ``CrossBatchMemory(loss, embedding_size, memory_size=1024, miner=None)``; call
+    ``xbm(embeddings (N, D), labels (N,), indices_tuple=None, enqueue_mask=None)``. Each call copies
+    the rows to enqueue into a ring buffer (``embedding_memory``, ``label_memory``, ``queue_idx``,
+    ``has_been_filled``), then runs ``loss`` with the filled memory as the reference set (pairs of a
+    row with its own copy removed). ``grad`` is w.r.t. the batch only; ``ref_grad`` is None. A call
+    that raises leaves the queue unchanged; :meth:`reset_queue` empties it.
 
-    The memory is a ring buffer of ``memory_size`` rows (``embedding_memory`` (memory_size,
-    embedding_size) float32, ``label_memory`` (memory_size,) int64). Each call
-
-    1. writes the rows to enqueue (all rows, or the rows where ``enqueue_mask`` is True) into
-       the buffer at ``queue_idx, queue_idx + 1, ...`` (mod ``memory_size``) as *copies*: the
-       memory never aliases the caller's array and receives no gradient;
-    2. advances the cursor ``queue_idx``; ``has_been_filled`` becomes True once it wraps;
-    3. uses the filled part of the buffer (``embedding_memory[:queue_idx]`` until the first
-       wrap, the whole buffer afterwards), which already includes this batch, as the reference
-       set of ``loss``: the queries are all rows (no mask) or the rows where ``enqueue_mask`` is
-       False;
-    4. builds the index tuple: ``miner(queries, labels, memory, memory_labels)`` when a miner is
-       given, else every positive and negative pair of queries x memory; without a mask, the
-       pairs (and triplets) that compare a row with its own copy in the memory are removed
-       (no item against itself). A given ``indices_tuple`` (anchors index the batch, positives
-       and negatives index the memory) is converted to the same form and appended, as in PML.
-
-    The returned :class:`~mantissa_embed.losses.LossOutput` has ``grad`` (N, D): the gradient
-    with respect to the current batch only, through its query role (rows that only enter the
-    queue get zero); ``ref_grad`` is None because the memory is constant. Nothing happens
-    automatically over time: no epoch counter, no warmup. The caller decides when to start
-    calling the memory (train on the batch alone with ``loss`` first if features drift fast)
-    and may empty it with :meth:`reset_queue`. A call that raises (bad arguments, or an error
-    in the miner or the loss) leaves the queue unchanged.
-
-    Parameters
-    ----------
-    loss : BaseMetricLossFunction
-        A loss that accepts a reference set: PML's supported list (:meth:`supported_losses`)
-        and their subclasses; any other loss is rejected. In particular the losses that own
-        class weights (``loss.parameters()`` non-empty: proxy and classifier losses such as
-        ``NormalizedSoftmaxLoss``, ``ProxyAnchorLoss``, ``ArcFaceLoss``, ``P2SGradLoss``) are
-        rejected with a message saying so: they compare embeddings with their own weights,
-        not with other embeddings. (``MarginLoss(learn_beta=True)`` owns its ``beta`` yet is
-        supported, as in PML: its gradient accumulates into ``beta.grad`` as usual.)
-    embedding_size : int >= 1
-        D, the number of columns of the embeddings.
-    memory_size : int >= 1, default 1024
-        Rows of the ring buffer.
-    miner : BaseMiner, optional
-        Called as ``miner(queries, query_labels, memory, memory_labels)``.
-
-    Call arguments
-    --------------
-    embeddings : (N, D) float array (converted to float32), finite.
-    labels : (N,) integer array (required).
-    indices_tuple : optional pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)``: anchors index
-        ``embeddings``, ``p``/``n`` index the memory as it is after this batch was enqueued.
-    enqueue_mask : optional (N,) bool array: True rows go into the queue (and are not queries),
-        False rows are queries only. Exclusive with ``indices_tuple``.
-
-    Raises
-    ------
-    TypeError
-        ``loss`` not a metric loss, owning learnable weights, or not supported; ``miner`` not
-        callable; non-integer labels; a non-boolean ``enqueue_mask``.
-    ValueError
-        ``embedding_size`` / ``memory_size`` < 1; embeddings not (N, embedding_size) or
-        not finite; labels of the wrong length; N > memory_size without a mask (or more
-        enqueued rows than ``memory_size``); ``indices_tuple`` together with
-        ``enqueue_mask``; indices out of range.
-
-    Reference: X. Wang, H. Zhang, W. Huang, M. R. Scott, "Cross-Batch Memory for Embedding
-    Learning", CVPR 2020; pytorch-metric-learning ``losses/cross_batch_memory.py``.
+    Raises ``TypeError`` for a loss that is not supported (:meth:`supported_losses`) or owns class
+    weights, a miner that is not callable; ``ValueError`` for bad sizes, more enqueued rows than
+    ``memory_size``, ``indices_tuple`` with ``enqueue_mask``.
+    Source: X. Wang et al., "Cross-Batch Memory for Embedding Learning", CVPR 2020.
     """
 
     def __init__(self, loss, embedding_size, memory_size=1024, miner=None):

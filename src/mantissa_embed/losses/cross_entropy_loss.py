@@ -11,36 +11,14 @@ __all__ = ["CrossEntropyLoss"]
 
 
 class CrossEntropyLoss:
-    r"""Softmax cross-entropy of logits against integer class labels, with its exact gradient.
+    """Softmax cross-entropy of logits against integer labels, with its exact gradient.
 
-    .. math::
-        L = \frac{1}{N}\sum_{i=1}^{N} \Big(\log \sum_{j=1}^{C} e^{z_{ij}} - z_{i,y_i}\Big)
+    ``CrossEntropyLoss(reduction="mean", backend="mantissa")``; ``loss_func(logits (N, C), labels (N,)
+    in [0, C))`` returns a :class:`LossOutput` whose ``grad`` is dL/d logits (N, C) float32. No
+    learnable weights. An empty batch gives 0 (torch gives NaN).
 
-    For classifier-assisted training: put a :class:`~mantissa_embed.layers.Dense` classifier on
-    the embeddings, call this loss on its output and pass ``out.grad`` to the classifier's
-    ``backward``. It has no learnable weights (``parameters()`` is empty).
-
-    Parameters
-    ----------
-    reduction : {"mean", "sum"}, default "mean"
-        Mean over the batch (torch's default) or the sum.
-    backend : {"mantissa", "numpy"}, default "mantissa"
-        The C kernel (``engine.softmax_xent_forward_backward``) or its numpy twin.
-
-    Call: ``out = loss_func(logits (N, C) float, labels (N,) int in [0, C))`` ->
-    :class:`LossOutput` with ``loss``, ``grad = d loss / d logits`` (N, C) float32 and
-    ``terms={"loss": loss}``. The computation is in double precision per row (log-sum-exp
-    shifted by the row maximum, so large logits do not overflow). An empty batch gives loss 0
-    and an empty gradient (torch returns NaN there).
-
-    Raises
-    ------
-    ValueError
-        logits not 2-D, with no column, or NaN/Inf; labels of the wrong length or outside
-        ``[0, C)``; an unknown ``reduction`` or ``backend``.
-    TypeError
-        Non-numeric logits, non-integer labels.
-
+    Raises ``ValueError`` for logits not 2-D, without columns or with NaN/Inf, bad labels, an unknown
+    ``reduction``; ``TypeError`` for non-numeric logits or non-integer labels.
     Source: ``torch.nn.CrossEntropyLoss`` (no class weights, no label smoothing).
     """
 

@@ -14,71 +14,18 @@ _CHUNK = 1 << 22  # triplets per chunk
 
 
 class DynamicSoftMarginLoss(BaseMetricLossFunction):
-    """CDF-based dynamic soft margin: each ``x = d_pos - d_neg`` is weighted by the empirical CDF
-    of ``x`` (a running histogram with momentum).
+    """Each ``x = d(a, p) - d(a, n)`` weighted by the CDF of a running histogram of ``x``.
 
-    ``DynamicSoftMarginLoss(min_val=-2.0, num_bins=10, momentum=0.01, distance=None, reducer=None,
-    embedding_regularizer=None, embedding_reg_weight=1, backend="mantissa")``
+    ``DynamicSoftMarginLoss(min_val=-2.0, num_bins=10, momentum=0.01, distance=None, ...)``: over
+    all triplets of the labels or of ``indices_tuple`` (without labels, matching rows of the batch
+    and the reference set against the hardest negative), ``loss = mean_x CDF[bin(x)] x``. State:
+    ``hist_`` (num_bins,) float64. The distance must be an LpDistance with
+    ``normalize_embeddings=True`` and ``p=2``.
 
-    With labels, ``x`` runs over all triplets ``(a, p, n)`` of the labels (or of
-    ``indices_tuple``; with ``ref_emb``, ``p``/``n`` index the reference set):
-    ``x = d(a, p) - d(a, n)``. Without labels (``labels=None``; ``indices_tuple`` is then ignored,
-    as in PML), row ``i`` of the batch and row ``i`` of the reference set (default: the batch) are
-    a matching pair: ``x_i = d_ii - min(min_k d_ki, min_k d_ik)`` over ``k != i`` (the hardest
-    negative in the row or the column; rows beyond the smaller side use 0 for the missing terms).
-
-    Histogram (``num_bins`` bins of width ``delta = 2 |min_val| / num_bins`` from ``min_val``): with
-    ``t = (x - min_val) / delta``, ``r = floor(t)``, ``a = t - r``, each ``x`` adds
-    ``momentum (1 - a)`` to bin ``r`` and ``momentum a`` to bin ``r + 1`` of
-    ``(1 - momentum) hist_`` (momentum 1 while ``hist_`` is all zero, i.e. at the first call); the
-    result is normalized to sum 1 and stored in ``hist_``. Then
-
-        loss = mean_x CDF[r(x)] * x,   CDF = cumsum(hist_)
-
-    already reduced. The gradient flows through ``x`` and through this call's contribution to
-    the histogram (the fractional parts ``a``), as torch autograd does on PML's first call; the
-    previous ``hist_`` is a constant (PML keeps it attached to the previous graph, so a second
-    backward raises there).
-
-    Deviations from PML (which raises an index error in these cases): contributions to bins
-    outside ``[0, num_bins)`` are dropped, and ``r`` is clipped to ``[0, num_bins - 1]`` for the
-    CDF look-up; without labels, rows with no off-diagonal entry (a 1 x 1 matrix) are skipped.
-    No triplet (or N = 0): loss 0, zero gradient, ``hist_`` unchanged.
-
-    Cost: all triplets are visited three times by C kernels threaded over anchors
-    (``dsm_triplet_hist`` / ``_loss`` / ``_backward``), without materializing them; O(N M) memory.
-    With an ``indices_tuple`` the given triplets are processed in numpy chunks.
-
-    References: L. Zhang, S. Rusinkiewicz, "Learning Local Descriptors with a CDF-Based Dynamic
-    Soft Margin", ICCV 2019; pytorch-metric-learning ``losses/dynamic_soft_margin_loss.py``.
-
-    Parameters
-    ----------
-    min_val : float, default -2.0
-        Smallest value of ``x`` the histogram covers (nonzero); it spans ``[min_val, -min_val]``
-        when ``min_val < 0``.
-    num_bins : int, default 10
-    momentum : float, default 0.01
-        Weight of the current batch's histogram.
-    distance : LpDistance, optional
-        Must be an ``LpDistance`` with ``normalize_embeddings=True`` and ``p=2`` (the default
-        ``LpDistance()``).
-    reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Attributes: ``hist_`` ((num_bins,) float64), the running histogram.
-
-    Inputs: ``embeddings`` (N, D); ``labels`` (N,) optional; ``indices_tuple`` optional (with
-    labels); ``ref_emb`` (M, D) / ``ref_labels`` (M,) optional. Output: ``LossOutput``
-    (``terms = {"loss"}``; ``ref_grad`` with ``ref_emb``).
-
-    Raises
-    ------
-    TypeError
-        ``distance`` not an LpDistance; non-numeric arguments.
-    ValueError
-        ``min_val == 0``, ``num_bins < 1``, a distance without normalization or with ``p != 2``;
-        bad call inputs (see the base class).
+    Raises ``TypeError`` for another distance; ``ValueError`` for ``min_val == 0``,
+    ``num_bins < 1``, a distance without normalization or with ``p != 2``.
+    Source: L. Zhang, S. Rusinkiewicz, "Learning Local Descriptors with a CDF-Based Dynamic Soft
+    Margin", ICCV 2019.
     """
 
     def __init__(self, min_val=-2.0, num_bins=10, momentum=0.01, **kwargs):

@@ -42,52 +42,17 @@ def _check_int_like(v, name, minimum):
 
 
 class FastAPLoss(BaseMetricLossFunction):
-    """FastAP: one minus a histogram-binned approximation of average precision, per anchor.
+    """FastAP: one minus a soft-binned average precision per anchor.
 
-    ``FastAPLoss(num_bins=10, distance=None, reducer=None, embedding_regularizer=None,
-    embedding_reg_weight=1, backend="mantissa")``
+    ``FastAPLoss(num_bins=10, distance=None, reducer=None, ...)``: distances (default
+    ``LpDistance(power=2)``) spread on ``num_bins + 1`` triangular pulses; ``loss_i = (1 -
+    FastAP_i) w_i`` over the anchors with a positive (default MeanReducer). An ``indices_tuple``
+    only weighs the anchors. Labels required; no ``ref_emb``.
 
-    For anchor ``i`` with distances ``d_ij`` (default ``LpDistance(power=2)``: squared Euclidean
-    distance of L2-normalized embeddings, in ``[0, 4]``), the distances are soft-binned with
-    triangular pulses on ``num_bins + 1`` centres ``c_b = b * 2**power / num_bins``:
-    ``pulse_b(d) = max(0, 1 - |d - c_b| / Delta)``, ``Delta = 2**power / num_bins``.
-    With ``h+_ib = sum_{j pos} pulse_b(d_ij)``, ``h_ib = sum_{j != i} pulse_b(d_ij)`` (positives and
-    negatives), ``H+ = cumsum_b h+``, ``H = cumsum_b h``:
-
-        FastAP_i = (1 / |P_i|) * sum_b h+_ib H+_ib / H_ib     (terms with h+ H+ = 0 or H = 0 dropped)
-        loss_i   = (1 - FastAP_i) * w_i
-
-    over the anchors with at least one positive, reduced by ``reducer`` (default
-    ``MeanReducer``, reduction type "element", indices = those anchors). ``w_i`` is 1 without an
-    ``indices_tuple``; with one, PML's ``convert_to_weights`` (how often ``i`` occurs in the tuple,
-    divided by the largest count): the tuple only weighs the anchors, every pair is still used.
-    The gradient is that of this piecewise-linear binning (the pulses' slopes), as torch
-    autograd gives it; a distance exactly on a centre gets 0 from that pulse.
-
-    Inputs: ``embeddings`` (N, D), ``labels`` (N,) int (required), ``indices_tuple`` optional;
-    ``ref_emb`` / ``ref_labels`` are not supported (ValueError). Output: ``LossOutput`` with
-    ``grad`` (N, D) and ``terms = {"loss"}``. No anchor with a positive: loss 0, zero gradient.
-
-    References: F. Cakir, K. He, X. Xia, B. Kulis, S. Sclaroff, "Deep Metric Learning to Rank",
-    CVPR 2019; pytorch-metric-learning ``losses/fast_ap_loss.py``.
-
-    Parameters
-    ----------
-    num_bins : int, default 10
-        Number of bins (>= 1).
-    distance : LpDistance, optional
-        Must be an ``LpDistance`` with ``normalize_embeddings=True`` and ``p=2`` (any ``power``);
-        default ``LpDistance(power=2)``.
-    reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Raises
-    ------
-    TypeError
-        ``distance`` not an LpDistance, ``num_bins`` not an integer.
-    ValueError
-        ``num_bins < 1``, a distance without normalization or with ``p != 2``, missing labels,
-        ``ref_emb`` given; bad call inputs (see the base class).
+    Raises ``TypeError`` for a distance that is not an LpDistance or a non-integer ``num_bins``;
+    ``ValueError`` for ``num_bins < 1``, a distance without normalization or ``p != 2``, missing
+    labels, ``ref_emb``.
+    Source: F. Cakir et al., "Deep Metric Learning to Rank", CVPR 2019.
     """
 
     def __init__(self, num_bins=10, **kwargs):

@@ -8,13 +8,12 @@ from .base_metric_loss_function import BaseMetricLossFunction
 
 
 class GenericPairLoss(BaseMetricLossFunction):
-    """A loss over positive pairs ``(a1, p)`` and negative pairs ``(a2, n)``.
+    """A loss over positive pairs ``(a1, p)`` and negative pairs ``(a2, n)`` (PML's ``GenericPairLoss``).
 
-    Given no ``indices_tuple``, every pair the labels define is used (no self pairs for the batch
-    itself); triplets ``(a, p, n)`` are turned into pairs ``(a, p, a, n)``. As in PML, when every
-    array of the pair tuple has at most one element the loss is 0 (zero gradient) without
-    computing the distances. Subclasses implement :meth:`pair_loss_all` (the fused path over
-    all pairs) and :meth:`pair_loss` (given pairs); both return ``(terms, dmat)``.
+    Without ``indices_tuple`` every pair of the labels is used; triplets become pairs; when every
+    array of the pair tuple has at most one element the loss is 0. Subclasses implement
+    :meth:`pair_loss_all` (all pairs, fused) and :meth:`pair_loss` (given pairs), each returning
+    ``(terms, dmat)``.
     """
 
     def compute_loss(self, batch):
@@ -42,11 +41,10 @@ class GenericPairLoss(BaseMetricLossFunction):
     def _softmax_all(self, kernel, mat, batch, unreduced):
         """Every-pair loss through a fused softmax kernel (``engine.ntxent_all`` / ``supcon_all``).
 
-        With a Mean/AvgNonZero reducer the kernel reduces in C. Otherwise it returns the
-        unreduced losses, ``unreduced(raw) -> (losses, indices, reduction_type, to_weights)``
-        picks them for ``self.reducer`` (``to_weights(dl)`` lays d value / d losses out as the
-        kernel's weight array), and a second call turns those weights into dmat.
-        Returns ``({"loss": value}, dmat)``; sets ``self.stats``."""
+        Mean and AvgNonZero reducers reduce in C; any other reducer gets the unreduced losses through
+        ``unreduced(raw) -> (losses, indices, reduction_type, to_weights)`` and a second kernel call
+        turns its weights into dmat. Returns ``({"loss": value}, dmat)``.
+        """
         n_pos, n_neg = utils._count_pairs(batch.labels, batch.ref_labels, batch.same)
         if n_pos == 0 or n_neg == 0:
             return {"loss": 0.0}, np.zeros(mat.shape, dtype=np.float32)

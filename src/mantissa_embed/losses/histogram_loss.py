@@ -22,53 +22,16 @@ def _unique_sorted_pairs(i, j):
 
 
 class HistogramLoss(BaseMetricLossFunction):
-    """Histogram loss: the probability that a random negative pair is more similar than a random
-    positive pair, estimated with soft histograms.
+    """Histogram loss: the probability that a negative pair is more similar than a positive pair.
 
-    ``HistogramLoss(n_bins=None, delta=None, distance=None, reducer=None,
-    embedding_regularizer=None, embedding_reg_weight=1, backend="mantissa")``
+    ``HistogramLoss(n_bins=None, delta=None, distance=None, reducer=None, ...)``: soft histograms of
+    the similarities (default CosineSimilarity) on the nodes ``-1 + r delta`` (``n_bins=100`` when
+    both are None), ``loss = sum_r p-_r cumsum(p+)_r``, over the pairs of the triplets; already
+    reduced. No ``ref_emb``.
 
-    The similarities ``s`` (default ``CosineSimilarity``, values in [-1, 1]) of the positive pairs
-    and of the negative pairs are each put in a soft histogram on the nodes
-    ``t_r = -1 + r * delta``, ``r = 0..R`` (``R + 1 = round(1 + 2 / delta)`` nodes): a value with
-    ``t_r <= s < t_{r+1}`` adds ``(t_{r+1} - s) / delta`` to node ``r`` and ``(s - t_r) / delta`` to
-    node ``r + 1``; each histogram is divided by its number of pairs, giving ``p+`` and ``p-``.
-
-        loss = sum_r p-_r * sum_{q <= r} p+_q
-
-    The pairs are those of the triplets ``(a, p, n)`` (all triplets of the labels, or those of the
-    ``indices_tuple``; pairs tuples are turned into triplets as in PML): the unordered pairs
-    ``{a, p}`` and ``{a, n}``, each counted once and read at ``s[min, max]``. The loss is already
-    reduced (reduction type "already_reduced"). No triplet: loss 0, zero gradient. The gradient
-    is that of the piecewise-linear binning (torch autograd on PML's formula).
-
-    Deviation (documented): a similarity of exactly 1 falls on the last node (PML raises an index
-    error); values outside [-1, 1] (possible with another ``distance``) are extrapolated linearly
-    from the end bins.
-
-    References: E. Ustinova, V. Lempitsky, "Learning Deep Embeddings with Histogram Loss",
-    NeurIPS 2016; pytorch-metric-learning ``losses/histogram_loss.py``.
-
-    Parameters
-    ----------
-    n_bins : int, optional
-        Number of bins; default 100 when ``delta`` is None too.
-    delta : float, optional
-        Bin width; default ``2 / n_bins``. If both are given, ``delta == 2 / n_bins`` is required.
-    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`; default distance
-        ``CosineSimilarity()``.
-
-    Inputs: ``embeddings`` (N, D), ``labels`` (N,) and/or ``indices_tuple``; ``ref_emb`` is not
-    supported (ValueError). Output: ``LossOutput`` (``terms = {"loss"}``).
-
-    Raises
-    ------
-    TypeError
-        Non-numeric ``n_bins`` / ``delta``.
-    ValueError
-        ``n_bins < 1``, ``delta <= 0`` or > 2, inconsistent ``n_bins`` and ``delta``, both labels
-        and indices_tuple None, ``ref_emb`` given; bad call inputs (see the base class).
+    Raises ``TypeError`` for non-numeric ``n_bins`` / ``delta``; ``ValueError`` for ``n_bins < 1``,
+    ``delta`` outside (0, 2], inconsistent values, no labels and no indices_tuple, ``ref_emb``.
+    Source: E. Ustinova, V. Lempitsky, "Learning Deep Embeddings with Histogram Loss", NeurIPS 2016.
     """
 
     def __init__(self, n_bins=None, delta=None, **kwargs):

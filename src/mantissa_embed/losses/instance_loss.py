@@ -10,36 +10,16 @@ from .n_pairs_loss import _check_no_ref
 
 
 class InstanceLoss(BaseMetricLossFunction):
-    """Instance loss: a softmax cross-entropy over the batch's scaled cosine similarities.
+    """Instance loss: softmax cross-entropy over the batch's scaled cosine similarities.
 
-    ``InstanceLoss(gamma=64, distance=None, reducer=None, embedding_regularizer=None,
-    embedding_reg_weight=1, backend="mantissa")``
+    ``InstanceLoss(gamma=64, distance=None, reducer=None, ...)``: row i of ``gamma cos(x_i, x_j)``
+    (N, N) classifies column ``t_i``, the index of ``labels[i]`` among the sorted distinct labels
+    (as PML); default MeanReducer over the rows.
 
-    With ``S = gamma * cos(x_i, x_j)`` (N x N, diagonal included) and ``t_i`` the index of
-    ``labels[i]`` among the sorted distinct labels (``numpy.unique(..., return_inverse=True)``),
-    row i is a classification of column ``t_i``, as PML does::
-
-        l_i = -log( exp(S[i, t_i]) / sum_j exp(S[i, j]) )
-
-    Default reducer ``MeanReducer`` (over the N rows, element reduction): ``terms = {"loss"}``.
-    The distance must be a :class:`~mantissa_embed.distances.CosineSimilarity` (default).
-
-    References: Z. Zheng, L. Zheng, M. Garrett, Y. Yang, M. Xu, Y.-D. Shen, "Dual-Path
-    Convolutional Image-Text Embeddings with Instance Loss", ACM TOMM 2020;
-    pytorch-metric-learning ``losses/instance_loss.py``.
-
-    Parameters
-    ----------
-    gamma : float, default 64
-    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Raises
-    ------
-    TypeError
-        A distance that is not a CosineSimilarity; non-numeric gamma.
-    ValueError
-        ``labels`` None, an ``indices_tuple`` or a ``ref_emb`` (neither is supported); bad inputs.
+    Raises ``TypeError`` for a distance that is not a CosineSimilarity; ``ValueError`` for missing
+    labels, an ``indices_tuple`` or a ``ref_emb``.
+    Source: Z. Zheng et al., "Dual-Path Convolutional Image-Text Embeddings with Instance Loss",
+    ACM TOMM 2020.
     """
 
     def __init__(self, gamma=64, **kwargs):

@@ -16,39 +16,13 @@ def _hinge_coefs(eps, increase):
     return ((1 - eps), -1.0) if increase else (-(1 + eps), 1.0)
 
 class IntraPairVarianceLoss(GenericPairLoss):
-    """Penalizes positive (negative) pairs that deviate from the mean positive (negative) pair.
+    """Penalizes pairs that deviate from the mean positive (negative) pair.
 
-    ``IntraPairVarianceLoss(pos_eps=0.01, neg_eps=0.01, distance=None, reducer=None,
-    embedding_regularizer=None, embedding_reg_weight=1, backend="mantissa")``
-
-    With a similarity ``s`` (default ``CosineSimilarity()``), ``mu_p`` / ``mu_n`` the mean over
-    the positive / negative pairs (every pair of the labels, or those of an ``indices_tuple``)::
-
-        pos_loss(a, p) = [(1 - pos_eps) mu_p - s_ap]+ ** 2
-        neg_loss(a, n) = [s_an - (1 + neg_eps) mu_n]+ ** 2
-
-    With a distance ``d`` (``is_inverted`` False) the roles swap:
-    ``[d_ap - (1 + pos_eps) mu_p]+ ** 2`` and ``[(1 - neg_eps) mu_n - d_an]+ ** 2``. Each kind is
-    reduced on its own (default ``MeanReducer``; the gradient flows through the means too) and
-    the results summed: ``terms = {"pos_loss", "neg_loss"}``. As in PML, when every array of the
-    pair tuple has at most one element the loss is 0.
-
-    Shapes: ``embeddings`` (N, D), ``labels`` (N,), ``ref_emb`` (M, D), ``ref_labels`` (M,).
-
-    References: B. Yu, D. Tao, "Deep Metric Learning with Tuplet Margin Loss", ICCV 2019 (the
-    intra-pair variance term); pytorch-metric-learning ``losses/intra_pair_variance_loss.py``.
-
-    Parameters
-    ----------
-    pos_eps : float, default 0.01
-    neg_eps : float, default 0.01
-    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Raises
-    ------
-    TypeError / ValueError
-        Non-numeric or non-finite eps; bad call inputs (see the base class).
+    ``IntraPairVarianceLoss(pos_eps=0.01, neg_eps=0.01, distance=None, reducer=None, ...)``: with a
+    similarity, ``pos_loss = [(1 - pos_eps) mu_p - s_ap]+^2``, ``neg_loss = [s_an - (1 + neg_eps)
+    mu_n]+^2`` (roles swapped for a distance); each reduced on its own (default MeanReducer, the
+    gradient flowing through the means).
+    Source: B. Yu, D. Tao, "Deep Metric Learning with Tuplet Margin Loss", ICCV 2019.
     """
 
     def __init__(self, pos_eps=0.01, neg_eps=0.01, **kwargs):

@@ -18,36 +18,16 @@ _MAX_MARGIN = 1000
 
 
 class LargeMarginSoftmaxLoss(BaseProxyLoss):
-    r"""Softmax cross-entropy whose target logit uses the angle multiplied by ``margin``.
+    """Softmax cross-entropy whose target logit uses the angle multiplied by ``margin``.
 
-    .. math::
-        z_{ij} = s\,\lVert w_j\rVert\,\lVert x_i\rVert \begin{cases} \psi(\theta_{i,y_i}) & j = y_i \\
-        \cos\theta_{ij} & j \ne y_i \end{cases},\quad
-        \psi(\theta) = (-1)^k \cos(m\theta) - 2k,\ \theta \in [\tfrac{k\pi}{m}, \tfrac{(k+1)\pi}{m}]
+    ``LargeMarginSoftmaxLoss(num_classes, embedding_size, margin=4, scale=1, **kwargs)``: ``z_ij = s
+    |w_j| |x_i| psi(theta)`` on the target, ``cos(theta)`` elsewhere, ``psi(theta) = (-1)^k
+    cos(m theta) - 2k``, ``m = int(margin)`` in [1, 1000]. ``W`` (embedding_size, num_classes),
+    N(0, 1); the distance must be CosineSimilarity. Other arguments: :class:`BaseProxyLoss`.
+    ``get_logits(embeddings)`` gives the scaled logits without the margin.
 
-    :math:`\cos(m\theta)` is evaluated as the multiple-angle polynomial in :math:`\cos\theta`
-    (Eq. 7 of the paper; evaluated by the Chebyshev recurrence); ``k`` is not differentiated. ``m`` = ``int(margin)``, ``s`` = ``scale``.
-    The distance must be ``CosineSimilarity()`` (the default). Default reducer ``MeanReducer()``.
-
-    Parameters
-    ----------
-    num_classes, embedding_size : int >= 1
-    margin : int in [1, 1000], default 4 (``int(margin)`` is used, as in PML)
-    scale : float, default 1
-    weight_regularizer, weight_reg_weight, weight_init_func, seed, distance, reducer,
-    embedding_regularizer, embedding_reg_weight, backend : see :class:`BaseProxyLoss`
-    (the weight regularizer sees the rows ``W.T``).
-
-    Attributes
-    ----------
-    W : Parameter, shape (embedding_size, num_classes), initialized N(0, 1).
-
-    ``get_logits(embeddings)`` returns the scaled logits without the margin (N, num_classes).
-
-    Raises: see :class:`BaseProxyLoss`; ``TypeError`` for a distance other than CosineSimilarity;
-    ``ValueError`` for ``int(margin)`` outside [1, 1000].
-
-    Source: pytorch-metric-learning ``losses/large_margin_softmax_loss.py``; arXiv:1612.02295.
+    Raises ``TypeError`` for another distance; ``ValueError`` for ``int(margin)`` outside [1, 1000].
+    Source: W. Liu et al., "Large-Margin Softmax Loss", ICML 2016 (arXiv:1612.02295).
     """
 
     def __init__(self, num_classes, embedding_size, margin=4, scale=1, **kwargs):
@@ -93,11 +73,8 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
         return cos[np.arange(cos.shape[0]), labels].astype(np.float64)
 
     def _modify64(self, c):
-        """Target cosines c (N,) -> (psi (N,), d psi / d c (N,)).
-
-        ``cos(m theta)`` is the Chebyshev polynomial ``T_m(c)`` and its derivative ``m U_{m-1}(c)``,
-        both by the three-term recurrences (stable on [-1, 1]); the binomial expansion of the
-        paper's Eq. 7 is the same polynomial but loses all precision by cancellation for m >~ 50.
+        """Target cosines c (N,) -> ``(psi (N,), d psi / d c (N,))``, ``cos(m theta)`` as the Chebyshev
+        polynomial ``T_m(c)`` by its recurrence (the binomial form loses precision for large m).
         """
         m = self.margin
         c = np.clip(c, -1.0, 1.0)

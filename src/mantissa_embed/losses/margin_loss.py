@@ -17,56 +17,14 @@ class MarginLoss(BaseMetricLossFunction):
     """Margin loss over triplets, with a (learnable, optionally per-class) boundary ``beta``.
 
     ``MarginLoss(margin=0.2, nu=0, beta=1.2, triplets_per_anchor="all", learn_beta=False,
-    num_classes=None, distance=None, reducer=None, embedding_regularizer=None,
-    embedding_reg_weight=1, backend="mantissa", seed=None)``
+    num_classes=None, distance=None, reducer=None, ..., seed=None)``: each triplet charges
+    ``[d_ap - beta + margin]+ + [beta - d_an + margin]+``; default DivisorReducer (the number of
+    non-zero terms); terms ``margin_loss`` and ``beta_reg_loss``. With ``learn_beta`` ``beta`` is a
+    Parameter of shape (1,) or (num_classes,) whose gradient accumulates into ``beta.grad``.
 
-    Every triplet (a, p, n) charges ``[d_ap - beta + margin]+ + [beta - d_an + margin]+`` (with a
-    similarity ``s``: ``[beta - s_ap + margin]+ + [s_an - beta + margin]+``), where ``beta`` is
-    ``beta[labels[a]]`` when ``num_classes`` is given, else the single ``beta``. The default
-    reducer, ``DivisorReducer``, divides the sum over the triplets by the number of positive
-    terms plus the number of negative terms that are > 0 (0 when there is none):
-    ``terms["margin_loss"]``. With ``learn_beta=True`` the term ``beta_reg_loss`` is ``nu * beta``
-    (already reduced) for a single beta, or ``nu * beta[labels[a]]`` per triplet (element
-    reduction with the same divisor) with per-class betas; it is 0 otherwise.
-
-    ``beta`` is a :class:`~mantissa_embed.parameter.Parameter` (shape ``(1,)`` or
-    ``(num_classes,)``) returned by :meth:`parameters` when ``learn_beta``; each call
-    **accumulates** ``d loss / d beta`` into ``beta.grad`` (step it with an optimizer, e.g.
-    ``SGD(loss.parameters(), lr)``). Without ``learn_beta``, ``beta`` is a float32 array and
-    :meth:`parameters` is empty.
-
-    Triplets: every triplet of the labels (``triplets_per_anchor="all"``: with ``DivisorReducer``,
-    ``MeanReducer`` or ``SumReducer`` this is an O(N M) pass over the distance matrix that never
-    enumerates the triplets, since each term depends on one pair), ``k`` random triplets per
-    anchor (``seed``), or an ``indices_tuple`` (pairs are turned into triplets as in PML).
-
-    Shapes: ``embeddings`` (N, D), ``labels`` (N,) (required with per-class betas, values in
-    ``[0, num_classes)``), ``ref_emb`` (M, D), ``ref_labels`` (M,).
-
-    References: C.-Y. Wu, R. Manmatha, A. Smola, P. Kraehenbuehl, "Sampling Matters in Deep
-    Embedding Learning", ICCV 2017; pytorch-metric-learning ``losses/margin_loss.py``.
-
-    Parameters
-    ----------
-    margin : float, default 0.2
-    nu : float, default 0
-        Weight of the beta regularization ``nu * beta``.
-    beta : float, default 1.2
-        Initial value of beta.
-    triplets_per_anchor : "all" or int >= 1, default "all"
-    learn_beta : bool, default False
-    num_classes : int >= 1 or None, default None
-        One beta per class when given.
-    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-    seed : int, numpy.random.Generator or None
-        Randomness of ``triplets_per_anchor=k`` (a mantissa-embed addition).
-
-    Raises
-    ------
-    TypeError / ValueError
-        Bad arguments; labels None or out of ``[0, num_classes)`` with per-class betas; bad call
-        inputs (see the base class).
+    Raises ``TypeError`` / ``ValueError`` for bad arguments, or labels missing or outside
+    ``[0, num_classes)`` with per-class betas.
+    Source: C.-Y. Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017.
     """
 
     def __init__(self, margin=0.2, nu=0, beta=1.2, triplets_per_anchor="all", learn_beta=False,

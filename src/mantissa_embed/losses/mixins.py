@@ -19,12 +19,8 @@ def _reg64(reg, x):
 
 
 class WeightRegularizerMixin:
-    """``weight_regularizer`` / ``weight_reg_weight`` (pytorch-metric-learning's mixin).
-
-    ``weight_regularizer``: a callable on an (K, D) float array of weight rows (one per class or
-    center) returning an object with ``.loss`` and ``.grad`` (e.g. a
-    :class:`~mantissa_embed.regularizers.BaseRegularizer`), or None. Its loss times
-    ``weight_reg_weight`` is the term ``weight_reg_loss``.
+    """``weight_regularizer`` / ``weight_reg_weight`` (PML's mixin): the regularizer sees the (K, D)
+    weight rows; its loss times ``weight_reg_weight`` is the term ``weight_reg_loss``.
     """
 
     def _init_weight_regularizer(self, weight_regularizer, weight_reg_weight):

@@ -1,9 +1,4 @@
-"""MultiSimilarityLoss (Wang et al. 2019), pytorch-metric-learning's formulation.
-
-Also home of ``_MatPairLoss``, the base of the "mat-based" pair losses (MultiSimilarity, Circle,
-GeneralizedLiftedStructure): one loss per anchor row from masked log-sum-exps over the row's
-positives and negatives, computed with its gradient by one fused engine kernel.
-"""
+"""MultiSimilarityLoss, and ``_MatPairLoss``, the base of the losses with one term per anchor row."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,11 +9,8 @@ from .generic_pair_loss import GenericPairLoss
 
 
 class _MatPairLoss(GenericPairLoss):
-    """A GenericPairLoss whose loss is one term per anchor row (PML's ``mat_based_loss=True``).
-
-    Subclasses set ``_kind`` (the engine's row kind) and ``_params()``. The row losses go through
-    the reducer as an "element" reduction over the N anchors (indices ``arange(N)``).
-    Given pairs become (N, M) masks: a pair listed twice counts once, as in PML.
+    """A GenericPairLoss with one loss per anchor row (PML's ``mat_based_loss``), reduced as
+    "element" over the N anchors. Subclasses set ``_kind`` (the engine's row kind) and ``_params()``.
     """
 
     _kind = None
@@ -57,45 +49,14 @@ class _MatPairLoss(GenericPairLoss):
 class MultiSimilarityLoss(_MatPairLoss):
     """Multi-similarity loss.
 
-    ``MultiSimilarityLoss(alpha=2, beta=50, base=0.5, distance=None, reducer=None,
-    embedding_regularizer=None, embedding_reg_weight=1, backend="mantissa")``
+    ``MultiSimilarityLoss(alpha=2, beta=50, base=0.5, distance=None, reducer=None, ...)``:
+    ``L_i = log(1 + sum_P exp(-alpha (s_ij - base))) / alpha + log(1 + sum_N exp(beta (s_ij -
+    base))) / beta`` (``base - d`` for a distance), reduced over the N anchors (default MeanReducer).
 
-    For each anchor ``i`` with positives ``P_i`` and negatives ``N_i`` (from the labels, or from the
-    given pairs), with ``S_ij`` the similarity (default ``CosineSimilarity()``)::
-
-        L_i = 1/alpha * log(1 + sum_{j in P_i} exp(-alpha (S_ij - base)))
-            + 1/beta  * log(1 + sum_{j in N_i} exp( beta (S_ij - base)))
-
-    (with a distance ``d`` instead, ``S - base`` becomes ``base - d``: PML's ``distance.margin``).
-    An empty set contributes 0. The N row losses are reduced by the reducer (default
-    ``MeanReducer``: the mean over all N anchors, those without pairs included) as an
-    "element" reduction: ``terms = {"loss"}``. All pairs (no ``indices_tuple``) run in one fused,
-    row-parallel engine pass: masked stable log-sum-exps and the gradient ``dL/dS`` (N, M).
-    A pair listed twice in ``indices_tuple`` counts once (PML's masks).
-
-    Shapes: ``embeddings`` (N, D), ``labels`` (N,), ``ref_emb`` (M, D) -> ``LossOutput``
-    (``grad`` (N, D), ``ref_grad`` (M, D) or None).
-
-    References: X. Wang, X. Han, W. Huang, D. Dong, M. R. Scott, "Multi-Similarity Loss with
-    General Pair Weighting for Deep Metric Learning", CVPR 2019; pytorch-metric-learning
-    ``losses/multi_similarity_loss.py``.
-
-    Parameters
-    ----------
-    alpha : float, default 2
-        Scale of the positive terms (> 0).
-    beta : float, default 50
-        Scale of the negative terms (> 0).
-    base : float, default 0.5
-        The similarity threshold both terms are measured from.
-    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Raises
-    ------
-    TypeError / ValueError
-        Non-numeric or non-finite parameters, ``alpha <= 0`` or ``beta <= 0``; a pair that is both
-        positive and negative in ``indices_tuple``; bad call inputs (see the base class).
+    Raises ``TypeError`` / ``ValueError`` for bad parameters (``alpha``, ``beta`` > 0) or a pair both
+    positive and negative.
+    Source: X. Wang et al., "Multi-Similarity Loss with General Pair Weighting for Deep Metric
+    Learning", CVPR 2019.
     """
 
     _kind = "multi_similarity"

@@ -11,34 +11,14 @@ from .base_metric_loss_function import LossOutput
 class MultipleLosses:
     """Weighted sum of several losses on the same batch.
 
-    ``MultipleLosses(losses, miners=None, weights=None)``
+    ``MultipleLosses(losses, miners=None, weights=None)``: ``losses`` a list or dict of losses,
+    ``miners`` / ``weights`` lists of the same length or dicts on the same keys. The output sums
+    ``w_i loss_i`` and the gradients; ``terms`` are keyed ``"{key}/{term}"``. ``ref_emb`` /
+    ``ref_labels`` (an addition to PML) go to every loss and miner.
 
-    - ``losses``: a list (or tuple) of losses, or a dict name -> loss. A loss is any callable
-      ``loss(embeddings, labels, indices_tuple, ...) -> LossOutput`` (every loss of this package).
-    - ``miners``: optional; a list of the same length (``None`` entries: no miner for that loss)
-      or a dict whose keys are a subset of the losses' keys. A loss with a miner gets
-      ``miner(embeddings, labels)`` as its ``indices_tuple`` (passing an ``indices_tuple`` too is
-      an error, as PML).
-    - ``weights``: optional; a list of the same length, or a dict with exactly the losses' keys;
-      default 1 for every loss.
-
-    ``out = loss_func(embeddings, labels=None, indices_tuple=None, *, ref_emb=None, ref_labels=None)``
-    returns a :class:`LossOutput` with ``loss = sum_i w_i loss_i``, ``grad = sum_i w_i grad_i``,
-    ``ref_grad`` likewise (None without ``ref_emb``), and ``terms`` the weighted terms of each
-    loss, keyed ``"{key}/{term}"`` (key: the dict key or the list index), so they still sum to
-    ``loss``. ``ref_emb`` / ``ref_labels`` are a mantissa-embed addition (PML's MultipleLosses
-    takes none), passed on to every loss and miner. Learnable parameters of the losses (e.g. a
-    MarginLoss beta) receive ``w_i`` times their gradient; :meth:`parameters` lists them all.
-
-    Source: pytorch-metric-learning ``losses/multiple_losses.py``.
-
-    Raises
-    ------
-    TypeError
-        ``losses`` not a list/tuple/dict of callables; ``miners`` / ``weights`` of the wrong
-        container type; non-numeric weights.
-    ValueError
-        Length or key mismatches; an ``indices_tuple`` together with miners.
+    Raises ``TypeError`` for containers of the wrong type or non-callable losses; ``ValueError`` for
+    length or key mismatches, or an ``indices_tuple`` together with miners.
+    Source: PML ``losses/multiple_losses.py``.
     """
 
     def __init__(self, losses, miners=None, weights=None):

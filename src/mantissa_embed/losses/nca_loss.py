@@ -16,41 +16,14 @@ NCA_MAX_LOSS = 150 * float(np.log(2.0))
 class NCALoss(BaseMetricLossFunction):
     """Neighbourhood components analysis loss.
 
-    ``NCALoss(softmax_scale=1, distance=None, reducer=None, embedding_regularizer=None,
-    embedding_reg_weight=1, backend="mantissa")``
+    ``NCALoss(softmax_scale=1, distance=None, reducer=None, ...)``: ``l_i = -w_i log sum_{j: y_j =
+    y_i} softmax_j(-softmax_scale d_ij)`` over the references other than i (default
+    ``LpDistance(power=2)``); queries whose probability is 0 in float32 are left out (as PML);
+    default MeanReducer. Labels are required.
 
-    Each query i picks a reference j with probability ``softmax_j(-softmax_scale * d_ij)`` (with a
-    similarity: ``softmax_j(softmax_scale * s_ij)``), over every reference except itself when the
-    reference set is the batch; its loss is ``-log p_i`` where ``p_i`` is the probability of
-    picking a reference of its own label::
-
-        l_i = -w_i log sum_{j: y_j = y_i} softmax_j(-softmax_scale * d_ij)
-
-    Default distance ``LpDistance(power=2)`` (squared Euclidean distance of L2-normalized
-    embeddings). Queries with ``p_i = 0`` (no reference of their label, or a probability that
-    is 0 in float32: ``-log p > 150 log 2``) are left out, as in PML. ``w_i`` is 1 without
-    ``indices_tuple``; with one, ``w_i`` is how often i appears in it (anchors only with
-    ``ref_emb``) divided by the largest count (``utils.convert_to_weights``), as PML's miner
-    weights. Default reducer ``MeanReducer``: the mean over the queries kept
-    (``terms = {"loss"}``). A batch of at most one embedding: loss 0.
-
-    The row softmax runs in the engine (parallel over rows, stable log-sum-exp in double).
-
-    References: J. Goldberger, S. Roweis, G. Hinton, R. Salakhutdinov, "Neighbourhood
-    Components Analysis", NeurIPS 2004; pytorch-metric-learning ``losses/nca_loss.py``.
-
-    Parameters
-    ----------
-    softmax_scale : float, default 1
-    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Raises
-    ------
-    ValueError
-        ``labels`` None (they are required), ``ref_emb`` without ``ref_labels``; bad call inputs.
-    TypeError
-        Non-numeric ``softmax_scale``.
+    Raises ``ValueError`` for missing labels, ``ref_emb`` without ``ref_labels``; ``TypeError`` for a
+    non-numeric ``softmax_scale``.
+    Source: J. Goldberger et al., "Neighbourhood Components Analysis", NeurIPS 2004.
     """
 
     def __init__(self, softmax_scale=1, **kwargs):

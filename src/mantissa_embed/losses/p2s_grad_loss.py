@@ -14,52 +14,16 @@ __all__ = ["P2SGradLoss"]
 
 
 class P2SGradLoss(BaseMetricLossFunction):
-    r"""P2SGrad: the mean squared error between cosines and one-hot class targets.
+    """P2SGrad: the mean squared error between cosines and one-hot class targets.
 
-    .. math::
-        L = \frac{1}{NC}\sum_{i=1}^{N}\sum_{j=1}^{C}\left(\cos\theta_{i,j} - \mathbf{1}_{j=y_i}\right)^2
+    ``P2SGradLoss(num_classes, embedding_size, *, embedding_regularizer=None,
+    embedding_reg_weight=1.0, seed=None, backend="mantissa")``: ``L = mean_ij (cos theta_ij - [j =
+    y_i])^2``, the cosines clamped to [-1, 1]. ``weight`` (num_classes, embedding_size) is
+    renormalized in place before each call; ``weight.grad`` accumulates dL/d weight.
 
-    :math:`\cos\theta_{i,j}` is the cosine between embedding ``i`` (L2-normalized, eps 1e-12)
-    and the unit-norm weight row of class ``j``, clamped to [-1, 1]. Its gradient wrt the
-    embeddings is the one the paper (Eq. 11) specifies.
-
-    Parameters
-    ----------
-    num_classes : int >= 1
-        Labels must be in ``0 .. num_classes - 1``.
-    embedding_size : int >= 1
-        The width D of the embeddings.
-    embedding_regularizer : callable, optional
-        See :class:`BaseMetricLossFunction` (term ``embedding_reg_loss``).
-    embedding_reg_weight : float, default 1.0
-    seed : int or numpy.random.Generator, optional (keyword only; this library's addition)
-        Randomness of the weight initialization.
-    backend : {"mantissa", "numpy"}, default "mantissa" (keyword only)
-        The C kernel or its numpy twin.
-
-    Attributes
-    ----------
-    weight : Parameter, shape (num_classes, embedding_size)
-        Initialized uniformly in [-1, 1], then each row normalized to unit length. Every forward
-        pass first renormalizes the rows to unit length **in place** (outside the gradient).
-        A call accumulates d loss / d weight (the weight held fixed) into ``weight.grad``; give
-        ``loss_func.parameters()`` to an optimizer to train it.
-
-    Call: ``out = loss_func(embeddings (N, D), labels (N,) int)`` -> :class:`LossOutput` with
-    ``loss``, ``grad`` (N, D) float32 and ``terms={"loss": L}`` (+ ``embedding_reg_loss``).
-    An empty batch gives loss 0 and a zero gradient.
-
-    Raises
-    ------
-    TypeError
-        ``distance`` or ``reducer`` passed (the loss computes cosines and reduces itself), any
-        other unknown keyword, non-numeric embeddings, non-integer labels.
-    ValueError
-        labels missing, of the wrong length or outside ``[0, num_classes)``; ``indices_tuple``,
-        ``ref_emb`` or ``ref_labels`` given; embeddings not (N, embedding_size) or with NaN/Inf.
-
-    Source: pytorch-metric-learning ``losses/p2s_grad_loss.py`` (whose weight is stored
-    transposed, (embedding_size, num_classes)); paper arXiv:1905.02479.
+    Raises ``TypeError`` for ``distance`` / ``reducer`` or unknown keywords; ``ValueError`` for bad
+    labels, ``indices_tuple``, ``ref_emb`` or ``ref_labels``.
+    Source: X. Zhang et al., "P2SGrad", CVPR 2019 (arXiv:1905.02479).
     """
 
     def __init__(self, num_classes, embedding_size, *, embedding_regularizer=None, embedding_reg_weight=1.0,

@@ -10,58 +10,16 @@ from .fast_ap_loss import _labels_required, _no_indices_tuple, _reject_ref
 
 
 class PNPLoss(BaseMetricLossFunction):
-    """Rethinking ranking-based losses: the "PNP" family (positive-negative-prioritized).
+    """Ranking loss that only penalizes negatives ranked before positives (PNP).
 
-    ``PNPLoss(b=2, alpha=1, anneal=0.01, variant="O", distance=None, reducer=None,
-    embedding_regularizer=None, embedding_reg_weight=1, backend="mantissa")``
+    ``PNPLoss(b=2, alpha=1, anneal=0.01, variant="O", distance=None, reducer=None, ...)``: with
+    ``R_ij = sum_{k negative} sigmoid((s_ik - s_ij) / anneal)``, ``loss = mean_i mean_{j in P_i}
+    f(R_ij)`` (``f`` per variant "O", "Ds", "Dq", "Iu", "Ib"; ``1 - loss`` for "Dq"), already
+    reduced. Cosine similarity only; labels required; no ``indices_tuple``, no ``ref_emb``.
 
-    With ``s`` the cosine similarities, for anchor ``i`` and each ``j`` of its class (``j == i``
-    included) the smoothed number of negatives ranked above ``j`` is
-
-        R_ij = sum_{k: y_k != y_i} sigmoid((s_ik - s_ij) / anneal)
-
-    (the sigmoid's exponent is clamped to [-50, 50]; its gradient is 0 there, as in torch). A
-    variant maps ``R`` to ``f(R)``: "O" ``R``; "Ds" ``log(1 + R)``; "Dq" ``(1 + R)^-alpha``; "Iu"
-    ``(1 + R) log(1 + R)``; "Ib" ``(b R - log(1 + b R)) / b^2``. The loss is
-
-        loss = mean_i (1 / |P_i|) sum_{j in P_i} f(R_ij)   (P_i: the class of i, i included)
-
-    over the anchors ``i`` with at least one positive (PML), and ``1 - loss`` for "Dq". It is
-    already reduced (reduction type "already_reduced"). No anchor with a positive (N = 0, all
-    labels distinct): loss 0, zero gradient. No negatives: R = 0, the loss is ``f(0)`` (0; for
-    "Dq" 1 - 1 = 0) with a zero gradient.
-
-    Cost: O(sum_i |P_i| |N_i|) sigmoid evaluations (C kernel ``pnp_rank_forward`` /
-    ``pnp_rank_backward``, threaded over anchors), O(N^2) memory.
-
-    References: Z. Li, W. Min, J. Song, Y. Zhu, L. Kang, X. Wei, X. Wei, S. Jiang, "Rethinking the
-    Optimization of Average Precision: Only Penalizing Negative Instances before Positive Ones is
-    Enough", AAAI 2022; pytorch-metric-learning ``losses/pnp_loss.py``.
-
-    Parameters
-    ----------
-    b : float, default 2
-        Used by variant "Ib".
-    alpha : float, default 1
-        Used by variant "Dq".
-    anneal : float, default 0.01
-        Sigmoid temperature (> 0).
-    variant : {"Ds", "Dq", "Iu", "Ib", "O"}, default "O"
-    distance : CosineSimilarity, optional
-        Must be a ``CosineSimilarity`` (the default).
-    reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Inputs: ``embeddings`` (N, D), ``labels`` (N,) (required); ``indices_tuple`` and ``ref_emb``
-    are not supported (ValueError). Output: ``LossOutput`` (``terms = {"loss"}``).
-
-    Raises
-    ------
-    TypeError
-        ``distance`` not a CosineSimilarity; non-numeric arguments.
-    ValueError
-        Unknown ``variant``, ``anneal <= 0``, missing labels, ``indices_tuple`` or ``ref_emb``
-        given; bad call inputs (see the base class).
+    Raises ``TypeError`` for another distance; ``ValueError`` for an unknown variant,
+    ``anneal <= 0``, missing labels, ``indices_tuple`` or ``ref_emb``.
+    Source: Z. Li et al., "Rethinking the Optimization of Average Precision", AAAI 2022.
     """
 
     VARIANTS = ["Ds", "Dq", "Iu", "Ib", "O"]

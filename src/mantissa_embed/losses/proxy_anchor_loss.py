@@ -14,34 +14,13 @@ __all__ = ["ProxyAnchorLoss"]
 
 
 class ProxyAnchorLoss(BaseProxyLoss):
-    r"""Each class proxy is an anchor pulling its batch positives and pushing its negatives.
+    """Each class proxy is an anchor that pulls its batch positives and pushes its negatives.
 
-    .. math::
-        L = \frac{1}{|P^+|}\sum_{p \in P^+} \log\Big(1 + \sum_{x \in X_p^+} e^{-\alpha(s(x,p) - \delta)}\Big)
-          + \frac{1}{C}\sum_{p=1}^{C} \log\Big(1 + \sum_{x \in X_p^-} e^{\alpha(s(x,p) + \delta)}\Big)
-
-    ``s`` is the distance's similarity (cosine by default; a distance enters through
-    ``distance.margin``), :math:`\delta` = ``margin``, :math:`P^+` the proxies with a positive
-    in the batch. Terms ``pos_loss`` and ``neg_loss``, reduced by the default ``DivisorReducer``
-    with divisors :math:`|P^+|` and ``num_classes``. With an ``indices_tuple`` each example's
-    exponent gets ``miner_weight - 1`` added (PML's semantics).
-
-    Parameters
-    ----------
-    num_classes, embedding_size : int >= 1
-    margin : float, default 0.1
-    alpha : float, default 32
-    weight_regularizer, weight_reg_weight, weight_init_func, seed, distance, reducer,
-    embedding_regularizer, embedding_reg_weight, backend : see :class:`BaseProxyLoss`.
-
-    Attributes
-    ----------
-    proxies : Parameter, shape (num_classes, embedding_size)
-        Initialized as ``torch.nn.init.kaiming_normal_(mode="fan_out")``: N(0, 2 / num_classes).
-
-    ``get_logits(embeddings)`` returns the (N, num_classes) similarities to the proxies.
-
-    Source: pytorch-metric-learning ``losses/proxy_anchor_loss.py``; arXiv:2003.13911.
+    ``ProxyAnchorLoss(num_classes, embedding_size, margin=0.1, alpha=32, **kwargs)``: terms
+    ``pos_loss`` (over the proxies with a positive) and ``neg_loss`` (over all proxies), default
+    DivisorReducer. ``proxies`` (num_classes, embedding_size), ``kaiming_normal_(mode="fan_out")``.
+    Other arguments: :class:`BaseProxyLoss`.
+    Source: S. Kim et al., "Proxy Anchor Loss for Deep Metric Learning", CVPR 2020 (arXiv:2003.13911).
     """
 
     _weight_attr = "proxies"

@@ -11,30 +11,14 @@ __all__ = ["ProxyNCALoss"]
 
 
 class ProxyNCALoss(BaseProxyLoss):
-    r"""NCA against one learnable proxy per class.
+    """NCA against one learnable proxy per class.
 
-    .. math::
-        L_i = -\log \frac{\exp(-s\, d(x_i, p_{y_i}))}{\sum_{j=1}^{C} \exp(-s\, d(x_i, p_j))}
-
-    with ``d`` the distance (default ``LpDistance(power=2)``: squared Euclidean distance of
-    L2-normalized vectors; a similarity enters with a + sign) and ``s`` = ``softmax_scale``.
-    Rows whose probability underflows to 0 are dropped (PML). Default reducer ``MeanReducer()``;
-    an ``indices_tuple`` weights each example by how often it occurs as an anchor.
-
-    Parameters
-    ----------
-    num_classes, embedding_size : int >= 1
-    softmax_scale : float, default 1 (NCALoss's argument)
-    weight_regularizer, weight_reg_weight, weight_init_func, seed, distance, reducer,
-    embedding_regularizer, embedding_reg_weight, backend : see :class:`BaseProxyLoss`.
-
-    Attributes
-    ----------
-    proxies : Parameter, shape (num_classes, embedding_size), initialized N(0, 1).
-
-    ``get_logits(embeddings)`` returns ``distance(embeddings, proxies)`` (N, num_classes).
-
-    Source: pytorch-metric-learning ``losses/proxy_losses.py`` and ``nca_loss.py``; arXiv:1703.07464.
+    ``ProxyNCALoss(num_classes, embedding_size, softmax_scale=1, **kwargs)``: ``L_i = -log
+    softmax_j(-s d(x_i, p_j))[y_i]`` (default ``LpDistance(power=2)``), rows with probability 0
+    dropped (as PML); default MeanReducer. ``proxies`` (num_classes, embedding_size), N(0, 1).
+    Other arguments: :class:`BaseProxyLoss`.
+    Source: Y. Movshovitz-Attias et al., "No Fuss Distance Metric Learning using Proxies", ICCV 2017
+    (arXiv:1703.07464).
     """
 
     _weight_attr = "proxies"

@@ -13,50 +13,17 @@ from .fast_ap_loss import _labels_required, _no_indices_tuple, _reject_ref
 
 
 class RankedListLoss(BaseMetricLossFunction):
-    """Ranked List Loss (RLL): per anchor, weighted hinges on the positives farther than
-    ``alpha - margin`` and on the negatives closer than ``alpha``.
+    """Ranked List Loss: weighted hinges on far positives and near negatives, per anchor.
 
-    ``RankedListLoss(margin, Tn, imbalance=0.5, alpha=None, Tp=0, distance=None, reducer=None,
-    embedding_regularizer=None, embedding_reg_weight=1, backend="mantissa")``
+    ``RankedListLoss(margin, Tn, imbalance=0.5, alpha=None, Tp=0, distance=None, reducer=None, ...)``:
+    ``loss_i = (1 - imbalance) L_P(i) + imbalance L_N(i)`` with positives beyond ``alpha - margin``
+    and negatives within ``alpha`` (default ``alpha = 1 + margin / 2``), weighted by
+    ``exp(Tp ...)`` / ``exp(Tn ...)``; default MeanReducer. ``Tp > 5`` or ``Tn > 5`` warns. Labels
+    required; no ``indices_tuple``, no ``ref_emb``.
 
-    With ``d`` the (N, N) matrix (default ``LpDistance()``) with a zeroed diagonal,
-    ``P*_ij = d_ij`` for positives ``j != i`` with ``d_ij > alpha - margin`` (else 0) and
-    ``N*_ij = d_ij`` for negatives with ``d_ij < alpha`` (else 0); over the nonzero entries
-    ``wp = exp(Tp (P* - (alpha - margin)))``, ``wn = exp(Tn (alpha - N*))`` (0 elsewhere):
-
-        L_P(i) = sum_j wp_ij (P*_ij - (alpha - margin)) / sum_j (wp_ij + 1e-5)
-        L_N(i) = sum_j wn_ij (alpha - N*_ij) / sum_j (wn_ij + 1e-5)
-        loss_i = (1 - imbalance) L_P(i) + imbalance L_N(i)
-
-    (the ``1e-5`` is added for each of the N columns, as in PML), reduced by ``reducer`` (default
-    ``MeanReducer``; reduction type "element" over all anchors). The weights are differentiated
-    too (torch autograd semantics). The defaults (``Tp=0``) are the paper's "RLL-Simpler".
-
-    References: X. Wang, Y. Hua, E. Kodirov, G. Hu, R. Garnier, N. Robertson, "Ranked List Loss for
-    Deep Metric Learning", CVPR 2019; pytorch-metric-learning ``losses/ranked_list_loss.py``.
-
-    Parameters
-    ----------
-    margin : float (required)
-    Tn : float (required)
-        Temperature of the negative weights.
-    imbalance : float, default 0.5
-        In [0, 1].
-    alpha : float, optional
-        Default ``1 + margin / 2``.
-    Tp : float, default 0
-        Temperature of the positive weights. ``Tp > 5`` or ``Tn > 5`` warns (overflow risk).
-    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Inputs: ``embeddings`` (N, D), ``labels`` (N,) (required); ``indices_tuple`` and ``ref_emb``
-    are not supported (ValueError). Output: ``LossOutput`` (``terms = {"loss"}``).
-
-    Raises
-    ------
-    TypeError / ValueError
-        Non-finite or non-numeric arguments, ``imbalance`` outside [0, 1], missing labels,
-        ``indices_tuple`` or ``ref_emb`` given; bad call inputs (see the base class).
+    Raises ``TypeError`` / ``ValueError`` for bad arguments, ``imbalance`` outside [0, 1], missing
+    labels, ``indices_tuple`` or ``ref_emb``.
+    Source: X. Wang et al., "Ranked List Loss for Deep Metric Learning", CVPR 2019.
     """
 
     def __init__(self, margin, Tn, imbalance=0.5, alpha=None, Tp=0, **kwargs):

@@ -9,33 +9,16 @@ from .base_metric_loss_function import LossOutput
 
 
 class SelfSupervisedLoss:
-    """Wrap a metric loss so that ``embeddings`` and ``ref_emb`` are two views (augmentations)
-    of the same N inputs: row i of one is the positive of row i of the other.
+    """Wrap a metric loss so that ``embeddings`` and ``ref_emb`` are two views of the same N inputs.
 
-    ``SelfSupervisedLoss(loss, symmetric=True)``; call ``out = wrapper(embeddings, ref_emb)``
-    with embeddings and ref_emb both (N, D). The labels are ``arange(N)``:
+    ``SelfSupervisedLoss(loss, symmetric=True)``; ``wrapper(embeddings (N, D), ref_emb (N, D))``
+    with labels ``arange(N)``: symmetric, the loss sees the 2N rows of both views; otherwise
+    ``loss(embeddings, arange(N), ref_emb=ref_emb, ref_labels=arange(N))``. Only PML's list of
+    wrapped losses is accepted.
 
-    - ``symmetric=True``: the wrapped loss sees the 2N rows ``concat(embeddings, ref_emb)`` with
-      labels ``concat(arange(N), arange(N))`` (each view is an anchor of the other);
-    - ``symmetric=False``: ``loss(embeddings, arange(N), ref_emb=ref_emb, ref_labels=arange(N))``
-      (a separate copy of the labels: no self pair is dropped).
-
-    Returns the wrapped loss's :class:`LossOutput` with ``grad`` (N, D) wrt ``embeddings`` and
-    ``ref_grad`` (N, D) wrt ``ref_emb``; ``terms`` are the wrapped loss's.
-
-    Supported wrapped losses (PML's list, matched by class name): AngularLoss, CircleLoss,
-    ContrastiveLoss, GeneralizedLiftedStructureLoss, IntraPairVarianceLoss, LiftedStructureLoss,
-    MultiSimilarityLoss, NTXentLoss, SignalToNoiseRatioContrastiveLoss, SupConLoss,
-    TripletMarginLoss, NCALoss, TupletMarginLoss.
-
-    Source: pytorch-metric-learning ``losses/self_supervised_loss.py`` (issue #411).
-
-    Raises
-    ------
-    TypeError
-        An unsupported wrapped loss; ``symmetric`` not a bool.
-    ValueError
-        ``embeddings`` and ``ref_emb`` of different shapes, not 2-D, or not finite.
+    Raises ``TypeError`` for an unsupported loss or a non-bool ``symmetric``; ``ValueError`` for
+    views of different shapes, not 2-D, or not finite.
+    Source: PML ``losses/self_supervised_loss.py``.
     """
 
     def __init__(self, loss, symmetric=True):

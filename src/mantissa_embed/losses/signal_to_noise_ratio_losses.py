@@ -9,34 +9,13 @@ class SignalToNoiseRatioContrastiveLoss(ContrastiveLoss):
     """Contrastive loss over the signal-to-noise-ratio distance.
 
     ``SignalToNoiseRatioContrastiveLoss(pos_margin=0, neg_margin=1, distance=None, reducer=None,
-    embedding_regularizer=None, embedding_reg_weight=1, backend="mantissa")``
+    ...)``: ContrastiveLoss with ``d_ij = var(r_j - q_i) / var(q_i)`` (SNRDistance, the only distance
+    accepted; not symmetric), default AvgNonZeroReducer, terms ``pos_loss`` / ``neg_loss``.
 
-    :class:`~mantissa_embed.losses.ContrastiveLoss` with ``d_ij = SNR(i, j) = var(r_j - q_i) /
-    var(q_i)`` (:class:`~mantissa_embed.distances.SNRDistance`, the default and the only distance
-    accepted): positive pairs charge ``[d - pos_margin]+``, negative pairs ``[neg_margin - d]+``,
-    each kind reduced on its own (default ``AvgNonZeroReducer``) and summed:
-    ``terms = {"pos_loss", "neg_loss"}``. The SNR distance is not symmetric (``d_ij != d_ji``).
-
-    Shapes: ``embeddings`` (N, D) with D >= 2, ``labels`` (N,), ``ref_emb`` (M, D) -> ``LossOutput``.
-
-    References: T. Yuan, W. Deng, J. Tang, Y. Tang, B. Chen, "Signal-to-Noise Ratio: A Robust
-    Distance Metric for Deep Metric Learning", CVPR 2019; pytorch-metric-learning
-    ``losses/signal_to_noise_ratio_losses.py``.
-
-    Parameters
-    ----------
-    pos_margin : float, default 0
-    neg_margin : float, default 1
-    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Raises
-    ------
-    TypeError
-        ``distance`` is not an ``SNRDistance`` (PML asserts the same); non-numeric margins.
-    ValueError
-        Non-finite margins; an embedding row with zero variance (the SNR divides by it), fewer
-        than 2 columns; bad call inputs (see the base class).
+    Raises ``TypeError`` for another distance; ``ValueError`` for non-finite margins, fewer than 2
+    columns, a row with zero variance.
+    Source: T. Yuan et al., "Signal-to-Noise Ratio: A Robust Distance Metric for Deep Metric
+    Learning", CVPR 2019.
     """
 
     def __init__(self, pos_margin=0, neg_margin=1, **kwargs):

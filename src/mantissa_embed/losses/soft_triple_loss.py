@@ -13,38 +13,16 @@ __all__ = ["SoftTripleLoss"]
 
 
 class SoftTripleLoss(BaseProxyLoss):
-    r"""Softmax over classes, each represented by ``centers_per_class`` centers soft-assigned per example.
+    """Softmax over classes, each represented by ``centers_per_class`` soft-assigned centers.
 
-    .. math::
-        S_{i,c} = \sum_{k} \frac{e^{\frac{1}{\gamma} s_{i,c,k}}}{\sum_{k'} e^{\frac{1}{\gamma} s_{i,c,k'}}}\, s_{i,c,k},
-        \quad L_i = -\log \frac{e^{\lambda (S_{i,y_i} - \delta)}}{e^{\lambda (S_{i,y_i} - \delta)} + \sum_{c \ne y_i} e^{\lambda S_{i,c}}}
+    ``SoftTripleLoss(num_classes, embedding_size, centers_per_class=10, la=20, gamma=0.1,
+    margin=0.01, **kwargs)``: relaxed class similarities ``S_ic = sum_k softmax_k(s_ick / gamma)
+    s_ick``, then a softmax of ``la (S_ic - margin [c = y_i])``; default CosineSimilarity,
+    MeanReducer. ``self.gamma`` stores ``1 / gamma`` (as PML). ``fc`` (embedding_size, num_classes *
+    centers_per_class), ``kaiming_uniform_(a=sqrt(5))``. Other arguments: :class:`BaseProxyLoss`.
 
-    ``s_{i,c,k}`` is the similarity (default ``CosineSimilarity()``; the distance must be a
-    similarity) between example ``i`` and center ``k`` of class ``c``; :math:`\lambda` = ``la``,
-    :math:`\delta` = ``margin``. Default reducer ``MeanReducer()``.
-
-    Parameters
-    ----------
-    num_classes, embedding_size : int >= 1
-    centers_per_class : int >= 1, default 10
-    la : float, default 20
-    gamma : float > 0, default 0.1 (stored inverted, ``self.gamma = 1 / gamma``, as PML)
-    margin : float, default 0.01
-    weight_regularizer, weight_reg_weight, weight_init_func, seed, distance, reducer,
-    embedding_regularizer, embedding_reg_weight, backend : see :class:`BaseProxyLoss`
-    (the weight regularizer sees the (num_classes * centers_per_class, embedding_size) rows).
-
-    Attributes
-    ----------
-    fc : Parameter, shape (embedding_size, num_classes * centers_per_class)
-        Centers as columns (class-major), initialized as ``kaiming_uniform_(a=sqrt(5))``:
-        U(-1/sqrt(K), 1/sqrt(K)), K = num_classes * centers_per_class.
-
-    ``get_logits(embeddings)`` returns the (N, num_classes) relaxed similarities ``S``.
-
-    Raises: see :class:`BaseProxyLoss`; ``ValueError`` for a distance that is not a similarity.
-
-    Source: pytorch-metric-learning ``losses/soft_triple_loss.py``; arXiv:1909.05235.
+    Raises ``ValueError`` for a distance that is not a similarity, and as :class:`BaseProxyLoss`.
+    Source: Q. Qian et al., "SoftTriple Loss", ICCV 2019 (arXiv:1909.05235).
     """
 
     _weight_attr = "fc"

@@ -9,25 +9,11 @@ __all__ = ["SphereFaceLoss"]
 
 
 class SphereFaceLoss(LargeMarginSoftmaxLoss):
-    r"""LargeMarginSoftmaxLoss with normalized class weights: logits scaled by ``|x_i| * scale`` only.
+    """LargeMarginSoftmaxLoss with normalized class weights: ``z_ij = s |x_i| psi(theta)`` on the target.
 
-    .. math::
-        z_{ij} = s\,\lVert x_i\rVert \begin{cases} \psi(\theta_{i,y_i}) & j = y_i \\ \cos\theta_{ij} & j \ne y_i \end{cases}
-
-    with :math:`\psi` the multiplicative angular margin of :class:`LargeMarginSoftmaxLoss`.
-
-    Parameters
-    ----------
-    num_classes, embedding_size : int >= 1
-    margin : int, default 4
-    scale : float, default 1
-    other keyword arguments: see :class:`LargeMarginSoftmaxLoss`.
-
-    Attributes
-    ----------
-    W : Parameter, shape (embedding_size, num_classes), initialized N(0, 1).
-
-    Source: pytorch-metric-learning ``losses/sphereface_loss.py``; arXiv:1704.08063.
+    ``SphereFaceLoss(num_classes, embedding_size, margin=4, scale=1, **kwargs)``; ``W``
+    (embedding_size, num_classes), N(0, 1). Other arguments: :class:`LargeMarginSoftmaxLoss`.
+    Source: W. Liu et al., "SphereFace", CVPR 2017 (arXiv:1704.08063).
     """
 
     def _scale64(self, logits, x, W):

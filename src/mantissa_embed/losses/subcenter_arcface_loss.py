@@ -14,27 +14,12 @@ __all__ = ["SubCenterArcFaceLoss"]
 
 
 class SubCenterArcFaceLoss(ArcFaceLoss):
-    r"""ArcFace with ``sub_centers`` centers per class; a class's cosine is the largest over its centers.
+    """ArcFace with ``sub_centers`` centers per class: a class's cosine is the largest over its centers.
 
-    .. math::
-        \cos\theta_{ij} = \max_{k} \cos(x_i, w_{j,k})
-
-    then the ArcFace logits and loss. The gradient goes to the maximizing center.
-
-    Parameters
-    ----------
-    num_classes, embedding_size : int >= 1
-    margin : float, default 28.6 (degrees)
-    scale : float, default 64
-    sub_centers : int >= 1, default 3
-    other keyword arguments: see :class:`LargeMarginSoftmaxLoss`.
-
-    Attributes
-    ----------
-    W : Parameter, shape (embedding_size, num_classes * sub_centers)
-        Column ``j * sub_centers + k`` is center ``k`` of class ``j``; initialized N(0, 1).
-
-    Source: pytorch-metric-learning ``losses/subcenter_arcface_loss.py``; ECCV 2020.
+    ``SubCenterArcFaceLoss(num_classes, embedding_size, margin=28.6, scale=64, sub_centers=3,
+    **kwargs)``; ``W`` (embedding_size, num_classes * sub_centers), column ``j * sub_centers + k`` is
+    center k of class j, N(0, 1). The gradient goes to the maximizing center.
+    Source: J. Deng et al., "Sub-center ArcFace", ECCV 2020.
     """
 
     def __init__(self, num_classes, embedding_size, margin=28.6, scale=64, sub_centers=3, **kwargs):
@@ -73,12 +58,10 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
         return cos, backward
 
     def get_outliers(self, embeddings, labels, threshold=75, return_dominant_centers=True):
-        """Examples far from their class's dominant center (PML's ``get_outliers``).
+        """Examples whose cosine to their class's dominant center is below ``cos(threshold)`` (degrees).
 
-        For each class present in ``labels``, the dominant center is the one most examples of
-        the class are closest to; examples whose cosine to it is below ``cos(threshold degrees)``
-        are outliers. Returns ``outliers`` (int64 indices), and with ``return_dominant_centers``
-        also ``dominant_centers`` (embedding_size, num_classes) float32 (zeros for absent classes).
+        Returns ``outliers`` (int64 indices) and, with ``return_dominant_centers``, the dominant centers
+        (embedding_size, num_classes) float32 (zeros for absent classes). PML's ``get_outliers``.
         """
         x = self._logits_input(embeddings)
         lab = check_labels(labels, "labels", n=x.shape[0])

@@ -12,41 +12,13 @@ from .generic_pair_loss import GenericPairLoss
 class SupConLoss(GenericPairLoss):
     """Supervised contrastive loss.
 
-    ``SupConLoss(temperature=0.1, distance=None, reducer=None, embedding_regularizer=None,
-    embedding_reg_weight=1, backend="mantissa")``
+    ``SupConLoss(temperature=0.1, distance=None, reducer=None, ...)``: ``l_i = -mean_{p in P(i)} log
+    softmax_{j in P(i) u N(i)}(s_ij / T)[p]`` (default CosineSimilarity; ``s = -d`` for a distance),
+    0 without positives; default AvgNonZeroReducer over the anchors.
 
-    Each anchor i charges the mean, over its positives p, of the negative log-probability of p
-    in a softmax over all of i's positives and negatives::
-
-        l_i = -(1 / |P(i)|) sum_{p in P(i)} log( exp(s_ip / T) / sum_{j in P(i) u N(i)} exp(s_ij / T) )
-
-    with ``s`` the similarity (default ``CosineSimilarity()``; with a distance, ``s = -d``) and
-    ``T = temperature``; an anchor without positive charges 0. The default reducer,
-    ``AvgNonZeroReducer``, averages over the anchors whose loss is > 0 (element reduction over
-    ``arange(N)``): ``terms = {"loss"}``. No positive or no negative pair at all: loss 0.
-
-    - No ``indices_tuple``: every pair the labels define, in one fused engine pass over the
-      (N, M) similarity matrix (parallel over anchor rows, a stable log-sum-exp per row, no pair
-      list), returning ``dL/d sim``; the distance object does the rest. ``MeanReducer`` (divides
-      by N) and ``AvgNonZeroReducer`` are fused; other reducers get the N per-anchor losses.
-    - ``indices_tuple``: P(i) and N(i) are the given pairs (a1, p) and (a2, n) with anchor i
-      (repeats count once, as PML's masks); a pair given as both positive and negative raises
-      ``ValueError``. When every array has at most one element the loss is 0 (as PML).
-
-    References: P. Khosla et al., "Supervised Contrastive Learning", NeurIPS 2020;
-    pytorch-metric-learning ``losses/supcon_loss.py``.
-
-    Parameters
-    ----------
-    temperature : float > 0, default 0.1
-    distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Raises
-    ------
-    TypeError / ValueError
-        Non-numeric or non-positive temperature; a pair both positive and negative in
-        ``indices_tuple``; bad call inputs (see the base class).
+    Raises ``TypeError`` / ``ValueError`` for a non-numeric or non-positive temperature, or a pair
+    both positive and negative.
+    Source: P. Khosla et al., "Supervised Contrastive Learning", NeurIPS 2020.
     """
 
     def __init__(self, temperature=0.1, **kwargs):

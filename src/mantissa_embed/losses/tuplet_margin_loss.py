@@ -24,47 +24,12 @@ def _group_logsumexp(groups, values, n):
 class TupletMarginLoss(GenericPairLoss):
     """Tuplet margin loss: each positive pair against all the negative pairs of its anchor.
 
-    ``TupletMarginLoss(margin=5.73, scale=64, distance=None, reducer=None,
-    embedding_regularizer=None, embedding_reg_weight=1, backend="mantissa")``
+    ``TupletMarginLoss(margin=5.73, scale=64, distance=None, reducer=None, ...)``: ``loss(a, p) =
+    log(1 + sum_n exp(scale (cos theta_an - cos(theta_ap - margin))))``, ``margin`` in degrees
+    (stored in radians); default MeanReducer over the positive pairs. Cosine similarity only.
 
-    With cosine similarities, for each positive pair (a, p) with angle ``theta_ap`` and the
-    negative pairs (a, n) of the same anchor (every pair of the labels, or those of an
-    ``indices_tuple``)::
-
-        loss(a, p) = log(1 + sum_n exp(scale * (cos(theta_an) - cos(theta_ap - margin))))
-
-    (0 when the anchor has no negative pair). ``margin`` is given in degrees and stored in
-    radians (``self.margin``, as PML). Default reducer ``MeanReducer`` over the positive pairs:
-    ``terms = {"loss"}``. Computed per anchor as ``softplus(lse_a - scale * cos(theta_ap -
-    margin))`` with ``lse_a`` the log-sum-exp of the anchor's negatives, so memory is O(pairs),
-    never (positive pairs x negative pairs) like PML's mask. As in PML, when every array of the
-    pair tuple has at most one element the loss is 0.
-
-    Numerics: the cosine is clipped to [-1, 1] before ``arccos`` (PML would give NaN for a
-    rounding error above 1); at ``|cos| = 1`` (identical or opposite directions) the derivative
-    of ``cos(arccos(x) - margin)``, infinite there, is taken as 0 (a subgradient at that cone
-    point).
-
-    Shapes: ``embeddings`` (N, D), ``labels`` (N,), ``ref_emb`` (M, D), ``ref_labels`` (M,).
-
-    References: B. Yu, D. Tao, "Deep Metric Learning with Tuplet Margin Loss", ICCV 2019;
-    pytorch-metric-learning ``losses/tuplet_margin_loss.py``.
-
-    Parameters
-    ----------
-    margin : float, default 5.73
-        In degrees.
-    scale : float, default 64
-    distance : a CosineSimilarity (the default).
-    reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Raises
-    ------
-    ValueError
-        Bad call inputs (see the base class).
-    TypeError
-        Non-numeric ``margin`` / ``scale``; a distance that is not a CosineSimilarity (PML asserts).
+    Raises ``TypeError`` for non-numeric ``margin`` / ``scale`` or another distance.
+    Source: B. Yu, D. Tao, "Deep Metric Learning with Tuplet Margin Loss", ICCV 2019.
     """
 
     def __init__(self, margin=5.73, scale=64, **kwargs):

@@ -11,48 +11,13 @@ class VICRegLoss(BaseMetricLossFunction):
     """Variance-Invariance-Covariance regularization between two views of a batch.
 
     ``VICRegLoss(invariance_lambda=25, variance_mu=25, covariance_v=1, eps=1e-4, reducer=None,
-    backend="mantissa")``
+    backend="mantissa")``; ``loss_func(embeddings (N, D), ref_emb=(N, D) or None)`` (None: the same
+    view). Terms ``invariance_loss``, ``variance_loss1``, ``variance_loss2``, ``covariance_loss``;
+    ``ref_grad`` is None without ``ref_emb``. No labels, no distance.
 
-    Called as ``loss_func(embeddings, ref_emb=ref_emb)`` with the two views ``Z = embeddings`` and
-    ``Z' = ref_emb``, both (N, D), row i of one the view of row i of the other (PML: ``ref_emb``
-    None means ``Z' = Z``). No labels, no ``indices_tuple``, no distance::
-
-        invariance_loss[i] = lambda * mean_d (Z[i, d] - Z'[i, d])^2            (element, per row)
-        variance_loss1[d]  = mu * [1 - sqrt(Var(Z[:, d]) + eps)]+ / 2          (element, per dim)
-        variance_loss2[d]  = mu * [1 - sqrt(Var(Z'[:, d]) + eps)]+ / 2
-        covariance_loss    = v * (sum_{j != k} C(Z)[j, k]^2 + sum_{j != k} C(Z')[j, k]^2) / D
-
-    with the unbiased variance and covariance ``C(Z) = Zc^T Zc / (N - 1)``. Each term is reduced by
-    the reducer (default ``MeanReducer``; the covariance is already reduced) and the four are
-    summed: ``terms = {"invariance_loss", "variance_loss1", "variance_loss2",
-    "covariance_loss"}``. ``out.grad`` is d loss / d embeddings and ``out.ref_grad`` d loss / d
-    ref_emb (None when ``ref_emb`` is None: both roles are summed into ``grad``).
-
-    N = 0 gives 0. With N = 1 the unbiased variance and covariance are undefined (PML returns NaN);
-    here the variance and covariance terms are 0 with a zero gradient, only the invariance term
-    remains.
-
-    References: A. Bardes, J. Ponce, Y. LeCun, "VICReg: Variance-Invariance-Covariance
-    Regularization for Self-Supervised Learning", ICLR 2022; pytorch-metric-learning
-    ``losses/vicreg_loss.py``.
-
-    Parameters
-    ----------
-    invariance_lambda : float, default 25
-    variance_mu : float, default 25
-    covariance_v : float, default 1
-    eps : float > 0, default 1e-4
-    reducer, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
-
-    Raises
-    ------
-    ValueError
-        ``distance`` or ``embedding_regularizer`` passed (as PML); labels, ref_labels or an
-        indices_tuple given at call time; ``ref_emb`` of another shape than ``embeddings``;
-        NaN/Inf; eps <= 0.
-    TypeError
-        Non-numeric arguments.
+    Raises ``ValueError`` for ``distance`` / ``embedding_regularizer`` (as PML), labels or an
+    indices_tuple at call time, views of different shapes, NaN/Inf, ``eps <= 0``.
+    Source: A. Bardes et al., "VICReg", ICLR 2022.
     """
 
     def __init__(self, invariance_lambda=25, variance_mu=25, covariance_v=1, eps=1e-4, **kwargs):

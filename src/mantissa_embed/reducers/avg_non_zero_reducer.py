@@ -7,12 +7,7 @@ from .base_reducer import BaseReducer
 
 
 class AvgNonZeroReducer(BaseReducer):
-    """Mean of the per-element losses that are > 0; 0 (and a zero gradient) when none is.
-
-    The default reducer of ContrastiveLoss and TripletMarginLoss. PML implements it as a
-    ``ThresholdReducer(low=0)``: elements with ``loss > 0`` (strictly) are kept.
-    Source: pytorch-metric-learning ``reducers/avg_non_zero_reducer.py``.
-    """
+    """Mean of the losses that are > 0 (PML's ``ThresholdReducer(low=0)``); 0 when none is."""
 
     low = 0.0
     fused = "avg_non_zero"

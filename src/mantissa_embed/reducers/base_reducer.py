@@ -7,21 +7,15 @@ REDUCTION_TYPES = ("element", "pos_pair", "neg_pair", "triplet", "already_reduce
 
 
 class BaseReducer:
-    """Base class of reducers (pytorch-metric-learning's ``BaseReducer``, explicit backward).
+    """Base class of reducers (PML's ``BaseReducer``, with an explicit backward).
 
     ``value, dlosses = reducer(losses, indices=None, reduction_type="element", embeddings=None,
-    labels=None)``: ``losses`` is a 1-D float array of per-element losses (or the scalar 0 for
-    "no loss"), ``indices`` what they refer to (element indices, a pair ``(a, b)`` or a triplet
-    ``(a, p, n)`` of index arrays), ``reduction_type`` one of "element", "pos_pair", "neg_pair",
-    "triplet", "already_reduced". Returns the reduced loss (float) and ``dlosses = d value /
-    d losses`` (same shape as ``losses``, float64; None for a zero loss). Subclasses implement
-    ``element_reduction`` and may specialize ``pos_pair_reduction``, ``neg_pair_reduction``,
-    ``triplet_reduction`` (default: the element reduction).
+    labels=None)``: ``losses`` (K,) or the scalar 0, ``reduction_type`` one of
+    :data:`REDUCTION_TYPES`; ``dlosses`` (K,) float64 is d value / d losses (None for a zero loss).
+    Subclasses implement ``element_reduction`` and may specialize ``pos_pair_reduction``,
+    ``neg_pair_reduction``, ``triplet_reduction``.
 
-    Raises
-    ------
-    ValueError
-        Unknown ``reduction_type`` or ``losses`` that are not 1-D.
+    Raises ``ValueError`` for an unknown ``reduction_type`` or losses that are not 1-D.
     """
 
     #: The reduction this class computes, when a loss can run it fused (in the engine or in closed

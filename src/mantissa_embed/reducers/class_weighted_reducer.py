@@ -8,23 +8,11 @@ from .base_reducer import BaseReducer
 
 
 class ClassWeightedReducer(BaseReducer):
-    """Mean of the per-element losses, each multiplied by the weight of its (anchor's) class.
+    """Mean of the losses, each multiplied by the weight of its (anchor's) class.
 
-    ``ClassWeightedReducer(weights)``: ``weights`` is a 1-D float array indexed by label value
-    (length > the largest label). ``value = mean_k(losses[k] * weights[labels[i_k]])`` where
-    ``i_k`` is the element index (reduction type "element") or the anchor index (first array of
-    a pair / triplet), and ``d value / d losses[k] = weights[labels[i_k]] / K``. The labels are
-    the ones passed to the loss (``labels`` is required).
-
-    Raises
-    ------
-    ValueError
-        ``weights`` not 1-D or not finite; at call time: labels missing (None), a label outside
-        ``[0, len(weights))``, indices missing or of the wrong length.
-    TypeError
-        Non-numeric ``weights``.
-
-    Source: pytorch-metric-learning ``reducers/class_weighted_reducer.py``.
+    ``ClassWeightedReducer(weights)``, ``weights`` 1-D, indexed by label value. Raises ``ValueError``
+    for weights not 1-D or not finite and, at call time, missing labels or indices, or a label
+    outside ``[0, len(weights))``; ``TypeError`` for non-numeric weights.
     """
 
     def __init__(self, weights):

@@ -9,23 +9,10 @@ from .base_reducer import BaseReducer
 
 
 class DivisorReducer(BaseReducer):
-    """Sum of the per-element losses divided by a divisor the loss supplies; 0 when the divisor is 0.
+    """Sum of the losses divided by the ``divisor=`` the loss supplies; 0 when the divisor is 0.
 
-    ``value, dlosses = DivisorReducer()(losses, indices, reduction_type, embeddings, labels,
-    divisor=...)``: ``value = sum(losses) / divisor``, ``d value / d losses = 1 / divisor``. Only
-    losses (and regularizers) that compute a divisor can use it, as in PML, where the divisor is
-    read from the loss dict: e.g. :class:`~mantissa_embed.regularizers.SparseCentersRegularizer`.
-    ``stats["divisor"]`` holds the last one.
-
-    Raises
-    ------
-    ValueError
-        No ``divisor`` given for a reduction other than "already_reduced" (PML raises
-        ``KeyError``): e.g. ContrastiveLoss(reducer=DivisorReducer()).
-    TypeError
-        A non-numeric divisor.
-
-    Source: pytorch-metric-learning ``reducers/divisor_reducer.py``.
+    ``stats["divisor"]`` holds the last one. Raises ``ValueError`` without a divisor (PML: a
+    ``KeyError``), ``TypeError`` for a non-numeric one.
     """
 
     fused = "divisor"

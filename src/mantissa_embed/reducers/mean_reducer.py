@@ -7,10 +7,7 @@ from .base_reducer import BaseReducer
 
 
 class MeanReducer(BaseReducer):
-    """Mean of all per-element losses (zeros included); 0 when there is none.
-
-    Source: pytorch-metric-learning ``reducers/mean_reducer.py``.
-    """
+    """Mean of all the losses (zeros included); 0 when there is none."""
 
     fused = "mean"
 

@@ -8,33 +8,14 @@ from .mean_reducer import MeanReducer
 
 
 class MultipleReducers(BaseReducer):
-    """One reducer per sub-loss name, the results summed.
+    """One reducer per sub-loss name (default ``MeanReducer()``), the results summed.
 
-    ``MultipleReducers(reducers, default_reducer=None)``: ``reducers`` maps a sub-loss name (e.g.
-    ``"pos_loss"``, ``"neg_loss"``) to a BaseReducer; a sub-loss without an entry uses
-    ``default_reducer`` (default ``MeanReducer()``).
+    ``MultipleReducers(reducers, default_reducer=None)``. Called with PML's loss dict it returns
+    ``(value, {name: dlosses})``; with one sub-loss it needs ``loss_name=``. Inside a loss each
+    sub-loss is reduced by the reducer of its name (nested MultipleReducers followed).
 
-    Two ways to call it:
-
-    - PML's loss dict: ``value, grads = r(loss_dict, embeddings=None, labels=None)`` with
-      ``loss_dict = {name: {"losses": 1-D array or 0, "indices": ..., "reduction_type": ...}}``
-      (plus ``"divisor"`` for a DivisorReducer). ``value`` is the sum of the reduced sub-losses
-      and ``grads[name] = d value / d losses`` (float64, None for a zero loss).
-    - One sub-loss: ``r(losses, indices, reduction_type, embeddings, labels, loss_name=name)``
-      returns ``(value, dlosses)`` of the reducer of ``name`` (the BaseReducer contract plus the name).
-
-    Raises
-    ------
-    TypeError
-        ``reducers`` not a dict of str -> BaseReducer; ``default_reducer`` not a BaseReducer.
-    ValueError
-        A per-sub-loss call without ``loss_name``.
-
-    Inside a loss (``ContrastiveLoss(reducer=MultipleReducers({"pos_loss": ..., "neg_loss": ...}))``)
-    the loss looks up the reducer of each sub-loss by its name (PML's behaviour), including the
-    ``"divisor"`` of a DivisorReducer; nested MultipleReducers are followed.
-
-    Source: pytorch-metric-learning ``reducers/multiple_reducers.py``.
+    Raises ``TypeError`` for ``reducers`` not a dict of str -> BaseReducer or a bad
+    ``default_reducer``; ``ValueError`` for a one-sub-loss call without ``loss_name``.
     """
 
     def __init__(self, reducers, default_reducer=None):

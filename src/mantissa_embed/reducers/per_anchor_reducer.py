@@ -27,29 +27,15 @@ aggregation_func.backward = _aggregation_backward
 
 
 class PerAnchorReducer(BaseReducer):
-    """Aggregate pair losses per anchor, then reduce the per-anchor values with ``reducer``.
+    """Aggregate pair losses per anchor, then reduce the N per-anchor values with ``reducer``.
 
-    ``PerAnchorReducer(reducer=None, aggregation_func=aggregation_func)``
+    ``PerAnchorReducer(reducer=None, aggregation_func=aggregation_func)``: pair losses fill an
+    (N, N) table (a repeated pair keeps its last loss), ``aggregation_func(table, num_per_row)``
+    gives one value per anchor and needs a ``.backward(dout, table, num_per_row)``. "element" losses
+    go straight to ``reducer``; "triplet" raises ``NotImplementedError`` (as PML).
 
-    - "element" losses go straight to ``reducer`` (default ``MeanReducer()``).
-    - "pos_pair" / "neg_pair" losses with indices ``(anchors, others)``: the losses are scattered
-      into an (N, N) table (N = number of embeddings; a repeated pair keeps its last loss), the
-      empty cells are set to 0, and ``aggregation_func(table, num_per_row)`` gives one value per
-      anchor (default: the mean over that anchor's pairs, 0 for an anchor without pairs). These N
-      values are reduced by ``reducer`` as elements with indices ``arange(N)``.
-    - "triplet": not supported (``NotImplementedError``, as PML).
-
-    A custom ``aggregation_func(x (N, N) float64, num_per_row (N,) int) -> (N,)`` must also carry
-    ``aggregation_func.backward(dout (N,), x, num_per_row) -> dx (N, N)`` (there is no autograd).
-
-    Raises
-    ------
-    TypeError
-        ``reducer`` not a BaseReducer, ``aggregation_func`` not callable or without ``.backward``.
-    ValueError
-        Pair indices outside ``[0, N)`` (the pair table is N x N, as in PML), embeddings missing.
-
-    Source: pytorch-metric-learning ``reducers/per_anchor_reducer.py``.
+    Raises ``TypeError`` for a bad ``reducer`` or ``aggregation_func``; ``ValueError`` for pair
+    indices outside [0, N) or missing embeddings.
     """
 
     def __init__(self, reducer=None, aggregation_func=aggregation_func):

@@ -7,11 +7,7 @@ from .mean_reducer import MeanReducer
 
 
 class SumReducer(MeanReducer):
-    """Sum of all per-element losses (zeros included); 0 when there is none.
-
-    ``value = sum_k losses[k]``, ``d value / d losses = 1``. Every reduction type (element,
-    pos_pair, neg_pair, triplet) sums. Source: pytorch-metric-learning ``reducers/sum_reducer.py``.
-    """
+    """Sum of all the losses; 0 when there is none."""
 
     fused = "sum"
 

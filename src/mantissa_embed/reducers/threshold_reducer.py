@@ -8,19 +8,10 @@ from .base_reducer import BaseReducer
 
 
 class ThresholdReducer(BaseReducer):
-    """Mean of the per-element losses with ``low < loss < high`` (strict); 0 when none is.
+    """Mean of the losses with ``low < loss < high`` (a None bound is not applied); 0 when none is.
 
-    ``ThresholdReducer(low=None, high=None)``: at least one bound must be given; a ``None``
-    bound is not applied. ``value = mean(losses[keep])``, ``d value / d losses[k] = keep[k] /
-    count(keep)`` (a zero gradient when nothing is kept). Same rule for every reduction type.
-    ``stats`` holds ``num_past_filter``, ``num_above_low``, ``num_below_high`` of the last call.
-
-    Raises
-    ------
-    ValueError
-        Both bounds None; a non-finite bound. ``TypeError``: a non-numeric bound.
-
-    Source: pytorch-metric-learning ``reducers/threshold_reducer.py``.
+    ``stats`` holds ``num_past_filter``, ``num_above_low``, ``num_below_high``. Raises ``ValueError``
+    when both bounds are None or a bound is not finite, ``TypeError`` for a non-numeric bound.
     """
 
     def __init__(self, low=None, high=None):

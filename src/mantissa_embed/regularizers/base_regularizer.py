@@ -10,35 +10,16 @@ from ..reducers import BaseReducer, MeanReducer
 
 
 class BaseRegularizer:
-    """Base class of regularizers (pytorch-metric-learning's ``BaseRegularizer``, explicit backward).
+    """Base class of regularizers (PML's ``BaseRegularizer``, with an explicit backward).
 
-    ``out = reg(x)``: ``x`` is an (N, D) float array (embeddings for an embedding regularizer,
-    a weight matrix with one row per class / center for a weight regularizer). The per-row
-    losses of :meth:`compute_loss` are reduced by ``reducer`` (default ``MeanReducer()``, labels
-    ``arange(N)``) and ``out`` is a :class:`~mantissa_embed.losses.LossOutput` with ``loss``
-    (float), ``grad`` ((N, D) float32, d loss / d x) and ``terms={"loss": loss}``. Every
-    computation runs in float64. Use one as a loss's ``embedding_regularizer``: its loss times
-    ``embedding_reg_weight`` is the loss term ``embedding_reg_loss`` and its gradient is added.
+    ``reg(x (N, D))`` returns a :class:`~mantissa_embed.losses.LossOutput` (``loss``, ``grad`` (N, D)
+    float32, ``terms={"loss"}``); ``forward64(x)`` gives ``(value, grad)`` in float64. Subclasses
+    implement ``compute_loss(x) -> (losses, indices, reduction_type, backward, extra)``, ``extra``
+    ``{"divisor": ...}`` or None; the losses are reduced by ``reducer`` (default MeanReducer) with
+    labels ``arange(N)``.
 
-    Subclasses implement ``compute_loss(x float64 (N, D)) -> (losses (K,), indices, reduction_type,
-    backward, extra)`` where ``backward(dlosses (K,)) -> dx (N, D)`` and ``extra`` is a dict of
-    keyword arguments for a DivisorReducer (``{"divisor": ...}``; other reducers ignore it, as
-    in PML) or None.
-
-    Parameters
-    ----------
-    distance : BaseDistance, optional
-        Default: :meth:`get_default_distance` (``LpDistance()``); each subclass documents the
-        distance it accepts.
-    reducer : BaseReducer, optional
-        Default: :meth:`get_default_reducer` (``MeanReducer()``).
-
-    Raises
-    ------
-    TypeError
-        ``distance`` / ``reducer`` of the wrong type; ``x`` non-numeric.
-    ValueError
-        ``x`` not 2-D or with NaN / Inf.
+    Raises ``TypeError`` for a bad distance or reducer or non-numeric ``x``; ``ValueError`` for ``x``
+    not 2-D or with NaN/Inf.
     """
 
     def __init__(self, distance=None, reducer=None):

@@ -8,26 +8,11 @@ from .base_regularizer import BaseRegularizer, _lp_norm
 
 
 class CenterInvariantRegularizer(BaseRegularizer):
-    """Make the class weight vectors' squared norms equal (a weight regularizer).
+    """Make the class weight vectors' squared norms equal: ``(||w_i||^2 - mean_k ||w_k||^2)^2 / 4``.
 
-    ``losses_i = (||w_i||^2 - mean_k ||w_k||^2)^2 / 4`` for a weight matrix ``w`` (K, D), then
-    the reducer (default: the mean over the K rows). The norm is the distance's
-    (``LpDistance(normalize_embeddings=False, power=1)``, p=2 by default). Gradient: with
-    ``dev_i`` the deviation and ``g_i = dl_i dev_i / 2``, ``d/dn_i = g_i - mean(g)`` on the
-    squared norms, chained through the norm.
-
-    Parameters
-    ----------
-    distance : LpDistance(normalize_embeddings=False, power=1), default that with p=2
-    reducer : BaseReducer, default MeanReducer()
-
-    Raises
-    ------
-    ValueError
-        Another distance (PML asserts the same).
-
-    Source: pytorch-metric-learning ``regularizers/center_invariant_regularizer.py``; Y. Wu et
-    al., "Deep Face Recognition with Center Invariant Loss", ACM MM workshops 2017.
+    The distance must be ``LpDistance(normalize_embeddings=False, power=1)`` (``ValueError``
+    otherwise, as PML asserts).
+    Source: Y. Wu et al., "Deep Face Recognition with Center Invariant Loss", ACM MM workshops 2017.
     """
 
     def __init__(self, **kwargs):

@@ -10,25 +10,10 @@ from .base_regularizer import BaseRegularizer, _lp_norm
 
 
 class LpRegularizer(BaseRegularizer):
-    """Penalize the Lp norm of each embedding: ``losses_i = ||x_i||_p ** power``, then the reducer.
+    """The Lp norm of each embedding: ``losses_i = ||x_i||_p ** power``; the gradient is 0 at a zero row.
 
-    ``LpRegularizer(p=2, power=1, distance=None, reducer=None)``; default reduction: the mean
-    over the rows. Gradient: ``power * ||x_i||^(power-1) * sign(x_ij) (|x_ij| / ||x_i||)^(p-1)``
-    (``p=1``: ``sign``; ``p=inf``: split evenly between the entries attaining the max); 0 at a
-    zero row (torch's subgradient).
-
-    Parameters
-    ----------
-    p : float >= 1 or ``float("inf")``, default 2
-    power : float > 0, default 1
-    distance, reducer : see :class:`BaseRegularizer` (the distance is not used).
-
-    Raises
-    ------
-    ValueError / TypeError
-        ``p < 1`` (mantissa-embed supports norms only), ``power <= 0``, non-numeric arguments.
-
-    Source: pytorch-metric-learning ``regularizers/lp_regularizer.py``.
+    ``LpRegularizer(p=2, power=1, distance=None, reducer=None)``. Raises ``ValueError`` /
+    ``TypeError`` for ``p < 1`` (norms only; PML accepts any p), ``power <= 0``, non-numeric values.
     """
 
     def __init__(self, p=2, power=1, **kwargs):

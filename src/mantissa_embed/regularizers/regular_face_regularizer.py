@@ -8,25 +8,10 @@ from .base_regularizer import BaseRegularizer, _check_cosine, _normalize
 
 
 class RegularFaceRegularizer(BaseRegularizer):
-    """Push each class weight vector away from its most similar other class (a weight regularizer).
+    """Push each class weight vector from its most similar other class: ``max_{j != i} cos(w_i, w_j)``.
 
-    ``losses_i = max_{j != i} cos(w_i, w_j)`` for a weight matrix ``w`` (K, D), then the reducer
-    (default: the mean over the K rows). The argmax is taken without gradient (as PML), so
-    ``d losses_i / d cos_ij* = 1`` for the chosen ``j*``; then through the cosine similarity
-    (``x / max(||x||, 1e-12)`` normalization). With K = 1, the row's own cosine is used (PML).
-
-    Parameters
-    ----------
-    distance : CosineSimilarity(), the default and the only accepted distance
-    reducer : BaseReducer, default MeanReducer()
-
-    Raises
-    ------
-    ValueError
-        Another distance.
-
-    Source: pytorch-metric-learning ``regularizers/regular_face_regularizer.py``; K. Zhao et al.,
-    "RegularFace: Deep Face Recognition via Exclusive Regularization", CVPR 2019.
+    The argmax is not differentiated (as PML). The distance must be CosineSimilarity (``ValueError``).
+    Source: K. Zhao et al., "RegularFace", CVPR 2019.
     """
 
     def __init__(self, **kwargs):

@@ -13,31 +13,14 @@ _TINY = float(np.finfo(np.float32).tiny)
 
 
 class SparseCentersRegularizer(BaseRegularizer):
-    """Pull together the centers of the same class (SoftTriple's center regularizer; a weight regularizer).
+    """Pull together the centers of each class (SoftTriple's center regularizer).
 
-    ``SparseCentersRegularizer(num_classes, centers_per_class, distance=None, reducer=None)``. The
-    weight matrix ``w`` has ``num_classes * centers_per_class`` rows, the centers of class c being
-    rows ``c*cpc .. (c+1)*cpc - 1``. For every same-class pair ``i < j``:
-    ``loss_ij = sqrt(2 + tiny - min(2 cos(w_i, w_j), 2))``; the default ``DivisorReducer`` returns
-    ``sum(loss_ij) / (2 * number of pairs)``. Gradient ``-1 / loss_ij`` on ``cos_ij`` (0 where the
-    clamp is active), then through the cosine similarity. Two identical centers of one class
-    (cos = 1) put ``1 / sqrt(tiny) ~ 1e19`` on that pair: PML has the same singularity.
-
-    Parameters
-    ----------
-    num_classes : int >= 1
-    centers_per_class : int >= 2
-    distance : CosineSimilarity(), the default and the only accepted distance
-    reducer : BaseReducer, default DivisorReducer() (receives ``divisor`` = 2 * number of pairs)
-
-    Raises
-    ------
-    ValueError
-        ``centers_per_class < 2``, ``num_classes < 1``, another distance, a weight matrix whose
-        row count is not ``num_classes * centers_per_class``.
-
-    Source: pytorch-metric-learning ``regularizers/sparse_centers_regularizer.py``; Q. Qian et
-    al., "SoftTriple Loss: Deep Metric Learning Without Triplet Sampling", ICCV 2019.
+    ``SparseCentersRegularizer(num_classes, centers_per_class, distance=None, reducer=None)``: for
+    each same-class pair ``loss = sqrt(2 + tiny - min(2 cos(w_i, w_j), 2))``, default DivisorReducer
+    (divisor 2 * pairs). Raises ``ValueError`` for ``centers_per_class < 2``, ``num_classes < 1``,
+    another distance than CosineSimilarity, a weight matrix without ``num_classes *
+    centers_per_class`` rows.
+    Source: Q. Qian et al., "SoftTriple Loss", ICCV 2019.
     """
 
     def __init__(self, num_classes, centers_per_class, **kwargs):

@@ -7,14 +7,10 @@ from .base_regularizer import BaseRegularizer
 
 
 class ZeroMeanRegularizer(BaseRegularizer):
-    """Penalize the absolute sum of each embedding's entries: ``losses_i = |sum_j x_ij|``.
+    """The absolute sum of each embedding's entries, ``losses_i = |sum_j x_ij|`` (as PML).
 
-    ``ZeroMeanRegularizer(distance=None, reducer=None)``; default reduction: the mean over the
-    rows. Gradient ``sign(sum_j x_ij)`` on every entry of row i (0 when the sum is 0, as
-    ``torch.abs``). Note: as in PML, the sum runs over the embedding dimensions of each row.
-
-    Source: pytorch-metric-learning ``regularizers/zero_mean_regularizer.py``; Y. Yuan et al.,
-    "Signal-to-Noise Ratio: A Robust Distance Metric for Deep Metric Learning", CVPR 2019.
+    Source: T. Yuan et al., "Signal-to-Noise Ratio: A Robust Distance Metric for Deep Metric
+    Learning", CVPR 2019.
     """
 
     def compute_loss(self, x):
