@@ -21,7 +21,7 @@ class FixedSetOfTriplets:
     (in place, as PML) and yields batches of ``triplets_per_batch`` triplets flattened as
     ``a0, p0, n0, a1, p1, n1, ...`` (3 * triplets_per_batch indices; the last batch may be
     shorter), the layout :class:`~mantissa_embed.miners.EmbeddingsAlreadyPackagedAsTriplets`
-    expects. Useful to study training when the only supervision is a set of triplets.
+    expects.
 
     Raises
     ------

@@ -11,21 +11,15 @@ from ._common import safe_random_choice
 
 
 class HierarchicalSampler:
-    """Batches that mix classes of ``super_classes_per_batch`` super-classes.
+    """Batches that mix the classes of ``super_classes_per_batch`` super-classes.
 
-    ``HierarchicalSampler(labels, batch_size, samples_per_class, batches_per_super_tuple=4,
-    super_classes_per_batch=2, inner_label=0, outer_label=1, seed=0)``
-    (pytorch-metric-learning's sampler, from Ermolov / Brown et al.'s hierarchical batches).
-    ``labels`` is (N, L): column ``inner_label`` holds the class, column ``outer_label`` the
-    super-class. For every combination of ``super_classes_per_batch`` distinct super-classes
-    (``itertools.combinations`` over the sorted super-class values), ``batches_per_super_tuple``
-    batches are built. Each batch has one sub-batch of ``batch_size // super_classes_per_batch``
-    slots per super-class of the combination, filled by visiting that super-class's classes in
-    a random order and adding ``samples_per_class`` rows of each (without replacement when the
-    class is big enough; ``"all"``: every row of the class) whenever they fit; then the batch
-    is shuffled, and so is the list of batches. A batch may be shorter than ``batch_size`` when
-    the classes do not fill the slots exactly. ``len()`` is the number of batches; every
-    iteration rebuilds them with fresh randomness (as PML's ``reshuffle``).
+    pytorch-metric-learning's sampler. ``labels`` is (N, L): column ``inner_label`` holds the class, ``outer_label`` the
+    super-class. For every combination of ``super_classes_per_batch`` super-classes
+    (``itertools.combinations`` of the sorted values) ``batches_per_super_tuple`` batches are
+    built, each with ``batch_size // super_classes_per_batch`` slots per super-class, filled by
+    visiting its classes in random order and adding ``samples_per_class`` rows of each
+    (``"all"``: the whole class) while they fit. Batches and their order are shuffled, and a
+    batch may be shorter than ``batch_size``. Every iteration rebuilds them (PML's ``reshuffle``).
 
     Raises
     ------

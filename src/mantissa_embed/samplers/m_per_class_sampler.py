@@ -9,50 +9,33 @@ from .._validation import as_generator, check_int, check_labels
 class MPerClassSampler:
     """Class-balanced batches: ``m`` samples from each of ``batch_size // m`` classes.
 
-    pytorch-metric-learning's ``samplers.MPerClassSampler`` with the same constructor
-    arguments, defaults, validation and sampling semantics. Each batch picks a fresh random
-    set of ``batch_size // m`` distinct classes (PML shuffles its list of classes in place and
-    takes the first ``batch_size // m``) and draws ``m`` indices from each class: without
-    replacement when the class has at least ``m`` samples, with replacement otherwise
-    (PML's ``safe_random_choice``). Every batch therefore contains positives (when ``m >= 2``)
-    and, with at least two classes per batch, negatives.
-
-    Differences from PML, all due to the absence of a DataLoader:
-
-    * iterating yields int64 index arrays of length ``batch_size`` (one per batch) instead of
-      single indices; ``len(sampler)`` is the number of batches per iteration, and
-      ``sampler.list_size`` is PML's ``len()`` (the number of indices per iteration);
-    * randomness comes from a ``numpy.random.Generator`` (``seed``), never from a global RNG;
-      successive iterations continue the same stream, so they differ (as PML's epochs do).
+    pytorch-metric-learning's ``MPerClassSampler`` (same arguments, defaults, checks and
+    sampling). Each batch takes a fresh random set of ``batch_size // m`` classes and draws
+    ``m`` indices from each, without replacement when the class has at least ``m`` samples.
+    Iterating yields int64 index arrays of length ``batch_size``; ``len(sampler)`` is the number
+    of batches per iteration and ``list_size`` PML's ``len()`` (indices per iteration).
+    Successive iterations continue the generator's stream.
 
     Parameters
     ----------
     labels : array_like of int, shape (N,)
-        The class of every sample; indices into this array are what the batches contain.
-    m : int
-        Samples per class in each batch (``m >= 1``).
+    m : int >= 1
+        Samples per class in each batch.
     batch_size : int or None, default None
-        Batch length. ``None``: every batch contains ``m`` samples of *every* class (one
-        "single pass", ``m * num_classes`` indices), as in PML.
+        None: each batch holds ``m`` samples of every class (``m * num_classes`` indices).
     length_before_new_iter : int, default 100000
-        Indices per iteration (PML's ``length_before_new_iter``); rounded down to a multiple
-        of the batch length, as in PML.
+        Indices per iteration, rounded down to a multiple of the batch length.
     seed : int, numpy.random.Generator or None, default 0
-        Randomness source.
 
     Raises
     ------
     TypeError
-        ``labels`` not integer; ``m``, ``batch_size`` or ``length_before_new_iter`` not int.
+        Non-integer ``labels``, ``m``, ``batch_size`` or ``length_before_new_iter``.
     ValueError
-        ``labels`` empty or not 1-D; ``m < 1``; ``batch_size`` not a multiple of ``m``
-        (PML: "m_per_class must divide batch_size without any remainder");
-        ``m * num_classes < batch_size`` (PML: "m * (number of unique labels) must be >=
-        batch_size"); ``length_before_new_iter < batch_size``.
+        ``labels`` empty or not 1-D; ``m < 1``; ``batch_size`` not a multiple of ``m``;
+        ``m * num_classes < batch_size``; ``length_before_new_iter < batch_size``.
 
-    Source
-    ------
-    pytorch-metric-learning ``samplers/m_per_class_sampler.py`` (Musgrave et al., 2020).
+    Source: pytorch-metric-learning ``samplers/m_per_class_sampler.py``.
     """
 
     def __init__(self, labels, m, batch_size=None, length_before_new_iter=100000, seed=0):

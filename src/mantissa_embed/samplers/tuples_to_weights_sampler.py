@@ -11,32 +11,24 @@ from .weighted_sampler import WeightedSampler
 
 
 class TuplesToWeightsSampler:
-    """Sample the rows that a miner finds hard, proportionally to how often it picks them.
+    """Sample the rows that a miner picks, proportionally to how often it picks them.
 
-    ``TuplesToWeightsSampler(model, miner, dataset, subset_size=None, *, batch_size=None, seed=0,
-    embed_batch_size=256)`` (pytorch-metric-learning's sampler; PML's ``tester_kwargs`` become
-    ``embed_batch_size``). At each iteration:
-
-    1. ``subset_size`` distinct rows of the dataset are drawn uniformly (all rows when None);
-    2. they are embedded with ``model`` in chunks of ``embed_batch_size`` and mined:
-       ``miner(embeddings, subset_labels)``;
-    3. each subset row gets the weight ``count / max count`` of its occurrences in the mined
-       tuple (:func:`mantissa_embed.utils.convert_to_weights`); an empty tuple gives every
-       subset row weight 1 (uniform over the subset); rows outside the subset get weight 0.
-       The full-dataset weights are kept in ``self.weights`` ((N,) float32) and the subset in
-       ``self.subset_indices``;
-    4. ``len(subset)`` indices are drawn with replacement from those weights
-       (:class:`WeightedSampler`) and yielded in batches of ``batch_size`` (None: one batch).
-
-    The model is only called (``model(X_chunk) -> (n, D)``): its mode and parameters are the
-    caller's business.
+    pytorch-metric-learning's sampler; PML's ``tester_kwargs`` become ``embed_batch_size``.
+    Each iteration draws ``subset_size`` distinct rows (all when None), embeds them with
+    ``model`` in chunks of ``embed_batch_size``, mines them (``miner(embeddings, labels)``) and
+    weights each row by ``count / max count`` of its occurrences in the mined tuple
+    (:func:`mantissa_embed.utils.convert_to_weights`; an empty tuple gives the subset uniform
+    weights, rows outside it 0). ``self.weights`` ((N,) float32) and ``self.subset_indices``
+    keep the last draw. Then ``len(subset)`` indices are drawn with replacement from those
+    weights and yielded in batches of ``batch_size`` (None: one batch). The model is only
+    called, never put in a mode.
 
     Parameters
     ----------
     model : callable
-        ``(n, ...) float32 -> (n, D)`` embeddings (a ``Sequential``, a function ...).
+        ``(n, ...) float32 -> (n, D)`` embeddings.
     miner : callable
-        A miner: ``miner(embeddings, labels) -> index tuple``.
+        ``miner(embeddings, labels) -> index tuple``.
     dataset : tuple (X, labels)
         ``X`` (N, ...) float array, ``labels`` (N,) integer array.
     subset_size : int >= 1 or None, default None

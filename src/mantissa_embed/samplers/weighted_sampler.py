@@ -12,28 +12,19 @@ from ._common import split_batches
 class WeightedSampler:
     """Indices drawn with probability proportional to ``weights``.
 
-    ``WeightedSampler(weights, num_samples, replacement=True, generator=None, *, batch_size=None)``:
-    the numpy counterpart of ``torch.utils.data.WeightedRandomSampler`` (same arguments and
-    meaning; ``generator`` is a ``numpy.random.Generator`` or an int seed). Each iteration draws
-    ``num_samples`` indices in ``[0, len(weights))``: independently with replacement, or (with
-    ``replacement=False``) one after another without replacement, each proportionally to the
-    weights of the indices not drawn yet (torch's ``multinomial``). An index whose weight is 0
-    is never drawn. The draw is yielded as int64 batches of ``batch_size`` indices (the last
-    one may be shorter), or as a single batch of ``num_samples`` indices when ``batch_size`` is
-    None. Successive iterations continue the generator's stream.
-
-    Sampling with replacement gives no coverage guarantee: some rows may never be drawn in an
-    iteration and others several times.
+    The numpy counterpart of ``torch.utils.data.WeightedRandomSampler`` (same arguments;
+    ``generator`` is a ``numpy.random.Generator``, an int seed or None for fresh entropy). Each
+    iteration draws ``num_samples`` indices in ``[0, len(weights))``, with replacement or (like
+    torch's ``multinomial``) without; a zero-weight index is never drawn. They are yielded as
+    int64 batches of ``batch_size`` (the last may be shorter), or as one batch when it is None.
 
     Parameters
     ----------
     weights : (N,) array_like of float
         Non-negative, finite, not all zero (need not sum to 1).
     num_samples : int >= 1
-        Indices per iteration.
     replacement : bool, default True
     generator : numpy.random.Generator, int or None, default None
-        None: fresh entropy (torch's default draws from its global RNG; we never do).
     batch_size : int >= 1 or None, keyword-only, default None
 
     Raises
