@@ -1,27 +1,11 @@
-"""Retrieval metrics of pytorch-metric-learning's ``AccuracyCalculator``, in numpy.
+"""Precision@1, R-precision and MAP@R of embeddings, from one exact k-NN.
 
-Definitions (Musgrave, Belongie & Lim 2020, "A Metric Learning Reality Check", ECCV, sec. 3.2;
-pytorch-metric-learning ``utils/accuracy_calculator.py``), for a query with label ``c``:
-
-* ``R`` = the number of references with label ``c``, minus one when the reference set
-  includes the query (``ref_includes_query``; the query itself is never its own neighbour).
-* ``precision_at_1``: 1 if the nearest reference has label ``c``, else 0.
-* ``r_precision``: ``r / R`` where ``r`` counts the references of label ``c`` among the ``R``
-  nearest.
-* ``mean_average_precision_at_r`` (MAP@R): ``(1/R) * sum_{i=1..R} P(i) * rel(i)``, where
-  ``rel(i)`` is 1 if the i-th nearest reference has label ``c`` and ``P(i)`` is the precision
-  among the ``i`` nearest.
-
-Each metric is the mean over queries (or, with ``avg_of_avgs=True``, the mean over classes of
-the per-class means). Queries whose class has no other member in the reference set
-(``R == 0``, PML's "lone" queries) are left out of every metric; when no query is left the
-metric is ``nan`` and a ``RuntimeWarning`` is issued (PML logs a warning and returns nan).
-When the neighbour lists are shorter than ``R`` (an explicit ``k`` below the largest ``R``),
-PML's truncated formulas are reproduced and a ``RuntimeWarning`` says so.
-
-The metric math is :mod:`.knn_metrics`' (``precision_at_k``, ``r_precision``,
-``mean_average_precision(..., at_r=True)``, the label-count and lone-query helpers); this
-module only adds validation, the default ``k`` and its own warnings.
+The definitions are pytorch-metric-learning's ``AccuracyCalculator``'s (see
+:mod:`.accuracy_calculator`; Musgrave, Belongie & Lim 2020, "A Metric Learning Reality Check").
+Lone queries (no other reference with their label) are left out; when every query is lone the
+metrics are nan, with a ``RuntimeWarning``. A ``k`` below the largest ``R`` truncates
+R-precision and MAP@R as PML does, with a ``RuntimeWarning``. The math is :mod:`.knn_metrics`'; this module adds validation and the
+default ``k``.
 """
 from __future__ import annotations
 
