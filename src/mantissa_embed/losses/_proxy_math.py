@@ -1,12 +1,12 @@
 """float64 building blocks of the proxy and classifier losses, each returning its value and a
-backward closure. Large (N, D) results go to :func:`~._workspace.scratch` arrays inside
+backward closure. Large (N, D) results go to :func:`~._scratch.scratch` arrays inside
 ``using_workspace``."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..distances import DotProductSimilarity, LpDistance
-from ._workspace import scratch
+from ._scratch import scratch
 
 
 def p2sgrad64(x, w, labels):

@@ -8,7 +8,7 @@ from ..parameter import Parameter
 from ..utils import _miner_weights, check_indices_tuple
 from ._class_weights import check_class_batch, normal_init, place_parameter
 from ._proxy_math import check_distance64, similarity64, softmax_xent64
-from ._workspace import using_workspace
+from ._scratch import using_workspace
 from .base_metric_loss_function import BaseMetricLossFunction, _Batch
 from .mixins import WeightRegularizerMixin
 

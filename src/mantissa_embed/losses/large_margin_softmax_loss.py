@@ -7,7 +7,7 @@ import numpy as np
 
 from .._validation import check_float
 from ..distances import CosineSimilarity
-from ._workspace import scratch
+from ._scratch import scratch
 from .base_proxy_loss import BaseProxyLoss
 
 __all__ = ["LargeMarginSoftmaxLoss"]

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._validation import check_float, check_int, check_labels
 from ._proxy_math import max_over_centers
-from ._workspace import scratch
+from ._scratch import scratch
 from .arcface_loss import ArcFaceLoss
 
 __all__ = ["SubCenterArcFaceLoss"]
