@@ -1,20 +1,14 @@
-# Angular / Margin / TupletMargin / IntraPairVariance / VICReg: wrappers of src/engine_c/tuple_losses.c. numpy twin: mantissa_embed/_reference/_tuple.py
-# The argument checks are imported from the twin, so both backends raise the same errors.
-from mantissa_embed._reference._tuple import _angular_args as _tp_angular_args
-from mantissa_embed._reference._losses import _check_in as _tp_in
+"""AngularLoss over (anchor, positive) pairs (``src/engine_c/tuple_losses.c``)."""
+import numpy as np
 
-cdef extern from "engine.h" nogil:
-    void me_angular_loss_forward(const float *A, const float *B, const float *c, const int64_t *a,
-                                 const int64_t *p, const int64_t *labels, const int64_t *ref_labels,
-                                 float *losses, int64_t N, int64_t M, int64_t P)
-    void me_angular_loss_backward(const float *A, const float *B, const float *c, const int64_t *a,
-                                  const int64_t *p, const int64_t *labels, const int64_t *ref_labels,
-                                  const float *losses, const float *dlosses, const int64_t *by_anchor,
-                                  const int64_t *anchor_ptr, const int64_t *by_pos, const int64_t *pos_ptr,
-                                  float *dA, float *dB, float *dc, int64_t N, int64_t M, int64_t P)
+from libc.stdint cimport int64_t
+
+from mantissa_embed._engine._cengine cimport me_angular_loss_backward, me_angular_loss_forward
+from mantissa_embed._reference._losses import _check_in
+from mantissa_embed._reference._tuple import _angular_args
 
 
-def _tp_csr(idx, n):
+def _csr(idx, n):
     """(pair ids grouped by idx (stable), offsets (n+1)) as int64."""
     order = np.argsort(idx, kind="stable").astype(np.int64)
     ptr = np.zeros(n + 1, dtype=np.int64)
@@ -27,7 +21,7 @@ def angular_loss_forward(A, B, c, a, p, labels, ref_labels):
 
     See :func:`mantissa_embed._reference.angular_loss_forward`.
     """
-    A, B, c, a, p, labels, ref_labels, N, M, P = _tp_angular_args(A, B, c, a, p, labels, ref_labels)
+    A, B, c, a, p, labels, ref_labels, N, M, P = _angular_args(A, B, c, a, p, labels, ref_labels)
     out = np.zeros(P, dtype=np.float32)
     if P == 0 or M == 0:
         return out
@@ -51,9 +45,9 @@ def angular_loss_backward(A, B, c, a, p, labels, ref_labels, losses, dlosses):
 
     See :func:`mantissa_embed._reference.angular_loss_backward`.
     """
-    A, B, c, a, p, labels, ref_labels, N, M, P = _tp_angular_args(A, B, c, a, p, labels, ref_labels)
-    losses = _tp_in(losses, "losses", ndim=1)
-    dlosses = _tp_in(dlosses, "dlosses", ndim=1)
+    A, B, c, a, p, labels, ref_labels, N, M, P = _angular_args(A, B, c, a, p, labels, ref_labels)
+    losses = _check_in(losses, "losses", ndim=1)
+    dlosses = _check_in(dlosses, "dlosses", ndim=1)
     if losses.shape[0] != P or dlosses.shape[0] != P:
         raise ValueError(f"losses and dlosses must have length {P}, got {losses.shape[0]} and {dlosses.shape[0]}")
     dA = np.zeros((N, M), dtype=np.float32)
@@ -61,8 +55,8 @@ def angular_loss_backward(A, B, c, a, p, labels, ref_labels, losses, dlosses):
     dc = np.zeros(P, dtype=np.float32)
     if P == 0 or M == 0:
         return dA, dB, dc
-    by_a, a_ptr = _tp_csr(a, N)
-    by_p, p_ptr = _tp_csr(p, M)
+    by_a, a_ptr = _csr(a, N)
+    by_p, p_ptr = _csr(p, M)
     cdef const float[:, ::1] Av = A
     cdef const float[:, ::1] Bv = B
     cdef const float[::1] cv = c

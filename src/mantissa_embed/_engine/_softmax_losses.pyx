@@ -1,42 +1,27 @@
-# NTXent / SupCon / NPairs / NCA / Instance (softmax over pairs): wrappers of src/engine_c/softmax_losses.c.
-# numpy twin: mantissa_embed/_reference/_softmax.py (same names, signatures, checks and messages).
-from libc.stdint cimport uint8_t
-from mantissa_embed._reference._softmax import (
-    REDUCTIONS as _SM_REDUCTIONS,
-    _check_common as _sm_common,
-    _check_reduction as _sm_reduction,
-    _check_temperature as _sm_temperature,
-    _check_lse as _sm_lse,
-    _check_xent_rows as _sm_xent_rows,
-    _check_xent_lse as _sm_xent_lse,
-    _check_row_weights as _sm_row_weights,
-)
+"""NTXent / SupCon / NCA / NPairs / Instance: softmax over pairs, fused with the gradient
+(``src/engine_c/softmax_losses.c``; the single-exp variants are in ``proxy_losses.c``)."""
+import numpy as np
 
-cdef extern from "engine.h" nogil:
-    double me_ntxent_all(const float *sim, const int64_t *labels, const int64_t *ref_labels,
-                         const float *weights, float *losses, float *dsim, int64_t N, int64_t M,
-                         float temperature, int exclude_self, int inverted, int reduction,
-                         double *stats)
-    double me_supcon_all(const float *sim, const int64_t *labels, const int64_t *ref_labels,
-                         const float *weights, float *losses, float *dsim, int64_t N, int64_t M,
-                         float temperature, int exclude_self, int inverted, int reduction,
-                         double *stats)
-    int64_t me_softmax_nll_forward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
-                                   float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
-                                   float scale, int exclude_self, int inverted, double max_loss)
-    void me_softmax_nll_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
-                                 const double *lse, const float *weights, float *dsim, int64_t N,
-                                 int64_t M, float scale, int exclude_self, int inverted)
+from libc.stdint cimport int64_t, uint8_t
+
+from mantissa_embed._engine._cengine cimport (me_ntxent_all, me_softmax_nll_backward,
+                                             me_softmax_nll_fast_backward, me_softmax_nll_fast_forward,
+                                             me_softmax_nll_forward, me_softmax_xent_rows_backward,
+                                             me_softmax_xent_rows_forward, me_supcon_all)
+from mantissa_embed._reference._softmax import (REDUCTIONS, _check_common, _check_lse, _check_reduction,
+                                                _check_row_weights, _check_temperature, _check_xent_lse,
+                                                _check_xent_rows)
+from mantissa_embed._validation import check_float
 
 
-def _sm_pair_kernel(int which, sim, labels, ref_labels, temperature, exclude_self, inverted,
-                    reduction, weights, losses, grad):
-    sim, labels, ref_labels, exclude_self = _sm_common(sim, labels, ref_labels, exclude_self)
-    cdef float t = _sm_temperature(temperature)
+cdef object _pair_softmax(int which, sim, labels, ref_labels, temperature, exclude_self, inverted,
+                          reduction, weights, losses, grad):
+    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    cdef float t = _check_temperature(temperature)
     N, M = sim.shape
     wshape = (N, M) if which == 0 else (N,)
-    weights = _sm_reduction(reduction, weights, wshape)
-    cdef int red = _SM_REDUCTIONS[reduction]
+    weights = _check_reduction(reduction, weights, wshape)
+    cdef int red = REDUCTIONS[reduction]
     cdef int excl = exclude_self, inv = bool(inverted)
     dsim = np.zeros((N, M), dtype=np.float32) if grad else None
     lout = np.zeros(wshape, dtype=np.float32) if losses else None
@@ -91,7 +76,7 @@ def ntxent_all(sim, labels, ref_labels, temperature, exclude_self=False, inverte
     """NTXentLoss over every pair the labels define, fused in C (parallel over anchor rows, one
     log-sum-exp per row, no pair list). See :func:`mantissa_embed._reference.ntxent_all`
     (same signature and results)."""
-    return _sm_pair_kernel(0, sim, labels, ref_labels, temperature, exclude_self, inverted,
+    return _pair_softmax(0, sim, labels, ref_labels, temperature, exclude_self, inverted,
                            reduction, weights, losses, grad)
 
 
@@ -99,7 +84,7 @@ def supcon_all(sim, labels, ref_labels, temperature, exclude_self=False, inverte
                reduction="avg_non_zero", weights=None, losses=False, grad=True):
     """SupConLoss over every pair the labels define, fused in C. See
     :func:`mantissa_embed._reference.supcon_all` (same signature and results)."""
-    return _sm_pair_kernel(1, sim, labels, ref_labels, temperature, exclude_self, inverted,
+    return _pair_softmax(1, sim, labels, ref_labels, temperature, exclude_self, inverted,
                            reduction, weights, losses, grad)
 
 
@@ -107,8 +92,8 @@ def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, 
                         max_loss=np.inf):
     """Row softmax negative log-likelihood (NCA / NPairs / Instance). See
     :func:`mantissa_embed._reference.softmax_nll_forward`."""
-    sim, labels, ref_labels, exclude_self = _sm_common(sim, labels, ref_labels, exclude_self)
-    cdef float sc = _lc_float(scale, "scale")
+    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    cdef float sc = check_float(scale, "scale")
     cdef double ml = float(max_loss)
     N, M = sim.shape
     losses = np.zeros(N, dtype=np.float32)
@@ -134,11 +119,11 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
                          inverted=True):
     """Gradient of ``sum_i weights[i] * l_i`` w.r.t. ``sim``. See
     :func:`mantissa_embed._reference.softmax_nll_backward`."""
-    sim, labels, ref_labels, exclude_self = _sm_common(sim, labels, ref_labels, exclude_self)
-    cdef float sc = _lc_float(scale, "scale")
+    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    cdef float sc = check_float(scale, "scale")
     N, M = sim.shape
-    lse = _sm_lse(lse, N)
-    weights = _sm_row_weights(weights, N)
+    lse = _check_lse(lse, N)
+    weights = _check_row_weights(weights, N)
     dsim = np.zeros((N, M), dtype=np.float32)
     if N == 0 or M == 0:
         return dsim
@@ -156,18 +141,64 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
     return dsim
 
 
-cdef extern from "engine.h" nogil:
-    void me_softmax_xent_rows_forward(const float *sim, const int64_t *target, float *losses, float *lse,
-                                      int64_t N, int64_t M, float scale)
-    void me_softmax_xent_rows_backward(const float *sim, const int64_t *target, const float *lse,
-                                       const float *weights, float *dsim, int64_t N, int64_t M, float scale)
+def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
+                             max_loss=np.inf):
+    """:func:`softmax_nll_forward` with one vectorized float exp per entry (C kernel; equal up to
+    float32 rounding of the logits). See :func:`mantissa_embed._reference.softmax_nll_fast_forward`."""
+    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    cdef float sc = check_float(scale, "scale")
+    cdef double ml = float(max_loss)
+    N, M = sim.shape
+    losses = np.zeros(N, dtype=np.float32)
+    lse = np.full((N, 2), -np.inf, dtype=np.float64)
+    valid = np.zeros(N, dtype=np.uint8)
+    if N == 0 or M == 0:
+        return losses, lse, valid.astype(bool)
+    cdef const float[:, ::1] sv = sim
+    cdef const int64_t[::1] lv = labels
+    cdef const int64_t[::1] rv = ref_labels
+    cdef float[::1] ov = losses
+    cdef double[:, ::1] ev = lse
+    cdef uint8_t[::1] vv = valid
+    cdef int64_t n = N, m = M
+    cdef int excl = exclude_self, inv = bool(inverted)
+    with nogil:
+        me_softmax_nll_fast_forward(&sv[0, 0], &lv[0], &rv[0], &ov[0], &ev[0, 0], &vv[0], n, m, sc,
+                                    excl, inv, ml)
+    return losses, lse, valid.view(bool)
+
+
+def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
+                              inverted=True):
+    """:func:`softmax_nll_backward` with one vectorized float exp per entry (C kernel). See
+    :func:`mantissa_embed._reference.softmax_nll_fast_backward`."""
+    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    cdef float sc = check_float(scale, "scale")
+    N, M = sim.shape
+    lse = _check_lse(lse, N)
+    weights = _check_row_weights(weights, N)
+    dsim = np.empty((N, M), dtype=np.float32)
+    if N == 0 or M == 0:
+        return dsim
+    cdef const float[:, ::1] sv = sim
+    cdef const int64_t[::1] lv = labels
+    cdef const int64_t[::1] rv = ref_labels
+    cdef const double[:, ::1] ev = lse
+    cdef const float[::1] wv = weights
+    cdef float[:, ::1] gv = dsim
+    cdef int64_t n = N, m = M
+    cdef int excl = exclude_self, inv = bool(inverted)
+    with nogil:
+        me_softmax_nll_fast_backward(&sv[0, 0], &lv[0], &rv[0], &ev[0, 0], &wv[0], &gv[0, 0], n, m, sc,
+                                     excl, inv)
+    return dsim
 
 
 def softmax_xent_rows_forward(sim, target, scale=1.0):
     """Single-target row softmax cross-entropy (C kernel, float32 logits). See
     :func:`mantissa_embed._reference.softmax_xent_rows_forward`."""
-    sim, target = _sm_xent_rows(sim, target)
-    cdef float sc = _lc_float(scale, "scale")
+    sim, target = _check_xent_rows(sim, target)
+    cdef float sc = check_float(scale, "scale")
     N, M = sim.shape
     losses = np.zeros(N, dtype=np.float32)
     lse = np.zeros(N, dtype=np.float32)
@@ -186,11 +217,11 @@ def softmax_xent_rows_forward(sim, target, scale=1.0):
 def softmax_xent_rows_backward(sim, target, lse, weights, scale=1.0):
     """Gradient of :func:`softmax_xent_rows_forward` (C kernel). See
     :func:`mantissa_embed._reference.softmax_xent_rows_backward`."""
-    sim, target = _sm_xent_rows(sim, target)
-    cdef float sc = _lc_float(scale, "scale")
+    sim, target = _check_xent_rows(sim, target)
+    cdef float sc = check_float(scale, "scale")
     N, M = sim.shape
-    lse = _sm_xent_lse(lse, N)
-    weights = _sm_row_weights(weights, N)
+    lse = _check_xent_lse(lse, N)
+    weights = _check_row_weights(weights, N)
     dsim = np.empty((N, M), dtype=np.float32)
     if N == 0:
         return dsim

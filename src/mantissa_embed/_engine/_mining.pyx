@@ -1,26 +1,14 @@
-# TripletMarginMiner / AngularMiner selection: wrappers of src/engine_c/mining.c. numpy twin: mantissa_embed/_reference/_mining.py
-# The argument checks are imported from the twin, so both backends raise the same errors.
-from mantissa_embed._reference._mining import _triplet_mine_args as _mn_triplet_args
-from mantissa_embed._reference._mining import _angular_mine_args as _mn_angular_args
-from libc.stdint cimport uint8_t
+"""TripletMarginMiner and AngularMiner selection (``src/engine_c/mining.c``)."""
+import numpy as np
 
-cdef extern from "engine.h" nogil:
-    void me_triplet_mine_count(const float *mat, const int64_t *labels, const int64_t *ref_labels,
-                               int64_t N, int64_t M, int exclude_self, int kind, float margin,
-                               int inverted, int64_t *counts)
-    void me_triplet_mine_fill(const float *mat, const int64_t *labels, const int64_t *ref_labels,
-                              int64_t N, int64_t M, int exclude_self, int kind, float margin,
-                              int inverted, const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n)
-    void me_angular_mine_count(const float *x, const float *r, const int64_t *labels,
-                               const int64_t *ref_labels, int64_t N, int64_t M, int64_t D,
-                               int exclude_self, double angle, const int64_t *tri_offsets,
-                               uint8_t *keep, int64_t *counts, double *row_stats, double *work)
-    void me_angular_mine_fill(const int64_t *labels, const int64_t *ref_labels, int64_t N, int64_t M,
-                              int exclude_self, const int64_t *tri_offsets, const uint8_t *keep,
-                              const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n)
+from libc.stdint cimport int64_t, uint8_t
+
+from mantissa_embed._engine._cengine cimport (me_angular_mine_count, me_angular_mine_fill,
+                                             me_triplet_mine_count, me_triplet_mine_fill)
+from mantissa_embed._reference._mining import _angular_mine_args, _triplet_mine_args
 
 
-def _mn_empty3():
+def _empty_triplets():
     return tuple(np.zeros(0, dtype=np.int64) for _ in range(3))
 
 
@@ -29,10 +17,10 @@ def triplet_margin_mine(mat, labels, ref_labels, exclude_self, type_of_triplets,
 
     See :func:`mantissa_embed._reference.triplet_margin_mine`.
     """
-    mat, labels, ref_labels, N, M, exclude_self, kind, margin, inverted = _mn_triplet_args(
+    mat, labels, ref_labels, N, M, exclude_self, kind, margin, inverted = _triplet_mine_args(
         mat, labels, ref_labels, exclude_self, type_of_triplets, margin, is_inverted)
     if N == 0 or M == 0:
-        return _mn_empty3()
+        return _empty_triplets()
     counts = np.zeros(N, dtype=np.int64)
     cdef const float[:, ::1] mv = mat
     cdef const int64_t[::1] lv = labels
@@ -47,7 +35,7 @@ def triplet_margin_mine(mat, labels, ref_labels, exclude_self, type_of_triplets,
     np.cumsum(counts, out=offsets[1:])
     T = int(offsets[N])
     if T == 0:
-        return _mn_empty3()
+        return _empty_triplets()
     a = np.empty(T, dtype=np.int64)
     p = np.empty(T, dtype=np.int64)
     n = np.empty(T, dtype=np.int64)
@@ -61,7 +49,7 @@ def triplet_margin_mine(mat, labels, ref_labels, exclude_self, type_of_triplets,
     return a, p, n
 
 
-def _mn_triplets_per_anchor(labels, ref_labels, exclude_self):
+def _triplets_per_anchor(labels, ref_labels, exclude_self):
     """(N,) int64: positives x negatives of each anchor."""
     u, cnt = np.unique(ref_labels, return_counts=True)
     pos = np.zeros(len(labels), dtype=np.int64)
@@ -79,15 +67,15 @@ def angular_mine(x, r, labels, ref_labels, exclude_self, angle):
 
     See :func:`mantissa_embed._reference.angular_mine`.
     """
-    x, r, labels, ref_labels, N, M, D, exclude_self, angle = _mn_angular_args(
+    x, r, labels, ref_labels, N, M, D, exclude_self, angle = _angular_mine_args(
         x, r, labels, ref_labels, exclude_self, angle)
     stats = np.array([0.0, 0.0, 0.0, np.inf, -np.inf])
     if N == 0 or M == 0:
-        return (*_mn_empty3(), stats)
+        return (*_empty_triplets(), stats)
     tri_offsets = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(_mn_triplets_per_anchor(labels, ref_labels, exclude_self), out=tri_offsets[1:])
+    np.cumsum(_triplets_per_anchor(labels, ref_labels, exclude_self), out=tri_offsets[1:])
     if tri_offsets[N] == 0:
-        return (*_mn_empty3(), stats)
+        return (*_empty_triplets(), stats)
     keep = np.zeros(int(tri_offsets[N]), dtype=np.uint8)
     counts = np.zeros(N, dtype=np.int64)
     row_stats = np.zeros((N, 5), dtype=np.float64)
@@ -118,7 +106,7 @@ def angular_mine(x, r, labels, ref_labels, exclude_self, angle):
     np.cumsum(counts, out=offsets[1:])
     T = int(offsets[N])
     if T == 0:
-        return (*_mn_empty3(), stats)
+        return (*_empty_triplets(), stats)
     a = np.empty(T, dtype=np.int64)
     p = np.empty(T, dtype=np.int64)
     n = np.empty(T, dtype=np.int64)

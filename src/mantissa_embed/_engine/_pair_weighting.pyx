@@ -1,20 +1,11 @@
-# MultiSimilarity / Circle / LiftedStructure / GeneralizedLifted / SNRContrastive: wrappers of
-# src/engine_c/pair_weighting.c. numpy twin: mantissa_embed/_reference/_pairw.py (same names,
-# signatures and checks: the checks are imported from there).
-from libc.stdint cimport uint8_t
+"""MultiSimilarity / Circle / (generalized) lifted structure per-row losses over a pair matrix
+(``src/engine_c/pair_weighting.c``)."""
+import numpy as np
 
-from mantissa_embed._reference._pairw import (
-    _check_rows_args as _pw_rows_args,
-    _check_backward_args as _pw_backward_args,
-)
+from libc.stdint cimport int64_t, uint8_t
 
-cdef extern from "engine.h" nogil:
-    void me_pairw_rows_forward(int kind, const float *mat, const int64_t *labels,
-                               const int64_t *ref_labels, const uint8_t *pos_mask,
-                               const uint8_t *neg_mask, float *losses, float *dmat, int64_t N,
-                               int64_t M, float p0, float p1, float p2, int exclude_self,
-                               int inverted)
-    void me_pairw_rows_backward(const float *dlosses, float *dmat, int64_t N, int64_t M)
+from mantissa_embed._engine._cengine cimport me_pairw_rows_backward, me_pairw_rows_forward
+from mantissa_embed._reference._pairw import _check_backward_args, _check_rows_args
 
 
 def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, neg_mask=None,
@@ -29,7 +20,7 @@ def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, n
     See :func:`mantissa_embed._reference.pairw_rows_forward` for the formulas.
     """
     (code, pv, mat, labels, ref_labels, pos_mask, neg_mask, exclude_self, inverted, losses,
-     dmat) = _pw_rows_args(kind, mat, labels, ref_labels, pos_mask, neg_mask, params,
+     dmat) = _check_rows_args(kind, mat, labels, ref_labels, pos_mask, neg_mask, params,
                            exclude_self, inverted, losses, dmat)
     N, M = mat.shape
     if N == 0:
@@ -71,7 +62,7 @@ def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, n
 def pairw_rows_backward(dlosses, dmat):
     """Scale the rows of ``dmat`` in place: ``dmat[i, :] *= dlosses[i]`` (dlosses (N,), dmat (N, M)
     float32) and return it. See :func:`mantissa_embed._reference.pairw_rows_backward`."""
-    dlosses, dmat = _pw_backward_args(dlosses, dmat)
+    dlosses, dmat = _check_backward_args(dlosses, dmat)
     if dmat.size == 0:
         return dmat
     cdef const float[::1] glv = dlosses

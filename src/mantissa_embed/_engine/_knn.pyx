@@ -1,7 +1,12 @@
-# exact k-NN wrapper (owner: knn helper). numpy twin: mantissa_embed/_reference/_knn.py
-from mantissa_embed._reference._knn import _check_knn_search as _knn_check
+"""Exact k nearest neighbours (``src/engine_c/knn.c``)."""
+import numpy as np
 
-_KNN_METRIC_CODE = {"sqeuclidean": 0, "euclidean": 1, "inner_product": 2}
+from libc.stdint cimport int64_t
+
+from mantissa_embed._engine._cengine cimport me_get_num_threads, me_knn, me_knn_workspace_size
+from mantissa_embed._reference._knn import _check_knn_search
+
+_METRIC_CODE = {"sqeuclidean": 0, "euclidean": 1, "inner_product": 2}
 
 
 def knn_search(query, reference, k, metric="sqeuclidean", exclude_self=False, tile_q=256,
@@ -13,7 +18,7 @@ def knn_search(query, reference, k, metric="sqeuclidean", exclude_self=False, ti
     Scratch: M + num_threads * tile_q * tile_r floats. See
     :func:`mantissa_embed._reference.knn_search` for the parameters and errors.
     """
-    q, r, kk, excl, tq, tr, indices, distances = _knn_check(
+    q, r, kk, excl, tq, tr, indices, distances = _check_knn_search(
         query, reference, k, metric, exclude_self, tile_q, tile_r, indices, distances)
     n, M, D = q.shape[0], r.shape[0], q.shape[1]
     if n == 0:
@@ -28,7 +33,7 @@ def knn_search(query, reference, k, metric="sqeuclidean", exclude_self=False, ti
     cdef float[:, ::1] dv = distances
     cdef float[::1] wv = ws
     cdef int64_t c_n = n, c_m = M, c_d = D, c_k = kk, c_tq = tq, c_tr = tr
-    cdef int c_metric = _KNN_METRIC_CODE[metric], c_excl = excl
+    cdef int c_metric = _METRIC_CODE[metric], c_excl = excl
     with nogil:
         me_knn(&qv[0, 0], &rv[0, 0], c_n, c_m, c_d, c_k, c_metric, c_excl, c_tq, c_tr, c_nt,
                &wv[0], &iv[0, 0], &dv[0, 0])

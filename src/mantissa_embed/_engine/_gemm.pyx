@@ -1,90 +1,16 @@
-# cpu, threads and SGEMM wrappers (owner: engine core).
-# The numpy twins are in mantissa_embed/_reference/_core.py (same names and signatures,
-# same argument checks and error messages).
-import math as _math
-import numbers as _numbers
+"""Float32 general matrix product (``src/engine_c/gemm.c``)."""
+import numbers
 
+import numpy as np
 
-def get_num_threads():
-    """Number of threads the engine uses (int >= 1).
+from libc.stdint cimport int64_t
 
-    Default: the processors available to the process, or the environment variable
-    ``MANTISSA_EMBED_NUM_THREADS`` read at first use; :func:`set_num_threads` changes it.
-    """
-    return me_get_num_threads()
-
-
-def set_num_threads(n):
-    """Set the engine's thread count (process-wide).
-
-    Parameters
-    ----------
-    n : int
-        Number of threads, >= 1.
-
-    Raises
-    ------
-    TypeError
-        ``n`` is not an int (bool rejected).
-    ValueError
-        ``n < 1``.
-
-    Notes
-    -----
-    For a fixed thread count every engine result is bitwise reproducible; :func:`sgemm`
-    is moreover bitwise identical for every thread count.
-    """
-    if isinstance(n, bool) or not isinstance(n, _numbers.Integral):
-        raise TypeError(f"n must be an int, got {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if n > 4096:
-        raise ValueError(f"n must be <= 4096, got {n}")
-    me_set_num_threads(<int>n)
-
-
-def gemm_kernel_name():
-    """The SGEMM micro-kernel chosen at run time: ``'avx512'``, ``'avx2'`` or ``'generic'``.
-
-    The best the CPU (and OS) supports, unless ``MANTISSA_EMBED_GEMM_KERNEL`` (read at first
-    use) asks for a lower one.
-    """
-    return me_gemm_kernel_name().decode()
-
-
-def cpu_features():
-    """The CPU features the engine detected and may use.
-
-    Returns
-    -------
-    dict
-        ``{"avx2": bool, "fma": bool, "avx512f": bool, "avx512vl": bool}`` (cpuid, with the OS
-        support of the YMM / ZMM register state checked by xgetbv).
-    """
-    cdef int f = me_cpu_features()
-    return {"avx2": bool(f & 1), "fma": bool(f & 2), "avx512f": bool(f & 4), "avx512vl": bool(f & 8)}
-
-
-def _set_gemm_kernel(name):
-    """Force the SGEMM micro-kernel (tests and benchmarks); returns the previous name.
-
-    Raises ``TypeError`` when ``name`` is not a str, ``ValueError`` for a name other than
-    'generic', 'avx2', 'avx512', or for a kernel this CPU cannot run.
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {type(name).__name__}")
-    previous = gemm_kernel_name()
-    cdef bytes b = name.encode()
-    cdef int rc = me_set_gemm_kernel(b)
-    if rc == -1:
-        raise ValueError(f"name must be one of 'generic', 'avx2', 'avx512', got {name!r}")
-    if rc == -2:
-        raise ValueError(f"the {name!r} SGEMM kernel is not supported by this CPU "
-                         f"(features: {cpu_features()})")
-    return previous
+from mantissa_embed._engine._cengine cimport me_sgemm, me_sgemm_st
 
 
 cdef object _F32 = np.dtype(np.float32)
+
+
 cdef double _F32_MAX = 3.4028234663852886e38
 
 
@@ -134,7 +60,7 @@ cdef float _sgemm_check_scalar(v, str name) except? -1.0:
     cdef double d
     if type(v) is float or type(v) is int:
         d = v
-    elif isinstance(v, bool) or not isinstance(v, _numbers.Real):
+    elif isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
     else:
         d = float(v)
@@ -238,41 +164,3 @@ def sgemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
 def _sgemm_st(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
     """:func:`sgemm` through ``me_sgemm_st`` (always single-threaded). For tests."""
     return _sgemm_impl(A, B, C, trans_a, trans_b, alpha, beta, True)
-
-
-# ---------------------------------------------------------------------------------------------
-# distance.c: symmetric (same-set) helpers of the similarity matrices
-from mantissa_embed._reference._core import (_check_add_transpose as _sym_check_at,
-                                             _check_gram as _sym_check_gram)
-
-
-def add_transpose_forward(a, out=None):
-    """``out = a + a.T`` for a square float32 ``a`` (N, N) -> out (N, N), exactly symmetric
-    (cache-blocked C kernel). See :func:`mantissa_embed._reference.add_transpose_forward`."""
-    a, out = _sym_check_at(a, out)
-    if a.shape[0] == 0:
-        return out
-    cdef const float[:, ::1] av = a
-    cdef float[:, ::1] ov = out
-    cdef int64_t n = a.shape[0]
-    with nogil:
-        me_add_transpose_forward(&av[0, 0], &ov[0, 0], n)
-    return out
-
-
-def gram_forward(x, out=None):
-    """Gram matrix ``out = x @ x.T`` of x (N, D) float32 -> (N, N): the blocks on and above the
-    diagonal by SGEMM, the rest mirrored (exactly symmetric). See
-    :func:`mantissa_embed._reference.gram_forward`."""
-    x, out = _sym_check_gram(x, out)
-    if x.shape[0] == 0:
-        return out
-    if x.shape[1] == 0:
-        out[...] = 0
-        return out
-    cdef const float[:, ::1] xv = x
-    cdef float[:, ::1] ov = out
-    cdef int64_t n = x.shape[0], d = x.shape[1]
-    with nogil:
-        me_gram_forward(&xv[0, 0], &ov[0, 0], n, d)
-    return out

@@ -1,0 +1,244 @@
+"""2-D convolution, its fused inference forms and its backward (``src/engine_c/conv.c``).
+
+Inputs are validated once (the checks are shared with the numpy twin, so both backends raise
+the same errors), then the C kernel runs with the GIL released."""
+import numpy as np
+
+from libc.stdint cimport int64_t
+
+from mantissa_embed._engine._cengine cimport (me_conv2d_backward, me_conv2d_forward_act,
+                                             me_conv2d_pool2_chain_forward,
+                                             me_conv2d_pool2_chain_workspace_size,
+                                             me_conv2d_pool2_forward, me_conv2d_workspace_size)
+from mantissa_embed._engine._pool import maxpool2d_forward
+from mantissa_embed._reference import _layers
+from mantissa_embed._reference._layers import (_act_flag, _chain_args, _chain_geometries,
+                                               _chain_workspace_floats, _check_bool, _check_conv_args,
+                                               _check_in, _check_out, _check_outs, _check_workspace,
+                                               _conv_geometry, _conv_workspace_floats, _grad_buf)
+
+
+def conv2d_workspace_size(x_shape, w_shape, stride, pad):
+    """Number of float32 scratch values ``conv2d_forward`` / ``conv2d_backward`` need.
+
+    x_shape (N,C,H,W), w_shape (F,C,KH,KW), stride >= 1, pad >= 0 -> int (see the numpy twin
+    for the formula: per image group, column, wide-row, padded-plane and dw/db buffers).
+    Raises ValueError/TypeError.
+    """
+    cdef int64_t N, C, H, W, F, KH, KW, HO, WO
+    N, C, H, W, F, KH, KW, HO, WO = _conv_geometry(x_shape, w_shape, stride, pad)
+    if N <= 0 or C <= 0 or F <= 0:
+        return 0
+    return int(me_conv2d_workspace_size(N, C, H, W, F, KH, KW, stride, pad))
+
+
+def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
+    """2-D convolution (cross-correlation, as ``torch.nn.functional.conv2d``), NCHW, float32.
+
+    x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO,WO),
+    ``HO = (H + 2*pad - KH) // stride + 1`` (zero padding). im2col + SGEMM, OpenMP over
+    groups of images. ``out`` and ``workspace`` (1-D float32 of at least
+    ``conv2d_workspace_size`` floats) may be passed to avoid allocation; ``out`` must not
+    overlap ``x``. ``act``: None / "identity" (default) or "relu", applied after the bias
+    in registers before the store (fused). Stride 1 with a shallow depth C*KH*KW <= 288 uses a
+    direct convolution (AVX-512) instead of im2col. Raises ValueError / TypeError naming the
+    offending argument.
+    """
+    cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
+    cdef int relu = _act_flag(act)
+    cdef const float[:, :, :, ::1] xv
+    cdef const float[:, :, :, ::1] wv
+    cdef const float[::1] bv
+    cdef float[:, :, :, ::1] ov
+    cdef float[::1] wsv
+    cdef const float *bp = NULL
+    x, w, b, geo = _check_conv_args(x, w, b, stride, pad)
+    N, C, H, W, F, KH, KW, HO, WO = geo
+    if x.size == 0 or w.size == 0:
+        return _layers.conv2d_forward(x, w, b, stride, pad, out, workspace, act)
+    out = _check_out(out, "out", (N, F, HO, WO))
+    workspace = _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
+    _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
+    s = stride
+    p = pad
+    xv = x
+    wv = w
+    ov = out
+    wsv = workspace
+    if b is not None:
+        bv = b
+        bp = &bv[0]
+    with nogil:
+        me_conv2d_forward_act(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], bp, &ov[0, 0, 0, 0],
+                              N, C, H, W, F, KH, KW, s, p, relu, &wsv[0])
+    return out
+
+
+def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
+    """Inference fusion: ``maxpool2d(conv2d_forward(x, w, b, stride, pad, act=act), 2, 2)``.
+
+    x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO//2,WO//2) float32 (HO, WO >= 2 the
+    convolution's output size; floor mode; NaN propagates). One pass of the direct convolution
+    with bias, ReLU and the 2x2 max in registers (the full-resolution output is never written,
+    no argmax: no backward) when it applies (stride 1, C*KH*KW <= 288, AVX-512); for 3x3 kernels
+    with C == 1, or C >= 3 and F > 8 (and AVX-512VL), that pass is Winograd F(2x2, 3x3) (Lavin &
+    Gray 2016: each 2x2
+    output tile is one pooling window; 2.25x fewer multiplies; float32 rounding differs from the
+    direct sum by a few ulps of the patch magnitude; inputs within a few times the float32
+    maximum, ~1e38, can overflow in its transforms and give NaN where the direct sum is finite).
+    Otherwise ``conv2d_forward`` into a temporary then ``maxpool2d_forward``. Raises ValueError /
+    TypeError.
+    """
+    cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
+    cdef int relu = _act_flag(act)
+    cdef int done = 0
+    cdef const float[:, :, :, ::1] xv
+    cdef const float[:, :, :, ::1] wv
+    cdef const float[::1] bv
+    cdef float[:, :, :, ::1] ov
+    cdef float[::1] wsv
+    cdef const float *bp = NULL
+    x, w, b, geo = _check_conv_args(x, w, b, stride, pad)
+    N, C, H, W, F, KH, KW, HO, WO = geo
+    if x.size == 0 or w.size == 0 or HO < 2 or WO < 2:
+        return _layers.conv2d_pool2_forward(x, w, b, stride, pad, out, workspace, act)
+    out = _check_out(out, "out", (N, F, HO // 2, WO // 2))
+    workspace = _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
+    _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
+    s = stride
+    p = pad
+    xv = x
+    wv = w
+    ov = out
+    wsv = workspace
+    if b is not None:
+        bv = b
+        bp = &bv[0]
+    with nogil:
+        done = me_conv2d_pool2_forward(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], bp, &ov[0, 0, 0, 0],
+                                       N, C, H, W, F, KH, KW, s, p, relu, &wsv[0])
+    if not done:
+        y = conv2d_forward(x, w, b, stride, pad, workspace=workspace, act=act)
+        maxpool2d_forward(y, 2, 2, out=out)
+    return out
+
+
+def conv2d_pool2_chain_workspace_size(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2):
+    """Float32 scratch values ``conv2d_pool2_chain_forward`` needs: 0 when the stages do not
+    take the one-pass kernel. Raises ValueError / TypeError (see the numpy twin for the
+    formula)."""
+    cdef int64_t N, C, H, W, F1, F2, p1, p2
+    g1, g2 = _chain_geometries(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2)
+    if _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2) == 0:
+        return 0
+    N, C, H, W, F1 = g1[0], g1[1], g1[2], g1[3], g1[4]
+    F2, p1, p2 = g2[4], pad1, pad2
+    return int(me_conv2d_pool2_chain_workspace_size(N, C, H, W, F1, p1, F2, p2))
+
+
+def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, act1=None, act2=None,
+                               out=None, workspace=None):
+    """Two inference stages in one call: ``conv2d_pool2_forward(conv2d_pool2_forward(x, w1, b1,
+    stride1, pad1, act=act1), w2, b2, stride2, pad2, act=act2)``, bitwise.
+
+    x (N,C,H,W), w1 (F1,C,KH1,KW1), b1 (F1,) or None, w2 (F2,F1,KH2,KW2), b2 (F2,) or None ->
+    out (N,F2,HO2//2,WO2//2) float32. When both stages are 3x3 stride 1 and take the Winograd
+    kernels (the second with F1 >= 3 and F2 > 8; AVX-512VL) the engine runs them over blocks of 8
+    images in one pass, the first stage's pooled output written straight into the second stage's
+    input plane (no (N, F1, H2, W2) intermediate); otherwise it makes the two calls.
+    ``workspace``: ``conv2d_pool2_chain_workspace_size`` floats or None. Raises ValueError /
+    TypeError.
+    """
+    cdef int64_t N, C, H, W, F1, F2, p1, p2
+    cdef int r1 = _act_flag(act1, "act1")
+    cdef int r2 = _act_flag(act2, "act2")
+    cdef int done = 0
+    cdef const float[:, :, :, ::1] xv
+    cdef const float[:, :, :, ::1] w1v
+    cdef const float[:, :, :, ::1] w2v
+    cdef const float[::1] b1v
+    cdef const float[::1] b2v
+    cdef float[:, :, :, ::1] ov
+    cdef float[::1] wsv
+    cdef const float *b1p = NULL
+    cdef const float *b2p = NULL
+    x, w1, b1, w2, b2, g1, g2 = _chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2)
+    out = _check_out(out, "out", (g2[0], g2[4], g2[7] // 2, g2[8] // 2))
+    need = _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2)
+    workspace = _check_workspace(workspace, need, "conv2d_pool2_chain_workspace_size")
+    _check_outs([(out, "out"), (workspace, "workspace")],
+                      [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")])
+    if need > 0 and x.size > 0:
+        N, C, H, W, F1 = g1[0], g1[1], g1[2], g1[3], g1[4]
+        F2, p1, p2 = g2[4], pad1, pad2
+        xv = x
+        w1v = w1
+        w2v = w2
+        ov = out
+        wsv = workspace
+        if b1 is not None:
+            b1v = b1
+            b1p = &b1v[0]
+        if b2 is not None:
+            b2v = b2
+            b2p = &b2v[0]
+        with nogil:
+            done = me_conv2d_pool2_chain_forward(&xv[0, 0, 0, 0], &w1v[0, 0, 0, 0], b1p, &w2v[0, 0, 0, 0], b2p,
+                                                 &ov[0, 0, 0, 0], N, C, H, W, F1, p1, r1, F2, p2, r2, &wsv[0])
+    if not done:
+        z = conv2d_pool2_forward(x, w1, b1, stride1, pad1, act=act1)
+        conv2d_pool2_forward(z, w2, b2, stride2, pad2, out=out, act=act2)
+    return out
+
+
+def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=True,
+                    accumulate=False, workspace=None):
+    """Gradients of ``conv2d_forward`` for the upstream gradient dy (N,F,HO,WO), float32.
+
+    Returns ``(dx, dw, db)``: dx (N,C,H,W), overwritten (None when ``need_dx`` is False);
+    dw (F,C,KH,KW) and db (F,): new arrays when None, else overwritten, or added to when
+    ``accumulate`` is True. The weight/bias gradients are summed over the batch in a fixed
+    order (bitwise reproducible for any thread count). Raises ValueError / TypeError.
+    """
+    cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
+    cdef const float[:, :, :, ::1] xv
+    cdef const float[:, :, :, ::1] wv
+    cdef const float[:, :, :, ::1] dyv
+    cdef float[:, :, :, ::1] dxv
+    cdef float[:, :, :, ::1] dwv
+    cdef float[::1] dbv
+    cdef float[::1] wsv
+    cdef float *dxp = NULL
+    cdef int acc
+    x, w, _, geo = _check_conv_args(x, w, None, stride, pad)
+    N, C, H, W, F, KH, KW, HO, WO = geo
+    dy = _check_in(dy, "dy", 4)
+    if dy.shape != (N, F, HO, WO):
+        raise ValueError(f"dy must have shape {(N, F, HO, WO)}, got {dy.shape}")
+    need_dx = _check_bool(need_dx, "need_dx")
+    accumulate = _check_bool(accumulate, "accumulate")
+    if x.size == 0 or w.size == 0:
+        return _layers.conv2d_backward(x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate, workspace)
+    dx = _check_out(dx, "dx", x.shape) if need_dx else None
+    dw = _grad_buf(dw, "dw", w.shape, accumulate)
+    db = _grad_buf(db, "db", (F,), accumulate)
+    workspace = _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
+    _check_outs([(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")],
+                      [(x, "x"), (w, "w"), (dy, "dy")])
+    s = stride
+    p = pad
+    acc = 1 if accumulate else 0
+    xv = x
+    wv = w
+    dyv = dy
+    dwv = dw
+    dbv = db
+    wsv = workspace
+    if need_dx:
+        dxv = dx
+        dxp = &dxv[0, 0, 0, 0]
+    with nogil:
+        me_conv2d_backward(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], &dyv[0, 0, 0, 0],
+                           dxp, &dwv[0, 0, 0, 0], &dbv[0],
+                           N, C, H, W, F, KH, KW, s, p, acc, &wsv[0])
+    return dx, dw, db

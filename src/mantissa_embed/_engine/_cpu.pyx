@@ -1,0 +1,85 @@
+"""Thread count, CPU features and the SGEMM micro-kernel choice (``src/engine_c/cpu.c``): process-wide
+state of the engine's one shared library, seen by every kernel module."""
+import numbers
+
+from mantissa_embed._engine._cengine cimport (me_cpu_features, me_gemm_kernel_name, me_get_num_threads,
+                                             me_set_gemm_kernel, me_set_num_threads)
+
+
+def get_num_threads():
+    """Number of threads the engine uses (int >= 1).
+
+    Default: the processors available to the process, or the environment variable
+    ``MANTISSA_EMBED_NUM_THREADS`` read at first use; :func:`set_num_threads` changes it.
+    """
+    return me_get_num_threads()
+
+
+def set_num_threads(n):
+    """Set the engine's thread count (process-wide).
+
+    Parameters
+    ----------
+    n : int
+        Number of threads, >= 1.
+
+    Raises
+    ------
+    TypeError
+        ``n`` is not an int (bool rejected).
+    ValueError
+        ``n < 1``.
+
+    Notes
+    -----
+    For a fixed thread count every engine result is bitwise reproducible; :func:`sgemm`
+    is moreover bitwise identical for every thread count.
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"n must be an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if n > 4096:
+        raise ValueError(f"n must be <= 4096, got {n}")
+    me_set_num_threads(<int>n)
+
+
+def gemm_kernel_name():
+    """The SGEMM micro-kernel chosen at run time: ``'avx512'``, ``'avx2'`` or ``'generic'``.
+
+    The best the CPU (and OS) supports, unless ``MANTISSA_EMBED_GEMM_KERNEL`` (read at first
+    use) asks for a lower one.
+    """
+    return me_gemm_kernel_name().decode()
+
+
+def cpu_features():
+    """The CPU features the engine detected and may use.
+
+    Returns
+    -------
+    dict
+        ``{"avx2": bool, "fma": bool, "avx512f": bool, "avx512vl": bool}`` (cpuid, with the OS
+        support of the YMM / ZMM register state checked by xgetbv).
+    """
+    cdef int f = me_cpu_features()
+    return {"avx2": bool(f & 1), "fma": bool(f & 2), "avx512f": bool(f & 4), "avx512vl": bool(f & 8)}
+
+
+def _set_gemm_kernel(name):
+    """Force the SGEMM micro-kernel (tests and benchmarks); returns the previous name.
+
+    Raises ``TypeError`` when ``name`` is not a str, ``ValueError`` for a name other than
+    'generic', 'avx2', 'avx512', or for a kernel this CPU cannot run.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    previous = gemm_kernel_name()
+    cdef bytes b = name.encode()
+    cdef int rc = me_set_gemm_kernel(b)
+    if rc == -1:
+        raise ValueError(f"name must be one of 'generic', 'avx2', 'avx512', got {name!r}")
+    if rc == -2:
+        raise ValueError(f"the {name!r} SGEMM kernel is not supported by this CPU "
+                         f"(features: {cpu_features()})")
+    return previous

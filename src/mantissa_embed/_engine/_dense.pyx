@@ -1,0 +1,208 @@
+"""ReLU, the finiteness check, the fully connected layer and the SGD / Adam steps
+(``src/engine_c/activations.c``, ``dense.c``, ``optim.c``)."""
+import numpy as np
+
+from libc.stdint cimport int64_t
+
+from mantissa_embed._engine._cengine cimport (me_adam_step, me_all_finite, me_dense_backward,
+                                             me_dense_forward, me_relu_backward, me_relu_forward,
+                                             me_sgd_step)
+from mantissa_embed._reference import _layers
+from mantissa_embed._reference._layers import (_act_flag, _check_adam_args, _check_bool,
+                                               _check_dense_args, _check_in, _check_out, _check_outs,
+                                               _check_sgd_args, _grad_buf)
+
+
+def relu_forward(x, out=None):
+    """out = max(x, 0), element-wise, any shape, float32. ``out`` may be ``x`` (in place)."""
+    cdef const float[::1] xv
+    cdef float[::1] ov
+    cdef int64_t n
+    x = _check_in(x, "x")
+    out = _check_out(out, "out", x.shape)
+    _check_outs([(out, "out")], [(x, "x")], inplace_ok=("x",))
+    n = x.size
+    if n == 0:
+        return out
+    xv = x.reshape(-1)
+    ov = out.reshape(-1)
+    with nogil:
+        me_relu_forward(&xv[0], &ov[0], n)
+    return out
+
+
+def relu_backward(dy, y, dx=None):
+    """dx = dy * (y > 0), y the forward *output*; any shape, float32. ``dx`` may be ``dy``."""
+    cdef const float[::1] dyv
+    cdef const float[::1] yv
+    cdef float[::1] dxv
+    cdef int64_t n
+    dy = _check_in(dy, "dy")
+    y = _check_in(y, "y")
+    if y.shape != dy.shape:
+        raise ValueError(f"y must have the shape of dy {dy.shape}, got {y.shape}")
+    dx = _check_out(dx, "dx", dy.shape)
+    _check_outs([(dx, "dx")], [(dy, "dy"), (y, "y")], inplace_ok=("dy", "y"))
+    n = dy.size
+    if n == 0:
+        return dx
+    dyv = dy.reshape(-1)
+    yv = y.reshape(-1)
+    dxv = dx.reshape(-1)
+    with nogil:
+        me_relu_backward(&dyv[0], &yv[0], &dxv[0], n)
+    return dx
+
+
+def all_finite(x):
+    """True when no value of x (float32, C-contiguous, any shape) is NaN or +-Inf (OpenMP over
+    blocks above 65,536 values); numpy.isfinite(x).all() in one read, no boolean temporary.
+    Raises TypeError for another dtype or layout."""
+    cdef const float[::1] xv
+    cdef int64_t n
+    cdef int ok
+    if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.flags.c_contiguous):
+        raise TypeError("x must be a C-contiguous float32 numpy.ndarray")
+    n = x.size
+    if n == 0:
+        return True
+    xv = x.reshape(-1)
+    with nogil:
+        ok = me_all_finite(&xv[0], n)
+    return ok != 0
+
+
+def dense_forward(x, w, b, out=None, act=None):
+    """Fully connected layer, as ``torch.nn.functional.linear``: x (N,I), w (O,I),
+    b (O,) or None -> out (N,O) = x @ w.T + b, float32 (one SGEMM); ``act="relu"`` applies
+    max(., 0) in the same call. Raises ValueError/TypeError."""
+    cdef const float[:, ::1] xv
+    cdef const float[:, ::1] wv
+    cdef const float[::1] bv
+    cdef float[:, ::1] ov
+    cdef const float *bp = NULL
+    cdef int64_t N, I, O
+    cdef int relu = _act_flag(act)
+    x, w, b = _check_dense_args(x, w, b)
+    if x.size == 0 or w.size == 0:
+        return _layers.dense_forward(x, w, b, out, act)
+    N, I = x.shape[0], x.shape[1]
+    O = w.shape[0]
+    out = _check_out(out, "out", (N, O))
+    _check_outs([(out, "out")], [(x, "x"), (w, "w"), (b, "b")])
+    xv = x
+    wv = w
+    ov = out
+    if b is not None:
+        bv = b
+        bp = &bv[0]
+    with nogil:
+        me_dense_forward(&xv[0, 0], &wv[0, 0], bp, &ov[0, 0], N, I, O, relu)
+    return out
+
+
+def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx=True, accumulate=False):
+    """Gradients of ``dense_forward`` for dy (N,O), float32: ``(dx, dw, db)`` with
+    dx = dy @ w (N,I) (overwritten; None when ``need_dx`` is False), dw = dy.T @ x (O,I),
+    db = dy.sum(0) (O,): new arrays when None, else overwritten, or added to when
+    ``accumulate`` is True. Raises ValueError/TypeError."""
+    cdef const float[:, ::1] xv
+    cdef const float[:, ::1] wv
+    cdef const float[:, ::1] dyv
+    cdef float[:, ::1] dxv
+    cdef float[:, ::1] dwv
+    cdef float[::1] dbv
+    cdef float *dxp = NULL
+    cdef int64_t N, I, O
+    cdef int acc
+    x, w, _ = _check_dense_args(x, w, None)
+    dy = _check_in(dy, "dy", 2)
+    N, I = x.shape[0], x.shape[1]
+    O = w.shape[0]
+    if dy.shape != (N, O):
+        raise ValueError(f"dy must have shape {(N, O)}, got {dy.shape}")
+    need_dx = _check_bool(need_dx, "need_dx")
+    accumulate = _check_bool(accumulate, "accumulate")
+    if N == 0 or I == 0 or O == 0:
+        return _layers.dense_backward(x, w, dy, dx, dw, db, need_dx, accumulate)
+    dx = _check_out(dx, "dx", x.shape) if need_dx else None
+    dw = _grad_buf(dw, "dw", w.shape, accumulate)
+    db = _grad_buf(db, "db", (O,), accumulate)
+    _check_outs([(dx, "dx"), (dw, "dw"), (db, "db")], [(x, "x"), (w, "w"), (dy, "dy")])
+    acc = 1 if accumulate else 0
+    xv = x
+    wv = w
+    dyv = dy
+    dwv = dw
+    dbv = db
+    if need_dx:
+        dxv = dx
+        dxp = &dxv[0, 0]
+    with nogil:
+        me_dense_backward(&xv[0, 0], &wv[0, 0], &dyv[0, 0], dxp, &dwv[0, 0], &dbv[0], N, I, O, acc)
+    return dx, dw, db
+
+
+def sgd_step(p, g, v, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, first=False):
+    """One in-place ``torch.optim.SGD`` step on the float32 parameter array p (any shape).
+
+    g: gradient, same shape; v: momentum buffer (float32, same shape; may be None when
+    momentum == 0). With ``g' = g + weight_decay * p``: ``v = g'`` on the ``first`` step,
+    ``v = momentum * v + (1 - dampening) * g'`` after; ``p -= lr * d`` with
+    ``d = g' + momentum * v`` (nesterov), ``v`` (momentum) or ``g'``.
+    Source: torch/optim/sgd.py (_single_tensor_sgd). Returns None.
+    """
+    cdef float[::1] pv
+    cdef const float[::1] gv
+    cdef float[::1] vv
+    cdef float *vp = NULL
+    cdef int64_t n
+    cdef float c_lr, c_mom, c_damp, c_wd
+    cdef int c_nest, c_first
+    p, g, v, lr, momentum, dampening, weight_decay, nesterov, first = _check_sgd_args(
+        p, g, v, lr, momentum, dampening, weight_decay, nesterov, first)
+    n = p.size
+    if n == 0:
+        return None
+    c_lr, c_mom, c_damp, c_wd = lr, momentum, dampening, weight_decay
+    c_nest = nesterov
+    c_first = first
+    pv = p.reshape(-1)
+    gv = g.reshape(-1)
+    if momentum != 0.0:
+        vv = v.reshape(-1)
+        vp = &vv[0]
+    with nogil:
+        me_sgd_step(&pv[0], &gv[0], vp, n, c_lr, c_mom, c_damp, c_wd, c_nest, c_first)
+    return None
+
+
+def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
+    """One in-place ``torch.optim.Adam`` step (amsgrad=False) at step number t >= 1.
+
+    p, m, v: float32 arrays of one shape (m, v the moment buffers, zeros before step 1);
+    g: gradient, same shape. With ``g' = g + weight_decay * p`` (L2, not AdamW):
+    ``m = lerp(m, g', 1 - beta1)``, ``v = beta2 * v + (1 - beta2) * g'^2``,
+    ``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
+    Source: Kingma & Ba (2015), "Adam", ICLR; torch/optim/adam.py. Returns None.
+    """
+    cdef float[::1] pv
+    cdef const float[::1] gv
+    cdef float[::1] mv
+    cdef float[::1] vv
+    cdef int64_t n, c_t
+    cdef float c_lr, c_b1, c_b2, c_eps, c_wd
+    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay = _check_adam_args(
+        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay)
+    n = p.size
+    if n == 0:
+        return None
+    c_t = t
+    c_lr, c_b1, c_b2, c_eps, c_wd = lr, beta1, beta2, eps, weight_decay
+    pv = p.reshape(-1)
+    gv = g.reshape(-1)
+    mv = m.reshape(-1)
+    vv = v.reshape(-1)
+    with nogil:
+        me_adam_step(&pv[0], &gv[0], &mv[0], &vv[0], n, c_t, c_lr, c_b1, c_b2, c_eps, c_wd)
+    return None

@@ -1,0 +1,187 @@
+"""ContrastiveLoss and TripletMarginLoss reductions over a distance matrix, fused with their
+gradient (``src/engine_c/pair_losses.c``)."""
+from libc.stdint cimport int64_t
+
+from mantissa_embed._engine._cengine cimport (me_contrastive_all, me_contrastive_pairs, me_triplet_all,
+                                             me_triplet_triplets)
+from mantissa_embed._reference._losses import (_check_flag, _check_int_array, _check_label_pair,
+                                               _check_pair_args, _check_self, _check_swap_all)
+from mantissa_embed._validation import check_float
+
+
+cdef dict _contrastive_stats(double *st):
+    return {"pos_loss": st[0], "neg_loss": st[1],
+            "num_pos_pairs": int(st[2]), "num_neg_pairs": int(st[3]),
+            "num_pos_nonzero": int(st[4]), "num_neg_nonzero": int(st[5])}
+
+
+cdef dict _triplet_stats(double *st):
+    return {"loss": st[0], "num_triplets": int(st[1]), "num_nonzero": int(st[2])}
+
+
+def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.0, exclude_self=False,
+                         inverted=False, nonzero_only=True, ddist=None):
+    """Contrastive loss over every pair of dist (N, M) and dL/d dist, fused (PML semantics).
+
+    Returns (loss, ddist (N, M) float32, stats dict). See
+    :func:`mantissa_embed._reference.contrastive_loss_all`.
+    """
+    dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
+    labels, ref_labels = _check_label_pair(labels, ref_labels, N, M)
+    cdef int ex = _check_self(exclude_self, N, M)
+    cdef float pm = check_float(pos_margin, "pos_margin")
+    cdef float nm = check_float(neg_margin, "neg_margin")
+    cdef double st[6]
+    cdef double loss = 0.0
+    cdef int i
+    for i in range(6):
+        st[i] = 0.0
+    cdef int ci = inv, cz = nz
+    cdef int64_t n = N, m = M
+    cdef const float[:, ::1] dv
+    cdef float[:, ::1] gv
+    cdef const int64_t[::1] lv
+    cdef const int64_t[::1] rlv
+    if N > 0 and M > 0:
+        dv = dist
+        gv = ddist
+        lv = labels
+        rlv = ref_labels
+        with nogil:
+            loss = me_contrastive_all(&dv[0, 0], &lv[0], &rlv[0], &gv[0, 0], n, m, pm, nm,
+                                      ex, ci, cz, st)
+    else:
+        ddist[...] = 0
+    return float(loss), ddist, _contrastive_stats(st)
+
+
+def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, inverted=False,
+                           nonzero_only=True, ddist=None):
+    """Contrastive loss over given pairs (a1, p) positive, (a2, n) negative, fused (PML semantics).
+
+    Returns (loss, ddist (N, M) float32, stats dict). See
+    :func:`mantissa_embed._reference.contrastive_loss_pairs`.
+    """
+    dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
+    a1 = _check_int_array(a1, "a1", upper=N)
+    p = _check_int_array(p, "p", length=a1.shape[0], upper=M)
+    a2 = _check_int_array(a2, "a2", upper=N)
+    n = _check_int_array(n, "n", length=a2.shape[0], upper=M)
+    cdef float pm = check_float(pos_margin, "pos_margin")
+    cdef float nm = check_float(neg_margin, "neg_margin")
+    cdef double st[6]
+    cdef double loss = 0.0
+    cdef int i
+    for i in range(6):
+        st[i] = 0.0
+    cdef int ci = inv, cz = nz
+    cdef int64_t cn = N, cm = M, k1 = a1.shape[0], k2 = a2.shape[0]
+    cdef int64_t zero = 0
+    cdef const float[:, ::1] dv
+    cdef float[:, ::1] gv
+    cdef const int64_t[::1] a1v
+    cdef const int64_t[::1] pv
+    cdef const int64_t[::1] a2v
+    cdef const int64_t[::1] nv
+    cdef const int64_t *a1p = &zero
+    cdef const int64_t *pp = &zero
+    cdef const int64_t *a2p = &zero
+    cdef const int64_t *np_ = &zero
+    if N > 0 and M > 0:
+        dv = dist
+        gv = ddist
+        if k1 > 0:
+            a1v = a1
+            pv = p
+            a1p = &a1v[0]
+            pp = &pv[0]
+        if k2 > 0:
+            a2v = a2
+            nv = n
+            a2p = &a2v[0]
+            np_ = &nv[0]
+        with nogil:
+            loss = me_contrastive_pairs(&dv[0, 0], a1p, pp, k1, a2p, np_, k2, &gv[0, 0], cn, cm,
+                                        pm, nm, ci, cz, st)
+    else:
+        ddist[...] = 0
+    return float(loss), ddist, _contrastive_stats(st)
+
+
+def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, swap=False, smooth=False,
+                     inverted=False, nonzero_only=True, ddist=None):
+    """Triplet margin loss over every triplet of dist (N, M) and dL/d dist, fused (PML semantics).
+
+    Never materializes the triplets: parallel over anchors, fixed-order reduction.
+    Returns (loss, ddist (N, M) float32, stats dict). See
+    :func:`mantissa_embed._reference.triplet_loss_all`.
+    """
+    dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
+    labels, ref_labels = _check_label_pair(labels, ref_labels, N, M)
+    cdef int ex = _check_self(exclude_self, N, M)
+    cdef int sw = _check_swap_all(swap, labels, ref_labels)
+    cdef int sm = _check_flag(smooth, "smooth")
+    cdef float mg = check_float(margin, "margin")
+    cdef double st[3]
+    st[0] = 0.0
+    st[1] = 0.0
+    st[2] = 0.0
+    cdef double loss = 0.0
+    cdef int ci = inv, cz = nz
+    cdef int64_t n = N, m = M
+    cdef const float[:, ::1] dv
+    cdef float[:, ::1] gv
+    cdef const int64_t[::1] lv
+    cdef const int64_t[::1] rlv
+    if N > 0 and M > 0:
+        dv = dist
+        gv = ddist
+        lv = labels
+        rlv = ref_labels
+        with nogil:
+            loss = me_triplet_all(&dv[0, 0], &lv[0], &rlv[0], &gv[0, 0], n, m, mg, ex, sw, sm,
+                                  ci, cz, st)
+    else:
+        ddist[...] = 0
+    return float(loss), ddist, _triplet_stats(st)
+
+
+def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, inverted=False,
+                          nonzero_only=True, ddist=None):
+    """Triplet margin loss over given triplets (a, p, n) and dL/d dist, fused (PML semantics).
+
+    Returns (loss, ddist (N, M) float32, stats dict). See
+    :func:`mantissa_embed._reference.triplet_loss_triplets`.
+    """
+    dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
+    cdef int sw = _check_flag(swap, "swap")
+    a = _check_int_array(a, "a", upper=N)
+    p = _check_int_array(p, "p", length=a.shape[0], upper=min(N, M) if sw else M)
+    n = _check_int_array(n, "n", length=a.shape[0], upper=M)
+    cdef int sm = _check_flag(smooth, "smooth")
+    cdef float mg = check_float(margin, "margin")
+    cdef double st[3]
+    st[0] = 0.0
+    st[1] = 0.0
+    st[2] = 0.0
+    cdef double loss = 0.0
+    cdef int ci = inv, cz = nz
+    cdef int64_t cn = N, cm = M, k = a.shape[0]
+    cdef const float[:, ::1] dv
+    cdef float[:, ::1] gv
+    cdef const int64_t[::1] av
+    cdef const int64_t[::1] pv
+    cdef const int64_t[::1] nv
+    if N > 0 and M > 0 and k > 0:
+        dv = dist
+        gv = ddist
+        av = a
+        pv = p
+        nv = n
+        with nogil:
+            loss = me_triplet_triplets(&dv[0, 0], &av[0], &pv[0], &nv[0], k, &gv[0, 0], cn, cm, mg,
+                                       sw, sm, ci, cz, st)
+    else:
+        ddist[...] = 0
+        st[1] = <double>k
+    return float(loss), ddist, _triplet_stats(st)

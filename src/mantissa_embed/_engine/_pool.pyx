@@ -1,0 +1,101 @@
+"""2-D max pooling and its backward, alone or fused with a ReLU's (``src/engine_c/pool.c``)."""
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t
+
+from mantissa_embed._engine._cengine cimport (me_maxpool2d_backward_checked, me_maxpool2d_forward,
+                                             me_maxpool2d_relu_backward)
+from mantissa_embed._reference import _layers
+from mantissa_embed._reference._layers import (_bad_argmax, _check_in, _check_out, _check_outs,
+                                               _check_pool_backward, _check_pool_relu_backward,
+                                               _pool_geometry)
+
+
+def maxpool2d_forward(x, size, stride, out=None, argmax=None):
+    """2-D max pooling (no padding, floor mode), as ``torch.nn.functional.max_pool2d``.
+
+    x (N,C,H,W) float32 -> ``(out, argmax)``: out (N,C,HO,WO), ``HO = (H - size)//stride + 1``;
+    argmax (N,C,HO,WO) int32, the offset of each maximum in its H*W plane (ties: the first
+    maximum in row-major window order; NaN propagates as in torch). Raises ValueError/TypeError.
+    """
+    cdef int64_t N, C, H, W, HO, WO, sz, st
+    cdef const float[:, :, :, ::1] xv
+    cdef float[:, :, :, ::1] ov
+    cdef int[:, :, :, ::1] av
+    x = _check_in(x, "x", 4)
+    N, C, H, W, HO, WO, sz, st = _pool_geometry(x.shape, size, stride)
+    out = _check_out(out, "out", (N, C, HO, WO))
+    argmax = _check_out(argmax, "argmax", (N, C, HO, WO), dtype=np.int32)
+    _check_outs([(out, "out"), (argmax, "argmax")], [(x, "x")])
+    if out.size == 0:
+        return out, argmax
+    xv = x
+    ov = out
+    av = argmax
+    with nogil:
+        me_maxpool2d_forward(&xv[0, 0, 0, 0], &ov[0, 0, 0, 0], <int32_t *> &av[0, 0, 0, 0],
+                             N, C, H, W, sz, st)
+    return out, argmax
+
+
+def maxpool2d_backward(dy, argmax, x_shape, dx=None):
+    """Gradient of ``maxpool2d_forward``: dy (N,C,HO,WO), argmax (N,C,HO,WO) int32 ->
+    dx (N,C,H,W) float32, overwritten (overlapping windows add up). Raises ValueError when
+    an argmax entry lies outside [0, H*W) (checked inside the kernel, which skips such entries;
+    ``dx`` is then partly written)."""
+    cdef int64_t N, C, H, W, HO, WO
+    cdef const float[:, :, :, ::1] dyv
+    cdef const int[:, :, :, ::1] av
+    cdef float[:, :, :, ::1] dxv
+    cdef int64_t bad
+    dy, argmax, x_shape = _check_pool_backward(dy, argmax, x_shape)
+    dx = _check_out(dx, "dx", x_shape)
+    _check_outs([(dx, "dx")], [(dy, "dy"), (argmax, "argmax")])
+    N, C, H, W = x_shape
+    HO, WO = dy.shape[2], dy.shape[3]
+    if dx.size == 0 or dy.size == 0:
+        return _layers.maxpool2d_backward(dy, argmax, x_shape, dx)
+    dyv = dy
+    av = argmax
+    dxv = dx
+    with nogil:
+        bad = me_maxpool2d_backward_checked(&dyv[0, 0, 0, 0], <const int32_t *> &av[0, 0, 0, 0],
+                                            &dxv[0, 0, 0, 0], N, C, H, W, HO, WO)
+    if bad:
+        raise _bad_argmax(H, W)  # the kernel skipped them; dx is not meaningful
+    return dx
+
+
+def maxpool2d_relu_backward(dy, argmax, y, x_shape, dx=None):
+    """Max pooling backward fused with the backward of the ReLU that feeds the pooling.
+
+    dy (N,C,HO,WO) float32, argmax (N,C,HO,WO) int32 and y (N,C,HO,WO) float32 (the pooling's
+    forward output) -> dx (N,C,H,W) float32, overwritten. Equals, bitwise,
+    ``relu_backward(maxpool2d_backward(dy, argmax, x_shape), r)`` where ``r`` is the ReLU output
+    that was pooled (at every argmax, ``r`` equals the pooled ``y``, so the mask is ``y > 0``),
+    in one pass instead of two. Raises ValueError / TypeError for bad shapes or dtypes, and
+    ValueError when an argmax entry lies outside [0, H*W).
+    """
+    cdef int64_t N, C, H, W, HO, WO
+    cdef const float[:, :, :, ::1] dyv
+    cdef const float[:, :, :, ::1] yv
+    cdef const int[:, :, :, ::1] av
+    cdef float[:, :, :, ::1] dxv
+    cdef int64_t bad
+    dy, argmax, y, x_shape = _check_pool_relu_backward(dy, argmax, y, x_shape)
+    dx = _check_out(dx, "dx", x_shape)
+    _check_outs([(dx, "dx")], [(dy, "dy"), (argmax, "argmax"), (y, "y")])
+    N, C, H, W = x_shape
+    HO, WO = dy.shape[2], dy.shape[3]
+    if dx.size == 0 or dy.size == 0:
+        return _layers.maxpool2d_relu_backward(dy, argmax, y, x_shape, dx)
+    dyv = dy
+    yv = y
+    av = argmax
+    dxv = dx
+    with nogil:
+        bad = me_maxpool2d_relu_backward(&dyv[0, 0, 0, 0], <const int32_t *> &av[0, 0, 0, 0],
+                                         &yv[0, 0, 0, 0], &dxv[0, 0, 0, 0], N, C, H, W, HO, WO)
+    if bad:
+        raise _bad_argmax(H, W)  # the kernel skipped them; dx is not meaningful
+    return dx
