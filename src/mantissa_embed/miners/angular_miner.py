@@ -19,31 +19,16 @@ def _require_unit_euclidean(miner):
 
 
 class AngularMiner(BaseMiner):
-    """Triplets whose angle at the negative exceeds ``angle`` degrees (the angular loss's angle).
+    """Triplets whose angle at the negative exceeds ``angle`` degrees.
 
-    ``AngularMiner(angle=20, distance=None, backend="mantissa")``. For every triplet
-    ``(a, p, n)`` of the batch, with ``c = (x_a + x_p) / 2``::
+    ``AngularMiner(angle=20, distance=None, backend="mantissa")``: ``(a, p, n)`` int64 sorted by
+    (a, p, n), kept when ``arctan(||x_a - x_p|| / (2 ||x_n - (x_a + x_p) / 2||)) > radians(angle)``
+    on the embeddings as given (eps 1e-6, as PML). ``stats``: ``average_angle``, ``min_angle``,
+    ``max_angle`` in degrees. Details: docs/miners.md.
 
-        angle(a, p, n) = arctan( ||x_a - x_p|| / (2 ||x_n - c||) )
-
-    and the triplet is kept when ``angle > radians(angle)``. As in PML the angle is computed on
-    the embeddings as given (the distance's normalization is not applied), with
-    ``torch.nn.functional.pairwise_distance``'s ``eps = 1e-6`` added to each difference. The
-    distance must be ``LpDistance(p=2, power=1, normalize_embeddings=True)`` (PML's assertion).
-    ``self.stats`` holds ``average_angle``, ``min_angle``, ``max_angle`` (degrees) of all triplets.
-
-    Returns ``(a, p, n)`` int64 sorted by (a, p, n). Selected by the C engine
-    (``engine.angular_mine``: every triplet's angle in float64, sums in numpy's order, rows in
-    parallel, the GIL released; one pass counting, one pass writing): memory is the output plus
-    O(N D), never O(number of triplets).
-
-    Reference: J. Wang, F. Zhou, S. Wen, X. Liu, Y. Lin, "Deep Metric Learning with Angular
-    Loss", ICCV 2017; pytorch-metric-learning ``miners/angular_miner.py``.
-
-    Raises
-    ------
-    ValueError
-        Another distance; ``angle`` not finite; bad call inputs (see :class:`BaseMiner`).
+    Raises ``ValueError`` for a distance other than ``LpDistance(p=2, power=1,
+    normalize_embeddings=True)``, a non-finite ``angle`` or bad call inputs (:class:`BaseMiner`).
+    Source: J. Wang et al., "Deep Metric Learning with Angular Loss", ICCV 2017.
     """
 
     def __init__(self, angle=20, **kwargs):

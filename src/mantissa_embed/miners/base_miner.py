@@ -11,26 +11,15 @@ from ..distances import BaseDistance, LpDistance
 class BaseMiner:
     """Base class of miners (pytorch-metric-learning's ``BaseMiner``).
 
-    ``indices_tuple = miner(embeddings, labels, ref_emb=None, ref_labels=None)`` returns pairs
-    ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` of 1-D int64 arrays; anchors index
-    ``embeddings``, ``p`` / ``n`` index ``ref_emb`` (the batch itself when None). Self pairs
-    (i, i) are excluded when the reference set is the batch or ``ref_labels is labels``
-    (PML's rule). Mining works on the distance matrix with vectorized numpy; no gradient flows.
+    ``miner(embeddings (N, D), labels (N,), ref_emb=None (M, D), ref_labels=None (M,))`` returns
+    pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` of 1-D int64 arrays; anchors index
+    ``embeddings``, ``p`` / ``n`` the reference (the batch when None). Self pairs are excluded
+    when the reference is the batch or ``ref_labels is labels`` (PML's rule).
+    ``distance`` defaults to ``LpDistance()``; ``backend`` is ``"mantissa"`` or ``"numpy"``.
 
-    Parameters
-    ----------
-    distance : BaseDistance, optional
-        Default ``LpDistance()`` (Euclidean distance of L2-normalized embeddings).
-    backend : {"mantissa", "numpy"}, default "mantissa"
-        Kernels used for the distance matrix.
-
-    Raises
-    ------
-    ValueError
-        Not 2-D, NaN/Inf, labels of the wrong length, ``ref_emb`` without ``ref_labels`` (or the
-        reverse), different numbers of columns, zero columns.
-    TypeError
-        Non-numeric embeddings, non-integer (or missing) labels.
+    Raises ``ValueError`` (not 2-D, NaN/Inf, wrong label length, ``ref_emb`` without
+    ``ref_labels`` or the reverse, column mismatch, zero columns) or ``TypeError`` (non-numeric
+    embeddings, non-integer or missing labels).
     """
 
     def __init__(self, distance=None, backend="mantissa"):

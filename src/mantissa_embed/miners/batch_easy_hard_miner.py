@@ -22,35 +22,17 @@ def _check_range(r, name):
 
 
 class BatchEasyHardMiner(BaseMiner):
-    """For each anchor, one positive and one negative picked by a strategy each.
+    """For each anchor, one positive and one negative, each picked by a strategy.
 
     ``BatchEasyHardMiner(pos_strategy="easy", neg_strategy="semihard", allowed_pos_range=None,
-    allowed_neg_range=None, distance=None, backend="mantissa")``
+    allowed_neg_range=None, distance=None, backend="mantissa")``: pairs ``(a1, p, a2, n)`` int64.
+    Strategies ``"easy"``, ``"hard"``, ``"semihard"``, ``"all"``; ``allowed_*_range = (low, high)``
+    first restricts the candidates to ``low <= d <= high``. Without ``"all"`` an anchor needs both
+    choices and the output is ``(a, p, a, n)``; ties go to the lowest index. Table: docs/miners.md.
 
-    Strategies (distance ``d``; for a similarity read "largest" for "smallest"):
-
-    - positives: ``"easy"`` the closest positive, ``"hard"`` the farthest, ``"semihard"`` the
-      farthest one still closer than the chosen negative, ``"all"`` every positive pair;
-    - negatives: ``"easy"`` the farthest negative, ``"hard"`` the closest, ``"semihard"`` the
-      closest one still farther than the chosen positive, ``"all"`` every negative pair.
-
-    ``allowed_pos_range`` / ``allowed_neg_range`` = ``(low, high)`` restrict the candidates to
-    ``low <= d <= high`` first. Both strategies cannot be ``"semihard"``, and ``"semihard"``
-    cannot be combined with ``"all"``. When neither is ``"all"``, an anchor is kept only if it
-    has both a positive and a negative, and the output is ``(a, p, a, n)`` with anchors ascending;
-    with ``"all"`` the two halves are independent. Ties go to the lowest index.
-
-    Returns pairs ``(a1, p, a2, n)`` int64.
-
-    Reference: H. Xuan, A. Stylianou, R. Pless, "Improved Embeddings with Easy Positive Triplet
-    Mining", WACV 2020; pytorch-metric-learning ``miners/batch_easy_hard_miner.py``.
-
-    Raises
-    ------
-    ValueError
-        Unknown strategy, semihard/semihard or semihard/all, a range with low > high.
-    TypeError
-        A range that is not a (low, high) pair of numbers.
+    Raises ``ValueError`` for an unknown strategy, semihard with semihard or with all, or a range
+    with low > high; ``TypeError`` for a range that is not a pair of numbers.
+    Source: H. Xuan et al., "Improved Embeddings with Easy Positive Triplet Mining", WACV 2020.
     """
 
     HARD, SEMIHARD, EASY, ALL = STRATEGIES

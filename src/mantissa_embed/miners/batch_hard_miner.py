@@ -8,15 +8,11 @@ from .base_miner import BaseMiner
 
 
 class BatchHardMiner(BaseMiner):
-    """For each anchor, its hardest positive and hardest negative.
+    """For each anchor, its farthest positive and its closest negative.
 
-    ``BatchHardMiner(distance=None, backend="mantissa")``: the positive farthest from the anchor
-    and the negative closest to it (similarities: lowest / highest). Anchors without a positive
-    or without a negative are dropped. Ties go to the lowest index (as ``torch.max`` /
-    ``torch.min`` along a row). Returns ``(a, p, n)`` int64, anchors ascending.
-
-    References: A. Hermans, L. Beyer, B. Leibe, "In Defense of the Triplet Loss for Person
-    Re-Identification", 2017; pytorch-metric-learning ``miners/batch_hard_miner.py``.
+    ``BatchHardMiner(distance=None, backend="mantissa")``: ``(a, p, n)`` int64, anchors ascending
+    (those without a positive or a negative dropped), ties to the lowest index.
+    Source: A. Hermans et al., "In Defense of the Triplet Loss for Person Re-Identification", 2017.
     """
 
     def mine(self, embeddings, labels, ref_emb, ref_labels):

@@ -10,36 +10,19 @@ from .base_miner import BaseMiner
 
 
 class DistanceWeightedMiner(BaseMiner):
-    """Random triplets whose negatives are drawn with weight inverse to the density of distances
-    between points on the unit sphere (distance-weighted sampling).
+    """Random triplets whose negatives are drawn inversely to the density of distances on the sphere.
 
     ``DistanceWeightedMiner(cutoff=0.5, nonzero_loss_cutoff=1.4, seed=None, distance=None,
-    backend="mantissa")``. With ``d`` the embedding dimension and ``D = max(dist, cutoff)``
-    (Euclidean distance of L2-normalized embeddings)::
+    backend="mantissa")``: ``(a, p, n)`` int64. With ``d`` the embedding dimension and
+    ``D = max(dist, cutoff)``, the negative is drawn with weight
+    ``exp((2 - d) log D - (d - 3)/2 log(1 - D^2/4))`` (0 for same-label pairs, ``D >=
+    nonzero_loss_cutoff`` and non-finite values); each anchor gets as many triplets as its label
+    has reference members, with a uniform positive. ``seed``: int, Generator or None (created
+    once). Details: docs/miners.md.
 
-        log w(a, n) = (2 - d) log D - (d - 3) / 2 * log(1 - D^2 / 4)
-
-    shifted by the largest finite log-weight of the batch and exponentiated; weights of
-    same-label pairs (including ``(a, a)``), of pairs with ``D >= nonzero_loss_cutoff``, and
-    non-finite ones are 0. Every anchor then gets as many triplets as its label has reference
-    members (PML's ``get_random_triplet_indices``): a uniform positive (never itself) and a
-    negative drawn with probability ``w(a, n) / sum_n w(a, n)``; anchors whose weights are all
-    0 are dropped.
-
-    ``seed``: int, ``numpy.random.Generator`` or None; the generator is created once, so
-    successive calls draw different triplets and two miners built with the same int seed draw
-    the same ones. The draws differ from PML's (torch RNG); their distribution is the same.
-    The distance must be ``LpDistance(p=2, power=1, normalize_embeddings=True)``.
-
-    Returns ``(a, p, n)`` int64.
-
-    Reference: C.-Y. Wu, R. Manmatha, A. J. Smola, P. Krähenbühl, "Sampling Matters in Deep
-    Embedding Learning", ICCV 2017; pytorch-metric-learning ``miners/distance_weighted_miner.py``.
-
-    Raises
-    ------
-    ValueError
-        Another distance; non-finite cutoffs; bad call inputs (see :class:`BaseMiner`).
+    Raises ``ValueError`` for a distance other than ``LpDistance(p=2, power=1,
+    normalize_embeddings=True)``, non-finite cutoffs or bad call inputs (:class:`BaseMiner`).
+    Source: C.-Y. Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017.
     """
 
     def __init__(self, cutoff=0.5, nonzero_loss_cutoff=1.4, seed=None, **kwargs):

@@ -7,20 +7,14 @@ from .base_miner import BaseMiner
 
 
 class EmbeddingsAlreadyPackagedAsTriplets(BaseMiner):
-    """The batch is already laid out as consecutive triplets: rows ``3k, 3k+1, 3k+2`` are
-    (anchor, positive, negative).
+    """The batch laid out as consecutive (anchor, positive, negative) rows.
 
     ``EmbeddingsAlreadyPackagedAsTriplets(distance=None, backend="mantissa")`` returns
-    ``(arange(0, N, 3), arange(1, N, 3), arange(2, N, 3))`` int64 whatever the labels (they
-    are validated but not used, as in PML). No distance is computed.
+    ``(arange(0, N, 3), arange(1, N, 3), arange(2, N, 3))`` int64; labels are validated, not used.
 
+    Raises ``ValueError`` when N is not a multiple of 3, when ``ref_emb`` is given, or for bad call
+    inputs (:class:`BaseMiner`).
     Source: pytorch-metric-learning ``miners/embeddings_already_packaged_as_triplets.py``.
-
-    Raises
-    ------
-    ValueError
-        ``N`` not a multiple of 3 (PML fails its output assertion there); ``ref_emb`` given (the
-        triplets index the batch itself); bad call inputs (see :class:`BaseMiner`).
     """
 
     def mine(self, embeddings, labels, ref_emb, ref_labels):

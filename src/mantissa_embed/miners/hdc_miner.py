@@ -11,29 +11,18 @@ from .base_miner import BaseMiner
 
 
 class HDCMiner(BaseMiner):
-    """Keep the hardest ``filter_percentage`` of the positive pairs and of the negative pairs.
+    """The hardest ``filter_percentage`` of the positive pairs and of the negative pairs.
 
-    ``HDCMiner(filter_percentage=0.5, distance=None, backend="mantissa")``: of the ``P``
-    candidate positive pairs, the ``ceil(filter_percentage * P)`` farthest (similarity: least
-    similar); of the ``Q`` negative pairs, the ``ceil(filter_percentage * Q)`` closest (most
-    similar). The candidates are all pairs of the batch, or the pairs of an index tuple given
-    with ``indices_tuple=`` in the call (or beforehand with :meth:`set_idx_externally`, as in
-    PML, until :meth:`reset_idx`); triplets ``(a, p, n)`` count as pairs ``(a, p, a, n)``.
+    ``HDCMiner(filter_percentage=0.5, distance=None, backend="mantissa")``; called as
+    ``miner(embeddings, labels, ref_emb=None, ref_labels=None, indices_tuple=None)``. Of the P
+    positive candidates the ``ceil(filter_percentage * P)`` farthest, of the Q negatives the
+    ``ceil(filter_percentage * Q)`` closest, each half hardest first (ties: candidate order).
+    Candidates: all pairs, or those of ``indices_tuple`` (or of :meth:`set_idx_externally` until
+    :meth:`reset_idx`); triplets count as pairs ``(a, p, a, n)``. Returns ``(a1, p, a2, n)`` int64.
 
-    ``miner(embeddings, labels, ref_emb=None, ref_labels=None, indices_tuple=None)`` returns
-    pairs ``(a1, p, a2, n)`` int64, each half ordered hardest first (ties: candidate order),
-    as PML's ``topk``.
-
-    Reference: Y. Yuan, K. Yang, C. Zhang, "Hard-Aware Deeply Cascaded Embedding", ICCV 2017;
-    pytorch-metric-learning ``miners/hdc_miner.py``.
-
-    Raises
-    ------
-    ValueError
-        ``filter_percentage`` outside ``[0, 1]``; an ``indices_tuple`` with indices out of range
-        or mismatched lengths; bad call inputs (see :class:`BaseMiner`).
-    TypeError
-        ``filter_percentage`` not a number, ``indices_tuple`` not a tuple of integer arrays.
+    Raises ``ValueError`` for ``filter_percentage`` outside [0, 1] or a bad ``indices_tuple``,
+    ``TypeError`` for wrong types, and as :class:`BaseMiner` for bad call inputs.
+    Source: Y. Yuan et al., "Hard-Aware Deeply Cascaded Embedding", ICCV 2017.
     """
 
     def __init__(self, filter_percentage=0.5, **kwargs):

@@ -11,29 +11,16 @@ class MaximumLossMiner(BaseMiner):
     """The random subset of the batch on which a loss is largest.
 
     ``MaximumLossMiner(loss, miner=None, num_trials=5, output_batch_size=None, seed=None,
-    backend="mantissa")``. ``num_trials`` times, draw ``output_batch_size`` distinct rows of
-    the batch uniformly, mine them with ``miner`` (if given) and evaluate
-    ``loss(sub_embeddings, sub_labels, indices_tuple)``; return the subset with the largest
-    loss (the first one on ties).
+    backend="mantissa")``: ``num_trials`` times, draw ``output_batch_size`` distinct rows (default
+    half the batch, rounded up), mine them with ``miner`` if given and evaluate the loss; return
+    the subset with the largest loss (the first on ties) as one sorted 1-D int64 array of row
+    indices, not an index tuple. ``stats``: ``min_loss``, ``avg_loss``, ``max_loss``. The loss's
+    parameter gradients are left as they were.
 
-    Unlike the tuple miners, the output is **one** 1-D int64 array of ``output_batch_size`` row
-    indices into ``embeddings`` (PML's ``BaseSubsetBatchMiner``; PML 0.9 required
-    ``output_batch_size``, here it defaults to half the batch, rounded up). Use it to pick a
-    sub-batch: ``idx = miner(x, y); loss(x[idx], y[idx])``. ``self.stats`` holds
-    ``min_loss``, ``avg_loss`` and ``max_loss`` of the trials. The loss's parameter gradients
-    are left as they were (the trials only evaluate).
-
-    ``seed``: int, ``numpy.random.Generator`` or None (created once). This miner was removed
-    from pytorch-metric-learning after 0.9; its behaviour is taken from that version's
-    ``miners/maximum_loss_miner.py`` and ``BaseSubsetBatchMiner``.
-
-    Raises
-    ------
-    TypeError
-        ``loss`` not callable, ``miner`` neither None nor callable, bad ints.
-    ValueError
-        ``num_trials < 1``; ``output_batch_size`` < 1 or larger than the batch; ``ref_emb`` given;
-        bad call inputs (see :class:`BaseMiner`).
+    Raises ``TypeError`` (``loss`` not callable, ``miner`` neither None nor callable, bad ints) or
+    ``ValueError`` (``num_trials < 1``, ``output_batch_size`` < 1 or larger than the batch,
+    ``ref_emb`` given, bad call inputs).
+    Source: pytorch-metric-learning 0.9 ``miners/maximum_loss_miner.py`` (removed after 0.9).
     """
 
     def __init__(self, loss, miner=None, num_trials=5, output_batch_size=None, seed=None, backend="mantissa"):

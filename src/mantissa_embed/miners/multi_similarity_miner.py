@@ -10,30 +10,16 @@ from .base_miner import BaseMiner
 
 
 class MultiSimilarityMiner(BaseMiner):
-    """Pair mining of the Multi-Similarity loss: positives harder than the easiest negative,
-    negatives harder than the easiest positive, each by a margin ``epsilon``.
+    """The pair mining of the Multi-Similarity loss.
 
-    ``MultiSimilarityMiner(epsilon=0.1, distance=None, backend="mantissa")``; the default
-    distance is ``CosineSimilarity()`` (as PML). With a similarity ``s``, for each anchor ``a``:
+    ``MultiSimilarityMiner(epsilon=0.1, distance=None, backend="mantissa")``, default distance
+    ``CosineSimilarity()``: positive ``(a, p)`` kept when ``s_ap - epsilon < max_n s_an``, negative
+    ``(a, n)`` when ``s_an + epsilon > min_p s_ap`` (mirrored for a distance). Returns
+    ``(a1, p, a2, n)`` int64 in row-major order (PML orders by distance; same index set).
 
-    - positive ``(a, p)`` kept when ``s_ap - epsilon < max_n s_an``;
-    - negative ``(a, n)`` kept when ``s_an + epsilon > min_p s_ap``.
-
-    With a distance ``d``: ``d_ap + epsilon > min_n d_an`` and ``d_an - epsilon < max_p d_ap``.
-    An anchor without any negative keeps no positive, and one without any positive keeps no
-    negative. If the batch has no positive pair or no negative pair, everything is empty.
-
-    Returns ``(a1, p, a2, n)`` int64 in row-major (anchor, index) order (PML lists each
-    anchor's pairs in order of their distance; the index set is the same).
-
-    Reference: X. Wang, X. Han, W. Huang, D. Dong, M. R. Scott, "Multi-Similarity Loss with
-    General Pair Weighting for Deep Metric Learning", CVPR 2019; pytorch-metric-learning
-    ``miners/multi_similarity_miner.py``.
-
-    Raises
-    ------
-    TypeError / ValueError
-        ``epsilon`` not a finite number; bad call inputs (see :class:`BaseMiner`).
+    Raises ``TypeError`` / ``ValueError`` for a non-finite ``epsilon`` or bad call inputs.
+    Source: X. Wang et al., "Multi-Similarity Loss with General Pair Weighting for Deep Metric
+    Learning", CVPR 2019.
     """
 
     def __init__(self, epsilon=0.1, distance=None, backend="mantissa", **kwargs):

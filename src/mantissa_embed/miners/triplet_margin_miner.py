@@ -12,26 +12,13 @@ TYPES_OF_TRIPLETS = ("all", "hard", "semihard", "easy")
 class TripletMarginMiner(BaseMiner):
     """Triplets selected by their margin ``m = d_an - d_ap`` (similarity: ``s_ap - s_an``).
 
-    ``TripletMarginMiner(margin=0.2, type_of_triplets="all", distance=None, backend="mantissa")``
+    ``TripletMarginMiner(margin=0.2, type_of_triplets="all", distance=None, backend="mantissa")``:
+    ``"all"`` keeps ``m <= margin``, ``"hard"`` ``m <= 0``, ``"semihard"`` ``0 < m <= margin``,
+    ``"easy"`` ``m > margin``; ``m`` in float32, as PML. Returns ``(a, p, n)`` int64 sorted by
+    (a, p, n), selected in C; memory: the output plus the (N, M) matrix.
 
-    - ``"all"``: triplets that violate the margin, ``m <= margin``;
-    - ``"hard"``: violating ones whose negative is at least as close as the positive, ``m <= 0``;
-    - ``"semihard"``: violating ones whose negative is farther than the positive, ``0 < m <= margin``;
-    - ``"easy"``: the others, ``m > margin``.
-
-    The margin ``m`` is computed in float32 on the distance matrix, as PML's tensors; triplets whose
-    ``m`` sits exactly on a boundary (``0`` or ``margin``) can differ from PML's when the two
-    libraries' float32 distance matrices differ in the last bit.
-
-    Returns ``(a, p, n)`` int64 sorted by (a, p, n), PML's order. Selected by the C engine
-    (``engine.triplet_margin_mine``: one pass counting each anchor's triplets, one pass writing
-    them, rows in parallel, the GIL released); memory: the output plus the (N, M) matrix.
+    Raises ``ValueError`` for an unknown ``type_of_triplets`` or bad call inputs.
     Source: pytorch-metric-learning ``miners/triplet_margin_miner.py``.
-
-    Raises
-    ------
-    ValueError
-        Unknown ``type_of_triplets``; bad call inputs (see :class:`BaseMiner`).
     """
 
     def __init__(self, margin=0.2, type_of_triplets="all", **kwargs):

@@ -9,28 +9,16 @@ from .base_miner import BaseMiner
 
 
 class UniformHistogramMiner(BaseMiner):
-    """Pairs drawn so that their distances are spread uniformly over the observed range.
+    """Pairs drawn so that their distances spread uniformly over the observed range.
 
     ``UniformHistogramMiner(num_bins=100, pos_per_bin=10, neg_per_bin=10, seed=None,
-    distance=None, backend="mantissa")``. The distances of all positive pairs are split into
-    ``num_bins`` equal-width bins between their minimum and maximum (bins ``[s, e)``, the last
-    one ``[s, e]``); from every non-empty bin ``pos_per_bin`` pairs are drawn uniformly *with
-    replacement* (so a pair may repeat). The same for the negative pairs with ``neg_per_bin``.
-    Each half is ordered by bin; the output length of each half is ``per_bin x (number of
-    non-empty bins)``.
+    distance=None, backend="mantissa")``: the positive-pair distances are cut into ``num_bins``
+    equal-width bins (``[s, e)``, the last ``[s, e]``) and ``pos_per_bin`` pairs drawn with
+    replacement from each non-empty bin, ordered by bin; likewise the negatives. Returns
+    ``(a1, p, a2, n)`` int64. ``seed``: int, Generator or None (created once).
 
-    ``seed``: int, ``numpy.random.Generator`` or None; the generator is created once, so two
-    miners built with the same int seed draw the same pairs. The draws differ from PML's (torch
-    RNG); their distribution is the same.
-
-    Returns pairs ``(a1, p, a2, n)`` int64. Source: pytorch-metric-learning
-    ``miners/uniform_histogram_miner.py``.
-
-    Raises
-    ------
-    TypeError / ValueError
-        ``num_bins``, ``pos_per_bin`` or ``neg_per_bin`` not an int >= 1; bad call inputs
-        (see :class:`BaseMiner`).
+    Raises ``TypeError`` / ``ValueError`` for counts that are not ints >= 1 or bad call inputs.
+    Source: pytorch-metric-learning ``miners/uniform_histogram_miner.py``.
     """
 
     def __init__(self, num_bins=100, pos_per_bin=10, neg_per_bin=10, seed=None, **kwargs):
