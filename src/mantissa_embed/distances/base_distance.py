@@ -32,36 +32,16 @@ class DistanceContext:
 class BaseDistance:
     """Base class of distances and similarities (pytorch-metric-learning's ``BaseDistance``).
 
-    ``mat = distance(query_emb, ref_emb=None)`` returns the (N, M) matrix between the rows of
-    ``query_emb`` (N, D) and ``ref_emb`` (M, D) (``ref_emb=None``: the batch against itself),
-    after optional L2 normalization of both, raised to ``power``. ``dq, dr = distance.backward(dmat)``
-    returns the gradients w.r.t. ``query_emb`` and ``ref_emb`` of a scalar loss given
-    ``dmat = dL/d mat``, using the cache of the last call (``dr`` is None when ``ref_emb`` was
-    None: both roles of the batch are folded into ``dq``). Losses use the re-entrant pair
-    :meth:`forward_ctx` / :meth:`backward` with an explicit context instead of the cache.
+    ``mat = distance(query_emb (N, D), ref_emb=None (M, D))`` -> (N, M) float32, after optional
+    Lp normalization of the rows, raised to ``power``; ``dq, dr = distance.backward(dmat)`` from
+    the cache of the last call (``dr`` None when ``ref_emb`` was None). Losses use the re-entrant
+    :meth:`forward_ctx` / :meth:`backward` pair. Parameters: ``normalize_embeddings=True``
+    (``torch.nn.functional.normalize(x, p)``, eps 1e-12), ``p=2`` (any ``p >= 1`` or inf for
+    classes with ``_general_p``, else only 2), ``power=1`` (> 0), ``is_inverted=False`` (True for
+    similarities), ``backend="mantissa"`` (losses and miners pass their own).
 
-    Parameters
-    ----------
-    normalize_embeddings : bool, default True
-        Normalize the rows to unit Lp norm first (``torch.nn.functional.normalize(x, p)``, eps
-        1e-12; the C engine for p = 2, numpy otherwise).
-    p : float, default 2
-        The norm's order, used by the normalization (``torch.nn.functional.normalize(x, p)``) and
-        by :class:`LpDistance`. Subclasses with ``_general_p`` (LpDistance, SNRDistance) accept
-        any ``p >= 1`` including ``float("inf")``; the others only 2.
-    power : float, default 1
-        The matrix is raised to this power (> 0).
-    is_inverted : bool, default False
-        True for similarities (larger = closer).
-    backend : {"mantissa", "numpy"}, default "mantissa"
-        Kernels used by standalone calls; losses and miners pass their own backend.
-
-    Raises
-    ------
-    ValueError
-        ``p < 1`` (or ``p != 2`` for a class without general p), ``power <= 0`` or an unknown backend.
-    TypeError
-        Arguments of the wrong type.
+    Raises ``ValueError`` for an unsupported ``p``, ``power <= 0`` or an unknown backend, and
+    ``TypeError`` for arguments of the wrong type.
     """
 
     #: Subclasses that implement every p >= 1 (the norm of the distance and of the normalization).

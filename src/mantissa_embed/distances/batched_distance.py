@@ -6,33 +6,16 @@ from .base_distance import BaseDistance
 
 
 class BatchedDistance:
-    """Compute ``distance(query_emb, ref_emb)`` ``batch_size`` query rows at a time.
+    """``distance(query_emb, ref_emb)`` ``batch_size`` query rows at a time, never the whole matrix.
 
-    ``BatchedDistance(distance, iter_fn=None, batch_size=32)``. Calling
-    ``batched(query_emb, ref_emb=None)`` computes, for ``s = 0, batch_size, 2 * batch_size, ...``,
-    ``mat = distance(query_emb[s:e], ref_emb)`` ((e - s, M) float32, ``e = s + batch_size``, so
-    the last chunk may be shorter and ``e`` may exceed N, exactly as PML) and calls
-    ``iter_fn(mat, s, e)``; it returns None. ``ref_emb=None`` means the full ``query_emb`` is the
-    reference set. The (N, M) matrix is never held at once: use it for large retrieval sets
-    (e.g. keep a running top-k in ``iter_fn``). Forward only (no backward). Any other attribute
-    (``is_inverted``, ``power``, ``normalize``, ...) is looked up on ``distance``.
+    ``BatchedDistance(distance, iter_fn=None, batch_size=32)``: ``batched(query_emb, ref_emb=None)``
+    calls ``iter_fn(distance(query_emb[s:e], ref_emb), s, e)`` for ``s = 0, batch_size, ...``,
+    ``e = s + batch_size`` (may exceed N, as PML) and returns None. Forward only; other attributes
+    are looked up on ``distance``.
 
-    Parameters
-    ----------
-    distance : BaseDistance
-    iter_fn : callable ``(mat, start, end) -> None``
-        Required by the time of the call (PML's default None fails there too).
-    batch_size : int >= 1, default 32
-
+    Raises ``TypeError`` (``distance`` not a BaseDistance, ``iter_fn`` not callable at call time,
+    ``batch_size`` not an int) or ``ValueError`` (``batch_size < 1``, bad embeddings).
     Source: pytorch-metric-learning ``distances/batched_distance.py``.
-
-    Raises
-    ------
-    TypeError
-        ``distance`` is not a BaseDistance, ``iter_fn`` not callable (at call time), ``batch_size``
-        not an int.
-    ValueError
-        ``batch_size < 1``; bad embeddings (see :meth:`BaseDistance.forward_ctx`).
     """
 
     def __init__(self, distance, iter_fn=None, batch_size=32):

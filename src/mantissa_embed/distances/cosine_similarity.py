@@ -7,13 +7,8 @@ from .dot_product_similarity import DotProductSimilarity
 class CosineSimilarity(DotProductSimilarity):
     """Cosine similarity: :class:`DotProductSimilarity` of L2-normalized embeddings.
 
-    ``CosineSimilarity(p=2, power=1)``; ``normalize_embeddings`` is always True.
+    ``CosineSimilarity(p=2, power=1)``; ``normalize_embeddings=False`` raises ``ValueError``.
     Source: pytorch-metric-learning ``distances/cosine_similarity.py``.
-
-    Raises
-    ------
-    ValueError
-        ``normalize_embeddings=False`` is passed.
     """
 
     def __init__(self, **kwargs):

@@ -12,17 +12,12 @@ _SYM_WS_MAX_N = 2048
 class DotProductSimilarity(BaseDistance):
     """Dot-product similarity ``mat[i, j] = q_i . r_j`` (one SGEMM), ``is_inverted=True``.
 
-    For the batch against itself (``ref_emb=None``) the matrix is a Gram matrix: the blocks on and
-    above the diagonal are computed and mirrored (``gram_forward``, exactly symmetric), and the
-    backward folds both roles into one product ``(dS + dS^T) q`` (``add_transpose_forward``).
+    ``DotProductSimilarity(normalize_embeddings=True, p=2, power=1)``. For the batch against
+    itself the Gram matrix is computed on and above the diagonal and mirrored (exactly
+    symmetric), and the backward is one product ``(dS + dS^T) q``.
 
-    ``DotProductSimilarity(normalize_embeddings=True, p=2, power=1)``; with normalization this is
-    the cosine similarity. Source: pytorch-metric-learning ``distances/dot_product_similarity.py``.
-
-    Raises
-    ------
-    ValueError
-        ``p != 2``, ``power <= 0``, or ``is_inverted`` passed as False.
+    Raises ``ValueError`` for ``p != 2``, ``power <= 0`` or ``is_inverted=False``.
+    Source: pytorch-metric-learning ``distances/dot_product_similarity.py``.
     """
 
     def __init__(self, **kwargs):

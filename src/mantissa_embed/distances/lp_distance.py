@@ -8,32 +8,15 @@ from .base_distance import BaseDistance
 
 
 class LpDistance(BaseDistance):
-    """Lp distance between embeddings, any p >= 1.
+    """Lp distance ``mat[i, j] = ||q_i - r_j||_p ** power``, any p >= 1 (inf included).
 
-    ``LpDistance(p=2, power=1, normalize_embeddings=True)``:
-    ``mat[i, j] = ||q_i - r_j||_p ** power`` of the rows, after (by default) normalizing each row
-    to unit Lp norm with the same ``p`` (``torch.nn.functional.normalize(x, p)``, eps 1e-12, as
-    PML). Shapes: ``query_emb`` (N, D), ``ref_emb`` (M, D) or None (the batch) -> (N, M) float32.
-    ``is_inverted`` is False (smaller = closer).
+    ``LpDistance(p=2, power=1, normalize_embeddings=True)``, ``is_inverted=False``; rows are
+    normalized with the same ``p`` first. ``p=2`` runs on the C engine (one SGEMM, clamped at 0,
+    cancelling entries recomputed), other ``p`` in float64 numpy over query chunks; gradients use
+    ``torch.cdist``'s subgradients. Details: docs/distances.md.
 
-    - ``p=2``: on the C engine, ``||q||^2 + ||r||^2 - 2 q.r`` with one SGEMM (clamped at 0 before
-      the square root, as ``torch.cdist``; cancelling entries recomputed directly); ``power=2``
-      uses the squared distance directly.
-    - other ``p`` (1, 3, ``float("inf")``, ...): numpy in float64 over query chunks,
-      ``(sum_k |q_k - r_k|^p)^(1/p)`` (p=1: sum of absolute differences; p=inf: the largest).
-
-    Gradients flow to both inputs through ``power`` and the normalization. Subgradients (those of
-    ``torch.cdist``): 0 at a zero distance; ``sign(q_k - r_k)`` for p=1; for p=inf,
-    ``sign(q_k - r_k)`` on every coordinate attaining the maximum.
-
+    Raises ``ValueError`` (``p < 1``, ``is_inverted=True``, ``power <= 0``) or ``TypeError``.
     Source: pytorch-metric-learning ``distances/lp_distance.py``.
-
-    Raises
-    ------
-    ValueError
-        ``p < 1``, ``is_inverted=True``, ``power <= 0``.
-    TypeError
-        Non-numeric ``p`` / ``power``, non-bool flags.
     """
 
     _general_p = True

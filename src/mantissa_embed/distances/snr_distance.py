@@ -8,28 +8,17 @@ from .base_distance import BaseDistance
 
 
 class SNRDistance(BaseDistance):
-    """Signal-to-noise-ratio distance.
+    """Signal-to-noise-ratio distance ``mat[i, j] = var(q_i - r_j) / var(q_i)``, not symmetric.
 
-    ``SNRDistance(normalize_embeddings=True, p=2, power=1)``:
-    ``mat[i, j] = var(q_i - r_j) / var(q_i)`` (the "noise" ``q_i - r_j`` over the "signal"
-    ``q_i``), with ``var`` the unbiased variance over the D columns (``torch.var``), computed on
-    the (by default Lp-normalized, ``p`` is only used there) rows, then raised to ``power``.
-    Not symmetric. Shapes: ``query_emb`` (N, D), ``ref_emb`` (M, D) or None -> (N, M) float32;
-    ``is_inverted`` is False (smaller = closer).
+    ``SNRDistance(normalize_embeddings=True, p=2, power=1)``, ``is_inverted=False``; ``var`` is
+    the unbiased variance over the D columns (``torch.var``) of the (normalized) rows. Computed
+    in float64 in closed form from centered rows (one matrix product, cancelling entries
+    recomputed, no (N, M, D) tensor), with the analytic backward to both inputs.
 
-    Closed form in float64: with centered rows ``c(x) = x - mean(x)``,
-    ``var(q_i - r_j) = (||c(q_i)||^2 + ||c(r_j)||^2 - 2 c(q_i).c(r_j)) / (D - 1)`` (one matrix
-    product; the entries where this cancels are recomputed directly, so duplicates give exactly 0),
-    so no (N, M, D) tensor is formed; the backward is the analytic gradient to both inputs.
-
-    Source: T. Yuan, W. Deng, J. Tang, Y. Tang, B. Chen, "Signal-to-Noise Ratio: A Robust Distance
-    Metric for Deep Metric Learning", CVPR 2019; pytorch-metric-learning ``distances/snr_distance.py``.
-
-    Raises
-    ------
-    ValueError
-        ``is_inverted=True``, ``power <= 0``, ``p < 1``; at call time, fewer than 2 columns or a
-        query row with zero variance (torch would return NaN / inf).
+    Raises ``ValueError`` for ``is_inverted=True``, ``power <= 0``, ``p < 1``, or at call time
+    fewer than 2 columns or a query row of zero variance.
+    Source: T. Yuan et al., "Signal-to-Noise Ratio: A Robust Distance Metric for Deep Metric
+    Learning", CVPR 2019.
     """
 
     _general_p = True
