@@ -1,30 +1,8 @@
-"""pytorch-metric-learning's ``AccuracyCalculator`` on numpy and the mantissa k-NN.
+"""pytorch-metric-learning's ``AccuracyCalculator`` on numpy and the exact k-NN.
 
-The metrics and their edge cases follow pytorch-metric-learning 2.9
-(``pytorch_metric_learning/utils/accuracy_calculator.py``; Musgrave, Belongie & Lim 2020,
-"A Metric Learning Reality Check", ECCV, sec. 3.2), so the numbers can be compared with
-published tables computed by that library:
-
-* ``precision_at_1``: 1 if the nearest reference matches the query's label.
-* ``r_precision``: hits among the ``R`` nearest / ``min(R, k)``, where ``R`` is the number of
-  references matching the query's label (minus one when the reference includes the query).
-* ``mean_average_precision_at_r``: ``(1/R) sum_{i<=min(R,k)} P(i) rel(i)``.
-* ``mean_average_precision``: ``(1/R) sum_{i<=k} P(i) rel(i)`` (over all ``k`` neighbours).
-* ``mean_reciprocal_rank``: ``1 / rank`` of the first match among the ``k`` neighbours, 0 if none.
-* ``NMI`` / ``AMI``: scikit-learn's ``normalized_mutual_info_score`` /
-  ``adjusted_mutual_info_score`` between the query labels and a k-means clustering of the
-  queries into as many clusters as there are distinct query labels.
-
-The k-NN metrics leave out "lone" queries (no other reference matches their label) and are
-``nan`` when every query is lone; each is a mean over queries, or with ``avg_of_avgs`` a mean
-over classes of per-class means, or with ``return_per_class`` the list of per-class means
-(classes in sorted order).
-
-Custom metrics: subclass :class:`AccuracyCalculator`, add ``calculate_<name>(self, **kwargs)``
-and append ``<name>`` to ``requires_knn()`` or ``requires_clustering()``; the keyword
-arguments a method receives are documented in :meth:`AccuracyCalculator.get_accuracy`. The
-module-level helpers (:func:`precision_at_k`, :func:`mean_average_precision`, ...) have
-PML's signatures and take numpy arrays.
+Metrics, edge cases and names are PML 2.9's (``utils/accuracy_calculator.py``; Musgrave,
+Belongie & Lim 2020, "A Metric Learning Reality Check"); definitions, custom metrics and the
+differences from PML are in docs/evaluation.md.
 """
 from __future__ import annotations
 
@@ -58,11 +36,8 @@ __all__ = ["AccuracyCalculator", "SklearnKMeans", *knn_metrics.__all__]
 class SklearnKMeans:
     """Default ``kmeans_func``: scikit-learn ``KMeans``, seeded.
 
-    ``SklearnKMeans(max_iter=20, n_init=1, seed=0)(x, n_clusters) -> (n,) int64`` cluster
-    ids. ``max_iter=20`` and a single initialization are what PML's default
-    ``FaissKMeans(niter=20)`` uses (faiss ``Kmeans`` runs ``nredo=1``); the clustering is
-    deterministic for a fixed ``seed``, but it is not faiss's, so NMI/AMI can differ from a
-    PML run with faiss whenever k-means itself lands in a different local optimum.
+    ``SklearnKMeans(max_iter=20, n_init=1, seed=0)(x, n_clusters) -> (n,) int64`` cluster ids,
+    with the iterations and the single initialization of PML's ``FaissKMeans(niter=20)``.
     """
 
     def __init__(self, max_iter=20, n_init=1, seed=0):
@@ -117,28 +92,15 @@ class AccuracyCalculator:
         Return, for each k-NN metric, the list of per-class means (classes in sorted order).
         Exclusive with ``avg_of_avgs``.
     k : int, "max_bin_count", "all" or None, default None
-        Neighbours retrieved per query. ``None`` or ``"all"``: every reference (minus the query
-        itself when the reference includes it); ``"max_bin_count"``: the largest number of
-        references sharing a query label (minus one when the reference includes the query),
-        which makes R-precision and MAP@R exact at the lowest cost; an int: that many (a
-        ``RuntimeWarning`` says when it is below the largest bin count and
-        ``r_precision``/``mean_average_precision_at_r`` are requested, as PML logs).
+        Neighbours per query: None / "all" every reference, "max_bin_count" the largest
+        number of references sharing a query label (exact R-precision and MAP@R), or an int.
     label_comparison_fn : callable, optional
-        ``fn(x, y) -> bool array``: whether labels match, broadcast element-wise over the
-        leading axes (e.g. ``x`` of shape (n, 1, L) against ``y`` of shape (n, k, L) gives
-        (n, k); trailing label axes left in the result are reduced with ``all``). Default:
-        equality (all columns equal for 2-D labels). Not supported with NMI/AMI
-        (``NotImplementedError``, as PML).
+        ``fn(x, y) -> bool array``, broadcast over the leading axes; default equality.
     knn_func : callable, optional
-        ``knn_func(query, reference, k, *, exclude_self) -> (indices, distances)`` with the
-        signature and semantics of :func:`mantissa_embed.evaluation.knn`: ``indices`` an
-        (n, k) integer array of reference rows, nearest first, never row ``i`` for query ``i``
-        when ``exclude_self``. Default: exact Euclidean k-NN on the raw (not normalized)
-        embeddings, which is what PML's default ``FaissKNN`` (``IndexFlatL2``) ranks by.
-        Wrap a faiss index here for approximate search.
+        ``knn_func(query, reference, k, *, exclude_self) -> (indices (n, k), distances)``, as
+        :func:`~mantissa_embed.evaluation.knn`; default the exact Euclidean k-NN.
     kmeans_func : callable, optional
-        ``kmeans_func(x, n_clusters) -> (n,) int`` cluster ids. Default:
-        :class:`SklearnKMeans` (scikit-learn ``KMeans``, ``max_iter=20``, ``n_init=1``, seed 0).
+        ``kmeans_func(x, n_clusters) -> (n,) int`` cluster ids; default :class:`SklearnKMeans`.
 
     Raises
     ------
@@ -150,15 +112,6 @@ class AccuracyCalculator:
         unknown ``k`` string.
     NotImplementedError
         ``label_comparison_fn`` together with a clustering metric.
-
-    Notes
-    -----
-    Differences from PML 2.9, none of which changes a number PML returns:
-    ``mean_reciprocal_rank`` is in :meth:`requires_knn` (PML forgets it, so asking for it
-    alone fails there); ``k="all"`` is accepted as a synonym of ``None``; errors are raised
-    for bad input (NaN, mismatched dimensions, wrong label lengths, ``k`` larger than the
-    reference set) where PML fails later or returns garbage; labels must be integers (PML casts
-    them to float32); a lack of non-lone queries is reported with a ``RuntimeWarning``.
     """
 
     function_keyword = "calculate_"
@@ -329,15 +282,6 @@ class AccuracyCalculator:
             labels, unknown metric names.
         TypeError
             Non-numeric embeddings, non-integer labels, non-bool ``ref_includes_query``.
-
-        Notes
-        -----
-        A ``calculate_<name>`` method is called with keyword arguments ``query``,
-        ``reference``, ``query_labels``, ``reference_labels`` (numpy arrays),
-        ``ref_includes_query``, ``label_comparison_fn``; k-NN metrics also get ``knn_labels``
-        (n, k[, L]), ``knn_distances`` (n, k), ``label_counts`` (unique query labels, their
-        reference counts), ``lone_query_labels`` and ``not_lone_query_mask`` (n,) bool;
-        clustering metrics get ``cluster_labels`` (n,).
         """
         if reference is None:
             if reference_labels is not None:

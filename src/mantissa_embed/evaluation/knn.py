@@ -1,14 +1,9 @@
 """Exact, tiled k-nearest-neighbour search over embeddings.
 
-The query x reference score matrix is never materialized. The C engine
-(``src/engine_c/knn.c``, wrapper ``engine.knn_search``) computes it block by block: each thread
-takes blocks of query rows and, for each tile of reference rows, one SGEMM gives the tile's
-ranking scores, which feed a bounded per-query max-heap ordered by (score, index). The ``k``
-returned values are then recomputed directly from the vectors in double precision and each row
-is re-sorted by (value, index). Equal scores are therefore always ordered by lower reference
-index, whatever the tiling or the thread count. ``backend="numpy"`` runs the numpy twin
-(``knn_search`` of :func:`mantissa_embed.backend.get_backend`, the same tiling with matmul and
-partial sorts).
+The query x reference score matrix is never materialized: the C engine (``engine.knn_search``,
+``src/engine_c/knn.c``) ranks each reference tile by one SGEMM into a bounded per-query heap,
+then recomputes the k values in double precision and re-sorts each row by (value, index).
+``backend="numpy"`` runs the numpy twin (the same tiling with matmul and partial sorts).
 """
 from __future__ import annotations
 
@@ -75,11 +70,8 @@ def knn(query, reference, k, *, exclude_self=False, metric="euclidean", tile=409
         everything, as scikit-learn's ``cosine_distances``); ``"inner_product"``: the
         similarity ``q.r``, largest first (the returned values are the inner products).
     tile : int, default 4096
-        Maximum rows of the query and of the reference in one score block. A block holds at
-        most ``min(tile, 512) x min(tile, 1024)`` scores and the engine keeps one block per
-        thread plus M floats of reference norms, so scratch memory stays below
-        ``2 MB x threads + 4 M bytes`` whatever n is (the query block shrinks for small n so
-        that every thread gets work).
+        Maximum query and reference rows of one score block (at most 512 x 1024 scores per
+        thread, plus M floats of reference norms).
     backend : {"mantissa", "numpy"}, default "mantissa"
         ``"mantissa"``: the C engine, GIL released, OpenMP over query blocks
         (``engine.set_num_threads``); ``"numpy"``: the numpy twin.
@@ -104,14 +96,9 @@ def knn(query, reference, k, *, exclude_self=False, metric="euclidean", tile=409
 
     Notes
     -----
-    Candidates are ranked by float32 GEMM scores, as in faiss's ``IndexFlatL2``: for the
-    Euclidean metrics ``|r|^2 - 2 q.r``, which carries an absolute error of about
-    ``1e-7 * (|q|^2 + |r|^2)``, so two references whose true distances differ by less than
-    that may be ranked in either order (and at the k-th place one may be kept instead of the
-    other). The returned values have no such error: they are recomputed for the k selected
-    neighbours (O(n k D)) and each row is re-sorted by (value, index). Exact ties (e.g.
-    duplicate rows) are always ordered by lower index. Results are deterministic for a fixed
-    thread count.
+    Candidates are ranked by float32 SGEMM scores (as faiss's ``IndexFlatL2``), so references
+    whose distances differ by less than ~``1e-7 (|q|^2 + |r|^2)`` may come in either order; the
+    returned values are recomputed in float64. See docs/evaluation.md.
     """
     q, r, k, exclude_self, tile, backend_mod = _check_knn_args(
         query, reference, k, exclude_self, metric, tile, backend)

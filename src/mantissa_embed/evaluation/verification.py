@@ -1,33 +1,9 @@
-"""Verification metrics: is a pair "the same" when its distance is at most a threshold?
+"""Verification metrics: a pair is "the same" when its distance is at most a threshold.
 
-A verification rule accepts a pair (says "same identity") when ``distance <= threshold``.
-Sweeping the threshold over every distinct distance gives the ROC curve: the true accept rate
-``TAR = TPR = accepted same pairs / same pairs`` against the false accept rate
-``FAR = FPR = accepted different pairs / different pairs``. The ROC curve and its area come
-from scikit-learn (``sklearn.metrics.roc_curve`` / ``roc_auc_score``) on the scores
-``-distances`` (a larger score means "more similar"); nothing of the ROC is reimplemented here.
-
-Conventions (the face-verification ones, e.g. Huang et al. 2007, "Labeled Faces in the Wild",
-tech. report 07-49, and the NIST FRVT reports for TAR at a fixed FAR):
-
-* ``roc_auc``: ``roc_auc_score(same, -distances)``; ties between a same and a different pair
-  count 1/2 (the trapezoidal area).
-* ``eer`` (equal error rate): the point where ``FAR == FRR = 1 - TAR``, found by linear
-  interpolation between the two consecutive ROC points where ``FAR - FRR`` changes sign
-  (``FAR - FRR`` never decreases along the curve). ``eer_threshold`` interpolates the two
-  points' distance thresholds with the same weight; the artificial first ROC point (0, 0),
-  whose threshold is ``-inf``, takes the smallest distance instead. When a ROC point hits
-  ``FAR == FRR`` exactly, its own threshold is returned.
-* ``tar_at_far_1e-3`` / ``tar_at_far_1e-2``: the TAR at the largest threshold whose FAR is at
-  most the target (the best TAR among the operating points allowed by the target; no
-  interpolation). With ``n_diff`` different pairs, a FAR of ``f`` allows ``floor(f * n_diff)``
-  false accepts; when ``f * n_diff < 1`` only thresholds with no false accept qualify.
-* ``best_threshold`` / ``best_accuracy``: the distance threshold maximizing the accuracy
-  ``(true accepts + true rejects) / n_pairs`` of the rule ``distance <= threshold``, over
-  every ROC operating point (the smallest such threshold on ties). ``best_threshold`` is one
-  of the given distances, so it can be passed as it is to
-  ``Embedder.verify(a, b, threshold=metrics["best_threshold"])``; it is ``-inf`` only in the
-  degenerate case where rejecting every pair is strictly more accurate than any threshold.
+ROC AUC, equal error rate, TAR at a fixed FAR and the best-accuracy threshold, from
+scikit-learn's ``roc_curve`` / ``roc_auc_score`` on the scores ``-distances``. The definitions
+(the face-verification conventions: Huang et al. 2007, "Labeled Faces in the Wild"; NIST FRVT)
+are in docs/evaluation.md.
 """
 from __future__ import annotations
 
@@ -80,8 +56,7 @@ def _check_same(same, n):
 def verification_metrics(distances, same):
     """ROC AUC, EER, TAR at fixed FAR and the best-accuracy threshold of a pair verifier.
 
-    The rule is: a pair is declared "same" when ``distance <= threshold``. Definitions are in
-    the module docstring (:mod:`mantissa_embed.evaluation.verification`).
+    A pair is declared "same" when ``distance <= threshold``; definitions in docs/evaluation.md.
 
     Parameters
     ----------
