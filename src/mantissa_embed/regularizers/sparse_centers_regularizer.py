@@ -54,7 +54,7 @@ class SparseCentersRegularizer(BaseRegularizer):
 
         def backward(dl):
             dc = np.zeros((total, total))
-            np.add.at(dc, (i, j), dl * active * (-1.0 / reg))
+            dc[i, j] = dl * active * (-1.0 / reg)  # the same-class pairs i < j are distinct
             return nback((dc + dc.T) @ y)
 
         return reg, np.arange(len(reg)), "element", backward, {"divisor": 2 * len(reg)}
