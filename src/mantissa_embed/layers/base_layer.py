@@ -7,9 +7,10 @@ import numbers
 import numpy as np
 
 from .._validation import as_generator, check_array, check_int
+from .._workspace import Workspace
 from ..backend import get_backend
 
-__all__ = ["Layer"]
+__all__ = ["Layer", "AffineLayer"]
 
 _ACTIVATIONS = ("identity", "relu")
 
@@ -204,3 +205,32 @@ class Layer:
 
     def __repr__(self):
         return self._describe()
+
+
+class AffineLayer(Layer):
+    """A layer with ``weight`` and ``bias`` parameters and an optional ReLU on its output
+    (``act``: None or "relu"). Subclasses implement ``_backward_preact(dY, need_dx)``, the
+    backward from the gradient with respect to the pre-activation."""
+
+    def __init__(self, act):
+        super().__init__()
+        self.act = check_act(act)
+        self.weight = None
+        self.bias = None
+        self._out = Workspace()
+        self._dpre = Workspace()
+        self._dx = Workspace()
+
+    def fusion_tags(self):
+        return ("relu_output",) if self.act == "relu" else ()
+
+    def parameters(self):
+        return [self.weight, self.bias] if self.built else []
+
+    def _backward(self, dY, need_dx):
+        if self.act == "relu":
+            dY = self._backend().relu_backward(dY, self._y, dx=self._dpre.get(dY.shape))
+        return self._backward_preact(dY, need_dx)
+
+    def _backward_preact(self, dY, need_dx):
+        raise NotImplementedError

@@ -4,13 +4,13 @@ from __future__ import annotations
 from .._validation import check_int
 from .._workspace import Workspace
 from ..parameter import Parameter
-from .base_layer import Layer, check_act, check_shape, kaiming_uniform_default
+from .base_layer import AffineLayer, check_shape, kaiming_uniform_default
 from .fusion import Fusion
 
 __all__ = ["Conv2D"]
 
 
-class Conv2D(Layer):
+class Conv2D(AffineLayer):
     """2-D convolution (cross-correlation, as ``torch.nn.Conv2d``) with bias and an optional ReLU.
 
     Parameters
@@ -38,7 +38,6 @@ class Conv2D(Layer):
     )
 
     def __init__(self, out_channels, kernel_size, stride=1, pad=0, act=None):
-        super().__init__()
         self.out_channels = check_int(out_channels, "out_channels", minimum=1)
         if isinstance(kernel_size, (tuple, list)):
             if len(kernel_size) != 2:
@@ -53,17 +52,12 @@ class Conv2D(Layer):
         self._k = (kh, kw)
         self.stride = check_int(stride, "stride", minimum=1)
         self.pad = check_int(pad, "pad", minimum=0)
-        self.act = check_act(act)
-        self.weight = None
-        self.bias = None
-        self._out = Workspace()
-        self._dpre = Workspace()
-        self._dx = Workspace()
+        super().__init__(act)
         self._ws = Workspace()
         self._chain_ws = Workspace()
 
     def fusion_tags(self):
-        return ("conv2d", "relu_output") if self.act == "relu" else ("conv2d",)
+        return ("conv2d",) + super().fusion_tags()
 
     def _describe(self):
         extra = (f", stride={self.stride}" if self.stride != 1 else "") + (f", pad={self.pad}" if self.pad else "")
@@ -97,9 +91,6 @@ class Conv2D(Layer):
         w, b = kaiming_uniform_default(rng, (self.out_channels, C, kh, kw), C * kh * kw)
         self.weight = Parameter(w, name="weight")
         self.bias = Parameter(b, name="bias")
-
-    def parameters(self):
-        return [self.weight, self.bias] if self.built else []
 
     def _workspace(self, x_shape):
         return self._ws.sized(x_shape[0], lambda: self._backend().conv2d_workspace_size(
@@ -141,11 +132,6 @@ class Conv2D(Layer):
         for layer in (self, pool, conv, pool2):
             layer._x = layer._y = None
         return out
-
-    def _backward(self, dY, need_dx):
-        if self.act == "relu":
-            dY = self._backend().relu_backward(dY, self._y, dx=self._dpre.get(dY.shape))
-        return self._backward_preact(dY, need_dx)
 
     def _backward_preact(self, dY, need_dx):
         """The backward from dY = d loss / d(pre-activation), the ReLU's mask already applied."""

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 from .._validation import check_int
-from .._workspace import Workspace
 from ..parameter import Parameter
-from .base_layer import Layer, check_act, check_shape, kaiming_uniform_default
+from .base_layer import AffineLayer, check_shape, kaiming_uniform_default
 
 __all__ = ["Dense"]
 
 
-class Dense(Layer):
+class Dense(AffineLayer):
     """Fully connected layer (as ``torch.nn.Linear``) with bias and an optional ReLU.
 
     Parameters
@@ -27,17 +26,8 @@ class Dense(Layer):
     input_ndim = 1
 
     def __init__(self, units, act=None):
-        super().__init__()
         self.units = check_int(units, "units", minimum=1)
-        self.act = check_act(act)
-        self.weight = None
-        self.bias = None
-        self._out = Workspace()
-        self._dpre = Workspace()
-        self._dx = Workspace()
-
-    def fusion_tags(self):
-        return ("relu_output",) if self.act == "relu" else ()
+        super().__init__(act)
 
     def _config(self):
         return {"units": self.units, "act": self.act}
@@ -60,19 +50,11 @@ class Dense(Layer):
         self.weight = Parameter(w, name="weight")
         self.bias = Parameter(b, name="bias")
 
-    def parameters(self):
-        return [self.weight, self.bias] if self.built else []
-
     def _forward(self, X):
         out = self._backend().dense_forward(X, self.weight.data, self.bias.data,
                                             out=self._out.get((X.shape[0], self.units)), act=self.act)
         self._x, self._y = X, out
         return out
-
-    def _backward(self, dY, need_dx):
-        if self.act == "relu":
-            dY = self._backend().relu_backward(dY, self._y, dx=self._dpre.get(dY.shape))
-        return self._backward_preact(dY, need_dx)
 
     def _backward_preact(self, dY, need_dx):
         """The backward from dY = d loss / d(pre-activation), the ReLU's mask already applied."""
