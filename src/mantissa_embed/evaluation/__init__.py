@@ -1,6 +1,12 @@
 """Evaluation: exact tiled k-NN, pytorch-metric-learning's AccuracyCalculator and retrieval
-metrics, and verification metrics (ROC AUC, EER, TAR at FAR)."""
-from .accuracy_calculator import AccuracyCalculator, SklearnKMeans
+metrics, and verification metrics (ROC AUC, EER, TAR at FAR).
+
+``AccuracyCalculator``, ``SklearnKMeans`` and ``verification_metrics`` load on first access
+(PEP 562): their modules import scikit-learn, which ``Embedder`` (it needs only :func:`knn`)
+should not pay for at import.
+"""
+import importlib
+
 from .faiss_knn import FaissKNN
 from .knn import METRICS, knn
 from .retrieval import (
@@ -10,7 +16,9 @@ from .retrieval import (
     r_precision,
     retrieval_metrics,
 )
-from .verification import verification_metrics
+
+_LAZY = {"AccuracyCalculator": "accuracy_calculator", "SklearnKMeans": "accuracy_calculator",
+         "verification_metrics": "verification"}
 
 __all__ = [
     "AccuracyCalculator",
@@ -25,3 +33,13 @@ __all__ = [
     "metrics_from_knn_labels",
     "verification_metrics",
 ]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
