@@ -171,40 +171,67 @@ void me_gram_forward(const float *x, float *out, int64_t N, int64_t D);
 
 /* -------------------------------------------------------- pair_losses.c */
 /* The pair/triplet reductions of ContrastiveLoss and TripletMarginLoss over a distance matrix
- * dist (N,M), with pytorch-metric-learning's semantics. Each returns the loss (double), writes
- * ddist (N,M) = dL/d dist (overwritten) and fills stats (see below) when stats != NULL.
+ * dist (N,M), with pytorch-metric-learning's semantics. Each returns the value (double) and fills
+ * stats (see below) when stats != NULL.
  *  - inverted != 0: dist is a similarity (DotProduct/Cosine): "margin(x, y)" is y - x.
- *  - nonzero_only != 0: AvgNonZeroReducer (mean over the terms with loss > 0);
- *    0: MeanReducer (mean over every term). No term -> loss 0 and ddist = 0.
+ *  - reduction: ME_PAIR_AVG_NON_ZERO (AvgNonZeroReducer: the mean over the terms with loss > 0),
+ *    ME_PAIR_MEAN (MeanReducer: the mean over every term; no term -> 0), or ME_PAIR_WEIGHTS
+ *    (any other reducer: value = sum_t weights_t * l_t, weights_t = d value / d l_t given).
+ *  - weights (T) (ME_PAIR_WEIGHTS only; NULL reads as 0), losses (T) or NULL: the per-term
+ *    losses l_t, T and the term order given per kernel. ddist (N,M) or NULL: d value / d dist
+ *    (overwritten). With MEAN / AVG_NON_ZERO, a gradient and no losses, the fused body runs.
  *  - labels (N), ref_labels (M) int64; exclude_self != 0 (requires N == M) drops the pairs (i, i).
  * Reductions are split into a fixed number of row chunks summed in a fixed order, so results
  * do not even depend on the thread count. */
+enum { ME_PAIR_MEAN = 0, ME_PAIR_AVG_NON_ZERO = 1, ME_PAIR_WEIGHTS = 2 };
 
 /* Contrastive: positive pairs charge relu(d - pos_margin), negative pairs relu(neg_margin - d)
  * (inverted: relu(pos_margin - s), relu(s - neg_margin)); each kind is reduced on its own and the
- * two means are summed. stats (6): pos_loss, neg_loss, n_pos, n_neg, n_pos_nonzero, n_neg_nonzero. */
+ * two values are summed. Terms: the (N,M) matrix, l_ij at the positive and negative pairs (0 and
+ * weight ignored elsewhere). stats (6): pos_loss, neg_loss, n_pos, n_neg, n_pos_nonzero,
+ * n_neg_nonzero. */
 double me_contrastive_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
-                          float *ddist, int64_t N, int64_t M, float pos_margin, float neg_margin,
-                          int exclude_self, int inverted, int nonzero_only, double *stats);
+                          const float *weights, float *losses, float *ddist, int64_t N, int64_t M,
+                          float pos_margin, float neg_margin, int exclude_self, int inverted,
+                          int reduction, double *stats);
 /* The same over given pairs: (a1, p) positive (K1 each), (a2, n) negative (K2 each), int64 indices
- * already checked in range (a* < N, p/n < M). Repeated pairs count once per occurrence. */
+ * already checked in range (a* < N, p/n < M). Repeated pairs count once per occurrence. Terms
+ * (K1+K2): the positive pairs, then the negative ones. */
 double me_contrastive_pairs(const float *dist, const int64_t *a1, const int64_t *p, int64_t K1,
-                            const int64_t *a2, const int64_t *n, int64_t K2, float *ddist,
-                            int64_t N, int64_t M, float pos_margin, float neg_margin,
-                            int inverted, int nonzero_only, double *stats);
+                            const int64_t *a2, const int64_t *n, int64_t K2, const float *weights,
+                            float *losses, float *ddist, int64_t N, int64_t M, float pos_margin,
+                            float neg_margin, int inverted, int reduction, double *stats);
 /* Triplet margin over every (a, p, n) with labels[a] == ref_labels[p] (p != a under exclude_self)
  * and labels[a] != ref_labels[n]: v = (d_ap - d_an) + margin (inverted: (s_an - s_ap) + margin),
  * loss relu(v), or softplus(v) when smooth (torch's, threshold 20). swap (requires N == M and
  * labels == ref_labels): d_an is replaced by min(d_an, d_pn) (inverted: max), ties share the
- * gradient half and half as torch.min does. Parallel over anchors, never materializes the triplets.
- * stats (3): loss, n_triplets, n_nonzero. */
+ * gradient half and half as torch.min does. Parallel over anchors; the fused body never
+ * materializes the triplets. Terms (me_triplet_all_count): sorted by (a, p, n).
+ * stats (3): value, n_triplets, n_nonzero. */
 double me_triplet_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
-                      float *ddist, int64_t N, int64_t M, float margin, int exclude_self,
-                      int swap, int smooth, int inverted, int nonzero_only, double *stats);
-/* The same over given triplets a (K) < N, p, n (K) < M (swap additionally requires p < N). */
+                      const float *weights, float *losses, float *ddist, int64_t N, int64_t M,
+                      float margin, int exclude_self, int swap, int smooth, int inverted,
+                      int reduction, double *stats);
+/* The number of triplets me_triplet_all ranges over. */
+int64_t me_triplet_all_count(const int64_t *labels, const int64_t *ref_labels, int64_t N, int64_t M,
+                             int exclude_self);
+/* The same over given triplets a (K) < N, p, n (K) < M (swap additionally requires p < N).
+ * Terms (K): the given order. */
 double me_triplet_triplets(const float *dist, const int64_t *a, const int64_t *p, const int64_t *n,
-                           int64_t K, float *ddist, int64_t N, int64_t M, float margin,
-                           int swap, int smooth, int inverted, int nonzero_only, double *stats);
+                           int64_t K, const float *weights, float *losses, float *ddist, int64_t N,
+                           int64_t M, float margin, int swap, int smooth, int inverted, int reduction,
+                           double *stats);
+
+/* ------------------------------------------------------------ scatter.c */
+/* src (K,D), index (K) in [0,N) -> out (N,D) += src[k] at row index[k] (np.add.at(out, index, src)):
+ * every entry of out receives its additions in k order, whatever the thread count (threads own
+ * ranges of out's rows), so results are bitwise those of a serial loop. A pair scatter into an
+ * (R,C) matrix is D = 1 with index r*C + c. */
+void me_scatter_add_forward(const float *src, const int64_t *index, float *out, int64_t K, int64_t D,
+                            int64_t N);
+/* Its backward, a gather: dout (N,D) -> dsrc (K,D) = dout[index[k]] (overwritten). */
+void me_scatter_add_backward(const float *dout, const int64_t *index, float *dsrc, int64_t K,
+                             int64_t D, int64_t N);
 
 /* ---------------------------------------------------------------- knn.c */
 /* # knn  (owner: knn helper) */

@@ -3,6 +3,10 @@
  * Semantics are pytorch-metric-learning's (losses/contrastive_loss.py, triplet_margin_loss.py,
  * reducers/avg_non_zero_reducer.py, mean_reducer.py); see engine.h for the contracts.
  *
+ * Each entry point has two bodies: the fused one (ME_PAIR_MEAN / ME_PAIR_AVG_NON_ZERO, gradient
+ * wanted, no per-term losses), and a per-term one ("*_terms") that writes the per-term losses and,
+ * under ME_PAIR_WEIGHTS, d value / d dist for value = sum_t weights_t * l_t.
+ *
  * Per-term losses are computed in float32 with the same operation order as PML (so the "loss > 0"
  * test of AvgNonZeroReducer decides the same way on the same distances); sums are accumulated in
  * double. The "all" kernels split rows into NCHUNK fixed chunks (independent of the thread count),
@@ -46,9 +50,10 @@ static inline float softplus_grad(float v) {
 /* ------------------------------------------------------------------ contrastive */
 
 /* dist (N,M), labels (N), ref_labels (M) -> ddist (N,M); stats (6) */
-double me_contrastive_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
-                          float *ddist, int64_t N, int64_t M, float pos_margin, float neg_margin,
-                          int exclude_self, int inverted, int nonzero_only, double *stats) {
+static double contrastive_all_fused(const float *dist, const int64_t *labels, const int64_t *ref_labels,
+                                    float *ddist, int64_t N, int64_t M, float pos_margin,
+                                    float neg_margin, int exclude_self, int inverted, int nonzero_only,
+                                    double *stats) {
     /* part[c]: pos_sum, neg_sum, n_pos, n_neg, n_pos_nz, n_neg_nz */
     double part[NCHUNK][6];
     const float pm = pos_margin, nm = neg_margin;
@@ -120,10 +125,10 @@ double me_contrastive_all(const float *dist, const int64_t *labels, const int64_
 
 /* dist (N,M), pairs (a1,p) (K1), (a2,n) (K2) -> ddist (N,M); stats (6). Serial: scatter-add with
  * repeated pairs, in index order (deterministic). */
-double me_contrastive_pairs(const float *dist, const int64_t *a1, const int64_t *p, int64_t K1,
-                            const int64_t *a2, const int64_t *n, int64_t K2, float *ddist,
-                            int64_t N, int64_t M, float pos_margin, float neg_margin,
-                            int inverted, int nonzero_only, double *stats) {
+static double contrastive_pairs_fused(const float *dist, const int64_t *a1, const int64_t *p, int64_t K1,
+                                      const int64_t *a2, const int64_t *n, int64_t K2, float *ddist,
+                                      int64_t N, int64_t M, float pos_margin, float neg_margin,
+                                      int inverted, int nonzero_only, double *stats) {
     zero_rows(ddist, N, M);
     const float pm = pos_margin, nm = neg_margin;
     double sp = 0.0, sn = 0.0;
@@ -165,6 +170,142 @@ double me_contrastive_pairs(const float *dist, const int64_t *a1, const int64_t 
         stats[3] = (double)K2; stats[4] = (double)ap; stats[5] = (double)an;
     }
     return pos_loss + neg_loss;
+}
+
+/* The per-term pass of me_contrastive_all: losses (N,M) or NULL gets l_ij at the positive and
+ * negative pairs (0 elsewhere); with weights (N,M) (read at those pairs) or NULL (all 0), ddist
+ * (N,M) or NULL gets weights_ij * dl_ij/d dist_ij. tot (8): as stats of the fused body's sums
+ * (pos_sum, neg_sum, n_pos, n_neg, n_pos_nz, n_neg_nz), then sum_pos w l, sum_neg w l. */
+static void contrastive_all_terms(const float *dist, const int64_t *labels, const int64_t *ref_labels,
+                                  const float *weights, float *losses, float *ddist, int64_t N,
+                                  int64_t M, float pm, float nm, int exclude_self, int inverted,
+                                  double *tot) {
+    double part[NCHUNK][8];
+    const float sgp = inverted ? -1.0f : 1.0f; /* dl/dd of an active positive term */
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= PAR_MIN)
+    for (int64_t c = 0; c < NCHUNK; c++) {
+        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t i = chunk_lo(c, N); i < chunk_lo(c + 1, N); i++) {
+            const float *di = dist + i * M;
+            const float *wi = weights ? weights + i * M : NULL;
+            float *li = losses ? losses + i * M : NULL;
+            float *gi = ddist ? ddist + i * M : NULL;
+            const int64_t lab = labels[i];
+            float rsp = 0.0f, rsn = 0.0f;
+            double wsp = 0.0, wsn = 0.0;
+            int64_t rnp = 0, rnn = 0, rap = 0, ran = 0;
+            for (int64_t j = 0; j < M; j++) {
+                const int same = ref_labels[j] == lab;
+                const int pos = same && !(exclude_self && j == i);
+                const int neg = !same;
+                const float d = di[j];
+                const float vp = inverted ? pm - d : d - pm;
+                const float vn = inverted ? d - nm : nm - d;
+                const int actp = pos && vp > 0.0f;
+                const int actn = neg && vn > 0.0f;
+                const float l = actp ? vp : (actn ? vn : 0.0f);
+                rsp += actp ? vp : 0.0f;
+                rsn += actn ? vn : 0.0f;
+                rnp += pos;
+                rnn += neg;
+                rap += actp;
+                ran += actn;
+                if (li) li[j] = l;
+                const float w = (wi && (pos || neg)) ? wi[j] : 0.0f;
+                if (pos) wsp += (double)w * (double)l;
+                if (neg) wsn += (double)w * (double)l;
+                if (gi) gi[j] = actp ? w * sgp : (actn ? -(w * sgp) : 0.0f);
+            }
+            acc[0] += rsp; acc[1] += rsn; acc[2] += (double)rnp; acc[3] += (double)rnn;
+            acc[4] += (double)rap; acc[5] += (double)ran; acc[6] += wsp; acc[7] += wsn;
+        }
+        for (int k = 0; k < 8; k++) part[c][k] = acc[k];
+    }
+    for (int k = 0; k < 8; k++) tot[k] = 0.0;
+    for (int c = 0; c < NCHUNK; c++)
+        for (int k = 0; k < 8; k++) tot[k] += part[c][k];
+}
+
+/* value and stats (6) of a contrastive reduction from the sums tot (8) of a per-term pass */
+static double contrastive_value(const double *tot, int reduction, double *stats) {
+    double pos_loss, neg_loss;
+    if (reduction == ME_PAIR_WEIGHTS) {
+        pos_loss = tot[6];
+        neg_loss = tot[7];
+    } else {
+        const double den_p = reduction == ME_PAIR_AVG_NON_ZERO ? tot[4] : tot[2];
+        const double den_n = reduction == ME_PAIR_AVG_NON_ZERO ? tot[5] : tot[3];
+        pos_loss = den_p > 0 ? tot[0] / den_p : 0.0;
+        neg_loss = den_n > 0 ? tot[1] / den_n : 0.0;
+    }
+    if (stats) {
+        stats[0] = pos_loss; stats[1] = neg_loss; stats[2] = tot[2];
+        stats[3] = tot[3]; stats[4] = tot[4]; stats[5] = tot[5];
+    }
+    return pos_loss + neg_loss;
+}
+
+double me_contrastive_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
+                          const float *weights, float *losses, float *ddist, int64_t N, int64_t M,
+                          float pos_margin, float neg_margin, int exclude_self, int inverted,
+                          int reduction, double *stats) {
+    const int weighted = reduction == ME_PAIR_WEIGHTS;
+    if (!weighted && !losses && ddist)
+        return contrastive_all_fused(dist, labels, ref_labels, ddist, N, M, pos_margin, neg_margin,
+                                     exclude_self, inverted, reduction == ME_PAIR_AVG_NON_ZERO, stats);
+    double tot[8];
+    contrastive_all_terms(dist, labels, ref_labels, weighted ? weights : NULL, losses,
+                          weighted ? ddist : NULL, N, M, pos_margin, neg_margin, exclude_self,
+                          inverted, tot);
+    if (!weighted && ddist) /* losses and the fused gradient: the fused body gives the same value */
+        return contrastive_all_fused(dist, labels, ref_labels, ddist, N, M, pos_margin, neg_margin,
+                                     exclude_self, inverted, reduction == ME_PAIR_AVG_NON_ZERO, stats);
+    return contrastive_value(tot, reduction, stats);
+}
+
+/* The per-term pass of me_contrastive_pairs (serial, pair order): losses (K1+K2) or NULL, the
+ * positives first; weights (K1+K2) or NULL; ddist (N,M) or NULL, overwritten with
+ * sum_k weights_k dl_k/d dist. tot (8) as for contrastive_all_terms. */
+static void contrastive_pairs_terms(const float *dist, const int64_t *a1, const int64_t *p, int64_t K1,
+                                    const int64_t *a2, const int64_t *n, int64_t K2,
+                                    const float *weights, float *losses, float *ddist, int64_t N,
+                                    int64_t M, float pm, float nm, int inverted, double *tot) {
+    const float sgp = inverted ? -1.0f : 1.0f;
+    for (int k = 0; k < 8; k++) tot[k] = 0.0;
+    tot[2] = (double)K1;
+    tot[3] = (double)K2;
+    if (ddist) zero_rows(ddist, N, M);
+    for (int64_t k = 0; k < K1 + K2; k++) {
+        const int pos = k < K1;
+        const int64_t idx = pos ? a1[k] * M + p[k] : a2[k - K1] * M + n[k - K1];
+        const float d = dist[idx];
+        const float v = pos ? (inverted ? pm - d : d - pm) : (inverted ? d - nm : nm - d);
+        const int act = v > 0.0f;
+        const float l = act ? v : 0.0f;
+        if (losses) losses[k] = l;
+        tot[pos ? 0 : 1] += l;
+        tot[pos ? 4 : 5] += act;
+        const float w = weights ? weights[k] : 0.0f;
+        tot[pos ? 6 : 7] += (double)w * (double)l;
+        if (ddist && act) ddist[idx] += pos ? w * sgp : -(w * sgp);
+    }
+}
+
+double me_contrastive_pairs(const float *dist, const int64_t *a1, const int64_t *p, int64_t K1,
+                            const int64_t *a2, const int64_t *n, int64_t K2, const float *weights,
+                            float *losses, float *ddist, int64_t N, int64_t M, float pos_margin,
+                            float neg_margin, int inverted, int reduction, double *stats) {
+    const int weighted = reduction == ME_PAIR_WEIGHTS;
+    if (!weighted && !losses && ddist)
+        return contrastive_pairs_fused(dist, a1, p, K1, a2, n, K2, ddist, N, M, pos_margin, neg_margin,
+                                       inverted, reduction == ME_PAIR_AVG_NON_ZERO, stats);
+    double tot[8];
+    contrastive_pairs_terms(dist, a1, p, K1, a2, n, K2, weighted ? weights : NULL, losses,
+                            weighted ? ddist : NULL, N, M, pos_margin, neg_margin, inverted, tot);
+    if (!weighted && ddist)
+        return contrastive_pairs_fused(dist, a1, p, K1, a2, n, K2, ddist, N, M, pos_margin, neg_margin,
+                                       inverted, reduction == ME_PAIR_AVG_NON_ZERO, stats);
+    return contrastive_value(tot, reduction, stats);
 }
 
 /* -------------------------------------------------------------------- triplet */
@@ -225,9 +366,9 @@ static void triplet_block(const float *restrict dn, float *restrict g, int64_t k
 }
 
 /* dist (N,M), labels (N), ref_labels (M) -> ddist (N,M); stats (3) */
-double me_triplet_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
-                      float *ddist, int64_t N, int64_t M, float margin, int exclude_self,
-                      int swap, int smooth, int inverted, int nonzero_only, double *stats) {
+static double triplet_all_fused(const float *dist, const int64_t *labels, const int64_t *ref_labels,
+                                float *ddist, int64_t N, int64_t M, float margin, int exclude_self,
+                                int swap, int smooth, int inverted, int nonzero_only, double *stats) {
     double part[NCHUNK][3]; /* loss sum, n_triplets, n_nonzero */
     const float sg = inverted ? -1.0f : 1.0f; /* dv/dd_ap; dv/dd_an = -sg */
     if (swap && N != M) swap = 0; /* guarded by the wrappers; never read rows past N */
@@ -332,9 +473,10 @@ double me_triplet_all(const float *dist, const int64_t *labels, const int64_t *r
 }
 
 /* dist (N,M), triplets (a,p,n) (K) -> ddist (N,M); stats (3). Serial scatter in index order. */
-double me_triplet_triplets(const float *dist, const int64_t *a, const int64_t *p, const int64_t *n,
-                           int64_t K, float *ddist, int64_t N, int64_t M, float margin,
-                           int swap, int smooth, int inverted, int nonzero_only, double *stats) {
+static double triplet_triplets_fused(const float *dist, const int64_t *a, const int64_t *p,
+                                     const int64_t *n, int64_t K, float *ddist, int64_t N, int64_t M,
+                                     float margin, int swap, int smooth, int inverted,
+                                     int nonzero_only, double *stats) {
     zero_rows(ddist, N, M);
     const float sg = inverted ? -1.0f : 1.0f;
     double s = 0.0;
@@ -365,4 +507,171 @@ double me_triplet_triplets(const float *dist, const int64_t *a, const int64_t *p
     }
     if (stats) { stats[0] = loss; stats[1] = (double)K; stats[2] = (double)nz; }
     return loss;
+}
+
+/* triplets of anchor a: (positives of a) x (negatives of a) */
+static inline int64_t anchor_triplets(const int64_t *labels, const int64_t *ref_labels, int64_t a,
+                                      int64_t M, int exclude_self) {
+    int64_t np_ = 0, nn = 0;
+    for (int64_t k = 0; k < M; k++) {
+        const int same = ref_labels[k] == labels[a];
+        np_ += same && !(exclude_self && k == a);
+        nn += !same;
+    }
+    return np_ * nn;
+}
+
+int64_t me_triplet_all_count(const int64_t *labels, const int64_t *ref_labels, int64_t N, int64_t M,
+                             int exclude_self) {
+    int64_t t = 0;
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) reduction(+:t) if (N * M >= PAR_MIN)
+    for (int64_t a = 0; a < N; a++) t += anchor_triplets(labels, ref_labels, a, M, exclude_self);
+    return t;
+}
+
+/* The loss of one triplet and dl/dv */
+static inline float triplet_term(float v, int smooth, float *dl) {
+    *dl = smooth ? softplus_grad(v) : (v > 0.0f ? 1.0f : 0.0f);
+    return smooth ? softplus_f(v) : (v > 0.0f ? v : 0.0f);
+}
+
+/* The per-term pass of me_triplet_all: triplet t = (a, p, n) in (a, p, n) order (that of
+ * utils.get_all_triplets_indices). losses (T) or NULL; weights (T) or NULL (all 0); ddist (N,M) or
+ * NULL, overwritten with sum_t weights_t dl_t/d dist. tot (4): sum l, n_triplets, n_nonzero,
+ * sum w l. Chunks of anchors in parallel, each starting at its own triplet offset; under swap with
+ * a gradient the rows of the positives are written too, so that case runs on one thread. */
+static void triplet_all_terms(const float *dist, const int64_t *labels, const int64_t *ref_labels,
+                              const float *weights, float *losses, float *ddist, int64_t N, int64_t M,
+                              float margin, int exclude_self, int swap, int smooth, int inverted,
+                              double *tot) {
+    int64_t base[NCHUNK + 1];
+    double part[NCHUNK][4];
+    const float sg = inverted ? -1.0f : 1.0f;
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= PAR_MIN)
+    for (int64_t c = 0; c < NCHUNK; c++) {
+        int64_t t = 0;
+        for (int64_t a = chunk_lo(c, N); a < chunk_lo(c + 1, N); a++)
+            t += anchor_triplets(labels, ref_labels, a, M, exclude_self);
+        base[c + 1] = t;
+    }
+    base[0] = 0;
+    for (int c = 0; c < NCHUNK; c++) base[c + 1] += base[c];
+    if (ddist) zero_rows(ddist, N, M);
+    const int par = !(ddist && swap);
+    #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (par && N * M >= PAR_MIN / 4)
+    for (int64_t c = 0; c < NCHUNK; c++) {
+        int64_t t = base[c], nz = 0;
+        double s = 0.0, ws = 0.0;
+        for (int64_t a = chunk_lo(c, N); a < chunk_lo(c + 1, N); a++) {
+            const float *da = dist + a * M;
+            float *ga = ddist ? ddist + a * M : NULL;
+            const int64_t la = labels[a];
+            for (int64_t j = 0; j < M; j++) {
+                if (ref_labels[j] != la || (exclude_self && j == a)) continue;
+                const float dap = da[j];
+                const float *dp = swap ? dist + j * M : NULL;
+                float gpos = 0.0f;
+                for (int64_t k = 0; k < M; k++) {
+                    if (ref_labels[k] == la) continue;
+                    float share = 1.0f, dl;
+                    const float dan = swap ? swap_pick(da[k], dp[k], inverted, &share) : da[k];
+                    const float l = triplet_term(triplet_violation(dap, dan, margin, inverted), smooth, &dl);
+                    if (losses) losses[t] = l;
+                    s += l;
+                    nz += l > 0.0f;
+                    const float w = weights ? weights[t] : 0.0f;
+                    ws += (double)w * (double)l;
+                    if (ga) {
+                        const float g = w * dl;
+                        gpos += g;
+                        ga[k] -= sg * g * share;
+                        if (share < 1.0f) ddist[j * M + k] -= sg * g * (1.0f - share);
+                    }
+                    t++;
+                }
+                if (ga) ga[j] += sg * gpos;
+            }
+        }
+        part[c][0] = s; part[c][1] = (double)(t - base[c]); part[c][2] = (double)nz; part[c][3] = ws;
+    }
+    for (int k = 0; k < 4; k++) tot[k] = 0.0;
+    for (int c = 0; c < NCHUNK; c++)
+        for (int k = 0; k < 4; k++) tot[k] += part[c][k];
+}
+
+/* value and stats (3) of a triplet reduction from the sums tot (4) of a per-term pass */
+static double triplet_value(const double *tot, int reduction, double *stats) {
+    double loss;
+    if (reduction == ME_PAIR_WEIGHTS) {
+        loss = tot[3];
+    } else {
+        const double den = reduction == ME_PAIR_AVG_NON_ZERO ? tot[2] : tot[1];
+        loss = den > 0 ? tot[0] / den : 0.0;
+    }
+    if (stats) { stats[0] = loss; stats[1] = tot[1]; stats[2] = tot[2]; }
+    return loss;
+}
+
+double me_triplet_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
+                      const float *weights, float *losses, float *ddist, int64_t N, int64_t M,
+                      float margin, int exclude_self, int swap, int smooth, int inverted,
+                      int reduction, double *stats) {
+    const int weighted = reduction == ME_PAIR_WEIGHTS;
+    if (swap && N != M) swap = 0; /* guarded by the wrappers; never read rows past N */
+    if (!weighted && !losses && ddist)
+        return triplet_all_fused(dist, labels, ref_labels, ddist, N, M, margin, exclude_self, swap,
+                                 smooth, inverted, reduction == ME_PAIR_AVG_NON_ZERO, stats);
+    double tot[4];
+    triplet_all_terms(dist, labels, ref_labels, weighted ? weights : NULL, losses,
+                      weighted ? ddist : NULL, N, M, margin, exclude_self, swap, smooth, inverted, tot);
+    if (!weighted && ddist)
+        return triplet_all_fused(dist, labels, ref_labels, ddist, N, M, margin, exclude_self, swap,
+                                 smooth, inverted, reduction == ME_PAIR_AVG_NON_ZERO, stats);
+    return triplet_value(tot, reduction, stats);
+}
+
+/* The per-term pass of me_triplet_triplets (serial, triplet order); arguments as triplet_all_terms. */
+static void triplet_triplets_terms(const float *dist, const int64_t *a, const int64_t *p,
+                                   const int64_t *n, int64_t K, const float *weights, float *losses,
+                                   float *ddist, int64_t N, int64_t M, float margin, int swap,
+                                   int smooth, int inverted, double *tot) {
+    const float sg = inverted ? -1.0f : 1.0f;
+    for (int k = 0; k < 4; k++) tot[k] = 0.0;
+    tot[1] = (double)K;
+    if (ddist) zero_rows(ddist, N, M);
+    for (int64_t k = 0; k < K; k++) {
+        const float dap = dist[a[k] * M + p[k]];
+        float share = 1.0f, dl;
+        const float dan = swap ? swap_pick(dist[a[k] * M + n[k]], dist[p[k] * M + n[k]], inverted, &share)
+                               : dist[a[k] * M + n[k]];
+        const float l = triplet_term(triplet_violation(dap, dan, margin, inverted), smooth, &dl);
+        if (losses) losses[k] = l;
+        tot[0] += l;
+        tot[2] += l > 0.0f;
+        const float w = weights ? weights[k] : 0.0f;
+        tot[3] += (double)w * (double)l;
+        if (ddist) {
+            const float g = w * dl;
+            ddist[a[k] * M + p[k]] += sg * g;
+            if (share > 0.0f) ddist[a[k] * M + n[k]] -= sg * g * share;
+            if (share < 1.0f) ddist[p[k] * M + n[k]] -= sg * g * (1.0f - share);
+        }
+    }
+}
+
+double me_triplet_triplets(const float *dist, const int64_t *a, const int64_t *p, const int64_t *n,
+                           int64_t K, const float *weights, float *losses, float *ddist, int64_t N,
+                           int64_t M, float margin, int swap, int smooth, int inverted, int reduction,
+                           double *stats) {
+    const int weighted = reduction == ME_PAIR_WEIGHTS;
+    if (!weighted && !losses && ddist)
+        return triplet_triplets_fused(dist, a, p, n, K, ddist, N, M, margin, swap, smooth, inverted,
+                                      reduction == ME_PAIR_AVG_NON_ZERO, stats);
+    double tot[4];
+    triplet_triplets_terms(dist, a, p, n, K, weighted ? weights : NULL, losses, weighted ? ddist : NULL,
+                           N, M, margin, swap, smooth, inverted, tot);
+    if (!weighted && ddist)
+        return triplet_triplets_fused(dist, a, p, n, K, ddist, N, M, margin, swap, smooth, inverted,
+                                      reduction == ME_PAIR_AVG_NON_ZERO, stats);
+    return triplet_value(tot, reduction, stats);
 }

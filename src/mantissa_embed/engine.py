@@ -20,7 +20,8 @@ from mantissa_embed._engine._distance import (
     euclidean_backward, euclidean_forward, euclidean_workspace_size, gram_forward,
     l2_normalize_backward, l2_normalize_forward)
 from mantissa_embed._engine._pair_losses import (
-    contrastive_loss_all, contrastive_loss_pairs, triplet_loss_all, triplet_loss_triplets)
+    contrastive_loss_all, contrastive_loss_pairs, triplet_all_count, triplet_loss_all, triplet_loss_triplets)
+from mantissa_embed._engine._scatter import scatter_add_backward, scatter_add_forward
 from mantissa_embed._engine._softmax_losses import (
     ntxent_all, softmax_nll_backward, softmax_nll_fast_backward, softmax_nll_fast_forward,
     softmax_nll_forward, softmax_xent_rows_backward, softmax_xent_rows_forward, supcon_all)

@@ -80,18 +80,28 @@ cdef extern from "engine.h" nogil:
     void me_gram_forward(const float *x, float *out, int64_t N, int64_t D)
     # pair_losses.c
     double me_contrastive_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
-                              float *ddist, int64_t N, int64_t M, float pos_margin, float neg_margin,
-                              int exclude_self, int inverted, int nonzero_only, double *stats)
+                              const float *weights, float *losses, float *ddist, int64_t N, int64_t M,
+                              float pos_margin, float neg_margin, int exclude_self, int inverted,
+                              int reduction, double *stats)
     double me_contrastive_pairs(const float *dist, const int64_t *a1, const int64_t *p, int64_t K1,
-                                const int64_t *a2, const int64_t *n, int64_t K2, float *ddist,
-                                int64_t N, int64_t M, float pos_margin, float neg_margin,
-                                int inverted, int nonzero_only, double *stats)
+                                const int64_t *a2, const int64_t *n, int64_t K2, const float *weights,
+                                float *losses, float *ddist, int64_t N, int64_t M, float pos_margin,
+                                float neg_margin, int inverted, int reduction, double *stats)
     double me_triplet_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
-                          float *ddist, int64_t N, int64_t M, float margin, int exclude_self,
-                          int swap, int smooth, int inverted, int nonzero_only, double *stats)
+                          const float *weights, float *losses, float *ddist, int64_t N, int64_t M,
+                          float margin, int exclude_self, int swap, int smooth, int inverted,
+                          int reduction, double *stats)
+    int64_t me_triplet_all_count(const int64_t *labels, const int64_t *ref_labels, int64_t N, int64_t M,
+                                 int exclude_self)
     double me_triplet_triplets(const float *dist, const int64_t *a, const int64_t *p, const int64_t *n,
-                               int64_t K, float *ddist, int64_t N, int64_t M, float margin,
-                               int swap, int smooth, int inverted, int nonzero_only, double *stats)
+                               int64_t K, const float *weights, float *losses, float *ddist, int64_t N,
+                               int64_t M, float margin, int swap, int smooth, int inverted, int reduction,
+                               double *stats)
+    # scatter.c
+    void me_scatter_add_forward(const float *src, const int64_t *index, float *out, int64_t K, int64_t D,
+                                int64_t N)
+    void me_scatter_add_backward(const float *dout, const int64_t *index, float *dsrc, int64_t K,
+                                 int64_t D, int64_t N)
     # knn.c
     int64_t me_knn_workspace_size(int64_t M, int64_t tile_q, int64_t tile_r, int num_threads)
     void me_knn(const float *q, const float *r, int64_t N, int64_t M, int64_t D, int64_t k,

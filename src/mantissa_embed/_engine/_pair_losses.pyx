@@ -1,11 +1,14 @@
 """ContrastiveLoss and TripletMarginLoss reductions over a distance matrix, fused with their
-gradient (``src/engine_c/pair_losses.c``)."""
+gradient, and their per-term modes (per-term losses, the reducer's weights)
+(``src/engine_c/pair_losses.c``)."""
 from libc.stdint cimport int64_t
 
 from mantissa_embed._engine._cengine cimport (me_contrastive_all, me_contrastive_pairs, me_triplet_all,
-                                             me_triplet_triplets)
-from mantissa_embed._reference._losses import (_check_flag, _check_int_array, _check_label_pair,
-                                               _check_pair_args, _check_self, _check_swap_all)
+                                             me_triplet_all_count, me_triplet_triplets)
+from mantissa_embed._engine._pointers cimport _fptr, _wptr
+from mantissa_embed._reference._losses import _check_flag, _check_int_array
+from mantissa_embed._reference._pair_losses import (_check_label_pair, _check_pair_args, _check_self,
+                                                    _check_swap_all, _check_terms)
 from mantissa_embed._validation import check_float
 
 
@@ -19,11 +22,18 @@ cdef dict _triplet_stats(double *st):
     return {"loss": st[0], "num_triplets": int(st[1]), "num_nonzero": int(st[2])}
 
 
+cdef tuple _result(double loss, ddist, dict stats, losses, bint return_losses):
+    if return_losses:
+        return float(loss), ddist, stats, losses
+    return float(loss), ddist, stats
+
+
 def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.0, exclude_self=False,
-                         inverted=False, nonzero_only=True, ddist=None):
+                         inverted=False, nonzero_only=True, ddist=None, weights=None, grad=True,
+                         return_losses=False):
     """Contrastive loss over every pair of dist (N, M) and dL/d dist, fused (PML semantics).
 
-    Returns (loss, ddist (N, M) float32, stats dict). See
+    Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (N, M) float32]). See
     :func:`mantissa_embed._reference.contrastive_loss_all`.
     """
     dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
@@ -31,35 +41,33 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.
     cdef int ex = _check_self(exclude_self, N, M)
     cdef float pm = check_float(pos_margin, "pos_margin")
     cdef float nm = check_float(neg_margin, "neg_margin")
+    weights, ddist, losses, red = _check_terms(weights, (N, M), ddist, grad, return_losses, nz)
     cdef double st[6]
     cdef double loss = 0.0
     cdef int i
     for i in range(6):
         st[i] = 0.0
-    cdef int ci = inv, cz = nz
+    cdef int ci = inv, cr = red
     cdef int64_t n = N, m = M
-    cdef const float[:, ::1] dv
-    cdef float[:, ::1] gv
+    cdef const float *dp = _fptr(dist)
+    cdef const float *wp = _fptr(weights)
+    cdef float *lp = _wptr(losses)
+    cdef float *gp = _wptr(ddist)
     cdef const int64_t[::1] lv
     cdef const int64_t[::1] rlv
     if N > 0 and M > 0:
-        dv = dist
-        gv = ddist
         lv = labels
         rlv = ref_labels
         with nogil:
-            loss = me_contrastive_all(&dv[0, 0], &lv[0], &rlv[0], &gv[0, 0], n, m, pm, nm,
-                                      ex, ci, cz, st)
-    else:
-        ddist[...] = 0
-    return float(loss), ddist, _contrastive_stats(st)
+            loss = me_contrastive_all(dp, &lv[0], &rlv[0], wp, lp, gp, n, m, pm, nm, ex, ci, cr, st)
+    return _result(loss, ddist, _contrastive_stats(st), losses, return_losses)
 
 
 def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, inverted=False,
-                           nonzero_only=True, ddist=None):
+                           nonzero_only=True, ddist=None, weights=None, grad=True, return_losses=False):
     """Contrastive loss over given pairs (a1, p) positive, (a2, n) negative, fused (PML semantics).
 
-    Returns (loss, ddist (N, M) float32, stats dict). See
+    Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (K1 + K2,) float32]). See
     :func:`mantissa_embed._reference.contrastive_loss_pairs`.
     """
     dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
@@ -69,16 +77,22 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
     n = _check_int_array(n, "n", length=a2.shape[0], upper=M)
     cdef float pm = check_float(pos_margin, "pos_margin")
     cdef float nm = check_float(neg_margin, "neg_margin")
+    cdef int64_t k1 = a1.shape[0], k2 = a2.shape[0]
+    weights, ddist, losses, red = _check_terms(weights, (k1 + k2,), ddist, grad, return_losses, nz)
     cdef double st[6]
     cdef double loss = 0.0
     cdef int i
     for i in range(6):
         st[i] = 0.0
-    cdef int ci = inv, cz = nz
-    cdef int64_t cn = N, cm = M, k1 = a1.shape[0], k2 = a2.shape[0]
+    st[2] = <double>k1
+    st[3] = <double>k2
+    cdef int ci = inv, cr = red
+    cdef int64_t cn = N, cm = M
     cdef int64_t zero = 0
-    cdef const float[:, ::1] dv
-    cdef float[:, ::1] gv
+    cdef const float *dp = _fptr(dist)
+    cdef const float *wp = _fptr(weights)
+    cdef float *lp = _wptr(losses)
+    cdef float *gp = _wptr(ddist)
     cdef const int64_t[::1] a1v
     cdef const int64_t[::1] pv
     cdef const int64_t[::1] a2v
@@ -88,8 +102,6 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
     cdef const int64_t *a2p = &zero
     cdef const int64_t *np_ = &zero
     if N > 0 and M > 0:
-        dv = dist
-        gv = ddist
         if k1 > 0:
             a1v = a1
             pv = p
@@ -101,19 +113,35 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
             a2p = &a2v[0]
             np_ = &nv[0]
         with nogil:
-            loss = me_contrastive_pairs(&dv[0, 0], a1p, pp, k1, a2p, np_, k2, &gv[0, 0], cn, cm,
-                                        pm, nm, ci, cz, st)
-    else:
-        ddist[...] = 0
-    return float(loss), ddist, _contrastive_stats(st)
+            loss = me_contrastive_pairs(dp, a1p, pp, k1, a2p, np_, k2, wp, lp, gp, cn, cm, pm, nm,
+                                        ci, cr, st)
+    return _result(loss, ddist, _contrastive_stats(st), losses, return_losses)
+
+
+def triplet_all_count(labels, ref_labels, exclude_self=False):
+    """The number of triplets :func:`triplet_loss_all` ranges over (its per-term losses' length)."""
+    labels = _check_int_array(labels, "labels")
+    ref_labels = _check_int_array(ref_labels, "ref_labels")
+    N, M = labels.shape[0], ref_labels.shape[0]
+    cdef int ex = _check_self(exclude_self, N, M)
+    cdef int64_t n = N, m = M, t = 0
+    cdef const int64_t[::1] lv
+    cdef const int64_t[::1] rlv
+    if N > 0 and M > 0:
+        lv = labels
+        rlv = ref_labels
+        with nogil:
+            t = me_triplet_all_count(&lv[0], &rlv[0], n, m, ex)
+    return int(t)
 
 
 def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, swap=False, smooth=False,
-                     inverted=False, nonzero_only=True, ddist=None):
+                     inverted=False, nonzero_only=True, ddist=None, weights=None, grad=True,
+                     return_losses=False):
     """Triplet margin loss over every triplet of dist (N, M) and dL/d dist, fused (PML semantics).
 
-    Never materializes the triplets: parallel over anchors, fixed-order reduction.
-    Returns (loss, ddist (N, M) float32, stats dict). See
+    The fused reduction never materializes the triplets: parallel over anchors, fixed-order sums.
+    Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (T,) float32]). See
     :func:`mantissa_embed._reference.triplet_loss_all`.
     """
     dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
@@ -122,35 +150,34 @@ def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, 
     cdef int sw = _check_swap_all(swap, labels, ref_labels)
     cdef int sm = _check_flag(smooth, "smooth")
     cdef float mg = check_float(margin, "margin")
+    T = triplet_all_count(labels, ref_labels, ex) if (weights is not None or return_losses) else 0
+    weights, ddist, losses, red = _check_terms(weights, (T,), ddist, grad, return_losses, nz)
     cdef double st[3]
     st[0] = 0.0
     st[1] = 0.0
     st[2] = 0.0
     cdef double loss = 0.0
-    cdef int ci = inv, cz = nz
+    cdef int ci = inv, cr = red
     cdef int64_t n = N, m = M
-    cdef const float[:, ::1] dv
-    cdef float[:, ::1] gv
+    cdef const float *dp = _fptr(dist)
+    cdef const float *wp = _fptr(weights)
+    cdef float *lp = _wptr(losses)
+    cdef float *gp = _wptr(ddist)
     cdef const int64_t[::1] lv
     cdef const int64_t[::1] rlv
     if N > 0 and M > 0:
-        dv = dist
-        gv = ddist
         lv = labels
         rlv = ref_labels
         with nogil:
-            loss = me_triplet_all(&dv[0, 0], &lv[0], &rlv[0], &gv[0, 0], n, m, mg, ex, sw, sm,
-                                  ci, cz, st)
-    else:
-        ddist[...] = 0
-    return float(loss), ddist, _triplet_stats(st)
+            loss = me_triplet_all(dp, &lv[0], &rlv[0], wp, lp, gp, n, m, mg, ex, sw, sm, ci, cr, st)
+    return _result(loss, ddist, _triplet_stats(st), losses, return_losses)
 
 
 def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, inverted=False,
-                          nonzero_only=True, ddist=None):
+                          nonzero_only=True, ddist=None, weights=None, grad=True, return_losses=False):
     """Triplet margin loss over given triplets (a, p, n) and dL/d dist, fused (PML semantics).
 
-    Returns (loss, ddist (N, M) float32, stats dict). See
+    Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (K,) float32]). See
     :func:`mantissa_embed._reference.triplet_loss_triplets`.
     """
     dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
@@ -160,28 +187,31 @@ def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, 
     n = _check_int_array(n, "n", length=a.shape[0], upper=M)
     cdef int sm = _check_flag(smooth, "smooth")
     cdef float mg = check_float(margin, "margin")
+    cdef int64_t k = a.shape[0]
+    weights, ddist, losses, red = _check_terms(weights, (k,), ddist, grad, return_losses, nz)
     cdef double st[3]
     st[0] = 0.0
-    st[1] = 0.0
+    st[1] = <double>k
     st[2] = 0.0
     cdef double loss = 0.0
-    cdef int ci = inv, cz = nz
-    cdef int64_t cn = N, cm = M, k = a.shape[0]
-    cdef const float[:, ::1] dv
-    cdef float[:, ::1] gv
+    cdef int ci = inv, cr = red
+    cdef int64_t cn = N, cm = M
+    cdef const float *dp = _fptr(dist)
+    cdef const float *wp = _fptr(weights)
+    cdef float *lp = _wptr(losses)
+    cdef float *gp = _wptr(ddist)
     cdef const int64_t[::1] av
     cdef const int64_t[::1] pv
     cdef const int64_t[::1] nv
     if N > 0 and M > 0 and k > 0:
-        dv = dist
-        gv = ddist
         av = a
         pv = p
         nv = n
         with nogil:
-            loss = me_triplet_triplets(&dv[0, 0], &av[0], &pv[0], &nv[0], k, &gv[0, 0], cn, cm, mg,
-                                       sw, sm, ci, cz, st)
-    else:
+            loss = me_triplet_triplets(dp, &av[0], &pv[0], &nv[0], k, wp, lp, gp, cn, cm, mg,
+                                       sw, sm, ci, cr, st)
+    elif ddist is not None:
         ddist[...] = 0
-        st[1] = <double>k
-    return float(loss), ddist, _triplet_stats(st)
+    return _result(loss, ddist, _triplet_stats(st), losses, return_losses)
+
+

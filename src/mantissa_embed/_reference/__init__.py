@@ -7,6 +7,8 @@ written for clarity, not speed.
 from ._core import *  # noqa: F401,F403
 from ._layers import *  # noqa: F401,F403
 from ._losses import *  # noqa: F401,F403
+from ._pair_losses import *  # noqa: F401,F403
+from ._scatter import *  # noqa: F401,F403
 from ._knn import *  # noqa: F401,F403
 from ._softmax import *  # noqa: F401,F403
 from ._pairw import *  # noqa: F401,F403

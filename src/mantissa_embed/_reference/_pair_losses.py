@@ -1,0 +1,462 @@
+"""Numpy twins of the pair-loss kernels of :mod:`mantissa_embed.engine` (``src/engine_c/pair_losses.c``).
+
+Same names, signatures, validation and semantics as the engine wrappers; the wrappers import the
+``_check_*`` helpers below so both backends raise the same errors. The private helpers
+(``_contrastive_all``, ``_triplet_all``, ``_contrastive_all_terms``, ...) keep the dtype of their
+inputs, so the tests can run them in float64 for finite differences. Per-term losses are computed
+in the input dtype with pytorch-metric-learning's operation order (so the "loss > 0" test of
+AvgNonZeroReducer decides as PML does); sums are taken in float64.
+
+Every kernel reduces with ``nonzero_only`` (AvgNonZeroReducer) or the mean (MeanReducer), or,
+given ``weights`` (d value / d l_t from any reducer), returns ``value = sum_t weights_t l_t`` and
+its gradient; ``return_losses=True`` appends the per-term losses ``l_t`` to the result.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_float, check_kernel_input
+from ._layers import _check_outs
+from ._losses import _check_flag, _check_in, _check_int_array, _check_out
+
+__all__ = [
+    "contrastive_loss_all",
+    "contrastive_loss_pairs",
+    "triplet_all_count",
+    "triplet_loss_all",
+    "triplet_loss_triplets",
+]
+
+MEAN, AVG_NON_ZERO, WEIGHTS = 0, 1, 2  # the reduction codes of engine.h (ME_PAIR_*)
+
+
+# --------------------------------------------------------------------------- validation
+
+def _check_self(exclude_self, N, M):
+    exclude_self = _check_flag(exclude_self, "exclude_self")
+    if exclude_self and N != M:
+        raise ValueError(f"exclude_self requires a square distance matrix, got shape ({N}, {M})")
+    return exclude_self
+
+
+def _check_swap_all(swap, labels, ref_labels):
+    swap = _check_flag(swap, "swap")
+    if swap and (labels.shape[0] != ref_labels.shape[0] or not np.array_equal(labels, ref_labels)):
+        raise ValueError("swap=True requires the reference set to be the batch itself "
+                         "(square dist and ref_labels equal to labels)")
+    return swap
+
+
+def _check_pair_args(dist, ddist, inverted, nonzero_only):
+    dist = _check_in(dist, "dist")
+    N, M = dist.shape
+    ddist = _check_out(ddist, "ddist", (N, M))
+    _check_outs([(ddist, "ddist")], [(dist, "dist")])
+    return dist, ddist, N, M, _check_flag(inverted, "inverted"), _check_flag(nonzero_only, "nonzero_only")
+
+
+def _check_label_pair(labels, ref_labels, N, M):
+    return (_check_int_array(labels, "labels", length=N),
+            _check_int_array(ref_labels, "ref_labels", length=M))
+
+
+
+
+def _check_terms(weights, shape, ddist, grad, return_losses, nonzero_only):
+    """The per-term arguments: (weights (shape) float32 or None, ddist or None (grad False),
+    a zeroed losses buffer (shape) or None, the reduction code)."""
+    grad = _check_flag(grad, "grad")
+    return_losses = _check_flag(return_losses, "return_losses")
+    if weights is None:
+        red = AVG_NON_ZERO if nonzero_only else MEAN
+    else:
+        weights = check_kernel_input(weights, "weights", ndim=len(shape))
+        if weights.shape != tuple(shape):
+            raise ValueError(f"weights must have shape {tuple(shape)}, got {weights.shape}")
+        red = WEIGHTS
+    losses = np.zeros(shape, dtype=np.float32) if return_losses else None
+    return weights, ddist if grad else None, losses, red
+
+
+def _result(loss, ddist, stats, losses, return_losses):
+    return (loss, ddist, stats, losses) if return_losses else (loss, ddist, stats)
+
+
+# --------------------------------------------------------------------------- terms
+
+# --------------------------------------------------------------------------- fused
+
+def _mean(total, den):
+    return float(total / den) if den > 0 else 0.0
+
+
+def _contrastive_terms(d, pm, nm, inverted):
+    """Per-pair violations (positive branch, negative branch), in d's dtype, PML's order."""
+    pm, nm = d.dtype.type(pm), d.dtype.type(nm)
+    vp = (pm - d) if inverted else (d - pm)
+    vn = (d - nm) if inverted else (nm - d)
+    return vp, vn
+
+
+def _contrastive_all(dist, labels, ref_labels, pm, nm, exclude_self, inverted, nonzero_only):
+    N, M = dist.shape
+    pos = labels[:, None] == ref_labels[None, :]
+    neg = ~pos
+    if exclude_self:
+        pos[np.arange(N), np.arange(N)] = False
+    vp, vn = _contrastive_terms(dist, pm, nm, inverted)
+    actp = pos & (vp > 0)
+    actn = neg & (vn > 0)
+    sp = vp[actp].sum(dtype=np.float64)
+    sn = vn[actn].sum(dtype=np.float64)
+    n_pos, n_neg = int(pos.sum()), int(neg.sum())
+    n_ap, n_an = int(actp.sum()), int(actn.sum())
+    den_p = n_ap if nonzero_only else n_pos
+    den_n = n_an if nonzero_only else n_neg
+    sgp = -1.0 if inverted else 1.0
+    g = np.zeros_like(dist)
+    if den_p > 0:
+        g[actp] = sgp / den_p
+    if den_n > 0:
+        g[actn] = -sgp / den_n
+    stats = {"pos_loss": _mean(sp, den_p), "neg_loss": _mean(sn, den_n),
+             "num_pos_pairs": n_pos, "num_neg_pairs": n_neg,
+             "num_pos_nonzero": n_ap, "num_neg_nonzero": n_an}
+    return stats["pos_loss"] + stats["neg_loss"], g, stats
+
+
+def _contrastive_pairs(dist, a1, p, a2, n, pm, nm, inverted, nonzero_only):
+    vp, _ = _contrastive_terms(dist[a1, p], pm, nm, inverted)
+    _, vn = _contrastive_terms(dist[a2, n], pm, nm, inverted)
+    actp, actn = vp > 0, vn > 0
+    sp = vp[actp].sum(dtype=np.float64)
+    sn = vn[actn].sum(dtype=np.float64)
+    n_ap, n_an = int(actp.sum()), int(actn.sum())
+    den_p = n_ap if nonzero_only else len(a1)
+    den_n = n_an if nonzero_only else len(a2)
+    sgp = -1.0 if inverted else 1.0
+    g = np.zeros_like(dist)
+    if den_p > 0:
+        np.add.at(g, (a1[actp], p[actp]), dist.dtype.type(sgp / den_p))
+    if den_n > 0:
+        np.add.at(g, (a2[actn], n[actn]), dist.dtype.type(-sgp / den_n))
+    stats = {"pos_loss": _mean(sp, den_p), "neg_loss": _mean(sn, den_n),
+             "num_pos_pairs": len(a1), "num_neg_pairs": len(a2),
+             "num_pos_nonzero": n_ap, "num_neg_nonzero": n_an}
+    return stats["pos_loss"] + stats["neg_loss"], g, stats
+
+
+def _softplus(v):
+    """torch.nn.functional.softplus (beta 1, threshold 20) and its derivative, in v's dtype."""
+    with np.errstate(over="ignore"):
+        z = np.exp(np.minimum(v, v.dtype.type(20)))
+        sp = np.where(v > 20, v, np.log1p(z))
+        w = np.where(v > 20, v.dtype.type(1), z / (z + v.dtype.type(1)))
+    return sp.astype(v.dtype, copy=False), w.astype(v.dtype, copy=False)
+
+
+def _triplet_terms(dap, dan, dpn, margin, swap, smooth, inverted, nonzero_only):
+    """Per-triplet loss, the weight dL_t/dv (0 when not counted), the counted mask and the share
+    of the negative gradient that goes to d_an (the rest goes to d_pn under swap)."""
+    dt = dap.dtype
+    if swap:
+        tie = dan == dpn
+        an_wins = (dan > dpn) if inverted else (dan < dpn)
+        share = np.where(tie, dt.type(0.5), np.where(an_wins, dt.type(1), dt.type(0)))
+        dan = np.where(an_wins | tie, dan, dpn)
+    else:
+        share = np.ones_like(dap)
+    margin = dt.type(margin)
+    v = ((dan - dap) + margin) if inverted else ((dap - dan) + margin)
+    if smooth:
+        loss, w = _softplus(v)
+    else:
+        loss = np.maximum(v, dt.type(0))
+        w = (v > 0).astype(dt)
+    counted = loss > 0 if nonzero_only else np.ones(loss.shape, dtype=bool)
+    w = np.where(counted, w, dt.type(0))
+    return loss, w, counted, share
+
+
+def _triplet_all(dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted, nonzero_only):
+    """Reference: loops over anchors (clarity over speed), each anchor a (P, Nneg) block."""
+    N, M = dist.shape
+    sg = -1.0 if inverted else 1.0
+    g = np.zeros(dist.shape, dtype=np.float64)
+    total, n_trip, n_nz = 0.0, 0, 0
+    ref_idx = np.arange(M)
+    for a in range(N):
+        P = ref_idx[(ref_labels == labels[a]) & ~((ref_idx == a) & exclude_self)]
+        Ng = ref_idx[ref_labels != labels[a]]
+        if len(P) == 0 or len(Ng) == 0:
+            continue
+        dap = np.repeat(dist[a, P][:, None], len(Ng), axis=1)
+        dan = np.repeat(dist[a, Ng][None, :], len(P), axis=0)
+        dpn = dist[np.ix_(P, Ng)] if swap else None
+        loss, w, counted, share = _triplet_terms(dap, dan, dpn, margin, swap, smooth, inverted,
+                                                 nonzero_only)
+        n_trip += loss.size
+        n_nz += int((loss > 0).sum())
+        total += loss[counted].sum(dtype=np.float64)
+        w = w.astype(np.float64)
+        g[a, P] += sg * w.sum(axis=1)
+        g[a, Ng] -= sg * (w * share).sum(axis=0)
+        if swap:
+            g[np.ix_(P, Ng)] -= sg * w * (1 - share)
+    den = n_nz if nonzero_only else n_trip
+    loss = _mean(total, den)
+    g = (g / den if den > 0 else np.zeros_like(g)).astype(dist.dtype)
+    return loss, g, {"loss": loss, "num_triplets": n_trip, "num_nonzero": n_nz}
+
+
+def _triplet_triplets(dist, a, p, n, margin, swap, smooth, inverted, nonzero_only):
+    sg = -1.0 if inverted else 1.0
+    dpn = dist[p, n] if swap else None
+    loss, w, counted, share = _triplet_terms(dist[a, p], dist[a, n], dpn, margin, swap, smooth,
+                                             inverted, nonzero_only)
+    n_nz = int((loss > 0).sum())
+    den = n_nz if nonzero_only else len(a)
+    total = loss[counted].sum(dtype=np.float64)
+    g = np.zeros(dist.shape, dtype=np.float64)
+    if den > 0:
+        w = w.astype(np.float64)
+        np.add.at(g, (a, p), sg * w)
+        np.add.at(g, (a, n), -sg * w * share)
+        if swap:
+            np.add.at(g, (p, n), -sg * w * (1 - share))
+        g /= den
+    lv = _mean(total, den)
+    return lv, g.astype(dist.dtype), {"loss": lv, "num_triplets": len(a), "num_nonzero": n_nz}
+
+
+def _contrastive_all_terms(dist, labels, ref_labels, pm, nm, exclude_self, inverted, weights):
+    """Per-term losses (N, M) (0 off the pairs), ``weights * dl/d dist`` (N, M) and the weighted
+    sums (pos, neg), in dist's dtype."""
+    N, M = dist.shape
+    pos = labels[:, None] == ref_labels[None, :]
+    neg = ~pos
+    if exclude_self:
+        pos[np.arange(N), np.arange(N)] = False
+    vp, vn = _contrastive_terms(dist, pm, nm, inverted)
+    actp, actn = pos & (vp > 0), neg & (vn > 0)
+    zero = dist.dtype.type(0)
+    losses = np.where(actp, vp, np.where(actn, vn, zero))
+    w = np.where(pos | neg, weights, zero).astype(dist.dtype)
+    sgp = dist.dtype.type(-1 if inverted else 1)
+    g = np.where(actp, w * sgp, np.where(actn, -(w * sgp), zero))
+    wl = w.astype(np.float64) * losses
+    return losses, g, float(wl[pos].sum()), float(wl[neg].sum())
+
+
+def _contrastive_pairs_terms(dist, a1, p, a2, n, pm, nm, inverted, weights):
+    """Per-term losses (K1 + K2,), the positives first, the gradient of sum_k w_k l_k and the
+    weighted sums (pos, neg)."""
+    vp, _ = _contrastive_terms(dist[a1, p], pm, nm, inverted)
+    _, vn = _contrastive_terms(dist[a2, n], pm, nm, inverted)
+    v = np.concatenate([vp, vn])
+    zero = dist.dtype.type(0)
+    losses = np.maximum(v, zero)
+    w = weights.astype(dist.dtype)
+    sgp = dist.dtype.type(-1 if inverted else 1)
+    sign = np.concatenate([np.full(len(a1), sgp), np.full(len(a2), -sgp)]).astype(dist.dtype)
+    g = np.zeros_like(dist)
+    np.add.at(g, (np.concatenate([a1, a2]), np.concatenate([p, n])), np.where(v > 0, w * sign, zero))
+    wl = w.astype(np.float64) * losses
+    return losses, g, float(wl[:len(a1)].sum()), float(wl[len(a1):].sum())
+
+
+def _triplet_all_terms(dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted, weights):
+    """Per-term losses in (a, p, n) order and the gradient of sum_t weights_t l_t."""
+    N, M = dist.shape
+    sg = -1.0 if inverted else 1.0
+    g = np.zeros(dist.shape, dtype=np.float64)
+    out, t = [], 0
+    ref_idx = np.arange(M)
+    for a in range(N):
+        P = ref_idx[(ref_labels == labels[a]) & ~((ref_idx == a) & exclude_self)]
+        Ng = ref_idx[ref_labels != labels[a]]
+        if len(P) == 0 or len(Ng) == 0:
+            continue
+        dap = np.repeat(dist[a, P][:, None], len(Ng), axis=1)
+        dan = np.repeat(dist[a, Ng][None, :], len(P), axis=0)
+        dpn = dist[np.ix_(P, Ng)] if swap else None
+        loss, dl, _, share = _triplet_terms(dap, dan, dpn, margin, swap, smooth, inverted, False)
+        out.append(loss.reshape(-1))
+        w = weights[t:t + loss.size].reshape(loss.shape).astype(np.float64) * dl
+        t += loss.size
+        g[a, P] += sg * w.sum(axis=1)
+        g[a, Ng] -= sg * (w * share).sum(axis=0)
+        if swap:
+            g[np.ix_(P, Ng)] -= sg * w * (1 - share)
+    losses = np.concatenate(out) if out else np.zeros(0, dtype=dist.dtype)
+    return losses, g.astype(dist.dtype)
+
+
+def _triplet_triplets_terms(dist, a, p, n, margin, swap, smooth, inverted, weights):
+    sg = -1.0 if inverted else 1.0
+    dpn = dist[p, n] if swap else None
+    losses, dl, _, share = _triplet_terms(dist[a, p], dist[a, n], dpn, margin, swap, smooth, inverted,
+                                          False)
+    w = weights.astype(np.float64) * dl
+    g = np.zeros(dist.shape, dtype=np.float64)
+    np.add.at(g, (a, p), sg * w)
+    np.add.at(g, (a, n), -sg * w * share)
+    if swap:
+        np.add.at(g, (p, n), -sg * w * (1 - share))
+    return losses, g.astype(dist.dtype)
+
+
+# --------------------------------------------------------------------------- public
+
+def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.0, exclude_self=False,
+                         inverted=False, nonzero_only=True, ddist=None, weights=None, grad=True,
+                         return_losses=False):
+    """Contrastive loss over every pair of a distance matrix, and d value / d dist.
+
+    pytorch-metric-learning's ``ContrastiveLoss`` (Hadsell, Chopra & LeCun 2006): positive pairs
+    (same label) charge ``relu(d - pos_margin)``, negative pairs ``relu(neg_margin - d)``
+    (``inverted``, a similarity: ``relu(pos_margin - s)`` and ``relu(s - neg_margin)``). Each kind
+    is averaged on its own, over its terms with loss > 0 (``nonzero_only``) or over all of them, and
+    the two means are summed; a kind with no (non-zero) term contributes 0. Given ``weights``
+    (N, M) (read at the pairs): ``pos_loss = sum_pos w l``, ``neg_loss = sum_neg w l``.
+
+    dist (N, M) float32; labels (N,), ref_labels (M,) int64; ``exclude_self`` drops the pairs
+    (i, i) (requires N == M); ``ddist`` (N, M) float32 output buffer; ``grad=False``: no gradient
+    (None). Returns ``(loss, ddist, stats[, losses (N, M) float32, 0 off the pairs])``;
+    ``stats``: pos_loss, neg_loss, num_pos_pairs, num_neg_pairs, num_pos_nonzero, num_neg_nonzero.
+    """
+    dist, ddist, N, M, inverted, nonzero_only = _check_pair_args(dist, ddist, inverted, nonzero_only)
+    labels, ref_labels = _check_label_pair(labels, ref_labels, N, M)
+    exclude_self = _check_self(exclude_self, N, M)
+    pm = check_float(pos_margin, "pos_margin")
+    nm = check_float(neg_margin, "neg_margin")
+    weights, ddist, losses, red = _check_terms(weights, (N, M), ddist, grad, return_losses, nonzero_only)
+    loss, g, stats = _contrastive_all(dist, labels, ref_labels, pm, nm, exclude_self, inverted,
+                                      nonzero_only)
+    if red == WEIGHTS or losses is not None:
+        w = weights if weights is not None else np.zeros((N, M), np.float32)
+        lt, gw, wsp, wsn = _contrastive_all_terms(dist, labels, ref_labels, pm, nm, exclude_self,
+                                                  inverted, w)
+        if losses is not None:
+            losses[...] = lt
+        if red == WEIGHTS:
+            g, loss = gw, wsp + wsn
+            stats.update(pos_loss=wsp, neg_loss=wsn)
+    if ddist is not None:
+        ddist[...] = g
+    return _result(loss, ddist, stats, losses, return_losses)
+
+
+def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, inverted=False,
+                           nonzero_only=True, ddist=None, weights=None, grad=True, return_losses=False):
+    """Contrastive loss over given pairs (pytorch-metric-learning's ``(a1, p, a2, n)``).
+
+    Same terms and reductions as :func:`contrastive_loss_all`; ``(a1[k], p[k])`` (K1 each, in
+    [0, N) x [0, M)) are the positive pairs, ``(a2[k], n[k])`` (K2) the negative ones; a pair listed
+    twice counts twice. The terms (``weights``, ``losses``: (K1 + K2,)) are the positive pairs,
+    then the negative ones.
+    """
+    dist, ddist, N, M, inverted, nonzero_only = _check_pair_args(dist, ddist, inverted, nonzero_only)
+    a1 = _check_int_array(a1, "a1", upper=N)
+    p = _check_int_array(p, "p", length=a1.shape[0], upper=M)
+    a2 = _check_int_array(a2, "a2", upper=N)
+    n = _check_int_array(n, "n", length=a2.shape[0], upper=M)
+    pm = check_float(pos_margin, "pos_margin")
+    nm = check_float(neg_margin, "neg_margin")
+    K = len(a1) + len(a2)
+    weights, ddist, losses, red = _check_terms(weights, (K,), ddist, grad, return_losses, nonzero_only)
+    loss, g, stats = _contrastive_pairs(dist, a1, p, a2, n, pm, nm, inverted, nonzero_only)
+    if red == WEIGHTS or losses is not None:
+        w = weights if weights is not None else np.zeros(K, np.float32)
+        lt, gw, wsp, wsn = _contrastive_pairs_terms(dist, a1, p, a2, n, pm, nm, inverted, w)
+        if losses is not None:
+            losses[...] = lt
+        if red == WEIGHTS:
+            g, loss = gw, wsp + wsn
+            stats.update(pos_loss=wsp, neg_loss=wsn)
+    if ddist is not None:
+        ddist[...] = g
+    return _result(loss, ddist, stats, losses, return_losses)
+
+
+def triplet_all_count(labels, ref_labels, exclude_self=False):
+    """The number of triplets :func:`triplet_loss_all` ranges over (its per-term losses' length)."""
+    labels = _check_int_array(labels, "labels")
+    ref_labels = _check_int_array(ref_labels, "ref_labels")
+    exclude_self = _check_self(exclude_self, len(labels), len(ref_labels))
+    pos = labels[:, None] == ref_labels[None, :]
+    npos = pos.sum(axis=1) - (1 if exclude_self else 0)
+    return int(np.sum(npos * (len(ref_labels) - pos.sum(axis=1))))
+
+
+def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, swap=False, smooth=False,
+                     inverted=False, nonzero_only=True, ddist=None, weights=None, grad=True,
+                     return_losses=False):
+    """Triplet margin loss over every triplet of a distance matrix, and d value / d dist.
+
+    pytorch-metric-learning's ``TripletMarginLoss`` (Schroff, Kalenichenko & Philbin 2015) with
+    ``triplets_per_anchor="all"``: for every anchor a, positive p (same label, p != a under
+    ``exclude_self``) and negative n (other label), ``v = (d_ap - d_an) + margin``
+    (similarity: ``(s_an - s_ap) + margin``), loss ``relu(v)`` or ``softplus(v)`` (``smooth``),
+    averaged over the triplets with loss > 0 (``nonzero_only``) or over all of them, or weighted
+    by ``weights``. ``swap`` (requires N == M and equal labels) replaces d_an by
+    ``min(d_an, d_pn)`` (similarity: max); ties split the gradient. The terms (``weights``,
+    ``losses``: (:func:`triplet_all_count`,)) are sorted by (a, p, n), as
+    :func:`mantissa_embed.utils.get_all_triplets_indices`.
+
+    Returns ``(loss, ddist (N, M) float32 or None, stats[, losses])``; ``stats``: loss,
+    num_triplets, num_nonzero. Other arguments: see :func:`contrastive_loss_all`.
+    """
+    dist, ddist, N, M, inverted, nonzero_only = _check_pair_args(dist, ddist, inverted, nonzero_only)
+    labels, ref_labels = _check_label_pair(labels, ref_labels, N, M)
+    exclude_self = _check_self(exclude_self, N, M)
+    swap = _check_swap_all(swap, labels, ref_labels)
+    smooth = _check_flag(smooth, "smooth")
+    margin = check_float(margin, "margin")
+    T = triplet_all_count(labels, ref_labels, exclude_self) if (weights is not None or return_losses) else 0
+    weights, ddist, losses, red = _check_terms(weights, (T,), ddist, grad, return_losses, nonzero_only)
+    args = (dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted)
+    loss, g, stats = _triplet_all(*args, nonzero_only)
+    if red == WEIGHTS or losses is not None:
+        w = weights if weights is not None else np.zeros(T, np.float32)
+        lt, gw = _triplet_all_terms(*args, w)
+        if losses is not None:
+            losses[...] = lt
+        if red == WEIGHTS:
+            g = gw
+            loss = stats["loss"] = float(np.sum(w.astype(np.float64) * lt))
+    if ddist is not None:
+        ddist[...] = g
+    return _result(loss, ddist, stats, losses, return_losses)
+
+
+def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, inverted=False,
+                          nonzero_only=True, ddist=None, weights=None, grad=True, return_losses=False):
+    """Triplet margin loss over given triplets ``(a, p, n)`` (K each; a in [0, N), p, n in [0, M),
+    p also < N under ``swap``), and d value / d dist.
+
+    Same terms and reductions as :func:`triplet_loss_all`; a triplet listed twice counts twice;
+    the terms are the given triplets, in order.
+    """
+    dist, ddist, N, M, inverted, nonzero_only = _check_pair_args(dist, ddist, inverted, nonzero_only)
+    swap = _check_flag(swap, "swap")
+    a = _check_int_array(a, "a", upper=N)
+    p = _check_int_array(p, "p", length=a.shape[0], upper=min(N, M) if swap else M)
+    n = _check_int_array(n, "n", length=a.shape[0], upper=M)
+    smooth = _check_flag(smooth, "smooth")
+    margin = check_float(margin, "margin")
+    weights, ddist, losses, red = _check_terms(weights, (len(a),), ddist, grad, return_losses,
+                                               nonzero_only)
+    args = (dist, a, p, n, margin, swap, smooth, inverted)
+    loss, g, stats = _triplet_triplets(*args, nonzero_only)
+    if red == WEIGHTS or losses is not None:
+        w = weights if weights is not None else np.zeros(len(a), np.float32)
+        lt, gw = _triplet_triplets_terms(*args, w)
+        if losses is not None:
+            losses[...] = lt
+        if red == WEIGHTS:
+            g = gw
+            loss = stats["loss"] = float(np.sum(w.astype(np.float64) * lt))
+    if ddist is not None:
+        ddist[...] = g
+    return _result(loss, ddist, stats, losses, return_losses)
