@@ -36,11 +36,10 @@ class LiftedStructureLoss(GenericPairLoss):
     ``s_an - neg_margin`` and ``pos_margin - s_ij`` (PML's ``distance.margin``). The positive-pair
     losses are reduced by the reducer (default ``MeanReducer``) as a "pos_pair" reduction:
     ``terms = {"loss"}``. There is no loss (0, zero gradient) unless there is at least one
-    positive and one negative pair. Pairs listed twice count twice (PML's pair-based loss).
+    positive and one negative pair. Pairs listed twice count twice.
 
-    Computed without PML's (positive pairs x negative pairs) matrix: the log-sum-exp over
-    ``N(i, j)`` is ``logaddexp(L_i, L_j)`` of per-anchor log-sum-exps (all pairs: one fused,
-    row-parallel engine pass over the matrix), so memory stays O(N M).
+    The log-sum-exp over ``N(i, j)`` is ``logaddexp(L_i, L_j)`` of per-anchor log-sum-exps, so
+    memory stays O(N M) (PML builds a positive pairs x negative pairs matrix).
 
     Shapes: ``embeddings`` (N, D), ``labels`` (N,), ``ref_emb`` (M, D) -> ``LossOutput``.
 
@@ -103,8 +102,8 @@ class LiftedStructureLoss(GenericPairLoss):
             "neg_lse", mat, batch.labels, batch.ref_labels, params=(self.neg_margin,),
             exclude_self=batch.same, inverted=self.distance.is_inverted)
         value, gpos, G = self._pos_terms(mat, a1, p, L.astype(np.float64), batch)
-        dmat = self.engine.pairw_rows_backward(G.astype(np.float32), dneg)
-        np.add.at(dmat, (a1, p), gpos.astype(np.float32))
+        dmat = np.ascontiguousarray(self.engine.pairw_rows_backward(G.astype(np.float32), dneg))
+        self.engine.scatter_add_forward(gpos.astype(np.float32), a1 * mat.shape[1] + p, dmat.reshape(-1))
         return {"loss": value}, dmat
 
     def pair_loss(self, mat, pairs, batch):
@@ -115,10 +114,11 @@ class LiftedStructureLoss(GenericPairLoss):
         v = sg * (self.neg_margin - mat[a2, n].astype(np.float64))
         L, w = _segment_lse(v, a2, batch.N)
         value, gpos, G = self._pos_terms(mat, a1, p, L, batch)
-        dmat = np.zeros(mat.shape, np.float64)
-        np.add.at(dmat, (a2, n), -sg * G[a2] * w)
-        np.add.at(dmat, (a1, p), gpos)
-        return {"loss": value}, dmat.astype(np.float32)
+        N, M = mat.shape
+        vals = np.concatenate([-sg * G[a2] * w, gpos]).astype(np.float32)
+        dmat = self.engine.scatter_add_forward(vals, np.concatenate([a2 * M + n, a1 * M + p]),
+                                               np.zeros(N * M, np.float32))
+        return {"loss": value}, dmat.reshape(N, M)
 
     def __repr__(self):
         return (f"LiftedStructureLoss(neg_margin={self.neg_margin}, pos_margin={self.pos_margin}, "

@@ -23,7 +23,7 @@ def _lse_hinge(Fm, mc, margin):
     s = 1.0 + e.sum(axis=1)
     w = e / s[:, None]
     dF = w.copy()
-    np.add.at(dF, (rows, mc), -w.sum(axis=1))
+    dF[rows, mc] -= w.sum(axis=1)  # one entry per row: no repeated index
     return np.log(s), dF
 
 

@@ -87,9 +87,8 @@ class NPairsLoss(BaseMetricLossFunction):
         value, dl = self._reduce_generic(losses, a, "element", batch)
         dmat = eng.softmax_nll_fast_backward(mat, ids, ids, lse, np.asarray(dl, dtype=np.float32), **kw)
         da, dp = self.distance.backward(dmat, ctx)
-        dq = np.zeros((batch.N, batch.D), dtype=np.float32)
-        np.add.at(dq, a, da)
-        np.add.at(dq, p, dp)
+        dq = eng.scatter_add_forward(np.concatenate([da, dp]), np.concatenate([a, p]),
+                                     np.zeros((batch.N, batch.D), dtype=np.float32))
         return {"loss": value}, dq, None
 
     def __repr__(self):

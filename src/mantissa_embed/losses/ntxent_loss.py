@@ -4,9 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import utils
-from .._reference._softmax import LOG_TINY, _check_temperature
+from .._validation import check_float
 from ..distances import CosineSimilarity
 from .generic_pair_loss import GenericPairLoss
+
+LOG_TINY = float(np.log(np.float64(np.finfo(np.float32).tiny)))  # PML adds float32's tiny in the log
 
 
 class NTXentLoss(GenericPairLoss):
@@ -21,16 +23,12 @@ class NTXentLoss(GenericPairLoss):
         l_ap = -log( exp(s_ap / T) / (exp(s_ap / T) + sum_n exp(s_an / T)) + tiny )
 
     with ``s`` the similarity (default ``CosineSimilarity()``; with a distance, ``s = -d``),
-    ``T = temperature`` and ``tiny`` float32's smallest normal number (as PML). The default
-    reducer, ``MeanReducer``, averages over the positive pairs: ``terms = {"loss"}``. A positive
-    pair whose anchor has no negative charges 0; no positive or no negative pair at all: loss 0.
+    ``T = temperature`` and ``tiny`` float32's smallest normal number (as PML). The reducer
+    (default ``MeanReducer``; any reducer, as a "pos_pair" reduction over ``(a1, p)`` in PML's
+    row-major pair order) gives ``terms = {"loss"}``. A positive pair whose anchor has no negative
+    charges 0; no positive or no negative pair at all: loss 0.
 
-    - No ``indices_tuple``: every pair the labels define, in one fused engine pass over the
-      (N, M) similarity matrix (parallel over anchor rows, one log-sum-exp per row; no pair
-      list, nothing of size N*M*M), which also returns ``dL/d sim``; the distance object
-      takes the gradient back to the embeddings. ``MeanReducer`` and ``AvgNonZeroReducer`` are
-      fused; any other reducer gets the per-pair losses (in PML's row-major pair order,
-      indices ``(a1, p)``, reduction type ``"pos_pair"``).
+    - No ``indices_tuple``: every pair the labels define.
     - ``indices_tuple``: pairs ``(a1, p, a2, n)`` (or triplets ``(a, p, n)`` read as
       ``(a, p, a, n)``); the negatives of a positive pair are the given pairs (a2, n) with
       ``a2 == a1`` (repeats count as often as they appear). As in PML, when every array of the
@@ -48,8 +46,7 @@ class NTXentLoss(GenericPairLoss):
         See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
 
     Input: embeddings (N, D), labels (N,) int (see the base class for ``indices_tuple``,
-    ``ref_emb`` (M, D), ``ref_labels`` (M,)). Output: :class:`LossOutput` with ``grad`` (N, D)
-    and ``ref_grad`` (M, D) or None.
+    ``ref_emb`` (M, D), ``ref_labels`` (M,)). Output: :class:`LossOutput`.
 
     Raises
     ------
@@ -58,7 +55,7 @@ class NTXentLoss(GenericPairLoss):
     """
 
     def __init__(self, temperature=0.07, **kwargs):
-        self.temperature = _check_temperature(temperature)
+        self.temperature = check_float(temperature, "temperature", 0, strict=True)
         super().__init__(**kwargs)
 
     def get_default_distance(self):
@@ -79,7 +76,8 @@ class NTXentLoss(GenericPairLoss):
         a1, p, a2, n = pairs
         if len(a1) == 0 or len(a2) == 0:
             return {"loss": 0.0}, np.zeros(mat.shape, dtype=np.float32)
-        N = mat.shape[0]
+        N, M = mat.shape
+        scatter = self.engine.scatter_add_forward
         c = (1.0 if self.distance.is_inverted else -1.0) / self.temperature
         zp = c * mat[a1, p].astype(np.float64)
         zn = c * mat[a2, n].astype(np.float64)
@@ -87,8 +85,7 @@ class NTXentLoss(GenericPairLoss):
         m = np.full(N, -np.inf)
         np.maximum.at(m, a2, zn)
         en = np.exp(zn - m[a2])
-        S = np.zeros(N)
-        np.add.at(S, a2, en)
+        S = scatter(en.astype(np.float32), a2, np.zeros(N, np.float32)).astype(np.float64)
         with np.errstate(divide="ignore"):
             L = np.where(S > 0, m + np.log(np.where(S > 0, S, 1.0)), -np.inf)
         Lk = L[a1]
@@ -98,14 +95,12 @@ class NTXentLoss(GenericPairLoss):
         w = np.exp(x - np.logaddexp(x, LOG_TINY))
         omr = np.where(np.isfinite(Lk), -np.expm1(x), 0.0)
         d = np.asarray(dl, dtype=np.float64) * w * omr
-        dmat = np.zeros(mat.shape, dtype=np.float64)
-        np.add.at(dmat, (a1, p), -d * c)
-        B = np.zeros(N)
-        np.add.at(B, a1, d)
+        B = scatter(d.astype(np.float32), a1, np.zeros(N, np.float32)).astype(np.float64)
         q = np.exp(zn - L[a2])  # L[a2] is finite: a2 has this negative
-        np.add.at(dmat, (a2, n), q * B[a2] * c)
+        vals = np.concatenate([-d * c, q * B[a2] * c]).astype(np.float32)
+        dmat = scatter(vals, np.concatenate([a1 * M + p, a2 * M + n]), np.zeros(N * M, np.float32))
         self.stats = {"num_pos_pairs": len(a1), "num_neg_pairs": len(a2)}
-        return {"loss": value}, dmat.astype(np.float32)
+        return {"loss": value}, dmat.reshape(N, M)
 
     def __repr__(self):
         return (f"NTXentLoss(temperature={self.temperature}, distance={self.distance!r}, "

@@ -84,12 +84,13 @@ class ThresholdConsistentMarginLoss(BaseMetricLossFunction):
         loss = self.lambda_plus * pos + self.lambda_minus * neg
         value, dl = self._reduce_generic(np.array([loss]), None, "already_reduced", batch)
         scale = float(np.asarray(dl).reshape(-1)[0])
-        dmat = np.zeros(mat.shape, dtype=np.float64)
-        if mp.any():
-            np.add.at(dmat, (a1[mp], p[mp]), -scale * self.lambda_plus / mp.sum())
-        if mn.any():
-            np.add.at(dmat, (a2[mn], n[mn]), scale * self.lambda_minus / mn.sum())
-        dq, dr = self._grads(dmat.astype(np.float32), ctx)
+        N, M = mat.shape
+        kp, kn = int(mp.sum()), int(mn.sum())
+        vals = np.concatenate([np.full(kp, -scale * self.lambda_plus / max(kp, 1)),
+                               np.full(kn, scale * self.lambda_minus / max(kn, 1))]).astype(np.float32)
+        index = np.concatenate([a1[mp] * M + p[mp], a2[mn] * M + n[mn]])
+        dmat = self.engine.scatter_add_forward(vals, index, np.zeros(N * M, np.float32)).reshape(N, M)
+        dq, dr = self._grads(dmat, ctx)
         return {"loss": value}, dq, dr
 
     def __repr__(self):

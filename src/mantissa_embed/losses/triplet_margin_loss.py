@@ -1,8 +1,6 @@
 """TripletMarginLoss (Schroff, Kalenichenko & Philbin 2015), pytorch-metric-learning's formulation."""
 from __future__ import annotations
 
-import numpy as np
-
 from .. import utils
 from .._validation import as_generator, check_float
 from ..distances.base_distance import _check_bool
@@ -19,24 +17,20 @@ class TripletMarginLoss(BaseMetricLossFunction):
 
     Every triplet (anchor a, positive p with the anchor's label, negative n with another label)
     charges ``[d_ap - d_an + margin]+`` (``softplus(d_ap - d_an + margin)`` when ``smooth_loss``;
-    with a similarity ``s``: ``[s_an - s_ap + margin]+``), with ``d`` the distance (default:
-    Euclidean distance between L2-normalized embeddings, ``LpDistance()``). The default reducer,
-    ``AvgNonZeroReducer``, averages over the triplets whose loss is > 0 (0 if none):
-    ``terms = {"loss"}``.
+    with a similarity ``s``: ``[s_an - s_ap + margin]+``), with ``d`` the distance (default
+    ``LpDistance()``). The reducer (default ``AvgNonZeroReducer``, the mean over the triplets
+    whose loss is > 0; any reducer, as a "triplet" reduction) gives ``terms = {"loss"}``.
 
-    - ``triplets_per_anchor="all"`` with no ``indices_tuple``: every triplet of the batch, in one
-      fused engine pass over the distance matrix (parallel over anchors; the triplets are never
-      materialized).
+    - ``triplets_per_anchor="all"`` with no ``indices_tuple``: every triplet of the batch.
     - ``triplets_per_anchor=k`` (int): k random triplets per anchor
       (:func:`mantissa_embed.utils.get_random_triplet_indices`, drawn from ``seed``).
     - ``indices_tuple``: the given triplets ``(a, p, n)``, or pairs ``(a1, p, a2, n)`` turned into
       every triplet ``(a1[i], p[i], n[j])`` with ``a1[i] == a2[j]`` (as PML).
     - ``swap``: use ``min(d_an, d_pn)`` as the negative distance (max for a similarity), the
       "distance swap" of Balntas et al. 2016; ties split the gradient (as ``torch.min``).
-      Requires the reference set to be the batch (``ref_emb`` None): ``ValueError`` otherwise
-      (PML would index the distance matrix with reference indices as rows).
+      Requires the reference set to be the batch (``ref_emb`` None).
 
-    Gradient at a zero distance: 0 (see :class:`~mantissa_embed.distances.LpDistance`).
+    Gradient at a zero distance: 0.
 
     References: F. Schroff, D. Kalenichenko, J. Philbin, "FaceNet: A Unified Embedding for Face
     Recognition and Clustering", CVPR 2015; V. Balntas et al., "Learning local feature
@@ -57,7 +51,7 @@ class TripletMarginLoss(BaseMetricLossFunction):
     Raises
     ------
     TypeError / ValueError
-        Bad arguments; ``swap`` with ``ref_emb``; bad call inputs (see the base class).
+        Bad arguments; ``swap`` with ``ref_emb`` (ValueError); bad call inputs (see the base class).
     """
 
     def __init__(self, margin=0.05, swap=False, smooth_loss=False, triplets_per_anchor="all", *, seed=None,
@@ -79,18 +73,11 @@ class TripletMarginLoss(BaseMetricLossFunction):
         if batch.indices_tuple is None and utils._is_all(self.triplets_per_anchor):
             if utils._count_triplets(batch.labels, batch.ref_labels, batch.same) == 0:
                 return self.zero_losses(batch)
-            mode = self._fused_mode()
             mat, ctx = self._mat(batch)
-            if mode is not None:
-                loss, dmat, st = self.engine.triplet_loss_all(
-                    mat, batch.labels, batch.ref_labels, self.margin, exclude_self=batch.same,
-                    swap=self.swap, smooth=self.smooth_loss, inverted=self.distance.is_inverted,
-                    nonzero_only=mode == "avg_non_zero")
-                self.stats = {k: v for k, v in st.items() if k.startswith("num_")}
-                terms = {"loss": loss}
-            else:
-                triplets = utils.get_all_triplets_indices(batch.labels, ref_labels)
-                terms, dmat = self._triplet_loss(mat, triplets, batch)
+            terms, dmat = self._triplet_loss(
+                self.engine.triplet_loss_all, (mat, batch.labels, batch.ref_labels),
+                lambda: utils.get_all_triplets_indices(batch.labels, ref_labels), batch,
+                exclude_self=batch.same)
         else:
             if batch.indices_tuple is None:
                 triplets = utils.get_random_triplet_indices(batch.labels, ref_labels,
@@ -101,33 +88,26 @@ class TripletMarginLoss(BaseMetricLossFunction):
             if len(triplets[0]) == 0:
                 return self.zero_losses(batch)
             mat, ctx = self._mat(batch)
-            terms, dmat = self._triplet_loss(mat, triplets, batch)
+            terms, dmat = self._triplet_loss(self.engine.triplet_loss_triplets, (mat, *triplets),
+                                             lambda: triplets, batch)
         dq, dr = self._grads(dmat, ctx)
         return terms, dq, dr
 
-    def _triplet_loss(self, mat, triplets, batch):
-        a, p, n = triplets
+    def _triplet_loss(self, kernel, args, triplets, batch, **kw):
+        """``kernel`` fused with a mean / avg-non-zero reducer; otherwise its per-triplet losses
+        (``triplets()``: their indices) through the reducer, then its backward with the reducer's
+        d value / d loss as weights. Returns ``({"loss": value}, d value / d mat)``."""
+        kw.update(margin=self.margin, swap=self.swap, smooth=self.smooth_loss,
+                  inverted=self.distance.is_inverted)
         mode = self._fused_mode()
         if mode is not None:
-            loss, dmat, st = self.engine.triplet_loss_triplets(
-                mat, a, p, n, self.margin, swap=self.swap, smooth=self.smooth_loss,
-                inverted=self.distance.is_inverted, nonzero_only=mode == "avg_non_zero")
+            loss, dmat, st = kernel(*args, nonzero_only=mode == "avg_non_zero", **kw)
             self.stats = {k: v for k, v in st.items() if k.startswith("num_")}
             return {"loss": loss}, dmat
-        # generic path: per-triplet losses in numpy, any BaseReducer
-        from .._reference._losses import _triplet_terms
-        dpn = mat[p, n] if self.swap else None
-        losses, w, _, share = _triplet_terms(mat[a, p], mat[a, n], dpn, self.margin, self.swap,
-                                             self.smooth_loss, self.distance.is_inverted, False)
-        value, dl = self._reduce_generic(losses, (a, p, n), "triplet", batch)
-        sg = -1.0 if self.distance.is_inverted else 1.0
-        coef = dl * w.astype(np.float64)
-        dmat = np.zeros(mat.shape, dtype=np.float64)
-        np.add.at(dmat, (a, p), sg * coef)
-        np.add.at(dmat, (a, n), -sg * coef * share)
-        if self.swap:
-            np.add.at(dmat, (p, n), -sg * coef * (1 - share))
-        return {"loss": value}, dmat.astype(np.float32)
+        _, _, _, losses = kernel(*args, grad=False, return_losses=True, **kw)
+        value, dl = self._reduce_generic(losses, triplets(), "triplet", batch)
+        _, dmat, _ = kernel(*args, weights=dl, **kw)
+        return {"loss": value}, dmat
 
     def __repr__(self):
         return (f"TripletMarginLoss(margin={self.margin}, swap={self.swap}, smooth_loss={self.smooth_loss}, "
