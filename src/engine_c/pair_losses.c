@@ -172,6 +172,12 @@ static double contrastive_pairs_fused(const float *dist, const int64_t *a1, cons
     return pos_loss + neg_loss;
 }
 
+/* A pair's violation, PML's float32 operation order: positive d - pm, negative nm - d
+ * (inverted: pm - s, s - nm); the term's loss is its relu. */
+static inline float contrastive_violation(float d, int pos, float pm, float nm, int inverted) {
+    return pos ? (inverted ? pm - d : d - pm) : (inverted ? d - nm : nm - d);
+}
+
 /* The per-term pass of me_contrastive_all: losses (N,M) or NULL gets l_ij at the positive and
  * negative pairs (0 elsewhere); with weights (N,M) (read at those pairs) or NULL (all 0), ddist
  * (N,M) or NULL gets weights_ij * dl_ij/d dist_ij. tot (8): as stats of the fused body's sums
@@ -197,24 +203,21 @@ static void contrastive_all_terms(const float *dist, const int64_t *labels, cons
             for (int64_t j = 0; j < M; j++) {
                 const int same = ref_labels[j] == lab;
                 const int pos = same && !(exclude_self && j == i);
-                const int neg = !same;
-                const float d = di[j];
-                const float vp = inverted ? pm - d : d - pm;
-                const float vn = inverted ? d - nm : nm - d;
-                const int actp = pos && vp > 0.0f;
-                const int actn = neg && vn > 0.0f;
-                const float l = actp ? vp : (actn ? vn : 0.0f);
-                rsp += actp ? vp : 0.0f;
-                rsn += actn ? vn : 0.0f;
+                const int term = pos || !same;
+                const float v = term ? contrastive_violation(di[j], pos, pm, nm, inverted) : 0.0f;
+                const int act = v > 0.0f;
+                const float l = act ? v : 0.0f;
+                rsp += pos ? l : 0.0f;
+                rsn += !same ? l : 0.0f;
                 rnp += pos;
-                rnn += neg;
-                rap += actp;
-                ran += actn;
+                rnn += !same;
+                rap += pos && act;
+                ran += !same && act;
                 if (li) li[j] = l;
-                const float w = (wi && (pos || neg)) ? wi[j] : 0.0f;
+                const float w = (wi && term) ? wi[j] : 0.0f;
                 if (pos) wsp += (double)w * (double)l;
-                if (neg) wsn += (double)w * (double)l;
-                if (gi) gi[j] = actp ? w * sgp : (actn ? -(w * sgp) : 0.0f);
+                if (!same) wsn += (double)w * (double)l;
+                if (gi) gi[j] = act ? (pos ? w * sgp : -(w * sgp)) : 0.0f;
             }
             acc[0] += rsp; acc[1] += rsn; acc[2] += (double)rnp; acc[3] += (double)rnn;
             acc[4] += (double)rap; acc[5] += (double)ran; acc[6] += wsp; acc[7] += wsn;
@@ -278,8 +281,7 @@ static void contrastive_pairs_terms(const float *dist, const int64_t *a1, const 
     for (int64_t k = 0; k < K1 + K2; k++) {
         const int pos = k < K1;
         const int64_t idx = pos ? a1[k] * M + p[k] : a2[k - K1] * M + n[k - K1];
-        const float d = dist[idx];
-        const float v = pos ? (inverted ? pm - d : d - pm) : (inverted ? d - nm : nm - d);
+        const float v = contrastive_violation(dist[idx], pos, pm, nm, inverted);
         const int act = v > 0.0f;
         const float l = act ? v : 0.0f;
         if (losses) losses[k] = l;

@@ -78,7 +78,19 @@ def _check_terms(weights, shape, ddist, grad, return_losses, nonzero_only):
     return weights, ddist if grad else None, losses, red
 
 
-def _result(loss, ddist, stats, losses, return_losses):
+def _reduce(fused, terms, shape, weights, ddist, losses, red, return_losses):
+    """A kernel's result from its fused reduction ``fused() -> (loss, g, stats)`` and, for the
+    per-term modes, ``terms(w) -> (losses, g, weighted sums by stats key)``."""
+    loss, g, stats = fused()
+    if red == WEIGHTS or losses is not None:
+        lt, gw, sums = terms(weights if weights is not None else np.zeros(shape, np.float32))
+        if losses is not None:
+            losses[...] = lt
+        if red == WEIGHTS:
+            g, loss = gw, float(sum(sums.values()))
+            stats.update(sums)
+    if ddist is not None:
+        ddist[...] = g
     return (loss, ddist, stats, losses) if return_losses else (loss, ddist, stats)
 
 
@@ -178,21 +190,25 @@ def _triplet_terms(dap, dan, dpn, margin, swap, smooth, inverted, nonzero_only):
     return loss, w, counted, share
 
 
+def _anchor_blocks(dist, labels, ref_labels, exclude_self, swap):
+    """Per anchor a with a triplet: (a, positives P, negatives Ng, d_ap, d_an, d_pn or None), the
+    three (P, Ng) blocks in (p, n) order."""
+    ref_idx = np.arange(dist.shape[1])
+    for a in range(dist.shape[0]):
+        P = ref_idx[(ref_labels == labels[a]) & ~((ref_idx == a) & exclude_self)]
+        Ng = ref_idx[ref_labels != labels[a]]
+        if len(P) and len(Ng):
+            yield (a, P, Ng, np.repeat(dist[a, P][:, None], len(Ng), axis=1),
+                   np.repeat(dist[a, Ng][None, :], len(P), axis=0),
+                   dist[np.ix_(P, Ng)] if swap else None)
+
+
 def _triplet_all(dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted, nonzero_only):
     """Reference: loops over anchors (clarity over speed), each anchor a (P, Nneg) block."""
-    N, M = dist.shape
     sg = -1.0 if inverted else 1.0
     g = np.zeros(dist.shape, dtype=np.float64)
     total, n_trip, n_nz = 0.0, 0, 0
-    ref_idx = np.arange(M)
-    for a in range(N):
-        P = ref_idx[(ref_labels == labels[a]) & ~((ref_idx == a) & exclude_self)]
-        Ng = ref_idx[ref_labels != labels[a]]
-        if len(P) == 0 or len(Ng) == 0:
-            continue
-        dap = np.repeat(dist[a, P][:, None], len(Ng), axis=1)
-        dan = np.repeat(dist[a, Ng][None, :], len(P), axis=0)
-        dpn = dist[np.ix_(P, Ng)] if swap else None
+    for a, P, Ng, dap, dan, dpn in _anchor_blocks(dist, labels, ref_labels, exclude_self, swap):
         loss, w, counted, share = _triplet_terms(dap, dan, dpn, margin, swap, smooth, inverted,
                                                  nonzero_only)
         n_trip += loss.size
@@ -245,7 +261,7 @@ def _contrastive_all_terms(dist, labels, ref_labels, pm, nm, exclude_self, inver
     sgp = dist.dtype.type(-1 if inverted else 1)
     g = np.where(actp, w * sgp, np.where(actn, -(w * sgp), zero))
     wl = w.astype(np.float64) * losses
-    return losses, g, float(wl[pos].sum()), float(wl[neg].sum())
+    return losses, g, {"pos_loss": float(wl[pos].sum()), "neg_loss": float(wl[neg].sum())}
 
 
 def _contrastive_pairs_terms(dist, a1, p, a2, n, pm, nm, inverted, weights):
@@ -262,24 +278,15 @@ def _contrastive_pairs_terms(dist, a1, p, a2, n, pm, nm, inverted, weights):
     g = np.zeros_like(dist)
     np.add.at(g, (np.concatenate([a1, a2]), np.concatenate([p, n])), np.where(v > 0, w * sign, zero))
     wl = w.astype(np.float64) * losses
-    return losses, g, float(wl[:len(a1)].sum()), float(wl[len(a1):].sum())
+    return losses, g, {"pos_loss": float(wl[:len(a1)].sum()), "neg_loss": float(wl[len(a1):].sum())}
 
 
 def _triplet_all_terms(dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted, weights):
     """Per-term losses in (a, p, n) order and the gradient of sum_t weights_t l_t."""
-    N, M = dist.shape
     sg = -1.0 if inverted else 1.0
     g = np.zeros(dist.shape, dtype=np.float64)
     out, t = [], 0
-    ref_idx = np.arange(M)
-    for a in range(N):
-        P = ref_idx[(ref_labels == labels[a]) & ~((ref_idx == a) & exclude_self)]
-        Ng = ref_idx[ref_labels != labels[a]]
-        if len(P) == 0 or len(Ng) == 0:
-            continue
-        dap = np.repeat(dist[a, P][:, None], len(Ng), axis=1)
-        dan = np.repeat(dist[a, Ng][None, :], len(P), axis=0)
-        dpn = dist[np.ix_(P, Ng)] if swap else None
+    for a, P, Ng, dap, dan, dpn in _anchor_blocks(dist, labels, ref_labels, exclude_self, swap):
         loss, dl, _, share = _triplet_terms(dap, dan, dpn, margin, swap, smooth, inverted, False)
         out.append(loss.reshape(-1))
         w = weights[t:t + loss.size].reshape(loss.shape).astype(np.float64) * dl
@@ -289,7 +296,7 @@ def _triplet_all_terms(dist, labels, ref_labels, margin, exclude_self, swap, smo
         if swap:
             g[np.ix_(P, Ng)] -= sg * w * (1 - share)
     losses = np.concatenate(out) if out else np.zeros(0, dtype=dist.dtype)
-    return losses, g.astype(dist.dtype)
+    return losses, g.astype(dist.dtype), {"loss": float(np.sum(weights.astype(np.float64) * losses))}
 
 
 def _triplet_triplets_terms(dist, a, p, n, margin, swap, smooth, inverted, weights):
@@ -303,7 +310,7 @@ def _triplet_triplets_terms(dist, a, p, n, margin, swap, smooth, inverted, weigh
     np.add.at(g, (a, n), -sg * w * share)
     if swap:
         np.add.at(g, (p, n), -sg * w * (1 - share))
-    return losses, g.astype(dist.dtype)
+    return losses, g.astype(dist.dtype), {"loss": float(np.sum(weights.astype(np.float64) * losses))}
 
 
 # --------------------------------------------------------------------------- public
@@ -331,20 +338,9 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.
     pm = check_float(pos_margin, "pos_margin")
     nm = check_float(neg_margin, "neg_margin")
     weights, ddist, losses, red = _check_terms(weights, (N, M), ddist, grad, return_losses, nonzero_only)
-    loss, g, stats = _contrastive_all(dist, labels, ref_labels, pm, nm, exclude_self, inverted,
-                                      nonzero_only)
-    if red == WEIGHTS or losses is not None:
-        w = weights if weights is not None else np.zeros((N, M), np.float32)
-        lt, gw, wsp, wsn = _contrastive_all_terms(dist, labels, ref_labels, pm, nm, exclude_self,
-                                                  inverted, w)
-        if losses is not None:
-            losses[...] = lt
-        if red == WEIGHTS:
-            g, loss = gw, wsp + wsn
-            stats.update(pos_loss=wsp, neg_loss=wsn)
-    if ddist is not None:
-        ddist[...] = g
-    return _result(loss, ddist, stats, losses, return_losses)
+    args = (dist, labels, ref_labels, pm, nm, exclude_self, inverted)
+    return _reduce(lambda: _contrastive_all(*args, nonzero_only),
+                   lambda w: _contrastive_all_terms(*args, w), (N, M), weights, ddist, losses, red, return_losses)
 
 
 def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, inverted=False,
@@ -365,18 +361,9 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
     nm = check_float(neg_margin, "neg_margin")
     K = len(a1) + len(a2)
     weights, ddist, losses, red = _check_terms(weights, (K,), ddist, grad, return_losses, nonzero_only)
-    loss, g, stats = _contrastive_pairs(dist, a1, p, a2, n, pm, nm, inverted, nonzero_only)
-    if red == WEIGHTS or losses is not None:
-        w = weights if weights is not None else np.zeros(K, np.float32)
-        lt, gw, wsp, wsn = _contrastive_pairs_terms(dist, a1, p, a2, n, pm, nm, inverted, w)
-        if losses is not None:
-            losses[...] = lt
-        if red == WEIGHTS:
-            g, loss = gw, wsp + wsn
-            stats.update(pos_loss=wsp, neg_loss=wsn)
-    if ddist is not None:
-        ddist[...] = g
-    return _result(loss, ddist, stats, losses, return_losses)
+    args = (dist, a1, p, a2, n, pm, nm, inverted)
+    return _reduce(lambda: _contrastive_pairs(*args, nonzero_only),
+                   lambda w: _contrastive_pairs_terms(*args, w), (K,), weights, ddist, losses, red, return_losses)
 
 
 def triplet_all_count(labels, ref_labels, exclude_self=False):
@@ -416,18 +403,8 @@ def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, 
     T = triplet_all_count(labels, ref_labels, exclude_self) if (weights is not None or return_losses) else 0
     weights, ddist, losses, red = _check_terms(weights, (T,), ddist, grad, return_losses, nonzero_only)
     args = (dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted)
-    loss, g, stats = _triplet_all(*args, nonzero_only)
-    if red == WEIGHTS or losses is not None:
-        w = weights if weights is not None else np.zeros(T, np.float32)
-        lt, gw = _triplet_all_terms(*args, w)
-        if losses is not None:
-            losses[...] = lt
-        if red == WEIGHTS:
-            g = gw
-            loss = stats["loss"] = float(np.sum(w.astype(np.float64) * lt))
-    if ddist is not None:
-        ddist[...] = g
-    return _result(loss, ddist, stats, losses, return_losses)
+    return _reduce(lambda: _triplet_all(*args, nonzero_only), lambda w: _triplet_all_terms(*args, w),
+                   (T,), weights, ddist, losses, red, return_losses)
 
 
 def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, inverted=False,
@@ -448,15 +425,5 @@ def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, 
     weights, ddist, losses, red = _check_terms(weights, (len(a),), ddist, grad, return_losses,
                                                nonzero_only)
     args = (dist, a, p, n, margin, swap, smooth, inverted)
-    loss, g, stats = _triplet_triplets(*args, nonzero_only)
-    if red == WEIGHTS or losses is not None:
-        w = weights if weights is not None else np.zeros(len(a), np.float32)
-        lt, gw = _triplet_triplets_terms(*args, w)
-        if losses is not None:
-            losses[...] = lt
-        if red == WEIGHTS:
-            g = gw
-            loss = stats["loss"] = float(np.sum(w.astype(np.float64) * lt))
-    if ddist is not None:
-        ddist[...] = g
-    return _result(loss, ddist, stats, losses, return_losses)
+    return _reduce(lambda: _triplet_triplets(*args, nonzero_only),
+                   lambda w: _triplet_triplets_terms(*args, w), (len(a),), weights, ddist, losses, red, return_losses)
