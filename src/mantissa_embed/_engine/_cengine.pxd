@@ -79,6 +79,7 @@ cdef extern from "engine.h" nogil:
     void me_add_transpose_forward(const float *a, float *out, int64_t N)
     void me_gram_forward(const float *x, float *out, int64_t N, int64_t D)
     # pair_losses.c
+    enum: ME_PAIR_MEAN, ME_PAIR_AVG_NON_ZERO, ME_PAIR_WEIGHTS
     double me_contrastive_all(const float *dist, const int64_t *labels, const int64_t *ref_labels,
                               const float *weights, float *losses, float *ddist, int64_t N, int64_t M,
                               float pos_margin, float neg_margin, int exclude_self, int inverted,

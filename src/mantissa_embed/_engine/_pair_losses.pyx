@@ -3,7 +3,8 @@ gradient, and their per-term modes (per-term losses, the reducer's weights)
 (``src/engine_c/pair_losses.c``)."""
 from libc.stdint cimport int64_t
 
-from mantissa_embed._engine._cengine cimport (me_contrastive_all, me_contrastive_pairs, me_triplet_all,
+from mantissa_embed._engine._cengine cimport (ME_PAIR_AVG_NON_ZERO, ME_PAIR_MEAN, ME_PAIR_WEIGHTS,
+                                             me_contrastive_all, me_contrastive_pairs, me_triplet_all,
                                              me_triplet_all_count, me_triplet_triplets)
 from mantissa_embed._engine._pointers cimport _fptr, _wptr
 from mantissa_embed._reference._losses import _check_flag, _check_int_array
@@ -20,6 +21,16 @@ cdef dict _contrastive_stats(double *st):
 
 cdef dict _triplet_stats(double *st):
     return {"loss": st[0], "num_triplets": int(st[1]), "num_nonzero": int(st[2])}
+
+
+cdef tuple _terms(weights, shape, ddist, grad, return_losses, bint nonzero_only):
+    """_check_terms with the reduction as engine.h's code; skipped for the fused call (no
+    weights, the gradient, no per-term losses)."""
+    if weights is None and grad is True and return_losses is False:
+        return None, ddist, None, ME_PAIR_AVG_NON_ZERO if nonzero_only else ME_PAIR_MEAN
+    weights, ddist, losses, red = _check_terms(weights, shape, ddist, grad, return_losses, nonzero_only)
+    code = {"mean": ME_PAIR_MEAN, "avg_non_zero": ME_PAIR_AVG_NON_ZERO, "weights": ME_PAIR_WEIGHTS}[red]
+    return weights, ddist, losses, code
 
 
 cdef tuple _result(double loss, ddist, dict stats, losses, bint return_losses):
@@ -41,7 +52,7 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.
     cdef int ex = _check_self(exclude_self, N, M)
     cdef float pm = check_float(pos_margin, "pos_margin")
     cdef float nm = check_float(neg_margin, "neg_margin")
-    weights, ddist, losses, red = _check_terms(weights, (N, M), ddist, grad, return_losses, nz)
+    weights, ddist, losses, red = _terms(weights, (N, M), ddist, grad, return_losses, nz)
     cdef double st[6]
     cdef double loss = 0.0
     cdef int i
@@ -78,7 +89,7 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
     cdef float pm = check_float(pos_margin, "pos_margin")
     cdef float nm = check_float(neg_margin, "neg_margin")
     cdef int64_t k1 = a1.shape[0], k2 = a2.shape[0]
-    weights, ddist, losses, red = _check_terms(weights, (k1 + k2,), ddist, grad, return_losses, nz)
+    weights, ddist, losses, red = _terms(weights, (k1 + k2,), ddist, grad, return_losses, nz)
     cdef double st[6]
     cdef double loss = 0.0
     cdef int i
@@ -151,7 +162,7 @@ def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, 
     cdef int sm = _check_flag(smooth, "smooth")
     cdef float mg = check_float(margin, "margin")
     T = triplet_all_count(labels, ref_labels, ex) if (weights is not None or return_losses) else 0
-    weights, ddist, losses, red = _check_terms(weights, (T,), ddist, grad, return_losses, nz)
+    weights, ddist, losses, red = _terms(weights, (T,), ddist, grad, return_losses, nz)
     cdef double st[3]
     st[0] = 0.0
     st[1] = 0.0
@@ -188,7 +199,7 @@ def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, 
     cdef int sm = _check_flag(smooth, "smooth")
     cdef float mg = check_float(margin, "margin")
     cdef int64_t k = a.shape[0]
-    weights, ddist, losses, red = _check_terms(weights, (k,), ddist, grad, return_losses, nz)
+    weights, ddist, losses, red = _terms(weights, (k,), ddist, grad, return_losses, nz)
     cdef double st[3]
     st[0] = 0.0
     st[1] = <double>k

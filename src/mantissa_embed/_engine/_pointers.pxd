@@ -1,18 +1,25 @@
-# Data pointers of optional float32 C-contiguous arrays, for the typed modules of this package.
+# Data pointers of optional float32 C-contiguous 1-D or 2-D arrays, for the typed modules of this
+# package (NULL for None or an empty array).
 
 cdef inline const float *_fptr(a):
-    """The data pointer of a float32 C-contiguous array, NULL for None or an empty array."""
-    cdef const float[::1] v
+    cdef const float[::1] v1
+    cdef const float[:, ::1] v2
     if a is None or a.size == 0:
         return NULL
-    v = a.reshape(-1)
-    return &v[0]
+    if a.ndim == 2:
+        v2 = a
+        return &v2[0, 0]
+    v1 = a
+    return &v1[0]
 
 
 cdef inline float *_wptr(a):
-    """The same, for a writeable array."""
-    cdef float[::1] v
+    cdef float[::1] v1
+    cdef float[:, ::1] v2
     if a is None or a.size == 0:
         return NULL
-    v = a.reshape(-1)
-    return &v[0]
+    if a.ndim == 2:
+        v2 = a
+        return &v2[0, 0]
+    v1 = a
+    return &v1[0]

@@ -27,7 +27,6 @@ __all__ = [
     "triplet_loss_triplets",
 ]
 
-MEAN, AVG_NON_ZERO, WEIGHTS = 0, 1, 2  # the reduction codes of engine.h (ME_PAIR_*)
 
 
 # --------------------------------------------------------------------------- validation
@@ -64,16 +63,16 @@ def _check_label_pair(labels, ref_labels, N, M):
 
 def _check_terms(weights, shape, ddist, grad, return_losses, nonzero_only):
     """The per-term arguments: (weights (shape) float32 or None, ddist or None (grad False),
-    a zeroed losses buffer (shape) or None, the reduction code)."""
+    a zeroed losses buffer (shape) or None, the reduction: "mean", "avg_non_zero" or "weights")."""
     grad = _check_flag(grad, "grad")
     return_losses = _check_flag(return_losses, "return_losses")
     if weights is None:
-        red = AVG_NON_ZERO if nonzero_only else MEAN
+        red = "avg_non_zero" if nonzero_only else "mean"
     else:
         weights = check_kernel_input(weights, "weights", ndim=len(shape))
         if weights.shape != tuple(shape):
             raise ValueError(f"weights must have shape {tuple(shape)}, got {weights.shape}")
-        red = WEIGHTS
+        red = "weights"
     losses = np.zeros(shape, dtype=np.float32) if return_losses else None
     return weights, ddist if grad else None, losses, red
 
@@ -82,11 +81,11 @@ def _reduce(fused, terms, shape, weights, ddist, losses, red, return_losses):
     """A kernel's result from its fused reduction ``fused() -> (loss, g, stats)`` and, for the
     per-term modes, ``terms(w) -> (losses, g, weighted sums by stats key)``."""
     loss, g, stats = fused()
-    if red == WEIGHTS or losses is not None:
+    if red == "weights" or losses is not None:
         lt, gw, sums = terms(weights if weights is not None else np.zeros(shape, np.float32))
         if losses is not None:
             losses[...] = lt
-        if red == WEIGHTS:
+        if red == "weights":
             g, loss = gw, float(sum(sums.values()))
             stats.update(sums)
     if ddist is not None:
