@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from mantissa_embed._reference import _layers as lref
+from mantissa_embed._reference import _conv as lref
 from mantissa_embed.layers import Conv2D, Dense, Flatten, Layer, MaxPool2D, ReLU, Sequential
 from mantissa_embed.parameter import Parameter
 

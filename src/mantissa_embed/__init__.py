@@ -24,45 +24,10 @@ __version__ = "0.1.0"
 _SUBMODULES = ("layers", "models", "optim", "losses", "miners", "distances", "reducers", "samplers",
                "datasets", "evaluation", "viz", "engine", "backend", "utils", "parameter", "embedder")
 _ATTRS = {"Embedder": "embedder", "MPerClassSampler": "samplers", "Sequential": "layers",
-          "Parameter": "parameter"}
+          "Parameter": "parameter", "set_num_threads": "engine", "get_num_threads": "engine"}
 
 __all__ = ["Embedder", "MPerClassSampler", "Sequential", "Parameter", "set_num_threads", "get_num_threads",
            "__version__", *_SUBMODULES]
-
-
-def set_num_threads(n):
-    """Set the number of threads the C engine uses (process-wide; OpenMP inside each kernel).
-
-    Parameters
-    ----------
-    n : int >= 1
-        Overrides the default, which is ``MANTISSA_EMBED_NUM_THREADS`` when that environment
-        variable holds a positive integer (read at the engine's first use), otherwise the number
-        of processors available to the process.
-
-    Raises
-    ------
-    TypeError
-        ``n`` is not an int (``bool`` rejected).
-    ValueError
-        ``n < 1`` (or absurdly large, > 4096).
-
-    Notes
-    -----
-    Results are bitwise identical from run to run for a fixed thread count. Same as
-    ``mantissa_embed.engine.set_num_threads``; it does not change numpy's or any other library's
-    thread pool.
-    """
-    from . import engine
-
-    engine.set_num_threads(n)
-
-
-def get_num_threads():
-    """The number of threads the C engine uses (int >= 1); see :func:`set_num_threads`."""
-    from . import engine
-
-    return engine.get_num_threads()
 
 
 def __getattr__(name):

@@ -1,6 +1,8 @@
 """Backend selection: ``"mantissa"`` (the C engine) or ``"numpy"`` (the reference twins)."""
 from __future__ import annotations
 
+from . import _reference, engine
+
 BACKENDS = ("mantissa", "numpy")
 
 
@@ -11,9 +13,7 @@ def get_backend(name="mantissa"):
     Raises ``ValueError`` for an unknown name.
     """
     if name == "mantissa":
-        from . import engine
         return engine
     if name == "numpy":
-        from . import _reference
         return _reference
     raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}")

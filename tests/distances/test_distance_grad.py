@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mantissa_embed._reference import _losses as T
+from mantissa_embed._reference import _distance as T
 from mantissa_embed.distances import CosineSimilarity, DotProductSimilarity, LpDistance
 from _helpers import central_diff
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from mantissa_embed import _reference as ref
 from mantissa_embed import engine
-from mantissa_embed._reference import _layers as lref
+from mantissa_embed._reference import _conv as lref
 
 BACKENDS = [pytest.param(engine, id="engine"), pytest.param(ref, id="numpy")]
 FAST = settings(max_examples=40, deadline=None)

@@ -6,30 +6,55 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
+from mantissa_embed._checks.arrays import check_kernel_output, check_outs
+from mantissa_embed._checks.layers import (act_flag, chain_geometries, check_chain_args,
+                                           check_conv_args, check_conv_backward_args,
+                                           check_pool2_output, check_workspace, conv_geometry,
+                                           store_grad)
 from mantissa_embed._engine._cengine cimport (me_conv2d_backward, me_conv2d_forward_act,
                                              me_conv2d_pool2_chain_forward,
                                              me_conv2d_pool2_chain_workspace_size,
                                              me_conv2d_pool2_forward, me_conv2d_workspace_size)
 from mantissa_embed._engine._pool import maxpool2d_forward
-from mantissa_embed._reference import _layers
-from mantissa_embed._reference._layers import (_act_flag, _chain_args, _chain_geometries,
-                                               _chain_workspace_floats, _check_bool, _check_conv_args,
-                                               _check_in, _check_out, _check_outs, _check_workspace,
-                                               _conv_geometry, _conv_workspace_floats, _grad_buf)
+
+
+cdef int64_t _conv_need(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F, int64_t KH, int64_t KW,
+                        int64_t stride, int64_t pad) noexcept nogil:
+    """Scratch floats of the convolution (conv.c); 0 for an empty batch, input or filter bank."""
+    if N <= 0 or C <= 0 or F <= 0:
+        return 0
+    return me_conv2d_workspace_size(N, C, H, W, F, KH, KW, stride, pad)
+
+
+cdef int64_t _chain_need(tuple g1, tuple g2, int64_t stride1, int64_t pad1, int64_t stride2, int64_t pad2):
+    """Scratch floats of the one-pass chain; 0 when it does not apply. The C size function
+    covers 3x3 stride-1 stages only (its arguments carry no kernel size or stride)."""
+    if not (g1[5] == g1[6] == g2[5] == g2[6] == 3 and stride1 == 1 and stride2 == 1):
+        return 0
+    return me_conv2d_pool2_chain_workspace_size(g1[0], g1[1], g1[2], g1[3], g1[4], pad1, g2[4], pad2)
+
+
+cdef object _fill_bias(out, b, int relu):
+    """The output of a convolution with no input value (an empty x or filter): the bias."""
+    if b is None:
+        out.fill(0)
+    else:
+        out[...] = b.reshape(-1, 1, 1) + np.float32(0)  # as 0 + b: no -0.0
+    if relu:
+        np.maximum(out, np.float32(0), out=out)
+    return out
 
 
 def conv2d_workspace_size(x_shape, w_shape, stride, pad):
     """Number of float32 scratch values ``conv2d_forward`` / ``conv2d_backward`` need.
 
-    x_shape (N,C,H,W), w_shape (F,C,KH,KW), stride >= 1, pad >= 0 -> int (see the numpy twin
-    for the formula: per image group, column, wide-row, padded-plane and dw/db buffers).
-    Raises ValueError/TypeError.
+    x_shape (N,C,H,W), w_shape (F,C,KH,KW), stride >= 1, pad >= 0 -> int (``me_conv2d_workspace_size``:
+    per image group a column, a wide-row, a padded-plane and the dw/db buffers; more for the shapes
+    that take the Winograd inference). Raises ValueError/TypeError.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO
-    N, C, H, W, F, KH, KW, HO, WO = _conv_geometry(x_shape, w_shape, stride, pad)
-    if N <= 0 or C <= 0 or F <= 0:
-        return 0
-    return int(me_conv2d_workspace_size(N, C, H, W, F, KH, KW, stride, pad))
+    N, C, H, W, F, KH, KW, HO, WO = conv_geometry(x_shape, w_shape, stride, pad)
+    return int(_conv_need(N, C, H, W, F, KH, KW, stride, pad))
 
 
 def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
@@ -45,20 +70,20 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
     offending argument.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
-    cdef int relu = _act_flag(act)
+    cdef int relu = act_flag(act)
     cdef const float[:, :, :, ::1] xv
     cdef const float[:, :, :, ::1] wv
     cdef const float[::1] bv
     cdef float[:, :, :, ::1] ov
     cdef float[::1] wsv
     cdef const float *bp = NULL
-    x, w, b, geo = _check_conv_args(x, w, b, stride, pad)
+    x, w, b, geo = check_conv_args(x, w, b, stride, pad)
     N, C, H, W, F, KH, KW, HO, WO = geo
+    out = check_kernel_output(out, "out", (N, F, HO, WO))
+    workspace = check_workspace(workspace, _conv_need(N, C, H, W, F, KH, KW, stride, pad))
+    check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
     if x.size == 0 or w.size == 0:
-        return _layers.conv2d_forward(x, w, b, stride, pad, out, workspace, act)
-    out = _check_out(out, "out", (N, F, HO, WO))
-    workspace = _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
-    _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
+        return _fill_bias(out, b, relu)
     s = stride
     p = pad
     xv = x
@@ -90,7 +115,7 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     TypeError.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
-    cdef int relu = _act_flag(act)
+    cdef int relu = act_flag(act)
     cdef int done = 0
     cdef const float[:, :, :, ::1] xv
     cdef const float[:, :, :, ::1] wv
@@ -98,13 +123,14 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     cdef float[:, :, :, ::1] ov
     cdef float[::1] wsv
     cdef const float *bp = NULL
-    x, w, b, geo = _check_conv_args(x, w, b, stride, pad)
+    x, w, b, geo = check_conv_args(x, w, b, stride, pad)
     N, C, H, W, F, KH, KW, HO, WO = geo
-    if x.size == 0 or w.size == 0 or HO < 2 or WO < 2:
-        return _layers.conv2d_pool2_forward(x, w, b, stride, pad, out, workspace, act)
-    out = _check_out(out, "out", (N, F, HO // 2, WO // 2))
-    workspace = _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
-    _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
+    check_pool2_output(HO, WO)
+    out = check_kernel_output(out, "out", (N, F, HO // 2, WO // 2))
+    workspace = check_workspace(workspace, _conv_need(N, C, H, W, F, KH, KW, stride, pad))
+    check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
+    if x.size == 0 or w.size == 0:
+        return _fill_bias(out, b, relu)
     s = stride
     p = pad
     xv = x
@@ -125,15 +151,10 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
 
 def conv2d_pool2_chain_workspace_size(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2):
     """Float32 scratch values ``conv2d_pool2_chain_forward`` needs: 0 when the stages do not
-    take the one-pass kernel. Raises ValueError / TypeError (see the numpy twin for the
-    formula)."""
-    cdef int64_t N, C, H, W, F1, F2, p1, p2
-    g1, g2 = _chain_geometries(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2)
-    if _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2) == 0:
-        return 0
-    N, C, H, W, F1 = g1[0], g1[1], g1[2], g1[3], g1[4]
-    F2, p1, p2 = g2[4], pad1, pad2
-    return int(me_conv2d_pool2_chain_workspace_size(N, C, H, W, F1, p1, F2, p2))
+    take the one-pass kernel (``me_conv2d_pool2_chain_workspace_size``). Raises ValueError /
+    TypeError."""
+    g1, g2 = chain_geometries(x_shape, w1_shape, stride1, pad1, w2_shape, stride2, pad2)
+    return int(_chain_need(g1, g2, stride1, pad1, stride2, pad2))
 
 
 def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, act1=None, act2=None,
@@ -150,8 +171,8 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
     TypeError.
     """
     cdef int64_t N, C, H, W, F1, F2, p1, p2
-    cdef int r1 = _act_flag(act1, "act1")
-    cdef int r2 = _act_flag(act2, "act2")
+    cdef int r1 = act_flag(act1, "act1")
+    cdef int r2 = act_flag(act2, "act2")
     cdef int done = 0
     cdef const float[:, :, :, ::1] xv
     cdef const float[:, :, :, ::1] w1v
@@ -162,12 +183,12 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
     cdef float[::1] wsv
     cdef const float *b1p = NULL
     cdef const float *b2p = NULL
-    x, w1, b1, w2, b2, g1, g2 = _chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2)
-    out = _check_out(out, "out", (g2[0], g2[4], g2[7] // 2, g2[8] // 2))
-    need = _chain_workspace_floats(g1, g2, stride1, pad1, stride2, pad2)
-    workspace = _check_workspace(workspace, need, "conv2d_pool2_chain_workspace_size")
-    _check_outs([(out, "out"), (workspace, "workspace")],
-                      [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")])
+    x, w1, b1, w2, b2, g1, g2 = check_chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2)
+    out = check_kernel_output(out, "out", (g2[0], g2[4], g2[7] // 2, g2[8] // 2))
+    need = _chain_need(g1, g2, stride1, pad1, stride2, pad2)
+    workspace = check_workspace(workspace, need, "conv2d_pool2_chain_workspace_size")
+    check_outs([(out, "out"), (workspace, "workspace")],
+               [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")])
     if need > 0 and x.size > 0:
         N, C, H, W, F1 = g1[0], g1[1], g1[2], g1[3], g1[4]
         F2, p1, p2 = g2[4], pad1, pad2
@@ -210,21 +231,18 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
     cdef float[::1] wsv
     cdef float *dxp = NULL
     cdef int acc
-    x, w, _, geo = _check_conv_args(x, w, None, stride, pad)
+    x, w, dy, geo, dx, dw, db, need_dx, accumulate = check_conv_backward_args(
+        x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate)
     N, C, H, W, F, KH, KW, HO, WO = geo
-    dy = _check_in(dy, "dy", 4)
-    if dy.shape != (N, F, HO, WO):
-        raise ValueError(f"dy must have shape {(N, F, HO, WO)}, got {dy.shape}")
-    need_dx = _check_bool(need_dx, "need_dx")
-    accumulate = _check_bool(accumulate, "accumulate")
-    if x.size == 0 or w.size == 0:
-        return _layers.conv2d_backward(x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate, workspace)
-    dx = _check_out(dx, "dx", x.shape) if need_dx else None
-    dw = _grad_buf(dw, "dw", w.shape, accumulate)
-    db = _grad_buf(db, "db", (F,), accumulate)
-    workspace = _check_workspace(workspace, _conv_workspace_floats(N, C, F, KH, KW, HO, WO, H, W, stride, pad))
-    _check_outs([(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")],
-                      [(x, "x"), (w, "w"), (dy, "dy")])
+    workspace = check_workspace(workspace, _conv_need(N, C, H, W, F, KH, KW, stride, pad))
+    check_outs([(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")],
+               [(x, "x"), (w, "w"), (dy, "dy")])
+    if x.size == 0 or w.size == 0:  # no input value: dx and dw are zero, db sums dy
+        if need_dx:
+            dx.fill(0)
+        store_grad(dw, 0, accumulate)
+        store_grad(db, dy.reshape(N, F, HO * WO).sum(axis=(0, 2)), accumulate)
+        return dx, dw, db
     s = stride
     p = pad
     acc = 1 if accumulate else 0

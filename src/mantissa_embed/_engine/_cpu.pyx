@@ -1,6 +1,6 @@
 """Thread count, CPU features and the SGEMM micro-kernel choice (``src/engine_c/cpu.c``): process-wide
 state of the engine's one shared library, seen by every kernel module."""
-import numbers
+from mantissa_embed._checks.gemm import check_num_threads
 
 from mantissa_embed._engine._cengine cimport (me_cpu_features, me_gemm_kernel_name, me_get_num_threads,
                                              me_set_gemm_kernel, me_set_num_threads)
@@ -16,32 +16,15 @@ def get_num_threads():
 
 
 def set_num_threads(n):
-    """Set the engine's thread count (process-wide).
+    """Set the number of threads of the C engine (process-wide; OpenMP inside each kernel).
 
-    Parameters
-    ----------
-    n : int
-        Number of threads, >= 1.
-
-    Raises
-    ------
-    TypeError
-        ``n`` is not an int (bool rejected).
-    ValueError
-        ``n < 1``.
-
-    Notes
-    -----
-    For a fixed thread count every engine result is bitwise reproducible; :func:`sgemm`
-    is moreover bitwise identical for every thread count.
+    n : int >= 1, overriding the default (``MANTISSA_EMBED_NUM_THREADS`` when it holds a positive
+    integer, read at the engine's first use, else the processors available to the process). For a
+    fixed thread count results are bitwise reproducible; :func:`sgemm` is moreover bitwise identical
+    for every count. numpy's and other libraries' thread pools are not touched. Raises TypeError
+    when ``n`` is not an int (bool rejected), ValueError when ``n < 1`` or ``n > 4096``.
     """
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"n must be an int, got {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if n > 4096:
-        raise ValueError(f"n must be <= 4096, got {n}")
-    me_set_num_threads(<int>n)
+    me_set_num_threads(<int>check_num_threads(n))
 
 
 def gemm_kernel_name():

@@ -4,13 +4,12 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
+from mantissa_embed._checks.arrays import check_kernel_input, check_kernel_output, check_outs
+from mantissa_embed._checks.layers import (act_flag, check_adam_args, check_dense_args,
+                                           check_dense_backward_args, check_sgd_args, store_grad)
 from mantissa_embed._engine._cengine cimport (me_adam_step, me_all_finite, me_dense_backward,
                                              me_dense_forward, me_relu_backward, me_relu_forward,
                                              me_sgd_step)
-from mantissa_embed._reference import _layers
-from mantissa_embed._reference._layers import (_act_flag, _check_adam_args, _check_bool,
-                                               _check_dense_args, _check_in, _check_out, _check_outs,
-                                               _check_sgd_args, _grad_buf)
 
 
 def relu_forward(x, out=None):
@@ -18,9 +17,9 @@ def relu_forward(x, out=None):
     cdef const float[::1] xv
     cdef float[::1] ov
     cdef int64_t n
-    x = _check_in(x, "x")
-    out = _check_out(out, "out", x.shape)
-    _check_outs([(out, "out")], [(x, "x")], inplace_ok=("x",))
+    x = check_kernel_input(x, "x")
+    out = check_kernel_output(out, "out", x.shape)
+    check_outs([(out, "out")], [(x, "x")], inplace_ok=("x",))
     n = x.size
     if n == 0:
         return out
@@ -37,12 +36,12 @@ def relu_backward(dy, y, dx=None):
     cdef const float[::1] yv
     cdef float[::1] dxv
     cdef int64_t n
-    dy = _check_in(dy, "dy")
-    y = _check_in(y, "y")
+    dy = check_kernel_input(dy, "dy")
+    y = check_kernel_input(y, "y")
     if y.shape != dy.shape:
         raise ValueError(f"y must have the shape of dy {dy.shape}, got {y.shape}")
-    dx = _check_out(dx, "dx", dy.shape)
-    _check_outs([(dx, "dx")], [(dy, "dy"), (y, "y")], inplace_ok=("dy", "y"))
+    dx = check_kernel_output(dx, "dx", dy.shape)
+    check_outs([(dx, "dx")], [(dy, "dy"), (y, "y")], inplace_ok=("dy", "y"))
     n = dy.size
     if n == 0:
         return dx
@@ -82,14 +81,20 @@ def dense_forward(x, w, b, out=None, act=None):
     cdef float[:, ::1] ov
     cdef const float *bp = NULL
     cdef int64_t N, I, O
-    cdef int relu = _act_flag(act)
-    x, w, b = _check_dense_args(x, w, b)
-    if x.size == 0 or w.size == 0:
-        return _layers.dense_forward(x, w, b, out, act)
+    cdef int relu = act_flag(act)
+    x, w, b = check_dense_args(x, w, b)
     N, I = x.shape[0], x.shape[1]
     O = w.shape[0]
-    out = _check_out(out, "out", (N, O))
-    _check_outs([(out, "out")], [(x, "x"), (w, "w"), (b, "b")])
+    out = check_kernel_output(out, "out", (N, O))
+    check_outs([(out, "out")], [(x, "x"), (w, "w"), (b, "b")])
+    if x.size == 0 or w.size == 0:  # no input value: the bias
+        if b is None:
+            out.fill(0)
+        else:
+            out[...] = b + np.float32(0)  # as 0 + b: no -0.0
+        if relu:
+            np.maximum(out, np.float32(0), out=out)
+        return out
     xv = x
     wv = w
     ov = out
@@ -115,20 +120,16 @@ def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx=True, accumulate
     cdef float *dxp = NULL
     cdef int64_t N, I, O
     cdef int acc
-    x, w, _ = _check_dense_args(x, w, None)
-    dy = _check_in(dy, "dy", 2)
+    x, w, dy, dx, dw, db, need_dx, accumulate = check_dense_backward_args(
+        x, w, dy, dx, dw, db, need_dx, accumulate)
     N, I = x.shape[0], x.shape[1]
     O = w.shape[0]
-    if dy.shape != (N, O):
-        raise ValueError(f"dy must have shape {(N, O)}, got {dy.shape}")
-    need_dx = _check_bool(need_dx, "need_dx")
-    accumulate = _check_bool(accumulate, "accumulate")
-    if N == 0 or I == 0 or O == 0:
-        return _layers.dense_backward(x, w, dy, dx, dw, db, need_dx, accumulate)
-    dx = _check_out(dx, "dx", x.shape) if need_dx else None
-    dw = _grad_buf(dw, "dw", w.shape, accumulate)
-    db = _grad_buf(db, "db", (O,), accumulate)
-    _check_outs([(dx, "dx"), (dw, "dw"), (db, "db")], [(x, "x"), (w, "w"), (dy, "dy")])
+    if N == 0 or I == 0 or O == 0:  # an empty product: dx and dw are zero, db sums dy
+        if need_dx:
+            dx.fill(0)
+        store_grad(dw, 0, accumulate)
+        store_grad(db, dy.sum(axis=0), accumulate)
+        return dx, dw, db
     acc = 1 if accumulate else 0
     xv = x
     wv = w
@@ -159,7 +160,7 @@ def sgd_step(p, g, v, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nestero
     cdef int64_t n
     cdef float c_lr, c_mom, c_damp, c_wd
     cdef int c_nest, c_first
-    p, g, v, lr, momentum, dampening, weight_decay, nesterov, first = _check_sgd_args(
+    p, g, v, lr, momentum, dampening, weight_decay, nesterov, first = check_sgd_args(
         p, g, v, lr, momentum, dampening, weight_decay, nesterov, first)
     n = p.size
     if n == 0:
@@ -192,7 +193,7 @@ def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
     cdef float[::1] vv
     cdef int64_t n, c_t
     cdef float c_lr, c_b1, c_b2, c_eps, c_wd
-    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay = _check_adam_args(
+    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay = check_adam_args(
         p, g, m, v, t, lr, beta1, beta2, eps, weight_decay)
     n = p.size
     if n == 0:

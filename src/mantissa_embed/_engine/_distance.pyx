@@ -4,14 +4,17 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
+from mantissa_embed._checks.arrays import (check_flag, check_int, check_kernel_input,
+                                           check_kernel_output, check_outs)
+from mantissa_embed._checks.distance import (NORMALIZE_EPS, check_add_transpose, check_eps,
+                                             check_euclidean_workspace, check_gram,
+                                             check_l2_normalize_backward_args, check_matrix,
+                                             check_pair_inputs)
 from mantissa_embed._engine._cengine cimport (me_add_transpose_forward, me_euclidean_backward,
-                                             me_euclidean_forward, me_gram_forward,
+                                             me_euclidean_backward_workspace_size, me_euclidean_forward,
+                                             me_euclidean_forward_workspace_size, me_gram_forward,
                                              me_l2_normalize_backward, me_l2_normalize_forward,
                                              me_sgemm)
-from mantissa_embed._reference._core import _check_add_transpose, _check_gram
-from mantissa_embed._reference._losses import (NORMALIZE_EPS, _check_eps, _check_flag, _check_in,
-                                               _check_out, _check_outs, _check_same_cols,
-                                               _check_workspace, euclidean_workspace_size)
 
 
 def l2_normalize_forward(x, eps=NORMALIZE_EPS, y=None, norms=None):
@@ -20,13 +23,13 @@ def l2_normalize_forward(x, eps=NORMALIZE_EPS, y=None, norms=None):
     x (N, D) float32 -> (y (N, D) = x / max(||x||, eps), norms (N,) = ||x||). ``y`` may be ``x``.
     See :func:`mantissa_embed._reference.l2_normalize_forward`.
     """
-    x = _check_in(x, "x")
-    cdef float feps = _check_eps(eps)
+    x = check_kernel_input(x, "x", 2)
+    cdef float feps = check_eps(eps)
     N, D = x.shape
-    y = _check_out(y, "y", (N, D))
-    norms = _check_out(norms, "norms", (N,))
-    _check_outs([(y, "y")], [(x, "x")], inplace_ok=("x",))
-    _check_outs([(norms, "norms")], [(x, "x"), (y, "y")])
+    y = check_kernel_output(y, "y", (N, D))
+    norms = check_kernel_output(norms, "norms", (N,))
+    check_outs([(y, "y")], [(x, "x")], inplace_ok=("x",))
+    check_outs([(norms, "norms")], [(x, "x"), (y, "y")])
     if N == 0:
         return y, norms
     if D == 0:
@@ -44,16 +47,10 @@ def l2_normalize_forward(x, eps=NORMALIZE_EPS, y=None, norms=None):
 def l2_normalize_backward(dy, y, norms, eps=NORMALIZE_EPS, dx=None):
     """Gradient of :func:`l2_normalize_forward`: dx = (dy - y <y, dy>) / ||x|| (dy / eps when the
     norm is below eps). dy, y (N, D), norms (N,) float32 -> dx (N, D) float32 (may be ``dy``)."""
-    dy = _check_in(dy, "dy")
-    y = _check_in(y, "y")
-    norms = _check_in(norms, "norms", ndim=1)
-    cdef float feps = _check_eps(eps)
-    if dy.shape != y.shape:
-        raise ValueError(f"dy and y must have the same shape, got {dy.shape} and {y.shape}")
-    if norms.shape != (y.shape[0],):
-        raise ValueError(f"norms must have shape ({y.shape[0]},), got {norms.shape}")
-    dx = _check_out(dx, "dx", y.shape)
-    _check_outs([(dx, "dx")], [(dy, "dy"), (y, "y"), (norms, "norms")], inplace_ok=("dy",))
+    dy, y, norms, eps = check_l2_normalize_backward_args(dy, y, norms, eps)
+    cdef float feps = eps
+    dx = check_kernel_output(dx, "dx", y.shape)
+    check_outs([(dx, "dx")], [(dy, "dy"), (y, "y"), (norms, "norms")], inplace_ok=("dy",))
     if y.shape[0] == 0 or y.shape[1] == 0:
         return dx
     cdef const float[:, ::1] dyv = dy
@@ -66,20 +63,28 @@ def l2_normalize_backward(dy, y, norms, eps=NORMALIZE_EPS, dx=None):
     return dx
 
 
+def euclidean_workspace_size(N, M, backward=False):
+    """Float32 scratch values ``euclidean_forward`` (``backward=False``) or ``euclidean_backward``
+    needs for N x M distances (``me_euclidean_*_workspace_size``). Raises TypeError / ValueError
+    for a non-int or negative N, M."""
+    cdef int64_t n = check_int(N, "N", minimum=0), m = check_int(M, "M", minimum=0)
+    if backward:
+        return int(me_euclidean_backward_workspace_size(n, m))
+    return int(me_euclidean_forward_workspace_size(n, m))
+
+
 def euclidean_forward(x, r, squared=False, out=None, workspace=None):
     """Euclidean distance matrix dist[i, j] = ||x_i - r_j|| (or squared), via one SGEMM.
 
     x (N, D), r (M, D) float32 (``r`` may be ``x``) -> dist (N, M) float32, clamped at 0.
     See :func:`mantissa_embed._reference.euclidean_forward`.
     """
-    x = _check_in(x, "x")
-    r = x if r is x else _check_in(r, "r")
-    _check_same_cols(x, r)
-    cdef int sq = _check_flag(squared, "squared")
+    x, r = check_pair_inputs(x, r)
+    cdef int sq = check_flag(squared, "squared")
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
-    out = _check_out(out, "out", (N, M))
-    ws = _check_workspace(workspace, N, M, False)
-    _check_outs([(out, "out"), (ws, "workspace")], [(x, "x"), (r, "r")])
+    out = check_kernel_output(out, "out", (N, M))
+    ws = check_euclidean_workspace(workspace, me_euclidean_forward_workspace_size(N, M))
+    check_outs([(out, "out"), (ws, "workspace")], [(x, "x"), (r, "r")])
     if N == 0 or M == 0:
         return out
     if D == 0:
@@ -102,21 +107,15 @@ def euclidean_backward(x, r, dist, ddist, squared=False, dx=None, dr=None, works
     When ``r`` is ``x`` the total gradient is ``dx + dr``.
     See :func:`mantissa_embed._reference.euclidean_backward`.
     """
-    x = _check_in(x, "x")
-    r = x if r is x else _check_in(r, "r")
-    _check_same_cols(x, r)
+    x, r = check_pair_inputs(x, r)
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
-    dist = _check_in(dist, "dist")
-    ddist = _check_in(ddist, "ddist")
-    if dist.shape != (N, M):
-        raise ValueError(f"dist must have shape ({N}, {M}), got {dist.shape}")
-    if ddist.shape != (N, M):
-        raise ValueError(f"ddist must have shape ({N}, {M}), got {ddist.shape}")
-    cdef int sq = _check_flag(squared, "squared")
-    dx = _check_out(dx, "dx", (N, D))
-    dr = _check_out(dr, "dr", (M, D))
-    ws = _check_workspace(workspace, N, M, True)
-    _check_outs([(dx, "dx"), (dr, "dr"), (ws, "workspace")],
+    dist = check_matrix(dist, "dist", N, M)
+    ddist = check_matrix(ddist, "ddist", N, M)
+    cdef int sq = check_flag(squared, "squared")
+    dx = check_kernel_output(dx, "dx", (N, D))
+    dr = check_kernel_output(dr, "dr", (M, D))
+    ws = check_euclidean_workspace(workspace, me_euclidean_backward_workspace_size(N, M))
+    check_outs([(dx, "dx"), (dr, "dr"), (ws, "workspace")],
              [(x, "x"), (r, "r"), (dist, "dist"), (ddist, "ddist")])
     if N == 0 or M == 0 or D == 0:
         dx[...] = 0
@@ -141,12 +140,10 @@ def dot_similarity_forward(x, r, out=None):
 
     x (N, D), r (M, D) float32 -> sim (N, M) float32.
     """
-    x = _check_in(x, "x")
-    r = x if r is x else _check_in(r, "r")
-    _check_same_cols(x, r)
+    x, r = check_pair_inputs(x, r)
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
-    out = _check_out(out, "out", (N, M))
-    _check_outs([(out, "out")], [(x, "x"), (r, "r")])
+    out = check_kernel_output(out, "out", (N, M))
+    check_outs([(out, "out")], [(x, "x"), (r, "r")])
     if N == 0 or M == 0:
         return out
     if D == 0:
@@ -166,16 +163,12 @@ def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
 
     x (N, D), r (M, D), dsim (N, M) float32 -> (dx (N, D), dr (M, D)) float32.
     """
-    x = _check_in(x, "x")
-    r = x if r is x else _check_in(r, "r")
-    _check_same_cols(x, r)
+    x, r = check_pair_inputs(x, r)
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
-    dsim = _check_in(dsim, "dsim")
-    if dsim.shape != (N, M):
-        raise ValueError(f"dsim must have shape ({N}, {M}), got {dsim.shape}")
-    dx = _check_out(dx, "dx", (N, D))
-    dr = _check_out(dr, "dr", (M, D))
-    _check_outs([(dx, "dx"), (dr, "dr")], [(x, "x"), (r, "r"), (dsim, "dsim")])
+    dsim = check_matrix(dsim, "dsim", N, M)
+    dx = check_kernel_output(dx, "dx", (N, D))
+    dr = check_kernel_output(dr, "dr", (M, D))
+    check_outs([(dx, "dx"), (dr, "dr")], [(x, "x"), (r, "r"), (dsim, "dsim")])
     if N == 0 or M == 0 or D == 0:
         dx[...] = 0
         dr[...] = 0
@@ -195,7 +188,7 @@ def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
 def add_transpose_forward(a, out=None):
     """``out = a + a.T`` for a square float32 ``a`` (N, N) -> out (N, N), exactly symmetric
     (cache-blocked C kernel). See :func:`mantissa_embed._reference.add_transpose_forward`."""
-    a, out = _check_add_transpose(a, out)
+    a, out = check_add_transpose(a, out)
     if a.shape[0] == 0:
         return out
     cdef const float[:, ::1] av = a
@@ -210,7 +203,7 @@ def gram_forward(x, out=None):
     """Gram matrix ``out = x @ x.T`` of x (N, D) float32 -> (N, N): the blocks on and above the
     diagonal by SGEMM, the rest mirrored (exactly symmetric). See
     :func:`mantissa_embed._reference.gram_forward`."""
-    x, out = _check_gram(x, out)
+    x, out = check_gram(x, out)
     if x.shape[0] == 0:
         return out
     if x.shape[1] == 0:

@@ -1,44 +1,26 @@
 """Float32 general matrix product (``src/engine_c/gemm.c``)."""
-import numbers
-
 import numpy as np
 
 from libc.stdint cimport int64_t
 
+from mantissa_embed._checks.arrays import F32_MAX
+from mantissa_embed._checks.gemm import (check_sgemm_operand, check_sgemm_out, check_sgemm_scalar,
+                                         check_sgemm_shapes)
 from mantissa_embed._engine._cengine cimport me_sgemm, me_sgemm_st
 
 
-cdef object _F32 = np.dtype(np.float32)
-
-
-cdef double _F32_MAX = 3.4028234663852886e38
-
-
-cdef int _sgemm_check_operand(X, str name) except -1:
-    """Raise the error that explains why X is not a 2-D C-contiguous float32 ndarray."""
-    if not isinstance(X, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray of float32, got {type(X).__name__}")
-    if X.dtype != _F32:
-        raise TypeError(f"{name} must have dtype float32, got {X.dtype}")
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
-    if not X.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous (pass the untransposed array with "
-                         f"trans_a/trans_b, or use numpy.ascontiguousarray)")
-    if name == "C" and not X.flags.writeable:
-        raise ValueError("C must be writeable")
-    return 0
+cdef double _F32_MAX = F32_MAX
 
 
 cdef float[:, ::1] _sgemm_view(X, str name):
     """X as a typed memoryview; a bad X raises the ValueError/TypeError naming it."""
     cdef float[:, ::1] v
     if not isinstance(X, np.ndarray):
-        _sgemm_check_operand(X, name)
+        check_sgemm_operand(X, name)
     try:
         v = X
     except (ValueError, TypeError, BufferError):
-        _sgemm_check_operand(X, name)
+        check_sgemm_operand(X, name)
         raise
     return v
 
@@ -47,29 +29,26 @@ cdef const float[:, ::1] _sgemm_cview(X, str name):
     """Read-only operand (A, B) as a const typed memoryview: read-only arrays are accepted."""
     cdef const float[:, ::1] v
     if not isinstance(X, np.ndarray):
-        _sgemm_check_operand(X, name)
+        check_sgemm_operand(X, name)
     try:
         v = X
     except (ValueError, TypeError, BufferError):
-        _sgemm_check_operand(X, name)
+        check_sgemm_operand(X, name)
         raise
     return v
 
 
-cdef float _sgemm_check_scalar(v, str name) except? -1.0:
+cdef float _sgemm_scalar(v, str name) except? -1.0:
+    """alpha / beta as a float; plain ints and floats in range skip the Python-level check."""
     cdef double d
     if type(v) is float or type(v) is int:
         d = v
-    elif isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
-    else:
-        d = float(v)
-    if not (-_F32_MAX <= d <= _F32_MAX):  # also NaN
-        raise ValueError(f"{name} must be finite (in float32 range), got {v}")
-    return <float>d
+        if -_F32_MAX <= d <= _F32_MAX:
+            return <float>d
+    return check_sgemm_scalar(v, name)
 
 
-cdef inline bint _overlaps(const float[:, ::1] x, const float[:, ::1] y) noexcept:
+cdef inline bint _overlaps(const float[:, ::1] x, const float[:, ::1] y) noexcept nogil:
     """Do the (non-empty, contiguous) buffers of x and y overlap?"""
     cdef const float *x0 = &x[0, 0]
     cdef const float *y0 = &y[0, 0]
@@ -80,23 +59,21 @@ cdef object _sgemm_impl(A, B, C, bint trans_a, bint trans_b, alpha, beta, bint s
     cdef const float[:, ::1] a = _sgemm_cview(A, "A")
     cdef const float[:, ::1] b = _sgemm_cview(B, "B")
     cdef float[:, ::1] c
-    cdef float falpha = _sgemm_check_scalar(alpha, "alpha")
-    cdef float fbeta = _sgemm_check_scalar(beta, "beta")
+    cdef float falpha = _sgemm_scalar(alpha, "alpha")
+    cdef float fbeta = _sgemm_scalar(beta, "beta")
     cdef int64_t M = a.shape[1] if trans_a else a.shape[0]
     cdef int64_t K = a.shape[0] if trans_a else a.shape[1]
     cdef int64_t Kb = b.shape[1] if trans_b else b.shape[0]
     cdef int64_t N = b.shape[0] if trans_b else b.shape[1]
     if K != Kb:
-        raise ValueError(f"inner dimensions differ: op(A) is ({M}, {K}) but op(B) is ({Kb}, {N}) "
-                         f"(A {A.shape}, trans_a={bool(trans_a)}; B {B.shape}, "
-                         f"trans_b={bool(trans_b)})")
+        check_sgemm_shapes(A.shape, B.shape, trans_a, trans_b)
     if C is None:
         C = np.zeros((M, N), dtype=np.float32) if fbeta != 0.0 else np.empty((M, N), dtype=np.float32)
         c = C
     else:
         c = _sgemm_view(C, "C")
         if c.shape[0] != M or c.shape[1] != N:
-            raise ValueError(f"C must have shape ({M}, {N}) = op(A) @ op(B), got {C.shape}")
+            check_sgemm_out(C, M, N)
         if M > 0 and N > 0 and ((a.shape[0] * a.shape[1] > 0 and _overlaps(c, a))
                                 or (b.shape[0] * b.shape[1] > 0 and _overlaps(c, b))):
             raise ValueError("C must not share memory with A or B")

@@ -3,8 +3,8 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
+from mantissa_embed._checks.knn import check_knn_search
 from mantissa_embed._engine._cengine cimport me_get_num_threads, me_knn, me_knn_workspace_size
-from mantissa_embed._reference._knn import _check_knn_search
 
 _METRIC_CODE = {"sqeuclidean": 0, "euclidean": 1, "inner_product": 2}
 
@@ -18,7 +18,7 @@ def knn_search(query, reference, k, metric="sqeuclidean", exclude_self=False, ti
     Scratch: M + num_threads * tile_q * tile_r floats. See
     :func:`mantissa_embed._reference.knn_search` for the parameters and errors.
     """
-    q, r, kk, excl, tq, tr, indices, distances = _check_knn_search(
+    q, r, kk, excl, tq, tr, indices, distances = check_knn_search(
         query, reference, k, metric, exclude_self, tile_q, tile_r, indices, distances)
     n, M, D = q.shape[0], r.shape[0], q.shape[1]
     if n == 0:

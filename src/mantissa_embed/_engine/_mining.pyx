@@ -3,9 +3,9 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t
 
+from mantissa_embed._checks.mining import check_angular_mine_args, check_triplet_mine_args
 from mantissa_embed._engine._cengine cimport (me_angular_mine_count, me_angular_mine_fill,
                                              me_triplet_mine_count, me_triplet_mine_fill)
-from mantissa_embed._reference._mining import _angular_mine_args, _triplet_mine_args
 
 
 def _empty_triplets():
@@ -17,7 +17,7 @@ def triplet_margin_mine(mat, labels, ref_labels, exclude_self, type_of_triplets,
 
     See :func:`mantissa_embed._reference.triplet_margin_mine`.
     """
-    mat, labels, ref_labels, N, M, exclude_self, kind, margin, inverted = _triplet_mine_args(
+    mat, labels, ref_labels, N, M, exclude_self, kind, margin, inverted = check_triplet_mine_args(
         mat, labels, ref_labels, exclude_self, type_of_triplets, margin, is_inverted)
     if N == 0 or M == 0:
         return _empty_triplets()
@@ -67,7 +67,7 @@ def angular_mine(x, r, labels, ref_labels, exclude_self, angle):
 
     See :func:`mantissa_embed._reference.angular_mine`.
     """
-    x, r, labels, ref_labels, N, M, D, exclude_self, angle = _angular_mine_args(
+    x, r, labels, ref_labels, N, M, D, exclude_self, angle = check_angular_mine_args(
         x, r, labels, ref_labels, exclude_self, angle)
     stats = np.array([0.0, 0.0, 0.0, np.inf, -np.inf])
     if N == 0 or M == 0:

@@ -7,10 +7,9 @@ from mantissa_embed._engine._cengine cimport (ME_PAIR_AVG_NON_ZERO, ME_PAIR_MEAN
                                              me_contrastive_all, me_contrastive_pairs, me_triplet_all,
                                              me_triplet_all_count, me_triplet_triplets)
 from mantissa_embed._engine._pointers cimport _fptr, _wptr
-from mantissa_embed._reference._losses import _check_flag, _check_int_array
-from mantissa_embed._reference._pair_losses import (_check_label_pair, _check_pair_args, _check_self,
-                                                    _check_swap_all, _check_terms)
-from mantissa_embed._validation import check_float
+from mantissa_embed._checks.arrays import check_flag, check_float, check_int_array
+from mantissa_embed._checks.pair_losses import (check_label_pair, check_pair_args, check_self,
+                                                check_swap_all, check_terms)
 
 
 cdef dict _contrastive_stats(double *st):
@@ -24,11 +23,11 @@ cdef dict _triplet_stats(double *st):
 
 
 cdef tuple _terms(weights, shape, ddist, grad, return_losses, bint nonzero_only):
-    """_check_terms with the reduction as engine.h's code; skipped for the fused call (no
+    """check_terms with the reduction as engine.h's code; skipped for the fused call (no
     weights, the gradient, no per-term losses)."""
     if weights is None and grad is True and return_losses is False:
         return None, ddist, None, ME_PAIR_AVG_NON_ZERO if nonzero_only else ME_PAIR_MEAN
-    weights, ddist, losses, red = _check_terms(weights, shape, ddist, grad, return_losses, nonzero_only)
+    weights, ddist, losses, red = check_terms(weights, shape, ddist, grad, return_losses, nonzero_only)
     code = {"mean": ME_PAIR_MEAN, "avg_non_zero": ME_PAIR_AVG_NON_ZERO, "weights": ME_PAIR_WEIGHTS}[red]
     return weights, ddist, losses, code
 
@@ -47,9 +46,9 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.
     Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (N, M) float32]). See
     :func:`mantissa_embed._reference.contrastive_loss_all`.
     """
-    dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
-    labels, ref_labels = _check_label_pair(labels, ref_labels, N, M)
-    cdef int ex = _check_self(exclude_self, N, M)
+    dist, ddist, N, M, inv, nz = check_pair_args(dist, ddist, inverted, nonzero_only)
+    labels, ref_labels = check_label_pair(labels, ref_labels, N, M)
+    cdef int ex = check_self(exclude_self, N, M)
     cdef float pm = check_float(pos_margin, "pos_margin")
     cdef float nm = check_float(neg_margin, "neg_margin")
     weights, ddist, losses, red = _terms(weights, (N, M), ddist, grad, return_losses, nz)
@@ -81,11 +80,11 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
     Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (K1 + K2,) float32]). See
     :func:`mantissa_embed._reference.contrastive_loss_pairs`.
     """
-    dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
-    a1 = _check_int_array(a1, "a1", upper=N)
-    p = _check_int_array(p, "p", length=a1.shape[0], upper=M)
-    a2 = _check_int_array(a2, "a2", upper=N)
-    n = _check_int_array(n, "n", length=a2.shape[0], upper=M)
+    dist, ddist, N, M, inv, nz = check_pair_args(dist, ddist, inverted, nonzero_only)
+    a1 = check_int_array(a1, "a1", upper=N)
+    p = check_int_array(p, "p", length=a1.shape[0], upper=M)
+    a2 = check_int_array(a2, "a2", upper=N)
+    n = check_int_array(n, "n", length=a2.shape[0], upper=M)
     cdef float pm = check_float(pos_margin, "pos_margin")
     cdef float nm = check_float(neg_margin, "neg_margin")
     cdef int64_t k1 = a1.shape[0], k2 = a2.shape[0]
@@ -131,10 +130,10 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
 
 def triplet_all_count(labels, ref_labels, exclude_self=False):
     """The number of triplets :func:`triplet_loss_all` ranges over (its per-term losses' length)."""
-    labels = _check_int_array(labels, "labels")
-    ref_labels = _check_int_array(ref_labels, "ref_labels")
+    labels = check_int_array(labels, "labels")
+    ref_labels = check_int_array(ref_labels, "ref_labels")
     N, M = labels.shape[0], ref_labels.shape[0]
-    cdef int ex = _check_self(exclude_self, N, M)
+    cdef int ex = check_self(exclude_self, N, M)
     cdef int64_t n = N, m = M, t = 0
     cdef const int64_t[::1] lv
     cdef const int64_t[::1] rlv
@@ -155,11 +154,11 @@ def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, 
     Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (T,) float32]). See
     :func:`mantissa_embed._reference.triplet_loss_all`.
     """
-    dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
-    labels, ref_labels = _check_label_pair(labels, ref_labels, N, M)
-    cdef int ex = _check_self(exclude_self, N, M)
-    cdef int sw = _check_swap_all(swap, labels, ref_labels)
-    cdef int sm = _check_flag(smooth, "smooth")
+    dist, ddist, N, M, inv, nz = check_pair_args(dist, ddist, inverted, nonzero_only)
+    labels, ref_labels = check_label_pair(labels, ref_labels, N, M)
+    cdef int ex = check_self(exclude_self, N, M)
+    cdef int sw = check_swap_all(swap, labels, ref_labels)
+    cdef int sm = check_flag(smooth, "smooth")
     cdef float mg = check_float(margin, "margin")
     T = triplet_all_count(labels, ref_labels, ex) if (weights is not None or return_losses) else 0
     weights, ddist, losses, red = _terms(weights, (T,), ddist, grad, return_losses, nz)
@@ -191,12 +190,12 @@ def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, 
     Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (K,) float32]). See
     :func:`mantissa_embed._reference.triplet_loss_triplets`.
     """
-    dist, ddist, N, M, inv, nz = _check_pair_args(dist, ddist, inverted, nonzero_only)
-    cdef int sw = _check_flag(swap, "swap")
-    a = _check_int_array(a, "a", upper=N)
-    p = _check_int_array(p, "p", length=a.shape[0], upper=min(N, M) if sw else M)
-    n = _check_int_array(n, "n", length=a.shape[0], upper=M)
-    cdef int sm = _check_flag(smooth, "smooth")
+    dist, ddist, N, M, inv, nz = check_pair_args(dist, ddist, inverted, nonzero_only)
+    cdef int sw = check_flag(swap, "swap")
+    a = check_int_array(a, "a", upper=N)
+    p = check_int_array(p, "p", length=a.shape[0], upper=min(N, M) if sw else M)
+    n = check_int_array(n, "n", length=a.shape[0], upper=M)
+    cdef int sm = check_flag(smooth, "smooth")
     cdef float mg = check_float(margin, "margin")
     cdef int64_t k = a.shape[0]
     weights, ddist, losses, red = _terms(weights, (k,), ddist, grad, return_losses, nz)

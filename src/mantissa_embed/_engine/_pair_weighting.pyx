@@ -4,8 +4,8 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t
 
+from mantissa_embed._checks.pair_weighting import check_backward_args, check_rows_args
 from mantissa_embed._engine._cengine cimport me_pairw_rows_backward, me_pairw_rows_forward
-from mantissa_embed._reference._pairw import _check_backward_args, _check_rows_args
 
 
 def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, neg_mask=None,
@@ -20,7 +20,7 @@ def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, n
     See :func:`mantissa_embed._reference.pairw_rows_forward` for the formulas.
     """
     (code, pv, mat, labels, ref_labels, pos_mask, neg_mask, exclude_self, inverted, losses,
-     dmat) = _check_rows_args(kind, mat, labels, ref_labels, pos_mask, neg_mask, params,
+     dmat) = check_rows_args(kind, mat, labels, ref_labels, pos_mask, neg_mask, params,
                            exclude_self, inverted, losses, dmat)
     N, M = mat.shape
     if N == 0:
@@ -62,7 +62,7 @@ def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, n
 def pairw_rows_backward(dlosses, dmat):
     """Scale the rows of ``dmat`` in place: ``dmat[i, :] *= dlosses[i]`` (dlosses (N,), dmat (N, M)
     float32) and return it. See :func:`mantissa_embed._reference.pairw_rows_backward`."""
-    dlosses, dmat = _check_backward_args(dlosses, dmat)
+    dlosses, dmat = check_backward_args(dlosses, dmat)
     if dmat.size == 0:
         return dmat
     cdef const float[::1] glv = dlosses

@@ -3,12 +3,11 @@ import numpy as np
 
 from libc.stdint cimport int32_t, int64_t
 
+from mantissa_embed._checks.arrays import check_kernel_input, check_kernel_output, check_outs
+from mantissa_embed._checks.layers import (bad_argmax, check_argmax_range, check_pool_backward,
+                                           check_pool_relu_backward, pool_geometry)
 from mantissa_embed._engine._cengine cimport (me_maxpool2d_backward_checked, me_maxpool2d_forward,
                                              me_maxpool2d_relu_backward)
-from mantissa_embed._reference import _layers
-from mantissa_embed._reference._layers import (_bad_argmax, _check_in, _check_out, _check_outs,
-                                               _check_pool_backward, _check_pool_relu_backward,
-                                               _pool_geometry)
 
 
 def maxpool2d_forward(x, size, stride, out=None, argmax=None):
@@ -22,11 +21,11 @@ def maxpool2d_forward(x, size, stride, out=None, argmax=None):
     cdef const float[:, :, :, ::1] xv
     cdef float[:, :, :, ::1] ov
     cdef int[:, :, :, ::1] av
-    x = _check_in(x, "x", 4)
-    N, C, H, W, HO, WO, sz, st = _pool_geometry(x.shape, size, stride)
-    out = _check_out(out, "out", (N, C, HO, WO))
-    argmax = _check_out(argmax, "argmax", (N, C, HO, WO), dtype=np.int32)
-    _check_outs([(out, "out"), (argmax, "argmax")], [(x, "x")])
+    x = check_kernel_input(x, "x", 4)
+    N, C, H, W, HO, WO, sz, st = pool_geometry(x.shape, size, stride)
+    out = check_kernel_output(out, "out", (N, C, HO, WO))
+    argmax = check_kernel_output(argmax, "argmax", (N, C, HO, WO), dtype=np.int32)
+    check_outs([(out, "out"), (argmax, "argmax")], [(x, "x")])
     if out.size == 0:
         return out, argmax
     xv = x
@@ -48,13 +47,15 @@ def maxpool2d_backward(dy, argmax, x_shape, dx=None):
     cdef const int[:, :, :, ::1] av
     cdef float[:, :, :, ::1] dxv
     cdef int64_t bad
-    dy, argmax, x_shape = _check_pool_backward(dy, argmax, x_shape)
-    dx = _check_out(dx, "dx", x_shape)
-    _check_outs([(dx, "dx")], [(dy, "dy"), (argmax, "argmax")])
+    dy, argmax, x_shape = check_pool_backward(dy, argmax, x_shape)
+    dx = check_kernel_output(dx, "dx", x_shape)
+    check_outs([(dx, "dx")], [(dy, "dy"), (argmax, "argmax")])
     N, C, H, W = x_shape
     HO, WO = dy.shape[2], dy.shape[3]
     if dx.size == 0 or dy.size == 0:
-        return _layers.maxpool2d_backward(dy, argmax, x_shape, dx)
+        check_argmax_range(argmax, H, W)
+        dx.fill(0)
+        return dx
     dyv = dy
     av = argmax
     dxv = dx
@@ -62,7 +63,7 @@ def maxpool2d_backward(dy, argmax, x_shape, dx=None):
         bad = me_maxpool2d_backward_checked(&dyv[0, 0, 0, 0], <const int32_t *> &av[0, 0, 0, 0],
                                             &dxv[0, 0, 0, 0], N, C, H, W, HO, WO)
     if bad:
-        raise _bad_argmax(H, W)  # the kernel skipped them; dx is not meaningful
+        raise bad_argmax(H, W)  # the kernel skipped them; dx is not meaningful
     return dx
 
 
@@ -82,13 +83,15 @@ def maxpool2d_relu_backward(dy, argmax, y, x_shape, dx=None):
     cdef const int[:, :, :, ::1] av
     cdef float[:, :, :, ::1] dxv
     cdef int64_t bad
-    dy, argmax, y, x_shape = _check_pool_relu_backward(dy, argmax, y, x_shape)
-    dx = _check_out(dx, "dx", x_shape)
-    _check_outs([(dx, "dx")], [(dy, "dy"), (argmax, "argmax"), (y, "y")])
+    dy, argmax, y, x_shape = check_pool_relu_backward(dy, argmax, y, x_shape)
+    dx = check_kernel_output(dx, "dx", x_shape)
+    check_outs([(dx, "dx")], [(dy, "dy"), (argmax, "argmax"), (y, "y")])
     N, C, H, W = x_shape
     HO, WO = dy.shape[2], dy.shape[3]
     if dx.size == 0 or dy.size == 0:
-        return _layers.maxpool2d_relu_backward(dy, argmax, y, x_shape, dx)
+        check_argmax_range(argmax, H, W)
+        dx.fill(0)
+        return dx
     dyv = dy
     yv = y
     av = argmax
@@ -97,5 +100,5 @@ def maxpool2d_relu_backward(dy, argmax, y, x_shape, dx=None):
         bad = me_maxpool2d_relu_backward(&dyv[0, 0, 0, 0], <const int32_t *> &av[0, 0, 0, 0],
                                          &yv[0, 0, 0, 0], &dxv[0, 0, 0, 0], N, C, H, W, HO, WO)
     if bad:
-        raise _bad_argmax(H, W)  # the kernel skipped them; dx is not meaningful
+        raise bad_argmax(H, W)  # the kernel skipped them; dx is not meaningful
     return dx

@@ -3,27 +3,18 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
+from mantissa_embed._checks.proxy_losses import check_p2sgrad_args, check_softmax_xent_args
 from mantissa_embed._engine._cengine cimport (me_p2sgrad_forward_backward, me_p2sgrad_workspace_size,
                                              me_softmax_xent_forward_backward)
-from mantissa_embed._reference._proxy import _check_xent_inputs
-from mantissa_embed._validation import check_kernel_input, check_kernel_output, check_no_overlap
 
 
 def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
     """P2SGrad loss and gradients (C kernel). x (N, D), w (C, D) float32, labels (N,) int64 in [0, C)
     -> (loss: float, dx (N, D), dw (C, D) float32). See
     :func:`mantissa_embed._reference.p2sgrad_forward_backward`."""
-    xx = check_kernel_input(x, "x", ndim=2)
-    ww = check_kernel_input(w, "w", ndim=2)
-    if ww.shape[1] != xx.shape[1]:
-        raise ValueError(f"w must have {xx.shape[1]} columns like x, got shape {ww.shape}")
-    _, lab = _check_xent_inputs(np.empty((xx.shape[0], ww.shape[0]), np.float32), labels)
+    xx, ww, lab, dxo, dwo = check_p2sgrad_args(x, w, labels, dx, dw)
     N, D = xx.shape
     C = ww.shape[0]
-    dxo = check_kernel_output(dx, "dx", (N, D))
-    dwo = check_kernel_output(dw, "dw", (C, D))
-    check_no_overlap(dxo, "dx", (xx, "x"), (ww, "w"))
-    check_no_overlap(dwo, "dw", (xx, "x"), (ww, "w"), (dxo, "dx"))
     if N == 0 or C == 0 or D == 0:
         dxo[...] = 0
         dwo[...] = 0
@@ -47,10 +38,8 @@ def softmax_xent_forward_backward(logits, labels, scale=1.0, grad_scale=1.0, dlo
     """Per-row softmax cross-entropy and its gradient (C kernel). logits (N, C) float32, labels (N,)
     int64 -> (row_loss (N,) float64, dlogits (N, C) float32). See
     :func:`mantissa_embed._reference.softmax_xent_forward_backward`."""
-    x, lab = _check_xent_inputs(logits, labels)
+    x, lab, out = check_softmax_xent_args(logits, labels, dlogits)
     N, C = x.shape
-    out = check_kernel_output(dlogits, "dlogits", (N, C))
-    check_no_overlap(out, "dlogits", (x, "logits"))
     rl = np.zeros(N, dtype=np.float64)
     if N == 0:
         return rl, out

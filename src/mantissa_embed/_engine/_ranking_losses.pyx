@@ -4,17 +4,17 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
+from mantissa_embed._checks.ranking_losses import (check_dsm, check_f64, check_nb, check_pnp,
+                                                   check_real)
 from mantissa_embed._engine._cengine cimport (me_dsm_triplet_backward, me_dsm_triplet_hist,
                                              me_dsm_triplet_loss, me_pnp_rank_backward,
                                              me_pnp_rank_forward)
-from mantissa_embed._reference._ranking import (_check_dsm, _check_f64, _check_nb, _check_pnp,
-                                                _check_real)
 
 
 def pnp_rank_forward(sim, labels, anneal):
     """PNP smoothed ranks. sim (N, N) float32, labels (N,) int -> rk (N, N) float64.
     See :func:`mantissa_embed._reference.pnp_rank_forward`."""
-    sim, labels, a = _check_pnp(sim, labels, anneal)
+    sim, labels, a = check_pnp(sim, labels, anneal)
     N = sim.shape[0]
     rk = np.zeros((N, N), dtype=np.float64)
     if N == 0:
@@ -32,9 +32,9 @@ def pnp_rank_forward(sim, labels, anneal):
 def pnp_rank_backward(drk, sim, labels, anneal):
     """Gradient of :func:`pnp_rank_forward`: drk (N, N) float64 -> dsim (N, N) float64.
     See :func:`mantissa_embed._reference.pnp_rank_backward`."""
-    sim, labels, a = _check_pnp(sim, labels, anneal)
+    sim, labels, a = check_pnp(sim, labels, anneal)
     N = sim.shape[0]
-    drk = _check_f64(drk, "drk", (N, N))
+    drk = check_f64(drk, "drk", (N, N))
     ds = np.zeros((N, N), dtype=np.float64)
     if N == 0:
         return ds
@@ -52,9 +52,9 @@ def pnp_rank_backward(drk, sim, labels, anneal):
 def dsm_triplet_hist(mat, labels, ref_labels, exclude_self, min_val, delta, num_bins, momentum):
     """DynamicSoftMargin histogram contribution over all triplets -> (u (num_bins,) float64, count).
     See :func:`mantissa_embed._reference.dsm_triplet_hist`."""
-    mat, labels, ref_labels, excl, mv, dl = _check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
-    cdef int64_t nb = _check_nb(num_bins)
-    cdef double mom = _check_real(momentum, "momentum")
+    mat, labels, ref_labels, excl, mv, dl = check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
+    cdef int64_t nb = check_nb(num_bins)
+    cdef double mom = check_real(momentum, "momentum")
     N, M = mat.shape
     if N == 0 or M == 0:
         return np.zeros(nb), 0
@@ -79,9 +79,9 @@ def dsm_triplet_hist(mat, labels, ref_labels, exclude_self, min_val, delta, num_
 def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf):
     """(sum_x cdf[rc(x)] x, by_bin (nb,)) over all triplets.
     See :func:`mantissa_embed._reference.dsm_triplet_loss`."""
-    mat, labels, ref_labels, excl, mv, dl = _check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
+    mat, labels, ref_labels, excl, mv, dl = check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
     cdf = np.ascontiguousarray(cdf, dtype=np.float64)
-    cdef int64_t nb = _check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
+    cdef int64_t nb = check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
     N, M = mat.shape
     if N == 0 or M == 0:
         return 0.0, np.zeros(nb)
@@ -109,12 +109,12 @@ def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf)
 def dsm_triplet_backward(mat, labels, ref_labels, exclude_self, min_val, delta, cdf, g_u, scale, momentum):
     """dL/d mat (N, M) float32 of the all-triplets DynamicSoftMargin loss.
     See :func:`mantissa_embed._reference.dsm_triplet_backward`."""
-    mat, labels, ref_labels, excl, mv, dl = _check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
+    mat, labels, ref_labels, excl, mv, dl = check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
     cdf = np.ascontiguousarray(cdf, dtype=np.float64)
-    cdef int64_t nb = _check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
-    g_u = _check_f64(g_u, "g_u", (nb,))
-    cdef double sc = _check_real(scale, "scale")
-    cdef double mom = _check_real(momentum, "momentum")
+    cdef int64_t nb = check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
+    g_u = check_f64(g_u, "g_u", (nb,))
+    cdef double sc = check_real(scale, "scale")
+    cdef double mom = check_real(momentum, "momentum")
     N, M = mat.shape
     dmat = np.zeros((N, M), dtype=np.float32)
     if N == 0 or M == 0:

@@ -4,7 +4,7 @@ from libc.stdint cimport int64_t
 
 from mantissa_embed._engine._cengine cimport me_scatter_add_backward, me_scatter_add_forward
 from mantissa_embed._engine._pointers cimport _fptr, _wptr
-from mantissa_embed._reference._scatter import _check_gather, _check_scatter
+from mantissa_embed._checks.scatter import check_gather, check_scatter
 
 
 def scatter_add_forward(src, index, out):
@@ -12,7 +12,7 @@ def scatter_add_forward(src, index, out):
     (K, D) float32 at rows index (K,) int64 in [0, N), each entry's additions in k order (bitwise
     reproducible for any thread count). Returns ``out``. See
     :func:`mantissa_embed._reference.scatter_add_forward`."""
-    src, index, out, K, D, N = _check_scatter(src, index, out, "out")
+    src, index, out, K, D, N = check_scatter(src, index, out, "out")
     cdef const float *sp = _fptr(src)
     cdef float *op = _wptr(out)
     cdef int64_t k = K, d = D, n = N
@@ -28,7 +28,7 @@ def scatter_add_backward(dout, index, dsrc=None):
     """The gather ``dsrc = dout[index]``: dout (N,) or (N, D) float32, index (K,) int64 in [0, N)
     -> dsrc (K,) or (K, D) float32 (overwritten). See
     :func:`mantissa_embed._reference.scatter_add_backward`."""
-    dout, index, dsrc, K, D, N = _check_gather(dout, index, dsrc)
+    dout, index, dsrc, K, D, N = check_gather(dout, index, dsrc)
     cdef const float *gp = _fptr(dout)
     cdef float *sp = _wptr(dsrc)
     cdef int64_t k = K, d = D, n = N

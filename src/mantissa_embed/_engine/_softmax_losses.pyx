@@ -4,23 +4,24 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t
 
+from mantissa_embed._checks.arrays import check_float
+from mantissa_embed._checks.softmax_losses import (REDUCTIONS, check_common, check_lse,
+                                                   check_reduction, check_row_weights,
+                                                   check_temperature, check_xent_lse,
+                                                   check_xent_rows)
 from mantissa_embed._engine._cengine cimport (me_ntxent_all, me_softmax_nll_backward,
                                              me_softmax_nll_fast_backward, me_softmax_nll_fast_forward,
                                              me_softmax_nll_forward, me_softmax_xent_rows_backward,
                                              me_softmax_xent_rows_forward, me_supcon_all)
-from mantissa_embed._reference._softmax import (REDUCTIONS, _check_common, _check_lse, _check_reduction,
-                                                _check_row_weights, _check_temperature, _check_xent_lse,
-                                                _check_xent_rows)
-from mantissa_embed._validation import check_float
 
 
 cdef object _pair_softmax(int which, sim, labels, ref_labels, temperature, exclude_self, inverted,
                           reduction, weights, losses, grad):
-    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
-    cdef float t = _check_temperature(temperature)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    cdef float t = check_temperature(temperature)
     N, M = sim.shape
     wshape = (N, M) if which == 0 else (N,)
-    weights = _check_reduction(reduction, weights, wshape)
+    weights = check_reduction(reduction, weights, wshape)
     cdef int red = REDUCTIONS[reduction]
     cdef int excl = exclude_self, inv = bool(inverted)
     dsim = np.zeros((N, M), dtype=np.float32) if grad else None
@@ -92,7 +93,7 @@ def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, 
                         max_loss=np.inf):
     """Row softmax negative log-likelihood (NCA / NPairs / Instance). See
     :func:`mantissa_embed._reference.softmax_nll_forward`."""
-    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
     cdef float sc = check_float(scale, "scale")
     cdef double ml = float(max_loss)
     N, M = sim.shape
@@ -119,11 +120,11 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
                          inverted=True):
     """Gradient of ``sum_i weights[i] * l_i`` w.r.t. ``sim``. See
     :func:`mantissa_embed._reference.softmax_nll_backward`."""
-    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
     cdef float sc = check_float(scale, "scale")
     N, M = sim.shape
-    lse = _check_lse(lse, N)
-    weights = _check_row_weights(weights, N)
+    lse = check_lse(lse, N)
+    weights = check_row_weights(weights, N)
     dsim = np.zeros((N, M), dtype=np.float32)
     if N == 0 or M == 0:
         return dsim
@@ -145,7 +146,7 @@ def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=Fa
                              max_loss=np.inf):
     """:func:`softmax_nll_forward` with one vectorized float exp per entry (C kernel; equal up to
     float32 rounding of the logits). See :func:`mantissa_embed._reference.softmax_nll_fast_forward`."""
-    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
     cdef float sc = check_float(scale, "scale")
     cdef double ml = float(max_loss)
     N, M = sim.shape
@@ -172,11 +173,11 @@ def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, 
                               inverted=True):
     """:func:`softmax_nll_backward` with one vectorized float exp per entry (C kernel). See
     :func:`mantissa_embed._reference.softmax_nll_fast_backward`."""
-    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
     cdef float sc = check_float(scale, "scale")
     N, M = sim.shape
-    lse = _check_lse(lse, N)
-    weights = _check_row_weights(weights, N)
+    lse = check_lse(lse, N)
+    weights = check_row_weights(weights, N)
     dsim = np.empty((N, M), dtype=np.float32)
     if N == 0 or M == 0:
         return dsim
@@ -197,7 +198,7 @@ def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, 
 def softmax_xent_rows_forward(sim, target, scale=1.0):
     """Single-target row softmax cross-entropy (C kernel, float32 logits). See
     :func:`mantissa_embed._reference.softmax_xent_rows_forward`."""
-    sim, target = _check_xent_rows(sim, target)
+    sim, target = check_xent_rows(sim, target)
     cdef float sc = check_float(scale, "scale")
     N, M = sim.shape
     losses = np.zeros(N, dtype=np.float32)
@@ -217,11 +218,11 @@ def softmax_xent_rows_forward(sim, target, scale=1.0):
 def softmax_xent_rows_backward(sim, target, lse, weights, scale=1.0):
     """Gradient of :func:`softmax_xent_rows_forward` (C kernel). See
     :func:`mantissa_embed._reference.softmax_xent_rows_backward`."""
-    sim, target = _check_xent_rows(sim, target)
+    sim, target = check_xent_rows(sim, target)
     cdef float sc = check_float(scale, "scale")
     N, M = sim.shape
-    lse = _check_xent_lse(lse, N)
-    weights = _check_row_weights(weights, N)
+    lse = check_xent_lse(lse, N)
+    weights = check_row_weights(weights, N)
     dsim = np.empty((N, M), dtype=np.float32)
     if N == 0:
         return dsim

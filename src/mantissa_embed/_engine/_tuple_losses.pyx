@@ -3,9 +3,9 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
+from mantissa_embed._checks.arrays import check_kernel_input
+from mantissa_embed._checks.tuple_losses import check_angular_args
 from mantissa_embed._engine._cengine cimport me_angular_loss_backward, me_angular_loss_forward
-from mantissa_embed._reference._losses import _check_in
-from mantissa_embed._reference._tuple import _angular_args
 
 
 def _csr(idx, n):
@@ -21,7 +21,7 @@ def angular_loss_forward(A, B, c, a, p, labels, ref_labels):
 
     See :func:`mantissa_embed._reference.angular_loss_forward`.
     """
-    A, B, c, a, p, labels, ref_labels, N, M, P = _angular_args(A, B, c, a, p, labels, ref_labels)
+    A, B, c, a, p, labels, ref_labels, N, M, P = check_angular_args(A, B, c, a, p, labels, ref_labels)
     out = np.zeros(P, dtype=np.float32)
     if P == 0 or M == 0:
         return out
@@ -45,9 +45,9 @@ def angular_loss_backward(A, B, c, a, p, labels, ref_labels, losses, dlosses):
 
     See :func:`mantissa_embed._reference.angular_loss_backward`.
     """
-    A, B, c, a, p, labels, ref_labels, N, M, P = _angular_args(A, B, c, a, p, labels, ref_labels)
-    losses = _check_in(losses, "losses", ndim=1)
-    dlosses = _check_in(dlosses, "dlosses", ndim=1)
+    A, B, c, a, p, labels, ref_labels, N, M, P = check_angular_args(A, B, c, a, p, labels, ref_labels)
+    losses = check_kernel_input(losses, "losses", ndim=1)
+    dlosses = check_kernel_input(dlosses, "dlosses", ndim=1)
     if losses.shape[0] != P or dlosses.shape[0] != P:
         raise ValueError(f"losses and dlosses must have length {P}, got {losses.shape[0]} and {dlosses.shape[0]}")
     dA = np.zeros((N, M), dtype=np.float32)

@@ -5,8 +5,10 @@ same name in :mod:`mantissa_embed.engine`; the tests check they agree. The twins
 written for clarity, not speed.
 """
 from ._core import *  # noqa: F401,F403
-from ._layers import *  # noqa: F401,F403
-from ._losses import *  # noqa: F401,F403
+from ._conv import *  # noqa: F401,F403
+from ._pool import *  # noqa: F401,F403
+from ._dense import *  # noqa: F401,F403
+from ._distance import *  # noqa: F401,F403
 from ._pair_losses import *  # noqa: F401,F403
 from ._scatter import *  # noqa: F401,F403
 from ._knn import *  # noqa: F401,F403

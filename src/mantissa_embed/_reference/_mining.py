@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._losses import _check_in, _check_int_array
+from .._checks.mining import check_angular_mine_args, check_triplet_mine_args
+
 
 __all__ = ["triplet_margin_mine", "angular_mine"]
 
-TRIPLET_KINDS = {"every": 0, "all": 1, "hard": 2, "semihard": 3, "easy": 4}
 _TILE = 1 << 22  # elements of one (positive pairs x M) tile
 _CHUNK = 1 << 15  # triplets per chunk of the angle computation
 _ANG_EPS = 1e-6  # torch.nn.functional.pairwise_distance's eps
@@ -19,22 +19,6 @@ _ANG_EPS = 1e-6  # torch.nn.functional.pairwise_distance's eps
 
 def _empty3():
     return tuple(np.zeros(0, dtype=np.int64) for _ in range(3))
-
-
-def _triplet_mine_args(mat, labels, ref_labels, exclude_self, type_of_triplets, margin, is_inverted):
-    mat = _check_in(mat, "mat")
-    N, M = mat.shape
-    labels = _check_int_array(labels, "labels", length=N)
-    ref_labels = _check_int_array(ref_labels, "ref_labels", length=M)
-    if type_of_triplets not in TRIPLET_KINDS:
-        raise ValueError(f"type_of_triplets must be one of {tuple(TRIPLET_KINDS)}, got {type_of_triplets!r}")
-    margin = float(margin)
-    if not np.isfinite(margin):
-        raise ValueError(f"margin must be finite, got {margin}")
-    exclude_self = bool(exclude_self)
-    if exclude_self and N != M:
-        raise ValueError(f"exclude_self needs a square mat, got shape {mat.shape}")
-    return mat, labels, ref_labels, N, M, exclude_self, TRIPLET_KINDS[type_of_triplets], margin, bool(is_inverted)
 
 
 def _pos_neg(labels, ref_labels, exclude_self):
@@ -76,7 +60,7 @@ def triplet_margin_mine(mat, labels, ref_labels, exclude_self, type_of_triplets,
     Returns ``(a, p, n)`` int64 sorted by (a, p, n) (PML's ``torch.where`` order).
     Raises ValueError / TypeError on bad shapes, dtypes, kind or a non-finite margin.
     """
-    mat, labels, ref_labels, N, M, exclude_self, kind, margin, inverted = _triplet_mine_args(
+    mat, labels, ref_labels, N, M, exclude_self, kind, margin, inverted = check_triplet_mine_args(
         mat, labels, ref_labels, exclude_self, type_of_triplets, margin, is_inverted)
     if N == 0 or M == 0:
         return _empty3()
@@ -101,26 +85,6 @@ def triplet_margin_mine(mat, labels, ref_labels, exclude_self, type_of_triplets,
     return _enumerate(a1, p, diffs, keep)
 
 
-def _angular_mine_args(x, r, labels, ref_labels, exclude_self, angle):
-    x = _check_in(x, "x")
-    r = _check_in(r, "r")
-    if x.shape[1] != r.shape[1]:
-        raise ValueError(f"x and r must have the same number of columns, got {x.shape} and {r.shape}")
-    N, D = x.shape
-    M = r.shape[0]
-    if D == 0 and N > 0 and M > 0:
-        raise ValueError(f"x must have at least one column, got shape {x.shape}")
-    labels = _check_int_array(labels, "labels", length=N)
-    ref_labels = _check_int_array(ref_labels, "ref_labels", length=M)
-    angle = float(angle)
-    if np.isnan(angle):
-        raise ValueError("angle must not be NaN")
-    exclude_self = bool(exclude_self)
-    if exclude_self and N != M:
-        raise ValueError(f"exclude_self needs x and r of the same length, got {N} and {M}")
-    return x, r, labels, ref_labels, N, M, D, exclude_self, angle
-
-
 def angular_mine(x, r, labels, ref_labels, exclude_self, angle):
     """Triplets of AngularMiner: ``angle(a, p, n) > angle`` (radians).
 
@@ -133,7 +97,7 @@ def angular_mine(x, r, labels, ref_labels, exclude_self, angle):
     ``[number of triplets, number of non-NaN angles, sum, min, max]`` of the angles of ALL
     triplets in degrees (``[T, 0, 0, inf, -inf]`` when none is finite).
     """
-    x, r, labels, ref_labels, N, M, D, exclude_self, angle = _angular_mine_args(
+    x, r, labels, ref_labels, N, M, D, exclude_self, angle = check_angular_mine_args(
         x, r, labels, ref_labels, exclude_self, angle)
     stats = np.array([0.0, 0.0, 0.0, np.inf, -np.inf])
     if N == 0 or M == 0:

@@ -1,7 +1,7 @@
 """Numpy twins of the pair-loss kernels of :mod:`mantissa_embed.engine` (``src/engine_c/pair_losses.c``).
 
-Same names, signatures, validation and semantics as the engine wrappers; the wrappers import the
-``_check_*`` helpers below so both backends raise the same errors. The private helpers
+Same names, signatures, validation and semantics as the engine wrappers; both backends use the
+checks of :mod:`mantissa_embed._checks.pair_losses`. The private helpers
 (``_contrastive_all``, ``_triplet_all``, ``_contrastive_all_terms``, ...) keep the dtype of their
 inputs, so the tests can run them in float64 for finite differences. Per-term losses are computed
 in the input dtype with pytorch-metric-learning's operation order (so the "loss > 0" test of
@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_float, check_kernel_input
-from ._layers import _check_outs
-from ._losses import _check_flag, _check_in, _check_int_array, _check_out
+from .._checks.arrays import check_flag, check_float, check_int_array
+from .._checks.pair_losses import check_label_pair, check_pair_args, check_self, check_swap_all, check_terms
 
 __all__ = [
     "contrastive_loss_all",
@@ -26,55 +25,6 @@ __all__ = [
     "triplet_loss_all",
     "triplet_loss_triplets",
 ]
-
-
-
-# --------------------------------------------------------------------------- validation
-
-def _check_self(exclude_self, N, M):
-    exclude_self = _check_flag(exclude_self, "exclude_self")
-    if exclude_self and N != M:
-        raise ValueError(f"exclude_self requires a square distance matrix, got shape ({N}, {M})")
-    return exclude_self
-
-
-def _check_swap_all(swap, labels, ref_labels):
-    swap = _check_flag(swap, "swap")
-    if swap and (labels.shape[0] != ref_labels.shape[0] or not np.array_equal(labels, ref_labels)):
-        raise ValueError("swap=True requires the reference set to be the batch itself "
-                         "(square dist and ref_labels equal to labels)")
-    return swap
-
-
-def _check_pair_args(dist, ddist, inverted, nonzero_only):
-    dist = _check_in(dist, "dist")
-    N, M = dist.shape
-    ddist = _check_out(ddist, "ddist", (N, M))
-    _check_outs([(ddist, "ddist")], [(dist, "dist")])
-    return dist, ddist, N, M, _check_flag(inverted, "inverted"), _check_flag(nonzero_only, "nonzero_only")
-
-
-def _check_label_pair(labels, ref_labels, N, M):
-    return (_check_int_array(labels, "labels", length=N),
-            _check_int_array(ref_labels, "ref_labels", length=M))
-
-
-
-
-def _check_terms(weights, shape, ddist, grad, return_losses, nonzero_only):
-    """The per-term arguments: (weights (shape) float32 or None, ddist or None (grad False),
-    a zeroed losses buffer (shape) or None, the reduction: "mean", "avg_non_zero" or "weights")."""
-    grad = _check_flag(grad, "grad")
-    return_losses = _check_flag(return_losses, "return_losses")
-    if weights is None:
-        red = "avg_non_zero" if nonzero_only else "mean"
-    else:
-        weights = check_kernel_input(weights, "weights", ndim=len(shape))
-        if weights.shape != tuple(shape):
-            raise ValueError(f"weights must have shape {tuple(shape)}, got {weights.shape}")
-        red = "weights"
-    losses = np.zeros(shape, dtype=np.float32) if return_losses else None
-    return weights, ddist if grad else None, losses, red
 
 
 def _reduce(fused, terms, shape, weights, ddist, losses, red, return_losses):
@@ -331,12 +281,12 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.
     (None). Returns ``(loss, ddist, stats[, losses (N, M) float32, 0 off the pairs])``;
     ``stats``: pos_loss, neg_loss, num_pos_pairs, num_neg_pairs, num_pos_nonzero, num_neg_nonzero.
     """
-    dist, ddist, N, M, inverted, nonzero_only = _check_pair_args(dist, ddist, inverted, nonzero_only)
-    labels, ref_labels = _check_label_pair(labels, ref_labels, N, M)
-    exclude_self = _check_self(exclude_self, N, M)
+    dist, ddist, N, M, inverted, nonzero_only = check_pair_args(dist, ddist, inverted, nonzero_only)
+    labels, ref_labels = check_label_pair(labels, ref_labels, N, M)
+    exclude_self = check_self(exclude_self, N, M)
     pm = check_float(pos_margin, "pos_margin")
     nm = check_float(neg_margin, "neg_margin")
-    weights, ddist, losses, red = _check_terms(weights, (N, M), ddist, grad, return_losses, nonzero_only)
+    weights, ddist, losses, red = check_terms(weights, (N, M), ddist, grad, return_losses, nonzero_only)
     args = (dist, labels, ref_labels, pm, nm, exclude_self, inverted)
     return _reduce(lambda: _contrastive_all(*args, nonzero_only),
                    lambda w: _contrastive_all_terms(*args, w), (N, M), weights, ddist, losses, red, return_losses)
@@ -351,15 +301,15 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
     twice counts twice. The terms (``weights``, ``losses``: (K1 + K2,)) are the positive pairs,
     then the negative ones.
     """
-    dist, ddist, N, M, inverted, nonzero_only = _check_pair_args(dist, ddist, inverted, nonzero_only)
-    a1 = _check_int_array(a1, "a1", upper=N)
-    p = _check_int_array(p, "p", length=a1.shape[0], upper=M)
-    a2 = _check_int_array(a2, "a2", upper=N)
-    n = _check_int_array(n, "n", length=a2.shape[0], upper=M)
+    dist, ddist, N, M, inverted, nonzero_only = check_pair_args(dist, ddist, inverted, nonzero_only)
+    a1 = check_int_array(a1, "a1", upper=N)
+    p = check_int_array(p, "p", length=a1.shape[0], upper=M)
+    a2 = check_int_array(a2, "a2", upper=N)
+    n = check_int_array(n, "n", length=a2.shape[0], upper=M)
     pm = check_float(pos_margin, "pos_margin")
     nm = check_float(neg_margin, "neg_margin")
     K = len(a1) + len(a2)
-    weights, ddist, losses, red = _check_terms(weights, (K,), ddist, grad, return_losses, nonzero_only)
+    weights, ddist, losses, red = check_terms(weights, (K,), ddist, grad, return_losses, nonzero_only)
     args = (dist, a1, p, a2, n, pm, nm, inverted)
     return _reduce(lambda: _contrastive_pairs(*args, nonzero_only),
                    lambda w: _contrastive_pairs_terms(*args, w), (K,), weights, ddist, losses, red, return_losses)
@@ -367,9 +317,9 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
 
 def triplet_all_count(labels, ref_labels, exclude_self=False):
     """The number of triplets :func:`triplet_loss_all` ranges over (its per-term losses' length)."""
-    labels = _check_int_array(labels, "labels")
-    ref_labels = _check_int_array(ref_labels, "ref_labels")
-    exclude_self = _check_self(exclude_self, len(labels), len(ref_labels))
+    labels = check_int_array(labels, "labels")
+    ref_labels = check_int_array(ref_labels, "ref_labels")
+    exclude_self = check_self(exclude_self, len(labels), len(ref_labels))
     pos = labels[:, None] == ref_labels[None, :]
     npos = pos.sum(axis=1) - (1 if exclude_self else 0)
     return int(np.sum(npos * (len(ref_labels) - pos.sum(axis=1))))
@@ -393,14 +343,14 @@ def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, 
     Returns ``(loss, ddist (N, M) float32 or None, stats[, losses])``; ``stats``: loss,
     num_triplets, num_nonzero. Other arguments: see :func:`contrastive_loss_all`.
     """
-    dist, ddist, N, M, inverted, nonzero_only = _check_pair_args(dist, ddist, inverted, nonzero_only)
-    labels, ref_labels = _check_label_pair(labels, ref_labels, N, M)
-    exclude_self = _check_self(exclude_self, N, M)
-    swap = _check_swap_all(swap, labels, ref_labels)
-    smooth = _check_flag(smooth, "smooth")
+    dist, ddist, N, M, inverted, nonzero_only = check_pair_args(dist, ddist, inverted, nonzero_only)
+    labels, ref_labels = check_label_pair(labels, ref_labels, N, M)
+    exclude_self = check_self(exclude_self, N, M)
+    swap = check_swap_all(swap, labels, ref_labels)
+    smooth = check_flag(smooth, "smooth")
     margin = check_float(margin, "margin")
     T = triplet_all_count(labels, ref_labels, exclude_self) if (weights is not None or return_losses) else 0
-    weights, ddist, losses, red = _check_terms(weights, (T,), ddist, grad, return_losses, nonzero_only)
+    weights, ddist, losses, red = check_terms(weights, (T,), ddist, grad, return_losses, nonzero_only)
     args = (dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted)
     return _reduce(lambda: _triplet_all(*args, nonzero_only), lambda w: _triplet_all_terms(*args, w),
                    (T,), weights, ddist, losses, red, return_losses)
@@ -414,14 +364,14 @@ def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, 
     Same terms and reductions as :func:`triplet_loss_all`; a triplet listed twice counts twice;
     the terms are the given triplets, in order.
     """
-    dist, ddist, N, M, inverted, nonzero_only = _check_pair_args(dist, ddist, inverted, nonzero_only)
-    swap = _check_flag(swap, "swap")
-    a = _check_int_array(a, "a", upper=N)
-    p = _check_int_array(p, "p", length=a.shape[0], upper=min(N, M) if swap else M)
-    n = _check_int_array(n, "n", length=a.shape[0], upper=M)
-    smooth = _check_flag(smooth, "smooth")
+    dist, ddist, N, M, inverted, nonzero_only = check_pair_args(dist, ddist, inverted, nonzero_only)
+    swap = check_flag(swap, "swap")
+    a = check_int_array(a, "a", upper=N)
+    p = check_int_array(p, "p", length=a.shape[0], upper=min(N, M) if swap else M)
+    n = check_int_array(n, "n", length=a.shape[0], upper=M)
+    smooth = check_flag(smooth, "smooth")
     margin = check_float(margin, "margin")
-    weights, ddist, losses, red = _check_terms(weights, (len(a),), ddist, grad, return_losses,
+    weights, ddist, losses, red = check_terms(weights, (len(a),), ddist, grad, return_losses,
                                                nonzero_only)
     args = (dist, a, p, n, margin, swap, smooth, inverted)
     return _reduce(lambda: _triplet_triplets(*args, nonzero_only),

@@ -11,21 +11,11 @@ import threading
 
 import numpy as np
 
+from .._checks.proxy_losses import check_p2sgrad_args, check_softmax_xent_args
+from ._softmax import softmax_nll_backward, softmax_nll_forward
+
 __all__ = ["p2sgrad_forward_backward", "softmax_xent_forward_backward", "softmax_nll_fast_forward",
            "softmax_nll_fast_backward"]
-
-
-def _check_xent_inputs(logits, labels, name="logits"):
-    from .._validation import check_kernel_input
-    x = check_kernel_input(logits, name, ndim=2)
-    lab = np.asarray(labels)
-    if lab.dtype != np.int64 or lab.ndim != 1 or not lab.flags.c_contiguous:
-        raise TypeError("labels must be a 1-D C-contiguous int64 array")
-    if lab.shape[0] != x.shape[0]:
-        raise ValueError(f"labels must have length {x.shape[0]}, got {lab.shape[0]}")
-    if lab.size and (lab.min() < 0 or lab.max() >= x.shape[1]):
-        raise ValueError(f"labels must be in [0, {x.shape[1]})")
-    return x, lab
 
 
 def softmax_xent_forward_backward(logits, labels, scale=1.0, grad_scale=1.0, dlogits=None):
@@ -38,10 +28,8 @@ def softmax_xent_forward_backward(logits, labels, scale=1.0, grad_scale=1.0, dlo
     Raises TypeError for labels that are not int64, ValueError for wrong shapes or labels
     outside [0, C).
     """
-    x, lab = _check_xent_inputs(logits, labels)
-    from .._validation import check_kernel_output
+    x, lab, out = check_softmax_xent_args(logits, labels, dlogits)
     N, C = x.shape
-    out = check_kernel_output(dlogits, "dlogits", (N, C))
     if N == 0:
         return np.zeros(0), out
     if C == 0:
@@ -59,16 +47,7 @@ def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
     cos_ij = clamp(<x_i / max(|x_i|, 1e-12), w_j>, -1, 1), loss = 1/(N C) sum (cos_ij - 1[j = y_i])^2;
     dw is d loss / d w with w held as given (no renormalization is differentiated). N = 0: zeros.
     """
-    from .._validation import check_kernel_input, check_kernel_output
-    xx = check_kernel_input(x, "x", ndim=2)
-    ww = check_kernel_input(w, "w", ndim=2)
-    if ww.shape[1] != xx.shape[1]:
-        raise ValueError(f"w must have {xx.shape[1]} columns like x, got shape {ww.shape}")
-    _, lab = _check_xent_inputs(np.empty((xx.shape[0], ww.shape[0]), np.float32), labels)
-    N, D = xx.shape
-    C = ww.shape[0]
-    dxo = check_kernel_output(dx, "dx", (N, D))
-    dwo = check_kernel_output(dw, "dw", (C, D))
+    xx, ww, lab, dxo, dwo = check_p2sgrad_args(x, w, labels, dx, dw)
     loss, gx, gw = p2sgrad64(xx.astype(np.float64), ww.astype(np.float64), lab)
     dxo[...] = gx
     dwo[...] = gw
@@ -79,7 +58,6 @@ def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=Fa
                              max_loss=np.inf):
     """Twin of the engine's fast row softmax NLL: the float64 :func:`softmax_nll_forward` (the C
     kernel uses one float exp per entry and agrees with it up to float32 rounding of the logits)."""
-    from ._softmax import softmax_nll_forward
     return softmax_nll_forward(sim, labels, ref_labels, scale=scale, exclude_self=exclude_self,
                                inverted=inverted, max_loss=max_loss)
 
@@ -87,7 +65,6 @@ def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=Fa
 def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
                               inverted=True):
     """Twin of the engine's fast row softmax NLL backward: the float64 :func:`softmax_nll_backward`."""
-    from ._softmax import softmax_nll_backward
     return softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=scale,
                                 exclude_self=exclude_self, inverted=inverted)
 

@@ -9,11 +9,10 @@ are its numpy twins.
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from .._validation import check_kernel_input
+from .._checks.ranking_losses import check_dsm, check_f64, check_nb, check_pnp, check_real
+
 
 __all__ = [
     "pnp_rank_forward", "pnp_rank_backward",
@@ -22,64 +21,6 @@ __all__ = [
 
 
 # ------------------------------------------------------------------ shared argument checks
-def _check_square(sim, name):
-    sim = check_kernel_input(sim, name, ndim=2)
-    if sim.shape[0] != sim.shape[1]:
-        raise ValueError(f"{name} must be square (N, N), got shape {sim.shape}")
-    return sim
-
-
-def _check_labels_n(labels, name, n):
-    arr = np.asarray(labels)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
-    if arr.shape != (n,):
-        raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
-    return np.ascontiguousarray(arr, dtype=np.int64)
-
-
-def _check_positive(v, name):
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-    return float(v)
-
-
-def _check_real(v, name):
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
-        raise ValueError(f"{name} must be a finite number, got {v!r}")
-    return float(v)
-
-
-def _check_f64(a, name, shape):
-    arr = np.asarray(a)
-    if arr.dtype.kind not in "fiu":
-        raise TypeError(f"{name} must be a float array, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if arr.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
-    return arr
-
-
-def _check_pnp(sim, labels, anneal):
-    sim = _check_square(sim, "sim")
-    labels = _check_labels_n(labels, "labels", sim.shape[0])
-    return sim, labels, _check_positive(anneal, "anneal")
-
-
-def _check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta):
-    mat = check_kernel_input(mat, "mat", ndim=2)
-    N, M = mat.shape
-    labels = _check_labels_n(labels, "labels", N)
-    ref_labels = _check_labels_n(ref_labels, "ref_labels", M)
-    if exclude_self and N != M:
-        raise ValueError(f"exclude_self needs a square mat, got shape {mat.shape}")
-    return mat, labels, ref_labels, bool(exclude_self), _check_real(min_val, "min_val"), _check_positive(delta, "delta")
-
-
-def _check_nb(num_bins):
-    if isinstance(num_bins, bool) or not isinstance(num_bins, numbers.Integral) or num_bins < 1:
-        raise ValueError(f"num_bins must be an int >= 1, got {num_bins!r}")
-    return int(num_bins)
 
 
 # ------------------------------------------------------------------------------------- PNP
@@ -102,7 +43,7 @@ def pnp_rank_forward(sim, labels, anneal):
 
     sim (N, N) float32, labels (N,) int -> rk (N, N) float64. Twin of ``engine.pnp_rank_forward``.
     Raises ValueError / TypeError naming the argument."""
-    sim, lab, anneal = _check_pnp(sim, labels, anneal)
+    sim, lab, anneal = check_pnp(sim, labels, anneal)
     s = sim.astype(np.float64)
     N = s.shape[0]
     rk = np.zeros((N, N))
@@ -123,9 +64,9 @@ def pnp_rank_forward(sim, labels, anneal):
 def pnp_rank_backward(drk, sim, labels, anneal):
     """Gradient of :func:`pnp_rank_forward`: drk (N, N) float64 (read where ``y_j == y_i``),
     sim (N, N) float32, labels (N,) -> dsim (N, N) float64. Twin of ``engine.pnp_rank_backward``."""
-    sim, lab, anneal = _check_pnp(sim, labels, anneal)
+    sim, lab, anneal = check_pnp(sim, labels, anneal)
     N = sim.shape[0]
-    g = _check_f64(drk, "drk", (N, N))
+    g = check_f64(drk, "drk", (N, N))
     s = sim.astype(np.float64)
     ds = np.zeros((N, N))
     for i in range(N):
@@ -166,10 +107,10 @@ def dsm_triplet_hist(mat, labels, ref_labels, exclude_self, min_val, delta, num_
     ``momentum (1 - f)`` to bin ``r``, ``momentum f`` to bin ``r + 1``, bins outside ``[0, num_bins)``
     dropped). mat (N, M) float32, labels (N,), ref_labels (M,) -> (u (num_bins,) float64, count int).
     Twin of ``engine.dsm_triplet_hist``."""
-    mat, labels, ref_labels, exclude_self, min_val, delta = _check_dsm(mat, labels, ref_labels, exclude_self,
+    mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(mat, labels, ref_labels, exclude_self,
                                                                       min_val, delta)
-    nb = _check_nb(num_bins)
-    momentum = _check_real(momentum, "momentum")
+    nb = check_nb(num_bins)
+    momentum = check_real(momentum, "momentum")
     u = np.zeros(nb)
     count = 0
     for _, _, _, x in _dsm_anchor_blocks(mat, labels, ref_labels, exclude_self):
@@ -198,10 +139,10 @@ def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf)
     """``(sum_x cdf[rc(x)] * x, by_bin)`` over all triplets, ``rc = clip(floor((x - min_val) / delta),
     0, nb - 1)``, ``by_bin[r] = sum of x with rc(x) = r``. cdf (nb,) float64.
     Twin of ``engine.dsm_triplet_loss``."""
-    mat, labels, ref_labels, exclude_self, min_val, delta = _check_dsm(mat, labels, ref_labels, exclude_self,
+    mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(mat, labels, ref_labels, exclude_self,
                                                                       min_val, delta)
     cdf = np.ascontiguousarray(cdf, dtype=np.float64)
-    nb = _check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
+    nb = check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
     total = 0.0
     by_bin = np.zeros(nb)
     for _, _, _, x in _dsm_anchor_blocks(mat, labels, ref_labels, exclude_self):
@@ -216,12 +157,12 @@ def dsm_triplet_backward(mat, labels, ref_labels, exclude_self, min_val, delta, 
     """dL/d mat (N, M) float32 with ``dL/dx = scale cdf[rc] + momentum (g_u[r+1] - g_u[r]) / delta``
     (bins outside ``[0, nb)`` dropped), ``dmat[a, p] += dL/dx``, ``dmat[a, n] -= dL/dx``.
     Twin of ``engine.dsm_triplet_backward``."""
-    mat, labels, ref_labels, exclude_self, min_val, delta = _check_dsm(mat, labels, ref_labels, exclude_self,
+    mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(mat, labels, ref_labels, exclude_self,
                                                                       min_val, delta)
     cdf = np.ascontiguousarray(cdf, dtype=np.float64)
-    nb = _check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
-    g_u = _check_f64(g_u, "g_u", (nb,))
-    scale, momentum = _check_real(scale, "scale"), _check_real(momentum, "momentum")
+    nb = check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
+    g_u = check_f64(g_u, "g_u", (nb,))
+    scale, momentum = check_real(scale, "scale"), check_real(momentum, "momentum")
     gpad = np.concatenate([g_u, [0.0]])
     dmat = np.zeros(mat.shape)
     for a, pc, nc, x in _dsm_anchor_blocks(mat, labels, ref_labels, exclude_self):

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_float, check_kernel_input
+from .._checks.arrays import check_float
+from .._checks.softmax_losses import (check_common, check_lse, check_reduction, check_row_weights,
+                                      check_temperature, check_xent_lse, check_xent_rows)
+
+
+_check_temperature = check_temperature
 
 __all__ = ["ntxent_all", "supcon_all", "softmax_nll_forward", "softmax_nll_backward",
            "softmax_xent_rows_forward", "softmax_xent_rows_backward"]
@@ -17,56 +22,8 @@ __all__ = ["ntxent_all", "supcon_all", "softmax_nll_forward", "softmax_nll_backw
 #: log(float32 tiny): PML adds ``torch.finfo(float32).tiny`` inside the log of NTXent's probability.
 LOG_TINY = float(np.log(np.float64(np.finfo(np.float32).tiny)))
 
-REDUCTIONS = {"mean": 0, "avg_non_zero": 1, "weights": 2}
-
 
 # -- checks shared with the engine wrappers ------------------------------------------------------
-def _check_sim(sim, name="sim"):
-    sim = check_kernel_input(sim, name, ndim=2)
-    return sim
-
-
-def _check_lab(lab, name, n):
-    if lab is None:
-        raise TypeError(f"{name} must be an int64 array, got None")
-    arr = np.asarray(lab)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
-    return np.ascontiguousarray(arr, dtype=np.int64)
-
-
-def _check_common(sim, labels, ref_labels, exclude_self):
-    sim = _check_sim(sim)
-    N, M = sim.shape
-    labels = _check_lab(labels, "labels", N)
-    ref_labels = _check_lab(ref_labels, "ref_labels", M)
-    exclude_self = bool(exclude_self)
-    if exclude_self and N != M:
-        raise ValueError(f"exclude_self needs a square matrix, got sim of shape {sim.shape}")
-    return sim, labels, ref_labels, exclude_self
-
-
-def _check_reduction(reduction, weights, shape):
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {tuple(REDUCTIONS)}, got {reduction!r}")
-    if reduction == "weights":
-        if weights is None:
-            raise ValueError('reduction="weights" needs weights')
-        weights = check_kernel_input(weights, "weights", ndim=len(shape))
-        if weights.shape != tuple(shape):
-            raise ValueError(f"weights must have shape {tuple(shape)}, got {weights.shape}")
-    else:
-        weights = None
-    return weights
-
-
-def _check_temperature(t, name="temperature"):
-    t = check_float(t, name)
-    if not t > 0:
-        raise ValueError(f"{name} must be > 0, got {t}")
-    return t
 
 
 def _masks(labels, ref_labels, exclude_self):
@@ -118,9 +75,9 @@ def ntxent_all(sim, labels, ref_labels, temperature, exclude_self=False, inverte
     TypeError / ValueError
         Wrong dtypes or shapes, ``exclude_self`` with N != M, temperature <= 0, unknown reduction.
     """
-    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
-    temperature = _check_temperature(temperature)
-    weights = _check_reduction(reduction, weights, sim.shape)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    temperature = check_temperature(temperature)
+    weights = check_reduction(reduction, weights, sim.shape)
     c = (1.0 if inverted else -1.0) / temperature
     z = c * sim.astype(np.float64)
     pos, neg, _ = _masks(labels, ref_labels, exclude_self)
@@ -172,10 +129,10 @@ def supcon_all(sim, labels, ref_labels, temperature, exclude_self=False, inverte
     (value: float, dsim (N, M) float32 or None, losses (N,) float32 or None, stats: dict)
         stats: ``num_pos_pairs``, ``num_anchors`` (rows with a positive), ``num_nonzero``.
     """
-    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
-    temperature = _check_temperature(temperature)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    temperature = check_temperature(temperature)
     N, M = sim.shape
-    weights = _check_reduction(reduction, weights, (N,))
+    weights = check_reduction(reduction, weights, (N,))
     c = (1.0 if inverted else -1.0) / temperature
     z = c * sim.astype(np.float64)
     pos, _, keep = _masks(labels, ref_labels, exclude_self)
@@ -221,7 +178,7 @@ def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, 
     log-sum-exps (-inf when empty); ``valid`` is False for a row without a positive or whose
     largest positive probability is below ``exp(-max_loss)`` (its loss is set to 0).
     """
-    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
     scale = check_float(scale, "scale")
     max_loss = float(max_loss)
     c = (1.0 if inverted else -1.0) * scale
@@ -243,11 +200,11 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
 
     sim (N, M) float32, lse (N, 2) float64 (from the forward), weights (N,) float32 -> dsim (N, M).
     """
-    sim, labels, ref_labels, exclude_self = _check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
     scale = check_float(scale, "scale")
     N, M = sim.shape
-    lse = _check_lse(lse, N)
-    weights = _check_row_weights(weights, N)
+    lse = check_lse(lse, N)
+    weights = check_row_weights(weights, N)
     c = (1.0 if inverted else -1.0) * scale
     z = c * sim.astype(np.float64)
     pos, _, keep = _masks(labels, ref_labels, exclude_self)
@@ -259,42 +216,9 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
     return (weights.astype(np.float64)[:, None] * c * (a - b)).astype(np.float32)
 
 
-def _check_lse(lse, N):
-    arr = np.asarray(lse)
-    if arr.dtype != np.float64:
-        raise TypeError(f"lse must be float64 (from softmax_nll_forward), got {arr.dtype}")
-    if arr.shape != (N, 2):
-        raise ValueError(f"lse must have shape ({N}, 2), got {arr.shape}")
-    return np.ascontiguousarray(arr)
-
-
 # --------------------------------------------------------------------------------------------
 # single-target row softmax cross-entropy (InstanceLoss)
 # --------------------------------------------------------------------------------------------
-def _check_row_weights(weights, N):
-    """The per-row weights (d value / d l_i) of a row-loss backward: (N,) float32."""
-    weights = check_kernel_input(weights, "weights", ndim=1)
-    if weights.shape != (N,):
-        raise ValueError(f"weights must have shape ({N},), got {weights.shape}")
-    return weights
-
-
-def _check_xent_rows(sim, target):
-    sim = _check_sim(sim)
-    N, M = sim.shape
-    target = _check_lab(target, "target", N)
-    if N and (M == 0 or target.min() < 0 or target.max() >= M):
-        raise ValueError(f"target must be in [0, {M}) for sim of shape {sim.shape}")
-    return sim, target
-
-
-def _check_xent_lse(lse, N):
-    arr = np.asarray(lse)
-    if arr.dtype != np.float32:
-        raise TypeError(f"lse must be float32 (from softmax_xent_rows_forward), got {arr.dtype}")
-    if arr.shape != (N,):
-        raise ValueError(f"lse must have shape ({N},), got {arr.shape}")
-    return np.ascontiguousarray(arr)
 
 
 def softmax_xent_rows_forward(sim, target, scale=1.0):
@@ -304,7 +228,7 @@ def softmax_xent_rows_forward(sim, target, scale=1.0):
     sim (N, M) float32, target (N,) int64 in [0, M) -> ``(losses (N,) float32, lse (N,) float32)``
     with ``lse_i = logsumexp_j z_ij``. float64 here; the C kernel works on float32 logits.
     """
-    sim, target = _check_xent_rows(sim, target)
+    sim, target = check_xent_rows(sim, target)
     scale = check_float(scale, "scale")
     N, M = sim.shape
     if N == 0:
@@ -323,11 +247,11 @@ def softmax_xent_rows_backward(sim, target, lse, weights, scale=1.0):
     sim (N, M) float32, target (N,) int64, lse (N,) float32 (from the forward), weights (N,) float32
     -> dsim (N, M) float32.
     """
-    sim, target = _check_xent_rows(sim, target)
+    sim, target = check_xent_rows(sim, target)
     scale = check_float(scale, "scale")
     N, M = sim.shape
-    lse = _check_xent_lse(lse, N)
-    weights = _check_row_weights(weights, N)
+    lse = check_xent_lse(lse, N)
+    weights = check_row_weights(weights, N)
     if N == 0:
         return np.zeros((N, M), np.float32)
     z = scale * sim.astype(np.float64)

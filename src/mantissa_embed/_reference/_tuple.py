@@ -7,26 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._losses import _check_in, _check_int_array
+from .._checks.arrays import check_kernel_input
+from .._checks.tuple_losses import check_angular_args
+
 
 __all__ = ["angular_loss_forward", "angular_loss_backward"]
 
 _TILE = 1 << 20  # elements of one (pairs x M) tile
-
-
-def _angular_args(A, B, c, a, p, labels, ref_labels):
-    A = _check_in(A, "A")
-    B = _check_in(B, "B")
-    N, M = A.shape
-    if B.shape != (M, M):
-        raise ValueError(f"B must have shape ({M}, {M}) (A is {A.shape}), got {B.shape}")
-    c = _check_in(c, "c", ndim=1)
-    P = c.shape[0]
-    a = _check_int_array(a, "a", length=P, upper=N)
-    p = _check_int_array(p, "p", length=P, upper=M)
-    labels = _check_int_array(labels, "labels", length=N)
-    ref_labels = _check_int_array(ref_labels, "ref_labels", length=M)
-    return A, B, c, a, p, labels, ref_labels, N, M, P
 
 
 def _angular_x(A, B, c, a, p, labels, ref_labels, s, e):
@@ -64,7 +51,7 @@ def angular_loss_forward(A, B, c, a, p, labels, ref_labels):
     ValueError / TypeError
         Wrong shapes, dtypes or indices out of range (naming the argument).
     """
-    A, B, c, a, p, labels, ref_labels, N, M, P = _angular_args(A, B, c, a, p, labels, ref_labels)
+    A, B, c, a, p, labels, ref_labels, N, M, P = check_angular_args(A, B, c, a, p, labels, ref_labels)
     out = np.zeros(P, dtype=np.float32)
     if P == 0 or M == 0:
         return out
@@ -95,9 +82,9 @@ def angular_loss_backward(A, B, c, a, p, labels, ref_labels, losses, dlosses):
     -------
     (dA (N, M), dB (M, M), dc (P,)) float32
     """
-    A, B, c, a, p, labels, ref_labels, N, M, P = _angular_args(A, B, c, a, p, labels, ref_labels)
-    losses = _check_in(losses, "losses", ndim=1)
-    dlosses = _check_in(dlosses, "dlosses", ndim=1)
+    A, B, c, a, p, labels, ref_labels, N, M, P = check_angular_args(A, B, c, a, p, labels, ref_labels)
+    losses = check_kernel_input(losses, "losses", ndim=1)
+    dlosses = check_kernel_input(dlosses, "dlosses", ndim=1)
     if losses.shape[0] != P or dlosses.shape[0] != P:
         raise ValueError(f"losses and dlosses must have length {P}, got {losses.shape[0]} and {dlosses.shape[0]}")
     dA = np.zeros((N, M), dtype=np.float64)

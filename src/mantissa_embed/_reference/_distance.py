@@ -1,25 +1,19 @@
-"""Numpy twins of the distance kernels of :mod:`mantissa_embed.engine`.
+"""Numpy twins of the distance kernels (:mod:`mantissa_embed._engine._distance`): row L2
+normalization, Euclidean and dot-product matrices, the symmetric helpers.
 
-Every public function here has the same name, signature, validation and semantics as the
-engine wrapper of the same name (over ``src/engine_c/distance.c``); the engine wrappers import the
-private ``_check_*`` helpers below so both backends raise the same errors.
-
-Conventions: float32 C-contiguous buffers, labels and index arrays int64. Inputs are converted
-when needed (no copy when they already have the right type); output buffers passed as ``out=``,
-``ddist=``, ``dx=``, ... must be float32, C-contiguous, writeable and of the exact shape, and are
-overwritten.
-
-The private helpers (``_l2_normalize``, ``_euclidean``, ...) keep the dtype of their inputs, so
-the tests can run them in float64 for finite differences.
+Same names, signatures, checks and errors as the engine; scratch sizes are the engine's. The private
+helpers (``_l2_normalize``, ``_euclidean``, ...) keep their input dtype (float64 finite differences in
+the tests).
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from .._validation import check_float, check_int, check_kernel_input, check_kernel_output
-from ._layers import _check_outs
+from .._checks.arrays import check_flag, check_kernel_input, check_kernel_output, check_outs
+from .._checks.distance import (NORMALIZE_EPS, check_add_transpose, check_eps,
+                                check_euclidean_workspace, check_gram,
+                                check_l2_normalize_backward_args, check_matrix, check_pair_inputs)
+from ..engine import euclidean_workspace_size
 
 __all__ = [
     "l2_normalize_forward",
@@ -29,83 +23,10 @@ __all__ = [
     "euclidean_backward",
     "dot_similarity_forward",
     "dot_similarity_backward",
+    "add_transpose_forward",
+    "gram_forward",
 ]
 
-NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's default
-
-
-# --------------------------------------------------------------------------- validation
-# Shared with the engine wrappers (they import these), so both backends raise the same errors.
-
-def _check_in(x, name, ndim=2):
-    """Input array as float32 C-contiguous (no copy if it already is)."""
-    return check_kernel_input(x, name, ndim)
-
-
-_check_out = check_kernel_output
-
-
-def _check_same_cols(x, r, xname="x", rname="r"):
-    if x.shape[1] != r.shape[1]:
-        raise ValueError(f"{xname} and {rname} must have the same number of columns, "
-                         f"got {x.shape} and {r.shape}")
-
-
-def _check_int_array(a, name, length=None, upper=None):
-    """A 1-D integer array as int64 C-contiguous; values in [0, upper) when upper is given."""
-    if isinstance(a, (str, bytes)) or a is None:
-        raise TypeError(f"{name} must be an integer array, got {type(a).__name__}")
-    arr = np.asarray(a)
-    if arr.dtype.kind not in "iu":
-        if arr.size == 0 and arr.dtype.kind == "f":
-            arr = arr.astype(np.int64)  # an empty float array (np.array([])) is an empty index
-        else:
-            raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if length is not None and arr.shape[0] != length:
-        raise ValueError(f"{name} must have length {length}, got {arr.shape[0]}")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
-    if upper is not None and arr.size:
-        lo, hi = int(arr.min()), int(arr.max())
-        if lo < 0 or hi >= upper:
-            raise ValueError(f"{name} must hold indices in [0, {upper}), got values in [{lo}, {hi}]")
-    return arr
-
-
-def _check_flag(v, name):
-    if not isinstance(v, (bool, np.bool_, numbers.Integral)):
-        raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
-    return bool(v)
-
-
-def _check_eps(eps):
-    eps = check_float(eps, "eps", minimum=0.0, strict=True)
-    if not float(np.finfo(np.float32).tiny) <= eps <= float(np.finfo(np.float32).max):
-        raise ValueError(f"eps must be a normal float32 (in [1.2e-38, 3.4e38]), got {eps}")
-    return eps
-
-
-def euclidean_workspace_size(N, M, backward=False):
-    """Floats of scratch ``euclidean_forward`` (N + M) or ``euclidean_backward`` (N*M + N + M) needs."""
-    N, M = check_int(N, "N", minimum=0), check_int(M, "M", minimum=0)
-    return N * M + N + M if backward else N + M
-
-
-def _check_workspace(ws, N, M, backward):
-    need = euclidean_workspace_size(N, M, backward)
-    if ws is None:
-        return np.empty(max(need, 1), dtype=np.float32)
-    if not isinstance(ws, np.ndarray):
-        raise TypeError(f"workspace must be a numpy.ndarray, got {type(ws).__name__}")
-    if ws.dtype != np.float32 or ws.ndim != 1 or not ws.flags.c_contiguous or not ws.flags.writeable:
-        raise ValueError("workspace must be a writeable C-contiguous 1-D float32 array")
-    if ws.shape[0] < need:
-        raise ValueError(f"workspace must hold at least {need} floats, got {ws.shape[0]}")
-    return ws
-
-
-# --------------------------------------------------------------------------- distance
 
 def _l2_normalize(x, eps=NORMALIZE_EPS):
     norms = np.sqrt(np.einsum("ij,ij->i", x.astype(np.float64), x.astype(np.float64))).astype(x.dtype)
@@ -138,13 +59,13 @@ def l2_normalize_forward(x, eps=NORMALIZE_EPS, y=None, norms=None):
     -------
     (y, norms) : ((N, D) float32, (N,) float32)
     """
-    x = _check_in(x, "x")
-    eps = _check_eps(eps)
+    x = check_kernel_input(x, "x", 2)
+    eps = check_eps(eps)
     N, D = x.shape
-    y = _check_out(y, "y", (N, D))
-    norms = _check_out(norms, "norms", (N,))
-    _check_outs([(y, "y")], [(x, "x")], inplace_ok=("x",))
-    _check_outs([(norms, "norms")], [(x, "x"), (y, "y")])
+    y = check_kernel_output(y, "y", (N, D))
+    norms = check_kernel_output(norms, "norms", (N,))
+    check_outs([(y, "y")], [(x, "x")], inplace_ok=("x",))
+    check_outs([(norms, "norms")], [(x, "x"), (y, "y")])
     if N:
         yy, nn = _l2_normalize(x, eps)
         y[...] = yy
@@ -170,16 +91,9 @@ def l2_normalize_backward(dy, y, norms, eps=NORMALIZE_EPS, dx=None):
     -------
     dx : (N, D) float32
     """
-    dy = _check_in(dy, "dy")
-    y = _check_in(y, "y")
-    norms = _check_in(norms, "norms", ndim=1)
-    eps = _check_eps(eps)
-    if dy.shape != y.shape:
-        raise ValueError(f"dy and y must have the same shape, got {dy.shape} and {y.shape}")
-    if norms.shape != (y.shape[0],):
-        raise ValueError(f"norms must have shape ({y.shape[0]},), got {norms.shape}")
-    dx = _check_out(dx, "dx", y.shape)
-    _check_outs([(dx, "dx")], [(dy, "dy"), (y, "y"), (norms, "norms")], inplace_ok=("dy",))
+    dy, y, norms, eps = check_l2_normalize_backward_args(dy, y, norms, eps)
+    dx = check_kernel_output(dx, "dx", y.shape)
+    check_outs([(dx, "dx")], [(dy, "dy"), (y, "y"), (norms, "norms")], inplace_ok=("dy",))
     if y.shape[0]:
         dx[...] = _l2_normalize_grad(dy, y, norms, eps)
     return dx
@@ -243,14 +157,12 @@ def euclidean_forward(x, r, squared=False, out=None, workspace=None):
     -------
     dist : (N, M) float32
     """
-    x = _check_in(x, "x")
-    r = x if r is x else _check_in(r, "r")
-    _check_same_cols(x, r)
-    squared = _check_flag(squared, "squared")
+    x, r = check_pair_inputs(x, r)
+    squared = check_flag(squared, "squared")
     N, M = x.shape[0], r.shape[0]
-    out = _check_out(out, "out", (N, M))
-    _check_workspace(workspace, N, M, False)
-    _check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (r, "r")])
+    out = check_kernel_output(out, "out", (N, M))
+    check_euclidean_workspace(workspace, euclidean_workspace_size(N, M))
+    check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (r, "r")])
     if N and M:
         out[...] = _euclidean(x, r, squared)
     return out
@@ -282,21 +194,15 @@ def euclidean_backward(x, r, dist, ddist, squared=False, dx=None, dr=None, works
     (dx, dr) : ((N, D) float32, (M, D) float32)
         When ``r`` is ``x`` the total gradient is ``dx + dr``.
     """
-    x = _check_in(x, "x")
-    r = x if r is x else _check_in(r, "r")
-    _check_same_cols(x, r)
+    x, r = check_pair_inputs(x, r)
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
-    dist = _check_in(dist, "dist")
-    ddist = _check_in(ddist, "ddist")
-    if dist.shape != (N, M):
-        raise ValueError(f"dist must have shape ({N}, {M}), got {dist.shape}")
-    if ddist.shape != (N, M):
-        raise ValueError(f"ddist must have shape ({N}, {M}), got {ddist.shape}")
-    squared = _check_flag(squared, "squared")
-    dx = _check_out(dx, "dx", (N, D))
-    dr = _check_out(dr, "dr", (M, D))
-    _check_workspace(workspace, N, M, True)
-    _check_outs([(dx, "dx"), (dr, "dr"), (workspace, "workspace")],
+    dist = check_matrix(dist, "dist", N, M)
+    ddist = check_matrix(ddist, "ddist", N, M)
+    squared = check_flag(squared, "squared")
+    dx = check_kernel_output(dx, "dx", (N, D))
+    dr = check_kernel_output(dr, "dr", (M, D))
+    check_euclidean_workspace(workspace, euclidean_workspace_size(N, M, backward=True))
+    check_outs([(dx, "dx"), (dr, "dr"), (workspace, "workspace")],
                 [(x, "x"), (r, "r"), (dist, "dist"), (ddist, "ddist")])
     if N == 0 or M == 0:
         dx[...] = 0
@@ -321,12 +227,10 @@ def dot_similarity_forward(x, r, out=None):
     -------
     sim : (N, M) float32
     """
-    x = _check_in(x, "x")
-    r = x if r is x else _check_in(r, "r")
-    _check_same_cols(x, r)
+    x, r = check_pair_inputs(x, r)
     N, M = x.shape[0], r.shape[0]
-    out = _check_out(out, "out", (N, M))
-    _check_outs([(out, "out")], [(x, "x"), (r, "r")])
+    out = check_kernel_output(out, "out", (N, M))
+    check_outs([(out, "out")], [(x, "x"), (r, "r")])
     if N and M:
         out[...] = x @ r.T
     return out
@@ -346,16 +250,12 @@ def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
     -------
     (dx, dr) : ((N, D) float32, (M, D) float32)
     """
-    x = _check_in(x, "x")
-    r = x if r is x else _check_in(r, "r")
-    _check_same_cols(x, r)
+    x, r = check_pair_inputs(x, r)
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
-    dsim = _check_in(dsim, "dsim")
-    if dsim.shape != (N, M):
-        raise ValueError(f"dsim must have shape ({N}, {M}), got {dsim.shape}")
-    dx = _check_out(dx, "dx", (N, D))
-    dr = _check_out(dr, "dr", (M, D))
-    _check_outs([(dx, "dx"), (dr, "dr")], [(x, "x"), (r, "r"), (dsim, "dsim")])
+    dsim = check_matrix(dsim, "dsim", N, M)
+    dx = check_kernel_output(dx, "dx", (N, D))
+    dr = check_kernel_output(dr, "dr", (M, D))
+    check_outs([(dx, "dx"), (dr, "dr")], [(x, "x"), (r, "r"), (dsim, "dsim")])
     if N == 0 or M == 0:
         dx[...] = 0
         dr[...] = 0
@@ -363,3 +263,27 @@ def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
     dx[...] = dsim @ r
     dr[...] = dsim.T @ x
     return dx, dr
+
+
+def add_transpose_forward(a, out=None):
+    """``out = a + a.T`` for a square float32 ``a`` (N, N) -> out (N, N) float32, exactly symmetric.
+
+    The same-set backward of a similarity matrix in one product: ``(dS + dS.T) @ x``. ``out`` must
+    not overlap ``a``.
+    """
+    a, out = check_add_transpose(a, out)
+    out[...] = a + a.T
+    return out
+
+
+def gram_forward(x, out=None):
+    """Gram matrix ``out = x @ x.T`` of x (N, D) float32 -> out (N, N) float32 (float64 inside;
+    the engine computes the blocks on and above the diagonal and mirrors them)."""
+    x, out = check_gram(x, out)
+    if x.shape[1] == 0:
+        out[...] = 0
+        return out
+    xd = x.astype(np.float64)
+    g = xd @ xd.T
+    out[...] = np.triu(g) + np.triu(g, 1).T
+    return out

@@ -1,0 +1,160 @@
+"""Checks of the engine entry points shared by both backends: arrays, outputs, flags, indices.
+
+Errors name the argument: ``TypeError`` for a wrong type or dtype, ``ValueError`` for a bad value
+or shape.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_int(v, name, minimum=None):
+    """Validate an integer scalar (bool rejected); return it as ``int``."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+    v = int(v)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    return v
+
+
+def check_float(v, name, minimum=None, *, strict=False):
+    """Validate a finite real scalar; return it as ``float``."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(v).__name__}")
+    v = float(v)
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    if minimum is not None and (v <= minimum if strict else v < minimum):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {v}")
+    return v
+
+
+def as_numeric_array(x, name, ndim=None, *, dtype=np.float32, allow_empty=True):
+    """``x`` as a C-contiguous ``dtype`` array; booleans, strings and objects raise ``TypeError``,
+    a wrong ``ndim`` (an int or a tuple of them) or an empty array with ``allow_empty=False``
+    ``ValueError``. No NaN scan (see :func:`mantissa_embed._validation.check_array`)."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
+    arr = np.asarray(x)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if arr.dtype.kind == "b":
+        raise TypeError(f"{name} must be a numeric array, got dtype bool")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            want = " or ".join(str(a) for a in allowed)
+            raise ValueError(f"{name} must be {want}-D, got shape {arr.shape}")
+    if not allow_empty and arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def check_kernel_input(x, name, ndim=None):
+    """An engine-wrapper input as float32 C-contiguous (no copy if it already is).
+
+    Unlike :func:`mantissa_embed._validation.check_array` it does not scan for NaN (the kernels are the inner layer;
+    the public classes check finiteness once). Raises ``ValueError`` for a wrong ``ndim``.
+    """
+    if type(x) is np.ndarray and x.dtype == np.float32 and x.flags.c_contiguous:
+        arr = x
+    else:
+        arr = as_numeric_array(x, name)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    return arr
+
+
+def check_kernel_output(a, name, shape, dtype=np.float32):
+    """A caller-provided output buffer of an engine wrapper, or a new one when ``a`` is None.
+
+    Raises ``TypeError`` for a non-ndarray or a wrong dtype, ``ValueError`` for a wrong shape,
+    a non-contiguous or a read-only buffer.
+    """
+    if a is None:
+        return np.empty(shape, dtype=dtype)
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(a).__name__}")
+    if a.dtype != dtype:
+        raise TypeError(f"{name} must have dtype {np.dtype(dtype).name}, got {a.dtype}")
+    if a.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {a.shape}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous")
+    if not a.flags.writeable:
+        raise ValueError(f"{name} must be writeable")
+    return a
+
+
+def check_no_overlap(out, name, *inputs, inplace_ok=()):
+    """Raise ``ValueError`` when the output buffer ``out`` shares memory with an input.
+
+    ``inputs`` are ``(array, name)`` pairs (``None`` arrays are skipped). An exact alias (the
+    same memory, shape and strides) of an input whose name is in ``inplace_ok`` is allowed:
+    the element-wise kernels documented as "may be ``x``" run in place. Bounds-based
+    (``numpy.may_share_memory``), so O(1); exact for the C-contiguous buffers of the kernels.
+    """
+    if out is None or out.size == 0:
+        return
+    for a, aname in inputs:
+        if a is None or a.size == 0 or not np.may_share_memory(out, a):
+            continue
+        if (aname in inplace_ok and out.shape == a.shape and out.strides == a.strides
+                and out.dtype == a.dtype
+                and out.__array_interface__["data"][0] == a.__array_interface__["data"][0]):
+            continue
+        raise ValueError(f"{name} must not share memory with {aname}")
+
+
+def check_outs(outs, ins, inplace_ok=()):
+    """Each output buffer ((array, name) pairs, None skipped) must not share memory with an
+    input nor with another output (ValueError), except the exact in-place aliases of
+    ``inplace_ok`` input names."""
+    for i, (o, oname) in enumerate(outs):
+        check_no_overlap(o, oname, *ins, *outs[i + 1:], inplace_ok=inplace_ok)
+
+
+def check_bool(v, name):
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
+    return bool(v)
+
+
+def check_inplace(a, name, shape=None):
+    """An array updated in place (optimizer state): float32, C-contiguous, writeable."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(a).__name__}")
+    return check_kernel_output(a, name, a.shape if shape is None else shape)
+
+
+def check_int_array(a, name, length=None, upper=None):
+    """A 1-D integer array as int64 C-contiguous; values in [0, upper) when upper is given."""
+    if isinstance(a, (str, bytes)) or a is None:
+        raise TypeError(f"{name} must be an integer array, got {type(a).__name__}")
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iu":
+        if arr.size == 0 and arr.dtype.kind == "f":
+            arr = arr.astype(np.int64)  # an empty float array (np.array([])) is an empty index
+        else:
+            raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if length is not None and arr.shape[0] != length:
+        raise ValueError(f"{name} must have length {length}, got {arr.shape[0]}")
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    if upper is not None and arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0 or hi >= upper:
+            raise ValueError(f"{name} must hold indices in [0, {upper}), got values in [{lo}, {hi}]")
+    return arr
+
+
+def check_flag(v, name):
+    if not isinstance(v, (bool, np.bool_, numbers.Integral)):
+        raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
+    return bool(v)

@@ -1,0 +1,80 @@
+"""Argument checks of the distance, normalization and symmetric-matrix kernels."""
+from __future__ import annotations
+
+import numpy as np
+
+from .arrays import check_float, check_kernel_input, check_kernel_output, check_no_overlap
+
+
+NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's default
+
+
+def check_same_cols(x, r, xname="x", rname="r"):
+    if x.shape[1] != r.shape[1]:
+        raise ValueError(f"{xname} and {rname} must have the same number of columns, "
+                         f"got {x.shape} and {r.shape}")
+
+
+def check_eps(eps):
+    eps = check_float(eps, "eps", minimum=0.0, strict=True)
+    if not float(np.finfo(np.float32).tiny) <= eps <= float(np.finfo(np.float32).max):
+        raise ValueError(f"eps must be a normal float32 (in [1.2e-38, 3.4e38]), got {eps}")
+    return eps
+
+
+def check_euclidean_workspace(ws, need):
+    """The distance kernels' scratch: ``need`` floats (``euclidean_workspace_size``), new when None."""
+    if ws is None:
+        return np.empty(max(need, 1), dtype=np.float32)
+    if not isinstance(ws, np.ndarray):
+        raise TypeError(f"workspace must be a numpy.ndarray, got {type(ws).__name__}")
+    if ws.dtype != np.float32 or ws.ndim != 1 or not ws.flags.c_contiguous or not ws.flags.writeable:
+        raise ValueError("workspace must be a writeable C-contiguous 1-D float32 array")
+    if ws.shape[0] < need:
+        raise ValueError(f"workspace must hold at least {need} floats, got {ws.shape[0]}")
+    return ws
+
+
+def check_add_transpose(a, out):
+    a = check_kernel_input(a, "a", ndim=2)
+    if a.shape[0] != a.shape[1]:
+        raise ValueError(f"a must be square, got shape {a.shape}")
+    out = check_kernel_output(out, "out", a.shape)
+    check_no_overlap(out, "out", (a, "a"))
+    return a, out
+
+
+def check_gram(x, out):
+    x = check_kernel_input(x, "x", ndim=2)
+    out = check_kernel_output(out, "out", (x.shape[0], x.shape[0]))
+    check_no_overlap(out, "out", (x, "x"))
+    return x, out
+
+
+def check_pair_inputs(x, r):
+    """x (N, D) and r (M, D) float32 with the same number of columns; ``r`` may be ``x``."""
+    x = check_kernel_input(x, "x", 2)
+    r = x if r is x else check_kernel_input(r, "r", 2)
+    check_same_cols(x, r)
+    return x, r
+
+
+def check_matrix(a, name, N, M):
+    """An (N, M) float32 input (a distance matrix or its gradient)."""
+    a = check_kernel_input(a, name, 2)
+    if a.shape != (N, M):
+        raise ValueError(f"{name} must have shape ({N}, {M}), got {a.shape}")
+    return a
+
+
+def check_l2_normalize_backward_args(dy, y, norms, eps):
+    """(dy, y (N, D), norms (N,), eps) of ``l2_normalize_backward``."""
+    dy = check_kernel_input(dy, "dy", 2)
+    y = check_kernel_input(y, "y", 2)
+    norms = check_kernel_input(norms, "norms", ndim=1)
+    eps = check_eps(eps)
+    if dy.shape != y.shape:
+        raise ValueError(f"dy and y must have the same shape, got {dy.shape} and {y.shape}")
+    if norms.shape != (y.shape[0],):
+        raise ValueError(f"norms must have shape ({y.shape[0]},), got {norms.shape}")
+    return dy, y, norms, eps

@@ -1,0 +1,41 @@
+"""Argument checks of the classifier softmax cross-entropy and P2SGrad kernels."""
+from __future__ import annotations
+
+import numpy as np
+
+from .arrays import check_kernel_input, check_kernel_output, check_no_overlap
+
+
+def check_xent_inputs(logits, labels, name="logits"):
+    """(logits (N, C) float32, labels (N,) int64 in [0, C)); TypeError / ValueError otherwise."""
+    x = check_kernel_input(logits, name, ndim=2)
+    lab = np.asarray(labels)
+    if lab.dtype != np.int64 or lab.ndim != 1 or not lab.flags.c_contiguous:
+        raise TypeError("labels must be a 1-D C-contiguous int64 array")
+    if lab.shape[0] != x.shape[0]:
+        raise ValueError(f"labels must have length {x.shape[0]}, got {lab.shape[0]}")
+    if lab.size and (lab.min() < 0 or lab.max() >= x.shape[1]):
+        raise ValueError(f"labels must be in [0, {x.shape[1]})")
+    return x, lab
+
+
+def check_softmax_xent_args(logits, labels, dlogits):
+    """(logits, labels, dlogits) of ``softmax_xent_forward_backward``, the output new when None."""
+    x, lab = check_xent_inputs(logits, labels)
+    out = check_kernel_output(dlogits, "dlogits", x.shape)
+    check_no_overlap(out, "dlogits", (x, "logits"))
+    return x, lab, out
+
+
+def check_p2sgrad_args(x, w, labels, dx, dw):
+    """(x (N, D), w (C, D), labels (N,) in [0, C), dx, dw) of ``p2sgrad_forward_backward``."""
+    xx = check_kernel_input(x, "x", ndim=2)
+    ww = check_kernel_input(w, "w", ndim=2)
+    if ww.shape[1] != xx.shape[1]:
+        raise ValueError(f"w must have {xx.shape[1]} columns like x, got shape {ww.shape}")
+    _, lab = check_xent_inputs(np.empty((xx.shape[0], ww.shape[0]), np.float32), labels)
+    dxo = check_kernel_output(dx, "dx", xx.shape)
+    dwo = check_kernel_output(dw, "dw", ww.shape)
+    check_no_overlap(dxo, "dx", (xx, "x"), (ww, "w"))
+    check_no_overlap(dwo, "dw", (xx, "x"), (ww, "w"), (dxo, "dx"))
+    return xx, ww, lab, dxo, dwo
