@@ -1,7 +1,7 @@
-"""numpy twins of src/engine_c/mining.c (TripletMarginMiner / AngularMiner triplet selection).
+"""Numpy twins of the miner kernels (:mod:`mantissa_embed._engine._mining`): TripletMarginMiner
+and AngularMiner selection.
 
-The engine wrappers (``_engine_mining.pxi``) import the argument checks from here, so both
-backends raise the same errors.
+Same names, signatures, checks (:mod:`mantissa_embed._checks.mining`) and errors as the engine.
 """
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""numpy twins of src/engine_c/pair_weighting.c (MultiSimilarity / Circle / LiftedStructure /
-GeneralizedLifted / SNRContrastive).
+"""Numpy twins of the pair-weighting kernels (:mod:`mantissa_embed._engine._pair_weighting`):
+MultiSimilarity, Circle, (generalized) lifted structure rows.
 
-Same names, signatures, checks and error messages as the engine wrappers of
-``src/mantissa_embed/_engine_pairw.pxi`` (which import the ``_check_*`` helpers below).
-The private ``_pairw_rows`` keeps the dtype of its input, so the tests can run it in float64.
+Same names, signatures, checks (:mod:`mantissa_embed._checks.pair_weighting`) and errors as the
+engine. ``_pairw_rows`` keeps its input dtype (float64 in the tests).
 """
 from __future__ import annotations
 
@@ -15,11 +14,7 @@ from .._checks.pair_weighting import check_backward_args, check_rows_args
 __all__ = ["pairw_rows_forward", "pairw_rows_backward"]
 
 
-# --------------------------------------------------------------------------- validation
-
-
 # --------------------------------------------------------------------------- math
-
 def _masked_lse(t, mask, add_one):
     """Row-wise log(sum_{mask} exp(t)) (+1 inside the log when add_one), 0 on empty rows, and the
     softmax weights exp(t - lse) on the mask (0 elsewhere). Sums in float64."""
@@ -88,7 +83,6 @@ def _masks_from_labels(labels, ref_labels, exclude_self):
 
 
 # --------------------------------------------------------------------------- public twins
-
 def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, neg_mask=None,
                        params=(), exclude_self=False, inverted=False, losses=None, dmat=None):
     """Per-anchor-row losses of the mat-based pair losses, and their gradient (fused).

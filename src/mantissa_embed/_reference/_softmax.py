@@ -1,9 +1,8 @@
-"""numpy twins of src/engine_c/softmax_losses.c (NTXent / SupCon / NPairs / NCA / Instance:
-softmax over pairs).
+"""Numpy twins of the softmax-over-pairs kernels (:mod:`mantissa_embed._engine._softmax_losses`):
+NTXent, SupCon, NPairs, NCA, Instance.
 
-Same names, signatures, checks and error messages as the wrappers in
-``mantissa_embed.engine`` (``_engine_softmax.pxi`` imports the checks from here). Written for
-clarity in float64 over the whole (N, M) matrix, not for speed or memory.
+Same names, signatures, checks (:mod:`mantissa_embed._checks.softmax_losses`) and errors as the
+engine; float64 over the whole (N, M) matrix, written for clarity, not speed or memory.
 """
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""numpy twins of src/engine_c/tuple_losses.c (Angular / Margin / TupletMargin / IntraPairVariance / VICReg).
+"""Numpy twins of the AngularLoss kernels (:mod:`mantissa_embed._engine._tuple_losses`).
 
-The engine wrappers (``_engine_tuple.pxi``) import the argument checks from here, so both
-backends raise the same errors.
+Same names, signatures, checks (:mod:`mantissa_embed._checks.tuple_losses`) and errors as the engine.
 """
 from __future__ import annotations
 
