@@ -234,7 +234,6 @@ void me_scatter_add_backward(const float *dout, const int64_t *index, float *dsr
                              int64_t D, int64_t N);
 
 /* ---------------------------------------------------------------- knn.c */
-/* # knn  (owner: knn helper) */
 enum { ME_KNN_SQEUCLIDEAN = 0, ME_KNN_EUCLIDEAN = 1, ME_KNN_INNER_PRODUCT = 2 };
 /* Floats of scratch for me_knn with these tiles and threads:
  * M (reference norms) + num_threads * tile_q * tile_r (one score block per thread). */
@@ -290,7 +289,7 @@ void me_softmax_nll_backward(const float *sim, const int64_t *labels, const int6
                              int64_t M, float scale, int exclude_self, int inverted);
 
 /* -------------------------------------------- pair_weighting.c */
-/* MultiSimilarity / Circle / LiftedStructure / GeneralizedLifted / SNRContrastive */
+/* MultiSimilarity / Circle / LiftedStructure / GeneralizedLifted (row losses) */
 /* Per-anchor-row losses of pytorch-metric-learning's mat-based pair losses over a matrix x (N,M)
  * (similarity when inverted != 0, else distance; sg = -1 when inverted, +1 otherwise).
  * Row i's positives P_i / negatives N_i: from labels (N) and ref_labels (M) (same label -> P,
@@ -322,7 +321,7 @@ void me_pairw_rows_forward(int kind, const float *mat, const int64_t *labels,
 void me_pairw_rows_backward(const float *dlosses, float *dmat, int64_t N, int64_t M);
 
 /* ---------------------------------------------- tuple_losses.c */
-/* Angular / Margin / TupletMargin / IntraPairVariance / VICReg */
+/* AngularLoss */
 /* AngularLoss over P (anchor, positive) pairs. A (N,M), B (M,M), c (P), a (P) in [0,N), p (P) in
  * [0,M), labels (N), ref_labels (M) -> losses (P) = log(1 + sum_{n: labels[a_k] != ref_labels[n]}
  * exp(A[a_k,n] + B[p_k,n] - c_k)) (max-shifted, double accumulation). Pairs in parallel (static). */
@@ -340,7 +339,7 @@ void me_angular_loss_backward(const float *A, const float *B, const float *c, co
                               float *dA, float *dB, float *dc, int64_t N, int64_t M, int64_t P);
 
 /* -------------------------------------------- ranking_losses.c */
-/* FastAP / Histogram / PNP / RankedList / DynamicSoftMargin / ThresholdConsistentMargin / Manifold */
+/* PNP / DynamicSoftMargin */
 /* PNP smoothed ranks: sim (N,N) f32, labels (N,) -> rk (N,N) f64; backward drk (N,N) f64 -> dsim (N,N) f64 */
 void me_pnp_rank_forward(const float *sim, const int64_t *labels, double *rk, int64_t N, double anneal);
 void me_pnp_rank_backward(const double *drk, const float *sim, const int64_t *labels, double *dsim,
