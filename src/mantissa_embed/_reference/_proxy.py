@@ -1,13 +1,9 @@
-"""numpy twins of src/engine_c/proxy_losses.c, and the float64 building blocks of the proxy losses.
+"""Numpy twins of the proxy-loss kernels (:mod:`mantissa_embed._engine._proxy_losses`).
 
-The kernels (``p2sgrad_forward_backward``, ``softmax_xent_forward_backward``) have the same
-Python signature as the wrappers of the same name in :mod:`mantissa_embed.engine`. They compute
-in float64 and return float32 gradients. The ``*64`` helpers (not engine twins) are the float64
-pieces the proxy losses are assembled from; each returns its value and a backward closure.
+Same signatures as the engine; they compute in float64 and return float32 gradients, from the
+private float64 helpers below (plain numpy, independent of the losses' own float64 paths).
 """
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 
@@ -89,34 +85,16 @@ def p2sgrad64(x, w, labels):
     return loss, back(dcos @ w), dcos.T @ xn
 
 
-_tls = threading.local()
-
-
-def scratch(key, shape, dtype=np.float64):
-    """A reusable array of the active workspace (uninitialized), or None outside ``using_workspace``."""
-    ws = getattr(_tls, "ws", None)
-    return None if ws is None else ws.get(key, tuple(shape), np.dtype(dtype))
-
-
-def l2_normalize64(x, eps=1e-12, role=None):
-    """Rows of x (N, D) divided by max(||x_i||, eps) (torch.nn.functional.normalize) and its backward.
-
-    ``role``: a name for the scratch arrays (see :func:`using_workspace`); None allocates."""
+def l2_normalize64(x, eps=1e-12):
+    """Rows of x (N, D) divided by max(||x_i||, eps) (torch.nn.functional.normalize) and its backward."""
     nrm = np.sqrt(np.einsum("ij,ij->i", x, x))
     den = np.maximum(nrm, eps)[:, None]
-    y = np.divide(x, den, out=None if role is None else scratch(role + ".y", x.shape, x.dtype))
+    y = x / den
 
     def backward(dy):
-        # (dy - y <y, dy>) / den on rows with ||x_i|| > eps, dy / den elsewhere (no copies)
-        s = np.einsum("ij,ij->i", y, dy)
-        s = np.where(nrm > eps, s, 0.0).astype(y.dtype, copy=False)
-        if role is None:
-            dx = dy - y * s[:, None]
-        else:
-            t = np.multiply(y, s[:, None], out=scratch(role + ".t", y.shape, y.dtype))
-            dx = np.subtract(dy, t, out=scratch(role + ".dx", y.shape, y.dtype))
-        dx /= den
-        return dx
+        # (dy - y <y, dy>) / den on rows with ||x_i|| > eps, dy / den elsewhere
+        s = np.where(nrm > eps, np.einsum("ij,ij->i", y, dy), 0.0).astype(y.dtype, copy=False)
+        return (dy - y * s[:, None]) / den
 
     return y, backward
 
@@ -130,8 +108,7 @@ def softmax_xent64(z, labels):
     if N == 0:
         return np.zeros(0), (lambda dl: np.zeros_like(z))
     m = z.max(axis=1, keepdims=True)
-    e = np.subtract(z, m, out=scratch("xent.e", z.shape, z.dtype))
-    np.exp(e, out=e)
+    e = np.exp(z - m)
     s = e.sum(axis=1, keepdims=True)
     lse = (m + np.log(s))[:, 0]
     rows = np.arange(N)
@@ -140,7 +117,7 @@ def softmax_xent64(z, labels):
     p /= s
 
     def backward(dl):
-        dz = np.multiply(p, dl[:, None], out=scratch("xent.dz", p.shape, p.dtype))
+        dz = p * dl[:, None]
         dz[rows, labels] -= dl
         return dz
 
