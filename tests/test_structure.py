@@ -154,3 +154,21 @@ def test_function_local_imports_only_for_optional_dependencies():
             if target.split(".")[0] not in OPTIONAL:
                 bad.append(f"{MODULES[name].relative_to(ROOT)}:{line} imports {target}")
     assert not bad, bad
+
+
+def test_engine_reexports_every_family_function():
+    """Each family module lists its public ``def``s in ``__all__``; ``engine`` re-exports them all."""
+    import importlib
+
+    import mantissa_embed.engine as engine
+
+    exported = set()
+    for pyx in sorted((PKG / "_engine").glob("*.pyx")):
+        defs = set(re.findall(r"^(?:cp)?def ([a-z][a-z_0-9]*)\(", pyx.read_text(), re.M))
+        family = importlib.import_module(f"mantissa_embed._engine.{pyx.stem}")
+        assert set(family.__all__) == defs, pyx.name
+        exported |= defs
+    missing = sorted(n for n in exported if not hasattr(engine, n))
+    assert not missing, missing
+    extra = sorted(n for n in vars(engine) if not n.startswith("_") and n not in exported)
+    assert not extra, extra

@@ -18,6 +18,10 @@ from mantissa_embed._engine._cengine cimport (me_conv2d_backward, me_conv2d_forw
 from mantissa_embed._engine._pool import maxpool2d_forward
 
 
+__all__ = ['conv2d_workspace_size', 'conv2d_forward', 'conv2d_pool2_forward',
+           'conv2d_pool2_chain_workspace_size', 'conv2d_pool2_chain_forward', 'conv2d_backward']
+
+
 cdef int64_t _conv_need(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F, int64_t KH, int64_t KW,
                         int64_t stride, int64_t pad) noexcept nogil:
     """Scratch floats of the convolution (conv.c); 0 for an empty batch, input or filter bank."""

@@ -6,6 +6,9 @@ from mantissa_embed._engine._cengine cimport (me_cpu_features, me_gemm_kernel_na
                                              me_set_gemm_kernel, me_set_num_threads)
 
 
+__all__ = ['get_num_threads', 'set_num_threads', 'gemm_kernel_name', 'cpu_features']
+
+
 def get_num_threads():
     """Number of threads the engine uses (int >= 1).
 

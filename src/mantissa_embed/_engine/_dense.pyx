@@ -12,6 +12,10 @@ from mantissa_embed._engine._cengine cimport (me_adam_step, me_all_finite, me_de
                                              me_sgd_step)
 
 
+__all__ = ['relu_forward', 'relu_backward', 'all_finite', 'dense_forward', 'dense_backward',
+           'sgd_step', 'adam_step']
+
+
 def relu_forward(x, out=None):
     """out = max(x, 0), element-wise, any shape, float32. ``out`` may be ``x`` (in place)."""
     cdef const float[::1] xv

@@ -17,6 +17,11 @@ from mantissa_embed._engine._cengine cimport (me_add_transpose_forward, me_eucli
                                              me_sgemm)
 
 
+__all__ = ['l2_normalize_forward', 'l2_normalize_backward', 'euclidean_workspace_size',
+           'euclidean_forward', 'euclidean_backward', 'dot_similarity_forward',
+           'dot_similarity_backward', 'add_transpose_forward', 'gram_forward']
+
+
 def l2_normalize_forward(x, eps=NORMALIZE_EPS, y=None, norms=None):
     """Row-wise L2 normalization, as ``torch.nn.functional.normalize(x, p=2, dim=1, eps=eps)``.
 

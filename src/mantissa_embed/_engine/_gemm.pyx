@@ -9,6 +9,9 @@ from mantissa_embed._checks.gemm import (check_sgemm_operand, check_sgemm_out, c
 from mantissa_embed._engine._cengine cimport me_sgemm, me_sgemm_st
 
 
+__all__ = ['sgemm']
+
+
 cdef double _F32_MAX = F32_MAX
 
 

@@ -6,6 +6,9 @@ from libc.stdint cimport int64_t
 from mantissa_embed._checks.knn import check_knn_search
 from mantissa_embed._engine._cengine cimport me_get_num_threads, me_knn, me_knn_workspace_size
 
+__all__ = ['knn_search']
+
+
 _METRIC_CODE = {"sqeuclidean": 0, "euclidean": 1, "inner_product": 2}
 
 

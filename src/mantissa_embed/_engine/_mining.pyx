@@ -8,6 +8,9 @@ from mantissa_embed._engine._cengine cimport (me_angular_mine_count, me_angular_
                                              me_triplet_mine_count, me_triplet_mine_fill)
 
 
+__all__ = ['triplet_margin_mine', 'angular_mine']
+
+
 def _empty_triplets():
     return tuple(np.zeros(0, dtype=np.int64) for _ in range(3))
 

@@ -12,6 +12,10 @@ from mantissa_embed._checks.pair_losses import (check_label_pair, check_pair_arg
                                                 check_swap_all, check_terms)
 
 
+__all__ = ['contrastive_loss_all', 'contrastive_loss_pairs', 'triplet_all_count',
+           'triplet_loss_all', 'triplet_loss_triplets']
+
+
 cdef dict _contrastive_stats(double *st):
     return {"pos_loss": st[0], "neg_loss": st[1],
             "num_pos_pairs": int(st[2]), "num_neg_pairs": int(st[3]),

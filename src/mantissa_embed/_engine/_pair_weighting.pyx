@@ -8,6 +8,9 @@ from mantissa_embed._checks.pair_weighting import check_backward_args, check_row
 from mantissa_embed._engine._cengine cimport me_pairw_rows_backward, me_pairw_rows_forward
 
 
+__all__ = ['pairw_rows_forward', 'pairw_rows_backward']
+
+
 def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, neg_mask=None,
                        params=(), exclude_self=False, inverted=False, losses=None, dmat=None):
     """Per-anchor-row losses of the mat-based pair losses (MultiSimilarity, Circle, generalized

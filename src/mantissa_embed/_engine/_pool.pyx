@@ -10,6 +10,9 @@ from mantissa_embed._engine._cengine cimport (me_maxpool2d_backward_checked, me_
                                              me_maxpool2d_relu_backward)
 
 
+__all__ = ['maxpool2d_forward', 'maxpool2d_backward', 'maxpool2d_relu_backward']
+
+
 def maxpool2d_forward(x, size, stride, out=None, argmax=None):
     """2-D max pooling (no padding, floor mode), as ``torch.nn.functional.max_pool2d``.
 

@@ -8,6 +8,9 @@ from mantissa_embed._engine._cengine cimport (me_p2sgrad_forward_backward, me_p2
                                              me_softmax_xent_forward_backward)
 
 
+__all__ = ['p2sgrad_forward_backward', 'softmax_xent_forward_backward']
+
+
 def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
     """P2SGrad loss and gradients (C kernel). x (N, D), w (C, D) float32, labels (N,) int64 in [0, C)
     -> (loss: float, dx (N, D), dw (C, D) float32). See

@@ -11,6 +11,10 @@ from mantissa_embed._engine._cengine cimport (me_dsm_triplet_backward, me_dsm_tr
                                              me_pnp_rank_forward)
 
 
+__all__ = ['pnp_rank_forward', 'pnp_rank_backward', 'dsm_triplet_hist', 'dsm_triplet_loss',
+           'dsm_triplet_backward']
+
+
 def pnp_rank_forward(sim, labels, anneal):
     """PNP smoothed ranks. sim (N, N) float32, labels (N,) int -> rk (N, N) float64.
     See :func:`mantissa_embed._reference.pnp_rank_forward`."""

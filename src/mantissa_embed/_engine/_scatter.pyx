@@ -7,6 +7,9 @@ from mantissa_embed._engine._pointers cimport _fptr, _wptr
 from mantissa_embed._checks.scatter import check_gather, check_scatter
 
 
+__all__ = ['scatter_add_forward', 'scatter_add_backward']
+
+
 def scatter_add_forward(src, index, out):
     """``np.add.at(out, index, src)`` in C, in place: out (N,) or (N, D) float32 += src (K,) or
     (K, D) float32 at rows index (K,) int64 in [0, N), each entry's additions in k order (bitwise

@@ -15,6 +15,11 @@ from mantissa_embed._engine._cengine cimport (me_ntxent_all, me_softmax_nll_back
                                              me_softmax_xent_rows_forward, me_supcon_all)
 
 
+__all__ = ['ntxent_all', 'supcon_all', 'softmax_nll_forward', 'softmax_nll_backward',
+           'softmax_nll_fast_forward', 'softmax_nll_fast_backward', 'softmax_xent_rows_forward',
+           'softmax_xent_rows_backward']
+
+
 cdef object _pair_softmax(int which, sim, labels, ref_labels, temperature, exclude_self, inverted,
                           reduction, weights, losses, grad):
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)

@@ -8,6 +8,9 @@ from mantissa_embed._checks.tuple_losses import check_angular_args
 from mantissa_embed._engine._cengine cimport me_angular_loss_backward, me_angular_loss_forward
 
 
+__all__ = ['angular_loss_forward', 'angular_loss_backward']
+
+
 def _csr(idx, n):
     """(pair ids grouped by idx (stable), offsets (n+1)) as int64."""
     order = np.argsort(idx, kind="stable").astype(np.int64)
