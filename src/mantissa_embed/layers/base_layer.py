@@ -10,7 +10,7 @@ from .._validation import as_generator, check_array, check_int
 from .._workspace import Workspace
 from ..backend import get_backend
 
-__all__ = ["Layer", "AffineLayer"]
+__all__ = ["Layer", "AffineLayer", "LAYER_TYPES", "layer_from_config"]
 
 _ACTIVATIONS = ("identity", "relu")
 
@@ -50,6 +50,26 @@ def kaiming_uniform_default(rng, w_shape, fan_in):
     return w, b
 
 
+#: the layer classes of this package by class name (filled by ``Layer.__init_subclass__``), for
+#: :func:`layer_from_config`
+LAYER_TYPES = {}
+
+
+def layer_from_config(cfg, where="cfg"):
+    """A new layer from ``layer.get_config()`` output (a dict with ``"type"``); list values
+    become tuples. Raises ValueError naming ``where`` for a malformed dict or an unknown type."""
+    if not isinstance(cfg, dict) or "type" not in cfg:
+        raise ValueError(f"{where} must be a dict with a 'type'")
+    kind = cfg["type"]
+    if kind not in LAYER_TYPES:
+        raise ValueError(f"{where} has unknown type {kind!r}; known: {sorted(LAYER_TYPES)}")
+    kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items() if k != "type"}
+    try:
+        return LAYER_TYPES[kind].from_config(kwargs, where)
+    except TypeError as e:
+        raise ValueError(f"{where} ({kind}) has bad arguments: {e}") from None
+
+
 class Layer:
     """Base class of the layers.
 
@@ -69,6 +89,17 @@ class Layer:
     forward_fusions = ()
     #: backward fusions this layer leads with the layer before it (``fusion.Fusion``)
     backward_fusions = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("mantissa_embed.layers.") and not cls.__name__.startswith("_"):
+            LAYER_TYPES[cls.__name__] = cls
+
+    @classmethod
+    def from_config(cls, kwargs, where="cfg"):
+        """The layer for ``get_config()`` minus ``"type"``; a layer holding layers overrides it
+        to rebuild them (with :func:`layer_from_config`)."""
+        return cls(**kwargs)
 
     def __init__(self):
         self.built = False

@@ -5,19 +5,10 @@ import numpy as np
 
 from .._validation import as_generator, check_array, check_int
 from ..backend import BACKENDS, get_backend
-from .base_layer import Layer, check_shape
-from .conv2d import Conv2D
-from .dense import Dense
-from .flatten import Flatten
+from .base_layer import Layer, check_shape, layer_from_config
 from .fusion import plan_backward, plan_forward, timed
-from .max_pool2d import MaxPool2D
-from .relu import ReLU
 
 __all__ = ["Sequential"]
-
-#: the layer types :meth:`Sequential.from_config` rebuilds, by class name
-LAYER_TYPES = {cls.__name__: cls for cls in (Conv2D, MaxPool2D, Flatten, Dense, ReLU)}
-
 
 class Sequential:
     """A stack of layers applied in order, with explicit forward and backward.
@@ -330,18 +321,7 @@ class Sequential:
             raise TypeError(f"cfg must be a dict, got {type(cfg).__name__}")
         if "layers" not in cfg or not isinstance(cfg["layers"], (list, tuple)):
             raise ValueError("cfg must contain a 'layers' list")
-        layers = []
-        for i, lc in enumerate(cfg["layers"]):
-            if not isinstance(lc, dict) or "type" not in lc:
-                raise ValueError(f"cfg['layers'][{i}] must be a dict with a 'type'")
-            kind = lc["type"]
-            if kind not in LAYER_TYPES:
-                raise ValueError(f"cfg['layers'][{i}] has unknown type {kind!r}; known: {sorted(LAYER_TYPES)}")
-            kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in lc.items() if k != "type"}
-            try:
-                layers.append(LAYER_TYPES[kind](**kwargs))
-            except TypeError as e:
-                raise ValueError(f"cfg['layers'][{i}] ({kind}) has bad arguments: {e}") from None
+        layers = [layer_from_config(lc, f"cfg['layers'][{i}]") for i, lc in enumerate(cfg["layers"])]
         seed = cfg.get("seed", 0)
         model = cls(layers, seed=0 if seed is None else seed, backend=cfg.get("backend", "mantissa"))
         if cfg.get("input_shape") is not None:
