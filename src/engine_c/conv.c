@@ -38,6 +38,7 @@
  * Why these paths, with their measurements: docs/performance.md, "Engine changes, measured".
  */
 #include "engine.h"
+#include "row_sum.h"
 
 #include <string.h>
 
@@ -218,18 +219,6 @@ int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int
         if (images > need) need = images;
     }
     return need;
-}
-
-/* sum of r[0..n) with 16 interleaved partial sums, added in a fixed order (vectorizable) */
-static float row_sum(const float *r, int64_t n) {
-    float acc[16] = {0};
-    const int64_t n16 = n & ~(int64_t)15;
-    for (int64_t p = 0; p < n16; p += 16)
-        for (int l = 0; l < 16; l++) acc[l] += r[p + l];
-    for (int64_t p = n16; p < n; p++) acc[p - n16] += r[p];
-    float s = 0.0f;
-    for (int l = 0; l < 16; l++) s += acc[l];
-    return s;
 }
 
 /* ---------------------------------------------------------------- stride 1: wide rows */
@@ -621,7 +610,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
             const float *dyn = dy + n * F * P;
             if (db) {
                 for (int64_t f = 0; f < F; f++) {
-                    const float s = row_sum(dyn + f * P, P);
+                    const float s = me_row_sum(dyn + f * P, P);
                     dbg[f] = (n == n0) ? s : dbg[f] + s;
                 }
             }

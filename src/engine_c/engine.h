@@ -423,6 +423,17 @@ void me_angular_mine_fill(const int64_t *labels, const int64_t *ref_labels, int6
                           int exclude_self, const int64_t *tri_offsets, const uint8_t *keep,
                           const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n);
 
+/* ------------------------------------ pool.c, activations.c: issue 13 layers (avg pooling) */
+/* x (N,C,H,W) -> y (N,C,HO,WO), HO = (H - size)/stride + 1: window means (avg_pool2d, no padding,
+ * floor mode); the backward overwrites dx (N,C,H,W) with dy / size^2 spread over each window. */
+void me_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
+                          int64_t size, int64_t stride);
+void me_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W,
+                           int64_t size, int64_t stride);
+/* x (N,C,H,W) -> y (N,C), the mean of each plane; backward: dx (N,C,H,W) = dy / (H*W), overwritten */
+void me_global_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W);
+void me_global_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W);
+
 #ifdef __cplusplus
 }
 #endif

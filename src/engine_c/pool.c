@@ -1,8 +1,10 @@
-/* pool.c: 2-D max pooling (no padding, floor mode), as torch.nn.functional.max_pool2d.
+/* pool.c: 2-D max and average pooling (no padding, floor mode), as torch.nn.functional.max_pool2d
+ * and avg_pool2d, and the global average pooling.
  * Planes (n, c) are independent: OpenMP over the N*C planes, schedule(static).
  * Ties: the first maximum in row-major window order wins (torch's CPU kernel does the same);
  * a NaN in a window is propagated (the last NaN wins, as in torch: `val > max || isnan(val)`). */
 #include "engine.h"
+#include "row_sum.h"
 
 #include <string.h>
 
@@ -177,4 +179,76 @@ int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, fl
 int64_t me_maxpool2d_relu_backward(const float *dy, const int32_t *argmax, const float *y, float *dx,
                                    int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO) {
     return pool_scatter(dy, argmax, y, dx, N, C, H, W, HO, WO);
+}
+
+/* ------------------------------------------------------------------ average pooling
+ * As torch.nn.functional.avg_pool2d with no padding and floor mode (the divisor is always
+ * size*size), and the global average over each H*W plane (adaptive_avg_pool2d to 1x1).
+ * OpenMP over the N*C planes; every output sums its window in row-major order (fixed). */
+
+/* x (N,C,H,W) -> y (N,C,HO,WO), HO = (H - size)/stride + 1: the mean of each size x size window */
+void me_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
+                          int64_t size, int64_t stride) {
+    const int64_t HO = (H - size) / stride + 1, WO = (W - size) / stride + 1;
+    const int64_t planes = N * C;
+    const float inv = 1.0f / (float)(size * size);
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (planes * HO * WO * size * size >= 65536)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *xp = x + pl * H * W;
+        for (int64_t ho = 0; ho < HO; ho++) {
+            float *yr = y + (pl * HO + ho) * WO;
+            for (int64_t wo = 0; wo < WO; wo++) yr[wo] = 0.0f;
+            for (int64_t i = 0; i < size; i++) {
+                const float *xr = xp + (ho * stride + i) * W;
+                for (int64_t j = 0; j < size; j++)
+                    for (int64_t wo = 0; wo < WO; wo++) yr[wo] += xr[wo * stride + j];
+            }
+            for (int64_t wo = 0; wo < WO; wo++) yr[wo] *= inv;
+        }
+    }
+}
+
+/* dy (N,C,HO,WO) -> dx (N,C,H,W), overwritten: each dy / (size*size) added to its window
+ * (overlapping windows add up; pixels in no window get 0) */
+void me_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W,
+                           int64_t size, int64_t stride) {
+    const int64_t HO = (H - size) / stride + 1, WO = (W - size) / stride + 1;
+    const int64_t planes = N * C;
+    const float inv = 1.0f / (float)(size * size);
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (planes * H * W >= 65536)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        float *dxp = dx + pl * H * W;
+        const float *dyp = dy + pl * HO * WO;
+        memset(dxp, 0, (size_t)(H * W) * sizeof(float));
+        for (int64_t ho = 0; ho < HO; ho++) {
+            const float *dr = dyp + ho * WO;
+            for (int64_t i = 0; i < size; i++) {
+                float *xr = dxp + (ho * stride + i) * W;
+                for (int64_t j = 0; j < size; j++)
+                    for (int64_t wo = 0; wo < WO; wo++) xr[wo * stride + j] += dr[wo] * inv;
+            }
+        }
+    }
+}
+
+/* x (N,C,H,W) -> y (N,C) = the mean of each H*W plane (16 partial sums, added in a fixed order) */
+void me_global_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W) {
+    const int64_t planes = N * C, HW = H * W;
+    const float inv = 1.0f / (float)HW;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (planes * HW >= 65536)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        y[pl] = me_row_sum(x + pl * HW, HW) * inv;
+    }
+}
+
+/* dy (N,C) -> dx (N,C,H,W), overwritten: dy / (H*W) broadcast over each plane */
+void me_global_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W) {
+    const int64_t planes = N * C, HW = H * W;
+    const float inv = 1.0f / (float)HW;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (planes * HW >= 65536)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float g = dy[pl] * inv;
+        float *d = dx + pl * HW;
+        for (int64_t p = 0; p < HW; p++) d[p] = g;
+    }
 }

@@ -300,3 +300,25 @@ def check_conv_backward_args(x, w, dy, stride, pad, dx, dw, db, need_dx, accumul
     dw = grad_buf(dw, "dw", w.shape, accumulate)
     db = grad_buf(db, "db", (F,), accumulate)
     return x, w, dy, geo, dx, dw, db, need_dx, accumulate
+
+
+def check_avgpool_backward(dy, x_shape, size, stride):
+    """Validated (dy, geometry) of ``avgpool2d_backward``: dy must be (N, C, HO, WO) of the
+    pooling of ``x_shape`` by ``size`` / ``stride``."""
+    dy = check_kernel_input(dy, "dy", 4)
+    geo = pool_geometry(x_shape, size, stride)
+    want = geo[:2] + geo[4:6]
+    if dy.shape != want:
+        raise ValueError(f"dy must have shape {want} (the pooling of x_shape {geo[:4]}), got {dy.shape}")
+    return dy, geo
+
+
+def check_global_pool_backward(dy, x_shape):
+    """Validated (dy, x_shape) of ``global_avgpool2d_backward``: dy (N, C), x_shape (N, C, H, W)."""
+    dy = check_kernel_input(dy, "dy", 2)
+    x_shape = check_shape(x_shape, "x_shape", 4)
+    if dy.shape != x_shape[:2]:
+        raise ValueError(f"dy must have shape {x_shape[:2]} to match x_shape {x_shape}, got {dy.shape}")
+    if x_shape[2] * x_shape[3] == 0:
+        raise ValueError(f"x_shape must have H, W >= 1, got {x_shape}")
+    return dy, x_shape

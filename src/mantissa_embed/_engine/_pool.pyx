@@ -1,16 +1,23 @@
-"""2-D max pooling and its backward, alone or fused with a ReLU's (``src/engine_c/pool.c``)."""
+"""2-D max pooling and its backward, alone or fused with a ReLU's; average and global average
+pooling (``src/engine_c/pool.c``)."""
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t
 
 from mantissa_embed._checks.arrays import check_kernel_input, check_kernel_output, check_outs
-from mantissa_embed._checks.layers import (bad_argmax, check_argmax_range, check_pool_backward,
+from mantissa_embed._checks.layers import (bad_argmax, check_argmax_range, check_avgpool_backward,
+                                           check_global_pool_backward, check_pool_backward,
                                            check_pool_relu_backward, pool_geometry)
-from mantissa_embed._engine._cengine cimport (me_maxpool2d_backward_checked, me_maxpool2d_forward,
+from mantissa_embed._engine._cengine cimport (me_avgpool2d_backward, me_avgpool2d_forward,
+                                             me_global_avgpool2d_backward,
+                                             me_global_avgpool2d_forward,
+                                             me_maxpool2d_backward_checked, me_maxpool2d_forward,
                                              me_maxpool2d_relu_backward)
 
 
-__all__ = ['maxpool2d_forward', 'maxpool2d_backward', 'maxpool2d_relu_backward']
+__all__ = ['maxpool2d_forward', 'maxpool2d_backward', 'maxpool2d_relu_backward',
+           'avgpool2d_forward', 'avgpool2d_backward', 'global_avgpool2d_forward',
+           'global_avgpool2d_backward']
 
 
 def maxpool2d_forward(x, size, stride, out=None, argmax=None):
@@ -104,4 +111,86 @@ def maxpool2d_relu_backward(dy, argmax, y, x_shape, dx=None):
                                          &yv[0, 0, 0, 0], &dxv[0, 0, 0, 0], N, C, H, W, HO, WO)
     if bad:
         raise bad_argmax(H, W)  # the kernel skipped them; dx is not meaningful
+    return dx
+
+
+def avgpool2d_forward(x, size, stride, out=None):
+    """2-D average pooling, as ``torch.nn.functional.avg_pool2d(x, size, stride)`` (no padding,
+    floor mode, divisor ``size**2``). x (N,C,H,W) float32 -> out (N,C,HO,WO),
+    ``HO = (H - size)//stride + 1``. Raises ValueError/TypeError (a window larger than x)."""
+    cdef int64_t N, C, H, W, HO, WO, sz, st
+    cdef const float[:, :, :, ::1] xv
+    cdef float[:, :, :, ::1] ov
+    x = check_kernel_input(x, "x", 4)
+    N, C, H, W, HO, WO, sz, st = pool_geometry(x.shape, size, stride)
+    out = check_kernel_output(out, "out", (N, C, HO, WO))
+    check_outs([(out, "out")], [(x, "x")])
+    if out.size == 0:
+        return out
+    xv = x
+    ov = out
+    with nogil:
+        me_avgpool2d_forward(&xv[0, 0, 0, 0], &ov[0, 0, 0, 0], N, C, H, W, sz, st)
+    return out
+
+
+def avgpool2d_backward(dy, x_shape, size, stride, dx=None):
+    """Gradient of ``avgpool2d_forward``: dy (N,C,HO,WO) float32 -> dx (x_shape) float32,
+    overwritten: each ``dy / size**2`` added to its window (pixels in no window get 0).
+    Raises ValueError/TypeError."""
+    cdef int64_t N, C, H, W, sz, st
+    cdef const float[:, :, :, ::1] dyv
+    cdef float[:, :, :, ::1] dxv
+    dy, geo = check_avgpool_backward(dy, x_shape, size, stride)
+    N, C, H, W = geo[:4]
+    sz, st = geo[6], geo[7]
+    dx = check_kernel_output(dx, "dx", (N, C, H, W))
+    check_outs([(dx, "dx")], [(dy, "dy")])
+    if dx.size == 0:
+        return dx
+    dyv = dy
+    dxv = dx
+    with nogil:
+        me_avgpool2d_backward(&dyv[0, 0, 0, 0], &dxv[0, 0, 0, 0], N, C, H, W, sz, st)
+    return dx
+
+
+def global_avgpool2d_forward(x, out=None):
+    """Global average pooling, as ``torch.nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)``:
+    x (N,C,H,W) float32 -> out (N,C), the mean of each H*W plane. Raises ValueError/TypeError
+    (an empty plane)."""
+    cdef int64_t N, C, H, W
+    cdef const float[:, :, :, ::1] xv
+    cdef float[:, ::1] ov
+    x = check_kernel_input(x, "x", 4)
+    N, C, H, W = x.shape
+    if H * W == 0:
+        raise ValueError(f"x must have H, W >= 1, got shape {x.shape}")
+    out = check_kernel_output(out, "out", (N, C))
+    check_outs([(out, "out")], [(x, "x")])
+    if out.size == 0:
+        return out
+    xv = x
+    ov = out
+    with nogil:
+        me_global_avgpool2d_forward(&xv[0, 0, 0, 0], &ov[0, 0], N, C, H, W)
+    return out
+
+
+def global_avgpool2d_backward(dy, x_shape, dx=None):
+    """Gradient of ``global_avgpool2d_forward``: dy (N,C) float32 -> dx (N,C,H,W) = dy / (H*W)
+    broadcast over each plane, overwritten. Raises ValueError/TypeError."""
+    cdef int64_t N, C, H, W
+    cdef const float[:, ::1] dyv
+    cdef float[:, :, :, ::1] dxv
+    dy, x_shape = check_global_pool_backward(dy, x_shape)
+    N, C, H, W = x_shape
+    dx = check_kernel_output(dx, "dx", x_shape)
+    check_outs([(dx, "dx")], [(dy, "dy")])
+    if dx.size == 0:
+        return dx
+    dyv = dy
+    dxv = dx
+    with nogil:
+        me_global_avgpool2d_backward(&dyv[0, 0], &dxv[0, 0, 0, 0], N, C, H, W)
     return dx

@@ -1,4 +1,4 @@
-"""Numpy twins of the max-pooling kernels (:mod:`mantissa_embed._engine._pool`).
+"""Numpy twins of the max- and average-pooling kernels (:mod:`mantissa_embed._engine._pool`).
 
 Same names, signatures, checks and errors as the engine; the argmax is an int32 offset in one H*W
 plane (ties: the first maximum in row-major window order; NaN wins, as in torch). ``_maxpool2d``
@@ -9,13 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks.arrays import check_kernel_input, check_kernel_output, check_outs
-from .._checks.layers import (check_argmax_range, check_pool_backward, check_pool_relu_backward,
-                              pool_geometry)
+from .._checks.layers import (check_argmax_range, check_avgpool_backward, check_global_pool_backward,
+                              check_pool_backward, check_pool_relu_backward, pool_geometry)
 
 __all__ = [
     "maxpool2d_forward",
     "maxpool2d_backward",
     "maxpool2d_relu_backward",
+    "avgpool2d_forward",
+    "avgpool2d_backward",
+    "global_avgpool2d_forward",
+    "global_avgpool2d_backward",
 ]
 
 
@@ -95,4 +99,66 @@ def maxpool2d_relu_backward(dy, argmax, y, x_shape, dx=None):
     H, W = x_shape[2], x_shape[3]
     check_argmax_range(argmax, H, W)
     dx[...] = _maxpool2d_grad(np.where(y > 0, dy, np.float32(0)), argmax, x_shape)
+    return dx
+
+
+def _avgpool2d(x, size, stride):
+    """Window means of x (N,C,H,W), in the dtype of x (float64 finite differences in the tests)."""
+    N, C, H, W = x.shape
+    HO, WO = (H - size) // stride + 1, (W - size) // stride + 1
+    y = np.zeros((N, C, HO, WO), dtype=x.dtype)
+    for i in range(size):
+        for j in range(size):
+            y += x[:, :, i:i + stride * (HO - 1) + 1:stride, j:j + stride * (WO - 1) + 1:stride]
+    return y / (size * size)
+
+
+def _avgpool2d_grad(dy, x_shape, size, stride):
+    N, C, H, W = x_shape
+    HO, WO = dy.shape[2], dy.shape[3]
+    dx = np.zeros(x_shape, dtype=dy.dtype)
+    for i in range(size):
+        for j in range(size):
+            dx[:, :, i:i + stride * (HO - 1) + 1:stride, j:j + stride * (WO - 1) + 1:stride] += dy / (size * size)
+    return dx
+
+
+def avgpool2d_forward(x, size, stride, out=None):
+    """2-D average pooling, as ``torch.nn.functional.avg_pool2d(x, size, stride)`` (no padding,
+    floor mode): x (N,C,H,W) -> out (N,C,HO,WO) float32, ``HO = (H - size)//stride + 1``."""
+    x = check_kernel_input(x, "x", 4)
+    N, C, H, W, HO, WO, size, stride = pool_geometry(x.shape, size, stride)
+    out = check_kernel_output(out, "out", (N, C, HO, WO))
+    check_outs([(out, "out")], [(x, "x")])
+    out[...] = _avgpool2d(x, size, stride)
+    return out
+
+
+def avgpool2d_backward(dy, x_shape, size, stride, dx=None):
+    """Gradient of ``avgpool2d_forward``: dy (N,C,HO,WO) -> dx (x_shape) float32, overwritten
+    (each ``dy / size**2`` added to its window)."""
+    dy, geo = check_avgpool_backward(dy, x_shape, size, stride)
+    dx = check_kernel_output(dx, "dx", geo[:4])
+    check_outs([(dx, "dx")], [(dy, "dy")])
+    dx[...] = _avgpool2d_grad(dy, geo[:4], geo[6], geo[7])
+    return dx
+
+
+def global_avgpool2d_forward(x, out=None):
+    """Global average pooling: x (N,C,H,W) -> out (N,C) float32, the mean of each plane."""
+    x = check_kernel_input(x, "x", 4)
+    if x.shape[2] * x.shape[3] == 0:
+        raise ValueError(f"x must have H, W >= 1, got shape {x.shape}")
+    out = check_kernel_output(out, "out", x.shape[:2])
+    check_outs([(out, "out")], [(x, "x")])
+    out[...] = x.mean(axis=(2, 3))
+    return out
+
+
+def global_avgpool2d_backward(dy, x_shape, dx=None):
+    """Gradient of ``global_avgpool2d_forward``: dy (N,C) -> dx (N,C,H,W) = dy / (H*W), overwritten."""
+    dy, x_shape = check_global_pool_backward(dy, x_shape)
+    dx = check_kernel_output(dx, "dx", x_shape)
+    check_outs([(dx, "dx")], [(dy, "dy")])
+    dx[...] = (dy / (x_shape[2] * x_shape[3]))[:, :, None, None]
     return dx

@@ -28,3 +28,9 @@ from .relu import ReLU
 from .sequential import Sequential
 
 __all__ = ["Layer", "Conv2D", "MaxPool2D", "Flatten", "Dense", "ReLU", "Sequential"]
+
+# issue 13 layers
+from .avg_pool2d import AvgPool2D  # noqa: E402
+from .global_avg_pool2d import GlobalAvgPool2D  # noqa: E402
+
+__all__ += ["AvgPool2D", "GlobalAvgPool2D"]

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
 from .._workspace import Workspace
-from .base_layer import Layer, check_shape
+from ._pool_base import _Pool2D
 from .fusion import Fusion
 
 __all__ = ["MaxPool2D"]
 
 
-class MaxPool2D(Layer):
+class MaxPool2D(_Pool2D):
     """2-D max pooling (as ``torch.nn.MaxPool2d`` with no padding, floor mode).
 
     Parameters
@@ -27,36 +26,16 @@ class MaxPool2D(Layer):
     larger than the input.
     """
 
-    input_ndim = 3
     backward_fusions = (Fusion("maxpool2d_relu_backward", ("relu_output",), "_backward_relu"),)
 
     def __init__(self, size, stride=None):
-        super().__init__()
-        self.size = check_int(size, "size", minimum=1)
-        self.stride = self.size if stride is None else check_int(stride, "stride", minimum=1)
-        self._stride_arg = stride
+        super().__init__(size, stride)
         self._out = Workspace()
         self._arg = Workspace(np.int32)
         self._dx = Workspace()
 
     def fusion_tags(self):
         return ("maxpool2",) if self.size == 2 and self.stride == 2 else ()
-
-    def _config(self):
-        return {"size": self.size, "stride": self._stride_arg}
-
-    def _describe(self):
-        extra = f", stride={self.stride}" if self.stride != self.size else ""
-        return f"MaxPool2D({self.size}{extra})"
-
-    def output_shape(self, input_shape):
-        shape = check_shape(input_shape)
-        if len(shape) != 3:
-            raise ValueError(f"MaxPool2D expects per-sample input (C, H, W) (X of shape (N, C, H, W)), got {shape}")
-        C, H, W = shape
-        if H < self.size or W < self.size:
-            raise ValueError(f"MaxPool2D window {self.size}x{self.size} is larger than the input {H}x{W}")
-        return (C, (H - self.size) // self.stride + 1, (W - self.size) // self.stride + 1)
 
     def _forward(self, X):
         oshape = (X.shape[0],) + self._out_shape
