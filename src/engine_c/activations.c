@@ -1,4 +1,4 @@
-/* activations.c: ReLU, and the finiteness check of inputs. Element-wise, so any split is
+/* activations.c: ReLU, leaky ReLU, dropout's mask product, and the finiteness check of inputs. Element-wise, so any split is
  * deterministic; OpenMP only for large n. */
 #include "engine.h"
 
@@ -44,4 +44,23 @@ int me_all_finite(const float *x, int64_t n) {
         ok = ok && s == 0.0f;
     }
     return ok;
+}
+
+/* x (n) -> y (n) = x < 0 ? slope * x : x (torch.nn.functional.leaky_relu); y may alias x */
+void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope) {
+#pragma omp parallel for simd num_threads(me_get_num_threads()) schedule(static) if (n >= ME_ACT_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        y[i] = v < 0.0f ? slope * v : v;
+    }
+}
+
+/* dy (n), y (n) (the forward output, slope >= 0) -> dx (n) = y > 0 ? dy : slope * dy, torch's
+ * rule (the input x > 0 exactly when y > 0 for slope >= 0); dx may alias dy */
+void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope) {
+#pragma omp parallel for simd num_threads(me_get_num_threads()) schedule(static) if (n >= ME_ACT_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float d = dy[i];
+        dx[i] = y[i] > 0.0f ? d : slope * d;
+    }
 }

@@ -368,7 +368,8 @@ ME_DEFINE_DIRECT_STRIP(16)
 #define ME_DEFINE_DIRECT(NF)                                                                          \
     __attribute__((target("avx512f,fma"))) static void direct_image_##NF(                            \
         const float *xp, const float *wpk, const float *b, float *yn, int64_t F, int64_t C,          \
-        int64_t KH, int64_t KW, int64_t Hp, int64_t Wp, int64_t HO, int64_t WO, int relu) {          \
+        int64_t KH, int64_t KW, int64_t Hp, int64_t Wp, int64_t HO, int64_t WO, int act,             \
+        float slope) {                                                                               \
         const int64_t K = C * KH * KW, P = HO * WO;                                                  \
         for (int64_t f0 = 0; f0 < F; f0 += NF) {                                                     \
             const float *wb = wpk + (f0 / NF) * K * NF;                                              \
@@ -383,7 +384,11 @@ ME_DEFINE_DIRECT_STRIP(16)
                         if (f < nf) {                                                                \
                             __m512 r = acc[f];                                                       \
                             if (b) r = _mm512_add_ps(r, _mm512_set1_ps(b[f0 + f]));                  \
-                            if (relu) r = _mm512_max_ps(_mm512_setzero_ps(), r); /* NaN kept */    \
+                            if (act == ME_ACT_RELU)                                                  \
+                                r = _mm512_max_ps(_mm512_setzero_ps(), r); /* NaN kept */            \
+                            else if (act == ME_ACT_LEAKY_RELU)                                       \
+                                r = _mm512_mask_mul_ps(r, _mm512_cmp_ps_mask(r, _mm512_setzero_ps(), \
+                                                       _CMP_LT_OQ), r, _mm512_set1_ps(slope));       \
                             _mm512_mask_storeu_ps(yn + (f0 + f) * P + ho * WO + wo, m, r);           \
                         }                                                                            \
                     }                                                                                \
@@ -404,9 +409,9 @@ ME_DEFINE_DIRECT(16)
 static void direct_dx_image(const float *dyp, const float *wtpk, float *dxn, int64_t C, int64_t F,
                             int64_t KH, int64_t KW, int64_t Hpt, int64_t Wpt, int64_t H, int64_t W) {
     if (C <= 8)
-        direct_image_8(dyp, wtpk, NULL, dxn, C, F, KH, KW, Hpt, Wpt, H, W, 0);
+        direct_image_8(dyp, wtpk, NULL, dxn, C, F, KH, KW, Hpt, Wpt, H, W, ME_ACT_IDENTITY, 0.0f);
     else
-        direct_image_16(dyp, wtpk, NULL, dxn, C, F, KH, KW, Hpt, Wpt, H, W, 0);
+        direct_image_16(dyp, wtpk, NULL, dxn, C, F, KH, KW, Hpt, Wpt, H, W, ME_ACT_IDENTITY, 0.0f);
 }
 
 /* max with NaN propagation (torch's max_pool2d: a NaN in the window wins) */
@@ -491,14 +496,23 @@ static void pack_direct_weights_flipped(const float *w, float *wpk, int64_t F, i
 void me_conv2d_forward(const float *x, const float *w, const float *b, float *y,
                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                        int64_t KH, int64_t KW, int64_t stride, int64_t pad, float *workspace) {
-    me_conv2d_forward_act(x, w, b, y, N, C, H, W, F, KH, KW, stride, pad, 0, workspace);
+    me_conv2d_forward_act(x, w, b, y, N, C, H, W, F, KH, KW, stride, pad, ME_ACT_IDENTITY, 0.0f, workspace);
 }
 
-/* as me_conv2d_forward, then y = max(y, 0) when relu != 0 (fused: applied before the store) */
+/* the activation of the forward epilogues: act is ME_ACT_IDENTITY, ME_ACT_RELU (max(v, 0)) or
+ * ME_ACT_LEAKY_RELU (v < 0 ? slope * v : v); NaN stays NaN */
+static inline float conv_act(float v, int act, float slope) {
+    if (act == ME_ACT_RELU) return v < 0.0f ? 0.0f : v;
+    if (act == ME_ACT_LEAKY_RELU) return v < 0.0f ? slope * v : v;
+    return v;
+}
+
+/* as me_conv2d_forward, then the activation act (ME_ACT_*, slope: the leaky ReLU's negative
+ * slope) fused into the store (applied before it) */
 void me_conv2d_forward_act(const float *x, const float *w, const float *b, float *y,
                            int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
-                           int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
-                           float *workspace) {
+                           int64_t KH, int64_t KW, int64_t stride, int64_t pad, int act,
+                           float slope, float *workspace) {
     const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
     const int64_t G = g.G, K = g.K, P = g.P, PW = g.PW, HO = g.HO, WO = g.WO, Hp = g.Hp, Wp = g.Wp;
     if (G <= 0) return;
@@ -518,9 +532,9 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
             for (int64_t n = n0; n < n1; n++) {
                 pad_image(x + n * C * H * W, xp, C, H, W, pad, Hp, Wp, KW);
                 if (NF == 8)
-                    direct_image_8(xp, wpk, b, y + n * F * P, F, C, KH, KW, Hp, Wp, HO, WO, relu);
+                    direct_image_8(xp, wpk, b, y + n * F * P, F, C, KH, KW, Hp, Wp, HO, WO, act, slope);
                 else
-                    direct_image_16(xp, wpk, b, y + n * F * P, F, C, KH, KW, Hp, Wp, HO, WO, relu);
+                    direct_image_16(xp, wpk, b, y + n * F * P, F, C, KH, KW, Hp, Wp, HO, WO, act, slope);
             }
             continue;
         }
@@ -540,13 +554,10 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
                     for (int64_t ho = 0; ho < HO; ho++) {
                         const float *src = yw + f * PW + ho * Wp;
                         float *dst = yn + f * P + ho * WO;
-                        if (relu)
-                            for (int64_t wo = 0; wo < WO; wo++) {
-                                const float v = src[wo] + bf;
-                                dst[wo] = v < 0.0f ? 0.0f : v;
-                            }
-                        else
+                        if (act == ME_ACT_IDENTITY)
                             for (int64_t wo = 0; wo < WO; wo++) dst[wo] = src[wo] + bf;
+                        else
+                            for (int64_t wo = 0; wo < WO; wo++) dst[wo] = conv_act(src[wo] + bf, act, slope);
                     }
                 }
             } else {
@@ -562,8 +573,8 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
                 }
                 /* y_n (F,P) = w (F,K) @ col (K,P) + beta * y_n */
                 me_sgemm_st(0, 0, F, P, K, 1.0f, w, K, col, P, beta, yn, P);
-                if (relu)
-                    for (int64_t e = 0; e < F * P; e++) yn[e] = yn[e] < 0.0f ? 0.0f : yn[e];
+                if (act != ME_ACT_IDENTITY)
+                    for (int64_t e = 0; e < F * P; e++) yn[e] = conv_act(yn[e], act, slope);
             }
         }
     }

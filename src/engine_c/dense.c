@@ -4,9 +4,10 @@
 
 #include <string.h>
 
-/* x (N,I), w (O,I), b (O) or NULL -> y (N,O) = x @ w^T + b, then max(y, 0) when relu != 0 */
+/* x (N,I), w (O,I), b (O) or NULL -> y (N,O) = x @ w^T + b, then the activation act (ME_ACT_*;
+ * slope: the leaky ReLU's negative slope) */
 void me_dense_forward(const float *x, const float *w, const float *b, float *y,
-                      int64_t N, int64_t I, int64_t O, int relu) {
+                      int64_t N, int64_t I, int64_t O, int act, float slope) {
     if (N <= 0 || O <= 0) return;
     float beta = 0.0f;
     if (b) {
@@ -18,7 +19,8 @@ void me_dense_forward(const float *x, const float *w, const float *b, float *y,
     } else {
         me_sgemm(0, 1, N, O, I, 1.0f, x, I, w, I, beta, y, O);
     }
-    if (relu) me_relu_forward(y, y, N * O);
+    if (act == ME_ACT_RELU) me_relu_forward(y, y, N * O);
+    else if (act == ME_ACT_LEAKY_RELU) me_leaky_relu_forward(y, y, N * O, slope);
 }
 
 /* dy (N,O) -> dx (N,I) = dy @ w or NULL (overwritten), dw (O,I) = dy^T @ x or NULL,

@@ -53,6 +53,9 @@ void me_sgemm_st(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, floa
                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                  float *C, int64_t ldc);
 
+/* the activation codes of the conv / dense forward epilogues (issue 13: leaky ReLU) */
+enum { ME_ACT_IDENTITY = 0, ME_ACT_RELU = 1, ME_ACT_LEAKY_RELU = 2 };
+
 /* --------------------------------------------------------------- conv.c */
 /* im2col + SGEMM per group of images (the group split depends on the shapes only, so results
  * are bitwise identical for any thread count); see conv.c for the layouts and the workspace.
@@ -62,13 +65,14 @@ int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int
 void me_conv2d_forward(const float *x, const float *w, const float *b, float *y,
                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                        int64_t KH, int64_t KW, int64_t stride, int64_t pad, float *workspace);
-/* the same, then y = max(y, 0) when relu != 0, fused into the store (bias and ReLU in registers).
+/* the same, then the activation act (ME_ACT_IDENTITY, ME_ACT_RELU, ME_ACT_LEAKY_RELU with
+ * negative slope `slope`; activations.c) fused into the store (bias and activation in registers).
  * Stride 1 with K = C*KH*KW <= 288 uses a direct convolution (AVX-512; same result up to float32
  * rounding), otherwise im2col + SGEMM. */
 void me_conv2d_forward_act(const float *x, const float *w, const float *b, float *y,
                            int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
-                           int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
-                           float *workspace);
+                           int64_t KH, int64_t KW, int64_t stride, int64_t pad, int act,
+                           float slope, float *workspace);
 /* inference: y (N,F,HO/2,WO/2) = maxpool 2x2 stride 2 (floor) of the above, in one pass, no
  * argmax. Returns 1, or 0 (nothing written) when the direct path does not apply (see conv.c). */
 int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, float *y,
@@ -122,9 +126,10 @@ void me_relu_backward(const float *dy, const float *y, float *dx, int64_t n);
 int me_all_finite(const float *x, int64_t n);
 
 /* -------------------------------------------------------------- dense.c */
-/* x (N,I), w (O,I), b (O) or NULL -> y (N,O) = x @ w^T + b, then max(y, 0) when relu != 0 */
+/* x (N,I), w (O,I), b (O) or NULL -> y (N,O) = x @ w^T + b, then the activation act (ME_ACT_*,
+ * slope: the leaky ReLU's negative slope) */
 void me_dense_forward(const float *x, const float *w, const float *b, float *y,
-                      int64_t N, int64_t I, int64_t O, int relu);
+                      int64_t N, int64_t I, int64_t O, int act, float slope);
 /* dy (N,O) -> dx (N,I) or NULL (overwritten), dw (O,I) or NULL, db (O) or NULL
  * (overwritten when accumulate == 0, added to otherwise) */
 void me_dense_backward(const float *x, const float *w, const float *dy,
@@ -423,7 +428,7 @@ void me_angular_mine_fill(const int64_t *labels, const int64_t *ref_labels, int6
                           int exclude_self, const int64_t *tri_offsets, const uint8_t *keep,
                           const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n);
 
-/* ------------------------------------ pool.c, activations.c: issue 13 layers (avg pooling) */
+/* ------------------- pool.c, activations.c: issue 13 layers (avg pooling, leaky ReLU, dropout) */
 /* x (N,C,H,W) -> y (N,C,HO,WO), HO = (H - size)/stride + 1: window means (avg_pool2d, no padding,
  * floor mode); the backward overwrites dx (N,C,H,W) with dy / size^2 spread over each window. */
 void me_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
@@ -433,6 +438,10 @@ void me_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int
 /* x (N,C,H,W) -> y (N,C), the mean of each plane; backward: dx (N,C,H,W) = dy / (H*W), overwritten */
 void me_global_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W);
 void me_global_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W);
+/* x (n) -> y (n) = x < 0 ? slope * x : x; y may alias x */
+void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope);
+/* dy (n), y (n) the forward output (slope >= 0) -> dx (n) = y > 0 ? dy : slope * dy; dx may alias dy */
+void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope);
 
 #ifdef __cplusplus
 }

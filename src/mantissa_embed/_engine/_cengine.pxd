@@ -24,8 +24,8 @@ cdef extern from "engine.h" nogil:
                            int64_t KH, int64_t KW, int64_t stride, int64_t pad, float *workspace)
     void me_conv2d_forward_act(const float *x, const float *w, const float *b, float *y,
                                int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
-                               int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
-                               float *workspace)
+                               int64_t KH, int64_t KW, int64_t stride, int64_t pad, int act,
+                               float slope, float *workspace)
     int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, float *y,
                                 int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                                 int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
@@ -56,7 +56,7 @@ cdef extern from "engine.h" nogil:
     int me_all_finite(const float *x, int64_t n)
     # dense.c
     void me_dense_forward(const float *x, const float *w, const float *b, float *y,
-                          int64_t N, int64_t I, int64_t O, int relu)
+                          int64_t N, int64_t I, int64_t O, int act, float slope)
     void me_dense_backward(const float *x, const float *w, const float *dy,
                            float *dx, float *dw, float *db,
                            int64_t N, int64_t I, int64_t O, int accumulate)
@@ -184,10 +184,12 @@ cdef extern from "engine.h" nogil:
     void me_angular_mine_fill(const int64_t *labels, const int64_t *ref_labels, int64_t N, int64_t M,
                               int exclude_self, const int64_t *tri_offsets, const uint8_t *keep,
                               const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n)
-    # issue 13 layers: pool.c (average pooling)
+    # issue 13 layers: pool.c (average pooling), activations.c (leaky ReLU, dropout)
     void me_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
                               int64_t size, int64_t stride)
     void me_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W,
                                int64_t size, int64_t stride)
     void me_global_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W)
     void me_global_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W)
+    void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope)
+    void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope)

@@ -9,12 +9,13 @@ from libc.stdint cimport int64_t
 from mantissa_embed._checks.arrays import check_kernel_output, check_outs
 from mantissa_embed._checks.layers import (act_flag, chain_geometries, check_chain_args,
                                            check_conv_args, check_conv_backward_args,
-                                           check_pool2_output, check_workspace, conv_geometry,
-                                           store_grad)
+                                           check_negative_slope, check_pool2_output,
+                                           check_workspace, conv_geometry, store_grad)
 from mantissa_embed._engine._cengine cimport (me_conv2d_backward, me_conv2d_forward_act,
                                              me_conv2d_pool2_chain_forward,
                                              me_conv2d_pool2_chain_workspace_size,
                                              me_conv2d_pool2_forward, me_conv2d_workspace_size)
+from mantissa_embed._engine._dense import _act_inplace
 from mantissa_embed._engine._pool import maxpool2d_forward
 
 
@@ -38,15 +39,14 @@ cdef int64_t _chain_need(tuple g1, tuple g2, int64_t stride1, int64_t pad1, int6
     return me_conv2d_pool2_chain_workspace_size(g1[0], g1[1], g1[2], g1[3], g1[4], pad1, g2[4], pad2)
 
 
-cdef object _fill_bias(out, b, int relu):
-    """The output of a convolution with no input value (an empty x or filter): the bias."""
+cdef object _fill_bias(out, b, int code, float slope):
+    """The output of a convolution with no input value (an empty x or filter): the bias, then
+    the activation."""
     if b is None:
         out.fill(0)
     else:
         out[...] = b.reshape(-1, 1, 1) + np.float32(0)  # as 0 + b: no -0.0
-    if relu:
-        np.maximum(out, np.float32(0), out=out)
-    return out
+    return _act_inplace(out, code, slope)
 
 
 def conv2d_workspace_size(x_shape, w_shape, stride, pad):
@@ -61,20 +61,22 @@ def conv2d_workspace_size(x_shape, w_shape, stride, pad):
     return int(_conv_need(N, C, H, W, F, KH, KW, stride, pad))
 
 
-def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
+def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, negative_slope=0.01):
     """2-D convolution (cross-correlation, as ``torch.nn.functional.conv2d``), NCHW, float32.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO,WO),
     ``HO = (H + 2*pad - KH) // stride + 1`` (zero padding). im2col + SGEMM, OpenMP over
     groups of images. ``out`` and ``workspace`` (1-D float32 of at least
     ``conv2d_workspace_size`` floats) may be passed to avoid allocation; ``out`` must not
-    overlap ``x``. ``act``: None / "identity" (default) or "relu", applied after the bias
-    in registers before the store (fused). Stride 1 with a shallow depth C*KH*KW <= 288 uses a
+    overlap ``x``. ``act``: None / "identity" (default), "relu" or "leaky_relu" (with
+    ``negative_slope`` >= 0, default 0.01), applied after the bias in registers before the
+    store (fused). Stride 1 with a shallow depth C*KH*KW <= 288 uses a
     direct convolution (AVX-512) instead of im2col. Raises ValueError / TypeError naming the
     offending argument.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
-    cdef int relu = act_flag(act)
+    cdef int code = act_flag(act)
+    cdef float slope = check_negative_slope(negative_slope)
     cdef const float[:, :, :, ::1] xv
     cdef const float[:, :, :, ::1] wv
     cdef const float[::1] bv
@@ -87,7 +89,7 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
     workspace = check_workspace(workspace, _conv_need(N, C, H, W, F, KH, KW, stride, pad))
     check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
     if x.size == 0 or w.size == 0:
-        return _fill_bias(out, b, relu)
+        return _fill_bias(out, b, code, slope)
     s = stride
     p = pad
     xv = x
@@ -99,11 +101,11 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
         bp = &bv[0]
     with nogil:
         me_conv2d_forward_act(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], bp, &ov[0, 0, 0, 0],
-                              N, C, H, W, F, KH, KW, s, p, relu, &wsv[0])
+                              N, C, H, W, F, KH, KW, s, p, code, slope, &wsv[0])
     return out
 
 
-def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
+def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, negative_slope=0.01):
     """Inference fusion: ``maxpool2d(conv2d_forward(x, w, b, stride, pad, act=act), 2, 2)``.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO//2,WO//2) float32 (HO, WO >= 2 the
@@ -115,11 +117,13 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     output tile is one pooling window; 2.25x fewer multiplies; float32 rounding differs from the
     direct sum by a few ulps of the patch magnitude; inputs within a few times the float32
     maximum, ~1e38, can overflow in its transforms and give NaN where the direct sum is finite).
-    Otherwise ``conv2d_forward`` into a temporary then ``maxpool2d_forward``. Raises ValueError /
-    TypeError.
+    Otherwise, and always for ``act="leaky_relu"``, ``conv2d_forward`` into a temporary then
+    ``maxpool2d_forward``. Raises ValueError / TypeError.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
-    cdef int relu = act_flag(act)
+    cdef int code = act_flag(act)
+    cdef float slope = check_negative_slope(negative_slope)
+    cdef int relu = code == 1
     cdef int done = 0
     cdef const float[:, :, :, ::1] xv
     cdef const float[:, :, :, ::1] wv
@@ -134,7 +138,7 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     workspace = check_workspace(workspace, _conv_need(N, C, H, W, F, KH, KW, stride, pad))
     check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
     if x.size == 0 or w.size == 0:
-        return _fill_bias(out, b, relu)
+        return _fill_bias(out, b, code, slope)
     s = stride
     p = pad
     xv = x
@@ -145,10 +149,11 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
         bv = b
         bp = &bv[0]
     with nogil:
-        done = me_conv2d_pool2_forward(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], bp, &ov[0, 0, 0, 0],
-                                       N, C, H, W, F, KH, KW, s, p, relu, &wsv[0])
+        if code != 2:  # the fused kernels take identity or ReLU only
+            done = me_conv2d_pool2_forward(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], bp, &ov[0, 0, 0, 0],
+                                           N, C, H, W, F, KH, KW, s, p, relu, &wsv[0])
     if not done:
-        y = conv2d_forward(x, w, b, stride, pad, workspace=workspace, act=act)
+        y = conv2d_forward(x, w, b, stride, pad, workspace=workspace, act=act, negative_slope=slope)
         maxpool2d_forward(y, 2, 2, out=out)
     return out
 
@@ -162,7 +167,7 @@ def conv2d_pool2_chain_workspace_size(x_shape, w1_shape, stride1, pad1, w2_shape
 
 
 def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, act1=None, act2=None,
-                               out=None, workspace=None):
+                               out=None, workspace=None, negative_slope1=0.01, negative_slope2=0.01):
     """Two inference stages in one call: ``conv2d_pool2_forward(conv2d_pool2_forward(x, w1, b1,
     stride1, pad1, act=act1), w2, b2, stride2, pad2, act=act2)``, bitwise.
 
@@ -170,13 +175,16 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
     out (N,F2,HO2//2,WO2//2) float32. When both stages are 3x3 stride 1 and take the Winograd
     kernels (the second with F1 >= 3 and F2 > 8; AVX-512VL) the engine runs them over blocks of 8
     images in one pass, the first stage's pooled output written straight into the second stage's
-    input plane (no (N, F1, H2, W2) intermediate); otherwise it makes the two calls.
+    input plane (no (N, F1, H2, W2) intermediate); otherwise (and for a "leaky_relu" stage, with
+    ``negative_slope1`` / ``negative_slope2``) it makes the two calls.
     ``workspace``: ``conv2d_pool2_chain_workspace_size`` floats or None. Raises ValueError /
     TypeError.
     """
     cdef int64_t N, C, H, W, F1, F2, p1, p2
     cdef int r1 = act_flag(act1, "act1")
     cdef int r2 = act_flag(act2, "act2")
+    cdef float s1 = check_negative_slope(negative_slope1, "negative_slope1")
+    cdef float s2 = check_negative_slope(negative_slope2, "negative_slope2")
     cdef int done = 0
     cdef const float[:, :, :, ::1] xv
     cdef const float[:, :, :, ::1] w1v
@@ -193,7 +201,7 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
     workspace = check_workspace(workspace, need, "conv2d_pool2_chain_workspace_size")
     check_outs([(out, "out"), (workspace, "workspace")],
                [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")])
-    if need > 0 and x.size > 0:
+    if need > 0 and x.size > 0 and r1 != 2 and r2 != 2:
         N, C, H, W, F1 = g1[0], g1[1], g1[2], g1[3], g1[4]
         F2, p1, p2 = g2[4], pad1, pad2
         xv = x
@@ -211,8 +219,8 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
             done = me_conv2d_pool2_chain_forward(&xv[0, 0, 0, 0], &w1v[0, 0, 0, 0], b1p, &w2v[0, 0, 0, 0], b2p,
                                                  &ov[0, 0, 0, 0], N, C, H, W, F1, p1, r1, F2, p2, r2, &wsv[0])
     if not done:
-        z = conv2d_pool2_forward(x, w1, b1, stride1, pad1, act=act1)
-        conv2d_pool2_forward(z, w2, b2, stride2, pad2, out=out, act=act2)
+        z = conv2d_pool2_forward(x, w1, b1, stride1, pad1, act=act1, negative_slope=s1)
+        conv2d_pool2_forward(z, w2, b2, stride2, pad2, out=out, act=act2, negative_slope=s2)
     return out
 
 

@@ -1,19 +1,32 @@
-"""ReLU, the finiteness check, the fully connected layer and the SGD / Adam steps
+"""ReLU, leaky ReLU, the finiteness check, the fully connected layer and the SGD / Adam steps
 (``src/engine_c/activations.c``, ``dense.c``, ``optim.c``)."""
 import numpy as np
 
 from libc.stdint cimport int64_t
 
-from mantissa_embed._checks.arrays import check_kernel_input, check_kernel_output, check_outs
-from mantissa_embed._checks.layers import (act_flag, check_adam_args, check_dense_args,
-                                           check_dense_backward_args, check_sgd_args, store_grad)
+from mantissa_embed._checks.arrays import check_kernel_output, check_outs
+from mantissa_embed._checks.layers import (act_flag, check_act_args, check_act_backward_args,
+                                           check_adam_args, check_dense_args,
+                                           check_dense_backward_args, check_negative_slope,
+                                           check_sgd_args, store_grad)
 from mantissa_embed._engine._cengine cimport (me_adam_step, me_all_finite, me_dense_backward,
-                                             me_dense_forward, me_relu_backward, me_relu_forward,
-                                             me_sgd_step)
+                                             me_dense_forward, me_leaky_relu_backward,
+                                             me_leaky_relu_forward, me_relu_backward,
+                                             me_relu_forward, me_sgd_step)
 
 
 __all__ = ['relu_forward', 'relu_backward', 'all_finite', 'dense_forward', 'dense_backward',
-           'sgd_step', 'adam_step']
+           'sgd_step', 'adam_step', 'leaky_relu_forward', 'leaky_relu_backward']
+
+
+def _act_inplace(out, code, slope):
+    """``out`` after the activation ``code`` (``act_flag``) in place: the epilogue of the kernels'
+    empty-input paths (conv, dense), where the output is the bias alone."""
+    if code == 1:
+        relu_forward(out, out=out)
+    elif code == 2:
+        leaky_relu_forward(out, slope, out=out)
+    return out
 
 
 def relu_forward(x, out=None):
@@ -21,9 +34,7 @@ def relu_forward(x, out=None):
     cdef const float[::1] xv
     cdef float[::1] ov
     cdef int64_t n
-    x = check_kernel_input(x, "x")
-    out = check_kernel_output(out, "out", x.shape)
-    check_outs([(out, "out")], [(x, "x")], inplace_ok=("x",))
+    x, out = check_act_args(x, out)
     n = x.size
     if n == 0:
         return out
@@ -40,12 +51,7 @@ def relu_backward(dy, y, dx=None):
     cdef const float[::1] yv
     cdef float[::1] dxv
     cdef int64_t n
-    dy = check_kernel_input(dy, "dy")
-    y = check_kernel_input(y, "y")
-    if y.shape != dy.shape:
-        raise ValueError(f"y must have the shape of dy {dy.shape}, got {y.shape}")
-    dx = check_kernel_output(dx, "dx", dy.shape)
-    check_outs([(dx, "dx")], [(dy, "dy"), (y, "y")], inplace_ok=("dy", "y"))
+    dy, y, dx = check_act_backward_args(dy, y, dx)
     n = dy.size
     if n == 0:
         return dx
@@ -75,17 +81,19 @@ def all_finite(x):
     return ok != 0
 
 
-def dense_forward(x, w, b, out=None, act=None):
+def dense_forward(x, w, b, out=None, act=None, negative_slope=0.01):
     """Fully connected layer, as ``torch.nn.functional.linear``: x (N,I), w (O,I),
     b (O,) or None -> out (N,O) = x @ w.T + b, float32 (one SGEMM); ``act="relu"`` applies
-    max(., 0) in the same call. Raises ValueError/TypeError."""
+    max(., 0), ``act="leaky_relu"`` ``leaky_relu(., negative_slope)``, in the same call.
+    Raises ValueError/TypeError."""
     cdef const float[:, ::1] xv
     cdef const float[:, ::1] wv
     cdef const float[::1] bv
     cdef float[:, ::1] ov
     cdef const float *bp = NULL
     cdef int64_t N, I, O
-    cdef int relu = act_flag(act)
+    cdef int code = act_flag(act)
+    cdef float slope = check_negative_slope(negative_slope)
     x, w, b = check_dense_args(x, w, b)
     N, I = x.shape[0], x.shape[1]
     O = w.shape[0]
@@ -96,9 +104,7 @@ def dense_forward(x, w, b, out=None, act=None):
             out.fill(0)
         else:
             out[...] = b + np.float32(0)  # as 0 + b: no -0.0
-        if relu:
-            np.maximum(out, np.float32(0), out=out)
-        return out
+        return _act_inplace(out, code, slope)
     xv = x
     wv = w
     ov = out
@@ -106,7 +112,7 @@ def dense_forward(x, w, b, out=None, act=None):
         bv = b
         bp = &bv[0]
     with nogil:
-        me_dense_forward(&xv[0, 0], &wv[0, 0], bp, &ov[0, 0], N, I, O, relu)
+        me_dense_forward(&xv[0, 0], &wv[0, 0], bp, &ov[0, 0], N, I, O, code, slope)
     return out
 
 
@@ -211,3 +217,42 @@ def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
     with nogil:
         me_adam_step(&pv[0], &gv[0], &mv[0], &vv[0], n, c_t, c_lr, c_b1, c_b2, c_eps, c_wd)
     return None
+
+
+def leaky_relu_forward(x, negative_slope=0.01, out=None):
+    """out = x where x >= 0, else ``negative_slope * x`` (``torch.nn.functional.leaky_relu``),
+    element-wise, any shape, float32; ``out`` may be ``x`` (in place). ``negative_slope``: a
+    finite float >= 0 (default 0.01, torch's). Raises ValueError/TypeError."""
+    cdef const float[::1] xv
+    cdef float[::1] ov
+    cdef int64_t n
+    cdef float slope = check_negative_slope(negative_slope)
+    x, out = check_act_args(x, out)
+    n = x.size
+    if n == 0:
+        return out
+    xv = x.reshape(-1)
+    ov = out.reshape(-1)
+    with nogil:
+        me_leaky_relu_forward(&xv[0], &ov[0], n, slope)
+    return out
+
+
+def leaky_relu_backward(dy, y, negative_slope=0.01, dx=None):
+    """dx = dy where y > 0, else ``negative_slope * dy``, y the forward *output* (torch's rule:
+    the slope at 0); any shape, float32. ``dx`` may be ``dy``. Raises ValueError/TypeError."""
+    cdef const float[::1] dyv
+    cdef const float[::1] yv
+    cdef float[::1] dxv
+    cdef int64_t n
+    cdef float slope = check_negative_slope(negative_slope)
+    dy, y, dx = check_act_backward_args(dy, y, dx)
+    n = dy.size
+    if n == 0:
+        return dx
+    dyv = dy.reshape(-1)
+    yv = y.reshape(-1)
+    dxv = dx.reshape(-1)
+    with nogil:
+        me_leaky_relu_backward(&dyv[0], &yv[0], &dxv[0], n, slope)
+    return dx

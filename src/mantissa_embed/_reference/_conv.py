@@ -11,8 +11,9 @@ import numpy as np
 
 from .._checks.arrays import check_kernel_output, check_outs
 from .._checks.layers import (act_flag, check_chain_args, check_conv_args, check_conv_backward_args,
-                              check_pool2_output, check_workspace, store_grad)
+                              check_negative_slope, check_pool2_output, check_workspace, store_grad)
 from ..engine import conv2d_pool2_chain_workspace_size, conv2d_workspace_size
+from ._dense import _act
 from ._pool import _maxpool2d
 
 __all__ = [
@@ -75,23 +76,23 @@ def _conv2d_grads(x, w, dy, stride, pad):
     return dx, dw, db
 
 
-def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
+def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, negative_slope=0.01):
     """2-D convolution (cross-correlation, as ``torch.nn.functional.conv2d``), NCHW.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO,WO) float32 with
     ``HO = (H + 2*pad - KH) // stride + 1`` (zero padding). ``out`` and ``workspace``
     (1-D float32, >= ``conv2d_workspace_size``) may be passed to avoid allocation.
-    ``act``: None / "identity" (default) or "relu" (``max(0, .)`` applied after the bias;
-    fused into the C kernel's store). Raises ValueError / TypeError naming the offending argument.
+    ``act``: None / "identity" (default), "relu" (``max(0, .)``) or "leaky_relu" (slope
+    ``negative_slope`` >= 0 below 0), applied after the bias (fused into the C kernel's store).
+    Raises ValueError / TypeError naming the offending argument.
     """
-    relu = act_flag(act)
+    code = act_flag(act)
+    slope = check_negative_slope(negative_slope)
     x, w, b, (N, C, H, W, F, KH, KW, HO, WO) = check_conv_args(x, w, b, stride, pad)
     out = check_kernel_output(out, "out", (N, F, HO, WO))
     check_workspace(workspace, conv2d_workspace_size(x.shape, w.shape, stride, pad))
     check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
-    out[...] = _conv2d(x, w, b, stride, pad)
-    if relu:
-        np.maximum(out, np.float32(0.0), out=out)  # NaN stays NaN
+    out[...] = _act(_conv2d(x, w, b, stride, pad), code, slope)  # NaN stays NaN
     return out
 
 
@@ -116,28 +117,27 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
     return dx, dw, db
 
 
-def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=None):
+def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, negative_slope=0.01):
     """Inference fusion: ``maxpool2d(conv2d_forward(x, w, b, stride, pad, act=act), 2, 2)``.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO//2,WO//2) float32 (HO, WO the
     convolution's output size, >= 2; floor mode; NaN propagates). No argmax is produced (no
     backward). ``workspace``: as for ``conv2d_forward``. Raises ValueError / TypeError.
     """
-    relu = act_flag(act)
+    code = act_flag(act)
+    slope = check_negative_slope(negative_slope)
     x, w, b, (N, C, H, W, F, KH, KW, HO, WO) = check_conv_args(x, w, b, stride, pad)
     check_pool2_output(HO, WO)
     out = check_kernel_output(out, "out", (N, F, HO // 2, WO // 2))
     check_workspace(workspace, conv2d_workspace_size(x.shape, w.shape, stride, pad))
     check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w, "w"), (b, "b")])
-    y = _conv2d(x, w, b, stride, pad)
-    if relu:
-        y = np.maximum(y, np.float32(0.0))
+    y = _act(_conv2d(x, w, b, stride, pad), code, slope)
     out[...] = _maxpool2d(np.ascontiguousarray(y, dtype=np.float32), 2, 2)[0]
     return out
 
 
 def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, act1=None, act2=None,
-                               out=None, workspace=None):
+                               out=None, workspace=None, negative_slope1=0.01, negative_slope2=0.01):
     """Two inference stages in one call: ``conv2d_pool2_forward(conv2d_pool2_forward(x, w1, b1,
     stride1, pad1, act=act1), w2, b2, stride2, pad2, act=act2)``.
 
@@ -146,12 +146,14 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
     stage's pooled output (both convolution outputs must be at least 2x2). ``workspace``:
     ``conv2d_pool2_chain_workspace_size`` floats or None. Raises ValueError / TypeError.
     """
-    a1, a2 = act_flag(act1, "act1"), act_flag(act2, "act2")
+    act_flag(act1, "act1"), act_flag(act2, "act2")
+    s1 = check_negative_slope(negative_slope1, "negative_slope1")
+    s2 = check_negative_slope(negative_slope2, "negative_slope2")
     x, w1, b1, w2, b2, g1, g2 = check_chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2)
     out = check_kernel_output(out, "out", (g2[0], g2[4], g2[7] // 2, g2[8] // 2))
     check_workspace(workspace, conv2d_pool2_chain_workspace_size(x.shape, w1.shape, stride1, pad1, w2.shape,
                                                                  stride2, pad2),
                     "conv2d_pool2_chain_workspace_size")
     check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")])
-    z = conv2d_pool2_forward(x, w1, b1, stride1, pad1, act=("relu" if a1 else None))
-    return conv2d_pool2_forward(z, w2, b2, stride2, pad2, out=out, act=("relu" if a2 else None))
+    z = conv2d_pool2_forward(x, w1, b1, stride1, pad1, act=act1, negative_slope=s1)
+    return conv2d_pool2_forward(z, w2, b2, stride2, pad2, out=out, act=act2, negative_slope=s2)

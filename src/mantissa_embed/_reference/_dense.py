@@ -1,13 +1,14 @@
-"""Numpy twins of the ReLU, finiteness, dense and optimizer-step kernels
+"""Numpy twins of the ReLU, leaky ReLU, finiteness, dense and optimizer-step kernels
 (:mod:`mantissa_embed._engine._dense`). Same names, signatures, checks and errors as the engine.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .._checks.arrays import check_kernel_input, check_kernel_output, check_outs
-from .._checks.layers import (act_flag, check_adam_args, check_dense_args,
-                              check_dense_backward_args, check_sgd_args, store_grad)
+from .._checks.arrays import check_kernel_output, check_outs
+from .._checks.layers import (act_flag, check_act_args, check_act_backward_args, check_adam_args,
+                              check_dense_args, check_dense_backward_args, check_negative_slope,
+                              check_sgd_args, store_grad)
 
 __all__ = [
     "relu_forward",
@@ -17,6 +18,8 @@ __all__ = [
     "dense_backward",
     "sgd_step",
     "adam_step",
+    "leaky_relu_forward",
+    "leaky_relu_backward",
 ]
 
 
@@ -27,23 +30,26 @@ def _dense(x, w, b):
     return y
 
 
+def _act(y, code, slope):
+    """The activation ``code`` (``act_flag``: 0 identity, 1 ReLU, 2 leaky ReLU with ``slope``)
+    of y, in its dtype; NaN stays NaN."""
+    if code == 1:
+        return np.maximum(y, y.dtype.type(0))
+    if code == 2:
+        return np.where(y < 0, y * y.dtype.type(slope), y)
+    return y
+
+
 def relu_forward(x, out=None):
     """out = max(x, 0), any shape, float32; ``out`` may be ``x`` itself (in place)."""
-    x = check_kernel_input(x, "x")
-    out = check_kernel_output(out, "out", x.shape)
-    check_outs([(out, "out")], [(x, "x")], inplace_ok=("x",))
+    x, out = check_act_args(x, out)
     np.maximum(x, np.float32(0), out=out)
     return out
 
 
 def relu_backward(dy, y, dx=None):
     """dx = dy * (y > 0) where y is the forward *output*; ``dx`` may be ``dy`` itself."""
-    dy = check_kernel_input(dy, "dy")
-    y = check_kernel_input(y, "y")
-    if y.shape != dy.shape:
-        raise ValueError(f"y must have the shape of dy {dy.shape}, got {y.shape}")
-    dx = check_kernel_output(dx, "dx", dy.shape)
-    check_outs([(dx, "dx")], [(dy, "dy"), (y, "y")], inplace_ok=("dy", "y"))
+    dy, y, dx = check_act_backward_args(dy, y, dx)
     np.copyto(dx, np.where(y > 0, dy, np.float32(0)))
     return dx
 
@@ -56,17 +62,16 @@ def all_finite(x):
     return bool(np.isfinite(x).all())
 
 
-def dense_forward(x, w, b, out=None, act=None):
+def dense_forward(x, w, b, out=None, act=None, negative_slope=0.01):
     """Fully connected layer, as ``torch.nn.functional.linear``: x (N,I), w (O,I), b (O,) or
-    None -> out (N,O) = x @ w.T + b (float32); ``act``: None/"identity", or "relu" for
-    max(., 0) in the same call (TypeError/ValueError otherwise)."""
-    relu = act_flag(act)
+    None -> out (N,O) = x @ w.T + b (float32); ``act``: None/"identity", "relu" for max(., 0)
+    or "leaky_relu" (``negative_slope`` >= 0) in the same call (TypeError/ValueError otherwise)."""
+    code = act_flag(act)
+    slope = check_negative_slope(negative_slope)
     x, w, b = check_dense_args(x, w, b)
     out = check_kernel_output(out, "out", (x.shape[0], w.shape[0]))
     check_outs([(out, "out")], [(x, "x"), (w, "w"), (b, "b")])
-    out[...] = _dense(x, w, b)
-    if relu:
-        np.maximum(out, np.float32(0), out=out)
+    out[...] = _act(_dense(x, w, b).astype(np.float32), code, slope)
     return out
 
 
@@ -130,3 +135,21 @@ def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
     v[...] = v * f(beta2) + w2 * (gi * gi)
     denom = np.sqrt(v) / bc2_sqrt + f(eps)
     p[...] = p + (-step_size) * (m / denom)
+
+
+def leaky_relu_forward(x, negative_slope=0.01, out=None):
+    """out = x where x >= 0, else ``negative_slope * x`` (``torch.nn.functional.leaky_relu``), any
+    shape, float32; ``out`` may be ``x`` itself. ``negative_slope``: finite, >= 0."""
+    slope = check_negative_slope(negative_slope)
+    x, out = check_act_args(x, out)
+    np.copyto(out, _act(x, 2, slope))
+    return out
+
+
+def leaky_relu_backward(dy, y, negative_slope=0.01, dx=None):
+    """dx = dy where y > 0, else ``negative_slope * dy`` (y the forward *output*; torch's rule,
+    the slope at 0); ``dx`` may be ``dy`` itself."""
+    slope = check_negative_slope(negative_slope)
+    dy, y, dx = check_act_backward_args(dy, y, dx)
+    np.copyto(dx, np.where(y > 0, dy, dy * np.float32(slope)))
+    return dx

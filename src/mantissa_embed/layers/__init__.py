@@ -32,5 +32,6 @@ __all__ = ["Layer", "Conv2D", "MaxPool2D", "Flatten", "Dense", "ReLU", "Sequenti
 # issue 13 layers
 from .avg_pool2d import AvgPool2D  # noqa: E402
 from .global_avg_pool2d import GlobalAvgPool2D  # noqa: E402
+from .leaky_relu import LeakyReLU  # noqa: E402
 
-__all__ += ["AvgPool2D", "GlobalAvgPool2D"]
+__all__ += ["AvgPool2D", "GlobalAvgPool2D", "LeakyReLU"]

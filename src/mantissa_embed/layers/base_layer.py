@@ -6,24 +6,18 @@ import numbers
 
 import numpy as np
 
+from .._checks.layers import act_flag, check_negative_slope
 from .._validation import as_generator, check_array, check_int
 from .._workspace import Workspace
 from ..backend import get_backend
 
 __all__ = ["Layer", "AffineLayer", "LAYER_TYPES", "layer_from_config"]
 
-_ACTIVATIONS = ("identity", "relu")
-
-
 def check_act(act):
-    """None/"identity" -> None, "relu" -> "relu"; anything else raises TypeError/ValueError."""
-    if act is None:
-        return None
-    if not isinstance(act, str):
-        raise TypeError(f"act must be None, 'identity' or 'relu', got {type(act).__name__}")
-    if act not in _ACTIVATIONS:
-        raise ValueError(f"act must be None, 'identity' or 'relu', got {act!r}")
-    return None if act == "identity" else act
+    """None/"identity" -> None, "relu" / "leaky_relu" kept; anything else raises
+    TypeError/ValueError naming ``act``."""
+    act_flag(act)
+    return None if act in (None, "identity") else act
 
 
 def check_shape(shape, name="input_shape"):
@@ -239,13 +233,15 @@ class Layer:
 
 
 class AffineLayer(Layer):
-    """A layer with ``weight`` and ``bias`` parameters and an optional ReLU on its output
-    (``act``: None or "relu"). Subclasses implement ``_backward_preact(dY, need_dx)``, the
-    backward from the gradient with respect to the pre-activation."""
+    """A layer with ``weight`` and ``bias`` parameters and an optional activation on its output
+    (``act``: None, "relu" or "leaky_relu" with ``negative_slope``). Subclasses implement
+    ``_backward_preact(dY, need_dx)``, the backward from the gradient with respect to the
+    pre-activation."""
 
-    def __init__(self, act):
+    def __init__(self, act, negative_slope=0.01):
         super().__init__()
         self.act = check_act(act)
+        self.negative_slope = check_negative_slope(negative_slope)
         self.weight = None
         self.bias = None
         self._out = Workspace()
@@ -258,9 +254,26 @@ class AffineLayer(Layer):
     def parameters(self):
         return [self.weight, self.bias] if self.built else []
 
+    def _act_kwargs(self):
+        """The activation arguments of the forward kernels."""
+        return {"act": self.act, "negative_slope": self.negative_slope}
+
+    def _act_config(self):
+        """``act`` (and ``negative_slope`` for a leaky ReLU) for ``get_config``."""
+        if self.act == "leaky_relu":
+            return {"act": self.act, "negative_slope": self.negative_slope}
+        return {"act": self.act}
+
+    def _act_describe(self):
+        if self.act == "leaky_relu":
+            return f", act='leaky_relu', negative_slope={self.negative_slope!r}"
+        return f", act={self.act!r}" if self.act else ""
+
     def _backward(self, dY, need_dx):
         if self.act == "relu":
             dY = self._backend().relu_backward(dY, self._y, dx=self._dpre.get(dY.shape))
+        elif self.act == "leaky_relu":
+            dY = self._backend().leaky_relu_backward(dY, self._y, self.negative_slope, dx=self._dpre.get(dY.shape))
         return self._backward_preact(dY, need_dx)
 
     def _backward_preact(self, dY, need_dx):

@@ -19,25 +19,28 @@ class Conv2D(AffineLayer):
     kernel_size : int or (int, int)
     stride : int >= 1, default 1
     pad : int >= 0, default 0 (zero padding on every side)
-    act : None, "identity" or "relu", default None
-        Activation applied after the bias (``"relu"``: ``max(0, .)``).
+    act : None, "identity", "relu" or "leaky_relu", default None
+        Activation applied after the bias (``"relu"``: ``max(0, .)``; ``"leaky_relu"``:
+        ``negative_slope * x`` below 0, as ``torch.nn.LeakyReLU``).
+    negative_slope : float >= 0, default 0.01 (torch's; used by ``act="leaky_relu"`` only)
 
     Input (N, C, H, W) float32 -> output (N, out_channels, HO, WO) with
     ``HO = (H + 2*pad - KH) // stride + 1``. Parameters: ``weight`` (out_channels, C, KH, KW)
     and ``bias`` (out_channels,), torch's default initialization. Kernels:
     ``engine.conv2d_forward`` / ``conv2d_backward``; at inference a following MaxPool2D(2)
     runs in the same call (``conv2d_pool2_forward``), two such pairs in one
-    (``conv2d_pool2_chain_forward``). Raises ValueError/TypeError for bad arguments, a non
+    (``conv2d_pool2_chain_forward``); not with ``act="leaky_relu"`` (those kernels take identity or
+    ReLU; the planner keeps such a layer apart). Raises ValueError/TypeError for bad arguments, a non
     4-D input or a kernel larger than the padded input.
     """
 
     input_ndim = 3
-    forward_fusions = (
+    _FUSIONS = (
         Fusion("conv2d_pool2_chain_forward", ("maxpool2", "conv2d", "maxpool2"), "_forward_pool2_chain"),
         Fusion("conv2d_pool2_forward", ("maxpool2",), "_forward_pool2"),
     )
 
-    def __init__(self, out_channels, kernel_size, stride=1, pad=0, act=None):
+    def __init__(self, out_channels, kernel_size, stride=1, pad=0, act=None, negative_slope=0.01):
         self.out_channels = check_int(out_channels, "out_channels", minimum=1)
         if isinstance(kernel_size, (tuple, list)):
             if len(kernel_size) != 2:
@@ -52,22 +55,27 @@ class Conv2D(AffineLayer):
         self._k = (kh, kw)
         self.stride = check_int(stride, "stride", minimum=1)
         self.pad = check_int(pad, "pad", minimum=0)
-        super().__init__(act)
+        super().__init__(act, negative_slope)
         self._ws = Workspace()
         self._chain_ws = Workspace()
 
+    @property
+    def forward_fusions(self):
+        """The inference fusions this layer leads: none with a leaky ReLU (the fused kernels take
+        identity or ReLU only)."""
+        return () if self.act == "leaky_relu" else self._FUSIONS
+
     def fusion_tags(self):
-        return ("conv2d",) + super().fusion_tags()
+        return (() if self.act == "leaky_relu" else ("conv2d",)) + super().fusion_tags()
 
     def _describe(self):
         extra = (f", stride={self.stride}" if self.stride != 1 else "") + (f", pad={self.pad}" if self.pad else "")
-        act = f", act={self.act!r}" if self.act else ""
-        return f"Conv2D({self.out_channels}, {self.kernel_size!r}{extra}{act})"
+        return f"Conv2D({self.out_channels}, {self.kernel_size!r}{extra}{self._act_describe()})"
 
     def _config(self):
         ks = list(self.kernel_size) if isinstance(self.kernel_size, tuple) else self.kernel_size
         return {"out_channels": self.out_channels, "kernel_size": ks, "stride": self.stride,
-                "pad": self.pad, "act": self.act}
+                "pad": self.pad, **self._act_config()}
 
     def output_shape(self, input_shape):
         shape = check_shape(input_shape)
@@ -99,7 +107,7 @@ class Conv2D(AffineLayer):
     def _forward(self, X):
         out = self._out.get((X.shape[0],) + self._out_shape)
         self._backend().conv2d_forward(X, self.weight.data, self.bias.data, self.stride, self.pad, out=out,
-                                       workspace=self._workspace(X.shape), act=self.act)
+                                       workspace=self._workspace(X.shape), **self._act_kwargs())
         self._x, self._y = X, out
         return out
 
@@ -112,7 +120,7 @@ class Conv2D(AffineLayer):
             pool.build(self._out_shape)
         out = pool._out.get((X.shape[0],) + pool._out_shape)
         self._backend().conv2d_pool2_forward(X, self.weight.data, self.bias.data, self.stride, self.pad,
-                                             out=out, workspace=self._workspace(X.shape), act=self.act)
+                                             out=out, workspace=self._workspace(X.shape), **self._act_kwargs())
         self._x = self._y = None
         pool._y = pool._x = None
         return out
@@ -128,13 +136,14 @@ class Conv2D(AffineLayer):
             X.shape, self.weight.shape, self.stride, self.pad, conv.weight.shape, conv.stride, conv.pad))
         be.conv2d_pool2_chain_forward(X, self.weight.data, self.bias.data, self.stride, self.pad,
                                       conv.weight.data, conv.bias.data, conv.stride, conv.pad,
-                                      act1=self.act, act2=conv.act, out=out, workspace=ws)
+                                      act1=self.act, act2=conv.act, out=out, workspace=ws,
+                                      negative_slope1=self.negative_slope, negative_slope2=conv.negative_slope)
         for layer in (self, pool, conv, pool2):
             layer._x = layer._y = None
         return out
 
     def _backward_preact(self, dY, need_dx):
-        """The backward from dY = d loss / d(pre-activation), the ReLU's mask already applied."""
+        """The backward from dY = d loss / d(pre-activation), the activation's already applied."""
         be = self._backend()
         dx = self._dx.get(self._x.shape) if need_dx else None
         dx, _, _ = be.conv2d_backward(self._x, self.weight.data, dY, self.stride, self.pad, dx=dx,

@@ -9,13 +9,15 @@ __all__ = ["Dense"]
 
 
 class Dense(AffineLayer):
-    """Fully connected layer (as ``torch.nn.Linear``) with bias and an optional ReLU.
+    """Fully connected layer (as ``torch.nn.Linear``) with bias and an optional activation.
 
     Parameters
     ----------
     units : int >= 1
         Output features.
-    act : None, "identity" or "relu", default None
+    act : None, "identity", "relu" or "leaky_relu", default None
+    negative_slope : float >= 0, default 0.01
+        The slope of ``act="leaky_relu"`` below 0 (torch's default; ignored otherwise).
 
     Input (N, in_features) float32 -> (N, units) = X @ weight.T + bias. Parameters:
     ``weight`` (units, in_features) (torch's layout) and ``bias`` (units,), torch's default
@@ -25,15 +27,15 @@ class Dense(AffineLayer):
 
     input_ndim = 1
 
-    def __init__(self, units, act=None):
+    def __init__(self, units, act=None, negative_slope=0.01):
         self.units = check_int(units, "units", minimum=1)
-        super().__init__(act)
+        super().__init__(act, negative_slope)
 
     def _config(self):
-        return {"units": self.units, "act": self.act}
+        return {"units": self.units, **self._act_config()}
 
     def _describe(self):
-        return f"Dense({self.units}" + (f", act={self.act!r})" if self.act else ")")
+        return f"Dense({self.units}{self._act_describe()})"
 
     def output_shape(self, input_shape):
         shape = check_shape(input_shape)
@@ -52,12 +54,12 @@ class Dense(AffineLayer):
 
     def _forward(self, X):
         out = self._backend().dense_forward(X, self.weight.data, self.bias.data,
-                                            out=self._out.get((X.shape[0], self.units)), act=self.act)
+                                            out=self._out.get((X.shape[0], self.units)), **self._act_kwargs())
         self._x, self._y = X, out
         return out
 
     def _backward_preact(self, dY, need_dx):
-        """The backward from dY = d loss / d(pre-activation), the ReLU's mask already applied."""
+        """The backward from dY = d loss / d(pre-activation), the activation's already applied."""
         dx = self._dx.get(self._x.shape) if need_dx else None
         dx, _, _ = self._backend().dense_backward(self._x, self.weight.data, dY, dx=dx, dw=self.weight.grad,
                                                   db=self.bias.grad, need_dx=need_dx, accumulate=True)
