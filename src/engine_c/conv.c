@@ -492,7 +492,10 @@ static void pack_direct_weights_flipped(const float *w, float *wpk, int64_t F, i
 }
 #endif
 
-/* x (N,C,H,W), w (F,C,KH,KW), b (F) or NULL -> y (N,F,HO,WO); workspace >= me_conv2d_workspace_size */
+/* x (N,C,H,W), w (F,C,KH,KW), b (F) or NULL (no bias) -> y (N,F,HO,WO); workspace >=
+ * me_conv2d_workspace_size. A 1x1 stride-1 unpadded convolution is one SGEMM per image on the
+ * NCHW input (no padded copy, no im2col; its backward's dx likewise); stride > 1 takes the
+ * classic im2col. */
 void me_conv2d_forward(const float *x, const float *w, const float *b, float *y,
                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                        int64_t KH, int64_t KW, int64_t stride, int64_t pad, float *workspace) {
@@ -518,6 +521,8 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     if (G <= 0) return;
     const int wide = stride == 1; /* the wide-row layout whenever it applies */
     const int direct = conv_use_direct(F, K, stride);
+    /* a 1x1 stride-1 unpadded convolution is one GEMM on the NCHW image: y_n (F,P) = w (F,C) @ x_n (C,P) */
+    const int pointwise = KH == 1 && KW == 1 && stride == 1 && pad == 0;
     const int64_t NF = F <= 8 ? 8 : 16;
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
@@ -544,7 +549,7 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
         for (int64_t n = n0; n < n1; n++) {
             const float *xn = x + n * C * H * W;
             float *yn = y + n * F * P;
-            if (wide) {
+            if (wide && !pointwise) {
                 pad_image(xn, xp, C, H, W, pad, Hp, Wp, KW);
                 im2col_wide(xp, col, C, KH, KW, Hp, Wp, PW);
                 /* yw (F,PW) = w (F,K) @ col (K,PW); keep the WO valid columns of each row, add the bias */
@@ -561,7 +566,8 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
                     }
                 }
             } else {
-                im2col(xn, col, C, H, W, KH, KW, stride, pad, HO, WO);
+                if (!pointwise) im2col(xn, col, C, H, W, KH, KW, stride, pad, HO, WO);
+                const float *cols = pointwise ? xn : col; /* a 1x1 image is its own (C, P) column matrix */
                 float beta = 0.0f;
                 if (b) {
                     for (int64_t f = 0; f < F; f++) {
@@ -572,7 +578,7 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
                     beta = 1.0f;
                 }
                 /* y_n (F,P) = w (F,K) @ col (K,P) + beta * y_n */
-                me_sgemm_st(0, 0, F, P, K, 1.0f, w, K, col, P, beta, yn, P);
+                me_sgemm_st(0, 0, F, P, K, 1.0f, w, K, cols, P, beta, yn, P);
                 if (act != ME_ACT_IDENTITY)
                     for (int64_t e = 0; e < F * P; e++) yn[e] = conv_act(yn[e], act, slope);
             }
@@ -581,7 +587,7 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
 }
 
 /* dy (N,F,HO,WO) -> dx (N,C,H,W) | NULL (overwritten), dw (F,C,KH,KW) | NULL, db (F) | NULL
- * (overwritten, or added to when accumulate != 0) */
+ * (overwritten, or added to when accumulate != 0; NULL skips it, e.g. a convolution without bias) */
 void me_conv2d_backward(const float *x, const float *w, const float *dy,
                         float *dx, float *dw, float *db,
                         int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
@@ -655,7 +661,10 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
 #else
                 (void)dyp;
 #endif
-                if (dx) {
+                if (dx && KH == 1 && KW == 1 && pad == 0) {
+                    /* 1x1 unpadded: dx_n (C,P) = w^T (C,F) @ dy_n (F,P), straight into dx */
+                    me_sgemm_st(1, 0, K, P, F, 1.0f, w, K, dyn, P, 0.0f, dx + n * C * H * W, P);
+                } else if (dx) {
                     /* dcol (K,PW) = w^T (K,F) @ dyw (F,PW); scatter into the padded plane; crop */
                     me_sgemm_st(1, 0, K, PW, F, 1.0f, w, K, dyw, PW, 0.0f, col, PW);
                     col2im_wide(col, xp, C, KH, KW, Hp, Wp, PW);

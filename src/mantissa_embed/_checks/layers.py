@@ -299,9 +299,9 @@ def check_dense_backward_args(x, w, dy, dx, dw, db, need_dx, accumulate):
     return x, w, dy, dx, dw, db, need_dx, accumulate
 
 
-def check_conv_backward_args(x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate):
+def check_conv_backward_args(x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate, need_db=True):
     """Validated (x, w, dy, geometry, dx, dw, db, need_dx, accumulate) of ``conv2d_backward``
-    (the workspace is checked by the caller)."""
+    (the workspace is checked by the caller); db is None when ``need_db`` is False."""
     x, w, _, geo = check_conv_args(x, w, None, stride, pad)
     N, C, H, W, F, KH, KW, HO, WO = geo
     dy = check_kernel_input(dy, "dy", 4)
@@ -311,7 +311,7 @@ def check_conv_backward_args(x, w, dy, stride, pad, dx, dw, db, need_dx, accumul
     accumulate = check_bool(accumulate, "accumulate")
     dx = check_kernel_output(dx, "dx", x.shape) if need_dx else None
     dw = grad_buf(dw, "dw", w.shape, accumulate)
-    db = grad_buf(db, "db", (F,), accumulate)
+    db = grad_buf(db, "db", (F,), accumulate) if check_bool(need_db, "need_db") else None
     return x, w, dy, geo, dx, dw, db, need_dx, accumulate
 
 

@@ -225,13 +225,14 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
 
 
 def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=True,
-                    accumulate=False, workspace=None):
+                    accumulate=False, workspace=None, need_db=True):
     """Gradients of ``conv2d_forward`` for the upstream gradient dy (N,F,HO,WO), float32.
 
     Returns ``(dx, dw, db)``: dx (N,C,H,W), overwritten (None when ``need_dx`` is False);
     dw (F,C,KH,KW) and db (F,): new arrays when None, else overwritten, or added to when
-    ``accumulate`` is True. The weight/bias gradients are summed over the batch in a fixed
-    order (bitwise reproducible for any thread count). Raises ValueError / TypeError.
+    ``accumulate`` is True; db is None (not computed) when ``need_db`` is False (a convolution
+    without bias). The weight/bias gradients are summed over the batch in a fixed order (bitwise
+    reproducible for any thread count). Raises ValueError / TypeError.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
     cdef const float[:, :, :, ::1] xv
@@ -242,9 +243,10 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
     cdef float[::1] dbv
     cdef float[::1] wsv
     cdef float *dxp = NULL
+    cdef float *dbp = NULL
     cdef int acc
     x, w, dy, geo, dx, dw, db, need_dx, accumulate = check_conv_backward_args(
-        x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate)
+        x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate, need_db)
     N, C, H, W, F, KH, KW, HO, WO = geo
     workspace = check_workspace(workspace, _conv_need(N, C, H, W, F, KH, KW, stride, pad))
     check_outs([(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")],
@@ -253,7 +255,8 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
         if need_dx:
             dx.fill(0)
         store_grad(dw, 0, accumulate)
-        store_grad(db, dy.reshape(N, F, HO * WO).sum(axis=(0, 2)), accumulate)
+        if db is not None:
+            store_grad(db, dy.reshape(N, F, HO * WO).sum(axis=(0, 2)), accumulate)
         return dx, dw, db
     s = stride
     p = pad
@@ -262,13 +265,15 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
     wv = w
     dyv = dy
     dwv = dw
-    dbv = db
     wsv = workspace
+    if db is not None:
+        dbv = db
+        dbp = &dbv[0]
     if need_dx:
         dxv = dx
         dxp = &dxv[0, 0, 0, 0]
     with nogil:
         me_conv2d_backward(&xv[0, 0, 0, 0], &wv[0, 0, 0, 0], &dyv[0, 0, 0, 0],
-                           dxp, &dwv[0, 0, 0, 0], &dbv[0],
+                           dxp, &dwv[0, 0, 0, 0], dbp,
                            N, C, H, W, F, KH, KW, s, p, acc, &wsv[0])
     return dx, dw, db

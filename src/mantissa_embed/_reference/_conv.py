@@ -97,15 +97,15 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, neg
 
 
 def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=True,
-                    accumulate=False, workspace=None):
+                    accumulate=False, workspace=None, need_db=True):
     """Gradients of ``conv2d_forward`` for the upstream gradient dy (N,F,HO,WO).
 
     Returns ``(dx, dw, db)``: dx (N,C,H,W) (None when ``need_dx`` is False; overwritten),
     dw (F,C,KH,KW) and db (F,) (new arrays when None; when given they are overwritten, or
-    added to when ``accumulate`` is True). The bias gradient is always computed.
+    added to when ``accumulate`` is True); db is None (not computed) when ``need_db`` is False.
     """
     x, w, dy, geo, dx, dw, db, need_dx, accumulate = check_conv_backward_args(
-        x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate)
+        x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate, need_db)
     N, C, H, W, F, KH, KW, HO, WO = geo
     check_workspace(workspace, conv2d_workspace_size(x.shape, w.shape, stride, pad))
     check_outs([(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")], [(x, "x"), (w, "w"), (dy, "dy")])
@@ -113,7 +113,8 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
     if need_dx:
         dx[...] = gx
     store_grad(dw, gw, accumulate)
-    store_grad(db, gb, accumulate)
+    if db is not None:
+        store_grad(db, gb, accumulate)
     return dx, dw, db
 
 

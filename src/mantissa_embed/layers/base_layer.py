@@ -35,12 +35,13 @@ def check_shape(shape, name="input_shape"):
     return tuple(check_int(s, f"{name}[{i}]", minimum=1) for i, s in enumerate(shape))
 
 
-def kaiming_uniform_default(rng, w_shape, fan_in):
+def kaiming_uniform_default(rng, w_shape, fan_in, bias=True):
     """torch's default init of Conv2d/Linear: weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))
-    (Kaiming-uniform with ``a = sqrt(5)``, He et al. 2015). Returns ``(w, b)``, float64."""
+    (Kaiming-uniform with ``a = sqrt(5)``, He et al. 2015). Returns ``(w, b)``, float64; b is
+    None (and not drawn) when ``bias`` is False."""
     bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
     w = rng.uniform(-bound, bound, size=w_shape)
-    b = rng.uniform(-bound, bound, size=(w_shape[0],))
+    b = rng.uniform(-bound, bound, size=(w_shape[0],)) if bias else None
     return w, b
 
 
@@ -252,7 +253,14 @@ class AffineLayer(Layer):
         return ("relu_output",) if self.act == "relu" else ()
 
     def parameters(self):
-        return [self.weight, self.bias] if self.built else []
+        return [p for p in (self.weight, self.bias) if p is not None] if self.built else []
+
+    def _bias_data(self):
+        """The bias array for the kernels, or None for a layer without bias."""
+        return None if self.bias is None else self.bias.data
+
+    def _bias_grad(self):
+        return None if self.bias is None else self.bias.grad
 
     def _act_kwargs(self):
         """The activation arguments of the forward kernels."""

@@ -1,6 +1,8 @@
 """2-D convolution: :class:`Conv2D`."""
 from __future__ import annotations
 
+import numpy as np
+
 from .._validation import check_int
 from .._workspace import Workspace
 from ..parameter import Parameter
@@ -11,7 +13,7 @@ __all__ = ["Conv2D"]
 
 
 class Conv2D(AffineLayer):
-    """2-D convolution (cross-correlation, as ``torch.nn.Conv2d``) with bias and an optional ReLU.
+    """2-D convolution (cross-correlation, as ``torch.nn.Conv2d``) with an optional bias and activation.
 
     Parameters
     ----------
@@ -23,10 +25,14 @@ class Conv2D(AffineLayer):
         Activation applied after the bias (``"relu"``: ``max(0, .)``; ``"leaky_relu"``:
         ``negative_slope * x`` below 0, as ``torch.nn.LeakyReLU``).
     negative_slope : float >= 0, default 0.01 (torch's; used by ``act="leaky_relu"`` only)
+    bias : bool, default True
+        False: no ``bias`` parameter (as ``torch.nn.Conv2d(..., bias=False)``, e.g. before a
+        BatchNorm2D); the kernels get no bias and the backward skips its gradient.
 
     Input (N, C, H, W) float32 -> output (N, out_channels, HO, WO) with
     ``HO = (H + 2*pad - KH) // stride + 1``. Parameters: ``weight`` (out_channels, C, KH, KW)
-    and ``bias`` (out_channels,), torch's default initialization. Kernels:
+    and ``bias`` (out_channels,) (when ``bias``), torch's default initialization. A 1x1
+    stride-1 unpadded convolution is one SGEMM per image on the NCHW input. Kernels:
     ``engine.conv2d_forward`` / ``conv2d_backward``; at inference a following MaxPool2D(2)
     runs in the same call (``conv2d_pool2_forward``), two such pairs in one
     (``conv2d_pool2_chain_forward``); not with ``act="leaky_relu"`` (those kernels take identity or
@@ -40,7 +46,7 @@ class Conv2D(AffineLayer):
         Fusion("conv2d_pool2_forward", ("maxpool2",), "_forward_pool2"),
     )
 
-    def __init__(self, out_channels, kernel_size, stride=1, pad=0, act=None, negative_slope=0.01):
+    def __init__(self, out_channels, kernel_size, stride=1, pad=0, act=None, negative_slope=0.01, bias=True):
         self.out_channels = check_int(out_channels, "out_channels", minimum=1)
         if isinstance(kernel_size, (tuple, list)):
             if len(kernel_size) != 2:
@@ -55,6 +61,9 @@ class Conv2D(AffineLayer):
         self._k = (kh, kw)
         self.stride = check_int(stride, "stride", minimum=1)
         self.pad = check_int(pad, "pad", minimum=0)
+        if not isinstance(bias, (bool, np.bool_)):
+            raise TypeError(f"bias must be a bool, got {type(bias).__name__}")
+        self.use_bias = bool(bias)
         super().__init__(act, negative_slope)
         self._ws = Workspace()
         self._chain_ws = Workspace()
@@ -70,12 +79,13 @@ class Conv2D(AffineLayer):
 
     def _describe(self):
         extra = (f", stride={self.stride}" if self.stride != 1 else "") + (f", pad={self.pad}" if self.pad else "")
+        extra += "" if self.use_bias else ", bias=False"
         return f"Conv2D({self.out_channels}, {self.kernel_size!r}{extra}{self._act_describe()})"
 
     def _config(self):
         ks = list(self.kernel_size) if isinstance(self.kernel_size, tuple) else self.kernel_size
         return {"out_channels": self.out_channels, "kernel_size": ks, "stride": self.stride,
-                "pad": self.pad, **self._act_config()}
+                "pad": self.pad, **self._act_config(), **({} if self.use_bias else {"bias": False})}
 
     def output_shape(self, input_shape):
         shape = check_shape(input_shape)
@@ -91,14 +101,17 @@ class Conv2D(AffineLayer):
 
     def _param_shapes(self, input_shape):
         kh, kw = self._k
-        return {"weight": (self.out_channels, input_shape[0], kh, kw), "bias": (self.out_channels,)}
+        shapes = {"weight": (self.out_channels, input_shape[0], kh, kw)}
+        if self.use_bias:
+            shapes["bias"] = (self.out_channels,)
+        return shapes
 
     def _build(self, input_shape, rng):
         C = input_shape[0]
         kh, kw = self._k
-        w, b = kaiming_uniform_default(rng, (self.out_channels, C, kh, kw), C * kh * kw)
+        w, b = kaiming_uniform_default(rng, (self.out_channels, C, kh, kw), C * kh * kw, self.use_bias)
         self.weight = Parameter(w, name="weight")
-        self.bias = Parameter(b, name="bias")
+        self.bias = None if b is None else Parameter(b, name="bias")
 
     def _workspace(self, x_shape):
         return self._ws.sized(x_shape[0], lambda: self._backend().conv2d_workspace_size(
@@ -106,7 +119,7 @@ class Conv2D(AffineLayer):
 
     def _forward(self, X):
         out = self._out.get((X.shape[0],) + self._out_shape)
-        self._backend().conv2d_forward(X, self.weight.data, self.bias.data, self.stride, self.pad, out=out,
+        self._backend().conv2d_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad, out=out,
                                        workspace=self._workspace(X.shape), **self._act_kwargs())
         self._x, self._y = X, out
         return out
@@ -119,7 +132,7 @@ class Conv2D(AffineLayer):
         if not pool.built:
             pool.build(self._out_shape)
         out = pool._out.get((X.shape[0],) + pool._out_shape)
-        self._backend().conv2d_pool2_forward(X, self.weight.data, self.bias.data, self.stride, self.pad,
+        self._backend().conv2d_pool2_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad,
                                              out=out, workspace=self._workspace(X.shape), **self._act_kwargs())
         self._x = self._y = None
         pool._y = pool._x = None
@@ -134,8 +147,8 @@ class Conv2D(AffineLayer):
         be = self._backend()
         ws = self._chain_ws.sized(X.shape[0], lambda: be.conv2d_pool2_chain_workspace_size(
             X.shape, self.weight.shape, self.stride, self.pad, conv.weight.shape, conv.stride, conv.pad))
-        be.conv2d_pool2_chain_forward(X, self.weight.data, self.bias.data, self.stride, self.pad,
-                                      conv.weight.data, conv.bias.data, conv.stride, conv.pad,
+        be.conv2d_pool2_chain_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad,
+                                      conv.weight.data, conv._bias_data(), conv.stride, conv.pad,
                                       act1=self.act, act2=conv.act, out=out, workspace=ws,
                                       negative_slope1=self.negative_slope, negative_slope2=conv.negative_slope)
         for layer in (self, pool, conv, pool2):
@@ -147,6 +160,7 @@ class Conv2D(AffineLayer):
         be = self._backend()
         dx = self._dx.get(self._x.shape) if need_dx else None
         dx, _, _ = be.conv2d_backward(self._x, self.weight.data, dY, self.stride, self.pad, dx=dx,
-                                      dw=self.weight.grad, db=self.bias.grad, need_dx=need_dx,
-                                      accumulate=True, workspace=self._workspace(self._x.shape))
+                                      dw=self.weight.grad, db=self._bias_grad(), need_dx=need_dx,
+                                      accumulate=True, workspace=self._workspace(self._x.shape),
+                                      need_db=self.use_bias)
         return dx
