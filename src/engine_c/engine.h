@@ -443,6 +443,17 @@ void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope);
 /* dy (n), y (n) the forward output (slope >= 0) -> dx (n) = y > 0 ? dy : slope * dy; dx may alias dy */
 void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope);
 
+/* ---------------------------------------------------------- transforms.c */
+/* x (N,C,H,W), theta (N,2,3) (output -> input, normalized coordinates) -> y (N,C,H,W): each image
+ * resampled by its own matrix, bilinear, zero fill outside, as torch's
+ * grid_sample(x, affine_grid(theta, x.shape, align_corners=False), "bilinear", "zeros",
+ * align_corners=False). y must not overlap x. */
+void me_affine_resample_forward(const float *x, const float *theta, float *y,
+                                int64_t N, int64_t C, int64_t H, int64_t W);
+/* dy (N,C,H,W), x, theta -> dx (N,C,H,W) or NULL, dtheta (N,2,3) or NULL, both overwritten. */
+void me_affine_resample_backward(const float *dy, const float *x, const float *theta, float *dx,
+                                 float *dtheta, int64_t N, int64_t C, int64_t H, int64_t W);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,3 +18,4 @@ from ._tuple import *  # noqa: F401,F403
 from ._ranking import *  # noqa: F401,F403
 from ._proxy import *  # noqa: F401,F403
 from ._mining import *  # noqa: F401,F403
+from ._transforms import *  # noqa: F401,F403
