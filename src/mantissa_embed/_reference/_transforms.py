@@ -17,12 +17,15 @@ def _taps(theta, H, W):
     (align_corners=False) followed by grid_sample's unnormalization, and the four bilinear taps
     as (valid, flat offset, weight, d weight / d ix, d weight / d iy), each (N,H,W)."""
     t = theta.astype(np.float64)
-    xn = (2 * np.arange(W) + 1) / W - 1            # normalized output x of each column
-    yn = (2 * np.arange(H) + 1) / H - 1
-    gx = t[:, 0, 0, None, None] * xn[None, None, :] + t[:, 0, 1, None, None] * yn[None, :, None] + t[:, 0, 2, None, None]
-    gy = t[:, 1, 0, None, None] * xn[None, None, :] + t[:, 1, 1, None, None] * yn[None, :, None] + t[:, 1, 2, None, None]
-    ix = np.clip(((gx + 1) * W - 1) / 2, -2.0, W + 1.0)
-    iy = np.clip(((gy + 1) * H - 1) / 2, -2.0, H + 1.0)
+    # pixel centres about the image centre; ix = ((gx + 1) W - 1) / 2 with gx = theta[0] @ (u / (W/2),
+    # v / (H/2), 1), written so that the identity gives ix = j exactly (as the engine)
+    u = (np.arange(W) + 0.5 - W / 2)[None, None, :]
+    v = (np.arange(H) + 0.5 - H / 2)[None, :, None]
+    ix = t[:, 0, 0, None, None] * u + t[:, 0, 1, None, None] * (W / H) * v + t[:, 0, 2, None, None] * (W / 2)
+    iy = t[:, 1, 0, None, None] * (H / W) * u + t[:, 1, 1, None, None] * v + t[:, 1, 2, None, None] * (H / 2)
+    # beyond one pixel outside every tap is outside: clipping keeps the offsets small
+    ix = np.clip(ix + (W - 1) / 2, -2.0, W + 1.0)
+    iy = np.clip(iy + (H - 1) / 2, -2.0, H + 1.0)
     x0, y0 = np.floor(ix), np.floor(iy)
     fx, fy = ix - x0, iy - y0
     taps = []

@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 
 from .._checks.layers import act_flag, check_negative_slope
+from .._registry import build_from_config
 from .._validation import as_generator, check_array, check_int
 from .._workspace import Workspace
 from ..backend import get_backend
@@ -53,16 +54,7 @@ LAYER_TYPES = {}
 def layer_from_config(cfg, where="cfg"):
     """A new layer from ``layer.get_config()`` output (a dict with ``"type"``); list values
     become tuples. Raises ValueError naming ``where`` for a malformed dict or an unknown type."""
-    if not isinstance(cfg, dict) or "type" not in cfg:
-        raise ValueError(f"{where} must be a dict with a 'type'")
-    kind = cfg["type"]
-    if kind not in LAYER_TYPES:
-        raise ValueError(f"{where} has unknown type {kind!r}; known: {sorted(LAYER_TYPES)}")
-    kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items() if k != "type"}
-    try:
-        return LAYER_TYPES[kind].from_config(kwargs, where)
-    except TypeError as e:
-        raise ValueError(f"{where} ({kind}) has bad arguments: {e}") from None
+    return build_from_config(cfg, LAYER_TYPES, where)
 
 
 class Layer:

@@ -6,6 +6,7 @@ import numbers
 
 import numpy as np
 
+from .._registry import build_from_config
 from .._validation import check_array, check_float
 from .._workspace import Workspace
 
@@ -18,16 +19,7 @@ def transform_from_config(cfg, where="cfg"):
     """A new transform from ``transform.get_config()`` output (a dict with ``"type"``, as
     ``json.loads`` gives it back: lists become tuples). Raises ValueError naming ``where`` for a
     malformed dict, an unknown type or bad arguments."""
-    if not isinstance(cfg, dict) or "type" not in cfg:
-        raise ValueError(f"{where} must be a dict with a 'type'")
-    kind = cfg["type"]
-    if kind not in TRANSFORM_TYPES:
-        raise ValueError(f"{where} has unknown type {kind!r}; known: {sorted(TRANSFORM_TYPES)}")
-    kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in cfg.items() if k != "type"}
-    try:
-        return TRANSFORM_TYPES[kind].from_config(kwargs, where)
-    except TypeError as e:
-        raise ValueError(f"{where} ({kind}) has bad arguments: {e}") from None
+    return build_from_config(cfg, TRANSFORM_TYPES, where)
 
 
 def check_pair(v, name, minimum=None, maximum=None, *, strict=False, ordered=True):
