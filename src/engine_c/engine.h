@@ -141,9 +141,10 @@ void me_dense_backward(const float *x, const float *w, const float *dy,
  * `first` != 0 on the first step (v initialised to g, as torch does). */
 void me_sgd_step(float *p, const float *g, float *v, int64_t n, float lr, float momentum,
                  float dampening, float weight_decay, int nesterov, int first);
-/* p, g, m, v (n): torch.optim.Adam semantics (L2 weight decay added to g); step t >= 1. */
+/* p, g, m, v (n): torch.optim.Adam semantics (L2 weight decay added to g); step t >= 1.
+ * decoupled != 0: torch.optim.AdamW (p *= 1 - lr*weight_decay before the Adam update). */
 void me_adam_step(float *p, const float *g, float *m, float *v, int64_t n, int64_t t,
-                  float lr, float beta1, float beta2, float eps, float weight_decay);
+                  float lr, float beta1, float beta2, float eps, float weight_decay, int decoupled);
 
 /* ----------------------------------------------------------- distance.c */
 /* x (N,D) -> y (N,D) = x / max(||x||, eps), norms (N) = ||x|| (torch.nn.functional.normalize). y may alias x. */

@@ -355,9 +355,9 @@ def test_sgd_step_matches_twin(n, momentum, dampening, wd, nesterov, seed):
 
 
 @FAST
-@given(st.integers(1, 300), st.sampled_from([0.0, 1e-2]), st.sampled_from([(0.9, 0.999), (0.5, 0.9), (0.0, 0.0)]),
-       st.integers(0, 2**31 - 1))
-def test_adam_step_matches_twin(n, wd, betas, seed):
+@given(st.integers(1, 300), st.sampled_from([0.0, 1e-2, 0.5]), st.sampled_from([(0.9, 0.999), (0.5, 0.9), (0.0, 0.0)]),
+       st.booleans(), st.integers(0, 2**31 - 1))
+def test_adam_step_matches_twin(n, wd, betas, decoupled, seed):
     rng = np.random.default_rng(seed)
     shape = (n,) if n % 2 else (n // 2 + 1, 2)
     p = _rand(rng, shape)
@@ -365,10 +365,22 @@ def test_adam_step_matches_twin(n, wd, betas, seed):
     p2, m2, v2 = p.copy(), m.copy(), v.copy()
     for t in range(1, 5):
         g = _rand(rng, shape)
-        engine.adam_step(p, g, m, v, t, 1e-2, betas[0], betas[1], 1e-8, wd)
-        ref.adam_step(p2, g, m2, v2, t, 1e-2, betas[0], betas[1], 1e-8, wd)
+        engine.adam_step(p, g, m, v, t, 1e-2, betas[0], betas[1], 1e-8, wd, decoupled)
+        ref.adam_step(p2, g, m2, v2, t, 1e-2, betas[0], betas[1], 1e-8, wd, decoupled)
     for a, b in ((p, p2), (m, m2), (v, v2)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("be", [engine, ref], ids=["engine", "numpy"])
+def test_adam_step_decoupled_decay_is_applied_before_the_update(be):
+    """AdamW with a zero gradient: the moments stay 0, so p is only scaled by 1 - lr*wd
+    (the Adam term is 0 / (0 + eps) = 0); with decoupled=False nothing moves."""
+    p0 = np.array([1.0, -2.0, 0.5], np.float32)
+    for decoupled, expect in ((True, p0 * np.float32(1 - 0.1 * 0.5)), (False, p0)):
+        p, z = p0.copy(), np.zeros(3, np.float32)
+        be.adam_step(p, np.zeros(3, np.float32), z, z.copy(), 1, 0.1, 0.9, 0.999, 1e-8,
+                     0.5 if decoupled else 0.0, decoupled)
+        np.testing.assert_array_equal(p, expect)
 
 
 def test_optim_large_arrays_threaded():
@@ -427,6 +439,8 @@ def _bad_calls():
         ("sgd_step", (np.zeros(3, f), np.zeros(3, f), None, float("nan")), {}, "lr"),
         ("adam_step", (np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), 0, 1e-3, 0.9, 0.999, 1e-8, 0.0), {}, "t"),
         ("adam_step", (np.zeros(3, f), np.zeros(3, f), np.zeros(2, f), np.zeros(3, f), 1, 1e-3, 0.9, 0.999, 1e-8, 0.0), {}, "m"),
+        ("adam_step", (np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), 1, 1e-3, 0.9, 0.999, 1e-8, 0.0),
+         {"decoupled": 1}, "decoupled"),
     ]
 
 

@@ -1,13 +1,6 @@
 """The python code blocks of docs/reducers.md run, in order, in one namespace."""
-import re
-from pathlib import Path
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "reducers.md"
+from _helpers import run_doc_blocks
 
 
 def test_doc_code_blocks_run():
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    assert len(blocks) >= 6
-    ns = {}
-    for i, code in enumerate(blocks):
-        exec(compile(code, f"{DOC.name}[block {i}]", "exec"), ns)
+    run_doc_blocks("reducers.md", 6)

@@ -247,7 +247,7 @@ def check_sgd_args(p, g, v, lr, momentum, dampening, weight_decay, nesterov, fir
     return p, g, v, lr, momentum, dampening, weight_decay, nesterov, first
 
 
-def check_adam_args(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
+def check_adam_args(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled=False):
     p = check_inplace(p, "p")
     g = check_kernel_input(g, "g")
     if g.shape != p.shape:
@@ -267,7 +267,8 @@ def check_adam_args(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
         if not 0.0 <= float(np.float32(b)) < 1.0:
             raise ValueError(f"{name} must be in [0, 1) (as a float32), got {b}")
     weight_decay = check_scalar(weight_decay, "weight_decay")
-    return p, g, m, v, t, lr, beta1, beta2, eps, weight_decay
+    decoupled = check_bool(decoupled, "decoupled")
+    return p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled
 
 
 def check_pool2_output(HO, WO):

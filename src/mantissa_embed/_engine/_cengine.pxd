@@ -64,7 +64,7 @@ cdef extern from "engine.h" nogil:
     void me_sgd_step(float *p, const float *g, float *v, int64_t n, float lr, float momentum,
                      float dampening, float weight_decay, int nesterov, int first)
     void me_adam_step(float *p, const float *g, float *m, float *v, int64_t n, int64_t t,
-                      float lr, float beta1, float beta2, float eps, float weight_decay)
+                      float lr, float beta1, float beta2, float eps, float weight_decay, int decoupled)
     # distance.c
     void me_l2_normalize_forward(const float *x, float *y, float *norms, int64_t N, int64_t D, float eps)
     void me_l2_normalize_backward(const float *dy, const float *y, const float *norms, float *dx,

@@ -188,14 +188,17 @@ def sgd_step(p, g, v, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nestero
     return None
 
 
-def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
-    """One in-place ``torch.optim.Adam`` step (amsgrad=False) at step number t >= 1.
+def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled=False):
+    """One in-place ``torch.optim.Adam`` step (amsgrad=False) at step number t >= 1, or
+    ``torch.optim.AdamW`` with ``decoupled=True``.
 
     p, m, v: float32 arrays of one shape (m, v the moment buffers, zeros before step 1);
-    g: gradient, same shape. With ``g' = g + weight_decay * p`` (L2, not AdamW):
-    ``m = lerp(m, g', 1 - beta1)``, ``v = beta2 * v + (1 - beta2) * g'^2``,
+    g: gradient, same shape. Adam: ``g' = g + weight_decay * p`` (L2); AdamW: ``g' = g`` and
+    ``p *= 1 - lr * weight_decay`` first. Then ``m = lerp(m, g', 1 - beta1)``,
+    ``v = beta2 * v + (1 - beta2) * g'^2``,
     ``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
-    Source: Kingma & Ba (2015), "Adam", ICLR; torch/optim/adam.py. Returns None.
+    Source: Kingma & Ba (2015), "Adam", ICLR; Loshchilov & Hutter (2019), "Decoupled Weight
+    Decay Regularization", ICLR; torch/optim/adam.py. Returns None.
     """
     cdef float[::1] pv
     cdef const float[::1] gv
@@ -203,19 +206,21 @@ def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
     cdef float[::1] vv
     cdef int64_t n, c_t
     cdef float c_lr, c_b1, c_b2, c_eps, c_wd
-    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay = check_adam_args(
-        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay)
+    cdef int c_dec
+    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled = check_adam_args(
+        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled)
     n = p.size
     if n == 0:
         return None
     c_t = t
     c_lr, c_b1, c_b2, c_eps, c_wd = lr, beta1, beta2, eps, weight_decay
+    c_dec = decoupled
     pv = p.reshape(-1)
     gv = g.reshape(-1)
     mv = m.reshape(-1)
     vv = v.reshape(-1)
     with nogil:
-        me_adam_step(&pv[0], &gv[0], &mv[0], &vv[0], n, c_t, c_lr, c_b1, c_b2, c_eps, c_wd)
+        me_adam_step(&pv[0], &gv[0], &mv[0], &vv[0], n, c_t, c_lr, c_b1, c_b2, c_eps, c_wd, c_dec)
     return None
 
 

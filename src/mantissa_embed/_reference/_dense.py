@@ -112,29 +112,35 @@ def sgd_step(p, g, v, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nestero
     p[...] = p + f(-lr) * d
 
 
-def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
-    """One in-place ``torch.optim.Adam`` step (amsgrad=False) at step number t >= 1.
+def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled=False):
+    """One in-place ``torch.optim.Adam`` step (amsgrad=False) at step number t >= 1, or
+    ``torch.optim.AdamW`` with ``decoupled=True``.
 
     p, m, v: float32 C-contiguous writeable arrays of one shape (m, v the first and second
-    moment buffers, zero before the first step); g: same shape. With ``g' = g + weight_decay * p``
-    (L2 penalty, not AdamW): ``m = lerp(m, g', 1 - beta1)``, ``v = beta2 * v + (1 - beta2) * g'^2``,
+    moment buffers, zero before the first step); g: same shape. Adam: ``g' = g + weight_decay * p``
+    (L2 penalty); AdamW: ``g' = g`` and ``p *= 1 - lr * weight_decay`` first. Then
+    ``m = lerp(m, g', 1 - beta1)``, ``v = beta2 * v + (1 - beta2) * g'^2``,
     ``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
-    Source: Kingma & Ba (2015), "Adam", ICLR; torch/optim/adam.py (_single_tensor_adam). Returns None.
+    Source: Kingma & Ba (2015), "Adam", ICLR; Loshchilov & Hutter (2019), "Decoupled Weight Decay
+    Regularization", ICLR; torch/optim/adam.py (_single_tensor_adam). Returns None.
     """
-    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay = check_adam_args(
-        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay)
+    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled = check_adam_args(
+        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled)
     f = np.float32
     step_size = f(float(f(lr)) / (1.0 - float(f(beta1)) ** t))  # as optim.c: float args, double bias corrections
     bc2_sqrt = f(np.sqrt(1.0 - float(f(beta2)) ** t))
     w1, w2 = f(1) - f(beta1), f(1) - f(beta2)
-    gi = g + f(weight_decay) * p if weight_decay != 0.0 else g
+    pd = p  # AdamW: p * (1 - lr*wd), the factor in double from the float32 arguments (as optim.c)
+    if decoupled and weight_decay != 0.0:
+        pd = p * f(1.0 - float(f(lr)) * float(f(weight_decay)))
+    gi = g + f(weight_decay) * p if weight_decay != 0.0 and not decoupled else g
     if w1 < 0.5:
         m[...] = m + w1 * (gi - m)
     else:
         m[...] = gi - (gi - m) * (f(1) - w1)
     v[...] = v * f(beta2) + w2 * (gi * gi)
     denom = np.sqrt(v) / bc2_sqrt + f(eps)
-    p[...] = p + (-step_size) * (m / denom)
+    p[...] = pd + (-step_size) * (m / denom)
 
 
 def leaky_relu_forward(x, negative_slope=0.01, out=None):

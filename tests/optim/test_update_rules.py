@@ -1,9 +1,9 @@
-"""SGD and Adam against a direct float64 numpy transcription of the update rules documented
-for torch.optim.SGD / torch.optim.Adam, on both backends; argument validation."""
+"""SGD, Adam and AdamW against a direct float64 numpy transcription of the update rules
+documented for torch.optim.SGD / Adam / AdamW, on both backends; argument validation."""
 import numpy as np
 import pytest
 
-from mantissa_embed.optim import SGD, Adam
+from mantissa_embed.optim import SGD, Adam, AdamW
 from mantissa_embed.parameter import Parameter
 
 BACKENDS = ["mantissa", "numpy"]
@@ -38,8 +38,9 @@ def _sgd_reference(thetas, grads_seq, lr, momentum, dampening, weight_decay, nes
     return thetas
 
 
-def _adam_reference(thetas, grads_seq, lr, betas, eps, weight_decay):
-    """torch.optim.Adam documentation (amsgrad=False, maximize=False), transcribed in float64."""
+def _adam_reference(thetas, grads_seq, lr, betas, eps, weight_decay, decoupled=False):
+    """torch.optim.Adam documentation (amsgrad=False, maximize=False), transcribed in float64;
+    ``decoupled``: torch.optim.AdamW's (Loshchilov & Hutter 2019, decay scaled by lr)."""
     b1, b2 = betas
     thetas = [t.astype(np.float64) for t in thetas]
     m = [np.zeros_like(t) for t in thetas]
@@ -47,7 +48,9 @@ def _adam_reference(thetas, grads_seq, lr, betas, eps, weight_decay):
     for t, grads in enumerate(grads_seq, start=1):
         for i, g in enumerate(grads):
             g = np.asarray(g, np.float64)
-            if weight_decay != 0:
+            if decoupled:
+                thetas[i] = thetas[i] * (1 - lr * weight_decay)
+            elif weight_decay != 0:
                 g = g + weight_decay * thetas[i]
             m[i] = b1 * m[i] + (1 - b1) * g
             v[i] = b2 * v[i] + (1 - b2) * g * g
@@ -97,19 +100,21 @@ ADAM_CONFIGS = [
     dict(lr=3e-3, weight_decay=0.1),
     dict(lr=1e-2, betas=(0.0, 0.0)),
 ]
+ADAM_CASES = ([(Adam, 0.0, cfg) for cfg in ADAM_CONFIGS]
+              + [(AdamW, 1e-2, cfg) for cfg in ADAM_CONFIGS[:3] + [dict(lr=1e-2, weight_decay=0.3),
+                                                                 dict(lr=5e-3, weight_decay=0.0)]])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("cfg", ADAM_CONFIGS)
-def test_adam_matches_documented_rule(cfg, backend):
+@pytest.mark.parametrize("cls,default_wd,cfg", ADAM_CASES)
+def test_adam_and_adamw_match_documented_rule(cls, default_wd, cfg, backend):
     params = _params(2)
     theta0 = [p.data.copy() for p in params]
     rng = np.random.default_rng(3)
     grads_seq = [_grads(rng) for _ in range(6)]
-    _run(Adam(params, **cfg, backend=backend), params, grads_seq)
-    full = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0)
-    full.update(cfg)
-    expect = _adam_reference(theta0, grads_seq, **full)
+    _run(cls(params, **cfg, backend=backend), params, grads_seq)
+    full = {**dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=default_wd), **cfg}
+    expect = _adam_reference(theta0, grads_seq, **full, decoupled=cls is AdamW)
     for p, e in zip(params, expect):
         np.testing.assert_allclose(p.data, e, rtol=1e-5, atol=1e-6)
 
