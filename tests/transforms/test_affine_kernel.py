@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from _helpers import close_scaled
 
 from mantissa_embed import _reference as ref
 from mantissa_embed import engine
@@ -25,9 +26,7 @@ def _data(c):
     return x, theta, dy
 
 
-def _close(a, b, rtol=2e-5):
-    scale = float(np.abs(b).max()) if b.size else 0.0
-    np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * (1.0 + scale))
+_close = close_scaled
 
 
 @FAST
