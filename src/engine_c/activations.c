@@ -64,3 +64,10 @@ void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t 
         dx[i] = y[i] > 0.0f ? d : slope * d;
     }
 }
+
+/* Dropout's forward and backward are both this product with the scaled mask (0 or 1/(1-p),
+ * drawn by the caller): x (n), mask (n) -> y (n) = x * mask; y may alias x */
+void me_dropout_apply(const float *x, const float *mask, float *y, int64_t n) {
+#pragma omp parallel for simd num_threads(me_get_num_threads()) schedule(static) if (n >= ME_ACT_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * mask[i];
+}

@@ -443,6 +443,9 @@ void me_global_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t
 void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope);
 /* dy (n), y (n) the forward output (slope >= 0) -> dx (n) = y > 0 ? dy : slope * dy; dx may alias dy */
 void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope);
+/* inverted dropout, forward and backward: x (n), mask (n) (0 or 1/(1-p)) -> y (n) = x * mask;
+ * y may alias x */
+void me_dropout_apply(const float *x, const float *mask, float *y, int64_t n);
 
 /* ---------------------------------------------------------- transforms.c */
 /* x (N,C,H,W), theta (N,2,3) (output -> input, normalized coordinates) -> y (N,C,H,W): each image

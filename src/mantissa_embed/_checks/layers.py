@@ -355,3 +355,14 @@ def check_act_backward_args(dy, y, dx):
     dx = check_kernel_output(dx, "dx", dy.shape)
     check_outs([(dx, "dx")], [(dy, "dy"), (y, "y")], inplace_ok=("dy", "y"))
     return dy, y, dx
+
+
+def check_dropout_args(x, mask, out, xname="x", outname="out"):
+    """Validated (x, mask, out) of a dropout pass: mask float32 of x's shape; ``out`` may be ``x``."""
+    x = check_kernel_input(x, xname)
+    mask = check_kernel_input(mask, "mask")
+    if mask.shape != x.shape:
+        raise ValueError(f"mask must have the shape of {xname} {x.shape}, got {mask.shape}")
+    out = check_kernel_output(out, outname, x.shape)
+    check_outs([(out, outname)], [(x, xname), (mask, "mask")], inplace_ok=(xname,))
+    return x, mask, out

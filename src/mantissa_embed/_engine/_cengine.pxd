@@ -193,6 +193,7 @@ cdef extern from "engine.h" nogil:
     void me_global_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W)
     void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope)
     void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope)
+    void me_dropout_apply(const float *x, const float *mask, float *y, int64_t n)
     # transforms.c
     void me_affine_resample_forward(const float *x, const float *theta, float *y,
                                     int64_t N, int64_t C, int64_t H, int64_t W)

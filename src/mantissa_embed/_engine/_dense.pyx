@@ -1,4 +1,4 @@
-"""ReLU, leaky ReLU, the finiteness check, the fully connected layer and the SGD / Adam steps
+"""ReLU, leaky ReLU, dropout's mask product, the finiteness check, the fully connected layer and the SGD / Adam steps
 (``src/engine_c/activations.c``, ``dense.c``, ``optim.c``)."""
 import numpy as np
 
@@ -6,17 +6,19 @@ from libc.stdint cimport int64_t
 
 from mantissa_embed._checks.arrays import check_kernel_output, check_outs
 from mantissa_embed._checks.layers import (act_flag, check_act_args, check_act_backward_args,
-                                           check_adam_args, check_dense_args,
+                                           check_adam_args, check_dense_args, check_dropout_args,
                                            check_dense_backward_args, check_negative_slope,
                                            check_sgd_args, store_grad)
 from mantissa_embed._engine._cengine cimport (me_adam_step, me_all_finite, me_dense_backward,
-                                             me_dense_forward, me_leaky_relu_backward,
+                                             me_dense_forward, me_dropout_apply,
+                                             me_leaky_relu_backward,
                                              me_leaky_relu_forward, me_relu_backward,
                                              me_relu_forward, me_sgd_step)
 
 
 __all__ = ['relu_forward', 'relu_backward', 'all_finite', 'dense_forward', 'dense_backward',
-           'sgd_step', 'adam_step', 'leaky_relu_forward', 'leaky_relu_backward']
+           'sgd_step', 'adam_step', 'leaky_relu_forward', 'leaky_relu_backward', 'dropout_forward',
+           'dropout_backward']
 
 
 def _act_inplace(out, code, slope):
@@ -261,3 +263,33 @@ def leaky_relu_backward(dy, y, negative_slope=0.01, dx=None):
     with nogil:
         me_leaky_relu_backward(&dyv[0], &yv[0], &dxv[0], n, slope)
     return dx
+
+
+cdef object _mask_product(x, mask, out):
+    cdef const float[::1] xv
+    cdef const float[::1] mv
+    cdef float[::1] ov
+    cdef int64_t n = x.size
+    if n == 0:
+        return out
+    xv = x.reshape(-1)
+    mv = mask.reshape(-1)
+    ov = out.reshape(-1)
+    with nogil:
+        me_dropout_apply(&xv[0], &mv[0], &ov[0], n)
+    return out
+
+
+def dropout_forward(x, mask, out=None):
+    """Inverted dropout with a drawn mask: out = x * mask, any shape, float32; ``mask`` holds 0
+    (dropped) or ``1/(1 - p)`` (kept), as ``torch.nn.functional.dropout`` in training (the
+    layer ``Dropout`` draws it). ``out`` may be ``x``. Raises ValueError/TypeError."""
+    x, mask, out = check_dropout_args(x, mask, out)
+    return _mask_product(x, mask, out)
+
+
+def dropout_backward(dy, mask, dx=None):
+    """Gradient of ``dropout_forward``: dx = dy * mask (the forward's mask). ``dx`` may be ``dy``.
+    Raises ValueError/TypeError."""
+    dy, mask, dx = check_dropout_args(dy, mask, dx, "dy", "dx")
+    return _mask_product(dy, mask, dx)

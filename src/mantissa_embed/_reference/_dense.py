@@ -1,4 +1,4 @@
-"""Numpy twins of the ReLU, leaky ReLU, finiteness, dense and optimizer-step kernels
+"""Numpy twins of the ReLU, leaky ReLU, dropout, finiteness, dense and optimizer-step kernels
 (:mod:`mantissa_embed._engine._dense`). Same names, signatures, checks and errors as the engine.
 """
 from __future__ import annotations
@@ -7,7 +7,8 @@ import numpy as np
 
 from .._checks.arrays import check_kernel_output, check_outs
 from .._checks.layers import (act_flag, check_act_args, check_act_backward_args, check_adam_args,
-                              check_dense_args, check_dense_backward_args, check_negative_slope,
+                              check_dense_args, check_dense_backward_args, check_dropout_args,
+                              check_negative_slope,
                               check_sgd_args, store_grad)
 
 __all__ = [
@@ -20,6 +21,8 @@ __all__ = [
     "adam_step",
     "leaky_relu_forward",
     "leaky_relu_backward",
+    "dropout_forward",
+    "dropout_backward",
 ]
 
 
@@ -158,4 +161,19 @@ def leaky_relu_backward(dy, y, negative_slope=0.01, dx=None):
     slope = check_negative_slope(negative_slope)
     dy, y, dx = check_act_backward_args(dy, y, dx)
     np.copyto(dx, np.where(y > 0, dy, dy * np.float32(slope)))
+    return dx
+
+
+def dropout_forward(x, mask, out=None):
+    """Inverted dropout with a drawn mask (0 or ``1/(1 - p)``): out = x * mask, float32;
+    ``out`` may be ``x``."""
+    x, mask, out = check_dropout_args(x, mask, out)
+    np.multiply(x, mask, out=out)
+    return out
+
+
+def dropout_backward(dy, mask, dx=None):
+    """Gradient of ``dropout_forward``: dx = dy * mask; ``dx`` may be ``dy``."""
+    dy, mask, dx = check_dropout_args(dy, mask, dx, "dy", "dx")
+    np.multiply(dy, mask, out=dx)
     return dx

@@ -33,5 +33,6 @@ __all__ = ["Layer", "Conv2D", "MaxPool2D", "Flatten", "Dense", "ReLU", "Sequenti
 from .avg_pool2d import AvgPool2D  # noqa: E402
 from .global_avg_pool2d import GlobalAvgPool2D  # noqa: E402
 from .leaky_relu import LeakyReLU  # noqa: E402
+from .dropout import Dropout  # noqa: E402
 
-__all__ += ["AvgPool2D", "GlobalAvgPool2D", "LeakyReLU"]
+__all__ += ["AvgPool2D", "GlobalAvgPool2D", "LeakyReLU", "Dropout"]
