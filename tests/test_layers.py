@@ -233,7 +233,7 @@ def test_from_config_rejects_malformed():
     with pytest.raises(ValueError, match="layers"):
         Sequential.from_config({})
     with pytest.raises(ValueError, match="unknown type"):
-        Sequential.from_config({"layers": [{"type": "Dropout"}]})
+        Sequential.from_config({"layers": [{"type": "Transformer"}]})
     with pytest.raises(ValueError, match="bad arguments"):
         Sequential.from_config({"layers": [{"type": "Dense", "units": 3, "bogus": 1}]})
     with pytest.raises(ValueError, match="act"):
