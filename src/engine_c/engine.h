@@ -458,6 +458,30 @@ void me_affine_resample_forward(const float *x, const float *theta, float *y,
 void me_affine_resample_backward(const float *dy, const float *x, const float *theta, float *dx,
                                  float *dtheta, int64_t N, int64_t C, int64_t H, int64_t W);
 
+/* ---------------------------------------------------------------- norm.c */
+/* Batch normalization (torch.nn.BatchNorm1d / 2d) over x (N,C,S) (S = H*W, L or 1).
+ * gamma, beta (C); running_mean, running_var (C) read in eval, updated in place in training
+ * (running = (1 - momentum) running + momentum * batch, the variance unbiased: N*S >= 2);
+ * y (N,C,S) (may be x) = gamma (x - mean) invstd + beta, then max(y, 0) when relu;
+ * save_mean, save_invstd (C) <- the mean and 1/sqrt(var + eps) used: the batch's (biased
+ * variance) in training, the running ones in eval. Statistics in double. */
+void me_batchnorm_forward(const float *x, const float *gamma, const float *beta, float *running_mean,
+                          float *running_var, float *y, float *save_mean, float *save_invstd,
+                          int64_t N, int64_t C, int64_t S, int training, float momentum, float eps, int relu);
+/* dy, x (N,C,S), y (N,C,S) the forward output or NULL (not NULL: the ReLU's backward, the gradient
+ * passes where y > 0), gamma, save_mean, save_invstd (C) -> dx (N,C,S) (NULL: skipped),
+ * dgamma, dbeta (C) (overwritten, or added to when accumulate). training: the forward used batch
+ * statistics (dx = gamma invstd (g - mean(g) - xhat mean(g xhat))); else dx = gamma invstd g. */
+void me_batchnorm_backward(const float *dy, const float *x, const float *y, const float *gamma,
+                           const float *save_mean, const float *save_invstd, float *dx, float *dgamma,
+                           float *dbeta, int64_t N, int64_t C, int64_t S, int training, int accumulate);
+/* An eval-mode batch norm folded into the layer before it: w (F,K), b (F) or NULL (zeros), gamma, beta,
+ * running_mean, running_var (F) -> w_out (F,K) = w s, b_out (F) = (b - running_mean) s + beta,
+ * s = gamma / sqrt(running_var + eps) (in double). */
+void me_batchnorm_fold(const float *w, const float *b, const float *gamma, const float *beta,
+                       const float *running_mean, const float *running_var, float *w_out, float *b_out,
+                       int64_t F, int64_t K, float eps);
+
 #ifdef __cplusplus
 }
 #endif

@@ -199,3 +199,14 @@ cdef extern from "engine.h" nogil:
                                     int64_t N, int64_t C, int64_t H, int64_t W)
     void me_affine_resample_backward(const float *dy, const float *x, const float *theta, float *dx,
                                      float *dtheta, int64_t N, int64_t C, int64_t H, int64_t W)
+    # norm.c
+    void me_batchnorm_forward(const float *x, const float *gamma, const float *beta, float *running_mean,
+                              float *running_var, float *y, float *save_mean, float *save_invstd,
+                              int64_t N, int64_t C, int64_t S, int training, float momentum, float eps,
+                              int relu)
+    void me_batchnorm_backward(const float *dy, const float *x, const float *y, const float *gamma,
+                               const float *save_mean, const float *save_invstd, float *dx, float *dgamma,
+                               float *dbeta, int64_t N, int64_t C, int64_t S, int training, int accumulate)
+    void me_batchnorm_fold(const float *w, const float *b, const float *gamma, const float *beta,
+                           const float *running_mean, const float *running_var, float *w_out, float *b_out,
+                           int64_t F, int64_t K, float eps)

@@ -19,3 +19,4 @@ from ._ranking import *  # noqa: F401,F403
 from ._proxy import *  # noqa: F401,F403
 from ._mining import *  # noqa: F401,F403
 from ._transforms import *  # noqa: F401,F403
+from ._norm import *  # noqa: F401,F403

@@ -36,3 +36,7 @@ from .leaky_relu import LeakyReLU  # noqa: E402
 from .dropout import Dropout  # noqa: E402
 
 __all__ += ["AvgPool2D", "GlobalAvgPool2D", "LeakyReLU", "Dropout"]
+
+from .batch_norm import BatchNorm1D, BatchNorm2D  # noqa: E402
+
+__all__ += ["BatchNorm2D", "BatchNorm1D"]

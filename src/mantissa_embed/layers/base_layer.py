@@ -61,7 +61,8 @@ class Layer:
     """Base class of the layers.
 
     Subclasses implement ``output_shape(input_shape)``, ``_build(input_shape, rng)`` and
-    ``_param_shapes(input_shape)`` (when they have parameters), ``_forward(X)``,
+    ``_param_shapes(input_shape)`` (when they have parameters; ``_buffer_shapes`` and
+    ``named_buffers`` when they have non-learnable state), ``_forward(X)``,
     ``_backward(dY, need_dx)`` and ``_config()``. To take part in a Sequential's fused passes
     they declare ``fusion_tags()``, ``forward_fusions`` and ``backward_fusions``
     (:mod:`mantissa_embed.layers.fusion`).
@@ -114,7 +115,8 @@ class Layer:
         return self._be
 
     def train(self, mode=True):
-        """Set training mode (a flag; no layer here behaves differently). Returns self."""
+        """Set training mode (BatchNorm normalizes by the batch statistics in training, by the
+        running ones in evaluation). Returns self."""
         self.training = bool(mode)
         return self
 
@@ -167,6 +169,16 @@ class Layer:
     def named_parameters(self):
         """``[(name, Parameter), ...]`` ("weight", "bias")."""
         return [(p.name, p) for p in self.parameters()]
+
+    def _buffer_shapes(self, input_shape):
+        """``{name: shape}`` of the buffers ``build(input_shape)`` creates (nothing allocated)."""
+        return {}
+
+    def named_buffers(self):
+        """``[(name, array), ...]``: the layer's non-learnable state (float32 arrays the layer
+        updates in place, e.g. BatchNorm's ``running_mean``), saved and restored with the
+        parameters by ``Sequential.state_arrays`` / ``load_state_arrays``. Empty by default."""
+        return []
 
     def zero_grad(self):
         for p in self.parameters():

@@ -16,7 +16,7 @@ class Sequential:
     Parameters
     ----------
     layers : list of Layer
-        Distinct layer objects (``Conv2D``, ``MaxPool2D``, ``Flatten``, ``Dense``, ``ReLU``).
+        Distinct layer objects (``Conv2D``, ``BatchNorm2D``, ``MaxPool2D``, ``Flatten``, ``Dense``, ...).
         Layers that are already built keep their parameters.
     seed : int >= 0 or numpy.random.Generator, default 0
         Seeds the initialization (a ``numpy.random.Generator``; the global RNG is never used).
@@ -91,7 +91,7 @@ class Sequential:
         return self
 
     def train(self, mode=True):
-        """Training mode for every layer (a flag). Returns self."""
+        """Training mode for every layer (BatchNorm: batch statistics). Returns self."""
         self.training = bool(mode)
         for layer in self.layers:
             layer.train(mode)
@@ -141,6 +141,7 @@ class Sequential:
         out = {}
         for i, layer in enumerate(self.layers):
             out.update({f"{i}.{name}": s for name, s in layer._param_shapes(shape).items()})
+            out.update({f"{i}.{name}": s for name, s in layer._buffer_shapes(shape).items()})
             shape = layer.output_shape(shape)
         return out
 
@@ -152,6 +153,11 @@ class Sequential:
         """``[("0.weight", Parameter), ("0.bias", ...), ...]``: layer index and parameter name."""
         return [(f"{i}.{name}", p) for i, layer in enumerate(self.layers)
                 for name, p in layer.named_parameters()]
+
+    def named_buffers(self):
+        """``[("1.running_mean", array), ...]``: every layer's non-learnable state (the arrays
+        themselves, updated in place by the layers), named like :meth:`named_parameters`."""
+        return [(f"{i}.{name}", a) for i, layer in enumerate(self.layers) for name, a in layer.named_buffers()]
 
     def num_parameters(self):
         """Total number of learnable scalars (int). Requires a built model."""
@@ -329,14 +335,22 @@ class Sequential:
         return model
 
     def state_arrays(self):
-        """``{"0.weight": array, "0.bias": array, ...}``: copies of every parameter (float32).
-        Requires a built model."""
+        """``{"0.weight": array, "0.bias": array, ..., "1.running_mean": array, ...}``: copies of
+        every parameter, then of every buffer (:meth:`named_buffers`), float32. A model without
+        buffers gives its parameters only, as before buffers existed. Requires a built model."""
         if not self.built:
             raise RuntimeError("the model is not built: call build(input_shape) or forward(X) first")
-        return {name: p.data.copy() for name, p in self.named_parameters()}
+        state = {name: p.data.copy() for name, p in self.named_parameters()}
+        state.update({name: a.copy() for name, a in self.named_buffers()})
+        return state
+
+    def _state_targets(self):
+        """``{name: array}``: the arrays :meth:`load_state_arrays` writes (parameters' data, buffers)."""
+        return {**{name: p.data for name, p in self.named_parameters()}, **dict(self.named_buffers())}
 
     def load_state_arrays(self, arrays):
-        """Copy ``arrays`` (as returned by :meth:`state_arrays`) into the parameters, in place.
+        """Copy ``arrays`` (as returned by :meth:`state_arrays`) into the parameters and buffers,
+        in place.
 
         The keys must match exactly and every array must have its parameter's shape and be
         finite; otherwise ValueError (nothing is modified). Requires a built model.
@@ -345,19 +359,19 @@ class Sequential:
             raise RuntimeError("the model is not built: call build(input_shape) before load_state_arrays")
         if not hasattr(arrays, "keys"):
             raise TypeError(f"arrays must be a mapping name -> array, got {type(arrays).__name__}")
-        params = dict(self.named_parameters())
+        targets = self._state_targets()
         keys = set(arrays.keys())
-        missing, unexpected = sorted(set(params) - keys), sorted(keys - set(params))
+        missing, unexpected = sorted(set(targets) - keys), sorted(keys - set(targets))
         if missing or unexpected:
             raise ValueError(f"state arrays do not match the model: missing {missing}, unexpected {unexpected}")
         checked = {}
-        for name, p in params.items():
+        for name, t in targets.items():
             a = check_array(arrays[name], f"arrays[{name!r}]")
-            if a.shape != p.shape:
-                raise ValueError(f"arrays[{name!r}] must have shape {p.shape}, got {a.shape}")
+            if a.shape != t.shape:
+                raise ValueError(f"arrays[{name!r}] must have shape {t.shape}, got {a.shape}")
             checked[name] = a
-        for name, p in params.items():
-            np.copyto(p.data, checked[name])
+        for name, t in targets.items():
+            np.copyto(t, checked[name])
         return self
 
     def __getstate__(self):  # copies rebuild their plans (a plan holds this model's layers)

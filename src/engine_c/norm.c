@@ -1,0 +1,197 @@
+/* norm.c: batch normalization (torch.nn.BatchNorm1d / BatchNorm2d, Ioffe & Szegedy 2015) over x
+ * viewed as (N, C, S): S = H*W for images, the length L of (N, C, L) input, 1 for (N, C) features.
+ * Statistics per channel in double, two passes as torch's CPU kernel (the mean, then the sum of
+ * squared deviations), each from float partial sums over 16 lanes within chunks of 512 values
+ * (vectorizable) added into a double. Every channel is reduced in a fixed order, so the results
+ * do not depend on the thread count. OpenMP over channels (a thread's channel stays in cache
+ * between the statistics and the normalization). */
+#include "engine.h"
+
+#include <math.h>
+
+#define BN_LANES 16
+#define BN_CHUNK 512
+/* inlined into the channel bodies, so the unit-stride calls vectorize */
+#define BN_INLINE static inline __attribute__((always_inline))
+
+/* A channel's values: `rows` rows of `len` values `st` apart, the rows `step` apart: (N, C, S)
+ * input with S > 1 has N rows of S contiguous values; (N, C) input one row of N values C apart. */
+
+/* sum(x[i] - m), or sum((x[i] - m)^2) when sq, over n values st apart */
+BN_INLINE double dev_sum(const float *x, int64_t n, int64_t st, float m, int sq) {
+    double s = 0.0;
+    for (int64_t i0 = 0; i0 < n; i0 += BN_CHUNK) {
+        const int64_t e = n - i0 < BN_CHUNK ? n : i0 + BN_CHUNK;
+        float acc[BN_LANES] = {0};
+        int64_t i = i0;
+        for (; i + BN_LANES <= e; i += BN_LANES)
+            for (int j = 0; j < BN_LANES; j++) {
+                const float d = x[(i + j) * st] - m;
+                acc[j] += sq ? d * d : d;
+            }
+        for (; i < e; i++) {
+            const double d = (double)(x[i * st] - m);
+            s += sq ? d * d : d;
+        }
+        for (int j = 0; j < BN_LANES; j++) s += acc[j];
+    }
+    return s;
+}
+
+/* sg += sum(g), sgx += sum(g * (x - m)) over n values st apart, g = dy, or (y > 0 ? dy : 0)
+ * when y != NULL (a select: an Inf dy under a zero mask gives 0) */
+BN_INLINE void grad_sums(const float *dy, const float *x, const float *y, int64_t n, int64_t st, float m,
+                         double *sg, double *sgx) {
+    for (int64_t i0 = 0; i0 < n; i0 += BN_CHUNK) {
+        const int64_t e = n - i0 < BN_CHUNK ? n : i0 + BN_CHUNK;
+        float a[BN_LANES] = {0}, b[BN_LANES] = {0};
+        int64_t i = i0;
+        if (y) {
+            for (; i + BN_LANES <= e; i += BN_LANES)
+                for (int j = 0; j < BN_LANES; j++) {
+                    const int64_t k = (i + j) * st;
+                    const float d = dy[k]; /* read unconditionally: a select the compiler vectorizes */
+                    const float g = y[k] > 0.0f ? d : 0.0f;
+                    a[j] += g;
+                    b[j] += g * (x[k] - m);
+                }
+        } else {
+            for (; i + BN_LANES <= e; i += BN_LANES)
+                for (int j = 0; j < BN_LANES; j++) {
+                    const int64_t k = (i + j) * st;
+                    a[j] += dy[k];
+                    b[j] += dy[k] * (x[k] - m);
+                }
+        }
+        for (; i < e; i++) {
+            const float g = (!y || y[i * st] > 0.0f) ? dy[i * st] : 0.0f;
+            *sg += g;
+            *sgx += (double)g * (double)(x[i * st] - m);
+        }
+        for (int j = 0; j < BN_LANES; j++) {
+            *sg += a[j];
+            *sgx += b[j];
+        }
+    }
+}
+
+/* The forward of channel c: statistics (training), save_mean / save_invstd, the running
+ * statistics, then y = x * scale + shift (and the ReLU) over the channel's values. */
+BN_INLINE void forward_channel(const float *x, const float *gamma, const float *beta, float *running_mean,
+                               float *running_var, float *y, float *save_mean, float *save_invstd, int64_t c,
+                               int64_t rows, int64_t len, int64_t step, int64_t st, int training, float momentum,
+                               float eps, int relu) {
+    const double cnt = (double)rows * (double)len;
+    double mean, var;
+    if (training) {
+        const float m0 = x[0]; /* shift: the sums stay small when |mean| >> std */
+        double s = 0.0, q = 0.0;
+        for (int64_t r = 0; r < rows; r++) s += dev_sum(x + r * step, len, st, m0, 0);
+        mean = m0 + s / cnt;
+        const float m = (float)mean;
+        for (int64_t r = 0; r < rows; r++) q += dev_sum(x + r * step, len, st, m, 1);
+        const double d = mean - (double)m; /* the rounding of the mean, corrected */
+        var = q / cnt - d * d;
+        var = var > 0.0 ? var : 0.0;
+        const double mo = momentum;
+        running_mean[c] = (float)((1.0 - mo) * running_mean[c] + mo * mean);
+        running_var[c] = (float)((1.0 - mo) * running_var[c] + mo * var * cnt / (cnt - 1.0));
+    } else {
+        mean = running_mean[c];
+        var = running_var[c];
+    }
+    const double invstd = 1.0 / sqrt(var + (double)eps), sc = (double)gamma[c] * invstd;
+    save_mean[c] = (float)mean;
+    save_invstd[c] = (float)invstd;
+    const float scale = (float)sc, shift = (float)((double)beta[c] - mean * sc);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * step;
+        float *yr = y + r * step;
+        if (relu) {
+            for (int64_t i = 0; i < len; i++) {
+                const float v = xr[i * st] * scale + shift;
+                yr[i * st] = v < 0.0f ? 0.0f : v; /* NaN stays NaN, as me_relu_forward */
+            }
+        } else {
+            for (int64_t i = 0; i < len; i++) yr[i * st] = xr[i * st] * scale + shift;
+        }
+    }
+}
+
+/* The backward of channel c: dgamma, dbeta, then dx = k g + c1 (x - mean) + c0 (dx may be NULL). */
+BN_INLINE void backward_channel(const float *dy, const float *x, const float *y, const float *gamma,
+                                const float *save_mean, const float *save_invstd, float *dx, float *dgamma,
+                                float *dbeta, int64_t c, int64_t rows, int64_t len, int64_t step, int64_t st,
+                                int training, int accumulate) {
+    const double cnt = (double)rows * (double)len;
+    const float m = save_mean[c];
+    double sg = 0.0, sgx = 0.0;
+    for (int64_t r = 0; r < rows; r++)
+        grad_sums(dy + r * step, x + r * step, y ? y + r * step : NULL, len, st, m, &sg, &sgx);
+    const double invstd = save_invstd[c], kk = (double)gamma[c] * invstd, dg = sgx * invstd;
+    dgamma[c] = (float)(accumulate ? dgamma[c] + dg : dg);
+    dbeta[c] = (float)(accumulate ? dbeta[c] + sg : sg);
+    if (!dx)
+        return;
+    const float k = (float)kk;
+    const float c1 = training ? (float)(-kk * invstd * invstd * sgx / cnt) : 0.0f;
+    const float c0 = training ? (float)(-kk * sg / cnt) : 0.0f;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *dyr = dy + r * step, *xr = x + r * step, *yr = y ? y + r * step : NULL;
+        float *dxr = dx + r * step;
+        if (yr) {
+            for (int64_t i = 0; i < len; i++) {
+                const float d = dyr[i * st];
+                const float g = yr[i * st] > 0.0f ? d : 0.0f;
+                dxr[i * st] = k * g + c1 * (xr[i * st] - m) + c0;
+            }
+        } else {
+            for (int64_t i = 0; i < len; i++) dxr[i * st] = k * dyr[i * st] + c1 * (xr[i * st] - m) + c0;
+        }
+    }
+}
+
+/* Channels in parallel; S > 1: N rows of S contiguous values (the unit-stride body), S == 1:
+ * one row of N values C apart. */
+void me_batchnorm_forward(const float *x, const float *gamma, const float *beta, float *running_mean,
+                          float *running_var, float *y, float *save_mean, float *save_invstd,
+                          int64_t N, int64_t C, int64_t S, int training, float momentum, float eps, int relu) {
+    if (S > 1) {
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C * S >= 16384)
+        for (int64_t c = 0; c < C; c++)
+            forward_channel(x + c * S, gamma, beta, running_mean, running_var, y + c * S, save_mean, save_invstd,
+                            c, N, S, C * S, 1, training, momentum, eps, relu);
+    } else {
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C >= 16384)
+        for (int64_t c = 0; c < C; c++)
+            forward_channel(x + c, gamma, beta, running_mean, running_var, y + c, save_mean, save_invstd,
+                            c, 1, N, 0, C, training, momentum, eps, relu);
+    }
+}
+
+void me_batchnorm_backward(const float *dy, const float *x, const float *y, const float *gamma,
+                           const float *save_mean, const float *save_invstd, float *dx, float *dgamma,
+                           float *dbeta, int64_t N, int64_t C, int64_t S, int training, int accumulate) {
+    if (S > 1) {
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C * S >= 16384)
+        for (int64_t c = 0; c < C; c++)
+            backward_channel(dy + c * S, x + c * S, y ? y + c * S : NULL, gamma, save_mean, save_invstd,
+                             dx ? dx + c * S : NULL, dgamma, dbeta, c, N, S, C * S, 1, training, accumulate);
+    } else {
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C >= 16384)
+        for (int64_t c = 0; c < C; c++)
+            backward_channel(dy + c, x + c, y ? y + c : NULL, gamma, save_mean, save_invstd,
+                             dx ? dx + c : NULL, dgamma, dbeta, c, 1, N, 0, C, training, accumulate);
+    }
+}
+
+void me_batchnorm_fold(const float *w, const float *b, const float *gamma, const float *beta,
+                       const float *running_mean, const float *running_var, float *w_out, float *b_out,
+                       int64_t F, int64_t K, float eps) {
+    for (int64_t f = 0; f < F; f++) {
+        const double sc = (double)gamma[f] / sqrt((double)running_var[f] + (double)eps);
+        const float s = (float)sc;
+        for (int64_t k = 0; k < K; k++) w_out[f * K + k] = w[f * K + k] * s;
+        b_out[f] = (float)(((b ? (double)b[f] : 0.0) - (double)running_mean[f]) * sc + (double)beta[f]);
+    }
+}

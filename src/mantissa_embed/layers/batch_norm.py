@@ -1,0 +1,133 @@
+"""Batch normalization: :class:`BatchNorm2D` and :class:`BatchNorm1D`."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks.norm import check_eps, check_momentum
+from .._validation import check_int
+from ..parameter import Parameter
+from .base_layer import AffineLayer, check_shape
+
+__all__ = ["BatchNorm2D", "BatchNorm1D"]
+
+
+class _BatchNorm(AffineLayer):
+    """The body of both batch norms: per-channel statistics over every axis but the channel
+    axis (axis 1 of the batch), torch's semantics (``torch.nn.BatchNorm1d`` / ``2d``)."""
+
+    #: the per-sample ranks the layer accepts
+    _ndims = ()
+
+    def __init__(self, momentum=0.1, eps=1e-5, act=None, num_features=None):
+        self.momentum = check_momentum(momentum)
+        self.eps = check_eps(eps)
+        self.num_features = None if num_features is None else check_int(num_features, "num_features", minimum=1)
+        super().__init__(act)
+        self.running_mean = None
+        self.running_var = None
+        self._save_mean = None
+        self._save_invstd = None
+        self._batch_stats = True  # the last forward normalized by the batch statistics
+
+    def _config(self):
+        return {"momentum": self.momentum, "eps": self.eps, "act": self.act, "num_features": self.num_features}
+
+    def _describe(self):
+        args = [f"momentum={self.momentum}"] if self.momentum != 0.1 else []
+        args += [f"eps={self.eps}"] if self.eps != 1e-5 else []
+        args += [f"act={self.act!r}"] if self.act else []
+        return f"{type(self).__name__}({', '.join(args)})"
+
+    def output_shape(self, input_shape):
+        shape = check_shape(input_shape)
+        name = type(self).__name__
+        if len(shape) not in self._ndims:
+            raise ValueError(f"{name} expects per-sample input {self._expects}, got {shape}")
+        if self.num_features is not None and shape[0] != self.num_features:
+            raise ValueError(f"{name}(num_features={self.num_features}) got {shape[0]} channels "
+                             f"(per-sample input shape {shape})")
+        return shape
+
+    def _param_shapes(self, input_shape):
+        return {"weight": (input_shape[0],), "bias": (input_shape[0],)}
+
+    def _buffer_shapes(self, input_shape):
+        return {"running_mean": (input_shape[0],), "running_var": (input_shape[0],)}
+
+    def _build(self, input_shape, rng):
+        C = input_shape[0]
+        self.weight = Parameter(np.ones(C), name="weight")
+        self.bias = Parameter(np.zeros(C), name="bias")
+        self.running_mean = np.zeros(C, dtype=np.float32)
+        self.running_var = np.ones(C, dtype=np.float32)
+        self._save_mean = np.empty(C, dtype=np.float32)
+        self._save_invstd = np.empty(C, dtype=np.float32)
+
+    def named_buffers(self):
+        return [("running_mean", self.running_mean), ("running_var", self.running_var)] if self.built else []
+
+    def _forward(self, X):
+        out = self._out.get(X.shape)
+        self._backend().batchnorm_forward(X, self.weight.data, self.bias.data, self.running_mean, self.running_var,
+                                          self.training, self.momentum, self.eps, out=out,
+                                          save_mean=self._save_mean, save_invstd=self._save_invstd, act=self.act)
+        self._x, self._y, self._batch_stats = X, out, self.training
+        return out
+
+    def _backward_act(self, dY, need_dx, act):
+        dx = self._dx.get(self._x.shape) if need_dx else None
+        dx, _, _ = self._backend().batchnorm_backward(
+            dY, self._x, self.weight.data, self._save_mean, self._save_invstd, training=self._batch_stats,
+            act=act, y=self._y, dx=dx, dgamma=self.weight.grad, dbeta=self.bias.grad, need_dx=need_dx,
+            accumulate=True)
+        return dx
+
+    def _backward(self, dY, need_dx):
+        return self._backward_act(dY, need_dx, self.act)  # the ReLU's mask inside the kernel
+
+    def _backward_preact(self, dY, need_dx):
+        """The backward from dY = d loss / d(pre-activation), the ReLU's mask already applied."""
+        return self._backward_act(dY, need_dx, None)
+
+
+_DOC = """Batch normalization over {what} (as ``torch.nn.{torch}``, Ioffe & Szegedy 2015, "Batch
+    Normalization", ICML), with an optional ReLU on its output.
+
+    Parameters
+    ----------
+    momentum : float in [0, 1], default 0.1
+        ``running = (1 - momentum) * running + momentum * batch statistic`` at each training forward.
+    eps : float > 0, default 1e-5
+        Added to the variance.
+    act : None, "identity" or "relu", default None
+        ``"relu"``: ``max(0, .)`` on the output, in the same pass (and its mask in the backward's).
+    num_features : int >= 1 or None, default None
+        The number of channels, inferred at build; when given, checked against the input.
+
+    Input {shape} float32, output the same shape. Parameters: ``weight`` (gamma, ones) and
+    ``bias`` (beta, zeros), (C,); buffers ``running_mean`` (zeros) and ``running_var`` (ones),
+    (C,), saved by ``Sequential.state_arrays``. Training (``train()``): normalize by the batch's
+    mean and biased variance over {over}, update the running statistics (the variance unbiased;
+    fewer than two values per channel raise ValueError); ``eval()``: normalize by the running
+    statistics{fold}. Kernels: ``engine.batchnorm_forward`` / ``batchnorm_backward``.
+    Raises ValueError / TypeError naming a bad argument (momentum outside [0, 1], eps <= 0).
+    """
+
+
+class BatchNorm2D(_BatchNorm):
+    input_ndim = 3
+    _ndims = (3,)
+    _expects = "(C, H, W) (X of shape (N, C, H, W))"
+    __doc__ = _DOC.format(what="the channels of images", torch="BatchNorm2d", shape="(N, C, H, W)",
+                          over="N*H*W", fold="; after a Conv2D with no activation a Sequential folds it into "
+                          "the convolution's weight and bias (``batchnorm_fold``)")
+
+    def fusion_tags(self):
+        return ("batchnorm2d",) + super().fusion_tags()
+
+
+class BatchNorm1D(_BatchNorm):
+    _ndims = (1, 2)
+    _expects = "(C,) or (C, L) (X of shape (N, C) or (N, C, L))"
+    __doc__ = _DOC.format(what="features", torch="BatchNorm1d", shape="(N, C) or (N, C, L)", over="N (or N*L)",
+                          fold="")
