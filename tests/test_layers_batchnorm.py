@@ -129,6 +129,7 @@ def test_num_features_is_checked_against_the_input():
     ({"eps": -1e-5}, ValueError, "eps must be >"),
     ({"eps": "1e-5"}, TypeError, "eps must be a number"),
     ({"act": "sigmoid"}, ValueError, "act must be"),
+    ({"act": "leaky_relu"}, ValueError, "act must be None, 'identity' or 'relu' for a batch norm"),
     ({"num_features": 0}, ValueError, "num_features must be >= 1"),
     ({"num_features": 2.5}, TypeError, "num_features must be an int"),
 ])

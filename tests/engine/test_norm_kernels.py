@@ -200,6 +200,7 @@ def _args(C=3):
     ({"eps": 0.0}, ValueError, "eps must be >"),
     ({"eps": float("nan")}, ValueError, "eps must be finite"),
     ({"act": "tanh"}, ValueError, "act must be"),
+    ({"act": "leaky_relu"}, ValueError, "act must be None, 'identity' or 'relu' for a batch norm"),
     ({"training": 1}, TypeError, "training must be a bool"),
     ({"out": np.ones((2, 3, 3, 3), np.float64)}, TypeError, "out must have dtype"),
     ({"save_mean": np.ones(2, np.float32)}, ValueError, "save_mean must have shape"),

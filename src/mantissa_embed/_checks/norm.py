@@ -22,6 +22,14 @@ def _channel_vector(a, name, C, inplace=False):
     return a
 
 
+def bn_act_flag(act, name="act"):
+    """None/"identity" -> 0, "relu" -> 1; "leaky_relu" or anything else raises (naming ``name``)."""
+    flag = act_flag(act, name)
+    if flag > 1:
+        raise ValueError(f"{name} must be None, 'identity' or 'relu' for a batch norm, got {act!r}")
+    return flag
+
+
 def check_momentum(momentum, name="momentum"):
     """A momentum in [0, 1] as a float (TypeError / ValueError naming ``name``)."""
     momentum = check_float(momentum, name)
@@ -53,7 +61,7 @@ def check_batchnorm_forward_args(x, gamma, beta, running_mean, running_var, trai
     running_var = _channel_vector(running_var, "running_var", C, inplace=training)
     momentum = check_momentum(momentum)
     eps = check_eps(eps)
-    relu = act_flag(act)
+    relu = bn_act_flag(act)
     if training:
         check_training_size(N, S)
     out = check_kernel_output(out, "out", x.shape)
@@ -80,7 +88,7 @@ def check_batchnorm_backward_args(dy, x, gamma, save_mean, save_invstd, training
     save_mean = _channel_vector(save_mean, "save_mean", C)
     save_invstd = _channel_vector(save_invstd, "save_invstd", C)
     training = check_bool(training, "training")
-    if act_flag(act):
+    if bn_act_flag(act):
         if y is None:
             raise ValueError("y (the forward output) is required when act='relu'")
         y = check_kernel_input(y, "y")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.norm import check_eps, check_momentum
+from .._checks.norm import bn_act_flag, check_eps, check_momentum
 from .._validation import check_int
 from ..parameter import Parameter
 from .base_layer import AffineLayer, check_shape
@@ -22,6 +22,7 @@ class _BatchNorm(AffineLayer):
         self.momentum = check_momentum(momentum)
         self.eps = check_eps(eps)
         self.num_features = None if num_features is None else check_int(num_features, "num_features", minimum=1)
+        bn_act_flag(act)
         super().__init__(act)
         self.running_mean = None
         self.running_var = None
