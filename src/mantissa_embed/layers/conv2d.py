@@ -36,14 +36,21 @@ class Conv2D(AffineLayer):
     ``engine.conv2d_forward`` / ``conv2d_backward``; at inference a following MaxPool2D(2)
     runs in the same call (``conv2d_pool2_forward``), two such pairs in one
     (``conv2d_pool2_chain_forward``); not with ``act="leaky_relu"`` (those kernels take identity or
-    ReLU; the planner keeps such a layer apart). Raises ValueError/TypeError for bad arguments, a non
+    ReLU; the planner keeps such a layer apart). With no activation, an eval-mode BatchNorm2D after
+    it (and a MaxPool2D(2) after that) is folded into the call (``batchnorm_fold``).
+    Raises ValueError/TypeError for bad arguments, a non
     4-D input or a kernel larger than the padded input.
     """
 
     input_ndim = 3
-    _FUSIONS = (
+    _POOL_FUSIONS = (
         Fusion("conv2d_pool2_chain_forward", ("maxpool2", "conv2d", "maxpool2"), "_forward_pool2_chain"),
         Fusion("conv2d_pool2_forward", ("maxpool2",), "_forward_pool2"),
+    )
+    # an eval-mode BatchNorm2D after a convolution with no activation, folded into its weight and bias
+    _BN_FUSIONS = (
+        Fusion("batchnorm_fold+conv2d_pool2_forward", ("batchnorm2d", "maxpool2"), "_forward_bn"),
+        Fusion("batchnorm_fold+conv2d_forward", ("batchnorm2d",), "_forward_bn"),
     )
 
     def __init__(self, out_channels, kernel_size, stride=1, pad=0, act=None, negative_slope=0.01, bias=True):
@@ -67,12 +74,19 @@ class Conv2D(AffineLayer):
         super().__init__(act, negative_slope)
         self._ws = Workspace()
         self._chain_ws = Workspace()
+        self._fold_w = Workspace()
+        self._fold_b = Workspace()
 
     @property
     def forward_fusions(self):
-        """The inference fusions this layer leads: none with a leaky ReLU (the fused kernels take
-        identity or ReLU only)."""
-        return () if self.act == "leaky_relu" else self._FUSIONS
+        """The inference fusions this convolution leads (longest first): with MaxPool2D(2)
+        pairs, and when it has no activation with a BatchNorm2D folded in (and a MaxPool2D(2));
+        none with a leaky ReLU (the fused kernels take identity or ReLU only)."""
+        if self.act == "leaky_relu":
+            return ()
+        if self.act is not None:
+            return self._POOL_FUSIONS
+        return self._POOL_FUSIONS[:1] + self._BN_FUSIONS[:1] + self._POOL_FUSIONS[1:] + self._BN_FUSIONS[1:]
 
     def fusion_tags(self):
         return (() if self.act == "leaky_relu" else ("conv2d",)) + super().fusion_tags()
@@ -136,6 +150,39 @@ class Conv2D(AffineLayer):
                                              out=out, workspace=self._workspace(X.shape), **self._act_kwargs())
         self._x = self._y = None
         pool._y = pool._x = None
+        return out
+
+    def _folded(self, bn):
+        """This convolution's weight and bias with the eval-mode batch norm ``bn`` folded in
+        (``batchnorm_fold``, into reused buffers)."""
+        be = self._backend()
+        return be.batchnorm_fold(self.weight.data, self._bias_data(), bn.weight.data, bn.bias.data,
+                                 bn.running_mean, bn.running_var, bn.eps, w_out=self._fold_w.get(self.weight.shape),
+                                 b_out=self._fold_b.get((self.out_channels,)))
+
+    def _forward_bn(self, X, bn, pool=None):
+        """Inference: ``bn.forward(self.forward(X))`` for ``bn`` a BatchNorm2D in eval mode (then
+        ``pool.forward`` of that for ``pool`` a MaxPool2D(2)), as one ``conv2d_forward`` (or
+        ``conv2d_pool2_forward``) with the folded weight and bias and ``bn``'s activation (float32
+        rounding differs from the layer passes). A ``bn`` in training mode runs the layers one by
+        one. Returns the last layer's output buffer; clears the layers' backward caches."""
+        layers = (self, bn) if pool is None else (self, bn, pool)
+        if bn.training:
+            h = X
+            for layer in layers:
+                h = layer.forward(h)
+            return h
+        X = self._prep_input(X)
+        for prev, layer in zip(layers, layers[1:]):
+            if not layer.built:
+                layer.build(prev._out_shape)
+        last = layers[-1]
+        out = last._out.get((X.shape[0],) + last._out_shape)
+        w, b = self._folded(bn)
+        call = self._backend().conv2d_forward if pool is None else self._backend().conv2d_pool2_forward
+        call(X, w, b, self.stride, self.pad, out=out, workspace=self._workspace(X.shape), act=bn.act)
+        for layer in layers:
+            layer._x = layer._y = None
         return out
 
     def _forward_pool2_chain(self, X, pool, conv, pool2):
