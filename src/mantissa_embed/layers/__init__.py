@@ -34,8 +34,9 @@ from .avg_pool2d import AvgPool2D  # noqa: E402
 from .global_avg_pool2d import GlobalAvgPool2D  # noqa: E402
 from .leaky_relu import LeakyReLU  # noqa: E402
 from .dropout import Dropout  # noqa: E402
+from .residual import Residual  # noqa: E402
 
-__all__ += ["AvgPool2D", "GlobalAvgPool2D", "LeakyReLU", "Dropout"]
+__all__ += ["AvgPool2D", "GlobalAvgPool2D", "LeakyReLU", "Dropout", "Residual"]
 
 from .batch_norm import BatchNorm1D, BatchNorm2D  # noqa: E402
 
