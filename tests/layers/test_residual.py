@@ -147,3 +147,20 @@ def test_bad_arguments():
         Residual([Flatten(), Dense(3)]).build((2, 4, 4))  # no 1x1 convolution maps (2,4,4) to (3,)
     with pytest.raises(ValueError, match="bad arguments"):
         Sequential.from_config({"layers": [{"type": "Residual", "block": [{"type": "ReLU"}], "bogus": 1}]})
+
+
+def test_batch_norm_buffers_are_saved_and_restored():
+    from mantissa_embed.layers import BatchNorm2D
+    model = Sequential([Residual([Conv2D(4, 3, stride=2, pad=1, bias=False), BatchNorm2D()]), GlobalAvgPool2D()],
+                       seed=1)
+    x = np.random.default_rng(6).standard_normal((4, 2, 7, 7)).astype(np.float32)
+    y = model.forward(x)
+    state = model.state_arrays()
+    assert "0.block.1.running_mean" in state and "0.shortcut.1.running_var" in state
+    assert set(state) == set(model._state_shapes((2, 7, 7)))
+    clone = Sequential.from_config(json.loads(json.dumps(model.get_config())))
+    clone.load_state_arrays(state)
+    model.eval()
+    clone.eval()
+    np.testing.assert_array_equal(clone.forward(x), model.forward(x))
+    assert y.shape == (4, 4)

@@ -165,24 +165,39 @@ class Residual(Layer):
     def _branches(self):
         return (("block", self.block), ("shortcut", self._shortcut_layers()))
 
-    def _param_shapes(self, input_shape):
+    def _child_shapes(self, input_shape, attr):
+        """``{"block.0.<name>": shape, ...}`` of every child's ``attr`` (``_param_shapes`` or
+        ``_buffer_shapes``) for ``input_shape``, nothing allocated."""
         shape = check_shape(input_shape)
         out, s = {}, shape
         for i, layer in enumerate(self.block):
-            out.update({f"block.{i}.{n}": v for n, v in layer._param_shapes(s).items()})
+            out.update({f"block.{i}.{n}": v for n, v in getattr(layer, attr)(s).items()})
             s = layer.output_shape(s)
         s2 = shape
         for i, layer in enumerate(self._shortcut_for(shape, s)):
-            out.update({f"shortcut.{i}.{n}": v for n, v in layer._param_shapes(s2).items()})
+            out.update({f"shortcut.{i}.{n}": v for n, v in getattr(layer, attr)(s2).items()})
             s2 = layer.output_shape(s2)
         return out
+
+    def _param_shapes(self, input_shape):
+        return self._child_shapes(input_shape, "_param_shapes")
+
+    def _buffer_shapes(self, input_shape):
+        return self._child_shapes(input_shape, "_buffer_shapes")
+
+    def _named(self, attr):
+        return [(f"{branch}.{i}.{n}", v) for branch, layers in self._branches()
+                for i, layer in enumerate(layers) for n, v in getattr(layer, attr)()]
 
     def parameters(self):
         return [p for _, p in self.named_parameters()]
 
     def named_parameters(self):
-        return [(f"{branch}.{i}.{n}", p) for branch, layers in self._branches()
-                for i, layer in enumerate(layers) for n, p in layer.named_parameters()]
+        return self._named("named_parameters")
+
+    def named_buffers(self):
+        """The children's buffers (e.g. BatchNorm2D running statistics), named as the parameters."""
+        return self._named("named_buffers")
 
     # -- passes ----------------------------------------------------------------------------------
     def _plan(self, branch, kind):
