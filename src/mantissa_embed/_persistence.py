@@ -14,6 +14,7 @@ import zipfile
 
 import numpy as np
 
+from . import losses
 from ._io import atomic_write
 from ._validation import check_int
 from .backend import BACKENDS
@@ -22,16 +23,25 @@ from .layers import Sequential
 __all__ = ["save", "load"]
 
 _FORMAT = "mantissa-embed/embedder"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 _CONFIG_KEY = "__config__"
 _PARAM_PREFIX = "trunk/"
 _LOSS_PARAM_PREFIX = "loss/"
 
 
+def _loss_object_spec(loss):
+    spec = {"object": type(loss).__name__}
+    get_config = getattr(loss, "get_config", None)
+    if callable(get_config) and type(loss).__module__.startswith("mantissa_embed.losses"):
+        spec["config"] = get_config()
+    return spec
+
+
 def _config(emb):
     loss_spec = emb._loss_spec
     if loss_spec is None:
-        loss_spec = {"object": type(emb.loss_func).__name__}
+        loss_spec = _loss_object_spec(emb.loss_func)
     miner_spec = emb._miner_spec
     if miner_spec == "object":
         miner_spec = {"object": type(emb.miner_func).__name__}
@@ -41,8 +51,14 @@ def _config(emb):
         "trunk": emb.net.get_config(),
         "loss": loss_spec,
         "margin": emb.margin if emb._loss_spec is not None else None,
+        "loss_shape": ({"num_classes": emb.loss_func.num_classes, "embedding_size": emb.loss_func.embedding_size}
+                       if emb._loss_spec is not None and hasattr(emb.loss_func, "num_classes") else None),
+        "loss_lr_factor": emb.loss_lr_factor,
+        "classes": None if emb.classes_ is None else [int(c) for c in emb.classes_],
+        "train_state": emb.train_state_,
+        "rng_state": emb._rng.bit_generator.state if isinstance(emb._rng.bit_generator, np.random.PCG64) else None,
         "miner": miner_spec,
-        "optimizer": emb.optimizer if isinstance(emb.optimizer, str) else "sgd",
+        "optimizer": emb.optimizer if isinstance(emb.optimizer, str) else "default",
         "momentum": emb.momentum,
         "weight_decay": emb.weight_decay,
         "m_per_class": emb.m_per_class,
@@ -50,7 +66,7 @@ def _config(emb):
         "backend": emb.backend,
         "input_shape": list(emb.input_shape_),
         "embed_dim": emb.embed_dim_,
-        "history": {"loss": [float(v) for v in emb.history_.get("loss", [])]},
+        "history": {k: [float(v) for v in vals] for k, vals in emb.history_.items()},
     }
 
 
@@ -90,11 +106,25 @@ def load(cls, path, backend=None):
         cfg = json.loads(str(arrays.pop(_CONFIG_KEY)[()]))
         if not isinstance(cfg, dict) or cfg.get("format") != _FORMAT:
             raise ValueError(f"the config's format is not {_FORMAT!r}")
-        if cfg.get("version") != _FORMAT_VERSION:
+        if cfg.get("version") not in _READABLE_VERSIONS:
             raise ValueError(f"unsupported format version {cfg.get('version')!r}")
         return _from_config(cls, cfg, arrays, backend)
     except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
         raise ValueError(f"{path!r} is not a valid mantissa-embed Embedder file ({exc})") from None
+
+
+def _rebuild_loss(spec, backend):
+    """The library loss of a saved ``{"object": name, "config": ...}`` spec, or None (custom)."""
+    conf = spec.get("config")
+    if not isinstance(conf, dict) or conf.get("dropped"):
+        return None
+    loss_cls = getattr(losses, str(conf.get("type")), None)
+    if not isinstance(loss_cls, type) or not isinstance(conf.get("args"), dict):
+        return None
+    try:
+        return loss_cls(**{**conf["args"], "backend": backend})
+    except (TypeError, ValueError):
+        return None
 
 
 def _from_config(cls, cfg, arrays, backend):
@@ -122,28 +152,47 @@ def _from_config(cls, cfg, arrays, backend):
     net.load_state_arrays(state)
 
     loss, margin, miner = cfg["loss"], cfg["margin"], cfg["miner"]
+    if cfg.get("version") == 1 and cfg.get("optimizer") is None:
+        cfg["optimizer"] = "sgd"
+    loss_obj = _rebuild_loss(loss, backend) if isinstance(loss, dict) else None
+    if isinstance(loss, dict) and loss_obj is not None:
+        loss, margin = loss_obj, None
     if isinstance(loss, dict) or isinstance(miner, dict):
         warnings.warn(f"the saved Embedder used a custom loss or miner ({loss!r}, {miner!r}); it is replaced by "
                       "the default recipe (only matters for further training)", stacklevel=4)
         if isinstance(loss, dict):
-            loss, margin = "triplet", None
+            loss, margin = "default", None
         if isinstance(miner, dict):
             miner = "default"
-    if miner is None:
-        miner = None
+    if cfg.get("version") == 1 and isinstance(loss, str):
+        loss = loss if loss != "default" else "triplet"
     seed = cfg.get("seed")
     emb = cls(net, loss=loss, margin=margin, seed=0 if seed is None else seed, backend=backend, miner=miner,
-              optimizer=cfg.get("optimizer", "sgd"), momentum=cfg.get("momentum"),
-              weight_decay=cfg.get("weight_decay", 0.0), m_per_class=cfg.get("m_per_class"))
+              optimizer=cfg.get("optimizer", "default"), momentum=cfg.get("momentum"),
+              weight_decay=cfg.get("weight_decay"), m_per_class=cfg.get("m_per_class"),
+              loss_lr_factor=cfg.get("loss_lr_factor"))
+    shape = cfg.get("loss_shape")
+    if shape is not None and emb.loss_func is None:
+        emb._ensure_loss(check_int(shape["num_classes"], "num_classes", minimum=1),
+                         check_int(shape["embedding_size"], "embedding_size", minimum=1))
     loss_keys = sorted((k for k in arrays if k.startswith(_LOSS_PARAM_PREFIX)),
                        key=lambda k: int(k[len(_LOSS_PARAM_PREFIX):]))
     loss_params = getattr(emb.loss_func, "parameters", None)
-    if loss_keys and callable(loss_params):
-        params = list(loss_params())
-        if len(params) != len(loss_keys):
+    params = list(loss_params()) if callable(loss_params) else []
+    if loss_keys and len(params) != len(loss_keys):
+        if loss_obj is not None or emb._loss_spec is not None and shape is not None:
             raise ValueError(f"{len(loss_keys)} saved loss parameters, the loss has {len(params)}")
+        warnings.warn("the saved loss parameters are dropped with the custom loss", stacklevel=4)
+    else:
         for p, k in zip(params, loss_keys):
+            if arrays[k].shape != p.shape:
+                raise ValueError(f"arrays[{k!r}] must have shape {p.shape}, got {arrays[k].shape}")
             p.assign(arrays[k])
+    if cfg.get("rng_state") is not None:
+        emb._rng.bit_generator.state = cfg["rng_state"]
+    if cfg.get("classes") is not None:
+        emb.classes_ = np.asarray(cfg["classes"], dtype=np.int64)
+    emb.train_state_ = cfg.get("train_state")
     unknown = [k for k in arrays if not k.startswith((_PARAM_PREFIX, _LOSS_PARAM_PREFIX))]
     if unknown:
         raise ValueError(f"unexpected entries {unknown}")
@@ -152,7 +201,7 @@ def _from_config(cls, cfg, arrays, backend):
     emb.embed_dim_ = int(net.output_shape(input_shape)[0])
     if cfg.get("embed_dim") is not None and int(cfg["embed_dim"]) != emb.embed_dim_:
         raise ValueError(f"embed_dim {cfg['embed_dim']} does not match the trunk's output {emb.embed_dim_}")
-    emb.history_ = {"loss": [float(v) for v in cfg.get("history", {}).get("loss", [])]}
+    emb.history_ = {k: [float(v) for v in vals] for k, vals in cfg.get("history", {"loss": []}).items()}
     emb.fitted_ = True
     emb.net.eval()
     return emb

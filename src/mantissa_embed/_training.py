@@ -5,12 +5,15 @@ the per-epoch callback, the profiler) is a :class:`TrainingHook` called at fixed
 """
 from __future__ import annotations
 
+import signal
+import threading
+import warnings
 from time import perf_counter
 
 import numpy as np
 
-__all__ = ["TrainingHook", "HookList", "ProgressBar", "EpochCallback", "Profiler", "train_epochs",
-           "profile_table"]
+__all__ = ["TrainingHook", "HookList", "ProgressBar", "EpochCallback", "Profiler", "DeferredInterrupt",
+           "train_epochs", "profile_table"]
 
 
 class TrainingHook:
@@ -157,26 +160,64 @@ class Profiler(TrainingHook):
                 "data_s": float(p["data"]), "other_s": float(max(self.total - known, 0.0))}
 
 
-def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_batches, batch_size, lr,
-                 losses, hooks):
-    """Train ``net`` for ``epochs`` epochs of ``n_batches`` batches drawn from ``sampler``.
+class DeferredInterrupt:
+    """Holds a Ctrl-C (SIGINT) back to the next batch boundary, so that an interrupted fit
+    keeps the weights of its last completed step. ``pending`` tells whether one came. Only in
+    the main thread (elsewhere a no-op: signals are delivered to the main thread)."""
 
-    Per batch: ``E = net.forward(X[idx])``; ``tuples = miner(E, y[idx])`` (None: no miner);
-    ``out = loss_func(E, y[idx], indices_tuple=tuples)``; ``optimizer.zero_grad()``;
-    ``net.backward(out.grad)``; ``optimizer.step()``. Appends each epoch's mean batch loss to
-    ``losses``. ``hooks``: a :class:`TrainingHook`. Raises FloatingPointError when the
-    embeddings or the loss stop being finite.
+    def __init__(self):
+        self.pending = False
+        self._old = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._old = signal.signal(signal.SIGINT, self._handle)
+            except ValueError:  # pragma: no cover - not the main interpreter
+                self._old = None
+        return self
+
+    def _handle(self, signum, frame):
+        self.pending = True
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+        return False
+
+
+def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_batches, batch_size, lr,
+                 losses, hooks, first_epoch=0, step=0, augment=None, rng=None, schedule=None, base_lrs=None,
+                 epoch_end=None, interrupt=None):
+    """Train ``net`` for epochs ``first_epoch .. epochs - 1`` of ``n_batches`` batches drawn
+    from ``sampler``; returns the number of optimizer steps taken in all (``step`` + new ones).
+
+    Per batch: ``xb = augment(X[idx], rng)`` (when given); ``E = net.forward(xb)``;
+    ``tuples = miner(E, y[idx])`` (None: no miner); ``optimizer.zero_grad()``;
+    ``out = loss_func(E, y[idx], indices_tuple=tuples)`` (after the zeroing: a loss with its own
+    parameters writes their gradients here); ``net.backward(out.grad)``; with a ``schedule``,
+    each parameter group's lr is ``base_lrs[g] * schedule.factor(step, epochs * n_batches)``;
+    ``optimizer.step()``. Appends each epoch's mean batch loss to ``losses``, then calls
+    ``epoch_end(epoch, mean_loss, step)``; a true result stops training. ``interrupt``: a
+    :class:`DeferredInterrupt`, checked after every batch (raises KeyboardInterrupt there).
+    ``hooks``: a :class:`TrainingHook`. Raises FloatingPointError when the embeddings or the
+    loss stop being finite.
     """
     xb = np.empty((batch_size,) + X.shape[1:], dtype=np.float32)
+    total_steps = epochs * n_batches
+    groups = getattr(optimizer, "param_groups", None) if schedule is not None else None
     hooks.begin()
     try:
-        for epoch in range(epochs):
+        for epoch in range(first_epoch, epochs):
             total = 0.0
+            no_pairs = 0
             batches = hooks.epoch_begin(epoch, epochs, iter(sampler), n_batches)
             for i, idx in enumerate(batches):
                 hooks.start()
                 xbi = xb[:idx.shape[0]]
                 np.take(X, idx, axis=0, out=xbi)
+                if augment is not None:
+                    xbi = augment(xbi, rng)
                 yb = y[idx]
                 hooks.lap("data")
                 emb = net.forward(xbi)
@@ -186,25 +227,39 @@ def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_b
                 hooks.start()
                 tuples = None if miner is None else miner(emb, yb)
                 hooks.lap("miner")
+                optimizer.zero_grad()
+                hooks.lap("optimizer")
                 out = loss_func(emb, yb, indices_tuple=tuples)
                 hooks.lap("loss")
                 loss = float(out.loss)
                 if not np.isfinite(loss):
                     raise FloatingPointError(
                         f"the loss became {loss} at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
-                hooks.start()
-                optimizer.zero_grad()
-                hooks.lap("optimizer")
+                if np.unique(yb).shape[0] == yb.shape[0]:
+                    no_pairs += 1
                 net.backward(out.grad, need_dx=False)
                 hooks.start()
+                if groups is not None:
+                    f = schedule.factor(step, total_steps)
+                    for g, base in zip(groups, base_lrs):
+                        g["lr"] = base * f
                 optimizer.step()
+                step += 1
                 hooks.lap("optimizer")
                 total += loss
                 hooks.batch_end(i, total)
+                if interrupt is not None and interrupt.pending:
+                    raise KeyboardInterrupt
+            if no_pairs == n_batches:
+                warnings.warn(f"epoch {epoch + 1} saw no positive pair (every batch has distinct labels): "
+                              "the loss cannot learn; check y and m_per_class", RuntimeWarning, stacklevel=3)
             losses.append(total / n_batches)
             hooks.epoch_end(epoch, losses[-1])
+            if epoch_end is not None and epoch_end(epoch, losses[-1], step):
+                break
     finally:
         hooks.end()
+    return step
 
 
 def profile_table(p):

@@ -10,17 +10,15 @@ retrieval and verification :mod:`mantissa_embed._inference`.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
-from . import _inference, _persistence
-from ._recipe import DEFAULTS, OPTIMIZERS, choose_m, make_loss, make_miner, make_optimizer
-from ._training import EpochCallback, HookList, Profiler, ProgressBar, profile_table, train_epochs
+from . import _fitting, _inference, _persistence
+from ._recipe import DEFAULTS, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
+from ._training import profile_table
 from ._validation import as_generator, check_array, check_float, check_int, check_labels
 from .backend import BACKENDS
 from .layers import Layer, Sequential
-from .samplers import MPerClassSampler
 
 __all__ = ["Embedder", "DEFAULTS"]
 
@@ -35,53 +33,50 @@ class Embedder:
         ``models.small_cnn_embedder(embed_dim=16)``. A list is wrapped in
         ``Sequential(layers, seed=seed, backend=backend)``; a ``Sequential`` is used as is (its
         backend is set to ``backend``).
-    loss : {"triplet", "contrastive"} or a loss object, default "triplet"
-        ``"triplet"``: ``losses.TripletMarginLoss(margin)``, charging every mined triplet
-        ``(a, p, n)`` ``[d(a,p) - d(a,n) + margin]+`` and averaging over the non-zero terms
-        (Schroff, Kalenichenko & Philbin 2015, "FaceNet", CVPR).
-        ``"contrastive"``: ``losses.ContrastiveLoss(pos_margin=0, neg_margin=margin)``,
-        charging positive pairs ``[d - 0]+`` and negative pairs ``[margin - d]+``, each kind
-        averaged over its non-zero terms, the two summed (Hadsell, Chopra & LeCun 2006, CVPR).
-        In both, ``d`` is the Euclidean distance between L2-normalized embeddings
-        (``distances.LpDistance()``, PML's default), so ``0 <= d <= 2``.
-        A loss object: any callable ``loss(embeddings, labels, indices_tuple=None)`` returning
-        a ``LossOutput`` (e.g. ``losses.TripletMarginLoss(margin=0.2)``); its learnable
-        parameters, if any (``loss.parameters()``), are optimized with the trunk's.
+    loss : str or a loss object, default "default"
+        ``"default"``: ``DEFAULTS["loss"]`` (``"proxy_anchor"``, the recipe of
+        docs/recipes/training.md). ``"proxy_anchor"``: ``losses.ProxyAnchorLoss(num_classes,
+        embedding_size, margin, alpha=32)`` (Kim et al. 2020, CVPR), built at the first fit
+        from the classes of ``y`` and the trunk's output size; its proxies learn at
+        ``lr * loss_lr_factor``. ``"multi_similarity"``: ``losses.MultiSimilarityLoss()`` with
+        ``miners.MultiSimilarityMiner()`` (Wang et al. 2019, CVPR). ``"triplet"``:
+        ``losses.TripletMarginLoss(margin)`` on batch-hard triplets (Schroff et al. 2015,
+        "FaceNet"; Hermans et al. 2017). ``"contrastive"``:
+        ``losses.ContrastiveLoss(pos_margin=0, neg_margin=margin)`` on all pairs (Hadsell et al.
+        2006). A loss object: any callable ``loss(embeddings, labels, indices_tuple=None)``
+        returning a ``LossOutput``; its ``parameters()``, if any, are trained with the trunk's.
     margin : float or None, default None
-        The loss margin. None: ``DEFAULTS["triplet_margin"]`` (0.1) for the triplet loss,
-        ``DEFAULTS["contrastive_neg_margin"]`` (1.0, PML's default ``neg_margin``) for the
-        contrastive loss. Must be None when ``loss`` is an object (set it on the object).
+        The loss margin. None: 0.1 for ``"proxy_anchor"`` and ``"triplet"``, 1.0 for
+        ``"contrastive"`` (``DEFAULTS``). Must be None for a loss object or ``"multi_similarity"``.
     seed : int >= 0 or numpy.random.Generator, default 0
-        Seeds the trunk's initialization (when ``layers`` is a list) and the batch sampler.
+        Seeds the trunk's initialization (when ``layers`` is a list), the proxies, the batch
+        sampler and the augmentation.
     backend : {"mantissa", "numpy"}, default "mantissa"
         ``"mantissa"``: every kernel on the C engine; ``"numpy"``: on the numpy reference twins.
     miner : str, miner object or None, default "default"
         Which pairs/triplets of a batch the loss sees. ``"default"``: ``"batch_hard"`` for the
-        triplet loss (``DEFAULTS["triplet_miner"]``), None for the contrastive loss.
-        ``"semihard"``, ``"hard"``, ``"easy"``, ``"all"``:
-        ``miners.TripletMarginMiner(margin=<the triplet margin>, type_of_triplets=...)``
-        (semi-hard: ``d(a,p) < d(a,n) <= d(a,p) + margin``, Schroff et al. 2015);
-        ``"batch_hard"``: ``miners.BatchHardMiner()``: for every anchor, its farthest positive
-        and nearest negative in the batch (Hermans, Beyer & Leibe 2017, "In Defense of the
-        Triplet Loss for Person Re-Identification", arXiv:1703.07737);
-        ``"pair_margin"``: ``miners.PairMarginMiner(pos_margin, neg_margin)`` with the
-        contrastive loss's margins (PML's defaults 0.2 / 0.8 for a triplet loss);
-        None: no mining, every valid pair/triplet of the batch; an object: any callable
-        ``miner(embeddings, labels) -> indices_tuple``.
-        When a miner finds nothing in a batch the loss is 0 and the step changes nothing
-        except momentum.
-    optimizer : {"sgd", "adam"} or callable, default "sgd"
-        ``"sgd"``: ``optim.SGD(params, lr, momentum=momentum, weight_decay=weight_decay)``;
-        ``"adam"``: ``optim.Adam(params, lr, weight_decay=weight_decay)``; a callable
-        ``optimizer(params, lr) -> object with zero_grad() and step()``. A fresh optimizer is
-        created at every :meth:`fit` call.
+        triplet loss, ``"multi_similarity"`` for the multi-similarity loss, None otherwise.
+        ``"semihard"``, ``"hard"``, ``"easy"``, ``"all"``: ``miners.TripletMarginMiner(margin=
+        <the triplet margin>, type_of_triplets=...)``; ``"batch_hard"``:
+        ``miners.BatchHardMiner()``; ``"pair_margin"``: ``miners.PairMarginMiner`` with the
+        contrastive loss's margins; ``"multi_similarity"``: ``miners.MultiSimilarityMiner()``;
+        None: every valid pair/triplet; an object: any callable ``miner(embeddings, labels)``.
+    optimizer : {"default", "adamw", "adam", "sgd"} or callable, default "default"
+        ``"default"``: ``"adamw"``. ``optim.AdamW`` / ``optim.Adam`` / ``optim.SGD`` (torch
+        semantics) over two parameter groups, the trunk's and the loss's; a callable
+        ``optimizer(params, lr)`` returning an object with ``zero_grad()`` and ``step()``.
+        A fresh optimizer is created at every :meth:`fit` (except ``resume=True``).
     momentum : float >= 0 or None, default None
-        SGD momentum (torch semantics). None: ``DEFAULTS["momentum"]`` (0.0).
-    weight_decay : float >= 0, default 0.0
+        SGD momentum. None: ``DEFAULTS["momentum"]`` (0.0).
+    weight_decay : float >= 0 or None, default None
+        None: ``DEFAULTS["weight_decay"][optimizer]`` (AdamW 1e-4, decoupled; else 0).
     m_per_class : int or None, default None
         Samples per class in a batch. None: the smallest divisor ``m >= 2`` of ``batch_size``
-        with ``m * num_classes >= batch_size`` and at least two classes per batch (for 5
-        classes and batch 64: m = 16, four classes per batch; for 40 classes: m = 2).
+        with ``m * num_classes >= batch_size`` and at least two classes per batch (5 classes,
+        batch 64: m = 16; 40 classes: m = 2).
+    loss_lr_factor : float >= 0 or None, default None
+        The loss's parameters learn at ``lr`` times this; None: ``DEFAULTS["loss_lr_factor"]``
+        (100, as proxy losses usually need).
 
     Attributes
     ----------
@@ -89,7 +84,11 @@ class Embedder:
         The trunk.
     loss_func, miner_func : the loss and miner objects in use (``miner_func`` may be None).
     history_ : dict
-        ``{"loss": [mean batch loss of each epoch of the last fit]}``.
+        ``{"loss": [...], "val_<metric>": [...]}``: per epoch of the last fit.
+    train_state_ : dict or None
+        Where the last fit stands (epoch, step, plan): what ``fit(..., resume=True)`` continues.
+    classes_ : ndarray or None
+        The sorted class labels of the last fit.
     profile_ : dict or None
         Where the last ``fit(..., profile=True)`` spent its time (see :meth:`fit`); None
         otherwise. :meth:`profile_summary` prints it as a table.
@@ -100,12 +99,11 @@ class Embedder:
 
     Training (:meth:`fit`)
     ----------------------
-    Each epoch draws ``ceil(len(X) / batch_size)`` batches of ``batch_size`` images from
-    ``MPerClassSampler(y, m_per_class, batch_size)``: each batch holds ``m`` images of each of
-    ``batch_size // m`` random classes (without replacement inside a class; with replacement
-    for a class smaller than ``m``), so every batch has positives and negatives. Per batch:
-    ``E = net.forward(X[idx])``; ``tuples = miner(E, y[idx])``; ``out = loss(E, y[idx], tuples)``;
-    ``optimizer.zero_grad()``; ``net.backward(out.grad)``; ``optimizer.step()``.
+    Each epoch draws ``ceil(len(X) / batch_size)`` batches from ``MPerClassSampler(y, m,
+    batch_size)`` (``m`` images of each of ``batch_size // m`` random classes). Per batch:
+    ``xb = augment(X[idx])``; ``E = net.forward(xb)``; ``tuples = miner(E, y[idx])``;
+    ``optimizer.zero_grad()``; ``out = loss(E, y[idx], tuples)``; ``net.backward(out.grad)``;
+    the schedule sets the lr; ``optimizer.step()`` (:mod:`mantissa_embed._training`).
 
     Distance
     --------
@@ -131,8 +129,8 @@ class Embedder:
     Belongie & Lim 2020, "PyTorch Metric Learning", arXiv:2008.09164).
     """
 
-    def __init__(self, layers, loss="triplet", margin=None, seed=0, backend="mantissa", miner="default",
-                 optimizer="sgd", momentum=None, weight_decay=0.0, m_per_class=None):
+    def __init__(self, layers, loss="default", margin=None, seed=0, backend="mantissa", miner="default",
+                 optimizer="default", momentum=None, weight_decay=None, m_per_class=None, loss_lr_factor=None):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
@@ -153,15 +151,23 @@ class Embedder:
         self._loss_spec, self.loss_func, self.margin = make_loss(loss, margin, backend)
         self._miner_spec, self.miner_func = make_miner(miner, self.loss_func, backend)
         if isinstance(optimizer, str):
+            optimizer = DEFAULTS["optimizer"] if optimizer == "default" else optimizer
             if optimizer not in OPTIMIZERS:
-                raise ValueError(f"optimizer must be one of {OPTIMIZERS} or a callable, got {optimizer!r}")
+                raise ValueError(f"optimizer must be one of {('default',) + OPTIMIZERS} or a callable, got {optimizer!r}")
         elif not callable(optimizer):
-            raise TypeError(f"optimizer must be 'sgd', 'adam' or a callable(params, lr), got {type(optimizer).__name__}")
+            raise TypeError(f"optimizer must be one of {('default',) + OPTIMIZERS} or a callable(params, lr), "
+                            f"got {type(optimizer).__name__}")
         self.optimizer = optimizer
         self.momentum = check_float(DEFAULTS["momentum"] if momentum is None else momentum, "momentum", minimum=0.0)
+        if weight_decay is None:
+            weight_decay = DEFAULTS["weight_decay"].get(optimizer, 0.0) if isinstance(optimizer, str) else 0.0
         self.weight_decay = check_float(weight_decay, "weight_decay", minimum=0.0)
         self.m_per_class = None if m_per_class is None else check_int(m_per_class, "m_per_class", minimum=1)
+        self.loss_lr_factor = check_float(DEFAULTS["loss_lr_factor"] if loss_lr_factor is None else loss_lr_factor,
+                                          "loss_lr_factor", minimum=0.0)
         self._rng = as_generator(seed)
+        self.train_state_ = None
+        self.classes_ = None
         self.history_ = {"loss": []}
         self.input_shape_ = tuple(net.input_shape) if net.built else None
         self.embed_dim_ = None
@@ -174,11 +180,28 @@ class Embedder:
         dist = getattr(self.loss_func, "distance", None)
         return bool(getattr(dist, "normalize_embeddings", True))
 
-    def _make_optimizer(self, lr):
-        return make_optimizer(self.optimizer, self.parameters(), lr, self.momentum, self.weight_decay, self.backend)
+    def _make_optimizer(self, groups):
+        return make_optimizer(self.optimizer, groups, self.momentum, self.weight_decay, self.backend)
 
     def _choose_m(self, batch_size, n_classes):
-        return self.m_per_class if self.m_per_class is not None else choose_m(batch_size, n_classes)
+        return choose_m(batch_size, n_classes, self.m_per_class)
+
+    def _ensure_loss(self, n_classes, embed_dim):
+        """Build a string loss that needs the class count (``"proxy_anchor"``) for ``n_classes``
+        classes, or check that a loss object with ``num_classes`` has room for them."""
+        loss = self.loss_func
+        if self._loss_spec is not None and (loss is None or getattr(loss, "num_classes", n_classes) != n_classes
+                                            or getattr(loss, "embedding_size", embed_dim) != embed_dim):
+            if self._loss_spec in ("proxy_anchor",):
+                seed = self.seed if isinstance(self.seed, int) else int(self._rng.integers(2**31))
+                self.loss_func = build_loss(self._loss_spec, self.margin, n_classes, embed_dim, seed, self.backend)
+            return
+        have = getattr(loss, "num_classes", None)
+        if isinstance(have, int) and have < n_classes:
+            raise ValueError(f"the loss has num_classes={have}, but y has {n_classes} classes")
+        have = getattr(loss, "embedding_size", None)
+        if isinstance(have, int) and have != embed_dim:
+            raise ValueError(f"the loss has embedding_size={have}, but the trunk outputs {embed_dim} dimensions")
 
     # ------------------------------------------------------------------------------ training
     def parameters(self):
@@ -192,7 +215,9 @@ class Embedder:
             params += list(loss_params())
         return params
 
-    def fit(self, X, y, epochs=1, batch_size=64, lr=0.05, verbose=False, *, callback=None, profile=False):
+    def fit(self, X, y, epochs=1, batch_size=64, lr=None, verbose=False, *, validation=None,
+            metrics=("precision_at_1", "mean_average_precision_at_r"), restore_best=False, early_stopping=None,
+            callbacks=(), callback=None, augment="default", schedule="default", resume=False, profile=False):
         """Train the trunk by metric learning on images ``X`` with class labels ``y``.
 
         Parameters
@@ -200,51 +225,73 @@ class Embedder:
         X : array_like, float, shape (N, C, H, W)
             Images (NCHW); converted to float32 once. NaN/Inf are rejected.
         y : array_like of int, shape (N,)
-            Class labels; they only decide which pairs are "same" and which "different".
+            Class labels (any ints; mapped to ``0 .. C-1`` in sorted order, ``classes_``).
             At least two classes.
         epochs : int >= 1, default 1
-        batch_size : int >= 2, default 64
-            Images per batch; each epoch is ``ceil(N / batch_size)`` class-balanced batches
-            (see the class docstring).
-        lr : float > 0, default 0.05
+        batch_size : int, 4 <= batch_size <= 65536, default 64
+            Images per batch; each epoch is ``ceil(N / batch_size)`` class-balanced batches of
+            ``batch_size // m`` classes x ``m`` images (``m_per_class``). A size that cannot be
+            split into at least two classes of at least two images (a prime) raises ValueError.
+        lr : float > 0 or None, default None
+            The trunk's learning rate; None: ``DEFAULTS["lr"][optimizer]`` (AdamW, Adam: 1e-3;
+            SGD: 0.05). The loss's own parameters learn at ``lr * loss_lr_factor``.
         verbose : bool, default False
-            Show a tqdm progress bar per epoch with the running loss.
-        callback : callable or None, keyword-only, default None
-            Called as ``callback(epoch, mean_loss)`` after every epoch (``epoch`` from 0).
-        profile : bool, keyword-only, default False
-            Time where the training goes: every layer's forward and backward, the miner, the
-            loss (its forward and backward are one call), the optimizer step and the batch
-            gathering, summed over the whole call (wall clock, ``time.perf_counter``). The
-            result is stored in :attr:`profile_` and :meth:`profile_summary` formats it.
-            Profiling does not change the numbers (same weights as an unprofiled fit).
+            A tqdm progress bar per epoch with the running loss and the last validation metric.
+        validation : None, float in (0, 1) or (X_val, y_val), keyword-only, default None
+            Evaluated after every epoch. A float holds out that fraction of the *classes* of
+            ``y`` (at least two, drawn with the Embedder's generator) with all their images.
+        metrics : sequence of str, default ("precision_at_1", "mean_average_precision_at_r")
+            Validation metrics among ``"precision_at_1"``, ``"r_precision"``,
+            ``"mean_average_precision_at_r"`` (each validation image queries the others,
+            itself excluded; :func:`~mantissa_embed.evaluation.retrieval_metrics`). Stored per
+            epoch in ``history_["val_<name>"]``; the first one decides ``restore_best`` and
+            ``early_stopping``.
+        restore_best : bool, default False
+            End with the weights of the epoch with the best first metric (of this call).
+        early_stopping : int >= 1 or None, default None
+            Stop after that many epochs without a better first metric.
+        callbacks : sequence, default ()
+            Objects with ``on_epoch_end(embedder, epoch, history)`` (or such callables), called
+            after every epoch (``epoch`` from 0, after validation, ``history`` is ``history_``).
+            A true return value stops training after that epoch. The Embedder is saveable
+            inside a callback (a checkpoint that ``resume=True`` continues).
+        callback : callable or None, default None
+            Called as ``callback(epoch, mean_loss)`` after every epoch.
+        augment : "default", "affine", "hflip", "affine+hflip", None or callable, default "default"
+            Batch augmentation ``t(X_batch, rng)`` drawn from the Embedder's generator
+            (:mod:`mantissa_embed.transforms`; presets: :func:`mantissa_embed._recipe.make_augment`).
+        schedule : "default", "cosine", "step", "constant", None or a schedule, default "default"
+            Learning-rate schedule stepped per batch over ``epochs * ceil(N / batch_size)``
+            steps (:mod:`mantissa_embed.optim`); None keeps ``lr`` constant.
+        resume : bool, default False
+            Continue the checkpointed fit (this Embedder's last fit, or the one saved in the
+            file it was loaded from) at its next epoch, with the same ``X``, ``y``,
+            ``epochs`` and ``batch_size``: the optimizer state, the schedule position, the
+            sampler and the random streams continue, so the result equals an uninterrupted run.
+            ValueError when there is no checkpoint.
+        profile : bool, default False
+            Time every layer's forward and backward, the miner, the loss, the optimizer and the
+            batch gathering (wall clock) into :attr:`profile_` (see :meth:`profile_summary`).
+            Profiling does not change the numbers.
 
         Returns
         -------
         self
-            ``history_["loss"]`` holds the mean batch loss of every epoch of this call.
-            With ``profile=True``, ``profile_`` is a dict::
-
-                {"epochs": int, "batches": int, "total_s": float,
-                 "layers": [{"index": int, "layer": str, "forward_s": float,
-                             "backward_s": float}, ...],          # one per trunk layer
-                 "miner_s": float, "loss_s": float, "optimizer_s": float,
-                 "data_s": float, "other_s": float}
-
-            (seconds; ``other_s`` = ``total_s`` minus everything else: Python bookkeeping
-            and the finiteness checks). ``profile_`` is None after a fit without profiling.
-            Training continues from the current weights (a new ``fit`` does not reinitialize
-            the trunk), with a fresh optimizer.
+            ``history_["loss"]`` holds the mean batch loss of every epoch (and the validation
+            metrics); a new fit continues from the current weights with a fresh optimizer.
+            Ctrl-C during a fit takes effect at the end of the current batch and leaves the
+            Embedder fitted, in eval mode, with the weights of that step.
 
         Raises
         ------
         TypeError
-            Non-numeric ``X`` (strings, objects, bools), non-integer ``y`` (floats included),
-            non-int ``epochs``/``batch_size``, non-numeric ``lr``, non-bool ``verbose``.
+            Non-numeric ``X``, non-integer ``y``, wrongly typed arguments.
         ValueError
-            ``X`` not 4-D, empty, or containing NaN/Inf; ``y`` not 1-D or of a length other
-            than ``len(X)``; fewer than two classes; ``epochs < 1``; ``batch_size < 2``;
-            ``lr <= 0``; ``X`` whose image shape differs from the one the trunk was built
-            for; a trunk whose output is not 2-D.
+            ``X`` not 4-D, empty, or containing NaN/Inf; ``y`` of another length or with fewer
+            than two classes; ``epochs < 1``; a ``batch_size`` / ``m_per_class`` layout without
+            two classes of two images; ``lr <= 0``; an image shape other than the trunk's; a
+            trunk whose output is not 2-D; bad ``validation``, ``metrics``, ``augment``,
+            ``schedule``; ``resume=True`` without a checkpoint.
         FloatingPointError
             Training diverged (the loss or the embeddings became NaN/Inf): lower ``lr``.
         """
@@ -252,46 +299,20 @@ class Embedder:
         y = check_labels(y, "y", n=X.shape[0])
         epochs = check_int(epochs, "epochs", minimum=1)
         batch_size = check_int(batch_size, "batch_size", minimum=2)
-        lr = check_float(lr, "lr", minimum=0.0, strict=True)
         if not isinstance(verbose, (bool, np.bool_)):
             raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable(epoch, loss) or None, got {type(callback).__name__}")
         if not isinstance(profile, (bool, np.bool_)):
             raise TypeError(f"profile must be a bool, got {type(profile).__name__}")
-        n_classes = np.unique(y).shape[0]
-        if n_classes < 2:
-            raise ValueError(f"y must contain at least 2 classes for metric learning, got {n_classes}")
         if self.net.built and tuple(X.shape[1:]) != tuple(self.net.input_shape):
             raise ValueError(f"X must have shape (N, {', '.join(map(str, self.net.input_shape))}) "
                              f"(the trunk was built for that input), got {X.shape}")
         self._check_trunk_output(X.shape[1:])
-
-        m = self._choose_m(batch_size, n_classes)
-        n_batches = math.ceil(X.shape[0] / batch_size)
-        sampler = MPerClassSampler(y, m, batch_size=batch_size, length_before_new_iter=n_batches * batch_size,
-                                   seed=self._rng)
-        self.sampler_ = sampler
-        self.net.train()
-        if not self.net.built:
-            self.net.build(X.shape[1:])
-        self.optimizer_ = opt = self._make_optimizer(lr)
-        self.history_ = {"loss": []}
-        self.profile_ = None
-        hooks = ([ProgressBar()] if verbose else []) + ([EpochCallback(callback)] if callback is not None else [])
-        profiler = Profiler(self.net) if profile else None
-        if profiler is not None:
-            hooks.append(profiler)
-        train_epochs(self.net, self.miner_func, self.loss_func, opt, X, y, sampler, epochs=epochs,
-                     n_batches=n_batches, batch_size=batch_size, lr=lr, losses=self.history_["loss"],
-                     hooks=HookList(hooks))
-        if profiler is not None:
-            self.profile_ = profiler.result(epochs)
-        self.net.eval()
-        self.input_shape_ = tuple(X.shape[1:])
-        self.embed_dim_ = int(self.net.output_shape(self.input_shape_)[0])
-        self.fitted_ = True
-        return self
+        return _fitting.fit(self, X, y, epochs=epochs, batch_size=batch_size, lr=lr, verbose=verbose,
+                            validation=validation, metrics=metrics, restore_best=restore_best,
+                            early_stopping=early_stopping, callbacks=callbacks, callback=callback,
+                            augment=augment, schedule=schedule, resume=resume, profile=profile)
 
     def profile_summary(self):
         """A text table of :attr:`profile_` (the last ``fit(..., profile=True)``): seconds and
@@ -412,7 +433,8 @@ class Embedder:
             lines.append(self.net.summary())
         else:
             lines.append(repr(self.net) + "\n(not built: shapes are inferred at the first fit)")
-        lines.append(f"Loss: {self._describe(self.loss_func)}")
+        lines.append(f"Loss: {self._describe(self.loss_func)}" if self.loss_func is not None else
+                     f"Loss: {self._loss_spec} (built at the first fit, from the classes and the embedding size)")
         lines.append(f"Miner: {self._describe(self.miner_func) if self.miner_func is not None else 'None (all pairs/triplets)'}")
         opt = self.optimizer if isinstance(self.optimizer, str) else getattr(self.optimizer, "__name__", "callable")
         extra = f", momentum={self.momentum:g}" if self.optimizer == "sgd" else ""

@@ -2,9 +2,89 @@
 from __future__ import annotations
 
 from ._validation import check_int
-from .layers import Conv2D, Dense, Flatten, MaxPool2D, Sequential
+from .layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, MaxPool2D, Residual,
+                     Sequential)
 
-__all__ = ["small_cnn_embedder", "mlp_embedder"]
+__all__ = ["cnn_embedder", "resnet_embedder", "small_cnn_embedder", "mlp_embedder"]
+
+
+def _widths(widths, name="widths"):
+    if isinstance(widths, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of ints")
+    try:
+        widths = tuple(widths)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of ints, got {type(widths).__name__}") from None
+    if not widths:
+        raise ValueError(f"{name} must not be empty")
+    return tuple(check_int(w, f"{name}[{i}]", minimum=1) for i, w in enumerate(widths))
+
+
+def _conv_block(width, batch_norm, stride=1):
+    if batch_norm:
+        return [Conv2D(width, 3, stride=stride, pad=1, bias=False), BatchNorm2D(act="relu")]
+    return [Conv2D(width, 3, stride=stride, pad=1, act="relu")]
+
+
+def cnn_embedder(embed_dim=64, widths=(32, 64, 128), batch_norm=True, *, seed=0, backend="mantissa"):
+    """The default trunk: 3x3 convolutions, 2x2 max pooling, global average pooling, a linear head.
+
+    For each width ``w`` of ``widths``: ``Conv2D(w, 3, pad=1)`` then (``batch_norm``)
+    ``BatchNorm2D`` and a ReLU, followed by ``MaxPool2D(2)`` after every block but the last;
+    then ``GlobalAvgPool2D() -> Dense(embed_dim)``. With ``batch_norm`` the convolutions have
+    no bias (the BatchNorm's beta replaces it). On 1x28x28 images with the defaults: 101,152
+    parameters (with BatchNorm) and 7.45 M multiply-adds per image.
+
+    Parameters
+    ----------
+    embed_dim : int >= 1, default 64
+    widths : sequence of int >= 1, default (32, 64, 128)
+    batch_norm : bool, default True
+    seed : int >= 0 or numpy.random.Generator, default 0
+    backend : {"mantissa", "numpy"}, default "mantissa"
+
+    Returns an unbuilt :class:`~mantissa_embed.layers.Sequential`; inputs (N, C, H, W) with
+    H, W >= 2 ** (len(widths) - 1) (4x4 for the default widths; 8x8 and larger are what it is
+    meant for). Raises TypeError / ValueError for bad arguments.
+    """
+    embed_dim = check_int(embed_dim, "embed_dim", minimum=1)
+    widths = _widths(widths)
+    if not isinstance(batch_norm, bool):
+        raise TypeError(f"batch_norm must be a bool, got {type(batch_norm).__name__}")
+    layers = []
+    for i, w in enumerate(widths):
+        layers += _conv_block(w, batch_norm)
+        if i < len(widths) - 1:
+            layers.append(MaxPool2D(2))
+    layers += [GlobalAvgPool2D(), Dense(embed_dim)]
+    return Sequential(layers, seed=seed, backend=backend)
+
+
+def resnet_embedder(embed_dim=64, widths=(32, 64, 128), blocks=(1, 1, 1), *, seed=0, backend="mantissa"):
+    """A small ResNet trunk (He et al. 2016, "Deep Residual Learning", basic blocks).
+
+    A stem ``Conv2D(widths[0], 3, pad=1, bias=False) -> BatchNorm2D(act="relu")``; then for
+    each stage ``i``, ``blocks[i]`` residual blocks ``Residual([Conv2D(w, 3, stride, pad=1,
+    bias=False), BatchNorm2D(act="relu"), Conv2D(w, 3, pad=1, bias=False), BatchNorm2D()])``,
+    the first of every stage after the first with stride 2 (its shortcut a strided 1x1
+    convolution + BatchNorm2D); then ``GlobalAvgPool2D() -> Dense(embed_dim)``.
+
+    Parameters: ``embed_dim`` int >= 1; ``widths`` and ``blocks`` sequences of the same length
+    (ints >= 1); ``seed``; ``backend``. Returns an unbuilt Sequential. Raises TypeError /
+    ValueError for bad arguments.
+    """
+    embed_dim = check_int(embed_dim, "embed_dim", minimum=1)
+    widths = _widths(widths)
+    blocks = _widths(blocks, "blocks")
+    if len(blocks) != len(widths):
+        raise ValueError(f"blocks must have one entry per width ({len(widths)}), got {len(blocks)}")
+    layers = _conv_block(widths[0], True)
+    for i, (w, n) in enumerate(zip(widths, blocks)):
+        for j in range(n):
+            stride = 2 if i > 0 and j == 0 else 1
+            layers.append(Residual(_conv_block(w, True, stride) + [Conv2D(w, 3, pad=1, bias=False), BatchNorm2D()]))
+    layers += [GlobalAvgPool2D(), Dense(embed_dim)]
+    return Sequential(layers, seed=seed, backend=backend)
 
 
 def small_cnn_embedder(embed_dim=16, *, seed=0, backend="mantissa"):

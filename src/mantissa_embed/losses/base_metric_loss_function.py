@@ -1,6 +1,8 @@
 """LossOutput and BaseMetricLossFunction (pytorch-metric-learning's base class, with explicit gradients)."""
 from __future__ import annotations
 
+import inspect
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +43,24 @@ class _Batch:
         self.M = self.N if ref is None else ref.shape[0]
 
 
+def _is_jsonable(v):
+    if v is None or isinstance(v, (bool, str, numbers.Real)) and not isinstance(v, np.ndarray):
+        return not isinstance(v, float) or np.isfinite(v)
+    return isinstance(v, (list, tuple)) and all(_is_jsonable(x) for x in v)
+
+
+def _jsonable(v):
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (np.bool_, bool)):
+        return bool(v)
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        return float(v)
+    return v
+
+
 class BaseMetricLossFunction:
     """Base class of the metric losses (pytorch-metric-learning's ``BaseMetricLossFunction``).
 
@@ -53,6 +73,27 @@ class BaseMetricLossFunction:
     Raises ``ValueError`` for bad shapes, NaN/Inf, labels of the wrong length, no labels and no
     indices_tuple, indices out of range; ``TypeError`` for non-numeric or non-integer inputs.
     """
+
+    def __new__(cls, *args, **kwargs):
+        obj = super().__new__(cls)
+        obj._init_args = (args, kwargs)  # for get_config()
+        return obj
+
+    def get_config(self):
+        """``{"type": class name, "args": {...}}``: the constructor arguments that are JSON-able
+        (numbers, strings, bools, None and lists of them), and ``"dropped"``: the names of the
+        others (distance, reducer, regularizer objects), which a rebuild leaves at their defaults."""
+        args, kwargs = getattr(self, "_init_args", ((), {}))
+        try:
+            bound = inspect.signature(type(self)).bind(*args, **kwargs)
+        except TypeError:  # pragma: no cover - the constructor accepted them
+            return {"type": type(self).__name__, "args": {}, "dropped": ["*"]}
+        out, dropped = {}, []
+        for name, value in bound.arguments.items():
+            items = value.items() if isinstance(value, dict) and name == "kwargs" else [(name, value)]
+            for k, v in items:
+                (out.__setitem__(k, _jsonable(v)) if _is_jsonable(v) else dropped.append(k))
+        return {"type": type(self).__name__, "args": out, "dropped": dropped}
 
     def __init__(self, distance=None, reducer=None, embedding_regularizer=None, embedding_reg_weight=1,
                  backend="mantissa"):

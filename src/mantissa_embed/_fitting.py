@@ -1,0 +1,236 @@
+"""The body of :meth:`Embedder.fit <mantissa_embed.embedder.Embedder.fit>`: the run plan
+(validation split, parameter groups, schedule, augmentation), the work at every epoch end
+(validation metrics, callbacks, early stopping, the checkpoint state) and resuming.
+
+The loop itself is :func:`mantissa_embed._training.train_epochs`.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from . import _recipe
+from ._training import DeferredInterrupt, EpochCallback, HookList, Profiler, ProgressBar, train_epochs
+from ._validation import check_array, check_float, check_int, check_labels
+from .evaluation.retrieval import retrieval_metrics
+from .samplers import MPerClassSampler
+
+__all__ = ["METRICS", "split_validation", "fit"]
+
+#: the validation metrics ``fit(..., metrics=...)`` accepts (higher is better)
+METRICS = ("precision_at_1", "r_precision", "mean_average_precision_at_r")
+
+
+def split_validation(X, y, validation, rng):
+    """``(X_train, y_train, X_val, y_val)`` for ``fit``'s ``validation`` argument.
+
+    A float in (0, 1): that fraction of the *classes* (at least two, and at least two left for
+    training), drawn with ``rng``, is held out with all its images, so that the validation
+    metrics measure what metric learning is for: classes not trained on. A pair
+    ``(X_val, y_val)``: used as given. None: no validation (X_val None).
+    """
+    if validation is None:
+        return X, y, None, None
+    if isinstance(validation, numbers.Real) and not isinstance(validation, (bool, np.bool_)):
+        frac = check_float(validation, "validation")
+        if not 0.0 < frac < 1.0:
+            raise ValueError(f"validation must be in (0, 1) as a fraction of the classes, got {frac}")
+        classes = np.unique(y)
+        n_val = max(2, int(round(frac * classes.shape[0])))
+        if classes.shape[0] - n_val < 2:
+            raise ValueError(f"validation={frac} leaves fewer than two of the {classes.shape[0]} classes to train on")
+        held = rng.choice(classes, size=n_val, replace=False)
+        mask = np.isin(y, held)
+        return X[~mask], y[~mask], X[mask], y[mask]
+    if isinstance(validation, (tuple, list)) and len(validation) == 2:
+        Xv = check_array(validation[0], "validation[0]", ndim=4, allow_empty=False)
+        if Xv.shape[1:] != X.shape[1:]:
+            raise ValueError(f"validation[0] must have shape (n, {', '.join(map(str, X.shape[1:]))}) like X, "
+                             f"got {Xv.shape}")
+        yv = check_labels(validation[1], "validation[1]", n=Xv.shape[0])
+        return X, y, Xv, yv
+    raise TypeError("validation must be None, a fraction of the classes in (0, 1), or a pair (X_val, y_val), "
+                    f"got {type(validation).__name__}")
+
+
+def _check_metrics(metrics):
+    if isinstance(metrics, str):
+        metrics = (metrics,)
+    try:
+        metrics = tuple(metrics)
+    except TypeError:
+        raise TypeError(f"metrics must be a sequence of metric names, got {type(metrics).__name__}") from None
+    if not metrics:
+        raise ValueError("metrics must name at least one metric")
+    for m in metrics:
+        if m not in METRICS:
+            raise ValueError(f"metrics must be among {METRICS}, got {m!r}")
+    return metrics
+
+
+def _check_callbacks(callbacks):
+    if callbacks is None:
+        return ()
+    if hasattr(callbacks, "on_epoch_end") or callable(callbacks):
+        callbacks = (callbacks,)
+    try:
+        callbacks = tuple(callbacks)
+    except TypeError:
+        raise TypeError(f"callbacks must be a sequence of callbacks, got {type(callbacks).__name__}") from None
+    for i, c in enumerate(callbacks):
+        if not (callable(getattr(c, "on_epoch_end", None)) or callable(c)):
+            raise TypeError(f"callbacks[{i}] must have on_epoch_end(embedder, epoch, history) or be callable "
+                            f"with those arguments, got {type(c).__name__}")
+    return callbacks
+
+
+def _call_callback(c, emb, epoch, history):
+    f = getattr(c, "on_epoch_end", None)
+    return bool((f if callable(f) else c)(emb, epoch, history))
+
+
+def _param_groups(emb, lr):
+    groups = [{"params": list(emb.net.parameters()), "lr": lr}]
+    loss_params = getattr(emb.loss_func, "parameters", None)
+    loss_params = list(loss_params()) if callable(loss_params) else []
+    if loss_params:
+        groups.append({"params": loss_params, "lr": lr * emb.loss_lr_factor})
+    return [g for g in groups if g["params"]]
+
+
+def _validate(emb, Xv, yv, metrics):
+    Z = emb.embed(Xv)
+    emb.net.train()
+    return retrieval_metrics(Z, yv, include=metrics, backend=emb.backend)
+
+
+def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, restore_best, early_stopping,
+        callbacks, callback, augment, schedule, resume, profile):
+    """Train ``emb`` (arguments validated and documented by :meth:`Embedder.fit`)."""
+    metrics = _check_metrics(metrics)
+    callbacks = _check_callbacks(callbacks)
+    if early_stopping is not None:
+        early_stopping = check_int(early_stopping, "early_stopping", minimum=1)
+    for name, v in (("restore_best", restore_best), ("resume", resume)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
+    opt_name = emb.optimizer if isinstance(emb.optimizer, str) else None
+    lr = _recipe.DEFAULTS["lr"].get(opt_name, 1e-3) if lr is None else lr
+    lr = check_float(lr, "lr", minimum=0.0, strict=True)
+    augment_fn = _recipe.make_augment(augment)
+    schedule_obj = _recipe.make_schedule(schedule)
+    state = emb.train_state_ if resume else None
+    if resume:
+        if state is None or emb.optimizer_ is None:
+            raise ValueError("resume=True needs a checkpoint: a fit interrupted or stopped early in this "
+                             "process, or an Embedder.load of a file saved during or after a fit")
+        if state["epochs"] != epochs:
+            raise ValueError(f"epochs must be the epochs of the checkpointed fit ({state['epochs']}) to resume it, "
+                             f"got {epochs}")
+        if state["batch_size"] != batch_size or state["n_train"] is not None and state["n_train"] != X.shape[0]:
+            raise ValueError(f"resume=True needs the same X and batch_size as the checkpointed fit "
+                             f"({state['n_train']} images, batch_size {state['batch_size']})")
+    if (restore_best or early_stopping) and validation is None:
+        raise ValueError("restore_best and early_stopping need validation data (validation=...)")
+    if early_stopping is not None and validation is None:  # pragma: no cover - caught above
+        raise ValueError("early_stopping needs validation")
+
+    Xt, yt, Xv, yv = split_validation(X, y, validation, emb._rng) if state is None else (
+        _resume_split(X, y, validation, state))
+    classes, y_idx = np.unique(yt, return_inverse=True)
+    n_classes = classes.shape[0]
+    if n_classes < 2:
+        raise ValueError(f"y must contain at least 2 classes for metric learning, got {n_classes}")
+    m = _recipe.choose_m(batch_size, n_classes, emb.m_per_class)
+    n_batches = math.ceil(Xt.shape[0] / batch_size)
+    sampler = MPerClassSampler(y_idx, m, batch_size=batch_size, length_before_new_iter=n_batches * batch_size,
+                               seed=emb._rng)
+    if state is not None and state.get("sampler_labels") is not None:
+        sampler.labels = [int(c) for c in state["sampler_labels"]]
+    emb.sampler_ = sampler
+    net = emb.net
+    net.train()
+    if not net.built:
+        net.build(Xt.shape[1:])
+    embed_dim = int(net.output_shape(tuple(Xt.shape[1:]))[0])
+    emb._ensure_loss(n_classes, embed_dim)
+    if state is None:
+        emb.optimizer_ = emb._make_optimizer(_param_groups(emb, lr))
+        emb.history_ = {"loss": []}
+        base_lrs = [g["lr"] for g in getattr(emb.optimizer_, "param_groups", [{"lr": lr}])]
+        first_epoch, step, best = 0, 0, None
+    else:
+        base_lrs = list(state["base_lrs"])
+        first_epoch, step, best = state["epoch"], state["step"], state.get("best")
+    opt = emb.optimizer_
+    if schedule_obj is not None and not hasattr(opt, "param_groups"):
+        raise ValueError("schedule needs an optimizer with param_groups (a custom optimizer: pass schedule=None)")
+    history = emb.history_
+    for name in metrics if Xv is not None else ():
+        history.setdefault("val_" + name, [])
+    emb.profile_ = None
+    emb.input_shape_ = tuple(Xt.shape[1:])
+    emb.embed_dim_ = embed_dim
+    emb.fitted_ = True
+    emb.classes_ = classes
+    bar = ProgressBar() if verbose else None
+    hooks = ([bar] if bar is not None else []) + ([EpochCallback(callback)] if callback is not None else [])
+    profiler = Profiler(net) if profile else None
+    if profiler is not None:
+        hooks.append(profiler)
+    tracker = {"best": best, "best_epoch": None if best is None else state.get("best_epoch"), "weights": None,
+               "bad_epochs": 0 if state is None else state.get("bad_epochs", 0)}
+    plan = {"epochs": epochs, "batch_size": batch_size, "n_train": int(Xt.shape[0]), "base_lrs": base_lrs,
+            "validation": None if Xv is None else ("fraction" if isinstance(validation, numbers.Real) else "given"),
+            "val_classes": None if Xv is None else [int(c) for c in np.unique(yv)]}
+
+    def epoch_end(epoch, mean_loss, step):
+        stop = False
+        if Xv is not None:
+            scores = _validate(emb, Xv, yv, metrics)
+            for name in metrics:
+                history["val_" + name].append(float(scores[name]))
+            if bar is not None:
+                bar.last = f"{metrics[0]}={scores[metrics[0]]:.4f}"
+            score = float(scores[metrics[0]])
+            if tracker["best"] is None or score > tracker["best"]:
+                tracker.update(best=score, best_epoch=epoch, bad_epochs=0)
+                if restore_best:
+                    tracker["weights"] = net.state_arrays()
+            else:
+                tracker["bad_epochs"] += 1
+                stop = early_stopping is not None and tracker["bad_epochs"] >= early_stopping
+        emb.train_state_ = {**plan, "epoch": epoch + 1, "step": step, "sampler_labels": list(sampler.labels),
+                            "best": tracker["best"], "best_epoch": tracker["best_epoch"],
+                            "bad_epochs": tracker["bad_epochs"]}
+        for c in callbacks:
+            stop = _call_callback(c, emb, epoch, history) or stop
+        return stop
+
+    try:
+        with DeferredInterrupt() as interrupt:
+            train_epochs(net, emb.miner_func, emb.loss_func, opt, Xt, y_idx, sampler, epochs=epochs,
+                         n_batches=n_batches, batch_size=batch_size, lr=lr, losses=history["loss"],
+                         hooks=HookList(hooks), first_epoch=first_epoch, step=step, augment=augment_fn,
+                         rng=emb._rng, schedule=schedule_obj, base_lrs=base_lrs, epoch_end=epoch_end,
+                         interrupt=interrupt)
+    finally:
+        net.eval()
+    if profiler is not None:
+        emb.profile_ = profiler.result(epochs - first_epoch)
+    if restore_best and tracker["weights"] is not None:
+        net.load_state_arrays(tracker["weights"])
+    if emb.train_state_ is not None and emb.train_state_["epoch"] >= epochs:
+        emb.train_state_ = {**emb.train_state_, "finished": True}
+    return emb
+
+
+def _resume_split(X, y, validation, state):
+    if validation is None or state.get("val_classes") is None:
+        return split_validation(X, y, validation if not isinstance(validation, numbers.Real) else None, None)
+    if isinstance(validation, numbers.Real):
+        mask = np.isin(y, np.asarray(state["val_classes"]))
+        return X[~mask], y[~mask], X[mask], y[mask]
+    return split_validation(X, y, validation, None)
