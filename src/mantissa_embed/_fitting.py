@@ -17,7 +17,7 @@ from ._validation import check_array, check_float, check_int, check_labels
 from .evaluation.retrieval import retrieval_metrics
 from .samplers import MPerClassSampler
 
-__all__ = ["METRICS", "split_validation", "fit"]
+__all__ = ["METRICS", "split_validation", "param_groups", "fit"]
 
 #: the validation metrics ``fit(..., metrics=...)`` accepts (higher is better)
 METRICS = ("precision_at_1", "r_precision", "mean_average_precision_at_r")
@@ -91,7 +91,8 @@ def _call_callback(c, emb, epoch, history):
     return bool((f if callable(f) else c)(emb, epoch, history))
 
 
-def _param_groups(emb, lr):
+def param_groups(emb, lr):
+    """The optimizer's parameter groups: the trunk's at ``lr``, the loss's at ``lr * loss_lr_factor``."""
     groups = [{"params": list(emb.net.parameters()), "lr": lr}]
     loss_params = getattr(emb.loss_func, "parameters", None)
     loss_params = list(loss_params()) if callable(loss_params) else []
@@ -157,7 +158,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     embed_dim = int(net.output_shape(tuple(Xt.shape[1:]))[0])
     emb._ensure_loss(n_classes, embed_dim)
     if state is None:
-        emb.optimizer_ = emb._make_optimizer(_param_groups(emb, lr))
+        emb.optimizer_ = emb._make_optimizer(param_groups(emb, lr))
         emb.history_ = {"loss": []}
         base_lrs = [g["lr"] for g in getattr(emb.optimizer_, "param_groups", [{"lr": lr}])]
         first_epoch, step, best = 0, 0, None

@@ -14,7 +14,8 @@ import zipfile
 
 import numpy as np
 
-from . import losses
+from . import losses, optim
+from ._fitting import param_groups
 from ._io import atomic_write
 from ._validation import check_int
 from .backend import BACKENDS
@@ -28,6 +29,7 @@ _READABLE_VERSIONS = (1, 2)
 _CONFIG_KEY = "__config__"
 _PARAM_PREFIX = "trunk/"
 _LOSS_PARAM_PREFIX = "loss/"
+_OPTIM_PREFIX = "optim"
 
 
 def _loss_object_spec(loss):
@@ -81,7 +83,12 @@ def save(emb, path):
     if callable(loss_params):
         for i, p in enumerate(loss_params()):
             arrays[f"{_LOSS_PARAM_PREFIX}{i}"] = np.array(p.data, copy=True)
-    arrays[_CONFIG_KEY] = np.array(json.dumps(_config(emb)))
+    cfg = _config(emb)
+    opt = emb.optimizer_
+    if emb.train_state_ is not None and callable(getattr(opt, "state_dict", None)):
+        opt_arrays, cfg["optimizer_state"] = optim.flatten_state_dict(opt.state_dict(), prefix=_OPTIM_PREFIX)
+        arrays.update(opt_arrays)
+    arrays[_CONFIG_KEY] = np.array(json.dumps(cfg))
     return atomic_write(path, lambda f: np.savez(f, **arrays), suffix=".npz.tmp")
 
 
@@ -193,7 +200,11 @@ def _from_config(cls, cfg, arrays, backend):
     if cfg.get("classes") is not None:
         emb.classes_ = np.asarray(cfg["classes"], dtype=np.int64)
     emb.train_state_ = cfg.get("train_state")
-    unknown = [k for k in arrays if not k.startswith((_PARAM_PREFIX, _LOSS_PARAM_PREFIX))]
+    if cfg.get("optimizer_state") is not None and emb.train_state_ is not None:
+        groups = param_groups(emb, float(emb.train_state_["base_lrs"][0]))
+        emb.optimizer_ = emb._make_optimizer(groups)
+        emb.optimizer_.load_state_dict(optim.unflatten_state_dict(arrays, cfg["optimizer_state"], prefix=_OPTIM_PREFIX))
+    unknown = [k for k in arrays if not k.startswith((_PARAM_PREFIX, _LOSS_PARAM_PREFIX, _OPTIM_PREFIX + "/"))]
     if unknown:
         raise ValueError(f"unexpected entries {unknown}")
     emb.input_shape_ = input_shape
