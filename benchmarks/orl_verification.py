@@ -131,7 +131,7 @@ def _run(data_dir, out, epochs, quick, size, seed, verbose):
     emb.net.eval()
     Z_untrained = l2n(np.concatenate([emb.net.forward(Xte[s:s + 50]) for s in range(0, len(Xte), 50)]))
     t1 = time.perf_counter()
-    emb.fit(Xtr, ytr, epochs=epochs, batch_size=rec["batch_size"], lr=rec["lr"])
+    emb.fit(Xtr, ytr, epochs=epochs, batch_size=rec["batch_size"], lr=rec["lr"], augment=None, schedule=None)
     train_s = time.perf_counter() - t1
     Z_trained = emb.embed(Xte)
 

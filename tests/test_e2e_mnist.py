@@ -57,11 +57,11 @@ def test_mnist_end_to_end(mnist):
     tr, ho = perm[:2000], perm[2000:3000]
     uidx = np.random.default_rng(1).permutation(len(yu))[:1000]
 
-    emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet")
+    emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", optimizer="sgd")
     emb.net.build((1, 28, 28))
     probe = ho[:150]
     before = _numpy_batch_hard_loss(emb.net.forward(Xs[probe]), ys[probe], emb.margin)
-    emb.fit(Xs[tr], ys[tr], epochs=3, batch_size=64, lr=0.05)
+    emb.fit(Xs[tr], ys[tr], epochs=3, batch_size=64, lr=0.05, augment=None, schedule=None)
     after = _numpy_batch_hard_loss(emb.embed(Xs[probe]), ys[probe], emb.margin)
     assert after < 0.75 * before, (before, after)
 
@@ -91,11 +91,11 @@ def test_mnist_reference_protocol(mnist):
     0.781 / 0.240 there, and the trained one must beat it on both metrics."""
     X, y = mnist
     Xs, ys, Xu, yu = datasets.split_by_class(X, y, [0, 1, 2, 3, 4])
-    emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet")
+    emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", optimizer="sgd")
     Z0 = emb.net.forward(Xu)  # the untrained trunk (same seed), before fit
     Z0 /= np.maximum(np.linalg.norm(Z0, axis=1, keepdims=True), 1e-12)
     untrained = retrieval_metrics(Z0, yu)
-    emb.fit(Xs, ys, epochs=8, batch_size=64, lr=0.05)
+    emb.fit(Xs, ys, epochs=8, batch_size=64, lr=0.05, augment=None, schedule=None)
     m = retrieval_metrics(emb.embed(Xu), yu)
     assert m["precision_at_1"] >= 0.78 and m["mean_average_precision_at_r"] >= 0.30, m
     assert m["precision_at_1"] > untrained["precision_at_1"], (m, untrained)

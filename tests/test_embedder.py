@@ -16,7 +16,7 @@ def _toy(n=96, seed=0, classes=4, hw=8):
 @pytest.fixture(scope="module")
 def toy_fitted():
     X, y = _toy()
-    return Embedder(models.small_cnn_embedder(5), seed=1).fit(X, y, epochs=2, batch_size=16)
+    return Embedder(models.small_cnn_embedder(5), seed=1, loss="triplet").fit(X, y, epochs=2, batch_size=16)
 
 
 def _numpy_batch_hard_loss(Z, y, margin):
@@ -139,7 +139,7 @@ def test_history_callback_and_batches_are_class_balanced():
     assert emb.sampler_.m_per_class == 4
 
 
-@pytest.mark.parametrize("batch_size, n_classes, m", [(64, 5, 16), (64, 40, 2), (30, 3, 10), (7, 5, 7), (12, 2, 6)])
+@pytest.mark.parametrize("batch_size, n_classes, m", [(64, 5, 16), (64, 40, 2), (30, 3, 10), (6, 5, 2), (12, 2, 6)])
 def test_auto_m_per_class(batch_size, n_classes, m):
     assert Embedder(models.small_cnn_embedder(2))._choose_m(batch_size, n_classes) == m
 
@@ -200,14 +200,25 @@ def test_loss_object_and_optimizer_factory():
 
 
 def test_default_recipe_objects():
-    from mantissa_embed import losses, miners
+    from mantissa_embed import losses, miners, optim
     from mantissa_embed.embedder import DEFAULTS
 
     emb = Embedder(models.small_cnn_embedder(4))
-    assert isinstance(emb.loss_func, losses.TripletMarginLoss)
-    assert emb.loss_func.margin == DEFAULTS["triplet_margin"] == emb.margin
-    assert DEFAULTS["triplet_miner"] == "batch_hard" and isinstance(emb.miner_func, miners.BatchHardMiner)
-    assert emb.momentum == DEFAULTS["momentum"] == 0.0 and emb.optimizer == "sgd"
+    assert emb._loss_spec == DEFAULTS["loss"] == "proxy_anchor" and emb.loss_func is None  # built at fit
+    assert emb.miner_func is None and emb.optimizer == DEFAULTS["optimizer"] == "adamw"
+    assert emb.weight_decay == 1e-4 and emb.loss_lr_factor == 100.0
+    emb.fit(*_toy(), epochs=1, batch_size=16)
+    assert isinstance(emb.loss_func, losses.ProxyAnchorLoss)
+    assert (emb.loss_func.num_classes, emb.loss_func.embedding_size) == (4, 4) and emb.loss_func.margin == 0.1
+    assert isinstance(emb.optimizer_, optim.AdamW)
+    assert [g["lr"] for g in emb.optimizer_.param_groups] == pytest.approx([0.0, 0.0])  # cosine: 0 at the end
+    t = Embedder(models.small_cnn_embedder(4), loss="triplet")
+    assert isinstance(t.loss_func, losses.TripletMarginLoss)
+    assert t.loss_func.margin == DEFAULTS["triplet_margin"] == t.margin
+    assert DEFAULTS["triplet_miner"] == "batch_hard" and isinstance(t.miner_func, miners.BatchHardMiner)
+    assert t.momentum == DEFAULTS["momentum"] == 0.0
+    ms = Embedder(models.small_cnn_embedder(4), loss="multi_similarity")
+    assert isinstance(ms.loss_func, losses.MultiSimilarityLoss) and isinstance(ms.miner_func, miners.MultiSimilarityMiner)
     semi = Embedder(models.small_cnn_embedder(4), margin=0.2, miner="semihard")
     assert isinstance(semi.miner_func, miners.TripletMarginMiner)
     assert semi.miner_func.type_of_triplets == "semihard" and semi.miner_func.margin == 0.2
@@ -251,11 +262,11 @@ def test_end_to_end_digits(digits28):
     Xs, ys, Xu, yu = datasets.split_by_class(X, y, [0, 1, 2, 3, 4])
     perm = np.random.default_rng(0).permutation(len(ys))
     tr, ho = perm[:450], perm[450:]
-    emb = Embedder(models.small_cnn_embedder(16), loss="triplet")
+    emb = Embedder(models.small_cnn_embedder(16), loss="triplet", optimizer="sgd")
     emb.net.build(X.shape[1:])
     probe = ho[:120]
     loss_before = _numpy_batch_hard_loss(emb.net.forward(Xs[probe]), ys[probe], emb.margin)
-    emb.fit(Xs[tr], ys[tr], epochs=8, batch_size=64, lr=0.05)
+    emb.fit(Xs[tr], ys[tr], epochs=8, batch_size=64, lr=0.05, augment=None, schedule=None)
     loss_after = _numpy_batch_hard_loss(emb.embed(Xs[probe]), ys[probe], emb.margin)
     assert loss_after < 0.75 * loss_before, (loss_before, loss_after)
 

@@ -111,7 +111,7 @@ def test_fit_trunk_must_output_vectors():
 
 # ----------------------------------------------------------------------- constructor
 @pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(loss="arcface"), ValueError, r"loss must be 'triplet', 'contrastive' or a loss object"),
+    (dict(loss="arcface"), ValueError, r"loss must be one of \('default', 'triplet', 'contrastive', 'proxy_anchor', 'multi_similarity'\) or a loss object"),
     (dict(loss=3), TypeError, r"loss must be"),
     (dict(loss=None), TypeError, r"loss must be"),
     (dict(margin=-0.1), ValueError, r"margin must be >= 0"),

@@ -211,18 +211,35 @@ def test_zip_with_config_but_garbage_member(fitted, tmp_path):
         Embedder.load(bad)
 
 
-def test_custom_loss_object_round_trip(tmp_path):
+def test_library_loss_object_round_trip(tmp_path):
     from mantissa_embed import losses
 
     X, y = _data()
     emb = Embedder(models.small_cnn_embedder(3), loss=losses.TripletMarginLoss(margin=0.3), miner=None)
+    emb.fit(X, y, batch_size=16)
+    path = tmp_path / "lib.npz"
+    emb.save(path)
+    loaded = Embedder.load(path)
+    np.testing.assert_array_equal(loaded.embed(X), emb.embed(X))
+    assert type(loaded.loss_func) is losses.TripletMarginLoss and loaded.loss_func.margin == 0.3
+    assert loaded.miner_func is None
+
+
+def test_custom_loss_object_round_trip(tmp_path):
+    from mantissa_embed import losses
+
+    class MyLoss(losses.TripletMarginLoss):
+        pass
+
+    X, y = _data()
+    emb = Embedder(models.small_cnn_embedder(3), loss=MyLoss(margin=0.3), miner=None)
     emb.fit(X, y, batch_size=16)
     path = tmp_path / "custom.npz"
     emb.save(path)
     with pytest.warns(UserWarning, match=r"custom loss or miner"):
         loaded = Embedder.load(path)
     np.testing.assert_array_equal(loaded.embed(X), emb.embed(X))  # the trunk is exact
-    assert loaded._loss_spec == "triplet" and loaded.miner_func is None
+    assert loaded._loss_spec == "proxy_anchor" and loaded.miner_func is None
 
 
 def _with_config(src, dst, edit):

@@ -43,13 +43,14 @@ def test_fit_matches_pml(loss, miner, n, atol):
     torch.manual_seed(0)
     tm = _torch_small_cnn(8)
     margin = 0.1 if loss == "triplet" else 0.8
-    emb = Embedder(models.small_cnn_embedder(8), loss=loss, margin=margin, miner=miner, momentum=0.5, seed=0)
+    emb = Embedder(models.small_cnn_embedder(8), loss=loss, margin=margin, miner=miner, momentum=0.5, seed=0,
+                   optimizer="sgd")
     emb.net.build((1, 28, 28))
     sd = {k: v.detach().numpy().copy() for k, v in tm.state_dict().items()}
     emb.net.load_state_arrays({f"{i}.{w}": sd[f"{j}.{w}"] for i, j in _LAYER_MAP.items() for w in ("weight", "bias")})
 
     X, y = _digit_like_images(n, seed=1)
-    emb.fit(X, y, epochs=1, batch_size=64, lr=0.05)
+    emb.fit(X, y, epochs=1, batch_size=64, lr=0.05, augment=None, schedule=None)
 
     # PyTorch: the same class-balanced batches (same sampler, same seed), PML loss and miner
     sampler = MPerClassSampler(y, 16, 64, length_before_new_iter=math.ceil(n / 64) * 64, seed=0)

@@ -38,7 +38,6 @@ WEIGHT_LOSSES = [
     lambda C, D: losses.SoftTripleLoss(C, D, centers_per_class=2),
     lambda C, D: losses.LargeMarginSoftmaxLoss(C, D),
     lambda C, D: losses.P2SGradLoss(C, D),
-    lambda C, D: losses.ManifoldLoss(D, K=4),
     lambda C, D: losses.MarginLoss(learn_beta=True, num_classes=C),
 ]
 
@@ -58,6 +57,12 @@ def test_loss_weights_train_and_round_trip(make, tmp_path):
     assert type(back.loss_func) is type(loss)
     for a, b in zip(back.loss_func.parameters(), loss.parameters()):
         np.testing.assert_array_equal(a.data, b.data)
+
+
+def test_manifold_loss_says_it_takes_no_labels():
+    X, y = _toy()
+    with pytest.raises(ValueError, match=r"labels and ref_labels are not supported by ManifoldLoss"):
+        _emb(loss=losses.ManifoldLoss(8, K=4), miner=None).fit(X, y, epochs=1, batch_size=16)
 
 
 def test_default_proxy_loss_round_trip(tmp_path):

@@ -69,3 +69,42 @@ def test_mlp_embedder():
         models.mlp_embedder(3, hidden=(0,))
     with pytest.raises(TypeError):
         models.mlp_embedder(3, hidden="64")
+
+
+# ------------------------------------------------------------- cnn / resnet embedders
+def test_cnn_embedder_shapes_and_parameter_count():
+    from mantissa_embed.layers import BatchNorm2D, Conv2D
+
+    net = models.cnn_embedder().build((1, 28, 28))
+    # convs without bias (the BatchNorm's beta replaces it) + gamma/beta + the 128 -> 64 head
+    expect = (9 * 32 + 2 * 32) + (32 * 9 * 64 + 2 * 64) + (64 * 9 * 128 + 2 * 128) + (128 * 64 + 64)
+    assert net.num_parameters() == expect == 101_152
+    assert net.output_shape() == (64,)
+    assert sum(isinstance(layer, BatchNorm2D) for layer in net) == 3
+    assert all(layer.bias is None for layer in net if isinstance(layer, Conv2D))
+    plain = models.cnn_embedder(16, widths=(8, 16), batch_norm=False).build((3, 8, 8))
+    assert not any(isinstance(layer, BatchNorm2D) for layer in plain) and plain.output_shape() == (16,)
+    X = np.random.default_rng(0).random((3, 3, 8, 8), dtype=np.float32)
+    assert plain.eval().forward(X).shape == (3, 16)
+
+
+def test_resnet_embedder_runs_forward_and_backward():
+    net = models.resnet_embedder(8, widths=(4, 8), blocks=(1, 2)).build((1, 12, 10))
+    X = np.random.default_rng(0).random((2, 1, 12, 10), dtype=np.float32)
+    Y = net.forward(X)
+    assert Y.shape == (2, 8) and np.isfinite(Y).all()
+    net.backward(np.ones_like(Y))
+    assert all(np.isfinite(p.grad).all() for p in net.parameters())
+
+
+@pytest.mark.parametrize("make, kw, exc", [
+    (models.cnn_embedder, dict(embed_dim=0), ValueError),
+    (models.cnn_embedder, dict(widths=()), ValueError),
+    (models.cnn_embedder, dict(widths="32"), TypeError),
+    (models.cnn_embedder, dict(batch_norm=1), TypeError),
+    (models.resnet_embedder, dict(blocks=(1, 1)), ValueError),
+    (models.resnet_embedder, dict(widths=(4, -1, 2)), ValueError),
+])
+def test_embedder_models_bad_arguments(make, kw, exc):
+    with pytest.raises(exc):
+        make(**kw)

@@ -95,8 +95,8 @@ def main(seed=0, verbose=True):
     t0 = time.perf_counter()
     X, y = make_data(seed)
     train = y < TRAIN_CLASSES
-    model = Embedder([Flatten(), Dense(32, act="relu"), Dense(8)], seed=seed)
-    model.fit(X[train], y[train], epochs=30, batch_size=36, lr=0.05)
+    model = Embedder([Flatten(), Dense(32, act="relu"), Dense(8)], seed=seed, loss="triplet", optimizer="sgd")
+    model.fit(X[train], y[train], epochs=30, batch_size=36, lr=0.05, augment=None, schedule=None)
     unseen = ~train
     results = {
         "trained": evaluate(model.embed(X[unseen]), y[unseen]),

@@ -45,8 +45,8 @@ TRAIN_CLASSES = (0, 1, 2, 3, 4)
 #: the held-out fraction of every training class (the seen-class protocol)
 HELD_OUT = 0.2
 #: per dataset: the training classes, the default epochs, and the names of the class groups
-PROTOCOLS = {"digits": (TRAIN_CLASSES, 8, "digits 0-4", "digits 5-9"),
-             "mnist": (TRAIN_CLASSES, 8, "digits 0-4", "digits 5-9"),
+PROTOCOLS = {"digits": (TRAIN_CLASSES, 8, "classes 0-4", "classes 5-9"),
+             "mnist": (TRAIN_CLASSES, 8, "classes 0-4", "classes 5-9"),
              "orl_faces": (tuple(range(30)), 200, "subjects 1-30", "subjects 31-40")}
 
 
@@ -218,8 +218,8 @@ def run_demo(args, out=sys.stdout):
         return Z0 / np.maximum(np.linalg.norm(Z0, axis=1, keepdims=True), 1e-12)
 
     Z = emb.embed(Xte)
-    for title, Xe, ye, Ze in ((f"unseen classes, {unseen_name}", Xte, yte, Z),
-                              (f"held-out images of the training classes, {seen_name}", Xheld, yheld,
+    for title, Xe, ye, Ze in ((f"unseen {unseen_name}", Xte, yte, Z),
+                              (f"held-out images of the training {seen_name}", Xheld, yheld,
                                emb.embed(Xheld))):
         rows = (("trained embedding", Ze), ("untrained network", untrained_embed(Xe)),
                 ("raw pixels", Xe.reshape(len(Xe), -1)))
