@@ -246,3 +246,24 @@ def test_ctrl_c_stops_after_the_current_step():
     assert len(batches) == 3 and emb.fitted_ and not emb.net.training
     assert emb.optimizer_.state[0]["step"] == 3  # the third step completed, no fourth began
     assert np.isfinite(emb.embed(X)).all()
+
+
+def test_resume_with_dropout_equals_uninterrupted_run(tmp_path):
+    from mantissa_embed.layers import Dense, Dropout, Flatten
+
+    X, y = _toy()
+
+    def make():
+        return Embedder([Flatten(), Dense(16, act="relu"), Dropout(0.3), Dense(4)], seed=2)
+
+    full = make().fit(X, y, epochs=3, batch_size=16, augment=None)
+    ckpt = tmp_path / "ckpt.npz"
+
+    def save_and_stop(embedder, epoch, history):
+        embedder.save(ckpt)
+        return epoch == 0
+
+    make().fit(X, y, epochs=3, batch_size=16, augment=None, callbacks=[save_and_stop])
+    resumed = Embedder.load(ckpt).fit(X, y, epochs=3, batch_size=16, augment=None, resume=True)
+    for k, v in _weights(full).items():
+        np.testing.assert_array_equal(_weights(resumed)[k], v)

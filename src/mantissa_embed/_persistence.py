@@ -59,6 +59,8 @@ def _config(emb):
         "classes": None if emb.classes_ is None else [int(c) for c in emb.classes_],
         "train_state": emb.train_state_,
         "rng_state": emb._rng.bit_generator.state if isinstance(emb._rng.bit_generator, np.random.PCG64) else None,
+        "layer_rng_states": {str(i): layer.rng_state() for i, layer in enumerate(emb.net.layers)
+                             if callable(getattr(layer, "rng_state", None)) and layer.built},
         "miner": miner_spec,
         "optimizer": emb.optimizer if isinstance(emb.optimizer, str) else "default",
         "momentum": emb.momentum,
@@ -197,6 +199,12 @@ def _from_config(cls, cfg, arrays, backend):
             p.assign(arrays[k])
     if cfg.get("rng_state") is not None:
         emb._rng.bit_generator.state = cfg["rng_state"]
+    for i, state in (cfg.get("layer_rng_states") or {}).items():
+        k = int(i)
+        layer = net.layers[k] if 0 <= k < len(net.layers) else None
+        if not callable(getattr(layer, "set_rng_state", None)):
+            raise ValueError(f"layer_rng_states names layer {i}, which has no random state")
+        layer.set_rng_state(state)
     if cfg.get("classes") is not None:
         emb.classes_ = np.asarray(cfg["classes"], dtype=np.int64)
     emb.train_state_ = cfg.get("train_state")
