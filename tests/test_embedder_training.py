@@ -152,6 +152,7 @@ def test_validation_pair_and_metrics():
     (dict(augment="rotate"), ValueError, r"augment must be one of"),
     (dict(augment=3), TypeError, r"augment must be"),
     (dict(schedule=3), TypeError, r"schedule must be"),
+    (dict(schedule="warmup"), ValueError, r"schedule must be one of"),
     (dict(resume=True), ValueError, r"resume=True needs a checkpoint"),
     (dict(resume=1), TypeError, r"resume must be a bool"),
 ])
@@ -177,7 +178,7 @@ def test_callback_protocol_and_stop():
     assert len(emb.history_["loss"]) == 2 and not emb.net.training
 
 
-def test_early_stopping_and_restore_best():
+def test_early_stopping_and_restore_best(monkeypatch):
     X, y = _toy(n=120, classes=6)
     scores = iter([0.5, 0.9, 0.4, 0.3, 0.2, 0.1])
     snapshots = []
@@ -186,16 +187,14 @@ def test_early_stopping_and_restore_best():
         def on_epoch_end(self, embedder, epoch, history):
             snapshots.append(_weights(embedder))
 
-    emb = _emb()
     import mantissa_embed._fitting as fitting
-    real = fitting._validate
-    fitting._validate = lambda e, Xv, yv, metrics: {m: next(scores) for m in metrics[:1]} | {
-        m: 0.0 for m in metrics[1:]}
-    try:
-        emb.fit(X, y, epochs=6, batch_size=16, validation=0.34, early_stopping=2, restore_best=True,
-                callbacks=[Spy()])
-    finally:
-        fitting._validate = real
+
+    # validation scores scripted per epoch: best at epoch 1, then two epochs without a gain
+    monkeypatch.setattr(fitting, "_validate", lambda e, Xv, yv, metrics: {
+        m: (next(scores) if k == 0 else 0.0) for k, m in enumerate(metrics)})
+    emb = _emb()
+    emb.fit(X, y, epochs=6, batch_size=16, validation=0.34, early_stopping=2, restore_best=True,
+            callbacks=[Spy()])
     assert len(emb.history_["loss"]) == 4  # epochs 3 and 4 did not improve on epoch 2
     for k, v in _weights(emb).items():
         np.testing.assert_array_equal(v, snapshots[1][k])
@@ -267,3 +266,11 @@ def test_resume_with_dropout_equals_uninterrupted_run(tmp_path):
     resumed = Embedder.load(ckpt).fit(X, y, epochs=3, batch_size=16, augment=None, resume=True)
     for k, v in _weights(full).items():
         np.testing.assert_array_equal(_weights(resumed)[k], v)
+
+
+def test_progress_bar_shows_the_last_validation_metric(capsys):
+    pytest.importorskip("tqdm")
+    X, y = _toy(n=120, classes=6)
+    _emb().fit(X, y, epochs=2, batch_size=16, validation=0.34, verbose=True)
+    err = capsys.readouterr().err
+    assert "epoch 2/2" in err and "val=precision_at_1=" in err

@@ -20,7 +20,8 @@ __all__ = ["DEFAULTS", "LOSSES", "OPTIMIZERS", "AUGMENTS", "MAX_BATCH_SIZE", "ma
 #: default, 0.05, stays on ``losses.TripletMarginLoss`` itself); ``triplet_miner``: the miner
 #: for ``loss="triplet"``; ``contrastive_neg_margin``: ``neg_margin`` of ``ContrastiveLoss``
 #: for ``loss="contrastive"``; ``optimizer``, ``lr`` (per optimizer), ``weight_decay``,
-#: ``momentum`` (SGD), ``schedule``, ``augment``. How they were chosen: docs/recipes/training.md.
+#: ``momentum`` (SGD), ``schedule``, ``augment`` (faces: ``fit(..., augment="hflip")``, the face
+#: preset). How they were chosen: docs/recipes/training.md.
 DEFAULTS = {
     "loss": "proxy_anchor",
     "proxy_margin": 0.1,

@@ -92,7 +92,10 @@ class HookList(TrainingHook):
 
 
 class ProgressBar(TrainingHook):
-    """A tqdm bar per epoch showing the running mean batch loss (tqdm: an optional dependency)."""
+    """A tqdm bar per epoch showing the running mean batch loss and ``last``, the text of the
+    last validation metric (set by the fit; tqdm: an optional dependency)."""
+
+    last = None
 
     def epoch_begin(self, epoch, epochs, batches, n_batches):
         from tqdm.auto import tqdm
@@ -101,7 +104,8 @@ class ProgressBar(TrainingHook):
         return self.bar
 
     def batch_end(self, batch, loss_sum):
-        self.bar.set_postfix(loss=f"{loss_sum / (batch + 1):.4f}", refresh=False)
+        extra = {} if self.last is None else {"val": self.last}
+        self.bar.set_postfix(loss=f"{loss_sum / (batch + 1):.4f}", **extra, refresh=False)
 
     def epoch_end(self, epoch, mean_loss):
         self.bar.close()
