@@ -274,3 +274,20 @@ def test_progress_bar_shows_the_last_validation_metric(capsys):
     _emb().fit(X, y, epochs=2, batch_size=16, validation=0.34, verbose=True)
     err = capsys.readouterr().err
     assert "epoch 2/2" in err and "val=precision_at_1=" in err
+
+
+def test_resume_with_a_validation_fraction(tmp_path):
+    X, y = _toy(n=120, classes=6)
+    kw = dict(epochs=3, batch_size=16, validation=0.34)
+    full = _emb().fit(X, y, **kw)
+    ckpt = tmp_path / "ckpt.npz"
+
+    def save_and_stop(embedder, epoch, history):
+        embedder.save(ckpt)
+        return epoch == 0
+
+    _emb().fit(X, y, callbacks=[save_and_stop], **kw)
+    resumed = Embedder.load(ckpt).fit(X, y, resume=True, **kw)
+    assert resumed.history_ == full.history_
+    for k, v in _weights(full).items():
+        np.testing.assert_array_equal(_weights(resumed)[k], v)

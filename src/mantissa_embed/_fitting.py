@@ -130,16 +130,14 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
         if state["epochs"] != epochs:
             raise ValueError(f"epochs must be the epochs of the checkpointed fit ({state['epochs']}) to resume it, "
                              f"got {epochs}")
-        if state["batch_size"] != batch_size or state["n_train"] is not None and state["n_train"] != X.shape[0]:
-            raise ValueError(f"resume=True needs the same X and batch_size as the checkpointed fit "
-                             f"({state['n_train']} images, batch_size {state['batch_size']})")
     if (restore_best or early_stopping) and validation is None:
         raise ValueError("restore_best and early_stopping need validation data (validation=...)")
-    if early_stopping is not None and validation is None:  # pragma: no cover - caught above
-        raise ValueError("early_stopping needs validation")
 
     Xt, yt, Xv, yv = split_validation(X, y, validation, emb._rng) if state is None else (
         _resume_split(X, y, validation, state))
+    if state is not None and (state["batch_size"] != batch_size or state["n_train"] != Xt.shape[0]):
+        raise ValueError(f"resume=True needs the same X and batch_size as the checkpointed fit "
+                         f"({state['n_train']} training images, batch_size {state['batch_size']})")
     classes, y_idx = np.unique(yt, return_inverse=True)
     n_classes = classes.shape[0]
     if n_classes < 2:
