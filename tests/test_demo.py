@@ -132,3 +132,20 @@ def test_demo_without_matplotlib_fails_fast(tmp_path, capsys, monkeypatch):
     assert code == 2
     assert 'pip install "mantissa-embed[viz]"' in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_demo_orl_faces_protocol(tmp_path):
+    """--dataset orl_faces: subjects 1-30 train, 31-40 unseen, with verification metrics."""
+    from pathlib import Path
+
+    orl = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "orl_faces"
+    if not orl.is_dir():
+        pytest.skip(f"ORL faces not found at {orl} (clone the repository next to shared/)")
+    out = io.StringIO()
+    code = run_demo(build_parser().parse_args(["demo", "--dataset", "orl_faces", "--data-dir", str(orl),
+                                               "--epochs", "2", "--out", str(tmp_path)]), out=out)
+    text = out.getvalue()
+    assert code == 0, text
+    assert "unseen subjects 31-40 (100 images" in text and "held-out images of the training subjects 1-30" in text
+    assert text.count("ROC AUC") == 6 and "epoch  2/2" in text
+    assert sorted(os.listdir(tmp_path)) == ["embedding_manifold.png", "retrieval_gallery.png"]
