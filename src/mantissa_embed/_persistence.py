@@ -161,8 +161,6 @@ def _from_config(cls, cfg, arrays, backend):
     net.load_state_arrays(state)
 
     loss, margin, miner = cfg["loss"], cfg["margin"], cfg["miner"]
-    if cfg.get("version") == 1 and cfg.get("optimizer") is None:
-        cfg["optimizer"] = "sgd"
     loss_obj = _rebuild_loss(loss, backend) if isinstance(loss, dict) else None
     if isinstance(loss, dict) and loss_obj is not None:
         loss, margin = loss_obj, None
@@ -173,8 +171,6 @@ def _from_config(cls, cfg, arrays, backend):
             loss, margin = "default", None
         if isinstance(miner, dict):
             miner = "default"
-    if cfg.get("version") == 1 and isinstance(loss, str):
-        loss = loss if loss != "default" else "triplet"
     seed = cfg.get("seed")
     emb = cls(net, loss=loss, margin=margin, seed=0 if seed is None else seed, backend=backend, miner=miner,
               optimizer=cfg.get("optimizer", "default"), momentum=cfg.get("momentum"),

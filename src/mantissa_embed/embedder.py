@@ -192,7 +192,7 @@ class Embedder:
         loss = self.loss_func
         if self._loss_spec is not None and (loss is None or getattr(loss, "num_classes", n_classes) != n_classes
                                             or getattr(loss, "embedding_size", embed_dim) != embed_dim):
-            if self._loss_spec in ("proxy_anchor",):
+            if self._loss_spec == "proxy_anchor":
                 seed = self.seed if isinstance(self.seed, int) else int(self._rng.integers(2**31))
                 self.loss_func = build_loss(self._loss_spec, self.margin, n_classes, embed_dim, seed, self.backend)
             return

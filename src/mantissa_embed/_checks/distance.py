@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import check_float, check_kernel_input, check_kernel_output, check_no_overlap
+from .arrays import check_float, check_kernel_input, check_kernel_output, check_no_overlap, check_outs
 
 
 NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's default
@@ -65,6 +65,25 @@ def check_matrix(a, name, N, M):
     if a.shape != (N, M):
         raise ValueError(f"{name} must have shape ({N}, {M}), got {a.shape}")
     return a
+
+
+def check_dot_similarity_forward(x, r, out):
+    """``(x, r, out)`` of ``dot_similarity_forward``, validated (out allocated when None)."""
+    x, r = check_pair_inputs(x, r)
+    out = check_kernel_output(out, "out", (x.shape[0], r.shape[0]))
+    check_outs([(out, "out")], [(x, "x"), (r, "r")])
+    return x, r, out
+
+
+def check_dot_similarity_backward(x, r, dsim, dx, dr):
+    """``(x, r, dsim, dx, dr)`` of ``dot_similarity_backward``, validated (outputs allocated)."""
+    x, r = check_pair_inputs(x, r)
+    N, M, D = x.shape[0], r.shape[0], x.shape[1]
+    dsim = check_matrix(dsim, "dsim", N, M)
+    dx = check_kernel_output(dx, "dx", (N, D))
+    dr = check_kernel_output(dr, "dr", (M, D))
+    check_outs([(dx, "dx"), (dr, "dr")], [(x, "x"), (r, "r"), (dsim, "dsim")])
+    return x, r, dsim, dx, dr
 
 
 def check_l2_normalize_backward_args(dy, y, norms, eps):

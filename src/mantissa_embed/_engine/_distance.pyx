@@ -7,6 +7,7 @@ from libc.stdint cimport int64_t
 from mantissa_embed._checks.arrays import (check_flag, check_int, check_kernel_input,
                                            check_kernel_output, check_outs)
 from mantissa_embed._checks.distance import (NORMALIZE_EPS, check_add_transpose, check_eps,
+                                             check_dot_similarity_backward, check_dot_similarity_forward,
                                              check_euclidean_workspace, check_gram,
                                              check_l2_normalize_backward_args, check_matrix,
                                              check_pair_inputs)
@@ -145,10 +146,8 @@ def dot_similarity_forward(x, r, out=None):
 
     x (N, D), r (M, D) float32 -> sim (N, M) float32.
     """
-    x, r = check_pair_inputs(x, r)
+    x, r, out = check_dot_similarity_forward(x, r, out)
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
-    out = check_kernel_output(out, "out", (N, M))
-    check_outs([(out, "out")], [(x, "x"), (r, "r")])
     if N == 0 or M == 0:
         return out
     if D == 0:
@@ -168,12 +167,8 @@ def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
 
     x (N, D), r (M, D), dsim (N, M) float32 -> (dx (N, D), dr (M, D)) float32.
     """
-    x, r = check_pair_inputs(x, r)
+    x, r, dsim, dx, dr = check_dot_similarity_backward(x, r, dsim, dx, dr)
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
-    dsim = check_matrix(dsim, "dsim", N, M)
-    dx = check_kernel_output(dx, "dx", (N, D))
-    dr = check_kernel_output(dr, "dr", (M, D))
-    check_outs([(dx, "dx"), (dr, "dr")], [(x, "x"), (r, "r"), (dsim, "dsim")])
     if N == 0 or M == 0 or D == 0:
         dx[...] = 0
         dr[...] = 0

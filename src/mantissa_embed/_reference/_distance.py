@@ -11,6 +11,7 @@ import numpy as np
 
 from .._checks.arrays import check_flag, check_kernel_input, check_kernel_output, check_outs
 from .._checks.distance import (NORMALIZE_EPS, check_add_transpose, check_eps,
+                                check_dot_similarity_backward, check_dot_similarity_forward,
                                 check_euclidean_workspace, check_gram,
                                 check_l2_normalize_backward_args, check_matrix, check_pair_inputs)
 from ..engine import euclidean_workspace_size
@@ -227,11 +228,8 @@ def dot_similarity_forward(x, r, out=None):
     -------
     sim : (N, M) float32
     """
-    x, r = check_pair_inputs(x, r)
-    N, M = x.shape[0], r.shape[0]
-    out = check_kernel_output(out, "out", (N, M))
-    check_outs([(out, "out")], [(x, "x"), (r, "r")])
-    if N and M:
+    x, r, out = check_dot_similarity_forward(x, r, out)
+    if x.shape[0] and r.shape[0]:
         out[...] = x @ r.T
     return out
 
@@ -250,12 +248,8 @@ def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
     -------
     (dx, dr) : ((N, D) float32, (M, D) float32)
     """
-    x, r = check_pair_inputs(x, r)
+    x, r, dsim, dx, dr = check_dot_similarity_backward(x, r, dsim, dx, dr)
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
-    dsim = check_matrix(dsim, "dsim", N, M)
-    dx = check_kernel_output(dx, "dx", (N, D))
-    dr = check_kernel_output(dr, "dr", (M, D))
-    check_outs([(dx, "dx"), (dr, "dr")], [(x, "x"), (r, "r"), (dsim, "dsim")])
     if N == 0 or M == 0:
         dx[...] = 0
         dr[...] = 0
