@@ -93,13 +93,13 @@ __attribute__((target("avx512f"))) static inline __m512 hsum16_transposed(__m512
 }
 
 __attribute__((target("avx512f,fma")))
-static void dw_dot_avx512(int64_t F, int64_t K, int64_t P, const float *dy, const col_rows *cr,
-                          float *dw, int beta_one) {
+static void dw_dot_avx512(int64_t F, int64_t K, int64_t P, const float *dy, int64_t ldd,
+                          const col_rows *cr, float *dw, int beta_one) {
     const int64_t P16 = P & ~(int64_t)15;
     const __mmask16 tail = (__mmask16)((1u << (P - P16)) - 1u);
     for (int64_t f0 = 0; f0 < F; f0 += 4) {
         const float *a[4];
-        for (int i = 0; i < 4; i++) a[i] = dy + (f0 + i < F ? f0 + i : F - 1) * P;
+        for (int i = 0; i < 4; i++) a[i] = dy + (f0 + i < F ? f0 + i : F - 1) * ldd;
         for (int64_t k0 = 0; k0 < K; k0 += 4) {
             const float *b[4];
             for (int j = 0; j < 4; j++) b[j] = col_row(cr, k0 + j < K ? k0 + j : K - 1);
@@ -144,32 +144,50 @@ static void dw_dot_avx512(int64_t F, int64_t K, int64_t P, const float *dy, cons
 }
 #endif
 
-/* Is the dot-product kernel used (then the wide path needs no im2col for dw)? */
-static int dw_use_dot(void) {
 #if ME_CONV_X86
-    return me_gemm_kernel_id() == 2;
+static void dw_dot_avx2(int64_t F, int64_t K, int64_t P, const float *dy, int64_t ldd, const col_rows *cr,
+                        float *dw, int beta_one);
+#endif
+
+/* Is a dot-product kernel used (then the wide path needs no im2col for dw)? AVX2's needs rows
+ * readable and dy zero up to P rounded up to 8 (padded: the wide layout's slack). */
+static int dw_use_dot(int padded) {
+#if ME_CONV_X86
+    const int k = me_gemm_kernel_id();
+    return k == 2 || (k == 1 && padded);
 #else
+    (void)padded;
     return 0;
 #endif
 }
 
-/* dw (F,K) (+)= dy (F,P) @ col^T, col's rows given by cr; col_mat: the same rows as one (K,P)
- * matrix (needed only when !dw_use_dot(), may be NULL otherwise) */
-static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, const col_rows *cr,
-                          const float *col_mat, float *dw, int beta_one) {
+/* dw (F,K) (+)= dy (F,P; row stride ldd) @ col^T, col's rows given by cr; col_mat: the same rows
+ * as one (K,P) matrix (needed only when !dw_use_dot(padded), may be NULL otherwise) */
+static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, int64_t ldd, const col_rows *cr,
+                          const float *col_mat, float *dw, int beta_one, int padded) {
 #if ME_CONV_X86
-    if (dw_use_dot()) {
-        dw_dot_avx512(F, K, P, dy, cr, dw, beta_one);
+    if (dw_use_dot(padded)) {
+        if (me_gemm_kernel_id() == 2)
+            dw_dot_avx512(F, K, P, dy, ldd, cr, dw, beta_one);
+        else
+            dw_dot_avx2(F, K, P, dy, ldd, cr, dw, beta_one);
         return;
     }
 #else
     (void)cr;
 #endif
-    me_sgemm_st(0, 1, F, K, P, 1.0f, dy, P, col_mat, P, beta_one ? 1.0f : 0.0f, dw, K);
+    me_sgemm_st(0, 1, F, K, P, 1.0f, dy, ldd, col_mat, P, beta_one ? 1.0f : 0.0f, dw, K);
 }
 
+/* floats of zeroed slack after a padded plane and after each wide output row: the AVX2 kernels
+ * read and write whole 8-float vectors past the last valid position */
+#define ME_SLACK 8
+#define ME_D2_NF 4 /* AVX2 direct kernels: filters per register block */
+#define ME_D2_NV 3 /* AVX2 direct kernels: 8-float output vectors per register block */
+#define ME_D2_DOT_MIN_P 128 /* AVX2: shorter dw dot products (7x7 planes) take im2col + SGEMM */
+
 typedef struct {
-    int64_t HO, WO, Hp, Wp, K, P, PW, plane, per_group, G;
+    int64_t HO, WO, Hp, Wp, K, P, PW, ldw, plane, per_group, G;
 } conv_geom;
 
 static conv_geom conv_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
@@ -182,8 +200,9 @@ static conv_geom conv_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64
     g.K = C * KH * KW;
     g.P = g.HO * g.WO;
     g.PW = g.HO * g.Wp;
-    g.plane = C * g.Hp * g.Wp + KW;
-    g.per_group = g.K * g.PW + F * g.PW + g.plane + F * g.K + F;
+    g.ldw = g.PW + ME_SLACK; /* row stride of the wide output / dy rows */
+    g.plane = C * g.Hp * g.Wp + KW + ME_SLACK;
+    g.per_group = g.K * g.PW + F * g.ldw + g.plane + F * g.K + F;
     int64_t G = ME_CONV_BUDGET / (g.per_group > 0 ? g.per_group : 1);
     if (G > ME_CONV_GROUPS) G = ME_CONV_GROUPS;
     if (G < ME_CONV_MIN_GROUPS) G = ME_CONV_MIN_GROUPS;
@@ -194,6 +213,7 @@ static conv_geom conv_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64
 
 static int wino_applies(int64_t C, int64_t F, int64_t KH, int64_t KW, int64_t stride, int64_t H,
                         int64_t W, int64_t pad);
+static int64_t avx2_pack_floats(int64_t C, int64_t F, int64_t KH, int64_t KW);
 static int64_t wino_scratch(int64_t C, int64_t Hp, int64_t TW);
 static int64_t wino8_slot(int64_t C, int64_t F, int64_t Hp, int64_t Wp, int64_t TH, int64_t TW);
 static int64_t wino8_slots(int64_t C, int64_t N);
@@ -211,7 +231,7 @@ int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int
     if (N <= 0 || C <= 0 || F <= 0 || KH <= 0 || KW <= 0 || stride <= 0 || pad < 0) return 0;
     if (H + 2 * pad < KH || W + 2 * pad < KW) return 0;
     const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
-    int64_t need = g.G * g.per_group;
+    int64_t need = g.G * g.per_group + avx2_pack_floats(C, F, KH, KW);
     if (wino_applies(C, F, KH, KW, stride, H, W, pad)) { /* the Winograd inference's scratch */
         const int64_t tiles = g.G * wino_group_stride(&g, C);
         const int64_t images = wino8_slots(C, N) * wino8_slot(C, F, g.Hp, g.Wp, g.HO / 2, g.WO / 2);
@@ -222,10 +242,10 @@ int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int
 }
 
 /* ---------------------------------------------------------------- stride 1: wide rows */
-/* x (C,H,W) -> xp (C,Hp,Wp) zero-padded, plus KW zero floats of slack at the end */
+/* x (C,H,W) -> xp (C,Hp,Wp) zero-padded, plus KW + ME_SLACK zero floats of slack at the end */
 static void pad_image(const float *x, float *xp, int64_t C, int64_t H, int64_t W, int64_t pad,
                       int64_t Hp, int64_t Wp, int64_t KW) {
-    memset(xp, 0, (size_t)(C * Hp * Wp + KW) * sizeof(float));
+    memset(xp, 0, (size_t)(C * Hp * Wp + KW + ME_SLACK) * sizeof(float));
     for (int64_t c = 0; c < C; c++)
         for (int64_t h = 0; h < H; h++)
             memcpy(xp + (c * Hp + h + pad) * Wp + pad, x + (c * H + h) * W, (size_t)W * sizeof(float));
@@ -465,7 +485,142 @@ __attribute__((target("avx512f"))) static inline __m512 max_nan(__m512 a, __m512
 ME_DEFINE_DIRECT_POOL(8)
 ME_DEFINE_DIRECT_POOL(16)
 #undef ME_DEFINE_DIRECT_POOL
+
+/* ------------------------------------------------ AVX2 + FMA: direct kernels on the wide grid
+ * The AVX2 counterparts of the direct forward, the direct dx and the dot-product dw. Their
+ * register block is 4 filters x 3 vectors of 8 outputs (12 ymm accumulators): each tap (c,i,j)
+ * is 3 loads of the padded plane and 4 broadcast weights for 12 FMAs. They write the wide grid
+ * (row f of yw holds output (ho, wo) at ho*Wp + wo; the columns wo >= WO are scratch), which the
+ * caller compacts with the bias and the activation; the weights are packed once per call. */
+
+/* One register block of direct_wide_avx2: NV (1..3, a constant after inlining) vectors starting
+ * at wide positions s[], 4 filters of the packed weights wb, nf of them stored. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void direct_block_avx2(
+    const float *xp, const float *wb, float *yw, int64_t ldy, int64_t nf, const int64_t *s, const int NV,
+    int64_t C, int64_t KH, int64_t KW, int64_t Hp, int64_t Wp) {
+    __m256 acc[ME_D2_NF][ME_D2_NV];
+#pragma GCC unroll 4
+    for (int f = 0; f < ME_D2_NF; f++)
+#pragma GCC unroll 3
+        for (int k = 0; k < NV; k++) acc[f][k] = _mm256_setzero_ps();
+    const float *wt = wb;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t i = 0; i < KH; i++) {
+            const float *row = xp + (c * Hp + i) * Wp;
+            for (int64_t j = 0; j < KW; j++, wt += ME_D2_NF) {
+                __m256 v[ME_D2_NV];
+#pragma GCC unroll 3
+                for (int k = 0; k < NV; k++) v[k] = _mm256_loadu_ps(row + j + s[k]);
+#pragma GCC unroll 4
+                for (int f = 0; f < ME_D2_NF; f++) {
+                    const __m256 wf = _mm256_broadcast_ss(wt + f);
+#pragma GCC unroll 3
+                    for (int k = 0; k < NV; k++) acc[f][k] = _mm256_fmadd_ps(wf, v[k], acc[f][k]);
+                }
+            }
+        }
+#pragma GCC unroll 4
+    for (int f = 0; f < ME_D2_NF; f++)
+#pragma GCC unroll 3
+        for (int k = 0; k < NV; k++)
+            if (f < nf) _mm256_storeu_ps(yw + f * ldy + s[k], acc[f][k]);
+}
+
+/* xp (C,Hp,Wp) + ME_SLACK zero floats, wpk ceil(F/4) blocks of (K,4) -> yw (F, ldy >= HO*Wp + 8).
+ * The vectors walk the wide grid flat (8 consecutive positions), or row by row (ceil(WO/8) per
+ * output row) when that takes fewer vectors (small WO); the last block has 1-3 vectors. */
+__attribute__((target("avx2,fma")))
+static void direct_wide_avx2(const float *xp, const float *wpk, float *yw, int64_t ldy, int64_t F, int64_t C,
+                             int64_t KH, int64_t KW, int64_t Hp, int64_t Wp, int64_t HO, int64_t WO) {
+    const int64_t K = C * KH * KW, cpr = (WO + 7) / 8, nflat = (HO * Wp + 7) / 8, nrows = HO * cpr;
+    const int rows = nrows < nflat;
+    const int64_t nvec = rows ? nrows : nflat;
+    for (int64_t f0 = 0; f0 < F; f0 += ME_D2_NF) {
+        const float *wb = wpk + (f0 / ME_D2_NF) * K * ME_D2_NF;
+        const int64_t nf = F - f0 < ME_D2_NF ? F - f0 : ME_D2_NF;
+        for (int64_t v0 = 0; v0 < nvec; v0 += ME_D2_NV) {
+            const int64_t nv = nvec - v0 < ME_D2_NV ? nvec - v0 : ME_D2_NV;
+            int64_t s[ME_D2_NV] = {0, 0, 0};
+            for (int64_t k = 0; k < nv; k++) {
+                const int64_t v = v0 + k;
+                s[k] = rows ? (v / cpr) * Wp + (v % cpr) * 8 : v * 8;
+            }
+            float *yb = yw + f0 * ldy;
+            if (nv == 3)
+                direct_block_avx2(xp, wb, yb, ldy, nf, s, 3, C, KH, KW, Hp, Wp);
+            else if (nv == 2)
+                direct_block_avx2(xp, wb, yb, ldy, nf, s, 2, C, KH, KW, Hp, Wp);
+            else
+                direct_block_avx2(xp, wb, yb, ldy, nf, s, 1, C, KH, KW, Hp, Wp);
+        }
+    }
+}
+
+/* the 4 horizontal sums of a, b, c, d */
+__attribute__((target("avx2"))) static inline __m128 hsum4_avx2(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+/* dy (F, ldd), cr: rows of col -> dw (F,K) (+)= dy @ col^T, the dot products running over P
+ * rounded up to 8: both operands must be readable and dy zero there. 4x3 blocks of dot
+ * products (12 ymm accumulators, 7 loads per 12 FMAs), reduced 4 at a time. */
+__attribute__((target("avx2,fma")))
+static void dw_dot_avx2(int64_t F, int64_t K, int64_t P, const float *dy, int64_t ldd, const col_rows *cr,
+                        float *dw, int beta_one) {
+    const int64_t P8 = (P + 7) & ~(int64_t)7;
+    for (int64_t f0 = 0; f0 < F; f0 += 4) {
+        const float *a[4];
+        for (int i = 0; i < 4; i++) a[i] = dy + (f0 + i < F ? f0 + i : F - 1) * ldd;
+        for (int64_t k0 = 0; k0 < K; k0 += 3) {
+            const float *b[3];
+            for (int j = 0; j < 3; j++) b[j] = col_row(cr, k0 + j < K ? k0 + j : K - 1);
+            __m256 acc[4][3];
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++)
+#pragma GCC unroll 3
+                for (int j = 0; j < 3; j++) acc[i][j] = _mm256_setzero_ps();
+            for (int64_t p = 0; p < P8; p += 8) {
+                const __m256 b0 = _mm256_loadu_ps(b[0] + p), b1 = _mm256_loadu_ps(b[1] + p),
+                             b2 = _mm256_loadu_ps(b[2] + p);
+#pragma GCC unroll 4
+                for (int i = 0; i < 4; i++) {
+                    const __m256 va = _mm256_loadu_ps(a[i] + p);
+                    acc[i][0] = _mm256_fmadd_ps(va, b0, acc[i][0]);
+                    acc[i][1] = _mm256_fmadd_ps(va, b1, acc[i][1]);
+                    acc[i][2] = _mm256_fmadd_ps(va, b2, acc[i][2]);
+                }
+            }
+#pragma GCC unroll 3
+            for (int j = 0; j < 3; j++) {
+                if (k0 + j >= K) break;
+                float out[4];
+                _mm_storeu_ps(out, hsum4_avx2(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
+                for (int i = 0; i < 4 && f0 + i < F; i++) {
+                    float *d = dw + (f0 + i) * K + k0 + j;
+                    *d = beta_one ? *d + out[i] : out[i];
+                }
+            }
+        }
+    }
+}
 #endif
+
+/* Are the AVX2 direct kernels used (the AVX2 SGEMM kernel is in use)? */
+static int conv_use_avx2(void) {
+#if ME_CONV_X86
+    return me_gemm_kernel_id() == 1;
+#else
+    return 0;
+#endif
+}
+
+/* floats of the AVX2 kernels' packed weights (forward or flipped), after the group scratch */
+static int64_t avx2_pack_floats(int64_t C, int64_t F, int64_t KH, int64_t KW) {
+    const int64_t fw = (F + ME_D2_NF - 1) / ME_D2_NF * ME_D2_NF * C * KH * KW;
+    const int64_t tw = (C + ME_D2_NF - 1) / ME_D2_NF * ME_D2_NF * F * KH * KW;
+    return fw > tw ? fw : tw;
+}
 
 /* w (F,K) -> wpk: ceil(F/NF) blocks of (K, NF), filters beyond F zero */
 static void pack_direct_weights(const float *w, float *wpk, int64_t F, int64_t K, int64_t NF) {
@@ -523,12 +678,16 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     const int direct = conv_use_direct(F, K, stride);
     /* a 1x1 stride-1 unpadded convolution is one GEMM on the NCHW image: y_n (F,P) = w (F,C) @ x_n (C,P) */
     const int pointwise = KH == 1 && KW == 1 && stride == 1 && pad == 0;
-    const int64_t NF = F <= 8 ? 8 : 16;
+    const int64_t NF = F <= 8 ? 8 : 16, ldw = g.ldw;
+    /* AVX2: the direct kernel on the wide grid, its weights packed once (after the groups) */
+    const int d2 = wide && !pointwise && conv_use_avx2();
+    float *pk = workspace + G * g.per_group;
+    if (d2) pack_direct_weights(w, pk, F, K, ME_D2_NF);
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
         float *col = workspace + gi * g.per_group; /* K*PW */
-        float *yw = col + K * PW;                  /* F*PW */
-        float *xp = yw + F * PW;                   /* plane */
+        float *yw = col + K * PW;                  /* F*ldw */
+        float *xp = yw + F * ldw;                  /* plane */
         const int64_t n0 = gi * N / G, n1 = (gi + 1) * N / G;
 #if ME_CONV_X86
         if (direct) {
@@ -551,13 +710,21 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
             float *yn = y + n * F * P;
             if (wide && !pointwise) {
                 pad_image(xn, xp, C, H, W, pad, Hp, Wp, KW);
-                im2col_wide(xp, col, C, KH, KW, Hp, Wp, PW);
-                /* yw (F,PW) = w (F,K) @ col (K,PW); keep the WO valid columns of each row, add the bias */
-                me_sgemm_st(0, 0, F, PW, K, 1.0f, w, K, col, PW, 0.0f, yw, PW);
+#if ME_CONV_X86
+                if (d2)
+                    direct_wide_avx2(xp, pk, yw, ldw, F, C, KH, KW, Hp, Wp, HO, WO);
+                else
+#endif
+                {
+                    /* yw (F,PW) = w (F,K) @ col (K,PW) */
+                    im2col_wide(xp, col, C, KH, KW, Hp, Wp, PW);
+                    me_sgemm_st(0, 0, F, PW, K, 1.0f, w, K, col, PW, 0.0f, yw, ldw);
+                }
+                /* keep the WO valid columns of each wide row, add the bias, apply act */
                 for (int64_t f = 0; f < F; f++) {
                     const float bf = b ? b[f] : 0.0f;
                     for (int64_t ho = 0; ho < HO; ho++) {
-                        const float *src = yw + f * PW + ho * Wp;
+                        const float *src = yw + f * ldw + ho * Wp;
                         float *dst = yn + f * P + ho * WO;
                         if (act == ME_ACT_IDENTITY)
                             for (int64_t wo = 0; wo < WO; wo++) dst[wo] = src[wo] + bf;
@@ -607,13 +774,24 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
     /* dx by the direct kernel (see direct_dx_image): its padded dy plane reuses the col and dyw
      * scratch (dyw is dead once dw is done), so it must fit there */
     const int64_t tpad = KH - 1 - pad;
+    const int64_t Hpt = HO + 2 * tpad, Wpt = WO + 2 * tpad, ldw = g.ldw, ldx = H * Wpt + ME_SLACK;
+    const int pointwise = KH == 1 && KW == 1 && pad == 0;
+    const int dyp_fits = F * Hpt * Wpt + KW + ME_SLACK <= K * PW + F * ldw;
     const int dxd = dx != NULL && wide && C >= 8 && KH == KW && tpad >= 0 && conv_use_direct(C, F * KH * KW, 1) &&
-                    F * (HO + 2 * tpad) * (WO + 2 * tpad) + KW <= K * PW + F * PW;
+                    dyp_fits;
+    /* AVX2: the direct kernel on the wide grid of dx (written to the free plane, then cropped),
+     * its flipped weights packed once (after the groups) */
+    const int d2x = dx != NULL && wide && !pointwise && C >= ME_D2_NF && KH == KW && tpad >= 0 && dyp_fits &&
+                    C * ldx <= g.plane && conv_use_avx2();
+    float *pk = workspace + G * g.per_group;
+#if ME_CONV_X86
+    if (d2x) pack_direct_weights_flipped(w, pk, F, C, KH, KW, ME_D2_NF);
+#endif
 #pragma omp parallel for num_threads(nthreads) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
         float *col = workspace + gi * g.per_group; /* K*PW */
-        float *dyw = col + K * PW;                 /* F*PW */
-        float *xp = dyw + F * PW;                  /* plane */
+        float *dyw = col + K * PW;                 /* F*ldw */
+        float *xp = dyw + F * ldw;                 /* plane */
         float *dwg = xp + g.plane;                 /* F*K */
         float *dbg = dwg + F * K;                  /* F */
         float *dyp = col;                          /* padded dy plane of the direct dx */
@@ -634,39 +812,51 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
             if (!dw && !dx) continue;
             if (wide) {
                 /* dy on the wide grid, zero in the scratch columns (for dw and the GEMM dx) */
-                if (dw || !dxd)
-                for (int64_t f = 0; f < F; f++)
+                if (dw || !(dxd || d2x))
+                for (int64_t f = 0; f < F; f++) {
                     for (int64_t ho = 0; ho < HO; ho++) {
-                        float *dst = dyw + f * PW + ho * Wp;
+                        float *dst = dyw + f * ldw + ho * Wp;
                         const float *src = dyn + f * P + ho * WO;
                         for (int64_t wo = 0; wo < WO; wo++) dst[wo] = src[wo];
                         for (int64_t wo = WO; wo < Wp; wo++) dst[wo] = 0.0f;
                     }
+                    for (int64_t q = PW; q < ldw; q++) dyw[f * ldw + q] = 0.0f;
+                }
                 if (dw) {
                     /* the rows of the wide im2col are slices of the padded plane: read in place */
                     pad_image(xn, xp, C, H, W, pad, Hp, Wp, KW);
                     const col_rows cr = {xp, KH * KW, KW, Hp * Wp, Wp};
-                    if (!dw_use_dot()) im2col_wide(xp, col, C, KH, KW, Hp, Wp, PW);
-                    dw_accumulate(F, K, PW, dyw, &cr, col, dwg, n != n0);
+                    if (!dw_use_dot(PW >= ME_D2_DOT_MIN_P)) im2col_wide(xp, col, C, KH, KW, Hp, Wp, PW);
+                    dw_accumulate(F, K, PW, dyw, ldw, &cr, col, dwg, n != n0, PW >= ME_D2_DOT_MIN_P);
                 }
 #if ME_CONV_X86
+                if (dx && d2x) {
+                    /* dx_n = direct correlation of dy_n, padded by KH-1-pad, with the flipped,
+                     * channel-swapped weights, on dx's wide grid (in the plane, free once dw is done) */
+                    pad_image(dyn, dyp, F, HO, WO, tpad, Hpt, Wpt, KW);
+                    direct_wide_avx2(dyp, pk, xp, ldx, C, F, KH, KW, Hpt, Wpt, H, W);
+                    float *dxn = dx + n * C * H * W;
+                    for (int64_t c = 0; c < C; c++)
+                        for (int64_t h = 0; h < H; h++)
+                            memcpy(dxn + (c * H + h) * W, xp + c * ldx + h * Wpt, (size_t)W * sizeof(float));
+                    continue;
+                }
                 if (dx && dxd) {
                     /* dx_n = direct correlation of dy_n, padded by KH-1-pad, with the flipped,
                      * channel-swapped weights (packed once per group) */
-                    pad_image(dyn, dyp, F, HO, WO, tpad, HO + 2 * tpad, WO + 2 * tpad, KW);
-                    direct_dx_image(dyp, wtpk, dx + n * C * H * W, C, F, KH, KW, HO + 2 * tpad,
-                                    WO + 2 * tpad, H, W);
+                    pad_image(dyn, dyp, F, HO, WO, tpad, Hpt, Wpt, KW);
+                    direct_dx_image(dyp, wtpk, dx + n * C * H * W, C, F, KH, KW, Hpt, Wpt, H, W);
                     continue;
                 }
 #else
-                (void)dyp;
+                (void)dyp; (void)pk;
 #endif
-                if (dx && KH == 1 && KW == 1 && pad == 0) {
+                if (dx && pointwise) {
                     /* 1x1 unpadded: dx_n (C,P) = w^T (C,F) @ dy_n (F,P), straight into dx */
                     me_sgemm_st(1, 0, K, P, F, 1.0f, w, K, dyn, P, 0.0f, dx + n * C * H * W, P);
                 } else if (dx) {
                     /* dcol (K,PW) = w^T (K,F) @ dyw (F,PW); scatter into the padded plane; crop */
-                    me_sgemm_st(1, 0, K, PW, F, 1.0f, w, K, dyw, PW, 0.0f, col, PW);
+                    me_sgemm_st(1, 0, K, PW, F, 1.0f, w, K, dyw, ldw, 0.0f, col, PW);
                     col2im_wide(col, xp, C, KH, KW, Hp, Wp, PW);
                     float *dxn = dx + n * C * H * W;
                     for (int64_t c = 0; c < C; c++)
@@ -677,7 +867,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                 if (dw) {
                     im2col(xn, col, C, H, W, KH, KW, stride, pad, HO, WO);
                     const col_rows cr = {col, K, 1, 0, P};
-                    dw_accumulate(F, K, P, dyn, &cr, col, dwg, n != n0);
+                    dw_accumulate(F, K, P, dyn, P, &cr, col, dwg, n != n0, 0);
                 }
                 if (dx) {
                     /* dcol (K,P) = w^T (K,F) @ dy_n (F,P); then scatter back to the image */
@@ -693,14 +883,14 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
 #pragma omp parallel for num_threads(nthreads) schedule(static) if (FK >= 4096)
         for (int64_t e = 0; e < FK; e++) {
             float s = accumulate ? dw[e] : 0.0f;
-            for (int64_t gi = 0; gi < G; gi++) s += workspace[gi * g.per_group + K * PW + F * PW + g.plane + e];
+            for (int64_t gi = 0; gi < G; gi++) s += workspace[gi * g.per_group + K * PW + F * g.ldw + g.plane + e];
             dw[e] = s;
         }
     }
     if (db) {
         for (int64_t f = 0; f < F; f++) {
             float s = accumulate ? db[f] : 0.0f;
-            for (int64_t gi = 0; gi < G; gi++) s += workspace[gi * g.per_group + K * PW + F * PW + g.plane + F * K + f];
+            for (int64_t gi = 0; gi < G; gi++) s += workspace[gi * g.per_group + K * PW + F * g.ldw + g.plane + F * K + f];
             db[f] = s;
         }
     }
@@ -1166,7 +1356,7 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
     }
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
-        float *xp = workspace + gi * g.per_group + K * g.PW + F * g.PW; /* plane */
+        float *xp = workspace + gi * g.per_group + K * g.PW + F * g.ldw; /* plane */
         float wpk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
         pack_direct_weights(w, wpk, F, K, NF);
         for (int64_t n = gi * N / G; n < (gi + 1) * N / G; n++) {

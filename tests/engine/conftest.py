@@ -3,9 +3,11 @@ import pytest
 
 from mantissa_embed import engine
 
-#: the SGEMM kernels this CPU runs: the conv paths differ between them (direct and Winograd
-#: kernels only with avx512, im2col + SGEMM otherwise)
-CONV_KERNELS = [k for k in ("generic", "avx512") if k == "generic" or engine.cpu_features()["avx512f"]]
+#: the SGEMM kernels this CPU runs: the conv paths differ between them (im2col + SGEMM with
+#: generic; direct kernels with avx2; direct and Winograd kernels with avx512)
+_CPU = engine.cpu_features()
+CONV_KERNELS = ["generic"] + (["avx2"] if _CPU["avx2"] and _CPU["fma"] else []) + \
+    (["avx512"] if _CPU["avx512f"] and _CPU["fma"] else [])
 
 
 @pytest.fixture(params=CONV_KERNELS)
