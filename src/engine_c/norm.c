@@ -4,10 +4,17 @@
  * squared deviations), each from float partial sums over 16 lanes within chunks of 512 values
  * (vectorizable) added into a double. Every channel is reduced in a fixed order, so the results
  * do not depend on the thread count. OpenMP over channels (a thread's channel stays in cache
- * between the statistics and the normalization). */
+ * between the statistics and the normalization). The bodies are compiled twice, portable and
+ * AVX2 + FMA, chosen at run time with the SGEMM kernel (me_gemm_kernel_id). */
 #include "engine.h"
 
 #include <math.h>
+
+#if !defined(ME_NO_X86) && (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define BN_X86 1
+#else
+#define BN_X86 0
+#endif
 
 #define BN_LANES 16
 #define BN_CHUNK 512
@@ -152,37 +159,68 @@ BN_INLINE void backward_channel(const float *dy, const float *x, const float *y,
 }
 
 /* Channels in parallel; S > 1: N rows of S contiguous values (the unit-stride body), S == 1:
- * one row of N values C apart. */
-void me_batchnorm_forward(const float *x, const float *gamma, const float *beta, float *running_mean,
-                          float *running_var, float *y, float *save_mean, float *save_invstd,
-                          int64_t N, int64_t C, int64_t S, int training, float momentum, float eps, int relu) {
-    if (S > 1) {
-#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C * S >= 16384)
-        for (int64_t c = 0; c < C; c++)
-            forward_channel(x + c * S, gamma, beta, running_mean, running_var, y + c * S, save_mean, save_invstd,
-                            c, N, S, C * S, 1, training, momentum, eps, relu);
-    } else {
-#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C >= 16384)
-        for (int64_t c = 0; c < C; c++)
-            forward_channel(x + c, gamma, beta, running_mean, running_var, y + c, save_mean, save_invstd,
-                            c, 1, N, 0, C, training, momentum, eps, relu);
+ * one row of N values C apart. Macros, so that each OpenMP region is outlined from (and compiled
+ * for the target of) the function that expands it. */
+#define BN_FORWARD_LOOPS                                                                                     \
+    if (S > 1) {                                                                                             \
+        _Pragma("omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C * S >= 16384)") \
+        for (int64_t c = 0; c < C; c++)                                                                      \
+            forward_channel(x + c * S, gamma, beta, running_mean, running_var, y + c * S, save_mean,          \
+                            save_invstd, c, N, S, C * S, 1, training, momentum, eps, relu);                  \
+    } else {                                                                                                 \
+        _Pragma("omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C >= 16384)")   \
+        for (int64_t c = 0; c < C; c++)                                                                      \
+            forward_channel(x + c, gamma, beta, running_mean, running_var, y + c, save_mean, save_invstd,    \
+                            c, 1, N, 0, C, training, momentum, eps, relu);                                   \
     }
+
+#define BN_BACKWARD_LOOPS                                                                                    \
+    if (S > 1) {                                                                                             \
+        _Pragma("omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C * S >= 16384)") \
+        for (int64_t c = 0; c < C; c++)                                                                      \
+            backward_channel(dy + c * S, x + c * S, y ? y + c * S : NULL, gamma, save_mean, save_invstd,      \
+                             dx ? dx + c * S : NULL, dgamma, dbeta, c, N, S, C * S, 1, training, accumulate); \
+    } else {                                                                                                 \
+        _Pragma("omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C >= 16384)")   \
+        for (int64_t c = 0; c < C; c++)                                                                      \
+            backward_channel(dy + c, x + c, y ? y + c : NULL, gamma, save_mean, save_invstd,                 \
+                             dx ? dx + c : NULL, dgamma, dbeta, c, 1, N, 0, C, training, accumulate);       \
+    }
+
+#define BN_FWD_ARGS const float *x, const float *gamma, const float *beta, float *running_mean, \
+    float *running_var, float *y, float *save_mean, float *save_invstd, int64_t N, int64_t C, int64_t S, \
+    int training, float momentum, float eps, int relu
+#define BN_FWD_CALL x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, N, C, S, training, \
+    momentum, eps, relu
+#define BN_BWD_ARGS const float *dy, const float *x, const float *y, const float *gamma, \
+    const float *save_mean, const float *save_invstd, float *dx, float *dgamma, float *dbeta, int64_t N, \
+    int64_t C, int64_t S, int training, int accumulate
+#define BN_BWD_CALL dy, x, y, gamma, save_mean, save_invstd, dx, dgamma, dbeta, N, C, S, training, accumulate
+
+#if BN_X86
+/* the same bodies compiled for AVX2 + FMA, taken when the AVX2 (or AVX-512) SGEMM kernel is in use */
+__attribute__((target("avx2,fma"))) static void forward_avx2(BN_FWD_ARGS) { BN_FORWARD_LOOPS }
+__attribute__((target("avx2,fma"))) static void backward_avx2(BN_BWD_ARGS) { BN_BACKWARD_LOOPS }
+#endif
+
+void me_batchnorm_forward(BN_FWD_ARGS) {
+#if BN_X86
+    if (me_gemm_kernel_id() >= 1) {
+        forward_avx2(BN_FWD_CALL);
+        return;
+    }
+#endif
+    BN_FORWARD_LOOPS
 }
 
-void me_batchnorm_backward(const float *dy, const float *x, const float *y, const float *gamma,
-                           const float *save_mean, const float *save_invstd, float *dx, float *dgamma,
-                           float *dbeta, int64_t N, int64_t C, int64_t S, int training, int accumulate) {
-    if (S > 1) {
-#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C * S >= 16384)
-        for (int64_t c = 0; c < C; c++)
-            backward_channel(dy + c * S, x + c * S, y ? y + c * S : NULL, gamma, save_mean, save_invstd,
-                             dx ? dx + c * S : NULL, dgamma, dbeta, c, N, S, C * S, 1, training, accumulate);
-    } else {
-#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C >= 16384)
-        for (int64_t c = 0; c < C; c++)
-            backward_channel(dy + c, x + c, y ? y + c : NULL, gamma, save_mean, save_invstd,
-                             dx ? dx + c : NULL, dgamma, dbeta, c, 1, N, 0, C, training, accumulate);
+void me_batchnorm_backward(BN_BWD_ARGS) {
+#if BN_X86
+    if (me_gemm_kernel_id() >= 1) {
+        backward_avx2(BN_BWD_CALL);
+        return;
     }
+#endif
+    BN_BACKWARD_LOOPS
 }
 
 void me_batchnorm_fold(const float *w, const float *b, const float *gamma, const float *beta,

@@ -54,6 +54,43 @@ static void pool2x2_row_avx512(const float *r0, const float *r1, float *yr, int3
         _mm512_mask_storeu_epi32(ar + wo, mout, idx);
     }
 }
+/* The AVX2 counterpart: 8 outputs per step (the even/odd columns split by shuffle + lane
+ * permute), the same visiting order and rule; the last WO mod 8 outputs by the portable loop. */
+__attribute__((target("avx2"))) static inline __m256 pool_take(__m256 v, __m256 best, __m256 *mask) {
+    *mask = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    return _mm256_blendv_ps(best, v, *mask);
+}
+
+__attribute__((target("avx2")))
+static int64_t pool2x2_row_avx2(const float *r0, const float *r1, float *yr, int32_t *ar,
+                                int64_t WO, int32_t o0, int32_t W) {
+    const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), one = _mm256_set1_epi32(1);
+    const __m256i wv = _mm256_set1_epi32(W);
+    int64_t wo = 0;
+    for (; wo + 8 <= WO; wo += 8) {
+        const float *p0 = r0 + 2 * wo, *p1 = r1 + 2 * wo;
+        const __m256 lo0 = _mm256_loadu_ps(p0), hi0 = _mm256_loadu_ps(p0 + 8);
+        const __m256 lo1 = _mm256_loadu_ps(p1), hi1 = _mm256_loadu_ps(p1 + 8);
+        /* shuffle gives lanes (0 2 8 10 | 4 6 12 14); the 64-bit permute 0xD8 restores the order */
+        const __m256 a = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo0, hi0, 0x88)), 0xD8));
+        const __m256 b = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo0, hi0, 0xDD)), 0xD8));
+        const __m256 c = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo1, hi1, 0x88)), 0xD8));
+        const __m256 d = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo1, hi1, 0xDD)), 0xD8));
+        const __m256i ia = _mm256_add_epi32(_mm256_set1_epi32(o0 + (int32_t)(2 * wo)), lane2);
+        const __m256i ic = _mm256_add_epi32(ia, wv);
+        __m256 m, best = a;
+        __m256 idx = _mm256_castsi256_ps(ia);
+        best = pool_take(b, best, &m);
+        idx = _mm256_blendv_ps(idx, _mm256_castsi256_ps(_mm256_add_epi32(ia, one)), m);
+        best = pool_take(c, best, &m);
+        idx = _mm256_blendv_ps(idx, _mm256_castsi256_ps(ic), m);
+        best = pool_take(d, best, &m);
+        idx = _mm256_blendv_ps(idx, _mm256_castsi256_ps(_mm256_add_epi32(ic, one)), m);
+        _mm256_storeu_ps(yr + wo, best);
+        _mm256_storeu_si256((__m256i *)(ar + wo), _mm256_castps_si256(idx));
+    }
+    return wo;
+}
 #endif
 
 /* x (N,C,H,W) -> y (N,C,HO,WO), argmax (N,C,HO,WO) int32 offset into the H*W plane.
@@ -64,8 +101,9 @@ void me_maxpool2d_forward(const float *x, float *y, int32_t *argmax,
                           int64_t N, int64_t C, int64_t H, int64_t W, int64_t size, int64_t stride) {
     const int64_t HO = (H - size) / stride + 1, WO = (W - size) / stride + 1;
     const int64_t planes = N * C;
-    const int avx512 = me_gemm_kernel_id() == 2; /* follows the SGEMM kernel in use (tests force "generic") */
-    (void)avx512;
+    const int kid = me_gemm_kernel_id(); /* follows the SGEMM kernel in use (tests force "generic") */
+    const int avx512 = kid == 2, avx2 = kid == 1;
+    (void)avx512; (void)avx2;
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (planes * HO * WO >= 16384)
     for (int64_t pl = 0; pl < planes; pl++) {
         const float *xp = x + pl * H * W;
@@ -83,7 +121,11 @@ void me_maxpool2d_forward(const float *x, float *y, int32_t *argmax,
                 int32_t *ar = argmax + (pl * HO + ho) * WO;
                 const float *r0 = xp + 2 * ho * W, *r1 = r0 + W;
                 const int32_t o0 = (int32_t)(2 * ho * W), o1 = o0 + (int32_t)W;
-                for (int64_t wo = 0; wo < WO; wo++) {
+                int64_t wo = 0;
+#if ME_POOL_X86
+                if (avx2) wo = pool2x2_row_avx2(r0, r1, yr, ar, WO, o0, (int32_t)W);
+#endif
+                for (; wo < WO; wo++) {
                     const int64_t c = 2 * wo;
                     float best = r0[c];
                     int32_t idx = o0 + (int32_t)c;
