@@ -10,7 +10,9 @@ per step.
 
 Every measurement runs in its own subprocess, alternating torch, mantissa, torch, ... so that a
 slow patch of the machine hits both; each reports the epoch's wall time (after untimed warm-up
-batches) and the process's peak RSS (``ru_maxrss``, imports included). The table
+batches) and the process's peak RSS (``VmHWM`` of ``/proc/self/status``, imports included; not
+``ru_maxrss``, which Linux carries over ``fork`` + ``execve`` from the parent, so a child of a
+parent that imported torch would report the parent's RSS; the parent never imports torch). The table
 gives medians, the ratio of the medians, and the fraction of the machine's float32 FMA peak
 (measured by ``benchmarks/fma_peak.py``'s loop of independent FMAs) that the epoch's flops
 (counted from the shapes: forward + backward = 3x the forward multiply-adds x 2) reach.
@@ -20,9 +22,9 @@ gives medians, the ratio of the medians, and the fraction of the machine's float
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -132,7 +134,10 @@ def run_torch(threads):
 
 def child(side, threads):
     secs = (run_torch if side == "torch" else run_mantissa)(threads)
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    sys.path.insert(0, HERE)
+    from compare_torch import peak_rss_mb
+
+    rss_mb = peak_rss_mb()
     print(json.dumps({"side": side, "seconds": secs, "rss_mb": rss_mb}))
 
 
@@ -146,11 +151,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.child:
         return child(args.child, args.threads)
-    try:
-        import pytorch_metric_learning  # noqa: F401
-        import torch  # noqa: F401
-    except ImportError as exc:
-        print(f"skipped: {exc}")
+    missing = [m for m in ("torch", "pytorch_metric_learning") if importlib.util.find_spec(m) is None]
+    if missing:  # found without importing: the children must not inherit torch's memory
+        print(f"skipped: {', '.join(missing)} not installed")
         return 0
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     res = {"torch": [], "mantissa": []}
