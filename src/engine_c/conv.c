@@ -184,6 +184,7 @@ static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, int6
 #define ME_SLACK 8
 #define ME_D2_NF 4 /* AVX2 direct kernels: filters per register block */
 #define ME_D2_NV 3 /* AVX2 direct kernels: 8-float output vectors per register block */
+#define ME_D2_L1 4096 /* AVX2 direct kernels: floats of the plane slice kept in L1 */
 #define ME_D2_DOT_MIN_P 128 /* AVX2: shorter dw dot products (7x7 planes) take im2col + SGEMM */
 
 typedef struct {
@@ -494,17 +495,19 @@ ME_DEFINE_DIRECT_POOL(16)
  * caller compacts with the bias and the activation; the weights are packed once per call. */
 
 /* One register block of direct_wide_avx2: NV (1..3, a constant after inlining) vectors starting
- * at wide positions s[], 4 filters of the packed weights wb, nf of them stored. */
+ * at wide positions s[], 4 filters of the packed weights wb, over the channels c0..c1-1; the sums
+ * start from zero (first) or from what yw holds (a previous channel block); nf filters stored. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void direct_block_avx2(
     const float *xp, const float *wb, float *yw, int64_t ldy, int64_t nf, const int64_t *s, const int NV,
-    int64_t C, int64_t KH, int64_t KW, int64_t Hp, int64_t Wp) {
+    int64_t c0, int64_t c1, int first, int64_t KH, int64_t KW, int64_t Hp, int64_t Wp) {
     __m256 acc[ME_D2_NF][ME_D2_NV];
 #pragma GCC unroll 4
     for (int f = 0; f < ME_D2_NF; f++)
 #pragma GCC unroll 3
-        for (int k = 0; k < NV; k++) acc[f][k] = _mm256_setzero_ps();
-    const float *wt = wb;
-    for (int64_t c = 0; c < C; c++)
+        for (int k = 0; k < NV; k++)
+            acc[f][k] = first || f >= nf ? _mm256_setzero_ps() : _mm256_loadu_ps(yw + f * ldy + s[k]);
+    const float *wt = wb + c0 * KH * KW * ME_D2_NF;
+    for (int64_t c = c0; c < c1; c++)
         for (int64_t i = 0; i < KH; i++) {
             const float *row = xp + (c * Hp + i) * Wp;
             for (int64_t j = 0; j < KW; j++, wt += ME_D2_NF) {
@@ -528,13 +531,19 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void direct_blo
 
 /* xp (C,Hp,Wp) + ME_SLACK zero floats, wpk ceil(F/4) blocks of (K,4) -> yw (F, ldy >= HO*Wp + 8).
  * The vectors walk the wide grid flat (8 consecutive positions), or row by row (ceil(WO/8) per
- * output row) when that takes fewer vectors (small WO); the last block has 1-3 vectors. */
+ * output row) when that takes fewer vectors (small WO); the last block has 1-3 vectors. The
+ * channels are taken in blocks whose slice of the plane fits in ME_D2_L1 floats, so that it stays
+ * in L1 while every filter block reads it (the partial sums wait in yw). */
 __attribute__((target("avx2,fma")))
 static void direct_wide_avx2(const float *xp, const float *wpk, float *yw, int64_t ldy, int64_t F, int64_t C,
                              int64_t KH, int64_t KW, int64_t Hp, int64_t Wp, int64_t HO, int64_t WO) {
     const int64_t K = C * KH * KW, cpr = (WO + 7) / 8, nflat = (HO * Wp + 7) / 8, nrows = HO * cpr;
     const int rows = nrows < nflat;
     const int64_t nvec = rows ? nrows : nflat;
+    int64_t CB = ME_D2_L1 / (Hp * Wp);
+    if (CB < 1) CB = 1;
+    for (int64_t c0 = 0; c0 < C; c0 += CB) {
+    const int64_t c1 = C - c0 < CB ? C : c0 + CB;
     for (int64_t f0 = 0; f0 < F; f0 += ME_D2_NF) {
         const float *wb = wpk + (f0 / ME_D2_NF) * K * ME_D2_NF;
         const int64_t nf = F - f0 < ME_D2_NF ? F - f0 : ME_D2_NF;
@@ -547,12 +556,13 @@ static void direct_wide_avx2(const float *xp, const float *wpk, float *yw, int64
             }
             float *yb = yw + f0 * ldy;
             if (nv == 3)
-                direct_block_avx2(xp, wb, yb, ldy, nf, s, 3, C, KH, KW, Hp, Wp);
+                direct_block_avx2(xp, wb, yb, ldy, nf, s, 3, c0, c1, c0 == 0, KH, KW, Hp, Wp);
             else if (nv == 2)
-                direct_block_avx2(xp, wb, yb, ldy, nf, s, 2, C, KH, KW, Hp, Wp);
+                direct_block_avx2(xp, wb, yb, ldy, nf, s, 2, c0, c1, c0 == 0, KH, KW, Hp, Wp);
             else
-                direct_block_avx2(xp, wb, yb, ldy, nf, s, 1, C, KH, KW, Hp, Wp);
+                direct_block_avx2(xp, wb, yb, ldy, nf, s, 1, c0, c1, c0 == 0, KH, KW, Hp, Wp);
         }
+    }
     }
 }
 
