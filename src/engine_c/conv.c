@@ -186,6 +186,7 @@ static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, int6
 #define ME_D2_NV 3 /* AVX2 direct kernels: 8-float output vectors per register block */
 #define ME_D2_L1 4096 /* AVX2 direct kernels: floats of the plane slice kept in L1 */
 #define ME_D2_DOT_MIN_P 128 /* AVX2: shorter dw dot products (7x7 planes) take im2col + SGEMM */
+#define ME_D2_DOT_ROWS 2048 /* AVX2 dw: rows whose addresses are tabulated (on the stack) */
 
 typedef struct {
     int64_t HO, WO, Hp, Wp, K, P, PW, ldw, plane, per_group, G;
@@ -579,12 +580,20 @@ __attribute__((target("avx2,fma")))
 static void dw_dot_avx2(int64_t F, int64_t K, int64_t P, const float *dy, int64_t ldd, const col_rows *cr,
                         float *dw, int beta_one) {
     const int64_t P8 = (P + 7) & ~(int64_t)7;
+    /* the rows' addresses once per call (col_row divides; with short rows that would dominate) */
+    const float *rowp[ME_D2_DOT_ROWS];
+    const int table = K <= ME_D2_DOT_ROWS;
+    if (table)
+        for (int64_t k = 0; k < K; k++) rowp[k] = col_row(cr, k);
     for (int64_t f0 = 0; f0 < F; f0 += 4) {
         const float *a[4];
         for (int i = 0; i < 4; i++) a[i] = dy + (f0 + i < F ? f0 + i : F - 1) * ldd;
         for (int64_t k0 = 0; k0 < K; k0 += 3) {
             const float *b[3];
-            for (int j = 0; j < 3; j++) b[j] = col_row(cr, k0 + j < K ? k0 + j : K - 1);
+            for (int j = 0; j < 3; j++) {
+                const int64_t k = k0 + j < K ? k0 + j : K - 1;
+                b[j] = table ? rowp[k] : col_row(cr, k);
+            }
             __m256 acc[4][3];
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++)
