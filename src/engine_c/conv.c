@@ -41,6 +41,9 @@
 #include "row_sum.h"
 
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define ME_CONV_X86 1
@@ -191,6 +194,18 @@ static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, int6
 typedef struct {
     int64_t HO, WO, Hp, Wp, K, P, PW, ldw, plane, per_group, G;
 } conv_geom;
+
+/* The scratch slot of the calling thread inside a group loop: its number in the team (< G, as
+ * a static loop over G groups gives work to threads 0..G-1 only; 0 in a one-thread team), so a
+ * thread reuses one slot, warm in its cache, for all its groups. */
+static inline int64_t conv_slot(int64_t gi) {
+    (void)gi;
+#ifdef _OPENMP
+    return (int64_t)omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
 
 static conv_geom conv_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                                int64_t KH, int64_t KW, int64_t stride, int64_t pad) {
@@ -704,8 +719,8 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     if (d2) pack_direct_weights(w, pk, F, K, ME_D2_NF);
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
-        float *col = workspace + gi * g.per_group; /* K*PW */
-        float *yw = col + K * PW;                  /* F*ldw */
+        float *col = workspace + conv_slot(gi) * g.per_group; /* K*PW, the thread's slot */
+        float *yw = col + K * PW;                             /* F*ldw */
         float *xp = yw + F * ldw;                  /* plane */
         const int64_t n0 = gi * N / G, n1 = (gi + 1) * N / G;
 #if ME_CONV_X86
@@ -808,11 +823,13 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
 #endif
 #pragma omp parallel for num_threads(nthreads) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
-        float *col = workspace + gi * g.per_group; /* K*PW */
-        float *dyw = col + K * PW;                 /* F*ldw */
-        float *xp = dyw + F * ldw;                 /* plane */
-        float *dwg = xp + g.plane;                 /* F*K */
-        float *dbg = dwg + F * K;                  /* F */
+        /* the scratch of the thread's slot (stays in its L2 from group to group); the partial
+         * sums of the group's own slot (summed in group order below) */
+        float *col = workspace + conv_slot(gi) * g.per_group; /* K*PW */
+        float *dyw = col + K * PW;                            /* F*ldw */
+        float *xp = dyw + F * ldw;                            /* plane */
+        float *dwg = workspace + gi * g.per_group + K * PW + F * ldw + g.plane; /* F*K */
+        float *dbg = dwg + F * K;                                              /* F */
         float *dyp = col;                          /* padded dy plane of the direct dx */
         const int64_t n0 = gi * N / G, n1 = (gi + 1) * N / G;
 #if ME_CONV_X86
