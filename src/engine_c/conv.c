@@ -721,7 +721,7 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     for (int64_t gi = 0; gi < G; gi++) {
         float *col = workspace + conv_slot(gi) * g.per_group; /* K*PW, the thread's slot */
         float *yw = col + K * PW;                             /* F*ldw */
-        float *xp = yw + F * ldw;                  /* plane */
+        float *xp = yw + F * ldw;                             /* plane */
         const int64_t n0 = gi * N / G, n1 = (gi + 1) * N / G;
 #if ME_CONV_X86
         if (direct) {
@@ -830,7 +830,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
         float *xp = dyw + F * ldw;                            /* plane */
         float *dwg = workspace + gi * g.per_group + K * PW + F * ldw + g.plane; /* F*K */
         float *dbg = dwg + F * K;                                              /* F */
-        float *dyp = col;                          /* padded dy plane of the direct dx */
+        float *dyp = col;                                     /* padded dy plane of the direct dx */
         const int64_t n0 = gi * N / G, n1 = (gi + 1) * N / G;
 #if ME_CONV_X86
         float wtpk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
