@@ -1,16 +1,17 @@
 """Batch-norm kernels of the C engine (forward, backward, fold) against their numpy twins
 (hypothesis, random shapes: (N, C), (N, C, L), (N, C, H, W), batch 1, odd sizes, both modes,
-the fused ReLU), their bad-input errors, and thread-count invariance."""
+the fused ReLU) on every kernel path of this CPU (portable and AVX2 + FMA bodies), their
+bad-input errors, and thread-count invariance."""
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mantissa_embed import _reference as ref
 from mantissa_embed import engine
 
 BACKENDS = [pytest.param(engine, id="engine"), pytest.param(ref, id="numpy")]
-FAST = settings(max_examples=40, deadline=None)
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def _close(a, b, rtol=2e-5):
@@ -49,7 +50,7 @@ def _forward(be, c, x, gamma, beta, rm, rv):
 
 @FAST
 @given(bn_case)
-def test_batchnorm_forward_matches_twin(c):
+def test_batchnorm_forward_matches_twin(kernel, c):
     _, x, gamma, beta, rm, rv = _data(c)
     got = _forward(engine, c, x, gamma, beta, rm, rv)
     want = _forward(ref, c, x, gamma, beta, rm, rv)
@@ -63,7 +64,7 @@ def test_batchnorm_forward_matches_twin(c):
 
 @FAST
 @given(bn_case, st.booleans(), st.booleans())
-def test_batchnorm_backward_matches_twin(c, need_dx, accumulate):
+def test_batchnorm_backward_matches_twin(kernel, c, need_dx, accumulate):
     rng, x, gamma, beta, rm, rv = _data(c)
     act = "relu" if c["relu"] else None
     y, sm, si, _, _ = _forward(ref, c, x, gamma, beta, rm, rv)
@@ -81,7 +82,7 @@ def test_batchnorm_backward_matches_twin(c, need_dx, accumulate):
 
 
 @pytest.mark.parametrize("shape", [(64, 32, 28, 28), (3, 130), (2, 70, 600), (64, 128, 7, 7)])
-def test_large_shapes_match_twin(shape):
+def test_large_shapes_match_twin(kernel, shape):
     """The chunked lane sums (S > 512), the channel blocks of (N, C) input (C > 64) and the
     trunk's shapes."""
     c = {"training": True, "relu": True, "momentum": 0.1}
