@@ -26,14 +26,21 @@
  * layers in a row (me_conv2d_pool2_chain_forward) run in one pass over blocks of 8 images, the
  * first layer's output written straight into the second's input plane.
  *
+ * AVX2 (the AVX2 SGEMM kernel in use): the stride-1 forward and dx are direct kernels on the
+ * wide grid (direct_wide_avx2), dw 4x3 blocks of dot products over the valid columns
+ * (dw_dot_avx2; 7x7-sized planes keep im2col + SGEMM).
+ *
  * Backward, stride 1:
  *  - dw reads the rows of the wide im2col in place from the padded plane (col_rows), no copy,
- *    and reduces each 4x4 block of dot products with one transpose-and-add tree;
- *  - dx, when C >= 8, is the direct correlation of the padded dy with the flipped, channel-
- *    swapped weights (direct_dx_image), instead of a (K,F)@(F,PW) GEMM and col2im.
+ *    and reduces each 4x4 block of dot products with one transpose-and-add tree (AVX-512);
+ *  - dx is the direct correlation of the padded dy with the flipped, channel-swapped weights
+ *    (direct_dx_image when C >= 8 on AVX-512, direct_wide_avx2 when C >= 4 on AVX2), instead of
+ *    a (K,F)@(F,PW) GEMM and col2im.
  *
- * Workspace per group (floats): K*PW (columns) + F*PW (wide y / dy) + C*Hp*Wp + KW (padded
- * plane) + F*K + F (dw/db partials), PW = HO*Wp; me_conv2d_workspace_size returns G times that.
+ * Workspace per group slot (floats): K*PW (columns) + F*ldw (wide y / dy rows, ldw = PW +
+ * ME_SLACK) + C*Hp*Wp + KW + ME_SLACK (padded plane) + F*K + F (dw/db partials), PW = HO*Wp;
+ * me_conv2d_workspace_size returns G times that plus the AVX2 packed weights (avx2_pack_floats).
+ * A thread works in the slot of its team number; the partial sums are per group.
  *
  * Why these paths, with their measurements: docs/performance.md, "Engine changes, measured".
  */
@@ -148,12 +155,12 @@ static void dw_dot_avx512(int64_t F, int64_t K, int64_t P, const float *dy, int6
 #endif
 
 #if ME_CONV_X86
-static void dw_dot_avx2(int64_t F, int64_t K, int64_t P, const float *dy, int64_t ldd, const col_rows *cr,
-                        float *dw, int beta_one);
+static void dw_dot_avx2(int64_t F, int64_t K, int64_t HO, int64_t WO, int64_t Wp, const float *dy, int64_t ldd,
+                        const col_rows *cr, float *dw, int beta_one);
 #endif
 
-/* Is a dot-product kernel used (then the wide path needs no im2col for dw)? AVX2's needs rows
- * readable and dy zero up to P rounded up to 8 (padded: the wide layout's slack). */
+/* Is a dot-product kernel used (then the wide path needs no im2col for dw)? AVX2's runs on the
+ * wide layout only (padded: its rows readable 8 floats past each output row). */
 static int dw_use_dot(int padded) {
 #if ME_CONV_X86
     const int k = me_gemm_kernel_id();
@@ -165,19 +172,21 @@ static int dw_use_dot(int padded) {
 }
 
 /* dw (F,K) (+)= dy (F,P; row stride ldd) @ col^T, col's rows given by cr; col_mat: the same rows
- * as one (K,P) matrix (needed only when !dw_use_dot(padded), may be NULL otherwise) */
+ * as one (K,P) matrix (needed only when !dw_use_dot(padded), may be NULL otherwise). padded: P is
+ * the wide grid HO x Wp of which the first WO columns of each row count. */
 static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, int64_t ldd, const col_rows *cr,
-                          const float *col_mat, float *dw, int beta_one, int padded) {
+                          const float *col_mat, float *dw, int beta_one, int padded, int64_t HO, int64_t WO,
+                          int64_t Wp) {
 #if ME_CONV_X86
     if (dw_use_dot(padded)) {
         if (me_gemm_kernel_id() == 2)
             dw_dot_avx512(F, K, P, dy, ldd, cr, dw, beta_one);
         else
-            dw_dot_avx2(F, K, P, dy, ldd, cr, dw, beta_one);
+            dw_dot_avx2(F, K, HO, WO, Wp, dy, ldd, cr, dw, beta_one);
         return;
     }
 #else
-    (void)cr;
+    (void)cr; (void)HO; (void)WO; (void)Wp;
 #endif
     me_sgemm_st(0, 1, F, K, P, 1.0f, dy, ldd, col_mat, P, beta_one ? 1.0f : 0.0f, dw, K);
 }
@@ -588,13 +597,17 @@ __attribute__((target("avx2"))) static inline __m128 hsum4_avx2(__m256 a, __m256
     return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-/* dy (F, ldd), cr: rows of col -> dw (F,K) (+)= dy @ col^T, the dot products running over P
- * rounded up to 8: both operands must be readable and dy zero there. 4x3 blocks of dot
- * products (12 ymm accumulators, 7 loads per 12 FMAs), reduced 4 at a time. */
+/* dy (F, ldd) and the rows of col (cr) on the wide grid HO x Wp -> dw (F,K) (+)= dy @ col^T over
+ * the WO valid columns of each row: 8 at a time, the last vector of a row with its lanes >= WO
+ * zeroed in the col operand (dy is zero there, but 0 * NaN from a neighbouring pixel is not); the
+ * operands must be readable 8 floats past each row. 4x3 blocks of dot products (12 ymm
+ * accumulators, 7 loads per 12 FMAs), reduced 4 at a time. */
 __attribute__((target("avx2,fma")))
-static void dw_dot_avx2(int64_t F, int64_t K, int64_t P, const float *dy, int64_t ldd, const col_rows *cr,
-                        float *dw, int beta_one) {
-    const int64_t P8 = (P + 7) & ~(int64_t)7;
+static void dw_dot_avx2(int64_t F, int64_t K, int64_t HO, int64_t WO, int64_t Wp, const float *dy, int64_t ldd,
+                        const col_rows *cr, float *dw, int beta_one) {
+    const int64_t W8 = WO & ~(int64_t)7, rem = WO - W8;
+    const __m256 tail = _mm256_castsi256_ps(
+        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
     /* the rows' addresses once per call (col_row divides; with short rows that would dominate) */
     const float *rowp[ME_D2_DOT_ROWS];
     const int table = K <= ME_D2_DOT_ROWS;
@@ -614,17 +627,24 @@ static void dw_dot_avx2(int64_t F, int64_t K, int64_t P, const float *dy, int64_
             for (int i = 0; i < 4; i++)
 #pragma GCC unroll 3
                 for (int j = 0; j < 3; j++) acc[i][j] = _mm256_setzero_ps();
-            for (int64_t p = 0; p < P8; p += 8) {
-                const __m256 b0 = _mm256_loadu_ps(b[0] + p), b1 = _mm256_loadu_ps(b[1] + p),
-                             b2 = _mm256_loadu_ps(b[2] + p);
+            for (int64_t ho = 0; ho < HO; ho++)
+                for (int64_t wo = 0; wo < WO; wo += 8) {
+                    const int64_t p = ho * Wp + wo;
+                    __m256 b0 = _mm256_loadu_ps(b[0] + p), b1 = _mm256_loadu_ps(b[1] + p),
+                           b2 = _mm256_loadu_ps(b[2] + p);
+                    if (wo == W8) { /* the row's partial last vector */
+                        b0 = _mm256_and_ps(b0, tail);
+                        b1 = _mm256_and_ps(b1, tail);
+                        b2 = _mm256_and_ps(b2, tail);
+                    }
 #pragma GCC unroll 4
-                for (int i = 0; i < 4; i++) {
-                    const __m256 va = _mm256_loadu_ps(a[i] + p);
-                    acc[i][0] = _mm256_fmadd_ps(va, b0, acc[i][0]);
-                    acc[i][1] = _mm256_fmadd_ps(va, b1, acc[i][1]);
-                    acc[i][2] = _mm256_fmadd_ps(va, b2, acc[i][2]);
+                    for (int i = 0; i < 4; i++) {
+                        const __m256 va = _mm256_loadu_ps(a[i] + p);
+                        acc[i][0] = _mm256_fmadd_ps(va, b0, acc[i][0]);
+                        acc[i][1] = _mm256_fmadd_ps(va, b1, acc[i][1]);
+                        acc[i][2] = _mm256_fmadd_ps(va, b2, acc[i][2]);
+                    }
                 }
-            }
 #pragma GCC unroll 3
             for (int j = 0; j < 3; j++) {
                 if (k0 + j >= K) break;
@@ -862,8 +882,15 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                     /* the rows of the wide im2col are slices of the padded plane: read in place */
                     pad_image(xn, xp, C, H, W, pad, Hp, Wp, KW);
                     const col_rows cr = {xp, KH * KW, KW, Hp * Wp, Wp};
-                    if (!dw_use_dot(PW >= ME_D2_DOT_MIN_P)) im2col_wide(xp, col, C, KH, KW, Hp, Wp, PW);
-                    dw_accumulate(F, K, PW, dyw, ldw, &cr, col, dwg, n != n0, PW >= ME_D2_DOT_MIN_P);
+                    if (!dw_use_dot(PW >= ME_D2_DOT_MIN_P)) {
+                        /* the columns' scratch entries (wo >= WO) zeroed: dy is zero there, but
+                         * 0 * a NaN or Inf pixel of a neighbouring tap would not be */
+                        im2col_wide(xp, col, C, KH, KW, Hp, Wp, PW);
+                        if (Wp > WO)
+                            for (int64_t r = 0; r < K * HO; r++)
+                                memset(col + r * Wp + WO, 0, (size_t)(Wp - WO) * sizeof(float));
+                    }
+                    dw_accumulate(F, K, PW, dyw, ldw, &cr, col, dwg, n != n0, PW >= ME_D2_DOT_MIN_P, HO, WO, Wp);
                 }
 #if ME_CONV_X86
                 if (dx && d2x) {
@@ -903,7 +930,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                 if (dw) {
                     im2col(xn, col, C, H, W, KH, KW, stride, pad, HO, WO);
                     const col_rows cr = {col, K, 1, 0, P};
-                    dw_accumulate(F, K, P, dyn, P, &cr, col, dwg, n != n0, 0);
+                    dw_accumulate(F, K, P, dyn, P, &cr, col, dwg, n != n0, 0, HO, WO, Wp);
                 }
                 if (dx) {
                     /* dcol (K,P) = w^T (K,F) @ dy_n (F,P); then scatter back to the image */

@@ -99,7 +99,7 @@ BN_INLINE void forward_channel(const float *x, const float *gamma, const float *
         for (int64_t r = 0; r < rows; r++) q += dev_sum(x + r * step, len, st, m, 1);
         const double d = mean - (double)m; /* the rounding of the mean, corrected */
         var = q / cnt - d * d;
-        var = var > 0.0 ? var : 0.0;
+        var = var < 0.0 ? 0.0 : var; /* rounding below zero clamped; NaN (a NaN or Inf input) kept */
         const double mo = momentum;
         running_mean[c] = (float)((1.0 - mo) * running_mean[c] + mo * mean);
         running_var[c] = (float)((1.0 - mo) * running_var[c] + mo * var * cnt / (cnt - 1.0));
@@ -146,7 +146,12 @@ BN_INLINE void backward_channel(const float *dy, const float *x, const float *y,
     for (int64_t r = 0; r < rows; r++) {
         const float *dyr = dy + r * step, *xr = x + r * step, *yr = y ? y + r * step : NULL;
         float *dxr = dx + r * step;
-        if (yr) {
+        if (!training) { /* eval: the statistics are constants, dx = k g (x is not read) */
+            for (int64_t i = 0; i < len; i++) {
+                const float d = dyr[i * st];
+                dxr[i * st] = k * (!yr || yr[i * st] > 0.0f ? d : 0.0f);
+            }
+        } else if (yr) {
             for (int64_t i = 0; i < len; i++) {
                 const float d = dyr[i * st];
                 const float g = yr[i * st] > 0.0f ? d : 0.0f;

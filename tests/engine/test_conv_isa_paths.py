@@ -26,6 +26,7 @@ def _close(a, b, rtol=3e-5):
 
 @pytest.fixture(params=CONV_KERNELS)
 def kname(request):
+    """Run with each SGEMM kernel of the CPU forced (restored afterwards)."""
     prev = engine._set_gemm_kernel(request.param)
     yield request.param
     engine._set_gemm_kernel(prev)
@@ -77,3 +78,29 @@ def test_nan_in_input_reaches_the_outputs(kname):
     ry = ref.conv2d_forward(x, w, None, 1, 1)
     np.testing.assert_array_equal(np.isnan(y), np.isnan(ry))
     assert not np.isnan(y[0]).any()
+
+
+#: the AVX-512 dot-product dw still runs over the scratch columns of the wide grid (0 * NaN there
+#: reaches taps that never touch the pixel): left out until it is fixed on an AVX-512 machine
+NAN_KERNELS = [k for k in CONV_KERNELS if k != "avx512"]
+
+
+@pytest.mark.parametrize("kname", NAN_KERNELS, indirect=True)
+@pytest.mark.parametrize("pad", [0, 1, 2])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("where", [(0, 1, 0, 3), (1, 0, -1, -1), (0, 0, 0, 0), (1, 1, 5, -1)])
+def test_weight_gradient_nonfinite_pattern_matches_twin(kname, pad, bad, where):
+    """A NaN or Inf pixel reaches exactly the weight-gradient taps that touch it: not the ones
+    whose wide-grid scratch columns or 8-float tails read it next to a zero dy."""
+    rng = np.random.default_rng(pad)
+    for shape, F in (((2, 2, 20, 13), 3), ((2, 5, 16, 16), 6), ((2, 3, 9, 30), 4)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        x[where] = bad
+        w = rng.standard_normal((F, shape[1], 3, 3)).astype(np.float32)
+        y = ref.conv2d_forward(x, w, None, 1, pad)
+        dy = rng.standard_normal(y.shape).astype(np.float32)
+        _, dw, _ = engine.conv2d_backward(x, w, dy, 1, pad, need_dx=False, need_db=False)
+        _, rdw, _ = ref.conv2d_backward(x, w, dy, 1, pad, need_dx=False, need_db=False)
+        np.testing.assert_array_equal(np.isfinite(dw), np.isfinite(rdw))
+        fin = np.isfinite(rdw)
+        _close(dw[fin], rdw[fin])

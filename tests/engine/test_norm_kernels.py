@@ -249,3 +249,35 @@ def test_fold_bad_input(be):
         be.batchnorm_fold(w, None, v, v, v, v, eps=-1.0)
     with pytest.raises(ValueError, match="w_out must have shape"):
         be.batchnorm_fold(w, None, v, v, v, v, w_out=np.ones((3, 18), np.float32))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # the twin's Inf - Inf
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("training", [True, False])
+def test_nonfinite_input_matches_twin(kernel, bad, training):
+    """A NaN or Inf in a channel makes that channel's training statistics NaN (never a clamped
+    variance of 0, i.e. a finite 1/sqrt(eps)), as in the twin and torch; in eval mode the
+    input gradient does not read x, so it stays finite."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3, 5, 5)).astype(np.float32)
+    x[2, 1, 3, 4] = bad
+    gamma, beta = np.ones(3, np.float32), np.zeros(3, np.float32)
+    rm, rv = np.zeros(3, np.float32), np.ones(3, np.float32)
+    c = {"training": training, "relu": False, "momentum": 0.1}
+    got = _forward(engine, c, x, gamma, beta, rm, rv)
+    want = _forward(ref, c, x, gamma, beta, rm, rv)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        fin = np.isfinite(b)
+        _close(a[fin], b[fin])
+    if training:
+        assert np.isnan(got[0][:, 1]).all() and np.isnan(got[4][1]) and np.isfinite(got[0][:, [0, 2]]).all()
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+    args = (dy, x, gamma, want[1], want[2])
+    for a, b in zip(engine.batchnorm_backward(*args, training=training),
+                    ref.batchnorm_backward(*args, training=training)):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        fin = np.isfinite(b)
+        _close(a[fin], b[fin])
+    if not training:
+        assert np.isfinite(engine.batchnorm_backward(*args, training=False)[0]).all()

@@ -65,14 +65,14 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, neg
     """2-D convolution (cross-correlation, as ``torch.nn.functional.conv2d``), NCHW, float32.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO,WO),
-    ``HO = (H + 2*pad - KH) // stride + 1`` (zero padding). im2col + SGEMM, OpenMP over
-    groups of images. ``out`` and ``workspace`` (1-D float32 of at least
-    ``conv2d_workspace_size`` floats) may be passed to avoid allocation; ``out`` must not
+    ``HO = (H + 2*pad - KH) // stride + 1`` (zero padding). OpenMP over groups of images;
+    the path follows the SGEMM kernel (``engine.gemm_kernel_name()``): im2col + SGEMM
+    (generic; stride > 1 on every kernel), direct convolution on the padded plane (avx2: any
+    stride-1 shape; avx512: depth C*KH*KW <= 288). ``out`` and ``workspace`` (1-D float32 of at
+    least ``conv2d_workspace_size`` floats) may be passed to avoid allocation; ``out`` must not
     overlap ``x``. ``act``: None / "identity" (default), "relu" or "leaky_relu" (with
-    ``negative_slope`` >= 0, default 0.01), applied after the bias in registers before the
-    store (fused). Stride 1 with a shallow depth C*KH*KW <= 288 uses a
-    direct convolution (AVX-512) instead of im2col. Raises ValueError / TypeError naming the
-    offending argument.
+    ``negative_slope`` >= 0, default 0.01), applied after the bias before the store (fused).
+    Raises ValueError / TypeError naming the offending argument.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
     cdef int code = act_flag(act)
