@@ -5,7 +5,8 @@
   and MAP@R on its digits 5-9 (each image queries the others, self excluded).
 * ``orl``: ORL / AT&T at 56x46, subjects 1-30 train for 200 epochs, subjects 31-40 evaluate:
   ROC AUC and EER over all 4,950 pairs of their 100 images (Euclidean distance between the
-  L2-normalized embeddings), precision@1 and MAP@R. ``--preset`` adds fit arguments (JSON).
+  L2-normalized embeddings), precision@1 and MAP@R. ``--preset`` adds fit arguments (JSON),
+  ``--embedder`` Embedder arguments (JSON).
 
 Prints one line per seed, then the range and the mean, and the CPU features. Data from
 ``--data-dir`` (default ``../shared/data`` next to the repository)::
@@ -42,6 +43,7 @@ def main():
     ap.add_argument("protocol", choices=("mnist", "orl"))
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--preset", default="{}", help="JSON dict of extra Embedder.fit arguments")
+    ap.add_argument("--embedder", default="{}", help="JSON dict of extra Embedder arguments (e.g. m_per_class)")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
@@ -56,13 +58,13 @@ def main():
         X, y = datasets.load("orl_faces", data_dir=data / "orl_faces", size=(56, 46))
         Xtr, ytr, Xte, yte = datasets.split_by_class(X, y, list(range(30)))
         epochs = 200
-    preset = json.loads(args.preset)
-    print(f"{args.protocol}: {len(ytr)} training images, {len(yte)} unseen; preset {preset}; "
+    preset, emb_kw = json.loads(args.preset), json.loads(args.embedder)
+    print(f"{args.protocol}: {len(ytr)} training images, {len(yte)} unseen; preset {preset}, embedder {emb_kw}; "
           f"CPU {engine.cpu_features()}, {engine.get_num_threads()} threads", flush=True)
     rows = []
     for seed in map(int, args.seeds.split(",")):
         t = time.perf_counter()
-        emb = Embedder(models.cnn_embedder(), seed=seed).fit(Xtr, ytr, epochs=epochs, **preset)
+        emb = Embedder(models.cnn_embedder(), seed=seed, **emb_kw).fit(Xtr, ytr, epochs=epochs, **preset)
         rows.append(evaluate(emb.embed(Xte), yte, args.protocol == "orl"))
         print(f"  seed {seed}: " + "  ".join(f"{k} {v:.4f}" for k, v in rows[-1].items())
               + f"  (fit {time.perf_counter() - t:.1f} s)", flush=True)

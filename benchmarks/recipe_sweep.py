@@ -8,6 +8,12 @@ subjects 31-40) are never loaded here.
   image queries the others, self excluded): precision@1 and MAP@R.
 * ``--dataset orl``: ORL subjects 1-24 train, 25-30 validate (56x46): ROC AUC and EER over
   every pair of the validation images, and MAP@R.
+* ``--folds K``: K-fold cross-validation over the training classes instead (MNIST 0-4, ORL
+  subjects 1-30): each fold validates on 1/K of them and trains on the rest; the summary runs
+  over folds and seeds. How the face preset was chosen::
+
+    python benchmarks/recipe_sweep.py --dataset orl --folds 3 --seeds 1 --threads 1 \
+        '{"fit": {"augment": "hflip"}}' '{"m_per_class": 5, "fit": {"augment": "hflip", "batch_size": 40}}'
 
 Each positional argument is a JSON dict: ``{"model": {...cnn_embedder kwargs...}, "fit":
 {...Embedder.fit kwargs...}, ...Embedder kwargs...}``; ``"trunk": "resnet"`` picks
@@ -33,19 +39,23 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
 
-def load(dataset, data_dir):
-    """``(X_train, y_train, X_val, y_val, default fit kwargs)`` of the validation split."""
+def load(dataset, data_dir, folds=0):
+    """``([(X_train, y_train, X_val, y_val), ...], default fit kwargs)``: the validation split,
+    or the ``folds`` cross-validation splits of the training classes."""
     if dataset == "mnist":
         X, y = datasets.load("mnist", split="test", data_dir=data_dir or DATA / "mnist")
         keep = y <= 4  # the evaluation classes 5-9 are dropped before anything else
-        X, y = X[keep], y[keep]
-        Xtr, ytr, Xva, yva = datasets.split_by_class(X, y, [0, 1, 2])
-        return Xtr, ytr, Xva, yva, {"epochs": 8}
-    X, y = datasets.load("orl_faces", data_dir=data_dir or DATA / "orl_faces", size=(56, 46))
-    keep = y < 30  # subjects 31-40 are dropped before anything else
+        fixed, fit = [0, 1, 2], {"epochs": 8}
+    else:
+        X, y = datasets.load("orl_faces", data_dir=data_dir or DATA / "orl_faces", size=(56, 46))
+        keep = y < 30  # subjects 31-40 are dropped before anything else
+        fixed, fit = list(range(24)), {"epochs": 200}
     X, y = X[keep], y[keep]
-    Xtr, ytr, Xva, yva = datasets.split_by_class(X, y, list(range(24)))
-    return Xtr, ytr, Xva, yva, {"epochs": 200}
+    classes = np.unique(y)
+    if not folds:
+        return [datasets.split_by_class(X, y, fixed)], fit
+    return [datasets.split_by_class(X, y, sorted(set(classes) - set(va)))
+            for va in np.array_split(classes, folds)], fit
 
 
 def evaluate(Z, y, dataset):
@@ -67,26 +77,30 @@ def main():
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--folds", type=int, default=0, help="K-fold cross-validation over the training classes")
     args = ap.parse_args()
     if args.threads:
         engine.set_num_threads(args.threads)
-    Xtr, ytr, Xva, yva, fit_defaults = load(args.dataset, args.data_dir)
-    print(f"{args.dataset}: train {len(ytr)} images of {len(np.unique(ytr))} classes, "
-          f"validate {len(yva)} images of {len(np.unique(yva))} classes; CPU {engine.cpu_features()}", flush=True)
+    splits, fit_defaults = load(args.dataset, args.data_dir, args.folds)
+    for k, (Xtr, ytr, Xva, yva) in enumerate(splits):
+        print(f"{args.dataset} split {k}: train {len(ytr)} images of {len(np.unique(ytr))} classes, "
+              f"validate {len(yva)} images of classes {np.unique(yva).tolist()}; CPU {engine.cpu_features()}",
+              flush=True)
     for text in args.recipes:
         kw = json.loads(text)
         model_kw = kw.pop("model", {})
         fit_kw = {**fit_defaults, **kw.pop("fit", {})}
         make = models.resnet_embedder if kw.pop("trunk", "cnn") == "resnet" else models.cnn_embedder
         rows = []
-        for seed in range(args.first_seed, args.first_seed + args.seeds):
-            emb = Embedder(make(seed=seed, **model_kw), seed=seed, **kw)
-            t0 = time.perf_counter()
-            emb.fit(Xtr, ytr, **fit_kw)
-            fit_s = time.perf_counter() - t0
-            rows.append(evaluate(emb.embed(Xva), yva, args.dataset))
-            print(f"  {text} seed {seed}: " + "  ".join(f"{k} {v:.4f}" for k, v in rows[-1].items())
-                  + f"  (fit {fit_s:.1f} s)", flush=True)
+        for k, (Xtr, ytr, Xva, yva) in enumerate(splits):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                emb = Embedder(make(seed=seed, **model_kw), seed=seed, **kw)
+                t0 = time.perf_counter()
+                emb.fit(Xtr, ytr, **fit_kw)
+                fit_s = time.perf_counter() - t0
+                rows.append(evaluate(emb.embed(Xva), yva, args.dataset))
+                print(f"  {text} split {k} seed {seed}: " + "  ".join(f"{m} {v:.4f}" for m, v in rows[-1].items())
+                      + f"  (fit {fit_s:.1f} s)", flush=True)
         keys = rows[0].keys()
         summary = "  ".join(f"{k} mean {np.mean([r[k] for r in rows]):.4f} "
                             f"{'max' if k == 'EER' else 'min'} "

@@ -22,7 +22,8 @@ on two cores. ``mnist``: the IDX files from ``--data-dir`` or ``$MANTISSA_EMBED_
 (``python -m mantissa_embed.datasets download mnist``); ``--split test`` (default) is the
 10,000-image test set: digits 0-4 train, 5-9 unseen. ``orl_faces``: ORL / AT&T faces at 56x46
 from ``--data-dir``: subjects 1-30 train, 31-40 unseen; also prints ROC AUC and EER over every
-pair of unseen faces. It trains with the face preset, ``fit(..., augment="hflip")``.
+pair of unseen faces. It trains with the face preset (``embedder.FACE_PRESET``:
+``Embedder(..., m_per_class=5).fit(..., batch_size=40, augment="hflip")``).
 """
 from __future__ import annotations
 
@@ -36,14 +37,12 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from . import datasets, engine, models, viz
-from ._recipe import LOSSES
+from ._recipe import FACE_PRESET, LOSSES
 from .embedder import Embedder
 from .evaluation import retrieval_metrics
 from .evaluation.verification import verification_metrics
 
 TRAIN_CLASSES = (0, 1, 2, 3, 4)
-#: the face preset (docs/recipes/training.md): faces are aligned, so flips only
-FACE_PRESET = {"augment": "hflip"}
 #: the held-out fraction of every training class (the seen-class protocol)
 HELD_OUT = 0.2
 #: per dataset: the training classes, the default epochs, and the names of the class groups
@@ -103,7 +102,8 @@ def build_parser():
     demo.add_argument("--out", default="demo_out", help="output directory for the two PNGs (default: demo_out/)")
     demo.add_argument("--epochs", type=_positive_int, default=None,
                       help="training epochs (default 8; 200 for orl_faces)")
-    demo.add_argument("--batch-size", type=_positive_int, default=64, help="batch size (default 64)")
+    demo.add_argument("--batch-size", type=_positive_int, default=None,
+                      help="batch size (default 64; 40 for orl_faces, the face preset)")
     demo.add_argument("--lr", type=_positive_float, default=None,
                       help="learning rate (default: the optimizer's, 1e-3 for AdamW)")
     demo.add_argument("--seed", type=_nonneg_int, default=0, help="seed of the initialization and batches (default 0)")
@@ -194,13 +194,17 @@ def run_demo(args, out=sys.stdout):
     def trunk():
         return models.cnn_embedder(args.embed_dim, seed=args.seed, backend=args.backend).build(Xtr.shape[1:])
 
-    emb = Embedder(trunk(), loss=args.loss, seed=args.seed, backend=args.backend)
+    faces = args.dataset == "orl_faces"
+    emb_kw, fit_kw = (FACE_PRESET["embedder"], dict(FACE_PRESET["fit"])) if faces else ({}, {"batch_size": 64})
+    if args.batch_size is not None:
+        fit_kw["batch_size"] = args.batch_size
+    emb = Embedder(trunk(), loss=args.loss, seed=args.seed, backend=args.backend, **emb_kw)
     untrained = trunk().eval()
     say(f"  model: cnn_embedder(embed_dim={args.embed_dim}), {emb.net.num_parameters():,} parameters")
     for line in emb.summary().splitlines():
         if line.startswith(("Loss:", "Miner:", "Optimizer:")):
             say(f"  {line}")
-    say(f"  training: {epochs} epochs, batch {args.batch_size}, lr {'default' if args.lr is None else args.lr}, "
+    say(f"  training: {epochs} epochs, batch {fit_kw['batch_size']}, lr {'default' if args.lr is None else args.lr}, "
         f"seed {args.seed}, backend {args.backend}")
 
     t0 = time.perf_counter()
@@ -209,8 +213,7 @@ def run_demo(args, out=sys.stdout):
         say(f"  epoch {epoch + 1:>2}/{epochs}  loss {loss:.4f}  ({time.perf_counter() - t0:.1f}s)")
 
     try:
-        emb.fit(Xfit, yfit, epochs=epochs, batch_size=args.batch_size, lr=args.lr, callback=on_epoch,
-                augment=FACE_PRESET["augment"] if args.dataset == "orl_faces" else "default")
+        emb.fit(Xfit, yfit, epochs=epochs, lr=args.lr, callback=on_epoch, **fit_kw)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

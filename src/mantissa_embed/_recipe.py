@@ -9,7 +9,7 @@ import numpy as np
 from . import losses, miners, optim, transforms
 from ._validation import check_float
 
-__all__ = ["DEFAULTS", "LOSSES", "OPTIMIZERS", "AUGMENTS", "MAX_BATCH_SIZE", "make_loss", "build_loss",
+__all__ = ["DEFAULTS", "FACE_PRESET", "LOSSES", "OPTIMIZERS", "AUGMENTS", "MAX_BATCH_SIZE", "make_loss", "build_loss",
            "make_miner", "make_optimizer", "make_augment", "make_schedule", "choose_m"]
 
 #: The default training recipe: what a ``"default"`` / ``None`` argument of ``Embedder`` and
@@ -20,8 +20,8 @@ __all__ = ["DEFAULTS", "LOSSES", "OPTIMIZERS", "AUGMENTS", "MAX_BATCH_SIZE", "ma
 #: default, 0.05, stays on ``losses.TripletMarginLoss`` itself); ``triplet_miner``: the miner
 #: for ``loss="triplet"``; ``contrastive_neg_margin``: ``neg_margin`` of ``ContrastiveLoss``
 #: for ``loss="contrastive"``; ``optimizer``, ``lr`` (per optimizer), ``weight_decay``,
-#: ``momentum`` (SGD), ``schedule``, ``augment`` (faces: ``fit(..., augment="hflip")``, the face
-#: preset). How they were chosen: docs/recipes/training.md.
+#: ``momentum`` (SGD), ``schedule``, ``augment`` (faces: see :data:`FACE_PRESET`). How they were
+#: chosen: docs/recipes/training.md.
 DEFAULTS = {
     "loss": "proxy_anchor",
     "proxy_margin": 0.1,
@@ -38,6 +38,12 @@ DEFAULTS = {
     "schedule": "cosine",
     "augment": "affine",
 }
+
+#: The face preset (aligned faces: ORL / AT&T), for the default trunk and loss:
+#: ``Embedder(models.cnn_embedder(), **FACE_PRESET["embedder"]).fit(X, y, epochs=200,
+#: **FACE_PRESET["fit"])``, i.e. batches of 8 subjects x 5 images and horizontal flips only.
+#: Chosen by 3-fold cross-validation over the training subjects (docs/recipes/training.md).
+FACE_PRESET = {"embedder": {"m_per_class": 5}, "fit": {"augment": "hflip", "batch_size": 40}}
 
 LOSSES = ("triplet", "contrastive", "proxy_anchor", "multi_similarity")
 _TRIPLET_MINER_TYPES = ("semihard", "hard", "easy", "all")

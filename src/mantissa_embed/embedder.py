@@ -14,13 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import _fitting, _inference, _persistence
-from ._recipe import DEFAULTS, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
+from ._recipe import DEFAULTS, FACE_PRESET, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
 from ._training import profile_table
 from ._validation import as_generator, check_array, check_float, check_int, check_labels
 from .backend import BACKENDS
 from .layers import Layer, Sequential
 
-__all__ = ["Embedder", "DEFAULTS"]
+__all__ = ["Embedder", "DEFAULTS", "FACE_PRESET"]
 
 
 class Embedder:
