@@ -207,8 +207,7 @@ typedef struct {
 /* The scratch slot of the calling thread inside a group loop: its number in the team (< G, as
  * a static loop over G groups gives work to threads 0..G-1 only; 0 in a one-thread team), so a
  * thread reuses one slot, warm in its cache, for all its groups. */
-static inline int64_t conv_slot(int64_t gi) {
-    (void)gi;
+static inline int64_t conv_slot(void) {
 #ifdef _OPENMP
     return (int64_t)omp_get_thread_num();
 #else
@@ -739,7 +738,7 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     if (d2) pack_direct_weights(w, pk, F, K, ME_D2_NF);
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
-        float *col = workspace + conv_slot(gi) * g.per_group; /* K*PW, the thread's slot */
+        float *col = workspace + conv_slot() * g.per_group; /* K*PW, the thread's slot */
         float *yw = col + K * PW;                             /* F*ldw */
         float *xp = yw + F * ldw;                             /* plane */
         const int64_t n0 = gi * N / G, n1 = (gi + 1) * N / G;
@@ -845,7 +844,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
     for (int64_t gi = 0; gi < G; gi++) {
         /* the scratch of the thread's slot (stays in its L2 from group to group); the partial
          * sums of the group's own slot (summed in group order below) */
-        float *col = workspace + conv_slot(gi) * g.per_group; /* K*PW */
+        float *col = workspace + conv_slot() * g.per_group; /* K*PW */
         float *dyw = col + K * PW;                            /* F*ldw */
         float *xp = dyw + F * ldw;                            /* plane */
         float *dwg = workspace + gi * g.per_group + K * PW + F * ldw + g.plane; /* F*K */

@@ -24,17 +24,9 @@ def _close(a, b, rtol=3e-5):
     np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * (1 + float(np.abs(b).max(initial=0))))
 
 
-@pytest.fixture(params=CONV_KERNELS)
-def kname(request):
-    """Run with each SGEMM kernel of the CPU forced (restored afterwards)."""
-    prev = engine._set_gemm_kernel(request.param)
-    yield request.param
-    engine._set_gemm_kernel(prev)
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(c=case)
-def test_stride1_forward_backward_match_twin(kname, c):
+def test_stride1_forward_backward_match_twin(kernel, c):
     k, pad = c["k"], min(c["pad"], c["k"] - 1)
     rng = np.random.default_rng(c["seed"])
     x = rng.standard_normal((c["N"], c["C"], c["H"] + k - 1, c["W"] + k - 1)).astype(np.float32)
@@ -54,7 +46,7 @@ def test_stride1_forward_backward_match_twin(kname, c):
 
 @pytest.mark.parametrize("shape,F", [((3, 32, 14, 14), 64), ((2, 64, 7, 7), 128), ((2, 1, 28, 28), 32),
                                      ((1, 6, 56, 46), 10), ((4, 5, 9, 30), 7)])
-def test_cnn_embedder_shapes_match_twin(kname, shape, F):
+def test_cnn_embedder_shapes_match_twin(kernel, shape, F):
     """The trunk's own shapes: 3x3 pad 1, wide and narrow planes, long and short dw reductions."""
     rng = np.random.default_rng(F)
     x = rng.standard_normal(shape).astype(np.float32)
@@ -68,7 +60,7 @@ def test_cnn_embedder_shapes_match_twin(kname, shape, F):
             _close(a, r)
 
 
-def test_nan_in_input_reaches_the_outputs(kname):
+def test_nan_in_input_reaches_the_outputs(kernel):
     """A NaN pixel is not hidden by the slack columns of the wide grid."""
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 8, 7, 7)).astype(np.float32)
@@ -85,11 +77,11 @@ def test_nan_in_input_reaches_the_outputs(kname):
 NAN_KERNELS = [k for k in CONV_KERNELS if k != "avx512"]
 
 
-@pytest.mark.parametrize("kname", NAN_KERNELS, indirect=True)
+@pytest.mark.parametrize("kernel", NAN_KERNELS, indirect=True)
 @pytest.mark.parametrize("pad", [0, 1, 2])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 @pytest.mark.parametrize("where", [(0, 1, 0, 3), (1, 0, -1, -1), (0, 0, 0, 0), (1, 1, 5, -1)])
-def test_weight_gradient_nonfinite_pattern_matches_twin(kname, pad, bad, where):
+def test_weight_gradient_nonfinite_pattern_matches_twin(kernel, pad, bad, where):
     """A NaN or Inf pixel reaches exactly the weight-gradient taps that touch it: not the ones
     whose wide-grid scratch columns or 8-float tails read it next to a zero dy."""
     rng = np.random.default_rng(pad)

@@ -465,27 +465,13 @@ def test_read_only_inputs_are_accepted_and_nothing_is_copied_needlessly():
     _close(y64, y)
 
 
-# ------------------------------------------------------------ portable (non AVX-512) paths
-
-@pytest.fixture(params=["default", "generic"])
-def kernel_isa(request):
-    """Run with the SGEMM kernel chosen at run time, and with the portable one forced
-    (the conv weight-gradient and 2x2 pooling AVX-512 paths follow the SGEMM kernel)."""
-    if request.param == "default":
-        yield engine.gemm_kernel_name()
-        return
-    previous = engine._set_gemm_kernel("generic")
-    try:
-        yield "generic"
-    finally:
-        engine._set_gemm_kernel(previous)
-
+# ------------------------------------------------ every kernel path of the CPU (conftest.kernel)
 
 @pytest.mark.parametrize("shape,k,stride,pad", [
     ((3, 2, 9, 7), 3, 1, 1), ((2, 3, 14, 14), 3, 1, 1), ((1, 1, 28, 28), 3, 1, 1),
     ((2, 2, 8, 11), 2, 2, 0), ((5, 4, 6, 5), 5, 1, 2), ((2, 3, 10, 9), 3, 3, 1),
 ])
-def test_conv2d_paths_match_twin(kernel_isa, shape, k, stride, pad):
+def test_conv2d_paths_match_twin(kernel, shape, k, stride, pad):
     rng = np.random.default_rng(sum(shape))
     x, w, b = _rand(rng, shape), _rand(rng, (6, shape[1], k, k)), _rand(rng, (6,))
     y = engine.conv2d_forward(x, w, b, stride, pad)
@@ -499,7 +485,7 @@ def test_conv2d_paths_match_twin(kernel_isa, shape, k, stride, pad):
     ((2, 3, 5, 7), 2, 2), ((1, 2, 9, 45), 2, 2), ((3, 1, 2, 34), 2, 2), ((2, 2, 28, 28), 2, 2),
     ((1, 1, 33, 67), 2, 2), ((2, 1, 7, 9), 3, 2),
 ])
-def test_maxpool2d_paths_match_twin(kernel_isa, shape, size, stride):
+def test_maxpool2d_paths_match_twin(kernel, shape, size, stride):
     rng = np.random.default_rng(sum(shape))
     for x in (_rand(rng, shape), rng.integers(0, 2, shape).astype(np.float32)):  # distinct values, ties
         y, a = engine.maxpool2d_forward(x, size, stride)

@@ -21,6 +21,25 @@ __all__ = ['relu_forward', 'relu_backward', 'all_finite', 'dense_forward', 'dens
            'dropout_backward']
 
 
+ctypedef void (*_binary_map)(const float *a, const float *b, float *out, int64_t n) noexcept nogil
+
+
+cdef object _map2(_binary_map fn, a, b, out):
+    """out = fn(a, b) element-wise over the flattened (checked, same-size) arrays; ``out``."""
+    cdef const float[::1] av
+    cdef const float[::1] bv
+    cdef float[::1] ov
+    cdef int64_t n = a.size
+    if n == 0:
+        return out
+    av = a.reshape(-1)
+    bv = b.reshape(-1)
+    ov = out.reshape(-1)
+    with nogil:
+        fn(&av[0], &bv[0], &ov[0], n)
+    return out
+
+
 def _act_inplace(out, code, slope):
     """``out`` after the activation ``code`` (``act_flag``) in place: the epilogue of the kernels'
     empty-input paths (conv, dense), where the output is the bias alone."""
@@ -49,20 +68,8 @@ def relu_forward(x, out=None):
 
 def relu_backward(dy, y, dx=None):
     """dx = dy * (y > 0), y the forward *output*; any shape, float32. ``dx`` may be ``dy``."""
-    cdef const float[::1] dyv
-    cdef const float[::1] yv
-    cdef float[::1] dxv
-    cdef int64_t n
     dy, y, dx = check_act_backward_args(dy, y, dx)
-    n = dy.size
-    if n == 0:
-        return dx
-    dyv = dy.reshape(-1)
-    yv = y.reshape(-1)
-    dxv = dx.reshape(-1)
-    with nogil:
-        me_relu_backward(&dyv[0], &yv[0], &dxv[0], n)
-    return dx
+    return _map2(me_relu_backward, dy, y, dx)
 
 
 def all_finite(x):
@@ -265,31 +272,16 @@ def leaky_relu_backward(dy, y, negative_slope=0.01, dx=None):
     return dx
 
 
-cdef object _mask_product(x, mask, out):
-    cdef const float[::1] xv
-    cdef const float[::1] mv
-    cdef float[::1] ov
-    cdef int64_t n = x.size
-    if n == 0:
-        return out
-    xv = x.reshape(-1)
-    mv = mask.reshape(-1)
-    ov = out.reshape(-1)
-    with nogil:
-        me_dropout_apply(&xv[0], &mv[0], &ov[0], n)
-    return out
-
-
 def dropout_forward(x, mask, out=None):
     """Inverted dropout with a drawn mask: out = x * mask, any shape, float32; ``mask`` holds 0
     (dropped) or ``1/(1 - p)`` (kept), as ``torch.nn.functional.dropout`` in training (the
     layer ``Dropout`` draws it). ``out`` may be ``x``. Raises ValueError/TypeError."""
     x, mask, out = check_dropout_args(x, mask, out)
-    return _mask_product(x, mask, out)
+    return _map2(me_dropout_apply, x, mask, out)
 
 
 def dropout_backward(dy, mask, dx=None):
     """Gradient of ``dropout_forward``: dx = dy * mask (the forward's mask). ``dx`` may be ``dy``.
     Raises ValueError/TypeError."""
     dy, mask, dx = check_dropout_args(dy, mask, dx, "dy", "dx")
-    return _mask_product(dy, mask, dx)
+    return _map2(me_dropout_apply, dy, mask, dx)
