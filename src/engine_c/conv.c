@@ -26,9 +26,11 @@
  * layers in a row (me_conv2d_pool2_chain_forward) run in one pass over blocks of 8 images, the
  * first layer's output written straight into the second's input plane.
  *
- * AVX2 (the AVX2 SGEMM kernel in use): the stride-1 forward and dx are direct kernels on the
- * wide grid (direct_wide_avx2), dw 4x3 blocks of dot products over the valid columns
- * (dw_dot_avx2; 7x7-sized planes keep im2col + SGEMM).
+ * AVX2 (the AVX2 SGEMM kernel in use): 3x3 pad 1 with at least 8 input and 8 output channels
+ * trains by Winograd F(2x2, 3x3) (wino_train_image for the forward and dx, wt_dw_image for dw;
+ * an image with a non-finite or huge value takes the direct path); other stride-1 forwards and
+ * dx are direct kernels on the wide grid (direct_wide_avx2), dw 4x3 blocks of dot products over
+ * the valid columns (dw_dot_avx2; 7x7-sized planes keep im2col + SGEMM).
  *
  * Backward, stride 1:
  *  - dw reads the rows of the wide im2col in place from the padded plane (col_rows), no copy,
@@ -38,7 +40,8 @@
  *    a (K,F)@(F,PW) GEMM and col2im.
  *
  * Workspace per group slot (floats): K*PW (columns) + F*ldw (wide y / dy rows, ldw = PW +
- * ME_SLACK) + C*Hp*Wp + KW + ME_SLACK (padded plane) + F*K + F (dw/db partials), PW = HO*Wp;
+ * ME_SLACK) + C*Hp*Wp + KW + ME_SLACK (padded plane), or the Winograd scratch if larger; the
+ * group's Winograd dw sums (16*F*C rounded up); F*K + F (dw/db partials), PW = HO*Wp;
  * me_conv2d_workspace_size returns G times that plus the AVX2 packed weights (avx2_pack_floats).
  * A thread works in the slot of its team number; the partial sums are per group.
  *
@@ -47,6 +50,7 @@
 #include "engine.h"
 #include "row_sum.h"
 
+#include <math.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -200,8 +204,13 @@ static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, int6
 #define ME_D2_DOT_MIN_P 128 /* AVX2: shorter dw dot products (7x7 planes) take im2col + SGEMM */
 #define ME_D2_DOT_ROWS 2048 /* AVX2 dw: rows whose addresses are tabulated (on the stack) */
 
+static int64_t wt_slot_floats(int64_t C, int64_t H, int64_t W, int64_t F, int64_t KH, int64_t KW,
+                              int64_t stride, int64_t pad);
+static int wt_shape_applies(int64_t C, int64_t F, int64_t KH, int64_t KW, int64_t stride, int64_t pad);
+static void wt_dw_geometry(int64_t C, int64_t H, int64_t W, int64_t F, int64_t *scratch, int64_t *du);
+
 typedef struct {
-    int64_t HO, WO, Hp, Wp, K, P, PW, ldw, plane, per_group, G;
+    int64_t HO, WO, Hp, Wp, K, P, PW, ldw, plane, wtu, part, per_group, G;
 } conv_geom;
 
 /* The scratch slot of the calling thread inside a group loop: its number in the team (< G, as
@@ -227,7 +236,19 @@ static conv_geom conv_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64
     g.PW = g.HO * g.Wp;
     g.ldw = g.PW + ME_SLACK; /* row stride of the wide output / dy rows */
     g.plane = C * g.Hp * g.Wp + KW + ME_SLACK;
-    g.per_group = g.K * g.PW + F * g.ldw + g.plane + F * g.K + F;
+    /* the slot: col (K*PW), wide y / dy (F*ldw), plane; or the Winograd scratch from its start;
+     * then the Winograd dw sums dU at g.wtu; then the dw / db partial sums at g.part */
+    g.wtu = g.K * g.PW + F * g.ldw + g.plane;
+    const int64_t wt = wt_slot_floats(C, H, W, F, KH, KW, stride, pad);
+    if (wt > g.wtu) g.wtu = wt;
+    g.part = g.wtu;
+    if (wt_shape_applies(C, F, KH, KW, stride, pad)) {
+        int64_t scr, du;
+        wt_dw_geometry(C, H, W, F, &scr, &du);
+        if (scr > g.wtu) g.wtu = scr;
+        g.part = g.wtu + du;
+    }
+    g.per_group = g.part + F * g.K + F;
     int64_t G = ME_CONV_BUDGET / (g.per_group > 0 ? g.per_group : 1);
     if (G > ME_CONV_GROUPS) G = ME_CONV_GROUPS;
     if (G < ME_CONV_MIN_GROUPS) G = ME_CONV_MIN_GROUPS;
@@ -242,6 +263,16 @@ static int64_t avx2_pack_floats(int64_t C, int64_t F, int64_t KH, int64_t KW);
 static int64_t wino_scratch(int64_t C, int64_t Hp, int64_t TW);
 static int64_t wino8_slot(int64_t C, int64_t F, int64_t Hp, int64_t Wp, int64_t TH, int64_t TW);
 static int64_t wino8_slots(int64_t C, int64_t N);
+static void wino_pack_weights(const float *w, float *upk, int64_t F, int64_t C, int64_t Fpad);
+static void wino_pack_weights_par(const float *w, float *upk, int64_t F, int64_t C, int64_t Fpad);
+#if ME_CONV_X86
+static void wino_pack_weights_flipped(const float *w, float *upk, int64_t F, int64_t C, int64_t Cpad);
+static int wino_train_image(const float *x, int64_t C, int64_t H, int64_t W, const float *upk, int64_t Fpad,
+                            int64_t F, const float *b, int act, float slope, float *y, float *scratch);
+static int wt_dw_image(const float *x, const float *dy, int64_t C, int64_t H, int64_t W, int64_t F, float *dU,
+                       int first, float *scratch);
+static void wt_dw_finish(const float *dU, int64_t F, int64_t C, float *dwg, int beta_one);
+#endif
 
 /* floats between the image groups of the Winograd tiles layout: the group's usual scratch, or
  * more when the tiles layout needs more (small planes) */
@@ -672,7 +703,13 @@ static int conv_use_avx2(void) {
 static int64_t avx2_pack_floats(int64_t C, int64_t F, int64_t KH, int64_t KW) {
     const int64_t fw = (F + ME_D2_NF - 1) / ME_D2_NF * ME_D2_NF * C * KH * KW;
     const int64_t tw = (C + ME_D2_NF - 1) / ME_D2_NF * ME_D2_NF * F * KH * KW;
-    return fw > tw ? fw : tw;
+    int64_t need = fw > tw ? fw : tw;
+    if (KH == 3 && KW == 3) { /* the Winograd weights, 16 per (filter, channel) */
+        const int64_t uf = 16 * C * ((F + 3) / 4 * 4), ut = 16 * F * ((C + 3) / 4 * 4);
+        if (uf > need) need = uf;
+        if (ut > need) need = ut;
+    }
+    return need;
 }
 
 /* w (F,K) -> wpk: ceil(F/NF) blocks of (K, NF), filters beyond F zero */
@@ -734,8 +771,14 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     const int64_t NF = F <= 8 ? 8 : 16, ldw = g.ldw;
     /* AVX2: the direct kernel on the wide grid, its weights packed once (after the groups) */
     const int d2 = wide && !pointwise && conv_use_avx2();
+    /* AVX2, 3x3 pad 1: Winograd (wino_train_image), its transformed weights packed once */
+    const int wt = d2 && wt_shape_applies(C, F, KH, KW, stride, pad);
+    const int64_t Fpad = (F + 3) / 4 * 4;
     float *pk = workspace + G * g.per_group;
-    if (d2) pack_direct_weights(w, pk, F, K, ME_D2_NF);
+    if (wt)
+        wino_pack_weights_par(w, pk, F, C, Fpad);
+    else if (d2)
+        pack_direct_weights(w, pk, F, K, ME_D2_NF);
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
         float *col = workspace + conv_slot() * g.per_group; /* K*PW, the thread's slot */
@@ -761,10 +804,14 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
         for (int64_t n = n0; n < n1; n++) {
             const float *xn = x + n * C * H * W;
             float *yn = y + n * F * P;
+#if ME_CONV_X86
+            /* an image out of Winograd's range (wt_in_range) takes im2col + SGEMM */
+            if (wt && wino_train_image(xn, C, H, W, pk, Fpad, F, b, act, slope, yn, col)) continue;
+#endif
             if (wide && !pointwise) {
                 pad_image(xn, xp, C, H, W, pad, Hp, Wp, KW);
 #if ME_CONV_X86
-                if (d2)
+                if (d2 && !wt)
                     direct_wide_avx2(xp, pk, yw, ldw, F, C, KH, KW, Hp, Wp, HO, WO);
                 else
 #endif
@@ -806,6 +853,21 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     }
 }
 
+/* dy_n (F, HO, WO) -> dyw (F, ldw): on the wide grid HO x Wp, zero in the scratch columns and
+ * the slack */
+static void fill_dy_wide(const float *dyn, float *dyw, int64_t F, int64_t HO, int64_t WO, int64_t Wp, int64_t PW,
+                         int64_t ldw) {
+    for (int64_t f = 0; f < F; f++) {
+        for (int64_t ho = 0; ho < HO; ho++) {
+            float *dst = dyw + f * ldw + ho * Wp;
+            const float *src = dyn + f * HO * WO + ho * WO;
+            for (int64_t wo = 0; wo < WO; wo++) dst[wo] = src[wo];
+            for (int64_t wo = WO; wo < Wp; wo++) dst[wo] = 0.0f;
+        }
+        for (int64_t q = PW; q < ldw; q++) dyw[f * ldw + q] = 0.0f;
+    }
+}
+
 /* dy (N,F,HO,WO) -> dx (N,C,H,W) | NULL (overwritten), dw (F,C,KH,KW) | NULL, db (F) | NULL
  * (overwritten, or added to when accumulate != 0; NULL skips it, e.g. a convolution without bias) */
 void me_conv2d_backward(const float *x, const float *w, const float *dy,
@@ -834,11 +896,22 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                     dyp_fits;
     /* AVX2: the direct kernel on the wide grid of dx (written to the free plane, then cropped),
      * its flipped weights packed once (after the groups) */
-    const int d2x = dx != NULL && wide && !pointwise && C >= ME_D2_NF && KH == KW && tpad >= 0 && dyp_fits &&
-                    C * ldx <= g.plane && conv_use_avx2();
+    /* AVX2, 3x3 pad 1: dx by Winograd (wino_train_image on dy with the flipped weights), in the
+     * slot's scratch (free once the image's dw is done) */
+    const int wtx = dx != NULL && conv_use_avx2() && wt_shape_applies(F, C, KH, KW, stride, pad);
+    /* and dw by Winograd (wt_dw_image), its sums dU in the slot at g.wtu */
+    const int wtw = dw != NULL && conv_use_avx2() && wt_shape_applies(C, F, KH, KW, stride, pad);
+    const int d2x = !wtx && dx != NULL && wide && !pointwise && C >= ME_D2_NF && KH == KW && tpad >= 0 &&
+                    dyp_fits && C * ldx <= g.plane && conv_use_avx2();
+    const int64_t Cpad = (C + 3) / 4 * 4;
     float *pk = workspace + G * g.per_group;
+    /* per group: 1 if its dw partial sums (dwg) hold images, 2 if its Winograd sums (dU) do */
+    int gkind[ME_CONV_GROUPS];
 #if ME_CONV_X86
+    if (wtx) wino_pack_weights_flipped(w, pk, F, C, Cpad);
     if (d2x) pack_direct_weights_flipped(w, pk, F, C, KH, KW, ME_D2_NF);
+#else
+    (void)Cpad;
 #endif
 #pragma omp parallel for num_threads(nthreads) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
@@ -847,9 +920,11 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
         float *col = workspace + conv_slot() * g.per_group; /* K*PW */
         float *dyw = col + K * PW;                            /* F*ldw */
         float *xp = dyw + F * ldw;                            /* plane */
-        float *dwg = workspace + gi * g.per_group + K * PW + F * ldw + g.plane; /* F*K */
+        float *dwg = workspace + gi * g.per_group + g.part; /* F*K */
         float *dbg = dwg + F * K;                                              /* F */
         float *dyp = col;                                     /* padded dy plane of the direct dx */
+        float *dU = workspace + gi * g.per_group + g.wtu;     /* the group's Winograd dw sums */
+        int du_used = 0, dwg_used = 0;                        /* have dU / dwg been written */
         const int64_t n0 = gi * N / G, n1 = (gi + 1) * N / G;
 #if ME_CONV_X86
         float wtpk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
@@ -866,18 +941,15 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
             }
             if (!dw && !dx) continue;
             if (wide) {
-                /* dy on the wide grid, zero in the scratch columns (for dw and the GEMM dx) */
-                if (dw || !(dxd || d2x))
-                for (int64_t f = 0; f < F; f++) {
-                    for (int64_t ho = 0; ho < HO; ho++) {
-                        float *dst = dyw + f * ldw + ho * Wp;
-                        const float *src = dyn + f * P + ho * WO;
-                        for (int64_t wo = 0; wo < WO; wo++) dst[wo] = src[wo];
-                        for (int64_t wo = WO; wo < Wp; wo++) dst[wo] = 0.0f;
-                    }
-                    for (int64_t q = PW; q < ldw; q++) dyw[f * ldw + q] = 0.0f;
-                }
+                int dyw_ready = 0; /* dy on the wide grid in dyw (for the direct dw and the GEMM dx) */
+#if ME_CONV_X86
+                if (dw && wtw && wt_dw_image(xn, dyn, C, H, W, F, dU, !du_used, col)) {
+                    du_used = 1;
+                } else
+#endif
                 if (dw) {
+                    fill_dy_wide(dyn, dyw, F, HO, WO, Wp, PW, ldw);
+                    dyw_ready = 1;
                     /* the rows of the wide im2col are slices of the padded plane: read in place */
                     pad_image(xn, xp, C, H, W, pad, Hp, Wp, KW);
                     const col_rows cr = {xp, KH * KW, KW, Hp * Wp, Wp};
@@ -889,9 +961,14 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                             for (int64_t r = 0; r < K * HO; r++)
                                 memset(col + r * Wp + WO, 0, (size_t)(Wp - WO) * sizeof(float));
                     }
-                    dw_accumulate(F, K, PW, dyw, ldw, &cr, col, dwg, n != n0, PW >= ME_D2_DOT_MIN_P, HO, WO, Wp);
+                    dw_accumulate(F, K, PW, dyw, ldw, &cr, col, dwg, dwg_used, PW >= ME_D2_DOT_MIN_P, HO, WO, Wp);
+                    dwg_used = 1;
                 }
 #if ME_CONV_X86
+                /* dy out of Winograd's range (wt_in_range) takes the GEMM dx below */
+                if (dx && wtx &&
+                    wino_train_image(dyn, F, HO, WO, pk, Cpad, C, NULL, ME_ACT_IDENTITY, 0.0f, dx + n * C * H * W, col))
+                    continue;
                 if (dx && d2x) {
                     /* dx_n = direct correlation of dy_n, padded by KH-1-pad, with the flipped,
                      * channel-swapped weights, on dx's wide grid (in the plane, free once dw is done) */
@@ -918,6 +995,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                     me_sgemm_st(1, 0, K, P, F, 1.0f, w, K, dyn, P, 0.0f, dx + n * C * H * W, P);
                 } else if (dx) {
                     /* dcol (K,PW) = w^T (K,F) @ dyw (F,PW); scatter into the padded plane; crop */
+                    if (!dyw_ready) fill_dy_wide(dyn, dyw, F, HO, WO, Wp, PW, ldw);
                     me_sgemm_st(1, 0, K, PW, F, 1.0f, w, K, dyw, ldw, 0.0f, col, PW);
                     col2im_wide(col, xp, C, KH, KW, Hp, Wp, PW);
                     float *dxn = dx + n * C * H * W;
@@ -929,7 +1007,8 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                 if (dw) {
                     im2col(xn, col, C, H, W, KH, KW, stride, pad, HO, WO);
                     const col_rows cr = {col, K, 1, 0, P};
-                    dw_accumulate(F, K, P, dyn, P, &cr, col, dwg, n != n0, 0, HO, WO, Wp);
+                    dw_accumulate(F, K, P, dyn, P, &cr, col, dwg, dwg_used, 0, HO, WO, Wp);
+                    dwg_used = 1;
                 }
                 if (dx) {
                     /* dcol (K,P) = w^T (K,F) @ dy_n (F,P); then scatter back to the image */
@@ -938,6 +1017,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                 }
             }
         }
+        gkind[gi] = (dwg_used ? 1 : 0) | (du_used ? 2 : 0);
     }
     /* deterministic reduction over the groups, in group order */
     if (dw) {
@@ -945,14 +1025,34 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
 #pragma omp parallel for num_threads(nthreads) schedule(static) if (FK >= 4096)
         for (int64_t e = 0; e < FK; e++) {
             float s = accumulate ? dw[e] : 0.0f;
-            for (int64_t gi = 0; gi < G; gi++) s += workspace[gi * g.per_group + K * PW + F * g.ldw + g.plane + e];
+            for (int64_t gi = 0; gi < G; gi++)
+                if (gkind[gi] & 1) s += workspace[gi * g.per_group + g.part + e];
             dw[e] = s;
         }
+#if ME_CONV_X86
+        /* the Winograd sums: added up over the groups in group order (into the first group's),
+         * then transformed once and added to dw */
+        int64_t first = -1;
+        for (int64_t gi = 0; gi < G && first < 0; gi++)
+            if (gkind[gi] & 2) first = gi;
+        if (first >= 0) {
+            float *du0 = workspace + first * g.per_group + g.wtu;
+            const int64_t nu = 16 * F * ((C + 7) / 8 * 8);
+#pragma omp parallel for num_threads(nthreads) schedule(static) if (nu >= 4096)
+            for (int64_t e = 0; e < nu; e++) {
+                float s = du0[e];
+                for (int64_t gi = first + 1; gi < G; gi++)
+                    if (gkind[gi] & 2) s += workspace[gi * g.per_group + g.wtu + e];
+                du0[e] = s;
+            }
+            wt_dw_finish(du0, F, C, dw, 1);
+        }
+#endif
     }
     if (db) {
         for (int64_t f = 0; f < F; f++) {
             float s = accumulate ? db[f] : 0.0f;
-            for (int64_t gi = 0; gi < G; gi++) s += workspace[gi * g.per_group + K * PW + F * g.ldw + g.plane + F * K + f];
+            for (int64_t gi = 0; gi < G; gi++) s += workspace[gi * g.per_group + g.part + F * K + f];
             db[f] = s;
         }
     }
@@ -1013,30 +1113,41 @@ static int64_t wino8_slots(int64_t C, int64_t N) {
     return N / 8 < ME_CONV_GROUPS ? N / 8 : ME_CONV_GROUPS;
 }
 
+/* g (3,3) -> u (4,4) = G g G^T, G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1] */
+static void wino_transform_filter(const float *g, float *u) {
+    float t[4][3]; /* G g: rows */
+    for (int j = 0; j < 3; j++) {
+        t[0][j] = g[j];
+        t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+        t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+        t[3][j] = g[6 + j];
+    }
+    for (int i = 0; i < 4; i++) { /* (G g) G^T: columns */
+        u[i * 4 + 0] = t[i][0];
+        u[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+        u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+        u[i * 4 + 3] = t[i][2];
+    }
+}
+
 /* w (F,C,3,3) -> upk (16, C, Fpad): U = G g G^T per (f, c), position-major, filters innermost
  * (Fpad = F rounded up to ME_WINO_KB, zero beyond F) */
+static inline void wino_pack_filter(const float *w, float *upk, int64_t f, int64_t F, int64_t C, int64_t Fpad) {
+    for (int64_t c = 0; c < C; c++) {
+        float u[16] = {0};
+        if (f < F) wino_transform_filter(w + (f * C + c) * 9, u);
+        for (int p = 0; p < 16; p++) upk[(p * C + c) * Fpad + f] = u[p];
+    }
+}
+
 static void wino_pack_weights(const float *w, float *upk, int64_t F, int64_t C, int64_t Fpad) {
-    for (int64_t f = 0; f < Fpad; f++)
-        for (int64_t c = 0; c < C; c++) {
-            float u[16] = {0};
-            if (f < F) {
-                const float *g = w + (f * C + c) * 9;
-                float t[4][3]; /* G g: rows */
-                for (int j = 0; j < 3; j++) {
-                    t[0][j] = g[j];
-                    t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-                    t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-                    t[3][j] = g[6 + j];
-                }
-                for (int i = 0; i < 4; i++) { /* (G g) G^T: columns */
-                    u[i * 4 + 0] = t[i][0];
-                    u[i * 4 + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-                    u[i * 4 + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-                    u[i * 4 + 3] = t[i][2];
-                }
-            }
-            for (int p = 0; p < 16; p++) upk[(p * C + c) * Fpad + f] = u[p];
-        }
+    for (int64_t f = 0; f < Fpad; f++) wino_pack_filter(w, upk, f, F, C, Fpad);
+}
+
+/* the same, the filters shared out over the engine's threads (called outside parallel regions) */
+static void wino_pack_weights_par(const float *w, float *upk, int64_t F, int64_t C, int64_t Fpad) {
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (Fpad * C >= 1024)
+    for (int64_t f = 0; f < Fpad; f++) wino_pack_filter(w, upk, f, F, C, Fpad);
 }
 
 #if ME_CONV_X86
@@ -1536,3 +1647,489 @@ int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *
     return 0;
 #endif
 }
+
+/* -------------------------------- AVX2 training: Winograd F(2x2, 3x3), stride 1, pad 1
+ * y (F,H,W) = conv(x (C,H,W), w (F,C,3,3), pad 1) (+ b, then act), one image: the forward of a
+ * 3x3 "same" convolution and, with the flipped channel-swapped weights, its input gradient
+ * (a correlation of dy padded by 1). Lavin & Gray 2016 as in the inference kernels above, laid
+ * out for whole images and any H, W: the ymm lanes are 8 tiles, consecutive tiles of one tile
+ * row (rows mode, TW > 4 tiles per row, a row padded to a multiple of 8 tiles) or two tile rows
+ * of 4 (pairs mode, TW <= 4: 7x7 and 8x8 planes fill all lanes). Steps:
+ *  1. wt_split: the zero-padded plane (pad 1, plus the rows and columns the last tiles read)
+ *     split into even and odd columns, so that a patch column of 8 tiles is one contiguous run;
+ *  then per chunk of tile rows (at most ME_WT_CHUNK vectors of tiles, TC lanes):
+ *  2. wt_input: V = B^T d B per (channel, 8 tiles), position-major: V (16, C, TC);
+ *  3. wt_multiply: M_p (F, TC) = U_p (F, C) @ V_p (C, TC) for each position p in turn (U_p and
+ *     V_p stay in L1), register blocks of 4 filters x 3 vectors as in direct_block_avx2;
+ *  4. wt_output: Y = A^T M A per filter into a (4, TC) row, scattered to y with b and act.
+ * 16 multiplies per (tile, channel, filter) instead of 36. Sums are reassociated (float32
+ * rounding of a few ulps of the patch magnitude differs from the direct kernels); a non-finite
+ * input value reaches every output of the tiles whose patches contain it (Inf - Inf in the
+ * transforms), not only the outputs whose 3x3 windows do. Scratch: wt_scratch floats. */
+#define ME_WT_MIN_C 8 /* fewer input channels: the transforms cost more than the products save */
+#define ME_WT_MIN_F 8
+#define ME_WT_CHUNK 8 /* vectors of tiles per chunk (at least one tile row) */
+
+typedef struct {
+    int64_t TH, TW, pairs, nvr, TWv, THv, Hq, WE, nrows, rchunk, TC;
+} wt_geom;
+
+static wt_geom wt_geometry(int64_t H, int64_t W) {
+    wt_geom t;
+    t.TH = (H + 1) / 2;
+    t.TW = (W + 1) / 2;
+    t.pairs = t.TW <= 4;
+    if (t.pairs) { /* a vector row: 2 tile rows of 4 lanes */
+        t.TWv = 4;
+        t.nvr = 1;
+        t.THv = (t.TH + 1) / 2 * 2;
+        t.nrows = t.THv / 2;
+    } else { /* a vector row: 1 tile row in nvr vectors */
+        t.nvr = (t.TW + 7) / 8;
+        t.TWv = t.nvr * 8;
+        t.THv = t.TH;
+        t.nrows = t.TH;
+    }
+    t.Hq = 2 * t.THv + 2; /* plane rows: 1 of padding, the image, then zeros up to the last patch */
+    t.WE = t.TWv + 1;     /* floats per row of the even (and of the odd) columns */
+    t.rchunk = ME_WT_CHUNK / t.nvr > 0 ? ME_WT_CHUNK / t.nvr : 1; /* vector rows per chunk */
+    if (t.rchunk > t.nrows) t.rchunk = t.nrows;
+    t.TC = t.rchunk * t.nvr * 8; /* lanes of a full chunk */
+    return t;
+}
+
+/* floats of scratch of wino_train_image for C input and F output channels on H x W */
+static int64_t wt_scratch(int64_t C, int64_t H, int64_t W, int64_t F) {
+    const wt_geom t = wt_geometry(H, W);
+    return 2 * C * t.Hq * t.WE + 16 * C * t.TC + 16 * ((F + 3) / 4 * 4) * t.TC + 4 * t.TC;
+}
+
+/* Does a convolution of these shapes (C -> F channels) take the Winograd training kernels, given
+ * the AVX2 kernels are in use? A function of the shapes only (it sizes the workspace). */
+static int wt_shape_applies(int64_t C, int64_t F, int64_t KH, int64_t KW, int64_t stride, int64_t pad) {
+    return KH == 3 && KW == 3 && stride == 1 && pad == 1 && C >= ME_WT_MIN_C && F >= ME_WT_MIN_F;
+}
+
+/* the scratch floats a group slot needs for the Winograd forward and input gradient (0: none) */
+static int64_t wt_slot_floats(int64_t C, int64_t H, int64_t W, int64_t F, int64_t KH, int64_t KW,
+                              int64_t stride, int64_t pad) {
+    int64_t need = 0;
+    if (wt_shape_applies(C, F, KH, KW, stride, pad)) need = wt_scratch(C, H, W, F);
+    if (wt_shape_applies(F, C, KH, KW, stride, pad)) {
+        const int64_t t = wt_scratch(F, H, W, C); /* pad 1: dy is H x W too */
+        if (t > need) need = t;
+    }
+    return need;
+}
+
+/* the Winograd weight gradient: floats of its per-image scratch and of its dU sums */
+static void wt_dw_geometry(int64_t C, int64_t H, int64_t W, int64_t F, int64_t *scratch, int64_t *du) {
+    const wt_geom t = wt_geometry(H, W);
+    const int64_t Cp = (C + 7) / 8 * 8;
+    *scratch = 2 * C * t.Hq * t.WE + 16 * t.TC * Cp + 2 * F * 2 * t.THv * t.TWv + 16 * F * t.TC;
+    *du = 16 * F * Cp;
+}
+
+#if ME_CONV_X86
+/* w (F,C,3,3) -> upk (16, F, Cpad) of the input-gradient problem: "filter" c, "channel" f,
+ * taps w[f, c, 2-i, 2-j]; zero for c >= C */
+static void wino_pack_weights_flipped(const float *w, float *upk, int64_t F, int64_t C, int64_t Cpad) {
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (Cpad * F >= 1024)
+    for (int64_t c = 0; c < Cpad; c++)
+        for (int64_t f = 0; f < F; f++) {
+            float u[16] = {0};
+            if (c < C) {
+                float g[9];
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++) g[i * 3 + j] = w[((f * C + c) * 3 + 2 - i) * 3 + 2 - j];
+                wino_transform_filter(g, u);
+            }
+            for (int p = 0; p < 16; p++) upk[(p * F + f) * Cpad + c] = u[p];
+        }
+}
+
+/* Is every value of x (n floats) finite and at most ME_WT_MAX in magnitude? Beyond that the
+ * transforms could overflow or turn Inf into NaN where the direct sums do not, so such an image
+ * takes the direct path. */
+#define ME_WT_MAX 1e30f
+static int wt_in_range(const float *x, int64_t n) {
+    int ok = 1;
+    for (int64_t i = 0; i < n; i++) ok &= fabsf(x[i]) <= ME_WT_MAX; /* false for NaN */
+    return ok;
+}
+
+/* x (C,H,W) -> eo (C, 2, Hq, WE): row R of the plane padded by 1 (x row R-1), its even columns
+ * then its odd columns; zero elsewhere */
+static void wt_split(const float *x, float *eo, int64_t C, int64_t H, int64_t W, const wt_geom *t) {
+    const int64_t ps = t->Hq * t->WE;
+    memset(eo, 0, (size_t)(2 * C * ps) * sizeof(float));
+    for (int64_t c = 0; c < C; c++) {
+        float *E = eo + 2 * c * ps, *O = E + ps;
+        for (int64_t h = 0; h < H; h++) {
+            const float *r = x + (c * H + h) * W;
+            float *e = E + (h + 1) * t->WE, *o = O + (h + 1) * t->WE;
+            int64_t w = 0;
+            for (; w + 1 < W; w += 2) { /* plane columns w+1 (odd) and w+2 (even) */
+                o[w >> 1] = r[w];
+                e[(w >> 1) + 1] = r[w + 1];
+            }
+            if (w < W) o[w >> 1] = r[w];
+        }
+    }
+}
+
+/* V[p], p = 4r + s: (B^T d B)[r][s] for the 4x4 patches d of the 8 tiles of vector v of the chunk
+ * from vector row r0, channel planes E, O; B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] */
+__attribute__((target("avx2,fma"), always_inline)) static inline void wt_patch(
+    const float *E, const float *O, const wt_geom *t, int64_t r0, int64_t v, __m256 V[16]) {
+    const int64_t WE = t->WE;
+    __m256 d[4][4];
+    if (t->pairs) {
+        const int64_t lo = 4 * (r0 + v) * WE, hi = lo + 2 * WE; /* tile rows 2(r0+v), +1 */
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; s++) {
+                const float *src = ((s & 1) ? O : E) + (s >> 1) + r * WE;
+                d[r][s] = _mm256_set_m128(_mm_loadu_ps(src + hi), _mm_loadu_ps(src + lo));
+            }
+    } else {
+        const int64_t off = 2 * (r0 + v / t->nvr) * WE + (v % t->nvr) * 8;
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; s++) d[r][s] = _mm256_loadu_ps(((s & 1) ? O : E) + (s >> 1) + r * WE + off);
+    }
+    __m256 u[4][4];
+#pragma GCC unroll 4
+    for (int s = 0; s < 4; s++) { /* B^T d */
+        u[0][s] = _mm256_sub_ps(d[0][s], d[2][s]);
+        u[1][s] = _mm256_add_ps(d[1][s], d[2][s]);
+        u[2][s] = _mm256_sub_ps(d[2][s], d[1][s]);
+        u[3][s] = _mm256_sub_ps(d[1][s], d[3][s]);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) { /* (B^T d) B */
+        V[4 * r + 0] = _mm256_sub_ps(u[r][0], u[r][2]);
+        V[4 * r + 1] = _mm256_add_ps(u[r][1], u[r][2]);
+        V[4 * r + 2] = _mm256_sub_ps(u[r][2], u[r][1]);
+        V[4 * r + 3] = _mm256_sub_ps(u[r][1], u[r][3]);
+    }
+}
+
+/* eo -> V (16, C, tc): the transformed patches of the tc tiles of the chunk from vector row r0 */
+__attribute__((target("avx2,fma")))
+static void wt_input(const float *eo, float *V, int64_t C, const wt_geom *t, int64_t r0, int64_t tc) {
+    const int64_t ps = t->Hq * t->WE, nv = tc / 8;
+    for (int64_t c = 0; c < C; c++) {
+        const float *E = eo + 2 * c * ps, *O = E + ps;
+        for (int64_t v = 0; v < nv; v++) {
+            __m256 x[16];
+            wt_patch(E, O, t, r0, v, x);
+            float *dst = V + c * tc + v * 8;
+#pragma GCC unroll 16
+            for (int p = 0; p < 16; p++) _mm256_storeu_ps(dst + p * C * tc, x[p]);
+        }
+    }
+}
+
+/* One register block of wt_gemm: NFB rows x NV vectors of 8 (NFB * NV <= 12 accumulators),
+ * m[f*ms + 8k] (+)= sum_i u[f*ufs + i*uis] * v[i*vis + 8k], i < n */
+__attribute__((target("avx2,fma"), always_inline)) static inline void wt_block(
+    const float *u, int64_t ufs, int64_t uis, const float *v, int64_t vis, int64_t n, float *m, int64_t ms,
+    int accumulate, const int NFB, const int NV) {
+    __m256 acc[8][3];
+#pragma GCC unroll 8
+    for (int f = 0; f < NFB; f++)
+#pragma GCC unroll 3
+        for (int k = 0; k < NV; k++) acc[f][k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i++, u += uis, v += vis) {
+        __m256 x[3];
+#pragma GCC unroll 3
+        for (int k = 0; k < NV; k++) x[k] = _mm256_loadu_ps(v + 8 * k);
+#pragma GCC unroll 8
+        for (int f = 0; f < NFB; f++) {
+            const __m256 wf = _mm256_broadcast_ss(u + f * ufs);
+#pragma GCC unroll 3
+            for (int k = 0; k < NV; k++) acc[f][k] = _mm256_fmadd_ps(wf, x[k], acc[f][k]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int f = 0; f < NFB; f++)
+#pragma GCC unroll 3
+        for (int k = 0; k < NV; k++) {
+            float *d = m + f * ms + 8 * k;
+            _mm256_storeu_ps(d, accumulate ? _mm256_add_ps(_mm256_loadu_ps(d), acc[f][k]) : acc[f][k]);
+        }
+}
+
+#define ME_WT_BLOCK(NFB, NV) wt_block(u + f0 * ufs, ufs, uis, v + v0 * 8, vis, n, m + f0 * ms + v0 * 8, ms, accumulate, NFB, NV)
+
+/* m (rows, nv vectors of 8; row stride ms) (+)= u (rows x n, strides ufs, uis) @ v (n x 8 nv, row
+ * stride vis). Blocks of 4 rows x 3 vectors; a last 2 vectors in blocks of 6 rows, a last 1 in
+ * blocks of 8, so that a block keeps 8 or more independent accumulators where the rows allow. */
+__attribute__((target("avx2,fma")))
+static void wt_gemm(const float *u, int64_t ufs, int64_t uis, int64_t rows, const float *v, int64_t vis, int64_t nv,
+                    int64_t n, float *m, int64_t ms, int accumulate) {
+    const int64_t v3 = nv / 3 * 3, rem = nv - v3;
+    int64_t f0 = 0, v0 = 0;
+    for (f0 = 0; f0 < rows; f0 += 4) {
+        const int64_t nf = rows - f0 < 4 ? rows - f0 : 4;
+        for (v0 = 0; v0 < v3; v0 += 3) {
+            if (nf == 4) ME_WT_BLOCK(4, 3);
+            else if (nf == 3) ME_WT_BLOCK(3, 3);
+            else if (nf == 2) ME_WT_BLOCK(2, 3);
+            else ME_WT_BLOCK(1, 3);
+        }
+    }
+    v0 = v3;
+    if (rem == 2) {
+        for (f0 = 0; f0 + 6 <= rows; f0 += 6) ME_WT_BLOCK(6, 2);
+        switch (rows - f0) {
+        case 5: ME_WT_BLOCK(5, 2); break;
+        case 4: ME_WT_BLOCK(4, 2); break;
+        case 3: ME_WT_BLOCK(3, 2); break;
+        case 2: ME_WT_BLOCK(2, 2); break;
+        case 1: ME_WT_BLOCK(1, 2); break;
+        default: break;
+        }
+    } else if (rem == 1) {
+        for (f0 = 0; f0 + 8 <= rows; f0 += 8) ME_WT_BLOCK(8, 1);
+        switch (rows - f0) {
+        case 7: ME_WT_BLOCK(7, 1); break;
+        case 6: ME_WT_BLOCK(6, 1); break;
+        case 5: ME_WT_BLOCK(5, 1); break;
+        case 4: ME_WT_BLOCK(4, 1); break;
+        case 3: ME_WT_BLOCK(3, 1); break;
+        case 2: ME_WT_BLOCK(2, 1); break;
+        case 1: ME_WT_BLOCK(1, 1); break;
+        default: break;
+        }
+    }
+}
+#undef ME_WT_BLOCK
+
+/* V (16, C, tc), upk (16, C, Fpad) -> M (16, Fpad, tc), M_p = U_p^T @ V_p, position by position
+ * (U_p and V_p stay in L1) */
+static void wt_multiply(const float *V, const float *upk, int64_t Fpad, float *M, int64_t C, int64_t tc) {
+    for (int p = 0; p < 16; p++)
+        wt_gemm(upk + p * C * Fpad, 1, Fpad, Fpad, V + p * C * tc, tc, tc / 8, C, M + p * Fpad * tc, tc, 0);
+}
+
+/* M (16, Fpad, tc) of the vector rows r0.. -> y (F,H,W): per filter Y = A^T M A (A^T = [1 1 1 0;
+ * 0 1 -1 -1]) into yt (4, tc), then output (h, w) = entry (h&1)*2 + (w&1) of tile (h/2, w/2),
+ * + b[f] (b may be NULL), then act */
+__attribute__((target("avx2,fma")))
+static void wt_output(const float *M, int64_t Fpad, float *yt, const float *b, int act, float slope, float *y,
+                      int64_t F, int64_t H, int64_t W, const wt_geom *t, int64_t r0, int64_t tc) {
+    const int64_t nv = tc / 8, rpv = t->pairs ? 2 : 1; /* tile rows per vector row */
+    const int64_t h0 = 2 * rpv * r0, h1e = h0 + 2 * rpv * (nv / t->nvr), h1 = h1e < H ? h1e : H;
+    for (int64_t f = 0; f < F; f++) {
+        for (int64_t v = 0; v < nv; v++) {
+            __m256 m[16];
+#pragma GCC unroll 16
+            for (int p = 0; p < 16; p++) m[p] = _mm256_loadu_ps(M + (p * Fpad + f) * tc + v * 8);
+            __m256 s0[4], s1[4];
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; s++) { /* A^T M */
+                s0[s] = _mm256_add_ps(_mm256_add_ps(m[s], m[4 + s]), m[8 + s]);
+                s1[s] = _mm256_sub_ps(_mm256_sub_ps(m[4 + s], m[8 + s]), m[12 + s]);
+            }
+            float *dst = yt + v * 8;
+            _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]));
+            _mm256_storeu_ps(dst + tc, _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]));
+            _mm256_storeu_ps(dst + 2 * tc, _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]));
+            _mm256_storeu_ps(dst + 3 * tc, _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]));
+        }
+        const float bf = b ? b[f] : 0.0f;
+        for (int64_t h = h0; h < h1; h++) {
+            const int64_t ty = (h >> 1) - rpv * r0; /* tile row within the chunk */
+            const int64_t lane = t->pairs ? (ty >> 1) * 8 + (ty & 1) * 4 : ty * t->TWv;
+            const float *e = yt + 2 * (h & 1) * tc + lane, *o = e + tc;
+            float *dst = y + (f * H + h) * W;
+            int64_t w = 0;
+            for (; w + 1 < W; w += 2) {
+                dst[w] = e[w >> 1] + bf;
+                dst[w + 1] = o[w >> 1] + bf;
+            }
+            if (w < W) dst[w] = e[w >> 1] + bf;
+            if (act != ME_ACT_IDENTITY)
+                for (w = 0; w < W; w++) dst[w] = conv_act(dst[w], act, slope);
+        }
+    }
+}
+
+/* y (F,H,W) = conv3x3 pad 1 of x (C,H,W) with the transformed weights upk (16, C, Fpad) (+ b, act).
+ * Returns 0, y untouched, when x is not wt_in_range (the caller then takes the direct path). */
+static int wino_train_image(const float *x, int64_t C, int64_t H, int64_t W, const float *upk, int64_t Fpad,
+                            int64_t F, const float *b, int act, float slope, float *y, float *scratch) {
+    if (!wt_in_range(x, C * H * W)) return 0;
+    const wt_geom t = wt_geometry(H, W);
+    float *eo = scratch, *V = eo + 2 * C * t.Hq * t.WE, *M = V + 16 * C * t.TC, *yt = M + 16 * Fpad * t.TC;
+    wt_split(x, eo, C, H, W, &t);
+    for (int64_t r0 = 0; r0 < t.nrows; r0 += t.rchunk) {
+        const int64_t nr = t.nrows - r0 < t.rchunk ? t.nrows - r0 : t.rchunk, tc = nr * t.nvr * 8;
+        wt_input(eo, V, C, &t, r0, tc);
+        wt_multiply(V, upk, Fpad, M, C, tc);
+        wt_output(M, Fpad, yt, b, act, slope, y, F, H, W, &t, r0, tc);
+    }
+    return 1;
+}
+
+/* ---- the weight gradient by Winograd: dw = G^T dU G, dU_p (F, C) = sum over tiles of
+ * dM_p (F, T) @ V_p^T (T, C), dM = A dY A^T the adjoint of the output transform (A = [1 0; 1 1;
+ * 1 -1; 0 -1]) of each 2x2 tile dY of dy. dU is summed over the images of a group (wt_dw_image),
+ * then transformed into the group's dw partial sums (wt_dw_finish). The tiles are in the lanes
+ * of dM; V is transposed to (T, Cp) (8x8 transposes) so that the products are again register
+ * blocks of rows x vectors (wt_gemm, accumulating). */
+
+/* dy (F,H,W) -> dyeo (F, 2, 2*THv, TWv): even then odd columns of each row, zero beyond dy */
+static void wt_split_dy(const float *dy, float *dyeo, int64_t F, int64_t H, int64_t W, const wt_geom *t) {
+    const int64_t TWv = t->TWv, ps = 2 * t->THv * TWv;
+    memset(dyeo, 0, (size_t)(2 * F * ps) * sizeof(float));
+    for (int64_t f = 0; f < F; f++) {
+        float *E = dyeo + 2 * f * ps, *O = E + ps;
+        for (int64_t h = 0; h < H; h++) {
+            const float *r = dy + (f * H + h) * W;
+            float *e = E + h * TWv, *o = O + h * TWv;
+            int64_t w = 0;
+            for (; w + 1 < W; w += 2) {
+                e[w >> 1] = r[w];
+                o[w >> 1] = r[w + 1];
+            }
+            if (w < W) e[w >> 1] = r[w];
+        }
+    }
+}
+
+/* dyeo -> dM (16, F, tc) for the chunk from vector row r0 */
+__attribute__((target("avx2,fma")))
+static void wt_dy_input(const float *dyeo, float *dM, int64_t F, const wt_geom *t, int64_t r0, int64_t tc) {
+    const int64_t TWv = t->TWv, ps = 2 * t->THv * TWv, nv = tc / 8;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t f = 0; f < F; f++) {
+        const float *E = dyeo + 2 * f * ps, *O = E + ps;
+        for (int64_t v = 0; v < nv; v++) {
+            __m256 y[2][2];
+            if (t->pairs) {
+                const int64_t lo = 4 * (r0 + v) * TWv, hi = lo + 2 * TWv;
+                for (int a = 0; a < 2; a++)
+                    for (int b = 0; b < 2; b++) {
+                        const float *src = (b ? O : E) + a * TWv;
+                        y[a][b] = _mm256_set_m128(_mm_loadu_ps(src + hi), _mm_loadu_ps(src + lo));
+                    }
+            } else {
+                const int64_t off = 2 * (r0 + v / t->nvr) * TWv + (v % t->nvr) * 8;
+                for (int a = 0; a < 2; a++)
+                    for (int b = 0; b < 2; b++) y[a][b] = _mm256_loadu_ps((b ? O : E) + off + a * TWv);
+            }
+            __m256 q[4][2]; /* A dY */
+            for (int b = 0; b < 2; b++) {
+                q[0][b] = y[0][b];
+                q[1][b] = _mm256_add_ps(y[0][b], y[1][b]);
+                q[2][b] = _mm256_sub_ps(y[0][b], y[1][b]);
+                q[3][b] = _mm256_xor_ps(y[1][b], sign);
+            }
+            float *dst = dM + f * tc + v * 8;
+            const int64_t ld = F * tc;
+            for (int r = 0; r < 4; r++) { /* (A dY) A^T */
+                _mm256_storeu_ps(dst + (4 * r + 0) * ld, q[r][0]);
+                _mm256_storeu_ps(dst + (4 * r + 1) * ld, _mm256_add_ps(q[r][0], q[r][1]));
+                _mm256_storeu_ps(dst + (4 * r + 2) * ld, _mm256_sub_ps(q[r][0], q[r][1]));
+                _mm256_storeu_ps(dst + (4 * r + 3) * ld, _mm256_xor_ps(q[r][1], sign));
+            }
+        }
+    }
+}
+
+/* the 8x8 transpose of r[0..7] (r[i] lane j -> r[j] lane i) */
+__attribute__((target("avx2"), always_inline)) static inline void transpose8_avx2(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+        r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+    }
+}
+
+/* eo -> Vt (16, tc, Cp): V transposed, channels innermost, zero for channels C .. Cp-1 */
+__attribute__((target("avx2,fma")))
+static void wt_input_t(const float *eo, float *Vt, int64_t C, int64_t Cp, const wt_geom *t, int64_t r0, int64_t tc) {
+    const int64_t ps = t->Hq * t->WE, nv = tc / 8;
+    __m256 buf[16][8];
+    for (int64_t c0 = 0; c0 < Cp; c0 += 8)
+        for (int64_t v = 0; v < nv; v++) {
+            for (int cc = 0; cc < 8; cc++) {
+                __m256 x[16];
+                if (c0 + cc < C) {
+                    const float *E = eo + 2 * (c0 + cc) * ps;
+                    wt_patch(E, E + ps, t, r0, v, x);
+                } else {
+                    for (int p = 0; p < 16; p++) x[p] = _mm256_setzero_ps();
+                }
+                for (int p = 0; p < 16; p++) buf[p][cc] = x[p];
+            }
+            for (int p = 0; p < 16; p++) {
+                transpose8_avx2(buf[p]);
+                float *dst = Vt + (p * tc + v * 8) * Cp + c0;
+                for (int l = 0; l < 8; l++) _mm256_storeu_ps(dst + l * Cp, buf[p][l]);
+            }
+        }
+}
+
+/* dU (16, F, Cp) (+)= the products of image x (C,H,W), dy (F,H,W) (overwritten when first).
+ * Returns 0, dU untouched, when x or dy is not wt_in_range (the caller takes the direct path). */
+static int wt_dw_image(const float *x, const float *dy, int64_t C, int64_t H, int64_t W, int64_t F, float *dU,
+                       int first, float *scratch) {
+    if (!wt_in_range(x, C * H * W) || !wt_in_range(dy, F * H * W)) return 0;
+    const wt_geom t = wt_geometry(H, W);
+    const int64_t Cp = (C + 7) / 8 * 8;
+    float *eo = scratch, *Vt = eo + 2 * C * t.Hq * t.WE, *dyeo = Vt + 16 * t.TC * Cp;
+    float *dM = dyeo + 2 * F * 2 * t.THv * t.TWv;
+    if (first) memset(dU, 0, (size_t)(16 * F * Cp) * sizeof(float));
+    wt_split(x, eo, C, H, W, &t);
+    wt_split_dy(dy, dyeo, F, H, W, &t);
+    for (int64_t r0 = 0; r0 < t.nrows; r0 += t.rchunk) {
+        const int64_t nr = t.nrows - r0 < t.rchunk ? t.nrows - r0 : t.rchunk, tc = nr * t.nvr * 8;
+        wt_input_t(eo, Vt, C, Cp, &t, r0, tc);
+        wt_dy_input(dyeo, dM, F, &t, r0, tc);
+        for (int p = 0; p < 16; p++) /* dU_p (F, Cp) += dM_p (F, tc) @ Vt_p (tc, Cp) */
+            wt_gemm(dM + p * F * tc, tc, 1, F, Vt + p * tc * Cp, Cp, Cp / 8, tc, dU + p * F * Cp, Cp, 1);
+    }
+    return 1;
+}
+
+/* dU (16, F, Cp) -> dwg (F, C, 3, 3) (+)= G^T dU G */
+static void wt_dw_finish(const float *dU, int64_t F, int64_t C, float *dwg, int beta_one) {
+    const int64_t Cp = (C + 7) / 8 * 8;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (F * C >= 512)
+    for (int64_t f = 0; f < F; f++)
+        for (int64_t c = 0; c < C; c++) {
+            float u[4][4], tt[4][3];
+            for (int p = 0; p < 16; p++) u[p >> 2][p & 3] = dU[(p * F + f) * Cp + c];
+            for (int r = 0; r < 4; r++) { /* dU G */
+                tt[r][0] = u[r][0] + 0.5f * (u[r][1] + u[r][2]);
+                tt[r][1] = 0.5f * (u[r][1] - u[r][2]);
+                tt[r][2] = 0.5f * (u[r][1] + u[r][2]) + u[r][3];
+            }
+            float *d = dwg + (f * C + c) * 9;
+            for (int j = 0; j < 3; j++) { /* G^T (dU G) */
+                const float g0 = tt[0][j] + 0.5f * (tt[1][j] + tt[2][j]);
+                const float g1 = 0.5f * (tt[1][j] - tt[2][j]);
+                const float g2 = 0.5f * (tt[1][j] + tt[2][j]) + tt[3][j];
+                d[j] = beta_one ? d[j] + g0 : g0;
+                d[3 + j] = beta_one ? d[3 + j] + g1 : g1;
+                d[6 + j] = beta_one ? d[6 + j] + g2 : g2;
+            }
+        }
+}
+#endif
