@@ -5,7 +5,7 @@
  *
  * Work split: the batch is cut into G contiguous groups of images, G = min(N, 16) (fewer when
  * the per-group scratch is large, see conv_geometry), a function of the shapes only, never of
- * the thread count. Threads take whole groups (OpenMP, schedule(static)); inside a group the
+ * the thread count. Threads take whole groups (OpenMP, handed out dynamically); inside a group the
  * images are processed in order with the single-threaded SGEMM on per-group buffers small
  * enough to stay in L2. The weight and bias gradients are accumulated per group, then summed
  * over the groups in group order: results are bitwise identical for ANY thread count.
@@ -213,9 +213,17 @@ typedef struct {
     int64_t HO, WO, Hp, Wp, K, P, PW, ldw, plane, wtu, part, per_group, G;
 } conv_geom;
 
-/* The scratch slot of the calling thread inside a group loop: its number in the team (< G, as
- * a static loop over G groups gives work to threads 0..G-1 only; 0 in a one-thread team), so a
- * thread reuses one slot, warm in its cache, for all its groups. */
+/* The team of a group loop: at most G threads, so that every thread number is a slot. The
+ * groups are handed out dynamically (a thread slowed by another process takes fewer); a group's
+ * result does not depend on the thread that computes it, so the output stays bitwise the same. */
+static inline int conv_team(int64_t G) {
+    const int n = me_get_num_threads();
+    return (int64_t)n < G ? n : (int)G;
+}
+
+/* The scratch slot of the calling thread inside a group loop: its number in the team (< G, see
+ * conv_team; 0 in a one-thread team), so a thread reuses one slot, warm in its cache, for all
+ * its groups. */
 static inline int64_t conv_slot(void) {
 #ifdef _OPENMP
     return (int64_t)omp_get_thread_num();
@@ -779,7 +787,7 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
         wino_pack_weights_par(w, pk, F, C, Fpad);
     else if (d2)
         pack_direct_weights(w, pk, F, K, ME_D2_NF);
-#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
+#pragma omp parallel for num_threads(conv_team(G)) schedule(dynamic, 1)
     for (int64_t gi = 0; gi < G; gi++) {
         float *col = workspace + conv_slot() * g.per_group; /* K*PW, the thread's slot */
         float *yw = col + K * PW;                             /* F*ldw */
@@ -913,7 +921,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
 #else
     (void)Cpad;
 #endif
-#pragma omp parallel for num_threads(nthreads) schedule(static)
+#pragma omp parallel for num_threads(conv_team(G)) schedule(dynamic, 1)
     for (int64_t gi = 0; gi < G; gi++) {
         /* the scratch of the thread's slot (stays in its L2 from group to group); the partial
          * sums of the group's own slot (summed in group order below) */

@@ -82,21 +82,96 @@ BN_INLINE void grad_sums(const float *dy, const float *x, const float *y, int64_
     }
 }
 
+#if BN_X86
+#include <immintrin.h>
+/* dev_sum and grad_sums for contiguous values (st == 1), written with AVX2 intrinsics: the same
+ * 16 float lanes (two ymm), the same order of operations (a multiply then an add, no FMA), so
+ * the sums are bitwise those of the portable loops. */
+__attribute__((target("avx2,fma"))) static double dev_sum_avx2(const float *x, int64_t n, float m, int sq) {
+    double s = 0.0;
+    const __m256 vm = _mm256_set1_ps(m);
+    for (int64_t i0 = 0; i0 < n; i0 += BN_CHUNK) {
+        const int64_t e = n - i0 < BN_CHUNK ? n : i0 + BN_CHUNK;
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+        int64_t i = i0;
+        for (; i + BN_LANES <= e; i += BN_LANES) {
+            const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
+            const __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm);
+            a0 = _mm256_add_ps(a0, sq ? _mm256_mul_ps(d0, d0) : d0);
+            a1 = _mm256_add_ps(a1, sq ? _mm256_mul_ps(d1, d1) : d1);
+        }
+        for (; i < e; i++) {
+            const double d = (double)(x[i] - m);
+            s += sq ? d * d : d;
+        }
+        float acc[BN_LANES];
+        _mm256_storeu_ps(acc, a0);
+        _mm256_storeu_ps(acc + 8, a1);
+        for (int j = 0; j < BN_LANES; j++) s += acc[j];
+    }
+    return s;
+}
+
+__attribute__((target("avx2,fma"))) static void grad_sums_avx2(const float *dy, const float *x, const float *y,
+                                                              int64_t n, float m, double *sg, double *sgx) {
+    const __m256 vm = _mm256_set1_ps(m), zero = _mm256_setzero_ps();
+    for (int64_t i0 = 0; i0 < n; i0 += BN_CHUNK) {
+        const int64_t e = n - i0 < BN_CHUNK ? n : i0 + BN_CHUNK;
+        __m256 a0 = zero, a1 = zero, b0 = zero, b1 = zero;
+        int64_t i = i0;
+        for (; i + BN_LANES <= e; i += BN_LANES) {
+            __m256 g0 = _mm256_loadu_ps(dy + i), g1 = _mm256_loadu_ps(dy + i + 8);
+            if (y) { /* a select, as the portable loop: an Inf dy under a zero mask gives 0 */
+                g0 = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(y + i), zero, _CMP_GT_OQ), g0);
+                g1 = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(y + i + 8), zero, _CMP_GT_OQ), g1);
+            }
+            a0 = _mm256_add_ps(a0, g0);
+            a1 = _mm256_add_ps(a1, g1);
+            b0 = _mm256_add_ps(b0, _mm256_mul_ps(g0, _mm256_sub_ps(_mm256_loadu_ps(x + i), vm)));
+            b1 = _mm256_add_ps(b1, _mm256_mul_ps(g1, _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm)));
+        }
+        for (; i < e; i++) {
+            const float g = (!y || y[i] > 0.0f) ? dy[i] : 0.0f;
+            *sg += g;
+            *sgx += (double)g * (double)(x[i] - m);
+        }
+        float a[BN_LANES], b[BN_LANES];
+        _mm256_storeu_ps(a, a0);
+        _mm256_storeu_ps(a + 8, a1);
+        _mm256_storeu_ps(b, b0);
+        _mm256_storeu_ps(b + 8, b1);
+        for (int j = 0; j < BN_LANES; j++) {
+            *sg += a[j];
+            *sgx += b[j];
+        }
+    }
+}
+#define BN_DEV_SUM(x, n, st, m, sq, simd) ((simd) && (st) == 1 ? dev_sum_avx2(x, n, m, sq) : dev_sum(x, n, st, m, sq))
+#define BN_GRAD_SUMS(dy, x, y, n, st, m, sg, sgx, simd)                                    \
+    do {                                                                                   \
+        if ((simd) && (st) == 1) grad_sums_avx2(dy, x, y, n, m, sg, sgx);                  \
+        else grad_sums(dy, x, y, n, st, m, sg, sgx);                                       \
+    } while (0)
+#else
+#define BN_DEV_SUM(x, n, st, m, sq, simd) dev_sum(x, n, st, m, sq)
+#define BN_GRAD_SUMS(dy, x, y, n, st, m, sg, sgx, simd) grad_sums(dy, x, y, n, st, m, sg, sgx)
+#endif
+
 /* The forward of channel c: statistics (training), save_mean / save_invstd, the running
  * statistics, then y = x * scale + shift (and the ReLU) over the channel's values. */
 BN_INLINE void forward_channel(const float *x, const float *gamma, const float *beta, float *running_mean,
                                float *running_var, float *y, float *save_mean, float *save_invstd, int64_t c,
                                int64_t rows, int64_t len, int64_t step, int64_t st, int training, float momentum,
-                               float eps, int relu) {
+                               float eps, int relu, int simd) {
     const double cnt = (double)rows * (double)len;
     double mean, var;
     if (training) {
         const float m0 = x[0]; /* shift: the sums stay small when |mean| >> std */
         double s = 0.0, q = 0.0;
-        for (int64_t r = 0; r < rows; r++) s += dev_sum(x + r * step, len, st, m0, 0);
+        for (int64_t r = 0; r < rows; r++) s += BN_DEV_SUM(x + r * step, len, st, m0, 0, simd);
         mean = m0 + s / cnt;
         const float m = (float)mean;
-        for (int64_t r = 0; r < rows; r++) q += dev_sum(x + r * step, len, st, m, 1);
+        for (int64_t r = 0; r < rows; r++) q += BN_DEV_SUM(x + r * step, len, st, m, 1, simd);
         const double d = mean - (double)m; /* the rounding of the mean, corrected */
         var = q / cnt - d * d;
         var = var < 0.0 ? 0.0 : var; /* rounding below zero clamped; NaN (a NaN or Inf input) kept */
@@ -129,12 +204,12 @@ BN_INLINE void forward_channel(const float *x, const float *gamma, const float *
 BN_INLINE void backward_channel(const float *dy, const float *x, const float *y, const float *gamma,
                                 const float *save_mean, const float *save_invstd, float *dx, float *dgamma,
                                 float *dbeta, int64_t c, int64_t rows, int64_t len, int64_t step, int64_t st,
-                                int training, int accumulate) {
+                                int training, int accumulate, int simd) {
     const double cnt = (double)rows * (double)len;
     const float m = save_mean[c];
     double sg = 0.0, sgx = 0.0;
     for (int64_t r = 0; r < rows; r++)
-        grad_sums(dy + r * step, x + r * step, y ? y + r * step : NULL, len, st, m, &sg, &sgx);
+        BN_GRAD_SUMS(dy + r * step, x + r * step, y ? y + r * step : NULL, len, st, m, &sg, &sgx, simd);
     const double invstd = save_invstd[c], kk = (double)gamma[c] * invstd, dg = sgx * invstd;
     dgamma[c] = (float)(accumulate ? dgamma[c] + dg : dg);
     dbeta[c] = (float)(accumulate ? dbeta[c] + sg : sg);
@@ -166,30 +241,30 @@ BN_INLINE void backward_channel(const float *dy, const float *x, const float *y,
 /* Channels in parallel; S > 1: N rows of S contiguous values (the unit-stride body), S == 1:
  * one row of N values C apart. Macros, so that each OpenMP region is outlined from (and compiled
  * for the target of) the function that expands it. */
-#define BN_FORWARD_LOOPS                                                                                     \
+#define BN_FORWARD_LOOPS(SIMD)                                                                               \
     if (S > 1) {                                                                                             \
         _Pragma("omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C * S >= 16384)") \
         for (int64_t c = 0; c < C; c++)                                                                      \
             forward_channel(x + c * S, gamma, beta, running_mean, running_var, y + c * S, save_mean,          \
-                            save_invstd, c, N, S, C * S, 1, training, momentum, eps, relu);                  \
+                            save_invstd, c, N, S, C * S, 1, training, momentum, eps, relu, SIMD);                  \
     } else {                                                                                                 \
         _Pragma("omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C >= 16384)")   \
         for (int64_t c = 0; c < C; c++)                                                                      \
             forward_channel(x + c, gamma, beta, running_mean, running_var, y + c, save_mean, save_invstd,    \
-                            c, 1, N, 0, C, training, momentum, eps, relu);                                   \
+                            c, 1, N, 0, C, training, momentum, eps, relu, SIMD);                                   \
     }
 
-#define BN_BACKWARD_LOOPS                                                                                    \
+#define BN_BACKWARD_LOOPS(SIMD)                                                                              \
     if (S > 1) {                                                                                             \
         _Pragma("omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C * S >= 16384)") \
         for (int64_t c = 0; c < C; c++)                                                                      \
             backward_channel(dy + c * S, x + c * S, y ? y + c * S : NULL, gamma, save_mean, save_invstd,      \
-                             dx ? dx + c * S : NULL, dgamma, dbeta, c, N, S, C * S, 1, training, accumulate); \
+                             dx ? dx + c * S : NULL, dgamma, dbeta, c, N, S, C * S, 1, training, accumulate, SIMD); \
     } else {                                                                                                 \
         _Pragma("omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * C >= 16384)")   \
         for (int64_t c = 0; c < C; c++)                                                                      \
             backward_channel(dy + c, x + c, y ? y + c : NULL, gamma, save_mean, save_invstd,                 \
-                             dx ? dx + c : NULL, dgamma, dbeta, c, 1, N, 0, C, training, accumulate);       \
+                             dx ? dx + c : NULL, dgamma, dbeta, c, 1, N, 0, C, training, accumulate, SIMD); \
     }
 
 #define BN_FWD_ARGS const float *x, const float *gamma, const float *beta, float *running_mean, \
@@ -204,8 +279,8 @@ BN_INLINE void backward_channel(const float *dy, const float *x, const float *y,
 
 #if BN_X86
 /* the same bodies compiled for AVX2 + FMA, taken when the AVX2 (or AVX-512) SGEMM kernel is in use */
-__attribute__((target("avx2,fma"))) static void forward_avx2(BN_FWD_ARGS) { BN_FORWARD_LOOPS }
-__attribute__((target("avx2,fma"))) static void backward_avx2(BN_BWD_ARGS) { BN_BACKWARD_LOOPS }
+__attribute__((target("avx2,fma"))) static void forward_avx2(BN_FWD_ARGS) { BN_FORWARD_LOOPS(1) }
+__attribute__((target("avx2,fma"))) static void backward_avx2(BN_BWD_ARGS) { BN_BACKWARD_LOOPS(1) }
 #endif
 
 void me_batchnorm_forward(BN_FWD_ARGS) {
@@ -215,7 +290,7 @@ void me_batchnorm_forward(BN_FWD_ARGS) {
         return;
     }
 #endif
-    BN_FORWARD_LOOPS
+    BN_FORWARD_LOOPS(0)
 }
 
 void me_batchnorm_backward(BN_BWD_ARGS) {
@@ -225,7 +300,7 @@ void me_batchnorm_backward(BN_BWD_ARGS) {
         return;
     }
 #endif
-    BN_BACKWARD_LOOPS
+    BN_BACKWARD_LOOPS(0)
 }
 
 void me_batchnorm_fold(const float *w, const float *b, const float *gamma, const float *beta,

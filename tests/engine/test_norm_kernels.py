@@ -281,3 +281,31 @@ def test_nonfinite_input_matches_twin(kernel, bad, training):
         _close(a[fin], b[fin])
     if not training:
         assert np.isfinite(engine.batchnorm_backward(*args, training=False)[0]).all()
+
+
+@pytest.mark.skipif(not (engine.cpu_features()["avx2"] and engine.cpu_features()["fma"]),
+                    reason="CPU lacks AVX2 + FMA")
+@pytest.mark.parametrize("shape", [(3, 4, 23, 29), (2, 3, 28, 28), (5, 2, 1100), (4, 3, 16), (2, 2, 7)])
+@pytest.mark.parametrize("relu", [False, True])
+def test_avx2_sums_bitwise_equal_to_portable(shape, relu):
+    """The AVX2 bodies' intrinsic sums keep the portable loops' lanes and order (chunks of 512
+    values, 16 float lanes, tails in double): bitwise the same statistics and gradients."""
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    x = (rng.standard_normal(shape) * 3 + 2).astype(np.float32)
+    dy = rng.standard_normal(shape).astype(np.float32)
+    C = shape[1]
+    gamma, beta = rng.random(C).astype(np.float32) + 0.5, rng.standard_normal(C).astype(np.float32)
+    outs = {}
+    for kern in ("generic", "avx2"):
+        prev = engine._set_gemm_kernel(kern)
+        try:
+            rm, rv = np.zeros(C, np.float32), np.ones(C, np.float32)
+            y, sm, si = engine.batchnorm_forward(x, gamma, beta, rm, rv, True, 0.1, 1e-5,
+                                                 act="relu" if relu else None)
+            g = engine.batchnorm_backward(dy, x, gamma, sm, si, training=True, act="relu" if relu else None,
+                                          y=y if relu else None)
+            outs[kern] = (y, sm, si, rm, rv) + tuple(g)
+        finally:
+            engine._set_gemm_kernel(prev)
+    for a, b in zip(outs["generic"], outs["avx2"]):
+        np.testing.assert_array_equal(a, b)
