@@ -280,6 +280,8 @@ static int wino_train_image(const float *x, int64_t C, int64_t H, int64_t W, con
 static int wt_dw_image(const float *x, const float *dy, int64_t C, int64_t H, int64_t W, int64_t F, float *dU,
                        int first, float *scratch);
 static void wt_dw_finish(const float *dU, int64_t F, int64_t C, float *dwg, int beta_one);
+static int wino_pool_image(const float *x, int64_t C, int64_t H, int64_t W, const float *upk, int64_t Fpad,
+                           int64_t F, const float *b, int relu, float *y, float *scratch);
 #endif
 
 /* floats between the image groups of the Winograd tiles layout: the group's usual scratch, or
@@ -1485,12 +1487,53 @@ static void wino_deinterleave8(const float *yb, float *y, int64_t L, int64_t nim
  * argmax, the full-resolution output is never written). Supported when the direct path is
  * (stride 1, C*KH*KW <= 288, AVX-512 kernel) and HO, WO >= 2; returns 0 (nothing written)
  * otherwise, 1 when done. Max pooling as me_maxpool2d_forward (floor mode, NaN propagates). */
+#if ME_CONV_X86
+/* AVX2, 3x3 pad 1 (wt_shape_applies): conv + bias + ReLU + 2x2 max pooling by the training
+ * Winograd kernels with a pooling output (wino_pool_image), image groups as the forward; an
+ * image out of Winograd's range is convolved by im2col + SGEMM on the wide grid, then pooled. */
+static int wino_pool_forward(const float *x, const float *w, const float *b, float *y, int64_t N, int64_t C,
+                             int64_t H, int64_t W, int64_t F, int relu, const conv_geom *g, float *workspace) {
+    const int64_t G = g->G, K = g->K, PW = g->PW, HO = g->HO, WO = g->WO, Hp = g->Hp, Wp = g->Wp, ldw = g->ldw;
+    const int64_t HQ = HO / 2, WQ = WO / 2, Fpad = (F + 3) / 4 * 4;
+    float *pk = workspace + G * g->per_group;
+    wino_pack_weights_par(w, pk, F, C, Fpad);
+#pragma omp parallel for num_threads(conv_team(G)) schedule(dynamic, 1)
+    for (int64_t gi = 0; gi < G; gi++) {
+        float *col = workspace + conv_slot() * g->per_group, *yw = col + K * PW, *xp = yw + F * ldw;
+        for (int64_t n = gi * N / G; n < (gi + 1) * N / G; n++) {
+            const float *xn = x + n * C * H * W;
+            float *yn = y + n * F * HQ * WQ;
+            if (wino_pool_image(xn, C, H, W, pk, Fpad, F, b, relu, yn, col)) continue;
+            pad_image(xn, xp, C, H, W, 1, Hp, Wp, 3);
+            im2col_wide(xp, col, C, 3, 3, Hp, Wp, PW);
+            me_sgemm_st(0, 0, F, PW, K, 1.0f, w, K, col, PW, 0.0f, yw, ldw);
+            for (int64_t f = 0; f < F; f++)
+                for (int64_t hq = 0; hq < HQ; hq++)
+                    for (int64_t wq = 0; wq < WQ; wq++) {
+                        const float *r = yw + f * ldw + 2 * hq * Wp + 2 * wq;
+                        const float c4[4] = {r[0], r[1], r[Wp], r[Wp + 1]};
+                        float m = c4[0];
+                        for (int k = 1; k < 4; k++) m = (m != m || c4[k] <= m) ? m : c4[k]; /* NaN wins */
+                        float v = m + (b ? b[f] : 0.0f);
+                        if (relu && v < 0.0f) v = 0.0f;
+                        yn[(f * HQ + hq) * WQ + wq] = v;
+                    }
+        }
+    }
+    return 1;
+}
+#endif
+
 int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, float *y,
                             int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                             int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
                             float *workspace) {
     const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
     const int64_t G = g.G, K = g.K, HO = g.HO, WO = g.WO, Hp = g.Hp, Wp = g.Wp;
+#if ME_CONV_X86
+    if (N > 0 && G > 0 && HO >= 2 && WO >= 2 && conv_use_avx2() && wt_shape_applies(C, F, KH, KW, stride, pad))
+        return wino_pool_forward(x, w, b, y, N, C, H, W, F, relu, &g, workspace);
+#endif
     if (N <= 0 || G <= 0 || HO < 2 || WO < 2 || !conv_use_direct(F, K, stride)) return 0;
 #if ME_CONV_X86
     const int64_t NF = F <= 8 ? 8 : 16, PQ = (HO / 2) * (WO / 2);
@@ -1709,7 +1752,7 @@ static wt_geom wt_geometry(int64_t H, int64_t W) {
 /* floats of scratch of wino_train_image for C input and F output channels on H x W */
 static int64_t wt_scratch(int64_t C, int64_t H, int64_t W, int64_t F) {
     const wt_geom t = wt_geometry(H, W);
-    return 2 * C * t.Hq * t.WE + 16 * C * t.TC + 16 * ((F + 3) / 4 * 4) * t.TC + 4 * t.TC;
+    return 2 * C * t.Hq * t.WE + 16 * C * t.TC + 16 * ((F + 3) / 4 * 4) * t.TC + 4 * t.TC + 8;
 }
 
 /* Does a convolution of these shapes (C -> F channels) take the Winograd training kernels, given
@@ -1924,6 +1967,11 @@ static void wt_multiply(const float *V, const float *upk, int64_t Fpad, float *M
         wt_gemm(upk + p * C * Fpad, 1, Fpad, Fpad, V + p * C * tc, tc, tc / 8, C, M + p * Fpad * tc, tc, 0);
 }
 
+/* the lanes 0 .. n-1 (0 < n < 8) of a masked store */
+__attribute__((target("avx2"), always_inline)) static inline __m256i wt_mask(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 /* M (16, Fpad, tc) of the vector rows r0.. -> y (F,H,W): per filter Y = A^T M A (A^T = [1 1 1 0;
  * 0 1 -1 -1]) into yt (4, tc), then output (h, w) = entry (h&1)*2 + (w&1) of tile (h/2, w/2),
  * + b[f] (b may be NULL), then act */
@@ -1949,22 +1997,99 @@ static void wt_output(const float *M, int64_t Fpad, float *yt, const float *b, i
             _mm256_storeu_ps(dst + 2 * tc, _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]));
             _mm256_storeu_ps(dst + 3 * tc, _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]));
         }
-        const float bf = b ? b[f] : 0.0f;
+        const __m256 bf = _mm256_set1_ps(b ? b[f] : 0.0f), zero = _mm256_setzero_ps(), sl = _mm256_set1_ps(slope);
         for (int64_t h = h0; h < h1; h++) {
             const int64_t ty = (h >> 1) - rpv * r0; /* tile row within the chunk */
             const int64_t lane = t->pairs ? (ty >> 1) * 8 + (ty & 1) * 4 : ty * t->TWv;
             const float *e = yt + 2 * (h & 1) * tc + lane, *o = e + tc;
             float *dst = y + (f * H + h) * W;
-            int64_t w = 0;
-            for (; w + 1 < W; w += 2) {
-                dst[w] = e[w >> 1] + bf;
-                dst[w + 1] = o[w >> 1] + bf;
+            for (int64_t w0 = 0; w0 < W; w0 += 16) { /* 8 tiles: their columns interleaved */
+                const __m256 ve = _mm256_loadu_ps(e + w0 / 2), vo = _mm256_loadu_ps(o + w0 / 2);
+                const __m256 lo = _mm256_unpacklo_ps(ve, vo), hi = _mm256_unpackhi_ps(ve, vo);
+                __m256 r[2] = {_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31)};
+                for (int k = 0; k < 2; k++) {
+                    const int64_t n = W - w0 - 8 * k;
+                    if (n <= 0) break;
+                    __m256 v = _mm256_add_ps(r[k], bf);
+                    if (act == ME_ACT_RELU)
+                        v = _mm256_max_ps(zero, v); /* NaN kept */
+                    else if (act == ME_ACT_LEAKY_RELU)
+                        v = _mm256_blendv_ps(v, _mm256_mul_ps(v, sl), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+                    if (n >= 8)
+                        _mm256_storeu_ps(dst + w0 + 8 * k, v);
+                    else
+                        _mm256_maskstore_ps(dst + w0 + 8 * k, wt_mask(n), v);
+                }
             }
-            if (w < W) dst[w] = e[w >> 1] + bf;
-            if (act != ME_ACT_IDENTITY)
-                for (w = 0; w < W; w++) dst[w] = conv_act(dst[w], act, slope);
         }
     }
+}
+
+/* the max of a and b, a NaN in either winning (as max pooling) */
+__attribute__((target("avx2"), always_inline)) static inline __m256 wt_max_nan(__m256 a, __m256 b) {
+    const __m256 r = _mm256_max_ps(a, b); /* b when either is NaN */
+    return _mm256_blendv_ps(r, a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+}
+
+/* As wt_output, then 2x2/2 max pooling: each tile is one pooling window, so the pooled output
+ * (h, w) is max(relu?(Y + b)) over tile (h, w)'s 4 entries, stored into y (F, H/2, W/2) (floor:
+ * a last odd row or column of outputs is dropped) */
+__attribute__((target("avx2,fma")))
+static void wt_output_pool(const float *M, int64_t Fpad, const float *b, int relu, float *y, int64_t F,
+                           int64_t H, int64_t W, const wt_geom *t, int64_t r0, int64_t tc) {
+    const int64_t nv = tc / 8, HQ = H / 2, WQ = W / 2;
+    const __m256 zero = _mm256_setzero_ps();
+    for (int64_t f = 0; f < F; f++) {
+        const __m256 bf = _mm256_set1_ps(b ? b[f] : 0.0f);
+        for (int64_t v = 0; v < nv; v++) {
+            __m256 m[16];
+#pragma GCC unroll 16
+            for (int p = 0; p < 16; p++) m[p] = _mm256_loadu_ps(M + (p * Fpad + f) * tc + v * 8);
+            __m256 s0[4], s1[4];
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; s++) {
+                s0[s] = _mm256_add_ps(_mm256_add_ps(m[s], m[4 + s]), m[8 + s]);
+                s1[s] = _mm256_sub_ps(_mm256_sub_ps(m[4 + s], m[8 + s]), m[12 + s]);
+            }
+            const __m256 y00 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
+            const __m256 y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
+            const __m256 y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
+            const __m256 y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
+            __m256 q = _mm256_add_ps(wt_max_nan(wt_max_nan(y00, y01), wt_max_nan(y10, y11)), bf);
+            if (relu) q = _mm256_max_ps(zero, q); /* NaN kept */
+            if (t->pairs) { /* tile rows 2(r0+v) (lanes 0-3) and 2(r0+v)+1 (lanes 4-7), 4 tiles each */
+                const int64_t ty = 2 * (r0 + v), n = WQ < 4 ? WQ : 4;
+                const __m128i mk = _mm256_castsi256_si128(wt_mask(n < 8 ? n : 7));
+                if (ty < HQ) _mm_maskstore_ps(y + (f * HQ + ty) * WQ, mk, _mm256_castps256_ps128(q));
+                if (ty + 1 < HQ) _mm_maskstore_ps(y + (f * HQ + ty + 1) * WQ, mk, _mm256_extractf128_ps(q, 1));
+            } else {
+                const int64_t ty = r0 + v / t->nvr, tx0 = (v % t->nvr) * 8, n = WQ - tx0;
+                if (ty >= HQ || n <= 0) continue;
+                float *dst = y + (f * HQ + ty) * WQ + tx0;
+                if (n >= 8)
+                    _mm256_storeu_ps(dst, q);
+                else
+                    _mm256_maskstore_ps(dst, wt_mask(n), q);
+            }
+        }
+    }
+}
+
+/* pooled (F, H/2, W/2) = maxpool2(relu?(conv3x3 pad 1 of x + b)), as wino_train_image (0 when x
+ * is out of range) */
+static int wino_pool_image(const float *x, int64_t C, int64_t H, int64_t W, const float *upk, int64_t Fpad,
+                           int64_t F, const float *b, int relu, float *y, float *scratch) {
+    if (!wt_in_range(x, C * H * W)) return 0;
+    const wt_geom t = wt_geometry(H, W);
+    float *eo = scratch, *V = eo + 2 * C * t.Hq * t.WE, *M = V + 16 * C * t.TC;
+    wt_split(x, eo, C, H, W, &t);
+    for (int64_t r0 = 0; r0 < t.nrows; r0 += t.rchunk) {
+        const int64_t nr = t.nrows - r0 < t.rchunk ? t.nrows - r0 : t.rchunk, tc = nr * t.nvr * 8;
+        wt_input(eo, V, C, &t, r0, tc);
+        wt_multiply(V, upk, Fpad, M, C, tc);
+        wt_output_pool(M, Fpad, b, relu, y, F, H, W, &t, r0, tc);
+    }
+    return 1;
 }
 
 /* y (F,H,W) = conv3x3 pad 1 of x (C,H,W) with the transformed weights upk (16, C, Fpad) (+ b, act).

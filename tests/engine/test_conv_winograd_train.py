@@ -16,7 +16,7 @@ from mantissa_embed import engine
 case = st.fixed_dictionaries({
     "N": st.integers(1, 4), "C": st.integers(8, 19), "F": st.integers(8, 21),
     "H": st.integers(1, 23), "W": st.integers(1, 37), "bias": st.booleans(),
-    "act": st.sampled_from([None, "relu"]), "seed": st.integers(0, 2**31 - 1),
+    "act": st.sampled_from([None, "relu", "leaky_relu"]), "seed": st.integers(0, 2**31 - 1),
 })
 
 
@@ -77,3 +77,19 @@ def test_out_of_range_values_keep_the_direct_pattern(kernel, bad, where):
         fin = np.isfinite(r)
         scale = float(np.abs(r[fin]).max(initial=0))
         np.testing.assert_allclose(a[fin], r[fin], rtol=1e-4, atol=1e-4 * (1 + scale), err_msg=name)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, 3e36])
+def test_pooled_inference_out_of_range_keeps_the_direct_pattern(kernel, bad):
+    """conv2d_pool2_forward's AVX2 Winograd path (pooling on the tiles) sends an image with an
+    Inf or huge value to im2col + SGEMM: non-finite exactly where conv-then-pool's are."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 8, 13, 14)).astype(np.float32)
+    x[2, 5, 12, 0] = bad
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    y = engine.conv2d_pool2_forward(x, w, b, 1, 1, act="relu")
+    r, _ = ref.maxpool2d_forward(ref.conv2d_forward(x, w, b, 1, 1, act="relu"), 2, 2)
+    assert np.array_equal(np.isfinite(y), np.isfinite(r))
+    fin = np.isfinite(r)
+    _close(y[fin], r[fin])
