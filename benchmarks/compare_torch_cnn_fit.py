@@ -147,6 +147,8 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--peak-gflops", type=float, default=None,
                    help="the machine's float32 FMA peak (default: measured by benchmarks/fma_peak.py)")
+    p.add_argument("--busy-neighbour", action="store_true",
+                   help="keep one core busy with a spinning process (pinned to the last CPU) meanwhile")
     p.add_argument("--child", choices=("torch", "mantissa"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -155,20 +157,25 @@ def main(argv=None):
     if missing:  # found without importing: the children must not inherit torch's memory
         print(f"skipped: {', '.join(missing)} not installed")
         return 0
+    sys.path.insert(0, HERE)
+    import _machine
+    import fma_peak
+
+    print(_machine.describe(args.threads))
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     res = {"torch": [], "mantissa": []}
-    for r in range(args.repeats):
-        for side in ("torch", "mantissa"):
-            out = subprocess.run([sys.executable, __file__, "--child", side, "--threads", str(args.threads)],
-                                 capture_output=True, text=True, env=env, check=True)
-            res[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
-            print(f"  repeat {r + 1} {side:>8}: {res[side][-1]['seconds']:.2f} s, "
-                  f"peak RSS {res[side][-1]['rss_mb']:.0f} MB", flush=True)
+    with _machine.busy_neighbour(args.busy_neighbour):
+        if args.busy_neighbour:
+            print("busy neighbour: one process spinning on the last CPU meanwhile")
+        for r in range(args.repeats):
+            for side in ("torch", "mantissa"):
+                out = subprocess.run([sys.executable, __file__, "--child", side, "--threads", str(args.threads)],
+                                     capture_output=True, text=True, env=env, check=True)
+                res[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                print(f"  repeat {r + 1} {side:>8}: {res[side][-1]['seconds']:.2f} s, "
+                      f"peak RSS {res[side][-1]['rss_mb']:.0f} MB", flush=True)
     peak = args.peak_gflops
     if peak is None:
-        sys.path.insert(0, HERE)
-        import fma_peak
-
         peak = fma_peak.measure(args.threads)
     n = len(_data()[1])
     flops = 6 * forward_macs() * n  # forward + backward (dX and dW): 3x the forward, 2 flops per MAC
