@@ -66,6 +66,7 @@
 #define ME_CONV_GROUPS 16                /* at most this many image groups */
 #define ME_CONV_MIN_GROUPS 4             /* at least this many (when N allows) */
 #define ME_CONV_BUDGET (8 * 1024 * 1024) /* floats of scratch above which fewer groups are used */
+#define ME_WT_DU_BUDGET (1024 * 1024) /* floats of Winograd dw sums (all groups) above which fewer groups */
 
 /* Weight gradient.
  * dy (F,P), col (K,P) -> dw (F,K) = beta * dw + dy @ col^T: a small output and a long
@@ -259,6 +260,8 @@ static conv_geom conv_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64
     g.per_group = g.part + F * g.K + F;
     int64_t G = ME_CONV_BUDGET / (g.per_group > 0 ? g.per_group : 1);
     if (G > ME_CONV_GROUPS) G = ME_CONV_GROUPS;
+    if (g.part > g.wtu && G > ME_WT_DU_BUDGET / (g.part - g.wtu)) /* the dU sums are summed over the groups */
+        G = ME_WT_DU_BUDGET / (g.part - g.wtu);
     if (G < ME_CONV_MIN_GROUPS) G = ME_CONV_MIN_GROUPS;
     if (G > N) G = N;
     g.G = G;
@@ -2228,15 +2231,15 @@ static int wt_dw_image(const float *x, const float *dy, int64_t C, int64_t H, in
     const int64_t Cp = (C + 7) / 8 * 8;
     float *eo = scratch, *Vt = eo + 2 * C * t.Hq * t.WE, *dyeo = Vt + 16 * t.TC * Cp;
     float *dM = dyeo + 2 * F * 2 * t.THv * t.TWv;
-    if (first) memset(dU, 0, (size_t)(16 * F * Cp) * sizeof(float));
     wt_split(x, eo, C, H, W, &t);
     wt_split_dy(dy, dyeo, F, H, W, &t);
     for (int64_t r0 = 0; r0 < t.nrows; r0 += t.rchunk) {
         const int64_t nr = t.nrows - r0 < t.rchunk ? t.nrows - r0 : t.rchunk, tc = nr * t.nvr * 8;
+        const int acc = !(first && r0 == 0); /* the group's first products overwrite dU */
         wt_input_t(eo, Vt, C, Cp, &t, r0, tc);
         wt_dy_input(dyeo, dM, F, &t, r0, tc);
-        for (int p = 0; p < 16; p++) /* dU_p (F, Cp) += dM_p (F, tc) @ Vt_p (tc, Cp) */
-            wt_gemm(dM + p * F * tc, tc, 1, F, Vt + p * tc * Cp, Cp, Cp / 8, tc, dU + p * F * Cp, Cp, 1);
+        for (int p = 0; p < 16; p++) /* dU_p (F, Cp) (+)= dM_p (F, tc) @ Vt_p (tc, Cp) */
+            wt_gemm(dM + p * F * tc, tc, 1, F, Vt + p * tc * Cp, Cp, Cp / 8, tc, dU + p * F * Cp, Cp, acc);
     }
     return 1;
 }
