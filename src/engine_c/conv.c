@@ -28,9 +28,10 @@
  *
  * AVX2 (the AVX2 SGEMM kernel in use): 3x3 pad 1 with at least 8 input and 8 output channels
  * trains by Winograd F(2x2, 3x3) (wino_train_image for the forward and dx, wt_dw_image for dw;
- * an image with a non-finite or huge value takes the direct path); other stride-1 forwards and
- * dx are direct kernels on the wide grid (direct_wide_avx2), dw 4x3 blocks of dot products over
- * the valid columns (dw_dot_avx2; 7x7-sized planes keep im2col + SGEMM).
+ * an image, or weights, holding a non-finite value or one above 2^40 takes the direct path);
+ * other stride-1 forwards and dx are direct kernels on the wide grid (direct_wide_avx2), dw 4x3
+ * blocks of dot products over the valid columns (dw_dot_avx2; 7x7-sized planes keep im2col +
+ * SGEMM).
  *
  * Backward, stride 1:
  *  - dw reads the rows of the wide im2col in place from the padded plane (col_rows), no copy,
@@ -209,6 +210,7 @@ static int64_t wt_slot_floats(int64_t C, int64_t H, int64_t W, int64_t F, int64_
                               int64_t stride, int64_t pad);
 static int wt_shape_applies(int64_t C, int64_t F, int64_t KH, int64_t KW, int64_t stride, int64_t pad);
 static void wt_dw_geometry(int64_t C, int64_t H, int64_t W, int64_t F, int64_t *scratch, int64_t *du);
+static int wt_in_range(const float *x, int64_t n);
 
 typedef struct {
     int64_t HO, WO, Hp, Wp, K, P, PW, ldw, plane, wtu, part, per_group, G;
@@ -785,7 +787,7 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     /* AVX2: the direct kernel on the wide grid, its weights packed once (after the groups) */
     const int d2 = wide && !pointwise && conv_use_avx2();
     /* AVX2, 3x3 pad 1: Winograd (wino_train_image), its transformed weights packed once */
-    const int wt = d2 && wt_shape_applies(C, F, KH, KW, stride, pad);
+    const int wt = d2 && wt_shape_applies(C, F, KH, KW, stride, pad) && wt_in_range(w, F * K);
     const int64_t Fpad = (F + 3) / 4 * 4;
     float *pk = workspace + G * g.per_group;
     if (wt)
@@ -911,7 +913,8 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
      * its flipped weights packed once (after the groups) */
     /* AVX2, 3x3 pad 1: dx by Winograd (wino_train_image on dy with the flipped weights), in the
      * slot's scratch (free once the image's dw is done) */
-    const int wtx = dx != NULL && conv_use_avx2() && wt_shape_applies(F, C, KH, KW, stride, pad);
+    const int wtx = dx != NULL && conv_use_avx2() && wt_shape_applies(F, C, KH, KW, stride, pad) &&
+                    wt_in_range(w, F * K);
     /* and dw by Winograd (wt_dw_image), its sums dU in the slot at g.wtu */
     const int wtw = dw != NULL && conv_use_avx2() && wt_shape_applies(C, F, KH, KW, stride, pad);
     const int d2x = !wtx && dx != NULL && wide && !pointwise && C >= ME_D2_NF && KH == KW && tpad >= 0 &&
@@ -1534,7 +1537,8 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
     const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
     const int64_t G = g.G, K = g.K, HO = g.HO, WO = g.WO, Hp = g.Hp, Wp = g.Wp;
 #if ME_CONV_X86
-    if (N > 0 && G > 0 && HO >= 2 && WO >= 2 && conv_use_avx2() && wt_shape_applies(C, F, KH, KW, stride, pad))
+    if (N > 0 && G > 0 && HO >= 2 && WO >= 2 && conv_use_avx2() && wt_shape_applies(C, F, KH, KW, stride, pad) &&
+        wt_in_range(w, F * K))
         return wino_pool_forward(x, w, b, y, N, C, H, W, F, relu, &g, workspace);
 #endif
     if (N <= 0 || G <= 0 || HO < 2 || WO < 2 || !conv_use_direct(F, K, stride)) return 0;
@@ -1784,6 +1788,19 @@ static void wt_dw_geometry(int64_t C, int64_t H, int64_t W, int64_t F, int64_t *
     *du = 16 * F * Cp;
 }
 
+/* Is every value of x (n floats) finite and at most ME_WT_MAX = 2^40 in magnitude? With both
+ * operands (inputs, weights or gradients) within it, no product or sum of either path can
+ * overflow (2^80 products, sums of fewer than 2^40 terms after the transforms' at most 16x
+ * growth), so the Winograd and the direct results are finite alike; beyond it the transforms
+ * could overflow, or turn Inf into NaN, where the direct sums do not, so such an image (or such
+ * weights: the whole call) takes the direct path. */
+#define ME_WT_MAX 1099511627776.0f
+static int wt_in_range(const float *x, int64_t n) {
+    int ok = 1;
+    for (int64_t i = 0; i < n; i++) ok &= fabsf(x[i]) <= ME_WT_MAX; /* false for NaN */
+    return ok;
+}
+
 #if ME_CONV_X86
 /* w (F,C,3,3) -> upk (16, F, Cpad) of the input-gradient problem: "filter" c, "channel" f,
  * taps w[f, c, 2-i, 2-j]; zero for c >= C */
@@ -1802,15 +1819,6 @@ static void wino_pack_weights_flipped(const float *w, float *upk, int64_t F, int
         }
 }
 
-/* Is every value of x (n floats) finite and at most ME_WT_MAX in magnitude? Beyond that the
- * transforms could overflow or turn Inf into NaN where the direct sums do not, so such an image
- * takes the direct path. */
-#define ME_WT_MAX 1e30f
-static int wt_in_range(const float *x, int64_t n) {
-    int ok = 1;
-    for (int64_t i = 0; i < n; i++) ok &= fabsf(x[i]) <= ME_WT_MAX; /* false for NaN */
-    return ok;
-}
 
 /* x (C,H,W) -> eo (C, 2, Hq, WE): row R of the plane padded by 1 (x row R-1), its even columns
  * then its odd columns; zero elsewhere */

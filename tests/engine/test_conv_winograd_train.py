@@ -57,6 +57,7 @@ def test_weight_gradient_accumulates(kernel):
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 3e36])
 @pytest.mark.parametrize("where", [(0, 0, 0, 0), (1, 3, 13, 13), (1, 9, 0, 7), (2, 2, 6, 13)])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_out_of_range_values_keep_the_direct_pattern(kernel, bad, where):
     """An image with a non-finite (or huge) value takes the direct kernels; the others of its
     batch stay on Winograd: each output and gradient entry is non-finite exactly where the
@@ -80,6 +81,7 @@ def test_out_of_range_values_keep_the_direct_pattern(kernel, bad, where):
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, 3e36])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_pooled_inference_out_of_range_keeps_the_direct_pattern(kernel, bad):
     """conv2d_pool2_forward's AVX2 Winograd path (pooling on the tiles) sends an image with an
     Inf or huge value to im2col + SGEMM: non-finite exactly where conv-then-pool's are."""
@@ -93,3 +95,33 @@ def test_pooled_inference_out_of_range_keeps_the_direct_pattern(kernel, bad):
     assert np.array_equal(np.isfinite(y), np.isfinite(r))
     fin = np.isfinite(r)
     _close(y[fin], r[fin])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the twin's own float32 overflow
+def test_large_operands_do_not_overflow_in_the_transforms(kernel):
+    """Values far below float32's maximum whose products do not overflow the direct sums must
+    not overflow in Winograd's transforms (its growth is up to 16x): such images take the direct
+    path. Found by a review: x = dy = 5e18 gave an all-Inf dw; one 1e30 pixel and one 1e30
+    gradient spread NaN over all 9 taps; a 1e9 weight spread an overflow to a second tile."""
+    x = np.full((1, 8, 2, 2), 5e18, np.float32)
+    w = np.ones((8, 8, 3, 3), np.float32)
+    _, dw, _ = engine.conv2d_backward(x, w, x.copy(), 1, 1)
+    _, rdw, _ = ref.conv2d_backward(x, w, x.copy(), 1, 1)
+    assert np.isfinite(dw).all()
+    _close(dw, rdw)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 8, 2, 2)).astype(np.float32)
+    dy = rng.standard_normal((1, 8, 2, 2)).astype(np.float32)
+    x[0, 0, 0, 0], dy[0, 0, 1, 1] = 1e30, 1e30
+    _, dw, _ = engine.conv2d_backward(x, w, dy, 1, 1)
+    _, rdw, _ = ref.conv2d_backward(x, w, dy, 1, 1)
+    assert np.array_equal(np.isfinite(dw), np.isfinite(rdw))
+    x = np.full((1, 8, 4, 4), 0.5, np.float32)
+    x[0, 0, 1, 1] = 1e30
+    w = np.full((8, 8, 3, 3), 0.1, np.float32)
+    w[0, 0, 1, 1] = 1e9
+    y, ry = engine.conv2d_forward(x, w, None, 1, 1), ref.conv2d_forward(x, w, None, 1, 1)
+    assert np.array_equal(np.isfinite(y), np.isfinite(ry))
+    dx, _, _ = engine.conv2d_backward(np.full_like(x, 0.5), w, x, 1, 1)
+    rdx, _, _ = ref.conv2d_backward(np.full_like(x, 0.5), w, x, 1, 1)
+    assert np.array_equal(np.isfinite(dx), np.isfinite(rdx))

@@ -118,8 +118,8 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     direct sum by a few ulps of the patch magnitude; inputs within a few times the float32
     maximum, ~1e38, can overflow in its transforms and give NaN where the direct sum is finite).
     On AVX2 (without AVX-512), 3x3 pad 1 with C, F >= 8 runs the training Winograd kernels with
-    the pooling on each output tile (an image with a non-finite or huge value: im2col + SGEMM,
-    then the pooling). Otherwise, and always for ``act="leaky_relu"``, ``conv2d_forward`` into a
+    the pooling on each output tile (an image holding a non-finite value or one above 2^40, or
+    such weights: im2col + SGEMM, then the pooling). Otherwise, and always for ``act="leaky_relu"``, ``conv2d_forward`` into a
     temporary then ``maxpool2d_forward``. Raises ValueError / TypeError.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
