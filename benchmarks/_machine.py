@@ -32,11 +32,13 @@ def cpu_model():
     return platform.processor() or platform.machine()
 
 
-def describe(threads):
-    """One line: CPU model, logical CPUs, the engine's ISA path, the FMA peak on ``threads``."""
+def describe(threads, peak=None):
+    """One line: CPU model, logical CPUs, the engine's ISA path, the FMA peak on ``threads``
+    (``peak`` GFLOP/s, measured by ``fma_peak.measure`` when None)."""
     feats = engine.cpu_features()
     isa = ", ".join(k for k in ("avx2", "fma", "avx512f", "avx512vl") if feats.get(k))
-    peak = fma_peak.measure(threads)
+    if peak is None:
+        peak = fma_peak.measure(threads)
     return (f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs; {isa or 'no AVX2'}); engine path: "
             f"{engine.gemm_kernel_name()}; float32 FMA peak {peak:.0f} GFLOP/s on {threads} thread(s)")
 

@@ -161,7 +161,8 @@ def main(argv=None):
     import _machine
     import fma_peak
 
-    print(_machine.describe(args.threads))
+    peak = args.peak_gflops if args.peak_gflops is not None else fma_peak.measure(args.threads)
+    print(_machine.describe(args.threads, peak))
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     res = {"torch": [], "mantissa": []}
     with _machine.busy_neighbour(args.busy_neighbour):
@@ -174,9 +175,6 @@ def main(argv=None):
                 res[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
                 print(f"  repeat {r + 1} {side:>8}: {res[side][-1]['seconds']:.2f} s, "
                       f"peak RSS {res[side][-1]['rss_mb']:.0f} MB", flush=True)
-    peak = args.peak_gflops
-    if peak is None:
-        peak = fma_peak.measure(args.threads)
     n = len(_data()[1])
     flops = 6 * forward_macs() * n  # forward + backward (dX and dW): 3x the forward, 2 flops per MAC
     t = {s: statistics.median(r["seconds"] for r in v) for s, v in res.items()}

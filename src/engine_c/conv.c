@@ -1053,7 +1053,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
             if (gkind[gi] & 2) first = gi;
         if (first >= 0) {
             float *du0 = workspace + first * g.per_group + g.wtu;
-            const int64_t nu = 16 * F * ((C + 7) / 8 * 8);
+            const int64_t nu = 16 * ((F + 3) / 4 * 4) * ((C + 7) / 8 * 8);
 #pragma omp parallel for num_threads(nthreads) schedule(static) if (nu >= 4096)
             for (int64_t e = 0; e < nu; e++) {
                 float s = du0[e];
@@ -1783,9 +1783,9 @@ static int64_t wt_slot_floats(int64_t C, int64_t H, int64_t W, int64_t F, int64_
 /* the Winograd weight gradient: floats of its per-image scratch and of its dU sums */
 static void wt_dw_geometry(int64_t C, int64_t H, int64_t W, int64_t F, int64_t *scratch, int64_t *du) {
     const wt_geom t = wt_geometry(H, W);
-    const int64_t Cp = (C + 7) / 8 * 8;
-    *scratch = 2 * C * t.Hq * t.WE + 16 * t.TC * Cp + 2 * F * 2 * t.THv * t.TWv + 16 * F * t.TC;
-    *du = 16 * F * Cp;
+    const int64_t Cp = (C + 7) / 8 * 8, Fr = (F + 3) / 4 * 4;
+    *scratch = 2 * C * t.Hq * t.WE + 16 * t.TC * Cp + 2 * F * 2 * t.THv * t.TWv + 16 * Fr * t.TC;
+    *du = 16 * Fr * Cp;
 }
 
 /* Is every value of x (n floats) finite and at most ME_WT_MAX = 2^40 in magnitude? With both
@@ -1928,45 +1928,25 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void wt_block(
 #define ME_WT_BLOCK(NFB, NV) wt_block(u + f0 * ufs, ufs, uis, v + v0 * 8, vis, n, m + f0 * ms + v0 * 8, ms, accumulate, NFB, NV)
 
 /* m (rows, nv vectors of 8; row stride ms) (+)= u (rows x n, strides ufs, uis) @ v (n x 8 nv, row
- * stride vis). Blocks of 4 rows x 3 vectors; a last 2 vectors in blocks of 6 rows, a last 1 in
- * blocks of 8, so that a block keeps 8 or more independent accumulators where the rows allow. */
+ * stride vis); rows a multiple of 4. Blocks of 4 rows x 3 vectors; a last 2 vectors in blocks of
+ * 6 rows (then 4 or 2), a last 1 in blocks of 8 (then 4), so that every block keeps at least 8
+ * independent accumulators. */
 __attribute__((target("avx2,fma")))
 static void wt_gemm(const float *u, int64_t ufs, int64_t uis, int64_t rows, const float *v, int64_t vis, int64_t nv,
                     int64_t n, float *m, int64_t ms, int accumulate) {
     const int64_t v3 = nv / 3 * 3, rem = nv - v3;
-    int64_t f0 = 0, v0 = 0;
-    for (f0 = 0; f0 < rows; f0 += 4) {
-        const int64_t nf = rows - f0 < 4 ? rows - f0 : 4;
-        for (v0 = 0; v0 < v3; v0 += 3) {
-            if (nf == 4) ME_WT_BLOCK(4, 3);
-            else if (nf == 3) ME_WT_BLOCK(3, 3);
-            else if (nf == 2) ME_WT_BLOCK(2, 3);
-            else ME_WT_BLOCK(1, 3);
-        }
-    }
+    int64_t f0, v0;
+    for (f0 = 0; f0 < rows; f0 += 4)
+        for (v0 = 0; v0 < v3; v0 += 3) ME_WT_BLOCK(4, 3);
     v0 = v3;
+    f0 = 0;
     if (rem == 2) {
-        for (f0 = 0; f0 + 6 <= rows; f0 += 6) ME_WT_BLOCK(6, 2);
-        switch (rows - f0) {
-        case 5: ME_WT_BLOCK(5, 2); break;
-        case 4: ME_WT_BLOCK(4, 2); break;
-        case 3: ME_WT_BLOCK(3, 2); break;
-        case 2: ME_WT_BLOCK(2, 2); break;
-        case 1: ME_WT_BLOCK(1, 2); break;
-        default: break;
-        }
+        for (; f0 + 6 <= rows; f0 += 6) ME_WT_BLOCK(6, 2);
+        if (rows - f0 == 4) ME_WT_BLOCK(4, 2);
+        else if (rows - f0 == 2) ME_WT_BLOCK(2, 2);
     } else if (rem == 1) {
-        for (f0 = 0; f0 + 8 <= rows; f0 += 8) ME_WT_BLOCK(8, 1);
-        switch (rows - f0) {
-        case 7: ME_WT_BLOCK(7, 1); break;
-        case 6: ME_WT_BLOCK(6, 1); break;
-        case 5: ME_WT_BLOCK(5, 1); break;
-        case 4: ME_WT_BLOCK(4, 1); break;
-        case 3: ME_WT_BLOCK(3, 1); break;
-        case 2: ME_WT_BLOCK(2, 1); break;
-        case 1: ME_WT_BLOCK(1, 1); break;
-        default: break;
-        }
+        for (; f0 + 8 <= rows; f0 += 8) ME_WT_BLOCK(8, 1);
+        if (rows - f0 == 4) ME_WT_BLOCK(4, 1);
     }
 }
 #undef ME_WT_BLOCK
@@ -1983,8 +1963,28 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i wt_mask(int
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* M (16, Fpad, tc) of the vector rows r0.. -> y (F,H,W): per filter Y = A^T M A (A^T = [1 1 1 0;
- * 0 1 -1 -1]) into yt (4, tc), then output (h, w) = entry (h&1)*2 + (w&1) of tile (h/2, w/2),
+/* y[k], k = 2 qy + qx: output (qy, qx) of the 8 tiles of vector v, filter f: Y = A^T M A,
+ * A^T = [1 1 1 0; 0 1 -1 -1], from M (16, Fpad, tc) */
+__attribute__((target("avx2"), always_inline)) static inline void wt_tile_out(const float *M, int64_t Fpad,
+                                                                         int64_t f, int64_t tc, int64_t v,
+                                                                         __m256 y[4]) {
+    __m256 m[16];
+#pragma GCC unroll 16
+    for (int p = 0; p < 16; p++) m[p] = _mm256_loadu_ps(M + (p * Fpad + f) * tc + v * 8);
+    __m256 s0[4], s1[4];
+#pragma GCC unroll 4
+    for (int s = 0; s < 4; s++) { /* A^T M */
+        s0[s] = _mm256_add_ps(_mm256_add_ps(m[s], m[4 + s]), m[8 + s]);
+        s1[s] = _mm256_sub_ps(_mm256_sub_ps(m[4 + s], m[8 + s]), m[12 + s]);
+    }
+    y[0] = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
+    y[1] = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
+    y[2] = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
+    y[3] = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
+}
+
+/* M (16, Fpad, tc) of the vector rows r0.. -> y (F,H,W): per filter Y = A^T M A (wt_tile_out)
+ * into yt (4, tc), then output (h, w) = entry (h&1)*2 + (w&1) of tile (h/2, w/2),
  * + b[f] (b may be NULL), then act */
 __attribute__((target("avx2,fma")))
 static void wt_output(const float *M, int64_t Fpad, float *yt, const float *b, int act, float slope, float *y,
@@ -1993,20 +1993,9 @@ static void wt_output(const float *M, int64_t Fpad, float *yt, const float *b, i
     const int64_t h0 = 2 * rpv * r0, h1e = h0 + 2 * rpv * (nv / t->nvr), h1 = h1e < H ? h1e : H;
     for (int64_t f = 0; f < F; f++) {
         for (int64_t v = 0; v < nv; v++) {
-            __m256 m[16];
-#pragma GCC unroll 16
-            for (int p = 0; p < 16; p++) m[p] = _mm256_loadu_ps(M + (p * Fpad + f) * tc + v * 8);
-            __m256 s0[4], s1[4];
-#pragma GCC unroll 4
-            for (int s = 0; s < 4; s++) { /* A^T M */
-                s0[s] = _mm256_add_ps(_mm256_add_ps(m[s], m[4 + s]), m[8 + s]);
-                s1[s] = _mm256_sub_ps(_mm256_sub_ps(m[4 + s], m[8 + s]), m[12 + s]);
-            }
-            float *dst = yt + v * 8;
-            _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]));
-            _mm256_storeu_ps(dst + tc, _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]));
-            _mm256_storeu_ps(dst + 2 * tc, _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]));
-            _mm256_storeu_ps(dst + 3 * tc, _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]));
+            __m256 q[4];
+            wt_tile_out(M, Fpad, f, tc, v, q);
+            for (int k = 0; k < 4; k++) _mm256_storeu_ps(yt + k * tc + v * 8, q[k]);
         }
         const __m256 bf = _mm256_set1_ps(b ? b[f] : 0.0f), zero = _mm256_setzero_ps(), sl = _mm256_set1_ps(slope);
         for (int64_t h = h0; h < h1; h++) {
@@ -2053,20 +2042,9 @@ static void wt_output_pool(const float *M, int64_t Fpad, const float *b, int rel
     for (int64_t f = 0; f < F; f++) {
         const __m256 bf = _mm256_set1_ps(b ? b[f] : 0.0f);
         for (int64_t v = 0; v < nv; v++) {
-            __m256 m[16];
-#pragma GCC unroll 16
-            for (int p = 0; p < 16; p++) m[p] = _mm256_loadu_ps(M + (p * Fpad + f) * tc + v * 8);
-            __m256 s0[4], s1[4];
-#pragma GCC unroll 4
-            for (int s = 0; s < 4; s++) {
-                s0[s] = _mm256_add_ps(_mm256_add_ps(m[s], m[4 + s]), m[8 + s]);
-                s1[s] = _mm256_sub_ps(_mm256_sub_ps(m[4 + s], m[8 + s]), m[12 + s]);
-            }
-            const __m256 y00 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
-            const __m256 y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
-            const __m256 y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
-            const __m256 y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
-            __m256 q = _mm256_add_ps(wt_max_nan(wt_max_nan(y00, y01), wt_max_nan(y10, y11)), bf);
+            __m256 e[4];
+            wt_tile_out(M, Fpad, f, tc, v, e);
+            __m256 q = _mm256_add_ps(wt_max_nan(wt_max_nan(e[0], e[1]), wt_max_nan(e[2], e[3])), bf);
             if (relu) q = _mm256_max_ps(zero, q); /* NaN kept */
             if (t->pairs) { /* tile rows 2(r0+v) (lanes 0-3) and 2(r0+v)+1 (lanes 4-7), 4 tiles each */
                 const int64_t ty = 2 * (r0 + v), n = WQ < 4 ? WQ : 4;
@@ -2146,11 +2124,14 @@ static void wt_split_dy(const float *dy, float *dyeo, int64_t F, int64_t H, int6
     }
 }
 
-/* dyeo -> dM (16, F, tc) for the chunk from vector row r0 */
+/* dyeo -> dM (16, Fr, tc) for the chunk from vector row r0; rows F .. Fr-1 zero */
 __attribute__((target("avx2,fma")))
-static void wt_dy_input(const float *dyeo, float *dM, int64_t F, const wt_geom *t, int64_t r0, int64_t tc) {
-    const int64_t TWv = t->TWv, ps = 2 * t->THv * TWv, nv = tc / 8;
+static void wt_dy_input(const float *dyeo, float *dM, int64_t F, int64_t Fr, const wt_geom *t, int64_t r0,
+                        int64_t tc) {
+    const int64_t TWv = t->TWv, ps = 2 * t->THv * TWv, nv = tc / 8, ld = Fr * tc;
     const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int p = 0; p < 16; p++)
+        if (Fr > F) memset(dM + p * ld + F * tc, 0, (size_t)((Fr - F) * tc) * sizeof(float));
     for (int64_t f = 0; f < F; f++) {
         const float *E = dyeo + 2 * f * ps, *O = E + ps;
         for (int64_t v = 0; v < nv; v++) {
@@ -2175,7 +2156,6 @@ static void wt_dy_input(const float *dyeo, float *dM, int64_t F, const wt_geom *
                 q[3][b] = _mm256_xor_ps(y[1][b], sign);
             }
             float *dst = dM + f * tc + v * 8;
-            const int64_t ld = F * tc;
             for (int r = 0; r < 4; r++) { /* (A dY) A^T */
                 _mm256_storeu_ps(dst + (4 * r + 0) * ld, q[r][0]);
                 _mm256_storeu_ps(dst + (4 * r + 1) * ld, _mm256_add_ps(q[r][0], q[r][1]));
@@ -2230,13 +2210,14 @@ static void wt_input_t(const float *eo, float *Vt, int64_t C, int64_t Cp, const 
         }
 }
 
-/* dU (16, F, Cp) (+)= the products of image x (C,H,W), dy (F,H,W) (overwritten when first).
+/* dU (16, Fr, Cp) (+)= the products of image x (C,H,W), dy (F,H,W) (overwritten when first);
+ * Fr = F rounded up to 4 (the rows beyond F are zero).
  * Returns 0, dU untouched, when x or dy is not wt_in_range (the caller takes the direct path). */
 static int wt_dw_image(const float *x, const float *dy, int64_t C, int64_t H, int64_t W, int64_t F, float *dU,
                        int first, float *scratch) {
     if (!wt_in_range(x, C * H * W) || !wt_in_range(dy, F * H * W)) return 0;
     const wt_geom t = wt_geometry(H, W);
-    const int64_t Cp = (C + 7) / 8 * 8;
+    const int64_t Cp = (C + 7) / 8 * 8, Fr = (F + 3) / 4 * 4;
     float *eo = scratch, *Vt = eo + 2 * C * t.Hq * t.WE, *dyeo = Vt + 16 * t.TC * Cp;
     float *dM = dyeo + 2 * F * 2 * t.THv * t.TWv;
     wt_split(x, eo, C, H, W, &t);
@@ -2245,21 +2226,21 @@ static int wt_dw_image(const float *x, const float *dy, int64_t C, int64_t H, in
         const int64_t nr = t.nrows - r0 < t.rchunk ? t.nrows - r0 : t.rchunk, tc = nr * t.nvr * 8;
         const int acc = !(first && r0 == 0); /* the group's first products overwrite dU */
         wt_input_t(eo, Vt, C, Cp, &t, r0, tc);
-        wt_dy_input(dyeo, dM, F, &t, r0, tc);
-        for (int p = 0; p < 16; p++) /* dU_p (F, Cp) (+)= dM_p (F, tc) @ Vt_p (tc, Cp) */
-            wt_gemm(dM + p * F * tc, tc, 1, F, Vt + p * tc * Cp, Cp, Cp / 8, tc, dU + p * F * Cp, Cp, acc);
+        wt_dy_input(dyeo, dM, F, Fr, &t, r0, tc);
+        for (int p = 0; p < 16; p++) /* dU_p (Fr, Cp) (+)= dM_p (Fr, tc) @ Vt_p (tc, Cp) */
+            wt_gemm(dM + p * Fr * tc, tc, 1, Fr, Vt + p * tc * Cp, Cp, Cp / 8, tc, dU + p * Fr * Cp, Cp, acc);
     }
     return 1;
 }
 
-/* dU (16, F, Cp) -> dwg (F, C, 3, 3) (+)= G^T dU G */
+/* dU (16, Fr, Cp) -> dwg (F, C, 3, 3) (+)= G^T dU G */
 static void wt_dw_finish(const float *dU, int64_t F, int64_t C, float *dwg, int beta_one) {
-    const int64_t Cp = (C + 7) / 8 * 8;
+    const int64_t Cp = (C + 7) / 8 * 8, Fr = (F + 3) / 4 * 4;
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (F * C >= 512)
     for (int64_t f = 0; f < F; f++)
         for (int64_t c = 0; c < C; c++) {
             float u[4][4], tt[4][3];
-            for (int p = 0; p < 16; p++) u[p >> 2][p & 3] = dU[(p * F + f) * Cp + c];
+            for (int p = 0; p < 16; p++) u[p >> 2][p & 3] = dU[(p * Fr + f) * Cp + c];
             for (int r = 0; r < 4; r++) { /* dU G */
                 tt[r][0] = u[r][0] + 0.5f * (u[r][1] + u[r][2]);
                 tt[r][1] = 0.5f * (u[r][1] - u[r][2]);
