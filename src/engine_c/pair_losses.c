@@ -329,42 +329,60 @@ static inline float swap_pick(float dan, float dpn, int inverted, float *share_a
 /* The hot loop of me_triplet_all (relu, no swap): one positive distance dap against a block of
  * kb negative distances dn (non-negatives hold +-INFINITY, which never violates). Adds the sum of
  * the active violations to *rs and their count to *rc, and -sg per active term to g[k].
- * Compiled for AVX-512 / AVX2 / baseline, chosen at load time, where the compiler supports it. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define ME_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef ME_CLONES
-#define ME_CLONES
-#endif
+ * Branch-free over TB_L lane accumulators (term k goes to lane k % TB_L; lanes added in order),
+ * so the generic, AVX2 and AVX-512 builds of it give the same bits; picked like the SGEMM
+ * micro-kernel (me_gemm_kernel_id). */
 #define KB 512
+#define TB_L 16
+#define TB_PARAMS const float *restrict dn, float *restrict g, int64_t kb, float dap, float margin, \
+                  int inverted, float sg, float *rs_out, float *rc_out
+#define TB_ARGS dn, g, kb, dap, margin, inverted, sg, rs_out, rc_out
 
-ME_CLONES
-static void triplet_block(const float *restrict dn, float *restrict g, int64_t kb, float dap, float margin,
-                          int inverted, float sg, float *rs_out, float *rc_out) {
-    float rs = 0.0f, rc = 0.0f;
-    if (inverted) {
-        #pragma omp simd reduction(+:rs, rc)
-        for (int64_t k = 0; k < kb; k++) {
-            const float v = (dn[k] - dap) + margin;
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math") /* lets the compares become selects; values unchanged */
+static inline __attribute__((always_inline)) void triplet_block_body(TB_PARAMS) {
+    float rs[TB_L] = {0}, rc[TB_L] = {0};
+    const float s = inverted ? -1.0f : 1.0f; /* v = (dap - dn) + margin, or (dn - dap) + margin */
+    int64_t k = 0;
+    for (; k + TB_L <= kb; k += TB_L) {
+        for (int l = 0; l < TB_L; l++) {
+            const float v = s * (dap - dn[k + l]) + margin;
             const int act = v > 0.0f;
-            rs += act ? v : 0.0f;
-            rc += act ? 1.0f : 0.0f;
-            g[k] -= act ? sg : 0.0f;
-        }
-    } else {
-        #pragma omp simd reduction(+:rs, rc)
-        for (int64_t k = 0; k < kb; k++) {
-            const float v = (dap - dn[k]) + margin;
-            const int act = v > 0.0f;
-            rs += act ? v : 0.0f;
-            rc += act ? 1.0f : 0.0f;
-            g[k] -= act ? sg : 0.0f;
+            rs[l] += act ? v : 0.0f;
+            rc[l] += act ? 1.0f : 0.0f;
+            g[k + l] -= act ? sg : 0.0f;
         }
     }
-    *rs_out += rs;
-    *rc_out += rc;
+    for (int l = 0; k < kb; k++, l++) {
+        const float v = s * (dap - dn[k]) + margin;
+        const int act = v > 0.0f;
+        rs[l] += act ? v : 0.0f;
+        rc[l] += act ? 1.0f : 0.0f;
+        g[k] -= act ? sg : 0.0f;
+    }
+    float trs = 0.0f, trc = 0.0f;
+    for (int l = 0; l < TB_L; l++) { trs += rs[l]; trc += rc[l]; }
+    *rs_out += trs;
+    *rc_out += trc;
+}
+
+typedef void (*triplet_block_fn)(TB_PARAMS);
+static void triplet_block_generic(TB_PARAMS) { triplet_block_body(TB_ARGS); }
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) static void triplet_block_avx2(TB_PARAMS) { triplet_block_body(TB_ARGS); }
+__attribute__((target("avx512f,fma"))) static void triplet_block_avx512(TB_PARAMS) { triplet_block_body(TB_ARGS); }
+#endif
+#pragma GCC pop_options
+
+static triplet_block_fn pick_triplet_block(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    switch (me_gemm_kernel_id()) {
+    case 2: return triplet_block_avx512;
+    case 1: return triplet_block_avx2;
+    default: break;
+    }
+#endif
+    return triplet_block_generic;
 }
 
 /* dist (N,M), labels (N), ref_labels (M) -> ddist (N,M); stats (3) */
@@ -374,6 +392,7 @@ static double triplet_all_fused(const float *dist, const int64_t *labels, const 
     double part[NCHUNK][3]; /* loss sum, n_triplets, n_nonzero */
     const float sg = inverted ? -1.0f : 1.0f; /* dv/dd_ap; dv/dd_an = -sg */
     if (swap && N != M) swap = 0; /* guarded by the wrappers; never read rows past N */
+    const triplet_block_fn triplet_block = pick_triplet_block();
     zero_rows(ddist, N, M);
     /* work ~ N * M * (positives per anchor): parallel from much smaller matrices than the others */
     #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N * M >= PAR_MIN / 4)

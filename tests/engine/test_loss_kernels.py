@@ -147,6 +147,30 @@ def test_triplet_all_large_blocks():
     _same_stats(a[2], b[2])
 
 
+@pytest.mark.parametrize("m", [1, 15, 16, 17, 511, 513, 1100])
+@pytest.mark.parametrize("inverted", [False, True])
+def test_triplet_all_every_simd_variant(kernel, m, inverted):
+    """The generic / AVX2 / AVX-512 builds of the negatives block (picked like the SGEMM kernel)
+    equal the twin on every tail length, and give the same bits as one another."""
+    rng = np.random.default_rng(m)
+    dist = _dist(m, 37, m, 4)
+    if inverted:
+        dist = 1 - dist
+    dist[5, : m // 2] = np.inf if not inverted else -np.inf  # never violates
+    lab, rlab = rng.integers(0, 3, 37), rng.integers(0, 3, m)
+    a = E.triplet_loss_all(dist, lab, rlab, 0.3, inverted=inverted)
+    b = R.triplet_loss_all(dist, lab, rlab, 0.3, inverted=inverted)
+    assert a[0] == pytest.approx(b[0], rel=1e-5)
+    _close(a[1], b[1])
+    _same_stats(a[2], b[2])
+    prev = E._set_gemm_kernel("generic")
+    try:
+        g = E.triplet_loss_all(dist, lab, rlab, 0.3, inverted=inverted)
+    finally:
+        E._set_gemm_kernel(prev)
+    assert a[0] == g[0] and np.array_equal(a[1], g[1])
+
+
 @SETTINGS
 @given(seed=st.integers(0, 2**31), n=st.integers(1, 16), k=st.integers(0, 60), margin=st.floats(-0.2, 1.0),
        swap=st.booleans(), smooth=st.booleans(), f=flags)
