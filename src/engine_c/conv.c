@@ -24,7 +24,9 @@
  * Inference, conv + 2x2 max pooling (me_conv2d_pool2_forward): the direct kernel, or for 3x3
  * stride 1 Winograd F(2x2, 3x3) (wino_pool_tiles / wino_pool_images, wino1_pool_tiles). Two such
  * layers in a row (me_conv2d_pool2_chain_forward) run in one pass over blocks of 8 images, the
- * first layer's output written straight into the second's input plane.
+ * first layer's output written straight into the second's input plane. The Winograd pooling
+ * kernels (conv_wino_pool.h) are built for AVX-512VL and for AVX2 + FMA, with the same bits; the
+ * AVX2 build leaves a call holding a value out of wt_in_range to the paths below.
  *
  * AVX2 (the AVX2 SGEMM kernel in use): 3x3 pad 1 with at least 8 input and 8 output channels
  * trains by Winograd F(2x2, 3x3) (wino_train_image for the forward and dx, wt_dw_image for dw;
@@ -1097,7 +1099,10 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
  * non-finite input), and so may finite values within a few times the float32 maximum (~1e38),
  * which overflow in the transforms where the direct sum stays finite.
  * Used for C == 1 (wino1_pool_tiles: no products through memory) and for C >= ME_WINO_MIN_C with
- * F > 8 (with 8 filters half of each 16-filter block is idle); C == 2 stays direct.
+ * F > 8 (with 8 filters half of each 16-filter block is idle); C == 2 stays direct. With AVX2
+ * (wino_isa_avx2) a call whose weights, images or (chain) first-stage outputs leave
+ * wt_in_range is not finished here (AVX2 training kernels per image, or conv then pool), so
+ * non-finite values keep the direct sums' pattern.
  * Workspace (floats): tiles, in the group's scratch: C*Hp*2*(TW+1) + 16 deinterleaved plane,
  * and for C > 1 16*C*8 transformed inputs and 16*ME_WINO_KB*8 products; images: wino8_slot per
  * thread, sized for min(N/8, 16) threads (me_conv2d_workspace_size takes the larger of the two
@@ -1231,26 +1236,6 @@ static void wino_deinterleave(const float *x, float *xd, int64_t C, int64_t H, i
         }
 }
 
-__attribute__((target("avx512f,avx512vl"))) static inline __m256 max_nan8(__m256 a, __m256 b) {
-    const __m256 r = _mm256_max_ps(a, b); /* b when either is NaN */
-    return _mm256_mask_mov_ps(r, _mm256_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
-}
-
-/* The second stage of the output transform (Y = s A, s = A^T M by rows: s0 = m0 + m1 + m2,
- * s1 = m1 - m2 - m3 per column j), the 2x2 max (NaN propagates), + *b (b NULL: no bias), then
- * the ReLU when relu != 0 (NaN kept). */
-__attribute__((target("avx512f,avx512vl"), always_inline))
-static inline __m256 wino_pool_out(const __m256 s0[4], const __m256 s1[4], const float *b, int relu) {
-    const __m256 y00 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
-    const __m256 y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
-    const __m256 y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
-    const __m256 y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
-    __m256 r = max_nan8(max_nan8(y00, y01), max_nan8(y10, y11));
-    if (b) r = _mm256_add_ps(r, _mm256_set1_ps(*b));
-    if (relu) r = _mm256_max_ps(_mm256_setzero_ps(), r);
-    return r;
-}
-
 /* Where the lanes of a Winograd tile vector live. Two layouts share the kernels below:
  *  - tiles ("lpt" 1: the 8 lanes are 8 consecutive tiles of one tile row of one image), input
  *    from the even/odd-deinterleaved plane (wino_deinterleave), output straight into y;
@@ -1278,146 +1263,6 @@ static inline wino_layout wino_images_layout(int64_t Hp, int64_t Wp, int64_t ofs
     return L;
 }
 
-/* V = B^T d B (16 positions, row-major) of the 4x4 patches of the 8 lanes, r0 = the first patch
- * value of the lanes (layout L). */
-__attribute__((target("avx512f,avx512vl"), always_inline))
-static inline void wino_input_tiles(const float *r0, const wino_layout *L, __m256 v[16]) {
-    __m256 d[4][4], t[4][4];
-    for (int r = 0; r < 4; r++)
-        for (int cc = 0; cc < 4; cc++) d[r][cc] = _mm256_loadu_ps(r0 + r * L->rs + (cc & 1) * L->odd + (cc >> 1) * L->pair);
-    for (int j = 0; j < 4; j++) {
-        t[0][j] = _mm256_sub_ps(d[0][j], d[2][j]);
-        t[1][j] = _mm256_add_ps(d[1][j], d[2][j]);
-        t[2][j] = _mm256_sub_ps(d[2][j], d[1][j]);
-        t[3][j] = _mm256_sub_ps(d[1][j], d[3][j]);
-    }
-    for (int i = 0; i < 4; i++) {
-        v[i * 4 + 0] = _mm256_sub_ps(t[i][0], t[i][2]);
-        v[i * 4 + 1] = _mm256_add_ps(t[i][1], t[i][2]);
-        v[i * 4 + 2] = _mm256_sub_ps(t[i][2], t[i][1]);
-        v[i * 4 + 3] = _mm256_sub_ps(t[i][1], t[i][3]);
-    }
-}
-
-/* The lanes of one tile-row step: 8, or the tiles left in the row (tiles layout). */
-static inline __mmask8 wino_lanes(const wino_layout *L, int64_t TW, int64_t tx) {
-    const int64_t nl = (TW - tx) * L->lpt < 8 ? (TW - tx) * L->lpt : 8;
-    return (__mmask8)((1u << nl) - 1u);
-}
-
-/* One image (tiles layout) or 8 images (images layout): src (the plane), upk (16, C, Fpad)
- * -> dst pooled, as laid out by L (inlined into one function per layout, so that the layout's
- * constant strides are known to the compiler). */
-__attribute__((target("avx512f,avx512vl,fma"), always_inline))
-static inline void wino_pool_body(const float *src, const wino_layout *L, const float *upk, const float *b,
-                                  float *dst, int64_t F, int64_t C, int64_t Fpad, int64_t TH, int64_t TW,
-                                  int relu, float *vb, float *mb) {
-    for (int64_t ty = 0; ty < TH; ty++)
-        for (int64_t tx = 0; tx < TW; tx += 8 / L->lpt) {
-            const __mmask8 lm = wino_lanes(L, TW, tx);
-            /* V = B^T d B for every channel -> vb (C, 16, 8) */
-            for (int64_t c = 0; c < C; c++) {
-                __m256 v[16];
-                wino_input_tiles(src + c * L->cs + ty * L->tys + tx * L->txs, L, v);
-                for (int p = 0; p < 16; p++) _mm256_storeu_ps(vb + (c * 16 + p) * 8, v[p]);
-            }
-            float *out = dst + ty * L->oys + tx * L->oxs;
-            for (int64_t f0 = 0; f0 < F; f0 += ME_WINO_KB) {
-                /* M[f][p] = sum_c V[c][p] U[p][c][f] for the block's filters -> mb (16, KB, 8) */
-                for (int p = 0; p < 16; p++) {
-                    __m256 acc[ME_WINO_KB];
-                    _Pragma("GCC unroll 16") for (int k = 0; k < ME_WINO_KB; k++) acc[k] = _mm256_setzero_ps();
-                    const float *u = upk + (int64_t)p * C * Fpad + f0;
-                    for (int64_t c = 0; c < C; c++, u += Fpad) {
-                        const __m256 v = _mm256_loadu_ps(vb + (c * 16 + p) * 8);
-                        _Pragma("GCC unroll 16") for (int k = 0; k < ME_WINO_KB; k++)
-                            acc[k] = _mm256_fmadd_ps(v, _mm256_set1_ps(u[k]), acc[k]);
-                    }
-                    _Pragma("GCC unroll 16") for (int k = 0; k < ME_WINO_KB; k++)
-                        _mm256_storeu_ps(mb + (p * ME_WINO_KB + k) * 8, acc[k]);
-                }
-                const int64_t nk = F - f0 < ME_WINO_KB ? F - f0 : ME_WINO_KB;
-                for (int64_t k = 0; k < nk; k++) {
-                    const float *m = mb + k * 8;
-                    const int64_t ps = ME_WINO_KB * 8; /* between positions */
-                    __m256 s0[4], s1[4];
-                    for (int j = 0; j < 4; j++) { /* A^T M: rows */
-                        const __m256 m0 = _mm256_loadu_ps(m + (0 * 4 + j) * ps), m1 = _mm256_loadu_ps(m + (1 * 4 + j) * ps);
-                        const __m256 m2 = _mm256_loadu_ps(m + (2 * 4 + j) * ps), m3 = _mm256_loadu_ps(m + (3 * 4 + j) * ps);
-                        s0[j] = _mm256_add_ps(_mm256_add_ps(m0, m1), m2);
-                        s1[j] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m3);
-                    }
-                    _mm256_mask_storeu_ps(out + (f0 + k) * L->fs, lm,
-                                          wino_pool_out(s0, s1, b ? b + f0 + k : NULL, relu));
-                }
-            }
-        }
-}
-
-/* xd (C, Hp, 2, TW+1) deinterleaved plane of one image -> yn (F, TH, TW) */
-__attribute__((target("avx512f,avx512vl,fma")))
-static void wino_pool_tiles(const float *xd, const float *upk, const float *b, float *yn, int64_t F,
-                            int64_t C, int64_t Fpad, int64_t Hp, int64_t TH, int64_t TW, int relu,
-                            float *vb, float *mb) {
-    const wino_layout L = wino_tiles_layout(Hp, TH, TW);
-    wino_pool_body(xd, &L, upk, b, yn, F, C, Fpad, TH, TW, relu, vb, mb);
-}
-
-/* xi (C, Hp, Wp, 8) interleaved plane of 8 images -> yb, filter f at f*ofs, tile (ty, tx) at
- * ty*oys + tx*8 */
-__attribute__((target("avx512f,avx512vl,fma")))
-static void wino_pool_images(const float *xi, const float *upk, const float *b, float *yb, int64_t F,
-                             int64_t C, int64_t Fpad, int64_t Hp, int64_t Wp, int64_t TH, int64_t TW,
-                             int64_t ofs, int64_t oys, int relu, float *vb, float *mb) {
-    const wino_layout L = wino_images_layout(Hp, Wp, ofs, oys);
-    wino_pool_body(xi, &L, upk, b, yb, F, C, Fpad, TH, TW, relu, vb, mb);
-}
-
-/* wino_pool_body for one input channel: the 16 transformed inputs of the 8 lanes stay in
- * registers and each filter's products are folded into the first stage of the output transform
- * (s0 = m0 + m1 + m2, s1 = m1 - m2 - m3 per column, as FMAs), so nothing goes through memory
- * between the input transform and the pooled store. */
-__attribute__((target("avx512f,avx512vl,fma"), always_inline))
-static inline void wino1_pool_body(const float *src, const wino_layout *L, const float *upk, const float *b,
-                                   float *dst, int64_t F, int64_t Fpad, int64_t TH, int64_t TW, int relu) {
-    for (int64_t ty = 0; ty < TH; ty++)
-        for (int64_t tx = 0; tx < TW; tx += 8 / L->lpt) {
-            const __mmask8 lm = wino_lanes(L, TW, tx);
-            __m256 v[16];
-            wino_input_tiles(src + ty * L->tys + tx * L->txs, L, v);
-            float *out = dst + ty * L->oys + tx * L->oxs;
-            for (int64_t f = 0; f < F; f++) {
-                const float *u = upk + f; /* U[p] of filter f at u[p * Fpad] */
-                __m256 s0[4], s1[4];
-                for (int j = 0; j < 4; j++) {
-                    const __m256 u0 = _mm256_set1_ps(u[(0 * 4 + j) * Fpad]), u1 = _mm256_set1_ps(u[(1 * 4 + j) * Fpad]);
-                    const __m256 u2 = _mm256_set1_ps(u[(2 * 4 + j) * Fpad]), u3 = _mm256_set1_ps(u[(3 * 4 + j) * Fpad]);
-                    const __m256 m1 = _mm256_mul_ps(v[4 + j], u1);
-                    s0[j] = _mm256_fmadd_ps(v[8 + j], u2, _mm256_fmadd_ps(v[0 + j], u0, m1));
-                    s1[j] = _mm256_fnmadd_ps(v[12 + j], u3, _mm256_fnmadd_ps(v[8 + j], u2, m1));
-                }
-                _mm256_mask_storeu_ps(out + f * L->fs, lm, wino_pool_out(s0, s1, b ? b + f : NULL, relu));
-            }
-        }
-}
-
-/* xd (Hp, 2, TW+1) deinterleaved plane of one image -> yn (F, TH, TW) */
-__attribute__((target("avx512f,avx512vl,fma")))
-static void wino1_pool_tiles(const float *xd, const float *upk, const float *b, float *yn, int64_t F,
-                             int64_t Fpad, int64_t Hp, int64_t TH, int64_t TW, int relu) {
-    const wino_layout L = wino_tiles_layout(Hp, TH, TW);
-    wino1_pool_body(xd, &L, upk, b, yn, F, Fpad, TH, TW, relu);
-}
-
-/* xi (1, Hp, Wp, 8) interleaved plane of 8 images -> yb as wino_pool_images */
-__attribute__((target("avx512f,avx512vl,fma")))
-static void wino1_pool_images(const float *xi, const float *upk, const float *b, float *yb, int64_t F,
-                              int64_t Fpad, int64_t Hp, int64_t Wp, int64_t TH, int64_t TW, int64_t ofs,
-                              int64_t oys, int relu) {
-    const wino_layout L = wino_images_layout(Hp, Wp, ofs, oys);
-    wino1_pool_body(xi, &L, upk, b, yb, F, Fpad, TH, TW, relu);
-}
-
 /* r[0..8) (8x8, row i = r[i]) -> its transpose in place */
 __attribute__((target("avx2"), always_inline)) static inline void transpose8x8(__m256 r[8]) {
     __m256 t[8], s[8];
@@ -1437,30 +1282,6 @@ __attribute__((target("avx2"), always_inline)) static inline void transpose8x8(_
     }
 }
 
-/* nimg <= 8 images x (C,H,W) (image i at x + i*C*H*W) -> the interior of xi (C, Hp, Wp, 8),
- * lane i = image i, lanes >= nimg zero; the padding of xi is left as it is (zeroed once per
- * slot). */
-__attribute__((target("avx512f,avx512vl")))
-static void wino_interleave8(const float *x, int64_t nimg, float *xi, int64_t C, int64_t H, int64_t W,
-                             int64_t pad, int64_t Hp, int64_t Wp) {
-    const int64_t L = C * H * W;
-    int64_t c = 0, h = 0, w = 0; /* coordinates of the flat index being stored */
-    for (int64_t k0 = 0; k0 < L; k0 += 8) {
-        const int64_t nk = L - k0 < 8 ? L - k0 : 8;
-        const __mmask8 m = (__mmask8)((1u << nk) - 1u);
-        __m256 r[8];
-        for (int i = 0; i < 8; i++) r[i] = i < nimg ? _mm256_maskz_loadu_ps(m, x + i * L + k0) : _mm256_setzero_ps();
-        transpose8x8(r);
-        for (int64_t j = 0; j < nk; j++) {
-            _mm256_storeu_ps(xi + ((c * Hp + h + pad) * Wp + w + pad) * 8, r[j]);
-            if (++w == W) {
-                w = 0;
-                if (++h == H) h = 0, c++;
-            }
-        }
-    }
-}
-
 /* The padding of xi (C, Hp, Wp, 8) around the H x W interior at (pad, pad) -> 0 */
 static void wino_zero_padding8(float *xi, int64_t C, int64_t H, int64_t W, int64_t pad, int64_t Hp, int64_t Wp) {
     for (int64_t c = 0; c < C; c++)
@@ -1475,18 +1296,34 @@ static void wino_zero_padding8(float *xi, int64_t C, int64_t H, int64_t W, int64
         }
 }
 
-/* yb (L, 8) -> the first nimg <= 8 rows of L floats, row i (lane i) at y + i*L */
-__attribute__((target("avx512f,avx512vl")))
-static void wino_deinterleave8(const float *yb, float *y, int64_t L, int64_t nimg) {
-    for (int64_t k0 = 0; k0 < L; k0 += 8) {
-        const int64_t nk = L - k0 < 8 ? L - k0 : 8;
-        const __mmask8 m = (__mmask8)((1u << nk) - 1u);
-        __m256 r[8];
-        for (int64_t j = 0; j < 8; j++) r[j] = j < nk ? _mm256_loadu_ps(yb + (k0 + j) * 8) : _mm256_setzero_ps();
-        transpose8x8(r);
-        for (int64_t i = 0; i < nimg; i++) _mm256_mask_storeu_ps(y + i * L + k0, m, r[i]);
-    }
+/* x (C,H,W) -> xd (C, Hp, 2, TW+1) as wino_deinterleave, element by element (the AVX2 tiles layout) */
+static void wino_deinterleave_portable(const float *x, float *xd, int64_t C, int64_t H, int64_t W, int64_t pad,
+                                       int64_t Hp, int64_t TW) {
+    const int64_t pw = TW + 1, rw = 2 * pw;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t h = 0; h < H; h++) {
+            const float *src = x + (c * H + h) * W;
+            float *row = xd + (c * Hp + h + pad) * rw;
+            for (int64_t w = 0; w < W; w++) {
+                const int64_t col = w + pad, half = col >> 1; /* padded column: pair, then parity */
+                if (half < pw) row[(col & 1) * pw + half] = src[w];
+            }
+        }
 }
+
+/* the lanes 0 .. n-1 (0 < n < 8) of a masked store */
+__attribute__((target("avx2"), always_inline)) static inline __m256i wt_mask(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+#define WP_SFX(name) name##_avx512
+#define WP_TARGET "avx512f,avx512vl,fma"
+#define WP_AVX512 1
+#include "conv_wino_pool.h"
+#define WP_SFX(name) name##_avx2
+#define WP_TARGET "avx2,fma"
+#define WP_AVX512 0
+#include "conv_wino_pool.h"
 #endif
 
 /* x (N,C,H,W) -> y (N,F,HO/2,WO/2) = maxpool2x2(act(conv(x, w) + b)) in one pass (inference: no
@@ -1530,61 +1367,129 @@ static int wino_pool_forward(const float *x, const float *w, const float *b, flo
 }
 #endif
 
+#if ME_CONV_X86
+/* The Winograd pooling kernels of one instruction set (conv_wino_pool.h), and the tiles layout's
+ * deinterleave. check: the AVX2 build, which hands images holding a non-finite value or one above
+ * 2^40 (wt_in_range) to other paths, as its training kernels do; the AVX-512 build does not. */
+typedef struct {
+    void (*pool_tiles)(const float *, const float *, const float *, float *, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, int64_t, int, float *, float *);
+    void (*pool1_tiles)(const float *, const float *, const float *, float *, int64_t, int64_t, int64_t,
+                        int64_t, int64_t, int);
+    void (*pool_images)(const float *, const float *, const float *, float *, int64_t, int64_t, int64_t,
+                        int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, float *, float *);
+    void (*pool1_images)(const float *, const float *, const float *, float *, int64_t, int64_t, int64_t,
+                         int64_t, int64_t, int64_t, int64_t, int64_t, int);
+    void (*interleave8)(const float *, int64_t, float *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
+    void (*deinterleave8)(const float *, float *, int64_t, int64_t);
+    void (*deinterleave)(const float *, float *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
+    int check;
+} wino_isa;
+
+static const wino_isa wino_isa_avx512 = {wino_pool_tiles_avx512, wino1_pool_tiles_avx512, wino_pool_images_avx512,
+                                         wino1_pool_images_avx512, wino_interleave8_avx512,
+                                         wino_deinterleave8_avx512, wino_deinterleave, 0};
+static const wino_isa wino_isa_avx2 = {wino_pool_tiles_avx2, wino1_pool_tiles_avx2, wino_pool_images_avx2,
+                                       wino1_pool_images_avx2, wino_interleave8_avx2, wino_deinterleave8_avx2,
+                                       wino_deinterleave_portable, 1};
+
+/* The Winograd pooling build for the SGEMM kernel in use (avx512 with AVX-512VL, or avx2), or
+ * NULL; weights (F*K floats) out of wt_in_range exclude the AVX2 build. */
+static const wino_isa *wino_isa_pick(const float *w, int64_t FK) {
+    const int k = me_gemm_kernel_id();
+    if (k == 2 && (me_cpu_features() & ME_CPU_AVX512VL)) return &wino_isa_avx512;
+    if (k == 1 && wt_in_range(w, FK)) return &wino_isa_avx2;
+    return NULL;
+}
+
+/* conv3x3 (stride 1) + bias + ReLU + 2x2 max pool by the Winograd pooling kernels of wi. Returns
+ * 0 when wi->check finds an image out of range (y then holds partial results), 1 when done. */
+static int wino_pool_run(const wino_isa *wi, const float *x, const float *w, const float *b, float *y, int64_t N,
+                         int64_t C, int64_t H, int64_t W, int64_t F, int64_t pad, int relu, const conv_geom *gp,
+                         float *workspace) {
+    const conv_geom g = *gp;
+    const int64_t G = g.G, Hp = g.Hp, Wp = g.Wp, PQ = (g.HO / 2) * (g.WO / 2);
+    const int64_t TH = g.HO / 2, TW = g.WO / 2, Fpad = (F + ME_WINO_KB - 1) / ME_WINO_KB * ME_WINO_KB;
+    const int64_t CHW = C * H * W;
+    int bad = 0;
+    /* C > 1: whole blocks of 8 images in the images layout (C == 1 stays in the tiles layout:
+     * there the transposes cost more than the idle lanes they save) */
+    const int64_t NB = C == 1 ? 0 : N / 8, slot = wino8_slot(C, F, Hp, Wp, TH, TW);
+    /* one slot per thread (at most the workspace's wino8_slots), reused block after block so
+     * that it stays in that core's L2; each image's result is independent of the split */
+    const int64_t nth = me_get_num_threads(), S = nth < wino8_slots(C, N) ? nth : wino8_slots(C, N);
+#pragma omp parallel for num_threads((int)S) schedule(static) if (S > 1)
+    for (int64_t s = 0; s < S; s++) {
+        float *xi = workspace + s * slot, *vb = xi + C * Hp * Wp * 8, *mb = vb + 16 * C * 8;
+        float *yb = mb + 16 * ME_WINO_KB * 8;
+        float upk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
+        wino_pack_weights(w, upk, F, C, Fpad);
+        wino_zero_padding8(xi, C, H, W, pad, Hp, Wp);
+        for (int64_t blk = s * NB / S; blk < (s + 1) * NB / S; blk++) {
+            const float *xb = x + blk * 8 * CHW;
+            if (wi->check) {
+                int ok = 1, seen;
+                for (int i = 0; i < 8; i++) ok &= wt_in_range(xb + i * CHW, CHW);
+#pragma omp atomic read
+                seen = bad;
+                if (!ok || seen) {
+#pragma omp atomic write
+                    bad = 1;
+                    break;
+                }
+            }
+            wi->interleave8(xb, 8, xi, C, H, W, pad, Hp, Wp);
+            wi->pool_images(xi, upk, b, yb, F, C, Fpad, Hp, Wp, TH, TW, TH * TW * 8, TW * 8, relu, vb, mb);
+            wi->deinterleave8(yb, y + blk * 8 * F * PQ, F * PQ, 8);
+        }
+    }
+    if (bad) return 0;
+    /* the last N mod 8 images one by one in the tiles layout */
+    const int64_t n0 = NB * 8, R = N - n0, GR = R < G ? R : G, gs = wino_group_stride(&g, C);
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (GR > 1)
+    for (int64_t gi = 0; gi < GR; gi++) {
+        float *xd = workspace + gi * gs; /* the group's scratch */
+        float *vb = xd + C * Hp * 2 * (TW + 1) + 16, *mb = vb + 16 * C * 8;
+        float upk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
+        wino_pack_weights(w, upk, F, C, Fpad);
+        memset(xd, 0, (size_t)(C * Hp * 2 * (TW + 1) + 16) * sizeof(float)); /* padding, slack */
+        for (int64_t n = n0 + gi * R / GR; n < n0 + (gi + 1) * R / GR; n++) {
+            if (wi->check && !wt_in_range(x + n * CHW, CHW)) {
+#pragma omp atomic write
+                bad = 1;
+                break;
+            }
+            wi->deinterleave(x + n * CHW, xd, C, H, W, pad, Hp, TW);
+            if (C == 1)
+                wi->pool1_tiles(xd, upk, b, y + n * F * PQ, F, Fpad, Hp, TH, TW, relu);
+            else
+                wi->pool_tiles(xd, upk, b, y + n * F * PQ, F, C, Fpad, Hp, TH, TW, relu, vb, mb);
+        }
+    }
+    return !bad;
+}
+#endif
+
 int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, float *y,
                             int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                             int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
                             float *workspace) {
     const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
     const int64_t G = g.G, K = g.K, HO = g.HO, WO = g.WO, Hp = g.Hp, Wp = g.Wp;
+    if (N <= 0 || G <= 0 || HO < 2 || WO < 2) return 0;
 #if ME_CONV_X86
-    if (N > 0 && G > 0 && HO >= 2 && WO >= 2 && conv_use_avx2() && wt_shape_applies(C, F, KH, KW, stride, pad) &&
-        wt_in_range(w, F * K))
+    const int64_t Fpad = (F + ME_WINO_KB - 1) / ME_WINO_KB * ME_WINO_KB;
+    if (wino_applies(C, F, KH, KW, stride, H, W, pad) && K <= ME_DIRECT_MAX_K && 16 * C * Fpad <= ME_DIRECT_MAX_WPK) {
+        const wino_isa *wi = wino_isa_pick(w, F * K);
+        if (wi && wino_pool_run(wi, x, w, b, y, N, C, H, W, F, pad, relu, &g, workspace)) return 1;
+    }
+    /* AVX2: the training Winograd kernels, pooled per tile (per image: out of range -> im2col) */
+    if (conv_use_avx2() && wt_shape_applies(C, F, KH, KW, stride, pad) && wt_in_range(w, F * K))
         return wino_pool_forward(x, w, b, y, N, C, H, W, F, relu, &g, workspace);
 #endif
-    if (N <= 0 || G <= 0 || HO < 2 || WO < 2 || !conv_use_direct(F, K, stride)) return 0;
+    if (!conv_use_direct(F, K, stride)) return 0;
 #if ME_CONV_X86
     const int64_t NF = F <= 8 ? 8 : 16, PQ = (HO / 2) * (WO / 2);
-    const int64_t TH = HO / 2, TW = WO / 2, Fpad = (F + ME_WINO_KB - 1) / ME_WINO_KB * ME_WINO_KB;
-    if (wino_applies(C, F, KH, KW, stride, H, W, pad) && (me_cpu_features() & ME_CPU_AVX512VL) &&
-        16 * C * Fpad <= ME_DIRECT_MAX_WPK) {
-        /* C > 1: whole blocks of 8 images in the images layout (C == 1 stays in the tiles layout:
-         * there the transposes cost more than the idle lanes they save) */
-        const int64_t NB = C == 1 ? 0 : N / 8, slot = wino8_slot(C, F, Hp, Wp, TH, TW);
-        /* one slot per thread (at most the workspace's wino8_slots), reused block after block so
-         * that it stays in that core's L2; each image's result is independent of the split */
-        const int64_t nth = me_get_num_threads(), S = nth < wino8_slots(C, N) ? nth : wino8_slots(C, N);
-#pragma omp parallel for num_threads((int)S) schedule(static) if (S > 1)
-        for (int64_t s = 0; s < S; s++) {
-            float *xi = workspace + s * slot, *vb = xi + C * Hp * Wp * 8, *mb = vb + 16 * C * 8;
-            float *yb = mb + 16 * ME_WINO_KB * 8;
-            float upk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
-            wino_pack_weights(w, upk, F, C, Fpad);
-            wino_zero_padding8(xi, C, H, W, pad, Hp, Wp);
-            for (int64_t blk = s * NB / S; blk < (s + 1) * NB / S; blk++) {
-                wino_interleave8(x + blk * 8 * C * H * W, 8, xi, C, H, W, pad, Hp, Wp);
-                wino_pool_images(xi, upk, b, yb, F, C, Fpad, Hp, Wp, TH, TW, TH * TW * 8, TW * 8, relu, vb, mb);
-                wino_deinterleave8(yb, y + blk * 8 * F * PQ, F * PQ, 8);
-            }
-        }
-        /* the last N mod 8 images one by one in the tiles layout */
-        const int64_t n0 = NB * 8, R = N - n0, GR = R < G ? R : G, gs = wino_group_stride(&g, C);
-#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (GR > 1)
-        for (int64_t gi = 0; gi < GR; gi++) {
-            float *xd = workspace + gi * gs; /* the group's scratch */
-            float *vb = xd + C * Hp * 2 * (TW + 1) + 16, *mb = vb + 16 * C * 8;
-            float upk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
-            wino_pack_weights(w, upk, F, C, Fpad);
-            memset(xd, 0, (size_t)(C * Hp * 2 * (TW + 1) + 16) * sizeof(float)); /* padding, slack */
-            for (int64_t n = n0 + gi * R / GR; n < n0 + (gi + 1) * R / GR; n++) {
-                wino_deinterleave(x + n * C * H * W, xd, C, H, W, pad, Hp, TW);
-                if (C == 1)
-                    wino1_pool_tiles(xd, upk, b, y + n * F * PQ, F, Fpad, Hp, TH, TW, relu);
-                else
-                    wino_pool_tiles(xd, upk, b, y + n * F * PQ, F, C, Fpad, Hp, TH, TW, relu, vb, mb);
-            }
-        }
-        return 1;
-    }
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static)
     for (int64_t gi = 0; gi < G; gi++) {
         float *xp = workspace + gi * g.per_group + K * g.PW + F * g.ldw; /* plane */
@@ -1669,12 +1574,17 @@ int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *
     if (N < 8 || !wino_chain_applies(C, H, W, F1, pad1, F2, pad2)) return 0;
 #if ME_CONV_X86
     const wino_chain_geom g = wino_chain_geometry(H, W, F1, pad1, F2, pad2);
-    if (!(me_cpu_features() & ME_CPU_AVX512VL) || !conv_use_direct(F1, C * 9, 1) || !conv_use_direct(F2, F1 * 9, 1) ||
-        16 * C * g.F1pad > ME_DIRECT_MAX_WPK || 16 * F1 * g.F2pad > ME_DIRECT_MAX_WPK)
+    if (C * 9 > ME_DIRECT_MAX_K || F1 * 9 > ME_DIRECT_MAX_K || 16 * C * g.F1pad > ME_DIRECT_MAX_WPK ||
+        16 * F1 * g.F2pad > ME_DIRECT_MAX_WPK)
         return 0;
-    const int64_t NB = (N + 7) / 8, slot = wino_chain_slot(C, F1, F2, &g), PQ2 = g.TH2 * g.TW2;
+    /* the build each single-stage call would take; AVX2: weights, images and the first stage's
+     * outputs within wt_in_range, else 0 (the caller makes the two calls, which then decide) */
+    const wino_isa *wi = wino_isa_pick(w1, F1 * C * 9);
+    if (!wi || (wi->check && !wt_in_range(w2, F2 * F1 * 9))) return 0;
+    const int64_t NB = (N + 7) / 8, slot = wino_chain_slot(C, F1, F2, &g), PQ2 = g.TH2 * g.TW2, CHW = C * H * W;
     const int64_t nth = me_get_num_threads(), smax = NB < ME_CONV_GROUPS ? NB : ME_CONV_GROUPS;
     const int64_t S = nth < smax ? nth : smax;
+    int bad = 0;
 #pragma omp parallel for num_threads((int)S) schedule(static) if (S > 1)
     for (int64_t s = 0; s < S; s++) {
         float *xi1 = workspace + s * slot, *xi2 = xi1 + C * g.Hp1 * g.Wp1 * 8;
@@ -1687,19 +1597,35 @@ int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *
         wino_zero_padding8(xi2, F1, g.H2, g.W2, pad2, g.Hp2, g.Wp2);
         for (int64_t blk = s * NB / S; blk < (s + 1) * NB / S; blk++) {
             const int64_t nimg = N - blk * 8 < 8 ? N - blk * 8 : 8;
-            wino_interleave8(x + blk * 8 * C * H * W, nimg, xi1, C, H, W, pad1, g.Hp1, g.Wp1);
+            const float *xb = x + blk * 8 * CHW;
+            int ok = 1, seen;
+            if (wi->check)
+                for (int64_t i = 0; i < nimg; i++) ok &= wt_in_range(xb + i * CHW, CHW);
+#pragma omp atomic read
+            seen = bad;
+            if (!ok || seen) {
+#pragma omp atomic write
+                bad = 1;
+                break;
+            }
+            wi->interleave8(xb, nimg, xi1, C, H, W, pad1, g.Hp1, g.Wp1);
             if (C == 1)
-                wino1_pool_images(xi1, upk1, b1, z, F1, g.F1pad, g.Hp1, g.Wp1, g.TH1, g.TW1,
-                                  g.Hp2 * g.Wp2 * 8, g.Wp2 * 8, relu1);
+                wi->pool1_images(xi1, upk1, b1, z, F1, g.F1pad, g.Hp1, g.Wp1, g.TH1, g.TW1,
+                                 g.Hp2 * g.Wp2 * 8, g.Wp2 * 8, relu1);
             else
-                wino_pool_images(xi1, upk1, b1, z, F1, C, g.F1pad, g.Hp1, g.Wp1, g.TH1, g.TW1,
-                                 g.Hp2 * g.Wp2 * 8, g.Wp2 * 8, relu1, vb, mb);
-            wino_pool_images(xi2, upk2, b2, yb, F2, F1, g.F2pad, g.Hp2, g.Wp2, g.TH2, g.TW2, PQ2 * 8,
-                             g.TW2 * 8, relu2, vb, mb);
-            wino_deinterleave8(yb, y + blk * 8 * F2 * PQ2, F2 * PQ2, nimg);
+                wi->pool_images(xi1, upk1, b1, z, F1, C, g.F1pad, g.Hp1, g.Wp1, g.TH1, g.TW1,
+                                g.Hp2 * g.Wp2 * 8, g.Wp2 * 8, relu1, vb, mb);
+            if (wi->check && !wt_in_range(xi2, F1 * g.Hp2 * g.Wp2 * 8)) {
+#pragma omp atomic write
+                bad = 1;
+                break;
+            }
+            wi->pool_images(xi2, upk2, b2, yb, F2, F1, g.F2pad, g.Hp2, g.Wp2, g.TH2, g.TW2, PQ2 * 8,
+                            g.TW2 * 8, relu2, vb, mb);
+            wi->deinterleave8(yb, y + blk * 8 * F2 * PQ2, F2 * PQ2, nimg);
         }
     }
-    return 1;
+    return !bad;
 #else
     (void)x; (void)w1; (void)b1; (void)w2; (void)b2; (void)y; (void)relu1; (void)relu2; (void)workspace;
     return 0;
@@ -1795,7 +1721,26 @@ static void wt_dw_geometry(int64_t C, int64_t H, int64_t W, int64_t F, int64_t *
  * could overflow, or turn Inf into NaN, where the direct sums do not, so such an image (or such
  * weights: the whole call) takes the direct path. */
 #define ME_WT_MAX 1099511627776.0f
+#if ME_CONV_X86
+__attribute__((target("avx2"))) static int wt_in_range_avx2(const float *x, int64_t n) {
+    const __m256 lim = _mm256_set1_ps(ME_WT_MAX), sign = _mm256_set1_ps(-0.0f);
+    __m256 b[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++) /* |x| > lim or unordered (NaN) */
+            b[k] = _mm256_or_ps(b[k], _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i + 8 * k)), lim,
+                                                    _CMP_NLE_UQ));
+    int ok = _mm256_testz_ps(_mm256_or_ps(_mm256_or_ps(b[0], b[1]), _mm256_or_ps(b[2], b[3])),
+                             _mm256_or_ps(_mm256_or_ps(b[0], b[1]), _mm256_or_ps(b[2], b[3])));
+    for (; i < n; i++) ok &= fabsf(x[i]) <= ME_WT_MAX;
+    return ok;
+}
+#endif
+
 static int wt_in_range(const float *x, int64_t n) {
+#if ME_CONV_X86
+    if (me_cpu_features() & ME_CPU_AVX2) return wt_in_range_avx2(x, n);
+#endif
     int ok = 1;
     for (int64_t i = 0; i < n; i++) ok &= fabsf(x[i]) <= ME_WT_MAX; /* false for NaN */
     return ok;
@@ -1956,11 +1901,6 @@ static void wt_gemm(const float *u, int64_t ufs, int64_t uis, int64_t rows, cons
 static void wt_multiply(const float *V, const float *upk, int64_t Fpad, float *M, int64_t C, int64_t tc) {
     for (int p = 0; p < 16; p++)
         wt_gemm(upk + p * C * Fpad, 1, Fpad, Fpad, V + p * C * tc, tc, tc / 8, C, M + p * Fpad * tc, tc, 0);
-}
-
-/* the lanes 0 .. n-1 (0 < n < 8) of a masked store */
-__attribute__((target("avx2"), always_inline)) static inline __m256i wt_mask(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 /* y[k], k = 2 qy + qx: output (qy, qx) of the 8 tiles of vector v, filter f: Y = A^T M A,

@@ -134,3 +134,25 @@ def test_bad_arguments(be):
         be.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, out=x.reshape(-1)[:2 * 16 * 9].reshape(2, 16, 3, 3))
     with pytest.raises(TypeError, match="w2"):
         be.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, "w2", b2, 1, 1)
+
+
+@pytest.mark.parametrize("where", ["input", "first stage"])
+@pytest.mark.parametrize("n", [0, 11, 20])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the twin's own overflow
+def test_out_of_range_is_still_the_two_calls(kernel, where, n):
+    """An image with an Inf (or whose first-stage output leaves the AVX2 Winograd range, 2^40)
+    makes the AVX2 chain hand the whole call to the two single-stage calls, which decide per
+    image: the result stays bitwise theirs, non-finite exactly where the twin's is."""
+    rng = np.random.default_rng(n)
+    x, w1, b1, w2, b2 = _stages(rng, 21, 1, 12, 12, 8, 16)
+    if where == "input":
+        x[n, 0, 3, 3] = np.inf
+    else:
+        x[n] = 2.0 ** 39  # in range; the first stage's outputs are ~2^41 and more
+    y = engine.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, act1="relu", act2="relu")
+    z = engine.conv2d_pool2_forward(x, w1, b1, 1, 1, act="relu")
+    np.testing.assert_array_equal(y, engine.conv2d_pool2_forward(z, w2, b2, 1, 1, act="relu"))
+    r = ref.conv2d_pool2_forward(ref.conv2d_pool2_forward(x, w1, b1, 1, 1, act="relu"), w2, b2, 1, 1, act="relu")
+    assert np.array_equal(np.isfinite(y), np.isfinite(r))
+    fin = np.isfinite(r)
+    _close(y[fin], r[fin])

@@ -206,3 +206,23 @@ def test_conv2d_pool2_bitwise_across_thread_counts(shape):
         engine.set_num_threads(before)
     for y in outs[1:]:
         np.testing.assert_array_equal(y, outs[0])
+
+
+@pytest.mark.parametrize("C, F", [(1, 8), (3, 9), (8, 16)])
+@pytest.mark.parametrize("n", [0, 7, 19])
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, 3e36])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_conv2d_pool2_winograd_out_of_range_keeps_the_direct_pattern(kernel, C, F, n, bad):
+    """An image with an Inf or a huge value, in a block of 8 images (images layout) or among the
+    last N mod 8 (tiles layout): the AVX2 build leaves the call to paths that give the direct
+    sums' pattern (conv then pool), as its training kernels do."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((20, C, 10, 9)).astype(np.float32)
+    x[n, C - 1, 4, 0] = bad
+    w = rng.standard_normal((F, C, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(F).astype(np.float32)
+    y = engine.conv2d_pool2_forward(x, w, b, 1, 1, act="relu")
+    r, _ = ref.maxpool2d_forward(ref.conv2d_forward(x, w, b, 1, 1, act="relu"), 2, 2)
+    assert np.array_equal(np.isfinite(y), np.isfinite(r))
+    fin = np.isfinite(r)
+    _close(y[fin], r[fin])

@@ -109,18 +109,20 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     """Inference fusion: ``maxpool2d(conv2d_forward(x, w, b, stride, pad, act=act), 2, 2)``.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO//2,WO//2) float32 (HO, WO >= 2 the
-    convolution's output size; floor mode; NaN propagates). One pass of the direct convolution
-    with bias, ReLU and the 2x2 max in registers (the full-resolution output is never written,
-    no argmax: no backward) when it applies (stride 1, C*KH*KW <= 288, AVX-512); for 3x3 kernels
-    with C == 1, or C >= 3 and F > 8 (and AVX-512VL), that pass is Winograd F(2x2, 3x3) (Lavin &
-    Gray 2016: each 2x2
-    output tile is one pooling window; 2.25x fewer multiplies; float32 rounding differs from the
-    direct sum by a few ulps of the patch magnitude; inputs within a few times the float32
-    maximum, ~1e38, can overflow in its transforms and give NaN where the direct sum is finite).
-    On AVX2 (without AVX-512), 3x3 pad 1 with C, F >= 8 runs the training Winograd kernels with
-    the pooling on each output tile (an image holding a non-finite value or one above 2^40, or
-    such weights: im2col + SGEMM, then the pooling). Otherwise, and always for ``act="leaky_relu"``, ``conv2d_forward`` into a
-    temporary then ``maxpool2d_forward``. Raises ValueError / TypeError.
+    convolution's output size; floor mode; NaN propagates). One pass with bias, ReLU and the 2x2
+    max in registers (the full-resolution output is never written, no argmax: no backward):
+    - 3x3 stride 1 with C == 1, or C >= 3 and F > 8 (C*9 <= 288; AVX-512VL or AVX2): Winograd
+      F(2x2, 3x3) (Lavin & Gray 2016: each 2x2 output tile is one pooling window; 2.25x fewer
+      multiplies; float32 rounding differs from the direct sum by a few ulps of the patch
+      magnitude). The AVX-512 and AVX2 builds give the same bits. With AVX-512, inputs within a
+      few times the float32 maximum (~1e38) can overflow in its transforms and give NaN where the
+      direct sum is finite; the AVX2 build hands a call holding a non-finite value or one above
+      2^40 (input or weights) to the paths below instead.
+    - other stride-1 shapes with C*KH*KW <= 288 on AVX-512: the direct convolution;
+    - AVX2, 3x3 pad 1 with C, F >= 8 (e.g. F == 8): the training Winograd kernels with the
+      pooling on each output tile (an image out of that range: im2col + SGEMM, then the pooling).
+    Otherwise, and always for ``act="leaky_relu"``, ``conv2d_forward`` into a temporary then
+    ``maxpool2d_forward``. Raises ValueError / TypeError.
     """
     cdef int64_t N, C, H, W, F, KH, KW, HO, WO, s, p
     cdef int code = act_flag(act)
@@ -175,7 +177,7 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
 
     x (N,C,H,W), w1 (F1,C,KH1,KW1), b1 (F1,) or None, w2 (F2,F1,KH2,KW2), b2 (F2,) or None ->
     out (N,F2,HO2//2,WO2//2) float32. When both stages are 3x3 stride 1 and take the Winograd
-    kernels (the second with F1 >= 3 and F2 > 8; AVX-512VL) the engine runs them over blocks of 8
+    kernels (the second with F1 >= 3 and F2 > 8; AVX-512VL or AVX2) the engine runs them over blocks of 8
     images in one pass, the first stage's pooled output written straight into the second stage's
     input plane (no (N, F1, H2, W2) intermediate); otherwise (and for a "leaky_relu" stage, with
     ``negative_slope1`` / ``negative_slope2``) it makes the two calls.
