@@ -14,11 +14,16 @@ semihard miner       ``TripletMarginMiner(margin=0.2, type_of_triplets="semihard
 embed 6000           the forward pass of small_cnn_embedder(16) over the 6,000 images, batches of 256
 retrieve 1k x 100k   embed 1,000 query images, then the 10 nearest of 100,000 L2-normalized
                      gallery embeddings (torch: ``cdist`` + ``topk`` in chunks of 100 queries)
-fit 1 epoch          ``Embedder(small_cnn_embedder(16), loss="triplet", margin=0.1,
-                     miner="semihard")`` one epoch of 6,000 images, batch 64, lr 0.05, SGD, against
-                     the same network in torch trained with PML's ``TripletMarginLoss(0.1)`` on
-                     ``TripletMarginMiner(0.1, "semihard")`` triplets of class-balanced batches
-                     (m = 8 per class, the Embedder's rule). Each fit runs in its own subprocess
+fit semihard job     ``Embedder(small_cnn_embedder(16), loss="triplet", margin=0.1,
+                     miner="semihard", optimizer="sgd", momentum=0)`` one epoch of 6,000 images,
+                     batch 64, lr 0.05 constant, no augmentation (the same work as the torch side),
+                     against the same network in torch trained with PML's
+                     ``TripletMarginLoss(0.1)`` on ``TripletMarginMiner(0.1, "semihard")`` triplets
+                     of class-balanced batches (m = 8 per class, the Embedder's rule), plain SGD.
+fit default job      ``Embedder(small_cnn_embedder(16), loss="triplet")`` with ``fit``'s defaults
+                     (batch-hard miner, AdamW, cosine schedule, affine augmentation), batch 64,
+                     against torch + PML's semihard triplets on random batches, SGD lr 0.05: what
+                     a user runs first on each side. Each fit runs in its own subprocess
                      (``--child``), which reports the time of the training loop and its peak RSS
                      (``VmHWM``: the whole process, interpreter and imports included).
 ===================  ===========================================================================
@@ -237,8 +242,12 @@ def peak_rss_mb():
     return kb / (1024.0 * 1024.0) if sys.platform == "darwin" else kb / 1024.0
 
 
-def child_fit(side, seed, threads, data_dir):
-    """Runs in a subprocess: one fit epoch, prints a JSON line {seconds, maxrss_mb, loss}."""
+FIT_JOBS = ("semihard", "default")
+
+
+def child_fit(side, seed, threads, data_dir, job="semihard"):
+    """Runs in a subprocess: one fit epoch of ``job`` (FIT_JOBS), prints a JSON line
+    {seconds, maxrss_mb, loss}."""
     X, y, _ = load_data(data_dir)
     m = R.default_m(64, len(np.unique(y)))
     if side == "torch":
@@ -246,8 +255,9 @@ def child_fit(side, seed, threads, data_dir):
 
         torch.set_num_threads(threads)
         torch.manual_seed(seed)
-        recipe = R.Recipe(loss="triplet", margin=MARGIN, miner="semihard", sampler="mperclass", m=m,
-                          momentum=0.0, epochs=1, batch_size=64, lr=0.05)
+        sampler = {"sampler": "mperclass", "m": m} if job == "semihard" else {"sampler": "random"}
+        recipe = R.Recipe(loss="triplet", margin=MARGIN, miner="semihard", momentum=0.0, epochs=1,
+                          batch_size=64, lr=0.05, **sampler)
         model = R.small_cnn_embedder(16)
         t = time.perf_counter()
         hist = R.train(model, X, y, recipe, seed=seed)
@@ -257,18 +267,23 @@ def child_fit(side, seed, threads, data_dir):
         from mantissa_embed import Embedder, models
 
         mantissa_embed.set_num_threads(threads)
-        emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", margin=MARGIN,
-                       miner="semihard", seed=seed, m_per_class=m)
+        if job == "semihard":
+            emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", margin=MARGIN,
+                           miner="semihard", seed=seed, m_per_class=m, optimizer="sgd", momentum=0.0)
+            kw = {"lr": 0.05, "augment": None, "schedule": None}
+        else:
+            emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", seed=seed)
+            kw = {}
         t = time.perf_counter()
-        emb.fit(X, y, epochs=1, batch_size=64, lr=0.05)
+        emb.fit(X, y, epochs=1, batch_size=64, **kw)
         dt = time.perf_counter() - t
         hist = emb.history_["loss"]
     print(json.dumps({"seconds": dt, "maxrss_mb": peak_rss_mb(), "loss": float(hist[-1])}))
 
 
-def run_child(side, seed, args):
+def run_child(side, seed, args, job="semihard"):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", side, "--seed", str(seed),
-           "--threads", str(args.threads)]
+           "--threads", str(args.threads), "--fit-job", job]
     if args.data_dir:
         cmd += ["--data-dir", args.data_dir]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
@@ -304,9 +319,10 @@ def main(argv=None):
     p.add_argument("--gallery", type=int, default=100_000)
     p.add_argument("--child", choices=("torch", "mantissa"), help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--fit-job", choices=FIT_JOBS, default="semihard", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        child_fit(args.child, args.seed, args.threads, args.data_dir)
+        child_fit(args.child, args.seed, args.threads, args.data_dir, args.fit_job)
         return 0
 
     import mantissa_embed
@@ -338,7 +354,7 @@ def main(argv=None):
                 fn()
                 short[k, side] = time.perf_counter() - t < REWARM_S
     do_fit = not args.no_fit and (not args.jobs or any("fit".startswith(j) or j == "fit" for j in args.jobs))
-    fit = {"torch": [], "mantissa": []}
+    fit = {(job, side): [] for job in FIT_JOBS for side in ("torch", "mantissa")}
     with busy_neighbour(args.busy_neighbour):
         _rounds(args, jobs, times, short, do_fit, fit, torch_ok)
     report(args, times, do_fit, fit)
@@ -365,9 +381,10 @@ def _rounds(args, jobs, times, short, do_fit, fit, torch_ok):
             mf()
             times[k][1].append((time.perf_counter() - t) * 1e3)
         if do_fit:
-            if torch_ok:
-                fit["torch"].append(run_child("torch", r, args))
-            fit["mantissa"].append(run_child("mantissa", r, args))
+            for job in FIT_JOBS:
+                if torch_ok:
+                    fit[job, "torch"].append(run_child("torch", r, args, job))
+                fit[job, "mantissa"].append(run_child("mantissa", r, args, job))
         print(f"  round {r + 1}/{args.repeats} done", file=sys.stderr, flush=True)
 
 
@@ -384,20 +401,22 @@ def report(args, times, do_fit, fit):
         print(f"{k + ' (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
               f"| {_fmt(min(tt) if tt else None):>9} | {_fmt(min(mt)):>12}")
     if do_fit:
-        ts = [d["seconds"] * 1e3 for d in fit["torch"]]
-        ms = [d["seconds"] * 1e3 for d in fit["mantissa"]]
-        a, b = med(ts), med(ms)
-        ratio = f"{a / b:.2f}x" if a is not None else "n/a"
-        print(f"{f'fit 1 epoch x {N_IMAGES} (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
-              f"| {_fmt(min(ts) if ts else None):>9} | {_fmt(min(ms)):>12}")
-        rt = med([d["maxrss_mb"] for d in fit["torch"]])
-        rm = med([d["maxrss_mb"] for d in fit["mantissa"]])
+        for job in FIT_JOBS:
+            ts = [d["seconds"] * 1e3 for d in fit[job, "torch"]]
+            ms = [d["seconds"] * 1e3 for d in fit[job, "mantissa"]]
+            a, b = med(ts), med(ms)
+            ratio = f"{a / b:.2f}x" if a is not None else "n/a"
+            print(f"{f'fit {job} job, 1 epoch (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
+                  f"| {_fmt(min(ts) if ts else None):>9} | {_fmt(min(ms)):>12}")
+        rt = med([d["maxrss_mb"] for d in fit["semihard", "torch"]])
+        rm = med([d["maxrss_mb"] for d in fit["semihard", "mantissa"]])
         ratio = f"{rt / rm:.2f}x" if rt is not None else "n/a"
-        print(f"{'fit peak RSS (MB)':<30} | {_fmt(rt, 'MB'):>16} | {_fmt(rm, 'MB'):>15} | {ratio:>20} |")
-        lt = med([d["loss"] for d in fit["torch"]])
-        lm = med([d["loss"] for d in fit["mantissa"]])
-        print(f"last-epoch mean loss (sanity): torch {lt if lt is None else round(lt, 4)}, "
-              f"mantissa {round(lm, 4)}")
+        print(f"{'fit peak RSS, semihard (MB)':<30} | {_fmt(rt, 'MB'):>16} | {_fmt(rm, 'MB'):>15} | {ratio:>20} |")
+        for job in FIT_JOBS:
+            lt = med([d["loss"] for d in fit[job, "torch"]])
+            lm = med([d["loss"] for d in fit[job, "mantissa"]])
+            print(f"last-epoch mean loss of the {job} job (sanity): torch {lt if lt is None else round(lt, 4)}, "
+                  f"mantissa {round(lm, 4)}")
     busy = os.getloadavg()[0] > (os.cpu_count() or 1)
     print(f"load average at end {os.getloadavg()[0]:.2f} "
           f"({'WARNING: busy machine, timings unreliable' if busy and not args.busy_neighbour else 'ok'})")
