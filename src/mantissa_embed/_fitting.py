@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from . import _recipe
-from ._training import DeferredInterrupt, EpochCallback, HookList, Profiler, ProgressBar, train_epochs
+from ._training import DeferredInterrupt, EpochCallback, HookList, Profiler, ProgressBar, ThreadAdapter, train_epochs
 from ._validation import check_array, check_float, check_int, check_labels
 from .evaluation.retrieval import retrieval_metrics
 from .samplers import MPerClassSampler
@@ -176,6 +176,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     emb.classes_ = classes
     bar = ProgressBar() if verbose else None
     hooks = ([bar] if bar is not None else []) + ([EpochCallback(callback)] if callback is not None else [])
+    hooks.append(ThreadAdapter())
     profiler = Profiler(net) if profile else None
     if profiler is not None:
         hooks.append(profiler)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._threads import AdaptiveThreads
 from ._validation import check_array, check_float, check_int
 from .evaluation.knn import knn
 
@@ -42,10 +43,12 @@ def embed(emb, X, name, batch_size=256, normalize=True):
     out = np.empty((n, emb.embed_dim_), dtype=np.float32)
     net = emb.net
     net.eval()
-    for s in range(0, n, batch_size):
-        # converted and checked (finite, and the shape by _check_images) once, here
-        chunk = check_array(X[s:s + batch_size], name, ndim=4)
-        out[s:s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
+    with AdaptiveThreads() as threads:
+        for s in range(0, n, batch_size):
+            threads.step()
+            # converted and checked (finite, and the shape by _check_images) once, here
+            chunk = check_array(X[s:s + batch_size], name, ndim=4)
+            out[s:s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
     if normalize and emb._normalizes() and n:
         l2_normalize(out)
     return out

@@ -12,6 +12,8 @@ from time import perf_counter
 
 import numpy as np
 
+from ._threads import AdaptiveThreads
+
 __all__ = ["TrainingHook", "HookList", "ProgressBar", "EpochCallback", "Profiler", "DeferredInterrupt",
            "train_epochs", "profile_table"]
 
@@ -119,6 +121,24 @@ class EpochCallback(TrainingHook):
 
     def epoch_end(self, epoch, mean_loss):
         self.callback(epoch, mean_loss)
+
+
+class ThreadAdapter(TrainingHook):
+    """Lets :class:`~mantissa_embed._threads.AdaptiveThreads` adjust the engine's thread count
+    for the machine's load at every batch boundary (begin / end bracket it)."""
+
+    def __init__(self):
+        self._ctl = AdaptiveThreads()
+
+    def begin(self):
+        self._ctl.__enter__()
+        self._ctl.step()
+
+    def batch_end(self, batch, loss_sum):
+        self._ctl.step()
+
+    def end(self):
+        self._ctl.__exit__(None, None, None)
 
 
 class Profiler(TrainingHook):

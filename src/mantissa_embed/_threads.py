@@ -1,0 +1,113 @@
+"""Busy-aware thread count for ``fit`` and ``embed``.
+
+The engine's parallel regions end in barriers: when another process holds one of the cores,
+every region waits for the engine thread that process has descheduled, and a two-thread fit on
+a machine with one busy core ran slower than the same fit on one thread (docs/performance.md,
+"Busy neighbour"). So while ``fit`` or ``embed`` runs, the engine's thread count follows the
+CPU time the *other* processes take on the CPUs this process may use:
+
+    others = (busy CPU time of those CPUs - this process's CPU time) / wall time   (in cores)
+    threads = clamp(round(len(CPUs) - others), 1, the thread count set by the user)
+
+sampled from ``/proc/stat`` (Linux) at batch boundaries, over windows of at least ``WINDOW_S``
+seconds (between them, and in a short ``embed`` that follows, the last choice holds);
+steal time (a hypervisor's other guests) counts as busy. The engine's results are bitwise the
+same for any thread count (tests/engine/test_threads.py, tests/test_threads_adaptive.py), so
+the adaptation changes timings, never numbers. The user's count is restored when the last
+running ``fit`` / ``embed`` returns. ``MANTISSA_EMBED_ADAPTIVE_THREADS=0`` turns it off; it is
+also off where ``/proc/stat`` cannot be read.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from . import engine
+
+#: the shortest window (seconds) over which the other processes' CPU use is measured: /proc/stat
+#: counts in clock ticks (usually 10 ms), so shorter windows are mostly rounding.
+WINDOW_S = 0.2
+#: a measurement older than this (seconds) no longer describes the machine: start a new window
+STALE_S = 10.0
+
+_lock = threading.Lock()
+_state = {"active": 0, "user": None, "last": None, "choice": None}
+
+
+def enabled():
+    """False when ``MANTISSA_EMBED_ADAPTIVE_THREADS`` is ``0`` / ``false`` / ``off`` / ``no``."""
+    return os.environ.get("MANTISSA_EMBED_ADAPTIVE_THREADS", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def _sample():
+    """(monotonic s, busy CPU-seconds of this process's CPUs, this process's CPU-seconds, CPUs),
+    or None where /proc/stat or the affinity mask cannot be read."""
+    try:
+        cpus = os.sched_getaffinity(0)
+        hz = os.sysconf("SC_CLK_TCK")
+        with open("/proc/stat", "rb") as f:
+            lines = f.read().split(b"\n")
+    except (AttributeError, OSError, ValueError):
+        return None
+    busy = 0
+    for line in lines:
+        if not (line.startswith(b"cpu") and line[3:4].isdigit()):
+            continue
+        name, *vals = line.split()
+        if int(name[3:]) not in cpus or len(vals) < 7:
+            continue
+        v = [int(t) for t in vals[:8]]
+        busy += v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)  # not idle, iowait
+    t = os.times()
+    return time.monotonic(), busy / hz, t.user + t.system, len(cpus)
+
+
+def others_cores(a, b):
+    """Cores the other processes used between samples ``a`` and ``b`` (from ``_sample``)."""
+    dt = b[0] - a[0]
+    return max(0.0, ((b[1] - a[1]) - (b[2] - a[2])) / dt) if dt > 0 else 0.0
+
+
+def choose(user, ncpu, others):
+    """The thread count for ``others`` busy cores out of ``ncpu``, at most ``user``, at least 1."""
+    return max(1, min(user, int(ncpu - others + 0.5)))
+
+
+class AdaptiveThreads:
+    """Context manager around a ``fit`` or ``embed``: ``step()`` at each batch boundary."""
+
+    def __enter__(self):
+        with _lock:
+            if _state["active"] == 0:
+                _state["user"] = engine.get_num_threads()
+            _state["active"] += 1
+            self.on = enabled() and _state["user"] > 1
+        return self
+
+    def step(self):
+        """Re-measure when the last window is ``WINDOW_S`` old, and set the engine's count."""
+        if not self.on:
+            return
+        now = _sample()
+        if now is None:
+            self.on = False
+            return
+        with _lock:
+            last = _state["last"]
+            if last is None or now[0] - last[0] > STALE_S:
+                _state["last"], _state["choice"] = now, None  # no usable window yet: the user's count
+                return
+            if now[0] - last[0] >= WINDOW_S:
+                _state["last"] = now
+                _state["choice"] = choose(_state["user"], now[3], others_cores(last, now))
+            if _state["choice"] is not None and _state["active"] > 0:
+                engine.set_num_threads(min(_state["choice"], _state["user"]))
+
+    def __exit__(self, *exc):
+        with _lock:
+            _state["active"] -= 1
+            if _state["active"] == 0 and _state["user"] is not None:
+                engine.set_num_threads(_state["user"])
+                _state["user"] = None
+        return False
