@@ -55,41 +55,66 @@ static void pool2x2_row_avx512(const float *r0, const float *r1, float *yr, int3
     }
 }
 /* The AVX2 counterpart: 8 outputs per step (the even/odd columns split by shuffle + lane
- * permute), the same visiting order and rule; the last WO mod 8 outputs by the portable loop. */
+ * permute), the same visiting order and rule; the last WO mod 8 outputs by masked loads and
+ * stores (nothing read past the row's 2*WO floats). */
 __attribute__((target("avx2"))) static inline __m256 pool_take(__m256 v, __m256 best, __m256 *mask) {
     *mask = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     return _mm256_blendv_ps(best, v, *mask);
 }
 
+/* lanes 0 .. n-1 set (n <= 0: none, n >= 8: all) */
+__attribute__((target("avx2"))) static inline __m256i pool_mask(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n > 8 ? 8 : n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* outputs wo .. wo+7 of the row (the first nout of them stored; nout == 8: unmasked) */
+__attribute__((target("avx2"), always_inline))
+static inline void pool2x2_step_avx2(const float *r0, const float *r1, float *yr, int32_t *ar, int64_t wo,
+                                     int64_t nout, int32_t o0, int32_t W) {
+    const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), one = _mm256_set1_epi32(1);
+    const float *p0 = r0 + 2 * wo, *p1 = r1 + 2 * wo;
+    __m256 lo0, hi0, lo1, hi1;
+    if (nout == 8) {
+        lo0 = _mm256_loadu_ps(p0), hi0 = _mm256_loadu_ps(p0 + 8);
+        lo1 = _mm256_loadu_ps(p1), hi1 = _mm256_loadu_ps(p1 + 8);
+    } else {
+        const __m256i ml = pool_mask(2 * nout), mh = pool_mask(2 * nout - 8);
+        lo0 = _mm256_maskload_ps(p0, ml), hi0 = _mm256_maskload_ps(p0 + 8, mh);
+        lo1 = _mm256_maskload_ps(p1, ml), hi1 = _mm256_maskload_ps(p1 + 8, mh);
+    }
+    /* shuffle gives lanes (0 2 8 10 | 4 6 12 14); the 64-bit permute 0xD8 restores the order */
+    const __m256 a = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo0, hi0, 0x88)), 0xD8));
+    const __m256 b = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo0, hi0, 0xDD)), 0xD8));
+    const __m256 c = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo1, hi1, 0x88)), 0xD8));
+    const __m256 d = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo1, hi1, 0xDD)), 0xD8));
+    const __m256i ia = _mm256_add_epi32(_mm256_set1_epi32(o0 + (int32_t)(2 * wo)), lane2);
+    const __m256i ic = _mm256_add_epi32(ia, _mm256_set1_epi32(W));
+    __m256 m, best = a;
+    __m256 idx = _mm256_castsi256_ps(ia);
+    best = pool_take(b, best, &m);
+    idx = _mm256_blendv_ps(idx, _mm256_castsi256_ps(_mm256_add_epi32(ia, one)), m);
+    best = pool_take(c, best, &m);
+    idx = _mm256_blendv_ps(idx, _mm256_castsi256_ps(ic), m);
+    best = pool_take(d, best, &m);
+    idx = _mm256_blendv_ps(idx, _mm256_castsi256_ps(_mm256_add_epi32(ic, one)), m);
+    if (nout == 8) {
+        _mm256_storeu_ps(yr + wo, best);
+        _mm256_storeu_si256((__m256i *)(ar + wo), _mm256_castps_si256(idx));
+    } else {
+        const __m256i mo = pool_mask(nout);
+        _mm256_maskstore_ps(yr + wo, mo, best);
+        _mm256_maskstore_epi32((int *)(ar + wo), mo, _mm256_castps_si256(idx));
+    }
+}
+
 __attribute__((target("avx2")))
 static int64_t pool2x2_row_avx2(const float *r0, const float *r1, float *yr, int32_t *ar,
                                 int64_t WO, int32_t o0, int32_t W) {
-    const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), one = _mm256_set1_epi32(1);
-    const __m256i wv = _mm256_set1_epi32(W);
     int64_t wo = 0;
-    for (; wo + 8 <= WO; wo += 8) {
-        const float *p0 = r0 + 2 * wo, *p1 = r1 + 2 * wo;
-        const __m256 lo0 = _mm256_loadu_ps(p0), hi0 = _mm256_loadu_ps(p0 + 8);
-        const __m256 lo1 = _mm256_loadu_ps(p1), hi1 = _mm256_loadu_ps(p1 + 8);
-        /* shuffle gives lanes (0 2 8 10 | 4 6 12 14); the 64-bit permute 0xD8 restores the order */
-        const __m256 a = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo0, hi0, 0x88)), 0xD8));
-        const __m256 b = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo0, hi0, 0xDD)), 0xD8));
-        const __m256 c = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo1, hi1, 0x88)), 0xD8));
-        const __m256 d = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo1, hi1, 0xDD)), 0xD8));
-        const __m256i ia = _mm256_add_epi32(_mm256_set1_epi32(o0 + (int32_t)(2 * wo)), lane2);
-        const __m256i ic = _mm256_add_epi32(ia, wv);
-        __m256 m, best = a;
-        __m256 idx = _mm256_castsi256_ps(ia);
-        best = pool_take(b, best, &m);
-        idx = _mm256_blendv_ps(idx, _mm256_castsi256_ps(_mm256_add_epi32(ia, one)), m);
-        best = pool_take(c, best, &m);
-        idx = _mm256_blendv_ps(idx, _mm256_castsi256_ps(ic), m);
-        best = pool_take(d, best, &m);
-        idx = _mm256_blendv_ps(idx, _mm256_castsi256_ps(_mm256_add_epi32(ic, one)), m);
-        _mm256_storeu_ps(yr + wo, best);
-        _mm256_storeu_si256((__m256i *)(ar + wo), _mm256_castps_si256(idx));
-    }
-    return wo;
+    for (; wo + 8 <= WO; wo += 8) pool2x2_step_avx2(r0, r1, yr, ar, wo, 8, o0, W);
+    if (wo < WO) pool2x2_step_avx2(r0, r1, yr, ar, wo, WO - wo, o0, W);
+    return WO;
 }
 #endif
 

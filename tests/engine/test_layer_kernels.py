@@ -204,6 +204,20 @@ def test_maxpool2d_matches_twin(c):
     _close(engine.maxpool2d_backward(dy, a, x.shape), ref.maxpool2d_backward(dy, ra, x.shape), rtol=1e-6)
 
 
+@pytest.mark.parametrize("W", [2, 3, 14, 15, 16, 17, 30, 34, 35])
+def test_maxpool2d_2x2_rows_every_kernel(kernel, W):
+    """2x2 / 2 windows (the SIMD rows: 8 outputs per step, the last WO mod 8 masked) with ties
+    and NaN, on every SGEMM kernel path: values and argmax equal the twin's."""
+    rng = np.random.default_rng(W)
+    x = rng.integers(0, 3, (3, 2, 5, W)).astype(np.float32)
+    x[1, 0, 2, W - 1] = np.nan
+    x[2, 1, 0, 0] = np.nan
+    y, a = engine.maxpool2d_forward(x, 2, 2)
+    ry, ra = ref.maxpool2d_forward(x, 2, 2)
+    np.testing.assert_array_equal(y, ry)
+    np.testing.assert_array_equal(a, ra)
+
+
 def test_maxpool2d_semantics():
     x = np.array([[[[1, 5, 5, 0],
                     [2, 3, 1, 9],
