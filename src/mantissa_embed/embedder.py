@@ -11,6 +11,8 @@ retrieval and verification :mod:`mantissa_embed._inference`.
 from __future__ import annotations
 
 
+import threading
+
 import numpy as np
 
 from . import _fitting, _inference, _persistence
@@ -114,6 +116,12 @@ class Embedder:
     embeddings. Embeddings passed to ``retrieve`` / ``verify`` are normalized the same way
     (a no-op for :meth:`embed`'s output).
 
+    Threads: :meth:`embed`, :meth:`retrieve`, :meth:`verify` and :meth:`save` may be called from
+    several threads on one Embedder and give the serial results (they share the trunk's buffers,
+    so they take one lock in turn; the engine parallelizes each call itself). :meth:`fit` is
+    single-caller: a second concurrent ``fit`` raises RuntimeError, and inference from another
+    thread waits until the running fit returns. A trunk shared by two Embedders is not covered.
+
     Raises
     ------
     TypeError
@@ -174,6 +182,10 @@ class Embedder:
         self.fitted_ = False
         self.optimizer_ = None
         self.profile_ = None
+        # inference (embed / retrieve / verify / save) shares the trunk's buffers: one call at a
+        # time, re-entrant for fit's own validation; fit holds it throughout and is single-caller
+        self._lock = threading.RLock()
+        self._fit_guard = threading.Lock()
 
     # ------------------------------------------------------------------ construction helpers
     def _normalizes(self):
@@ -309,10 +321,17 @@ class Embedder:
             raise ValueError(f"X must have shape (N, {', '.join(map(str, self.net.input_shape))}) "
                              f"(the trunk was built for that input), got {X.shape}")
         self._check_trunk_output(X.shape[1:])
-        return _fitting.fit(self, X, y, epochs=epochs, batch_size=batch_size, lr=lr, verbose=verbose,
-                            validation=validation, metrics=metrics, restore_best=restore_best,
-                            early_stopping=early_stopping, callbacks=callbacks, callback=callback,
-                            augment=augment, schedule=schedule, resume=resume, profile=profile)
+        if not self._fit_guard.acquire(blocking=False):
+            raise RuntimeError("fit is already running on this Embedder (in another thread, or called from "
+                               "one of its callbacks): training is single-caller")
+        try:
+            with self._lock:
+                return _fitting.fit(self, X, y, epochs=epochs, batch_size=batch_size, lr=lr, verbose=verbose,
+                                    validation=validation, metrics=metrics, restore_best=restore_best,
+                                    early_stopping=early_stopping, callbacks=callbacks, callback=callback,
+                                    augment=augment, schedule=schedule, resume=resume, profile=profile)
+        finally:
+            self._fit_guard.release()
 
     def profile_summary(self):
         """A text table of :attr:`profile_` (the last ``fit(..., profile=True)``): seconds and
@@ -365,7 +384,8 @@ class Embedder:
         batch_size = check_int(batch_size, "batch_size", minimum=1)
         if not isinstance(normalize, (bool, np.bool_)):
             raise TypeError(f"normalize must be a bool, got {type(normalize).__name__}")
-        return _inference.embed(self, X, "X", batch_size, normalize)
+        with self._lock:
+            return _inference.embed(self, X, "X", batch_size, normalize)
 
     def retrieve(self, query, gallery, k=5):
         """The ``k`` nearest gallery items of each query, nearest first.
@@ -395,7 +415,8 @@ class Embedder:
         ValueError    bad shapes, NaN/Inf, embedding size mismatch, ``k`` larger than the gallery.
         TypeError     non-numeric inputs, non-int ``k``.
         """
-        return _inference.retrieve(self, query, gallery, k)
+        with self._lock:
+            return _inference.retrieve(self, query, gallery, k)
 
     def verify(self, a, b, threshold=None):
         """Distance between ``a`` and ``b`` in the trained embedding space; with ``threshold``,
@@ -420,7 +441,8 @@ class Embedder:
         ValueError    bad shapes, NaN/Inf, mismatched batch lengths, a negative threshold.
         TypeError     non-numeric inputs or threshold.
         """
-        return _inference.verify(self, a, b, threshold)
+        with self._lock:
+            return _inference.verify(self, a, b, threshold)
 
     # ------------------------------------------------------------------------ description
     def summary(self):
@@ -472,7 +494,8 @@ class Embedder:
         Raises RuntimeError before fit; TypeError for a non-path ``path``; OSError when the
         directory does not exist or is not writable.
         """
-        return _persistence.save(self, path)
+        with self._lock:
+            return _persistence.save(self, path)
 
     @classmethod
     def load(cls, path, backend=None):
