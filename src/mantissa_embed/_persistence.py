@@ -71,6 +71,7 @@ def _config(emb):
         "input_shape": list(emb.input_shape_),
         "embed_dim": emb.embed_dim_,
         "history": {k: [float(v) for v in vals] for k, vals in emb.history_.items()},
+        "calibration": emb.calibration_,
     }
 
 
@@ -217,6 +218,13 @@ def _from_config(cls, cfg, arrays, backend):
     if cfg.get("embed_dim") is not None and int(cfg["embed_dim"]) != emb.embed_dim_:
         raise ValueError(f"embed_dim {cfg['embed_dim']} does not match the trunk's output {emb.embed_dim_}")
     emb.history_ = {k: [float(v) for v in vals] for k, vals in cfg.get("history", {"loss": []}).items()}
+    cal = cfg.get("calibration")
+    if cal is not None:
+        if not isinstance(cal, dict) or not isinstance(cal.get("threshold"), (int, float)) \
+                or isinstance(cal.get("threshold"), bool) or not np.isfinite(cal["threshold"]) or cal["threshold"] < 0:
+            raise ValueError(f"calibration must hold a finite threshold >= 0, got {cal!r}")
+        emb.calibration_ = dict(cal)
+        emb.threshold_ = float(cal["threshold"])
     emb.fitted_ = True
     emb.net.eval()
     return emb

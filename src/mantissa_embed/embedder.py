@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from . import _fitting, _inference, _persistence
+from . import _calibration, _fitting, _inference, _persistence
 from ._recipe import DEFAULTS, FACE_PRESET, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
 from ._training import profile_table
 from ._validation import as_generator, check_array, check_float, check_int, check_labels
@@ -182,6 +182,8 @@ class Embedder:
         self.fitted_ = False
         self.optimizer_ = None
         self.profile_ = None
+        self.threshold_ = None
+        self.calibration_ = None
         # inference (embed / retrieve / verify / save) shares the trunk's buffers: one call at a
         # time, re-entrant for fit's own validation; fit holds it throughout and is single-caller
         self._lock = threading.RLock()
@@ -418,7 +420,7 @@ class Embedder:
         with self._lock:
             return _inference.retrieve(self, query, gallery, k)
 
-    def verify(self, a, b, threshold=None):
+    def verify(self, a, b, threshold="calibrated"):
         """Distance between ``a`` and ``b`` in the trained embedding space; with ``threshold``,
         whether they are "the same" (``distance <= threshold``).
 
@@ -428,7 +430,9 @@ class Embedder:
             Each one image ``(C, H, W)``, one embedding ``(D,)``, or a batch of either
             (``(n, C, H, W)`` / ``(n, D)``). Two batches must have the same length (pairwise);
             a single item against a batch is compared with every row.
-        threshold : float >= 0 or None, default None
+        threshold : float >= 0, None or "calibrated", default "calibrated"
+            ``"calibrated"``: :attr:`threshold_` from :meth:`calibrate` (saved with the model),
+            or None when the Embedder was never calibrated. None: return the distances.
 
         Returns
         -------
@@ -441,8 +445,109 @@ class Embedder:
         ValueError    bad shapes, NaN/Inf, mismatched batch lengths, a negative threshold.
         TypeError     non-numeric inputs or threshold.
         """
+        if isinstance(threshold, str):
+            if threshold != "calibrated":
+                raise ValueError(f"threshold must be a float >= 0, None or 'calibrated', got {threshold!r}")
+            threshold = self.threshold_
         with self._lock:
             return _inference.verify(self, a, b, threshold)
+
+    def calibrate(self, X, y, *, target_far=None, target_precision=None, max_accuracy=False, n_pairs=100_000,
+                  seed=0, batch_size=256):
+        """Choose the verification threshold on labelled data and keep it (:attr:`threshold_`):
+        :meth:`verify` then answers "same / not same" with it, and :meth:`save` stores it.
+
+        Parameters
+        ----------
+        X : array_like
+            Images ``(n, C, H, W)`` or embeddings ``(n, D)``, preferably of identities held out
+            from training.
+        y : array_like of int, shape (n,)
+            Labels: at least one class with two items and at least two classes.
+        target_far : float in [0, 1] or None
+            The largest threshold whose false accept rate on the negative pairs is at most
+            this. The default rule (1e-3) when none of the three is given.
+        target_precision : float in (0, 1] or None
+            The largest threshold whose precision, with positive and negative pairs in their
+            proportion among all pairs of ``y``, is at least this (0 when none reaches it).
+        max_accuracy : bool, default False
+            The threshold of the best balanced accuracy (TAR + 1 - FAR) / 2.
+        n_pairs : int >= 1, default 100000
+            Positive and negative pairs drawn each (uniform over the ordered pairs of each
+            kind, never materializing all n^2 pairs); all pairs when there are fewer.
+        seed : int >= 0, default 0
+            Seed of the pair draw.
+        batch_size : int >= 1, default 256
+            Embedding batch size for images.
+
+        Returns
+        -------
+        dict
+            ``"threshold"`` (distance units), ``"far"``, ``"tar"``, ``"precision"`` (None when
+            nothing is accepted), ``"balanced_accuracy"``, ``"rule"``, ``"target"``,
+            ``"n_positive_pairs"`` / ``"n_negative_pairs"`` (the pairs measured) and
+            ``"positive_pairs_total"`` / ``"negative_pairs_total"`` (ordered pairs in ``y``),
+            ``"seed"``; also stored as :attr:`calibration_`.
+
+        Raises
+        ------
+        RuntimeError  before fit / load.
+        TypeError / ValueError  more than one rule, targets out of range, labels without a
+            positive or a negative pair, bad shapes (each names the argument).
+
+        Source
+        ------
+        TensorFlow Similarity's ``calibrate`` (threshold by a target metric); FAR/TAR as in
+        face verification (NIST FRVT); docs/evaluation.md.
+        """
+        self._check_fitted()
+        rules = [target_far is not None, target_precision is not None, bool(max_accuracy)]
+        if not isinstance(max_accuracy, (bool, np.bool_)):
+            raise TypeError(f"max_accuracy must be a bool, got {type(max_accuracy).__name__}")
+        if sum(rules) > 1:
+            raise ValueError("give one of target_far, target_precision, max_accuracy=True")
+        if sum(rules) == 0:
+            target_far = 1e-3
+        if target_far is not None:
+            target_far = check_float(target_far, "target_far", minimum=0.0)
+            if target_far > 1.0:
+                raise ValueError(f"target_far must be in [0, 1], got {target_far}")
+        if target_precision is not None:
+            target_precision = check_float(target_precision, "target_precision", minimum=0.0)
+            if not 0.0 < target_precision <= 1.0:
+                raise ValueError(f"target_precision must be in (0, 1], got {target_precision}")
+        n_pairs = check_int(n_pairs, "n_pairs", minimum=1)
+        seed = check_int(seed, "seed", minimum=0)
+        batch_size = check_int(batch_size, "batch_size", minimum=1)
+        y = check_labels(y, "y")
+        with self._lock:
+            arr = np.asarray(X) if not isinstance(X, (str, bytes)) else X
+            if getattr(arr, "ndim", 0) == len(self.input_shape_) + 1:
+                Z = _inference.embed(self, X, "X", batch_size, True)
+            else:
+                Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False)
+            if Z.shape[0] != y.shape[0]:
+                raise ValueError(f"X and y must have the same length, got {Z.shape[0]} and {y.shape[0]}")
+            pi, pj, ni, nj, p_tot, n_tot = _calibration.sample_pairs(y, n_pairs, np.random.default_rng(seed))
+            if pi.size == 0:
+                raise ValueError("y must have a class with at least two items (a positive pair)")
+            if ni.size == 0:
+                raise ValueError("y must have at least two classes (a negative pair)")
+            Z = Z.astype(np.float64)
+            dp = np.linalg.norm(Z[pi] - Z[pj], axis=1)
+            dn = np.linalg.norm(Z[ni] - Z[nj], axis=1)
+            t, stats = _calibration.choose_threshold(
+                dp, dn, target_far=target_far, target_precision=target_precision, max_accuracy=bool(max_accuracy),
+                pos_weight=p_tot / pi.size, neg_weight=n_tot / ni.size)
+            rule = "target_far" if target_far is not None else (
+                "target_precision" if target_precision is not None else "max_accuracy")
+            cal = {**stats, "rule": rule,
+                   "target": target_far if target_far is not None else target_precision,
+                   "n_positive_pairs": int(pi.size), "n_negative_pairs": int(ni.size),
+                   "positive_pairs_total": int(p_tot), "negative_pairs_total": int(n_tot), "seed": seed}
+            self.threshold_ = t
+            self.calibration_ = cal
+            return dict(cal)
 
     # ------------------------------------------------------------------------ description
     def summary(self):
