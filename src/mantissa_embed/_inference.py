@@ -86,9 +86,17 @@ def as_embeddings(emb, a, name, allow_single=True):
 
 
 def retrieve(emb, query, gallery, k):
-    """The ``k`` nearest gallery items of each query: ``(indices, distances)``."""
+    """The ``k`` nearest gallery items of each query: ``(indices, distances)`` (an
+    :class:`~mantissa_embed.index.Index` gallery: ``(ids, distances)``)."""
     emb._check_fitted()
     k = check_int(k, "k", minimum=1)
+    from .index import Index
+    if isinstance(gallery, Index):
+        if gallery.dim != emb.embed_dim_:
+            raise ValueError(f"the index holds {gallery.dim}-D vectors, the Embedder embeds in {emb.embed_dim_}-D")
+        Q, single = as_embeddings(emb, query, "query")
+        ids, dist = gallery.search(Q, k)
+        return (ids[0], dist[0]) if single else (ids, dist)
     Q, single = as_embeddings(emb, query, "query")
     G, _ = as_embeddings(emb, gallery, "gallery", allow_single=False)
     if k > G.shape[0]:

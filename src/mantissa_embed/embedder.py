@@ -397,9 +397,11 @@ class Embedder:
         query : array_like
             One image ``(C, H, W)``, a batch of images ``(n, C, H, W)``, one embedding ``(D,)``
             or a batch of embeddings ``(n, D)``.
-        gallery : array_like
+        gallery : array_like or Index
             Images ``(m, C, H, W)`` or embeddings ``(m, D)`` (e.g. ``embed(X_gallery)``, so a
-            fixed gallery is embedded once and reused).
+            fixed gallery is embedded once and reused), or an
+            :class:`~mantissa_embed.index.Index` (:meth:`build_index`): then the index's ids
+            are returned instead of row indices.
         k : int, 1 <= k <= m, default 5
 
         Returns
@@ -419,6 +421,17 @@ class Embedder:
         """
         with self._lock:
             return _inference.retrieve(self, query, gallery, k)
+
+    def build_index(self, X, labels=None, ids=None, **kwargs):
+        """An :class:`~mantissa_embed.index.Index` of the embeddings of ``X`` (images or
+        embeddings), searchable by :meth:`retrieve`: ``Index(embed_dim_, "euclidean", **kwargs)``
+        (``dtype=``, ``keep_float32=``) with ``add(embeddings, ids, labels)``. Raises as
+        :meth:`embed` and :class:`~mantissa_embed.index.Index`."""
+        from .index import Index
+        self._check_fitted()
+        with self._lock:
+            Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False)
+        return Index(self.embed_dim_, "euclidean", **kwargs).add(Z, ids=ids, labels=labels)
 
     def verify(self, a, b, threshold="calibrated"):
         """Distance between ``a`` and ``b`` in the trained embedding space; with ``threshold``,

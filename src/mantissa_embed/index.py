@@ -1,0 +1,383 @@
+"""A gallery of embeddings to search: :class:`Index` (exact k-NN, low-precision storage, files
+that are memory-mapped on load).
+
+The index stores its vectors as float32, float16, bfloat16 (the top 16 bits of float32, rounded
+to nearest even) or int8 with one float32 scale per vector (``round(x / s)``,
+``s = max|x| / 127``). A search decodes the stored vectors tile by tile to float32 and runs the
+exact tiled k-NN of :func:`mantissa_embed.evaluation.knn` on each tile (SGEMM-ranked, the
+returned distances recomputed in float64 from the decoded vectors), then merges the tiles: the
+final k are ordered by those exactly computed distances (ties: the earlier added vector first).
+With ``keep_float32=True`` the index also keeps the float32 vectors, and ``search(...,
+rerank=R)`` recomputes the distances of the best ``max(R, k)`` candidates from them.
+
+Files (:meth:`Index.save`): a 16-byte preamble (``b"MEINDEX1"``, the header length), a JSON
+header, then the raw arrays at 64-byte aligned offsets. No pickle; :meth:`Index.load` checks the
+header against the file size before reading, and with ``mmap=True`` maps the arrays read-only
+(a gallery larger than RAM is paged in by the searches).
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import threading
+
+import numpy as np
+
+from ._io import atomic_write
+from ._validation import check_array, check_int
+from .evaluation.knn import knn
+
+__all__ = ["Index", "DTYPES", "METRICS"]
+
+DTYPES = ("float32", "float16", "bfloat16", "int8")
+METRICS = ("euclidean", "cosine")
+_MAGIC = b"MEINDEX1"
+_FORMAT = "mantissa-embed/index"
+_VERSION = 1
+_TILE = 65536  # gallery rows decoded at a time
+_STORE = {"float32": "<f4", "float16": "<f2", "bfloat16": "<u2", "int8": "i1"}
+_F16_MAX = float(np.finfo(np.float16).max)
+_BF16_MAX = float(np.array([0x7F7F0000], np.uint32).view(np.float32)[0])
+
+
+def _encode(x, dtype):
+    """float32 (n, d) -> (codes, scales or None)."""
+    if dtype == "float32":
+        return np.ascontiguousarray(x, dtype=np.float32), None
+    if dtype == "float16":
+        if x.size and np.abs(x).max() > _F16_MAX:
+            raise ValueError(f"embeddings exceed the float16 range (|x| <= {_F16_MAX}); use dtype='float32'")
+        return x.astype(np.float16), None
+    if dtype == "bfloat16":
+        if x.size and np.abs(x).max() > _BF16_MAX:
+            raise ValueError("embeddings exceed the bfloat16 range; use dtype='float32'")
+        u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+        u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16  # round to nearest even
+        return u.astype(np.uint16), None
+    s = (np.abs(x).max(axis=1) / 127.0).astype(np.float32) if x.size else np.zeros(x.shape[0], np.float32)
+    safe = np.where(s > 0, s, 1.0).astype(np.float32)
+    codes = np.clip(np.rint(x / safe[:, None]), -127, 127).astype(np.int8)
+    return codes, s
+
+
+def _decode(codes, scales, dtype):
+    """Stored rows -> float32 (rows, d)."""
+    if dtype == "float32":
+        return np.ascontiguousarray(codes, dtype=np.float32)
+    if dtype == "float16":
+        return codes.astype(np.float32)
+    if dtype == "bfloat16":
+        return (codes.astype(np.uint32) << 16).view(np.float32)
+    return codes.astype(np.float32) * scales[:, None]
+
+
+def _l2_rows(x):
+    n = np.sqrt(np.einsum("ij,ij->i", x.astype(np.float64), x.astype(np.float64)))
+    return (x / np.where(n > 0, n, 1.0)[:, None]).astype(np.float32)
+
+
+class Index:
+    """An exact k-NN gallery of ``dim``-dimensional embeddings.
+
+    Parameters
+    ----------
+    dim : int >= 1
+    metric : {"euclidean", "cosine"}, default "euclidean"
+        ``"euclidean"``: ``||q - x||``; ``"cosine"``: ``1 - cos(q, x)`` (vectors are L2-normalized
+        when added and queried; an all-zero vector stays zero).
+    dtype : {"float32", "float16", "bfloat16", "int8"}, default "float32"
+        Storage of the vectors: 4, 2, 2 or 1 byte per value (int8 adds 4 bytes per vector).
+    keep_float32 : bool, default False
+        Also keep the float32 vectors, for ``search(..., rerank=R)``.
+
+    Threads: ``add``, ``remove``, ``search`` and ``save`` may be called from several threads;
+    they take one lock in turn (a search is parallel inside the engine).
+
+    Raises TypeError / ValueError for bad arguments.
+    """
+
+    def __init__(self, dim, metric="euclidean", dtype="float32", *, keep_float32=False):
+        self.dim = check_int(dim, "dim", minimum=1)
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        if not isinstance(keep_float32, (bool, np.bool_)):
+            raise TypeError(f"keep_float32 must be a bool, got {type(keep_float32).__name__}")
+        self.metric, self.dtype, self.keep_float32 = metric, dtype, bool(keep_float32)
+        self._codes = np.empty((0, self.dim), _STORE[dtype])
+        self._scales = np.empty(0, np.float32) if dtype == "int8" else None
+        self._f32 = np.empty((0, self.dim), np.float32) if self.keep_float32 else None
+        self._ids = np.empty(0, np.int64)
+        self._labels = None
+        self._next_id = 0
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ contents
+    def __len__(self):
+        return int(self._ids.shape[0])
+
+    @property
+    def ids(self):
+        """int64 (n,): the ids, in the order of addition."""
+        return self._ids.copy()
+
+    @property
+    def labels(self):
+        """int64 (n,) or None: the labels given to :meth:`add`."""
+        return None if self._labels is None else self._labels.copy()
+
+    @property
+    def nbytes(self):
+        """Bytes of the stored vectors (codes, scales, kept float32 copies)."""
+        return int(sum(a.nbytes for a in (self._codes, self._scales, self._f32) if a is not None))
+
+    def add(self, embeddings, ids=None, labels=None):
+        """Add ``embeddings`` (n, dim) (finite; converted to float32), with int64 ``ids`` (new,
+        distinct; default: consecutive integers after the largest so far) and optional int64
+        ``labels`` (all additions with labels, or none). Returns ``self``."""
+        x = check_array(embeddings, "embeddings", ndim=2)
+        if x.shape[1] != self.dim:
+            raise ValueError(f"embeddings must have {self.dim} columns, got shape {x.shape}")
+        n = x.shape[0]
+        with self._lock:
+            if ids is None:
+                new_ids = np.arange(self._next_id, self._next_id + n, dtype=np.int64)
+            else:
+                new_ids = _int_vector(ids, "ids", n)
+                if np.unique(new_ids).shape[0] != n or np.isin(new_ids, self._ids).any():
+                    raise ValueError("ids must be distinct and not already in the index")
+            if labels is not None:
+                lab = _int_vector(labels, "labels", n)
+                if self._labels is None and len(self) > 0:
+                    raise ValueError("labels given, but earlier additions had none")
+            elif self._labels is not None:
+                raise ValueError("labels missing: earlier additions had labels")
+            if self.metric == "cosine":
+                x = _l2_rows(x)
+            codes, scales = _encode(x, self.dtype)
+            self._codes = np.concatenate([self._codes, codes])
+            if scales is not None:
+                self._scales = np.concatenate([self._scales, scales])
+            if self._f32 is not None:
+                self._f32 = np.concatenate([self._f32, x])
+            self._ids = np.concatenate([self._ids, new_ids])
+            if labels is not None:
+                self._labels = lab if self._labels is None else np.concatenate([self._labels, lab])
+            if n:
+                self._next_id = max(self._next_id, int(new_ids.max()) + 1)
+        return self
+
+    def remove(self, ids):
+        """Remove the vectors with these ids (unknown ids are ignored); returns how many went."""
+        drop = _int_vector(ids, "ids")
+        with self._lock:
+            keep = ~np.isin(self._ids, drop)
+            gone = int((~keep).sum())
+            if gone:
+                self._codes = self._codes[keep]
+                self._ids = self._ids[keep]
+                if self._scales is not None:
+                    self._scales = self._scales[keep]
+                if self._f32 is not None:
+                    self._f32 = self._f32[keep]
+                if self._labels is not None:
+                    self._labels = self._labels[keep]
+            return gone
+
+    # ------------------------------------------------------------------ search
+    def search(self, queries, k, rerank=None):
+        """The ``k`` nearest stored vectors of each query row.
+
+        Parameters
+        ----------
+        queries : array_like, (n, dim) or (dim,), finite
+        k : int, 1 <= k <= len(self)
+        rerank : int >= 1 or None
+            With ``keep_float32``: the best ``max(rerank, k)`` candidates of the stored
+            (possibly low-precision) vectors are re-ranked by distances to the float32 ones.
+
+        Returns
+        -------
+        ids : int64 (n, k), nearest first (ties: earlier added first); (k,) for one query
+        distances : float32, same shape, computed in float64 from the vectors ranked last
+
+        Raises ValueError (``k`` too large, wrong width, NaN/Inf, ``rerank`` without
+        ``keep_float32``) / TypeError.
+        """
+        q = np.asarray(queries) if not isinstance(queries, (str, bytes)) else queries
+        single = getattr(q, "ndim", None) == 1
+        Q = check_array(q.reshape(1, -1) if single else q, "queries", ndim=2)
+        if Q.shape[1] != self.dim:
+            raise ValueError(f"queries must have {self.dim} columns, got shape {Q.shape}")
+        k = check_int(k, "k", minimum=1)
+        if rerank is not None:
+            rerank = check_int(rerank, "rerank", minimum=1)
+            if self._f32 is None:
+                raise ValueError("rerank needs the float32 vectors: build the Index with keep_float32=True")
+        metric = "cosine" if self.metric == "cosine" else "euclidean"
+        with self._lock:
+            n = len(self)
+            if k > n:
+                raise ValueError(f"k must be <= the number of indexed vectors ({n}), got k={k}")
+            kk = min(n, max(k, rerank or 0))
+            pos, dist = self._scan(Q, kk, metric)
+            if rerank is not None:
+                pos, dist = _rank_exact(Q, self._f32, pos, metric)
+            pos, dist = pos[:, :k], dist[:, :k]
+            ids = self._ids[pos]
+        if single:
+            return ids[0], dist[0]
+        return ids, dist
+
+    def _scan(self, Q, k, metric):
+        """Positions (nq, k) and float32 distances of the k best over all tiles."""
+        n = len(self)
+        cand_pos, cand_d = [], []
+        for t0 in range(0, n, _TILE):
+            t1 = min(n, t0 + _TILE)
+            G = _decode(self._codes[t0:t1], None if self._scales is None else self._scales[t0:t1], self.dtype)
+            kt = min(k, t1 - t0)
+            p, d = knn(Q, G, kt, metric=metric)
+            cand_pos.append(p + t0)
+            cand_d.append(d)
+        P = np.concatenate(cand_pos, axis=1)
+        D = np.concatenate(cand_d, axis=1)
+        order = np.lexsort((P, D), axis=1)[:, :k] if P.shape[1] > k else np.lexsort((P, D), axis=1)
+        rows = np.arange(P.shape[0])[:, None]
+        return P[rows, order], D[rows, order]
+
+    # ------------------------------------------------------------------ files
+    def save(self, path):
+        """Write the index to ``path`` atomically (a temporary file renamed onto it). Returns
+        ``path`` as a str. Raises TypeError for a non-path, OSError naming ``path`` when its
+        directory is missing or not writable."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        with self._lock:
+            arrays = {"codes": self._codes, "ids": self._ids}
+            if self._scales is not None:
+                arrays["scales"] = self._scales
+            if self._f32 is not None:
+                arrays["float32"] = self._f32
+            if self._labels is not None:
+                arrays["labels"] = self._labels
+            header = {"format": _FORMAT, "version": _VERSION, "dim": self.dim, "metric": self.metric,
+                      "dtype": self.dtype, "keep_float32": self.keep_float32, "n": len(self),
+                      "next_id": self._next_id, "arrays": {}}
+            offset = 0
+            for name, a in arrays.items():
+                header["arrays"][name] = {"dtype": a.dtype.str, "shape": list(a.shape), "offset": offset}
+                offset += -(-a.nbytes // 64) * 64
+            blob = json.dumps(header).encode()
+            start = -(-(16 + len(blob)) // 64) * 64
+
+            def write(f):
+                f.write(_MAGIC + struct.pack("<Q", len(blob)) + blob)
+                f.write(b"\0" * (start - 16 - len(blob)))
+                for name, a in arrays.items():
+                    f.write(np.ascontiguousarray(a).tobytes())
+                    f.write(b"\0" * (-a.nbytes % 64))
+            try:
+                return atomic_write(path, write, suffix=".meindex.tmp")
+            except OSError as e:
+                raise OSError(f"cannot write the index to {os.fspath(path)!r}: {e.strerror or e}") from None
+
+    @classmethod
+    def load(cls, path, mmap=True):
+        """Read an index written by :meth:`save`; ``mmap=True`` maps its arrays read-only (a
+        later :meth:`add` / :meth:`remove` works on in-memory copies). Raises
+        FileNotFoundError, or ValueError naming ``path`` for a foreign, truncated or
+        inconsistent file."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        path = os.fspath(path)
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            pre = f.read(16)
+            if len(pre) != 16 or pre[:8] != _MAGIC:
+                raise ValueError(f"{path!r} is not a mantissa-embed index file")
+            (hlen,) = struct.unpack("<Q", pre[8:])
+            if hlen > min(size, 1 << 24):
+                raise ValueError(f"{path!r}: header length {hlen} is beyond the file")
+            try:
+                h = json.loads(f.read(hlen).decode())
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise ValueError(f"{path!r}: unreadable header ({e})") from None
+        try:
+            if h.get("format") != _FORMAT or h.get("version") != _VERSION:
+                raise ValueError("unknown format or version")
+            idx = cls(h["dim"], h["metric"], h["dtype"], keep_float32=h["keep_float32"])
+            n = check_int(h["n"], "n", minimum=0)
+            start = -(-(16 + hlen) // 64) * 64
+            want = {"codes": (_STORE[idx.dtype], [n, idx.dim]), "ids": ("<i8", [n])}
+            if idx.dtype == "int8":
+                want["scales"] = ("<f4", [n])
+            if idx.keep_float32:
+                want["float32"] = ("<f4", [n, idx.dim])
+            meta = h["arrays"]
+            if "labels" in meta:
+                want["labels"] = ("<i8", [n])
+            if set(meta) != set(want):
+                raise ValueError(f"arrays {sorted(meta)}, expected {sorted(want)}")
+            out = {}
+            for name, (dt, shape) in want.items():
+                m = meta[name]
+                if np.dtype(m["dtype"]) != np.dtype(dt) or list(m["shape"]) != shape:
+                    raise ValueError(f"array {name!r} must be {dt} {shape}, got {m['dtype']} {m['shape']}")
+                off = start + check_int(m["offset"], "offset", minimum=0)
+                nbytes = int(np.prod(shape)) * np.dtype(dt).itemsize
+                if off + nbytes > size:
+                    raise ValueError(f"array {name!r} runs past the end of the file")
+                if mmap and nbytes:
+                    out[name] = np.memmap(path, dtype=dt, mode="r", offset=off, shape=tuple(shape))
+                else:
+                    with open(path, "rb") as f:
+                        f.seek(off)
+                        out[name] = np.frombuffer(f.read(nbytes), dtype=dt).reshape(shape).copy()
+            idx._codes, idx._ids = out["codes"], np.asarray(out["ids"])
+            idx._scales = out.get("scales")
+            idx._f32 = out.get("float32")
+            idx._labels = None if "labels" not in out else np.asarray(out["labels"])
+            if np.unique(idx._ids).shape[0] != n:
+                raise ValueError("ids are not distinct")
+            idx._next_id = max(check_int(h["next_id"], "next_id", minimum=0), int(idx._ids.max()) + 1 if n else 0)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{path!r} is not a valid mantissa-embed index file ({e})") from None
+        return idx
+
+    def __repr__(self):
+        return (f"Index(dim={self.dim}, metric={self.metric!r}, dtype={self.dtype!r}, "
+                f"keep_float32={self.keep_float32}, n={len(self)})")
+
+
+def _int_vector(a, name, n=None):
+    if isinstance(a, (str, bytes)) or a is None:
+        raise TypeError(f"{name} must be an integer array, got {type(a).__name__}")
+    arr = np.asarray(a)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.dtype.kind not in "iu" or arr.ndim != 1:
+        raise TypeError(f"{name} must be a 1-D integer array, got dtype {arr.dtype}, shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"{name} must have {n} entries, got {arr.shape[0]}")
+    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} must fit in int64")
+    return arr.astype(np.int64)
+
+
+def _rank_exact(Q, X, pos, metric):
+    """Re-rank the candidate positions pos (nq, c) by float64 distances to the rows X."""
+    q = Q.astype(np.float64)
+    if metric == "cosine":
+        q = q / np.where(np.linalg.norm(q, axis=1) > 0, np.linalg.norm(q, axis=1), 1.0)[:, None]
+    C = np.asarray(X[pos.ravel()], dtype=np.float64).reshape(pos.shape + (X.shape[1],))
+    if metric == "cosine":
+        d = np.clip(1.0 - np.einsum("qd,qcd->qc", q, C), 0.0, 2.0)
+    else:
+        diff = C - q[:, None, :]
+        d = np.sqrt(np.einsum("qcd,qcd->qc", diff, diff))
+    order = np.lexsort((pos, d), axis=1)
+    rows = np.arange(pos.shape[0])[:, None]
+    return pos[rows, order], d[rows, order].astype(np.float32)
