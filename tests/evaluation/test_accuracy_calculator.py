@@ -103,7 +103,9 @@ def test_perfect_embedding_gives_one(c, per, d, seed):
     centres = np.eye(max(c, d))[:c, :d] * 100.0 if c <= d else rng.normal(size=(c, d)) * 100.0
     x = (centres[y] + 0.01 * rng.normal(size=(len(y), d))).astype(np.float32)
     for k in (None, "max_bin_count"):
-        out = AccuracyCalculator(k=k).get_accuracy(x, y)
+        # k-means++ starts (scikit-learn) find separated clusters; faiss's single random start
+        # (PML's default, ours with faiss) can merge two of them
+        out = AccuracyCalculator(k=k, kmeans_func=ac.SklearnKMeans()).get_accuracy(x, y)
         for metric, v in out.items():
             assert v == pytest.approx(1.0, abs=1e-12), (metric, k)
         out = AccuracyCalculator(k=k).get_accuracy(x[:5], y[:5], x, y, True)
@@ -278,3 +280,29 @@ def test_mean_reciprocal_rank_alone_runs_the_knn():
     alone = AccuracyCalculator(include=("mean_reciprocal_rank",)).get_accuracy(x, y)
     full = AccuracyCalculator().get_accuracy(x, y)
     assert alone["mean_reciprocal_rank"] == full["mean_reciprocal_rank"]
+
+
+def test_clustering_matches_pml_with_faiss():
+    """With faiss installed the default k-means is PML's (faiss.Kmeans, niter 20, its seed), so
+    NMI and AMI equal pytorch-metric-learning's on the same input."""
+    pytest.importorskip("faiss")
+    torch = pytest.importorskip("torch")
+    pml = pytest.importorskip("pytorch_metric_learning.utils.accuracy_calculator")
+    from mantissa_embed.evaluation.accuracy_calculator import FaissKMeans
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 6, 400)
+    x = (rng.normal(size=(6, 10))[y] * 2 + rng.normal(size=(400, 10))).astype(np.float32)
+    calc = AccuracyCalculator(include=("NMI", "AMI"))
+    assert isinstance(calc.kmeans_func, FaissKMeans)
+    ours = calc.get_accuracy(x, y)
+    theirs = pml.AccuracyCalculator(include=("NMI", "AMI"), device=torch.device("cpu")).get_accuracy(
+        torch.from_numpy(x), torch.from_numpy(y))
+    assert ours["NMI"] == pytest.approx(theirs["NMI"], abs=1e-12)
+    assert ours["AMI"] == pytest.approx(theirs["AMI"], abs=1e-12)
+
+
+def test_without_faiss_the_default_is_scikit_learn(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss -> ImportError
+    assert isinstance(ac.default_kmeans(), ac.SklearnKMeans)
+    assert isinstance(AccuracyCalculator().kmeans_func, ac.SklearnKMeans)
