@@ -228,3 +228,18 @@ def test_concurrent_search_and_add():
     for t in ts:
         t.join()
     assert not wrong and not errors
+
+
+def test_an_index_crosses_processes(tmp_path):
+    """Dask moves shards between worker processes by pickling: the lock is recreated and a
+    memory-mapped index travels as its arrays."""
+    import pickle
+    X, Q = _data(n=100)
+    ix = Index(12, dtype="int8").add(X)
+    ix.save(tmp_path / "g")
+    for src in (ix, Index.load(tmp_path / "g", mmap=True)):
+        back = pickle.loads(pickle.dumps(src))
+        for a, b in zip(src.search(Q, 4), back.search(Q, 4)):
+            np.testing.assert_array_equal(a, b)
+        back.add(X[:1])
+        assert len(back) == 101 and len(src) == 100

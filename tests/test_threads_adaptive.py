@@ -102,14 +102,55 @@ def test_fit_and_embed_do_not_depend_on_the_switching(two_threads, monkeypatch):
     counts = []
     turn = iter(range(10**6))
     monkeypatch.setattr(_threads, "choose", lambda user, ncpu, others: 1 + next(turn) % 2)
-    orig = _threads.engine.set_num_threads
+    orig = _threads.engine._adapt_num_threads
 
     def spy(n):
         counts.append(n)
         orig(n)
-    monkeypatch.setattr(_threads.engine, "set_num_threads", spy)
+    monkeypatch.setattr(_threads.engine, "_adapt_num_threads", spy)
     _fake_load(monkeypatch, 0.0)
     switched = run()
     assert 1 in counts and 2 in counts
     np.testing.assert_array_equal(switched, fixed)
     assert me.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("adaptive", ["1", "0"])
+@pytest.mark.parametrize("others", [0.0, 1.0])
+def test_a_count_set_during_fit_is_kept(two_threads, monkeypatch, adaptive, others):
+    """set_num_threads from a callback (or another thread) is the user's new choice: neither
+    the next batch nor the end of fit undoes it. Found by a review."""
+    monkeypatch.setenv("MANTISSA_EMBED_ADAPTIVE_THREADS", adaptive)
+    _fake_load(monkeypatch, others)
+    rng = np.random.default_rng(0)
+    X = rng.random((64, 1, 12, 12), dtype=np.float32)
+    y = np.repeat(np.arange(4), 16)
+    seen = []
+
+    def cb(emb, epoch, hist):
+        seen.append(me.get_num_threads())
+        me.set_num_threads(1)
+    Embedder(models.small_cnn_embedder(8), seed=1).fit(X, y, epochs=3, batch_size=16, callbacks=[cb])
+    assert me.get_num_threads() == 1
+    assert seen[1:] == [1, 1]
+
+
+def test_a_failing_hook_leaves_no_state(two_threads, monkeypatch):
+    """A hook whose begin raises: every hook's end still runs and the adapter's state is
+    cleared (a leaked context would pin later fits to the busy-machine count)."""
+    from mantissa_embed import _training
+    _fake_load(monkeypatch, 1.0)
+    monkeypatch.setattr(_training.Profiler, "begin", lambda self: 1 / 0)
+    rng = np.random.default_rng(0)
+    X = rng.random((32, 1, 12, 12), dtype=np.float32)
+    y = np.repeat(np.arange(2), 16)
+    with pytest.raises(ZeroDivisionError):
+        Embedder(models.small_cnn_embedder(8), seed=1).fit(X, y, epochs=1, batch_size=16, profile=True)
+    assert _threads._state["active"] == 0 and me.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("value", ["2", "abc", ""])
+def test_unknown_environment_values_warn(monkeypatch, value):
+    monkeypatch.setenv("MANTISSA_EMBED_ADAPTIVE_THREADS", value)
+    with pytest.warns(RuntimeWarning, match="MANTISSA_EMBED_ADAPTIVE_THREADS"):
+        assert _threads.enabled()

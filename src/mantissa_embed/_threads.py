@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 
 from . import engine
 
@@ -32,12 +33,28 @@ WINDOW_S = 0.2
 STALE_S = 10.0
 
 _lock = threading.Lock()
-_state = {"active": 0, "user": None, "last": None, "choice": None}
+#: user: the ceiling (the count set outside); set: the count this module last applied (None:
+#: none since the user's); gen: engine.set_num_threads's call count when "user" was read (a
+#: call since is the user's new choice)
+_state = {"active": 0, "user": None, "set": None, "gen": None, "last": None, "choice": None}
+
+
+_ON = ("1", "true", "on", "yes")
+_OFF = ("0", "false", "off", "no")
 
 
 def enabled():
-    """False when ``MANTISSA_EMBED_ADAPTIVE_THREADS`` is ``0`` / ``false`` / ``off`` / ``no``."""
-    return os.environ.get("MANTISSA_EMBED_ADAPTIVE_THREADS", "1").strip().lower() not in ("0", "false", "off", "no")
+    """False when ``MANTISSA_EMBED_ADAPTIVE_THREADS`` is ``0`` / ``false`` / ``off`` / ``no``; an
+    unset or on value (``1`` / ``true`` / ``on`` / ``yes``) is True; any other value warns
+    (naming the variable) and counts as on."""
+    v = os.environ.get("MANTISSA_EMBED_ADAPTIVE_THREADS")
+    if v is None or v.strip().lower() in _ON:
+        return True
+    if v.strip().lower() in _OFF:
+        return False
+    warnings.warn(f"MANTISSA_EMBED_ADAPTIVE_THREADS={v!r} is not one of {_ON + _OFF}; adaptive threads stay on",
+                  RuntimeWarning, stacklevel=3)
+    return True
 
 
 def _sample():
@@ -75,15 +92,24 @@ def choose(user, ncpu, others):
 
 
 class AdaptiveThreads:
-    """Context manager around a ``fit`` or ``embed``: ``step()`` at each batch boundary."""
+    """Context manager around a ``fit`` or ``embed``: ``step()`` at each batch boundary. A
+    ``set_num_threads`` made meanwhile (a callback, another thread) becomes the new ceiling and
+    is never undone; on exit the user's count comes back only if this module changed it."""
 
     def __enter__(self):
         with _lock:
             if _state["active"] == 0:
-                _state["user"] = engine.get_num_threads()
+                _state["user"], _state["set"] = engine.get_num_threads(), None
+                _state["gen"] = engine._num_threads_generation()
             _state["active"] += 1
-            self.on = enabled() and _state["user"] > 1
+            self.on = enabled()
         return self
+
+    def _adopt_outside_change(self):
+        cur, gen = engine.get_num_threads(), engine._num_threads_generation()
+        if gen != _state["gen"]:
+            _state["user"], _state["set"], _state["gen"] = cur, None, gen
+        return cur
 
     def step(self):
         """Re-measure when the last window is ``WINDOW_S`` old, and set the engine's count."""
@@ -94,6 +120,9 @@ class AdaptiveThreads:
             self.on = False
             return
         with _lock:
+            cur = self._adopt_outside_change()
+            if _state["user"] <= 1:
+                return
             last = _state["last"]
             if last is None or now[0] - last[0] > STALE_S:
                 _state["last"], _state["choice"] = now, None  # no usable window yet: the user's count
@@ -102,12 +131,16 @@ class AdaptiveThreads:
                 _state["last"] = now
                 _state["choice"] = choose(_state["user"], now[3], others_cores(last, now))
             if _state["choice"] is not None and _state["active"] > 0:
-                engine.set_num_threads(min(_state["choice"], _state["user"]))
+                n = min(_state["choice"], _state["user"])
+                if n != cur:
+                    engine._adapt_num_threads(n)
+                    _state["set"] = n
 
     def __exit__(self, *exc):
         with _lock:
             _state["active"] -= 1
-            if _state["active"] == 0 and _state["user"] is not None:
-                engine.set_num_threads(_state["user"])
-                _state["user"] = None
+            if _state["active"] == 0:
+                if _state["set"] is not None and engine._num_threads_generation() == _state["gen"]:
+                    engine._adapt_num_threads(_state["user"])
+                _state["user"] = _state["set"] = _state["gen"] = None
         return False

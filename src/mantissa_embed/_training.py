@@ -89,8 +89,15 @@ class HookList(TrainingHook):
             f(epoch, mean_loss)
 
     def end(self):
+        """Every hook's end, even when one raises (the first error is re-raised after)."""
+        err = None
         for f in self._end:
-            f()
+            try:
+                f()
+            except Exception as e:  # noqa: BLE001 - re-raised below
+                err = err or e
+        if err is not None:
+            raise err
 
 
 class ProgressBar(TrainingHook):
@@ -129,16 +136,20 @@ class ThreadAdapter(TrainingHook):
 
     def __init__(self):
         self._ctl = AdaptiveThreads()
+        self._entered = False
 
     def begin(self):
         self._ctl.__enter__()
+        self._entered = True
         self._ctl.step()
 
     def batch_end(self, batch, loss_sum):
         self._ctl.step()
 
     def end(self):
-        self._ctl.__exit__(None, None, None)
+        if self._entered:
+            self._entered = False
+            self._ctl.__exit__(None, None, None)
 
 
 class Profiler(TrainingHook):
@@ -170,6 +181,8 @@ class Profiler(TrainingHook):
         self.batches += 1
 
     def end(self):
+        if not hasattr(self, "_t_begin"):  # begin never ran (an earlier hook's begin raised)
+            return
         self.total = perf_counter() - self._t_begin
         self.layer_times = self.net._profile
         self.net._set_profile(None)
@@ -230,8 +243,8 @@ def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_b
     xb = np.empty((batch_size,) + X.shape[1:], dtype=np.float32)
     total_steps = epochs * n_batches
     groups = getattr(optimizer, "param_groups", None) if schedule is not None else None
-    hooks.begin()
     try:
+        hooks.begin()
         for epoch in range(first_epoch, epochs):
             total = 0.0
             no_pairs = 0

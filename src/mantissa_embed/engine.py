@@ -22,6 +22,6 @@ from mantissa_embed._engine._mining import *  # noqa: F401,F403
 from mantissa_embed._engine._knn import *  # noqa: F401,F403
 from mantissa_embed._engine._transforms import *  # noqa: F401,F403
 from mantissa_embed._engine._norm import *  # noqa: F401,F403
-from mantissa_embed._engine._cpu import _set_gemm_kernel  # noqa: F401
+from mantissa_embed._engine._cpu import _adapt_num_threads, _num_threads_generation, _set_gemm_kernel  # noqa: F401
 from mantissa_embed._engine._gemm import _sgemm_st  # noqa: F401
 

@@ -347,6 +347,20 @@ class Index:
             raise ValueError(f"{path!r} is not a valid mantissa-embed index file ({e})") from None
         return idx
 
+    def __getstate__(self):
+        """For Dask moving a shard between processes (not a file format: see :meth:`save`)."""
+        with self._lock:
+            st = self.__dict__.copy()
+        del st["_lock"]
+        for k in ("_codes", "_scales", "_f32", "_ids", "_labels"):
+            if isinstance(st[k], np.memmap):
+                st[k] = np.array(st[k])
+        return st
+
+    def __setstate__(self, st):
+        self.__dict__.update(st)
+        self._lock = threading.RLock()
+
     def __repr__(self):
         return (f"Index(dim={self.dim}, metric={self.metric!r}, dtype={self.dtype!r}, "
                 f"keep_float32={self.keep_float32}, n={len(self)})")

@@ -27,7 +27,22 @@ def set_num_threads(n):
     for every count. numpy's and other libraries' thread pools are not touched. Raises TypeError
     when ``n`` is not an int (bool rejected), ValueError when ``n < 1`` or ``n > 4096``.
     """
+    global _generation
     me_set_num_threads(<int>check_num_threads(n))
+    _generation += 1
+
+
+# how many times set_num_threads was called (the adaptive thread count adopts a new user count)
+_generation = 0
+
+
+def _adapt_num_threads(n):
+    """set_num_threads for mantissa_embed._threads: the same, not counted as the user's choice."""
+    me_set_num_threads(<int>check_num_threads(n))
+
+
+def _num_threads_generation():
+    return _generation
 
 
 def gemm_kernel_name():
