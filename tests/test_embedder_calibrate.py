@@ -144,5 +144,5 @@ def test_labels_without_a_kind_of_pair(fitted):
         emb.calibrate(X[:6], np.zeros(6, np.int64))
     with pytest.raises(ValueError, match="same length"):
         emb.calibrate(X[:6], y[:5])
-    with pytest.raises(ValueError, match="threshold"):
+    with pytest.raises(TypeError, match="threshold must be a number"):
         emb.verify(X[0], X[1], threshold="best")

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["sample_pairs", "choose_threshold"]
+from . import _inference
+from ._validation import check_float, check_int, check_labels
+
+__all__ = ["sample_pairs", "choose_threshold", "calibrate"]
 
 
 def _all_pairs(y):
@@ -91,3 +94,53 @@ def choose_threshold(d_pos, d_neg, target_far=None, target_precision=None, max_a
              "precision": float(tpw / (tpw + fpw)) if tpw + fpw > 0 else None,
              "balanced_accuracy": (tar + 1.0 - far) / 2.0}
     return t, stats
+
+
+def calibrate(emb, X, y, *, target_far=None, target_precision=None, max_accuracy=False, n_pairs=100_000, seed=0,
+              batch_size=256):
+    """The body of :meth:`Embedder.calibrate <mantissa_embed.embedder.Embedder.calibrate>` (the
+    caller holds the Embedder's lock): the calibration dict, not yet stored."""
+    rules = [target_far is not None, target_precision is not None, bool(max_accuracy)]
+    if not isinstance(max_accuracy, (bool, np.bool_)):
+        raise TypeError(f"max_accuracy must be a bool, got {type(max_accuracy).__name__}")
+    if sum(rules) > 1:
+        raise ValueError("give one of target_far, target_precision, max_accuracy=True")
+    if sum(rules) == 0:
+        target_far = 1e-3
+    if target_far is not None:
+        target_far = check_float(target_far, "target_far", minimum=0.0)
+        if target_far > 1.0:
+            raise ValueError(f"target_far must be in [0, 1], got {target_far}")
+    if target_precision is not None:
+        target_precision = check_float(target_precision, "target_precision", minimum=0.0)
+        if not 0.0 < target_precision <= 1.0:
+            raise ValueError(f"target_precision must be in (0, 1], got {target_precision}")
+    n_pairs = check_int(n_pairs, "n_pairs", minimum=1)
+    seed = check_int(seed, "seed", minimum=0)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    y = check_labels(y, "y")
+    arr = np.asarray(X) if not isinstance(X, (str, bytes)) else X
+    if getattr(arr, "ndim", 0) == len(emb.input_shape_) + 1:
+        Z = _inference.embed(emb, X, "X", batch_size, True)
+    else:
+        Z, _ = _inference.as_embeddings(emb, X, "X", allow_single=False)
+    if Z.shape[0] != y.shape[0]:
+        raise ValueError(f"X and y must have the same length, got {Z.shape[0]} and {y.shape[0]}")
+    pi, pj, ni, nj, p_tot, n_tot = sample_pairs(y, n_pairs, np.random.default_rng(seed))
+    if pi.size == 0:
+        raise ValueError("y must have a class with at least two items (a positive pair)")
+    if ni.size == 0:
+        raise ValueError("y must have at least two classes (a negative pair)")
+    Z = Z.astype(np.float64)
+    dp = np.linalg.norm(Z[pi] - Z[pj], axis=1)
+    dn = np.linalg.norm(Z[ni] - Z[nj], axis=1)
+    _, stats = choose_threshold(
+        dp, dn, target_far=target_far, target_precision=target_precision, max_accuracy=bool(max_accuracy),
+        pos_weight=p_tot / pi.size, neg_weight=n_tot / ni.size)
+    rule = "target_far" if target_far is not None else (
+        "target_precision" if target_precision is not None else "max_accuracy")
+    cal = {**stats, "rule": rule,
+           "target": target_far if target_far is not None else target_precision,
+           "n_positive_pairs": int(pi.size), "n_negative_pairs": int(ni.size),
+           "positive_pairs_total": int(p_tot), "negative_pairs_total": int(n_tot), "seed": seed}
+    return cal

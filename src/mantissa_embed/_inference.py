@@ -7,6 +7,7 @@ import numpy as np
 from ._threads import AdaptiveThreads
 from ._validation import check_array, check_float, check_int
 from .evaluation.knn import knn
+from .index import Index
 
 __all__ = ["l2_normalize", "embed", "as_embeddings", "retrieve", "verify"]
 
@@ -90,7 +91,6 @@ def retrieve(emb, query, gallery, k):
     :class:`~mantissa_embed.index.Index` gallery: ``(ids, distances)``)."""
     emb._check_fitted()
     k = check_int(k, "k", minimum=1)
-    from .index import Index
     if isinstance(gallery, Index):
         if gallery.dim != emb.embed_dim_:
             raise ValueError(f"the index holds {gallery.dim}-D vectors, the Embedder embeds in {emb.embed_dim_}-D")

@@ -23,6 +23,9 @@ import threading
 import numpy as np
 
 from ._validation import check_array, check_int
+from .embedder import Embedder
+from .evaluation.knn import knn as _exact_knn
+from .index import DTYPES, METRICS, Index
 
 __all__ = ["embed", "knn", "ShardedIndex"]
 
@@ -61,7 +64,6 @@ def _worker_model(digest, blob):
     with _MODELS_LOCK:
         emb = _MODELS.get(digest)
         if emb is None:
-            from .embedder import Embedder
             fd, path = tempfile.mkstemp(suffix=".npz")
             try:
                 with os.fdopen(fd, "wb") as f:
@@ -101,12 +103,11 @@ def embed(embedder, images, batch_size=256, normalize=True, client=None):
 
 
 def _chunk_knn(block, Q, k, offset, metric):
-    from .evaluation.knn import knn as _knn
     block = np.asarray(block, dtype=np.float32)
     kk = min(k, block.shape[0])
     if kk == 0:
         return np.empty((Q.shape[0], 0), np.int64), np.empty((Q.shape[0], 0), np.float32)
-    idx, dist = _knn(Q, block, kk, metric=metric)
+    idx, dist = _exact_knn(Q, block, kk, metric=metric)
     return idx + offset, dist
 
 
@@ -170,7 +171,6 @@ def knn(queries, gallery, k, *, metric="euclidean", split_every=8, client=None):
 
 
 def _build_shard(block, offset, metric, dtype):
-    from .index import Index
     block = np.asarray(block, dtype=np.float32)
     return Index(block.shape[1], metric=metric, dtype=dtype).add(
         block, ids=np.arange(offset, offset + block.shape[0], dtype=np.int64))
@@ -196,7 +196,6 @@ class ShardedIndex:
         dask, da, _ = _dask()
         if not isinstance(gallery, da.Array) or gallery.ndim != 2:
             raise TypeError("gallery must be a 2-D dask array")
-        from .index import DTYPES, METRICS
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
         if dtype not in DTYPES:

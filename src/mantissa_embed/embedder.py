@@ -15,7 +15,8 @@ import threading
 
 import numpy as np
 
-from . import _calibration, _fitting, _inference, _persistence
+from . import _fitting, _persistence
+from ._embedder_inference import EmbedderInference
 from ._recipe import DEFAULTS, FACE_PRESET, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
 from ._training import profile_table
 from ._validation import as_generator, check_array, check_float, check_int, check_labels
@@ -25,7 +26,7 @@ from .layers import Layer, Sequential
 __all__ = ["Embedder", "DEFAULTS", "FACE_PRESET"]
 
 
-class Embedder:
+class Embedder(EmbedderInference):
     """Metric learning on a CNN trunk: ``fit`` / ``embed`` / ``retrieve`` / ``verify``.
 
     Parameters
@@ -358,211 +359,6 @@ class Embedder:
         if not self.fitted_:
             raise RuntimeError("this Embedder is not fitted yet: call fit(X, y) first (or Embedder.load(path))")
 
-    def embed(self, X, batch_size=256, normalize=True):
-        """Embed images in chunks of ``batch_size`` (bounded memory).
-
-        Parameters
-        ----------
-        X : array_like, float, shape (n, C, H, W)
-            Images of the shape seen by :meth:`fit`; converted to float32 chunk by chunk (no
-            full copy of ``X``). NaN/Inf are rejected.
-        batch_size : int >= 1, default 256
-        normalize : bool, default True
-            Return L2-normalized rows (the space the loss trains and :meth:`retrieve` /
-            :meth:`verify` measure). False: the trunk's raw output.
-
-        Returns
-        -------
-        ndarray, float32, shape (n, D), C-contiguous, freshly allocated.
-
-        Raises
-        ------
-        RuntimeError
-            Before :meth:`fit` (unless the Embedder was loaded with :meth:`load`).
-        TypeError / ValueError
-            Non-numeric ``X``; wrong ndim or image shape; NaN/Inf; a bad ``batch_size``.
-        """
-        self._check_fitted()
-        batch_size = check_int(batch_size, "batch_size", minimum=1)
-        if not isinstance(normalize, (bool, np.bool_)):
-            raise TypeError(f"normalize must be a bool, got {type(normalize).__name__}")
-        with self._lock:
-            return _inference.embed(self, X, "X", batch_size, normalize)
-
-    def retrieve(self, query, gallery, k=5):
-        """The ``k`` nearest gallery items of each query, nearest first.
-
-        Parameters
-        ----------
-        query : array_like
-            One image ``(C, H, W)``, a batch of images ``(n, C, H, W)``, one embedding ``(D,)``
-            or a batch of embeddings ``(n, D)``.
-        gallery : array_like or Index
-            Images ``(m, C, H, W)`` or embeddings ``(m, D)`` (e.g. ``embed(X_gallery)``, so a
-            fixed gallery is embedded once and reused), or an
-            :class:`~mantissa_embed.index.Index` (:meth:`build_index`): then the index's ids
-            are returned instead of row indices.
-        k : int, 1 <= k <= m, default 5
-
-        Returns
-        -------
-        indices : ndarray, int64, shape (n, k) -- or (k,) for a single query
-            Gallery row indices, nearest first (ties: lower index first).
-        distances : ndarray, float32, same shape
-            Euclidean distances between L2-normalized embeddings (the trained distance),
-            from the exact tiled search :func:`mantissa_embed.evaluation.knn` (SGEMM-ranked
-            candidates, distances recomputed in float64 for the returned neighbours).
-
-        Raises
-        ------
-        RuntimeError  before fit / load.
-        ValueError    bad shapes, NaN/Inf, embedding size mismatch, ``k`` larger than the gallery.
-        TypeError     non-numeric inputs, non-int ``k``.
-        """
-        with self._lock:
-            return _inference.retrieve(self, query, gallery, k)
-
-    def build_index(self, X, labels=None, ids=None, **kwargs):
-        """An :class:`~mantissa_embed.index.Index` of the embeddings of ``X`` (images or
-        embeddings), searchable by :meth:`retrieve`: ``Index(embed_dim_, "euclidean", **kwargs)``
-        (``dtype=``, ``keep_float32=``) with ``add(embeddings, ids, labels)``. Raises as
-        :meth:`embed` and :class:`~mantissa_embed.index.Index`."""
-        from .index import Index
-        self._check_fitted()
-        with self._lock:
-            Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False)
-        return Index(self.embed_dim_, "euclidean", **kwargs).add(Z, ids=ids, labels=labels)
-
-    def verify(self, a, b, threshold="calibrated"):
-        """Distance between ``a`` and ``b`` in the trained embedding space; with ``threshold``,
-        whether they are "the same" (``distance <= threshold``).
-
-        Parameters
-        ----------
-        a, b : array_like
-            Each one image ``(C, H, W)``, one embedding ``(D,)``, or a batch of either
-            (``(n, C, H, W)`` / ``(n, D)``). Two batches must have the same length (pairwise);
-            a single item against a batch is compared with every row.
-        threshold : float >= 0, None or "calibrated", default "calibrated"
-            ``"calibrated"``: :attr:`threshold_` from :meth:`calibrate` (saved with the model),
-            or None when the Embedder was never calibrated. None: return the distances.
-
-        Returns
-        -------
-        float (or bool with ``threshold``) when both are single items; otherwise an ndarray
-        of shape (n,), float32 (or bool).
-
-        Raises
-        ------
-        RuntimeError  before fit / load.
-        ValueError    bad shapes, NaN/Inf, mismatched batch lengths, a negative threshold.
-        TypeError     non-numeric inputs or threshold.
-        """
-        if isinstance(threshold, str):
-            if threshold != "calibrated":
-                raise ValueError(f"threshold must be a float >= 0, None or 'calibrated', got {threshold!r}")
-            threshold = self.threshold_
-        with self._lock:
-            return _inference.verify(self, a, b, threshold)
-
-    def calibrate(self, X, y, *, target_far=None, target_precision=None, max_accuracy=False, n_pairs=100_000,
-                  seed=0, batch_size=256):
-        """Choose the verification threshold on labelled data and keep it (:attr:`threshold_`):
-        :meth:`verify` then answers "same / not same" with it, and :meth:`save` stores it.
-
-        Parameters
-        ----------
-        X : array_like
-            Images ``(n, C, H, W)`` or embeddings ``(n, D)``, preferably of identities held out
-            from training.
-        y : array_like of int, shape (n,)
-            Labels: at least one class with two items and at least two classes.
-        target_far : float in [0, 1] or None
-            The largest threshold whose false accept rate on the negative pairs is at most
-            this. The default rule (1e-3) when none of the three is given.
-        target_precision : float in (0, 1] or None
-            The largest threshold whose precision, with positive and negative pairs in their
-            proportion among all pairs of ``y``, is at least this (0 when none reaches it).
-        max_accuracy : bool, default False
-            The threshold of the best balanced accuracy (TAR + 1 - FAR) / 2.
-        n_pairs : int >= 1, default 100000
-            Positive and negative pairs drawn each (uniform over the ordered pairs of each
-            kind, never materializing all n^2 pairs); all pairs when there are fewer.
-        seed : int >= 0, default 0
-            Seed of the pair draw.
-        batch_size : int >= 1, default 256
-            Embedding batch size for images.
-
-        Returns
-        -------
-        dict
-            ``"threshold"`` (distance units), ``"far"``, ``"tar"``, ``"precision"`` (None when
-            nothing is accepted), ``"balanced_accuracy"``, ``"rule"``, ``"target"``,
-            ``"n_positive_pairs"`` / ``"n_negative_pairs"`` (the pairs measured) and
-            ``"positive_pairs_total"`` / ``"negative_pairs_total"`` (ordered pairs in ``y``),
-            ``"seed"``; also stored as :attr:`calibration_`.
-
-        Raises
-        ------
-        RuntimeError  before fit / load.
-        TypeError / ValueError  more than one rule, targets out of range, labels without a
-            positive or a negative pair, bad shapes (each names the argument).
-
-        Source
-        ------
-        TensorFlow Similarity's ``calibrate`` (threshold by a target metric); FAR/TAR as in
-        face verification (NIST FRVT); docs/evaluation.md.
-        """
-        self._check_fitted()
-        rules = [target_far is not None, target_precision is not None, bool(max_accuracy)]
-        if not isinstance(max_accuracy, (bool, np.bool_)):
-            raise TypeError(f"max_accuracy must be a bool, got {type(max_accuracy).__name__}")
-        if sum(rules) > 1:
-            raise ValueError("give one of target_far, target_precision, max_accuracy=True")
-        if sum(rules) == 0:
-            target_far = 1e-3
-        if target_far is not None:
-            target_far = check_float(target_far, "target_far", minimum=0.0)
-            if target_far > 1.0:
-                raise ValueError(f"target_far must be in [0, 1], got {target_far}")
-        if target_precision is not None:
-            target_precision = check_float(target_precision, "target_precision", minimum=0.0)
-            if not 0.0 < target_precision <= 1.0:
-                raise ValueError(f"target_precision must be in (0, 1], got {target_precision}")
-        n_pairs = check_int(n_pairs, "n_pairs", minimum=1)
-        seed = check_int(seed, "seed", minimum=0)
-        batch_size = check_int(batch_size, "batch_size", minimum=1)
-        y = check_labels(y, "y")
-        with self._lock:
-            arr = np.asarray(X) if not isinstance(X, (str, bytes)) else X
-            if getattr(arr, "ndim", 0) == len(self.input_shape_) + 1:
-                Z = _inference.embed(self, X, "X", batch_size, True)
-            else:
-                Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False)
-            if Z.shape[0] != y.shape[0]:
-                raise ValueError(f"X and y must have the same length, got {Z.shape[0]} and {y.shape[0]}")
-            pi, pj, ni, nj, p_tot, n_tot = _calibration.sample_pairs(y, n_pairs, np.random.default_rng(seed))
-            if pi.size == 0:
-                raise ValueError("y must have a class with at least two items (a positive pair)")
-            if ni.size == 0:
-                raise ValueError("y must have at least two classes (a negative pair)")
-            Z = Z.astype(np.float64)
-            dp = np.linalg.norm(Z[pi] - Z[pj], axis=1)
-            dn = np.linalg.norm(Z[ni] - Z[nj], axis=1)
-            t, stats = _calibration.choose_threshold(
-                dp, dn, target_far=target_far, target_precision=target_precision, max_accuracy=bool(max_accuracy),
-                pos_weight=p_tot / pi.size, neg_weight=n_tot / ni.size)
-            rule = "target_far" if target_far is not None else (
-                "target_precision" if target_precision is not None else "max_accuracy")
-            cal = {**stats, "rule": rule,
-                   "target": target_far if target_far is not None else target_precision,
-                   "n_positive_pairs": int(pi.size), "n_negative_pairs": int(ni.size),
-                   "positive_pairs_total": int(p_tot), "negative_pairs_total": int(n_tot), "seed": seed}
-            self.threshold_ = t
-            self.calibration_ = cal
-            return dict(cal)
-
-    # ------------------------------------------------------------------------ description
     def summary(self):
         """A text description: the trunk's layer table (when built), loss, miner, optimizer.
 

@@ -1,0 +1,153 @@
+"""The inference half of :class:`~mantissa_embed.embedder.Embedder`: ``embed``, ``retrieve``,
+``build_index``, ``verify`` and ``calibrate`` (bodies in :mod:`mantissa_embed._inference` and
+:mod:`mantissa_embed._calibration`). Each takes the Embedder's lock (see the class docstring).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _calibration, _inference
+from ._validation import check_int
+from .index import Index
+
+__all__ = ["EmbedderInference"]
+
+
+class EmbedderInference:
+    """Mixed into :class:`~mantissa_embed.embedder.Embedder` (which provides ``_lock``,
+    ``_check_fitted``, ``embed_dim_``, ``threshold_`` and ``calibration_``)."""
+
+    def embed(self, X, batch_size=256, normalize=True):
+        """Embed images in chunks of ``batch_size`` (bounded memory).
+
+        Parameters
+        ----------
+        X : array_like, float, shape (n, C, H, W)
+            Images of the shape seen by :meth:`fit`; converted to float32 chunk by chunk (no
+            full copy of ``X``). NaN/Inf are rejected.
+        batch_size : int >= 1, default 256
+        normalize : bool, default True
+            Return L2-normalized rows (the space the loss trains and :meth:`retrieve` /
+            :meth:`verify` measure). False: the trunk's raw output.
+
+        Returns
+        -------
+        ndarray, float32, shape (n, D), C-contiguous, freshly allocated.
+
+        Raises
+        ------
+        RuntimeError
+            Before :meth:`fit` (unless the Embedder was loaded with :meth:`load`).
+        TypeError / ValueError
+            Non-numeric ``X``; wrong ndim or image shape; NaN/Inf; a bad ``batch_size``.
+        """
+        self._check_fitted()
+        batch_size = check_int(batch_size, "batch_size", minimum=1)
+        if not isinstance(normalize, (bool, np.bool_)):
+            raise TypeError(f"normalize must be a bool, got {type(normalize).__name__}")
+        with self._lock:
+            return _inference.embed(self, X, "X", batch_size, normalize)
+
+    def retrieve(self, query, gallery, k=5):
+        """The ``k`` nearest gallery items of each query, nearest first.
+
+        Parameters
+        ----------
+        query : array_like
+            One image ``(C, H, W)``, a batch of images ``(n, C, H, W)``, one embedding ``(D,)``
+            or a batch of embeddings ``(n, D)``.
+        gallery : array_like or Index
+            Images ``(m, C, H, W)`` or embeddings ``(m, D)`` (e.g. ``embed(X_gallery)``, so a
+            fixed gallery is embedded once and reused), or an
+            :class:`~mantissa_embed.index.Index` (:meth:`build_index`): then the index's ids
+            are returned instead of row indices.
+        k : int, 1 <= k <= m, default 5
+
+        Returns
+        -------
+        indices : ndarray, int64, shape (n, k) -- or (k,) for a single query
+            Gallery row indices, nearest first (ties: lower index first).
+        distances : ndarray, float32, same shape
+            Euclidean distances between L2-normalized embeddings (the trained distance),
+            from the exact tiled search :func:`mantissa_embed.evaluation.knn` (SGEMM-ranked
+            candidates, distances recomputed in float64 for the returned neighbours).
+
+        Raises
+        ------
+        RuntimeError  before fit / load.
+        ValueError    bad shapes, NaN/Inf, embedding size mismatch, ``k`` larger than the gallery.
+        TypeError     non-numeric inputs, non-int ``k``.
+        """
+        with self._lock:
+            return _inference.retrieve(self, query, gallery, k)
+
+    def build_index(self, X, labels=None, ids=None, **kwargs):
+        """An :class:`~mantissa_embed.index.Index` of the embeddings of ``X`` (images or
+        embeddings), searchable by :meth:`retrieve`: ``Index(embed_dim_, "euclidean", **kwargs)``
+        (``dtype=``, ``keep_float32=``) with ``add(embeddings, ids, labels)``. Raises as
+        :meth:`embed` and :class:`~mantissa_embed.index.Index`."""
+        self._check_fitted()
+        with self._lock:
+            Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False)
+        return Index(self.embed_dim_, "euclidean", **kwargs).add(Z, ids=ids, labels=labels)
+
+    def verify(self, a, b, threshold="calibrated"):
+        """Distance between ``a`` and ``b`` in the trained embedding space; with ``threshold``,
+        whether they are "the same" (``distance <= threshold``).
+
+        Parameters
+        ----------
+        a, b : array_like
+            Each one image ``(C, H, W)``, one embedding ``(D,)``, or a batch of either
+            (``(n, C, H, W)`` / ``(n, D)``). Two batches must have the same length (pairwise);
+            a single item against a batch is compared with every row.
+        threshold : float >= 0, None or "calibrated", default "calibrated"
+            ``"calibrated"``: :attr:`threshold_` from :meth:`calibrate` (saved with the model),
+            or None when the Embedder was never calibrated. None: return the distances.
+
+        Returns
+        -------
+        float (or bool with ``threshold``) when both are single items; otherwise an ndarray
+        of shape (n,), float32 (or bool).
+
+        Raises
+        ------
+        RuntimeError  before fit / load.
+        ValueError    bad shapes, NaN/Inf, mismatched batch lengths, a negative threshold.
+        TypeError     non-numeric inputs or threshold.
+        """
+        if isinstance(threshold, str):
+            if threshold != "calibrated":
+                raise TypeError(f"threshold must be a number (>= 0), None or 'calibrated', got {threshold!r}")
+            threshold = self.threshold_
+        with self._lock:
+            return _inference.verify(self, a, b, threshold)
+
+    def calibrate(self, X, y, *, target_far=None, target_precision=None, max_accuracy=False, n_pairs=100_000,
+                  seed=0, batch_size=256):
+        """Choose the verification threshold on labelled data (images ``(n, C, H, W)`` or
+        embeddings ``(n, D)`` with int labels ``y``, best of identities held out from training)
+        and keep it as :attr:`threshold_`: :meth:`verify` then answers with it, :meth:`save`
+        stores it. One rule: ``target_far`` (float in [0, 1]: the largest threshold with FAR <= it;
+        the default, 1e-3, when none is given), ``target_precision`` (in (0, 1]: the largest
+        threshold whose precision, pairs weighted to their share among all pairs of ``y``,
+        reaches it) or ``max_accuracy=True`` (best balanced accuracy). ``n_pairs`` (>= 1, default
+        100000) positive and as many negative pairs are drawn with ``seed`` (uniform per kind,
+        never all n^2; all pairs when fewer). Rules and the draw: :mod:`mantissa_embed._calibration`.
+
+        Returns a dict, also stored as :attr:`calibration_`: ``threshold``, ``far``, ``tar``,
+        ``precision`` (None when nothing is accepted), ``balanced_accuracy``, ``rule``,
+        ``target``, ``n_positive_pairs`` / ``n_negative_pairs``, ``positive_pairs_total`` /
+        ``negative_pairs_total``, ``seed``.
+
+        Raises RuntimeError before fit / load; TypeError / ValueError for more than one rule,
+        targets out of range, labels without a positive or a negative pair, bad shapes.
+        Source: TensorFlow Similarity's ``calibrate``; FAR / TAR as in NIST FRVT.
+        """
+        self._check_fitted()
+        with self._lock:
+            cal = _calibration.calibrate(self, X, y, target_far=target_far, target_precision=target_precision,
+                                         max_accuracy=max_accuracy, n_pairs=n_pairs, seed=seed,
+                                         batch_size=batch_size)
+            self.threshold_, self.calibration_ = cal["threshold"], cal
+            return dict(cal)
