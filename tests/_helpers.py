@@ -107,3 +107,24 @@ def run_doc_blocks(name, min_blocks):
     for i, code in enumerate(blocks):
         exec(compile(code, f"{name}[block {i}]", "exec"), ns)
     return text
+
+
+def run_threads(fn, n_threads=4, calls=6):
+    """Call ``fn()`` ``calls`` times in each of ``n_threads`` threads at once; returns the
+    exceptions raised (a list, empty when none)."""
+    import threading
+
+    errors = []
+
+    def work():
+        try:
+            for _ in range(calls):
+                fn()
+        except Exception as e:  # noqa: BLE001 - returned to the test
+            errors.append(e)
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return errors

@@ -5,6 +5,7 @@ import threading
 import numpy as np
 import pytest
 
+from _helpers import run_threads
 from mantissa_embed import Embedder, models
 
 
@@ -16,23 +17,6 @@ def fitted():
     emb = Embedder(models.small_cnn_embedder(8), loss="triplet", seed=0)
     emb.fit(X, y, epochs=1, batch_size=48)
     return emb, X
-
-
-def _hammer(fn, n_threads=4, calls=6):
-    errors = []
-
-    def work():
-        try:
-            for _ in range(calls):
-                fn()
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-    ts = [threading.Thread(target=work) for _ in range(n_threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors, errors
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
@@ -55,7 +39,7 @@ def test_concurrent_inference_equals_serial(fitted, backend, tmp_path):
             wrong.append("retrieve")
         if not np.array_equal(emb.verify(X[:50], X[50:100]), V):
             wrong.append("verify")
-    _hammer(call)
+    assert run_threads(call) == []
     assert wrong == []
 
 

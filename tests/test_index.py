@@ -3,11 +3,11 @@ the decoded vectors), tile merging, re-ranking, ids / labels / remove, files (ro
 memory map, corrupt files), the Embedder's build_index / retrieve, and threads."""
 import json
 import struct
-import threading
 
 import numpy as np
 import pytest
 
+from _helpers import run_threads
 from mantissa_embed import Embedder, index as index_mod, models
 from mantissa_embed.index import Index
 
@@ -212,21 +212,13 @@ def test_concurrent_search_and_add():
     X, Q = _data(n=1500, d=16, q=30)
     ix = Index(16, dtype="int8").add(X[:1000])
     want = ix.search(Q, 7)
-    wrong, errors = [], []
+    wrong = []
 
     def searcher():
-        try:
-            for _ in range(5):
-                got = ix.search(Q, 7)
-                if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
-                    wrong.append(1)
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
-    ts = [threading.Thread(target=searcher) for _ in range(3)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+        got = ix.search(Q, 7)
+        if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
+            wrong.append(1)
+    errors = run_threads(searcher, n_threads=3, calls=5)
     assert not wrong and not errors
 
 

@@ -1402,6 +1402,20 @@ static const wino_isa *wino_isa_pick(const float *w, int64_t FK) {
     return NULL;
 }
 
+/* May a block of nimg images (image i at xb + i*CHW) go on? Not when another thread has given up
+ * (*bad), nor (the AVX2 build) when one of them is out of wt_in_range; then *bad is set. */
+static int wino_block_ok(const wino_isa *wi, const float *xb, int64_t nimg, int64_t CHW, int *bad) {
+    int ok = 1, seen;
+    if (wi->check)
+        for (int64_t i = 0; i < nimg; i++) ok &= wt_in_range(xb + i * CHW, CHW);
+#pragma omp atomic read
+    seen = *bad;
+    if (ok && !seen) return 1;
+#pragma omp atomic write
+    *bad = 1;
+    return 0;
+}
+
 /* conv3x3 (stride 1) + bias + ReLU + 2x2 max pool by the Winograd pooling kernels of wi. Returns
  * 0 when wi->check finds an image out of range (y then holds partial results), 1 when done. */
 static int wino_pool_run(const wino_isa *wi, const float *x, const float *w, const float *b, float *y, int64_t N,
@@ -1427,17 +1441,7 @@ static int wino_pool_run(const wino_isa *wi, const float *x, const float *w, con
         wino_zero_padding8(xi, C, H, W, pad, Hp, Wp);
         for (int64_t blk = s * NB / S; blk < (s + 1) * NB / S; blk++) {
             const float *xb = x + blk * 8 * CHW;
-            if (wi->check) {
-                int ok = 1, seen;
-                for (int i = 0; i < 8; i++) ok &= wt_in_range(xb + i * CHW, CHW);
-#pragma omp atomic read
-                seen = bad;
-                if (!ok || seen) {
-#pragma omp atomic write
-                    bad = 1;
-                    break;
-                }
-            }
+            if (!wino_block_ok(wi, xb, 8, CHW, &bad)) break;
             wi->interleave8(xb, 8, xi, C, H, W, pad, Hp, Wp);
             wi->pool_images(xi, upk, b, yb, F, C, Fpad, Hp, Wp, TH, TW, TH * TW * 8, TW * 8, relu, vb, mb);
             wi->deinterleave8(yb, y + blk * 8 * F * PQ, F * PQ, 8);
@@ -1598,16 +1602,7 @@ int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *
         for (int64_t blk = s * NB / S; blk < (s + 1) * NB / S; blk++) {
             const int64_t nimg = N - blk * 8 < 8 ? N - blk * 8 : 8;
             const float *xb = x + blk * 8 * CHW;
-            int ok = 1, seen;
-            if (wi->check)
-                for (int64_t i = 0; i < nimg; i++) ok &= wt_in_range(xb + i * CHW, CHW);
-#pragma omp atomic read
-            seen = bad;
-            if (!ok || seen) {
-#pragma omp atomic write
-                bad = 1;
-                break;
-            }
+            if (!wino_block_ok(wi, xb, nimg, CHW, &bad)) break;
             wi->interleave8(xb, nimg, xi1, C, H, W, pad1, g.Hp1, g.Wp1);
             if (C == 1)
                 wi->pool1_images(xi1, upk1, b1, z, F1, g.F1pad, g.Hp1, g.Wp1, g.TH1, g.TW1,
