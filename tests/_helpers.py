@@ -128,3 +128,16 @@ def run_threads(fn, n_threads=4, calls=6):
     for t in ts:
         t.join()
     return errors
+
+
+def small_fitted_embedder(n_classes, per_class, batch_size, seed=0):
+    """A small_cnn_embedder(8) Embedder fitted one epoch (triplet loss) on random 12x12 images:
+    ``(emb, X, y)``."""
+    from mantissa_embed import Embedder, models
+
+    rng = np.random.default_rng(seed)
+    X = rng.random((n_classes * per_class, 1, 12, 12), dtype=np.float32)
+    y = np.repeat(np.arange(n_classes), per_class)
+    emb = Embedder(models.small_cnn_embedder(8), loss="triplet", seed=0)
+    emb.fit(X, y, epochs=1, batch_size=batch_size)
+    return emb, X, y

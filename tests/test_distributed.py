@@ -8,7 +8,7 @@ pytest.importorskip("dask", reason="needs the dask extra: pip install '.[dask]'"
 distributed = pytest.importorskip("distributed", reason="needs the dask extra: pip install '.[dask]'")
 import dask.array as da  # noqa: E402
 
-from mantissa_embed import Embedder, models  # noqa: E402
+from _helpers import small_fitted_embedder  # noqa: E402
 from mantissa_embed import distributed as med  # noqa: E402
 from mantissa_embed.evaluation import knn  # noqa: E402
 from mantissa_embed.index import Index  # noqa: E402
@@ -26,11 +26,7 @@ def client():
 
 @pytest.fixture(scope="module")
 def fitted():
-    rng = np.random.default_rng(0)
-    X = rng.random((200, 1, 12, 12), dtype=np.float32)
-    y = np.repeat(np.arange(5), 40)
-    emb = Embedder(models.small_cnn_embedder(8), loss="triplet", seed=0)
-    emb.fit(X, y, epochs=1, batch_size=40)
+    emb, X, _ = small_fitted_embedder(5, 40, 40)
     return emb, X
 
 

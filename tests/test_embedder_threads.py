@@ -5,17 +5,13 @@ import threading
 import numpy as np
 import pytest
 
-from _helpers import run_threads
+from _helpers import run_threads, small_fitted_embedder
 from mantissa_embed import Embedder, models
 
 
 @pytest.fixture(scope="module")
 def fitted():
-    rng = np.random.default_rng(0)
-    X = rng.random((240, 1, 12, 12), dtype=np.float32)
-    y = np.repeat(np.arange(6), 40)
-    emb = Embedder(models.small_cnn_embedder(8), loss="triplet", seed=0)
-    emb.fit(X, y, epochs=1, batch_size=48)
+    emb, X, _ = small_fitted_embedder(6, 40, 48)
     return emb, X
 
 

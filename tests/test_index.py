@@ -7,8 +7,8 @@ import struct
 import numpy as np
 import pytest
 
-from _helpers import run_threads
-from mantissa_embed import Embedder, index as index_mod, models
+from _helpers import run_threads, small_fitted_embedder
+from mantissa_embed import index as index_mod
 from mantissa_embed.index import Index
 
 
@@ -192,11 +192,7 @@ def test_corrupt_files_are_rejected(tmp_path):
 
 
 def test_embedder_build_index_and_retrieve():
-    rng = np.random.default_rng(0)
-    X = rng.random((120, 1, 12, 12), dtype=np.float32)
-    y = np.repeat(np.arange(4), 30)
-    emb = Embedder(models.small_cnn_embedder(8), loss="triplet", seed=0)
-    emb.fit(X, y, epochs=1, batch_size=40)
+    emb, X, y = small_fitted_embedder(4, 30, 40)
     ix = emb.build_index(X, labels=y)
     i1, d1 = emb.retrieve(X[:10], ix, k=5)
     i2, d2 = emb.retrieve(X[:10], emb.embed(X), k=5)
