@@ -45,6 +45,7 @@ def test_in_sequential_fused_and_round_trip():
     assert cfg["layers"][0]["bias"] is False and "bias" not in cfg["layers"][2]
     clone = Sequential.from_config(cfg)
     clone.load_state_arrays(model.state_arrays())
+    clone.eval()  # the same (fused) kernels as the model's
     np.testing.assert_array_equal(clone.forward(x), model.forward(x))
     assert "Conv2D(4, 3, pad=1, bias=False, act='relu')" in model.summary()
     assert model.num_parameters() == 4 * 9 + 6 * 4 * 9 + 6 + 5 * 6

@@ -174,12 +174,12 @@ def test_k_all_is_pml_none():
     _compare(ours, theirs)
 
 
-def test_default_kmeans_matches_pml_given_the_same_kmeans():
+def test_kmeans_metrics_match_pml_given_the_same_kmeans():
     from mantissa_embed.evaluation import SklearnKMeans
 
     x, y = _data("clustered", 100, 4, 5, seed=11)
     km = SklearnKMeans()
-    ours = AccuracyCalculator(include=("NMI", "AMI")).get_accuracy(x, y)
+    ours = AccuracyCalculator(include=("NMI", "AMI"), kmeans_func=km).get_accuracy(x, y)
     theirs = pml_ac.AccuracyCalculator(
         include=("NMI", "AMI"), device=torch.device("cpu"),
         knn_func=CustomKNN(LpDistance(normalize_embeddings=False)),
