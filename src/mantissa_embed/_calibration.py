@@ -3,8 +3,9 @@
 Pairs are drawn without materializing the N^2 pairs: a positive pair is a class drawn with
 probability proportional to its ordered pair count n_c (n_c - 1), then two distinct members; a
 negative pair is an item drawn with probability proportional to n - n_c, then an item of
-another class; both are uniform over the ordered pairs of their kind. When a kind has at most
-``n_pairs`` ordered pairs, all of them are used instead. Rates on sampled pairs are estimates;
+another class; both are uniform over the ordered pairs of their kind. When the data has at most
+``2 * n_pairs`` ordered pairs (and n <= 4096), every ordered pair is used instead (each unordered
+pair twice). Rates on sampled pairs are estimates;
 the result carries the pair counts they rest on.
 
 Rules (a pair is "same" when ``distance <= threshold``):

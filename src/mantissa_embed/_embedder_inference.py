@@ -133,7 +133,7 @@ class EmbedderInference:
         threshold whose precision, pairs weighted to their share among all pairs of ``y``,
         reaches it) or ``max_accuracy=True`` (best balanced accuracy). ``n_pairs`` (>= 1, default
         100000) positive and as many negative pairs are drawn with ``seed`` (uniform per kind,
-        never all n^2; all pairs when fewer). Rules and the draw: :mod:`mantissa_embed._calibration`.
+        without building the n^2 pairs; every ordered pair when there are at most 2 ``n_pairs``). Rules and the draw: :mod:`mantissa_embed._calibration`.
 
         Returns a dict, also stored as :attr:`calibration_`: ``threshold``, ``far``, ``tar``,
         ``precision`` (None when nothing is accepted), ``balanced_accuracy``, ``rule``,
