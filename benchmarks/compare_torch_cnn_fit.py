@@ -15,7 +15,9 @@ batches) and the process's peak RSS (``VmHWM`` of ``/proc/self/status``, imports
 parent that imported torch would report the parent's RSS; the parent never imports torch). The table
 gives medians, the ratio of the medians, and the fraction of the machine's float32 FMA peak
 (measured by ``benchmarks/fma_peak.py``'s loop of independent FMAs) that the epoch's flops
-(counted from the shapes: forward + backward = 3x the forward multiply-adds x 2) reach.
+(counted from the shapes: forward + backward = 3x the forward multiply-adds x 2) reach. Each child
+then embeds the images (eval mode, batches of 256; torch: ``model(x)`` + ``normalize`` under
+``no_grad``), timed and reported the same way.
 
     python benchmarks/compare_torch_cnn_fit.py --repeats 3 --threads 2
 """
@@ -35,6 +37,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.environ.get("MANTISSA_EMBED_DATA", os.path.join(HERE, "..", "..", "shared", "data", "mnist"))
 BATCH, M, EMBED = 64, 16, 64
+EMBED_BATCH = 256
 
 
 def forward_macs(h=28, w=28, c_in=1, widths=(32, 64, 128), embed=EMBED):
@@ -77,7 +80,11 @@ def run_mantissa(threads):
     emb = Embedder(models.cnn_embedder(), seed=0)
     t = time.perf_counter()
     emb.fit(X, y, epochs=1)
-    return time.perf_counter() - t
+    fit_s = time.perf_counter() - t
+    emb.embed(X[:EMBED_BATCH], batch_size=EMBED_BATCH)  # warm-up
+    t = time.perf_counter()
+    emb.embed(X, batch_size=EMBED_BATCH)
+    return fit_s, time.perf_counter() - t
 
 
 def run_torch(threads):
@@ -129,16 +136,23 @@ def run_torch(threads):
     t0 = time.perf_counter()
     for k, idx in enumerate(batches):
         step(idx, k, n_batches)
-    return time.perf_counter() - t0
+    fit_s = time.perf_counter() - t0
+    model.eval()
+    with torch.no_grad():
+        model(Xt[:EMBED_BATCH])  # warm-up
+        t0 = time.perf_counter()
+        for i in range(0, len(Xt), EMBED_BATCH):
+            F.normalize(model(Xt[i:i + EMBED_BATCH]), dim=1)
+    return fit_s, time.perf_counter() - t0
 
 
 def child(side, threads):
-    secs = (run_torch if side == "torch" else run_mantissa)(threads)
+    secs, embed_s = (run_torch if side == "torch" else run_mantissa)(threads)
     sys.path.insert(0, HERE)
     from compare_torch import peak_rss_mb
 
     rss_mb = peak_rss_mb()
-    print(json.dumps({"side": side, "seconds": secs, "rss_mb": rss_mb}))
+    print(json.dumps({"side": side, "seconds": secs, "embed_seconds": embed_s, "rss_mb": rss_mb}))
 
 
 def main(argv=None):
@@ -186,6 +200,14 @@ def main(argv=None):
         print(f"{s:>10} {t[s]:>9.2f} {g:>9.1f} {100 * g / peak:>7.1f}% {m[s]:>12.0f}")
     print(f"speed-up {t['torch'] / t['mantissa']:.2f}x, RSS ratio {m['mantissa'] / m['torch']:.2f} "
           f"(FMA peak {peak:.0f} GFLOP/s on {args.threads} threads)")
+    e = {s: statistics.median(r["embed_seconds"] for r in v) for s, v in res.items()}
+    eflops = 2 * forward_macs() * n  # the forward's multiply-adds, 2 flops each
+    print(f"\nembed of the {n} images (eval mode, batches of {EMBED_BATCH})")
+    print(f"{'':>10} {'embed ms':>9} {'GFLOP/s':>9} {'of peak':>8}")
+    for s in ("torch", "mantissa"):
+        g = eflops / e[s] / 1e9
+        print(f"{s:>10} {e[s] * 1e3:>9.1f} {g:>9.1f} {100 * g / peak:>7.1f}%")
+    print(f"embed speed-up {e['torch'] / e['mantissa']:.2f}x")
     return 0
 
 
