@@ -50,6 +50,7 @@ def _fake_load(monkeypatch, others):
         clock["busy"] += others
         return clock["t"], clock["busy"], 0.0, 2
     monkeypatch.setattr(_threads, "_sample", sample)
+    monkeypatch.setattr(_threads, "_clock", lambda: clock["t"] + 1.0)  # every step sees a full window
 
 
 def test_a_busy_core_takes_one_thread_and_the_count_is_restored(two_threads, monkeypatch):

@@ -1402,8 +1402,9 @@ static const wino_isa *wino_isa_pick(const float *w, int64_t FK) {
     return NULL;
 }
 
-/* May a block of nimg images (image i at xb + i*CHW) go on? Not when another thread has given up
- * (*bad), nor (the AVX2 build) when one of them is out of wt_in_range; then *bad is set. */
+/* May a block of nimg images (image i at xb + i*CHW; or any nimg arrays of CHW floats) go on? Not
+ * when another thread has given up (*bad), nor (the AVX2 build) when one of them is out of
+ * wt_in_range; then *bad is set. */
 static int wino_block_ok(const wino_isa *wi, const float *xb, int64_t nimg, int64_t CHW, int *bad) {
     int ok = 1, seen;
     if (wi->check)
@@ -1458,11 +1459,7 @@ static int wino_pool_run(const wino_isa *wi, const float *x, const float *w, con
         wino_pack_weights(w, upk, F, C, Fpad);
         memset(xd, 0, (size_t)(C * Hp * 2 * (TW + 1) + 16) * sizeof(float)); /* padding, slack */
         for (int64_t n = n0 + gi * R / GR; n < n0 + (gi + 1) * R / GR; n++) {
-            if (wi->check && !wt_in_range(x + n * CHW, CHW)) {
-#pragma omp atomic write
-                bad = 1;
-                break;
-            }
+            if (!wino_block_ok(wi, x + n * CHW, 1, CHW, &bad)) break;
             wi->deinterleave(x + n * CHW, xd, C, H, W, pad, Hp, TW);
             if (C == 1)
                 wi->pool1_tiles(xd, upk, b, y + n * F * PQ, F, Fpad, Hp, TH, TW, relu);
@@ -1610,11 +1607,7 @@ int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *
             else
                 wi->pool_images(xi1, upk1, b1, z, F1, C, g.F1pad, g.Hp1, g.Wp1, g.TH1, g.TW1,
                                 g.Hp2 * g.Wp2 * 8, g.Wp2 * 8, relu1, vb, mb);
-            if (wi->check && !wt_in_range(xi2, F1 * g.Hp2 * g.Wp2 * 8)) {
-#pragma omp atomic write
-                bad = 1;
-                break;
-            }
+            if (!wino_block_ok(wi, xi2, 1, F1 * g.Hp2 * g.Wp2 * 8, &bad)) break; /* the first stage's outputs */
             wi->pool_images(xi2, upk2, b2, yb, F2, F1, g.F2pad, g.Hp2, g.Wp2, g.TH2, g.TW2, PQ2 * 8,
                             g.TW2 * 8, relu2, vb, mb);
             wi->deinterleave8(yb, y + blk * 8 * F2 * PQ2, F2 * PQ2, nimg);
@@ -1960,12 +1953,6 @@ static void wt_output(const float *M, int64_t Fpad, float *yt, const float *b, i
     }
 }
 
-/* the max of a and b, a NaN in either winning (as max pooling) */
-__attribute__((target("avx2"), always_inline)) static inline __m256 wt_max_nan(__m256 a, __m256 b) {
-    const __m256 r = _mm256_max_ps(a, b); /* b when either is NaN */
-    return _mm256_blendv_ps(r, a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
-}
-
 /* As wt_output, then 2x2/2 max pooling: each tile is one pooling window, so the pooled output
  * (h, w) is max(relu?(Y + b)) over tile (h, w)'s 4 entries, stored into y (F, H/2, W/2) (floor:
  * a last odd row or column of outputs is dropped) */
@@ -1979,7 +1966,7 @@ static void wt_output_pool(const float *M, int64_t Fpad, const float *b, int rel
         for (int64_t v = 0; v < nv; v++) {
             __m256 e[4];
             wt_tile_out(M, Fpad, f, tc, v, e);
-            __m256 q = _mm256_add_ps(wt_max_nan(wt_max_nan(e[0], e[1]), wt_max_nan(e[2], e[3])), bf);
+            __m256 q = _mm256_add_ps(max_nan8_avx2(max_nan8_avx2(e[0], e[1]), max_nan8_avx2(e[2], e[3])), bf);
             if (relu) q = _mm256_max_ps(zero, q); /* NaN kept */
             if (t->pairs) { /* tile rows 2(r0+v) (lanes 0-3) and 2(r0+v)+1 (lanes 4-7), 4 tiles each */
                 const int64_t ty = 2 * (r0 + v), n = WQ < 4 ? WQ : 4;
@@ -2101,25 +2088,6 @@ static void wt_dy_input(const float *dyeo, float *dM, int64_t F, int64_t Fr, con
     }
 }
 
-/* the 8x8 transpose of r[0..7] (r[i] lane j -> r[j] lane i) */
-__attribute__((target("avx2"), always_inline)) static inline void transpose8_avx2(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
-        r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
-    }
-}
-
 /* eo -> Vt (16, tc, Cp): V transposed, channels innermost, zero for channels C .. Cp-1 */
 __attribute__((target("avx2,fma")))
 static void wt_input_t(const float *eo, float *Vt, int64_t C, int64_t Cp, const wt_geom *t, int64_t r0, int64_t tc) {
@@ -2138,7 +2106,7 @@ static void wt_input_t(const float *eo, float *Vt, int64_t C, int64_t Cp, const 
                 for (int p = 0; p < 16; p++) buf[p][cc] = x[p];
             }
             for (int p = 0; p < 16; p++) {
-                transpose8_avx2(buf[p]);
+                transpose8x8(buf[p]);
                 float *dst = Vt + (p * tc + v * 8) * Cp + c0;
                 for (int l = 0; l < 8; l++) _mm256_storeu_ps(dst + l * Cp, buf[p][l]);
             }

@@ -120,11 +120,7 @@ def calibrate(emb, X, y, *, target_far=None, target_precision=None, max_accuracy
     seed = check_int(seed, "seed", minimum=0)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     y = check_labels(y, "y")
-    arr = np.asarray(X) if not isinstance(X, (str, bytes)) else X
-    if getattr(arr, "ndim", 0) == len(emb.input_shape_) + 1:
-        Z = _inference.embed(emb, X, "X", batch_size, True)
-    else:
-        Z, _ = _inference.as_embeddings(emb, X, "X", allow_single=False)
+    Z, _ = _inference.as_embeddings(emb, X, "X", allow_single=False, batch_size=batch_size)
     if Z.shape[0] != y.shape[0]:
         raise ValueError(f"X and y must have the same length, got {Z.shape[0]} and {y.shape[0]}")
     pi, pj, ni, nj, p_tot, n_tot = sample_pairs(y, n_pairs, np.random.default_rng(seed))

@@ -55,8 +55,9 @@ def embed(emb, X, name, batch_size=256, normalize=True):
     return out
 
 
-def as_embeddings(emb, a, name, allow_single=True):
-    """Images or embeddings -> (float32 (n, D) normalized as trained, was_single)."""
+def as_embeddings(emb, a, name, allow_single=True, batch_size=256):
+    """Images (embedded ``batch_size`` at a time) or embeddings -> (float32 (n, D) normalized as
+    trained, was_single)."""
     emb._check_fitted()
     if isinstance(a, (str, bytes)) or a is None:
         raise TypeError(f"{name} must be an array of numbers, got {type(a).__name__}")
@@ -67,7 +68,7 @@ def as_embeddings(emb, a, name, allow_single=True):
     img_nd = len(emb.input_shape_)
     img_ok = tuple(arr.shape[-img_nd:]) == emb.input_shape_
     if arr.ndim == img_nd + 1 and img_ok:
-        return embed(emb, arr, name), False
+        return embed(emb, arr, name, batch_size), False
     if arr.ndim == img_nd and allow_single and img_ok:
         return embed(emb, arr[None], name), True
     if arr.ndim == 2 or (arr.ndim == 1 and allow_single):

@@ -33,6 +33,7 @@ WINDOW_S = 0.2
 STALE_S = 10.0
 
 _lock = threading.Lock()
+_clock = time.monotonic  # the clock of the samples and of the windows
 #: user: the ceiling (the count set outside); set: the count this module last applied (None:
 #: none since the user's); gen: engine.set_num_threads's call count when "user" was read (a
 #: call since is the user's new choice)
@@ -77,7 +78,7 @@ def _sample():
         v = [int(t) for t in vals[:8]]
         busy += v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)  # not idle, iowait
     t = os.times()
-    return time.monotonic(), busy / hz, t.user + t.system, len(cpus)
+    return _clock(), busy / hz, t.user + t.system, len(cpus)
 
 
 def others_cores(a, b):
@@ -112,22 +113,23 @@ class AdaptiveThreads:
         return cur
 
     def step(self):
-        """Re-measure when the last window is ``WINDOW_S`` old, and set the engine's count."""
+        """Re-measure when the last window is ``WINDOW_S`` old (``/proc/stat`` is read only then),
+        and set the engine's count."""
         if not self.on:
-            return
-        now = _sample()
-        if now is None:
-            self.on = False
             return
         with _lock:
             cur = self._adopt_outside_change()
             if _state["user"] <= 1:
                 return
-            last = _state["last"]
-            if last is None or now[0] - last[0] > STALE_S:
-                _state["last"], _state["choice"] = now, None  # no usable window yet: the user's count
-                return
-            if now[0] - last[0] >= WINDOW_S:
+            last, t = _state["last"], _clock()
+            if last is None or not 0 <= t - last[0] < WINDOW_S:
+                now = _sample()
+                if now is None:
+                    self.on = False
+                    return
+                if last is None or now[0] - last[0] > STALE_S:
+                    _state["last"], _state["choice"] = now, None  # no usable window yet: the user's count
+                    return
                 _state["last"] = now
                 _state["choice"] = choose(_state["user"], now[3], others_cores(last, now))
             if _state["choice"] is not None and _state["active"] > 0:

@@ -385,7 +385,8 @@ def _rank_exact(Q, X, pos, metric):
     """Re-rank the candidate positions pos (nq, c) by float64 distances to the rows X."""
     q = Q.astype(np.float64)
     if metric == "cosine":
-        q = q / np.where(np.linalg.norm(q, axis=1) > 0, np.linalg.norm(q, axis=1), 1.0)[:, None]
+        nq = np.linalg.norm(q, axis=1)
+        q = q / np.where(nq > 0, nq, 1.0)[:, None]
     C = np.asarray(X[pos.ravel()], dtype=np.float64).reshape(pos.shape + (X.shape[1],))
     if metric == "cosine":
         d = np.clip(1.0 - np.einsum("qd,qcd->qc", q, C), 0.0, 2.0)
