@@ -156,3 +156,22 @@ def test_out_of_range_is_still_the_two_calls(kernel, where, n):
     assert np.array_equal(np.isfinite(y), np.isfinite(r))
     fin = np.isfinite(r)
     _close(y[fin], r[fin])
+
+
+@pytest.mark.parametrize("C, F1, F2", [(1, 8, 16), (3, 9, 17), (8, 16, 33)])
+def test_avx2_and_avx512_builds_give_the_same_bits(C, F1, F2):
+    """conv_wino_pool.h is built for both ISAs with the same per-lane operations: the single-stage
+    and chain outputs are bitwise equal (runs where the CPU has AVX-512, forcing AVX2 there)."""
+    if not (engine.cpu_features()["avx512f"] and engine.cpu_features()["avx512vl"]):
+        pytest.skip("needs AVX-512VL to compare its build with the AVX2 one")
+    x, w1, b1, w2, b2 = _stages(np.random.default_rng(C), 21, C, 15, 14, F1, F2)
+    out = {}
+    for k in ("avx2", "avx512"):
+        prev = engine._set_gemm_kernel(k)
+        try:
+            out[k] = (engine.conv2d_pool2_forward(x, w1, b1, 1, 1, act="relu"),
+                      engine.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, act1="relu", act2="relu"))
+        finally:
+            engine._set_gemm_kernel(prev)
+    for a, b in zip(out["avx2"], out["avx512"]):
+        np.testing.assert_array_equal(a, b)
