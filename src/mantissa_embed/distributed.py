@@ -29,7 +29,7 @@ from .index import DTYPES, METRICS, Index
 
 __all__ = ["embed", "knn", "ShardedIndex"]
 
-_MODELS = {}  # per worker process: digest -> Embedder
+_MODELS: dict[str, Embedder] = {}  # per worker process: digest -> Embedder
 _MODELS_LOCK = threading.Lock()
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,6 +12,9 @@ from .._registry import build_from_config
 from .._validation import as_generator, check_array, check_int
 from .._workspace import Workspace
 from ..backend import get_backend
+
+if TYPE_CHECKING:
+    from .fusion import Fusion
 
 __all__ = ["Layer", "AffineLayer", "LAYER_TYPES", "layer_from_config"]
 
@@ -48,7 +52,7 @@ def kaiming_uniform_default(rng, w_shape, fan_in, bias=True):
 
 #: the layer classes of this package by class name (filled by ``Layer.__init_subclass__``), for
 #: :func:`layer_from_config`
-LAYER_TYPES = {}
+LAYER_TYPES: dict[str, type[Layer]] = {}
 
 
 def layer_from_config(cfg, where="cfg"):
@@ -72,11 +76,11 @@ class Layer:
     """
 
     #: number of per-sample dimensions the layer accepts (None: any)
-    input_ndim = None
+    input_ndim: int | None = None
     #: inference fusions this layer leads with the layers after it (``fusion.Fusion``, longest first)
-    forward_fusions = ()
+    forward_fusions: tuple[Fusion, ...] = ()
     #: backward fusions this layer leads with the layer before it (``fusion.Fusion``)
-    backward_fusions = ()
+    backward_fusions: tuple[Fusion, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -16,7 +16,7 @@ class _BatchNorm(AffineLayer):
     axis (axis 1 of the batch), torch's semantics (``torch.nn.BatchNorm1d`` / ``2d``)."""
 
     #: the per-sample ranks the layer accepts
-    _ndims = ()
+    _ndims: tuple[int, ...] = ()
 
     def __init__(self, momentum=0.1, eps=1e-5, act=None, num_features=None):
         self.momentum = check_momentum(momentum)

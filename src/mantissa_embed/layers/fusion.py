@@ -37,7 +37,7 @@ class Fusion(NamedTuple):
 class Step(NamedTuple):
     """One call of a plan: layers ``index .. index + width - 1``, ``name``, and ``run``."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the field shadows tuple.index, as intended
     width: int
     name: str
     run: object

@@ -15,7 +15,7 @@ import numpy as np
 from .._workspace import Workspace
 
 _tls = threading.local()
-_OWNERS = weakref.WeakKeyDictionary()
+_OWNERS: weakref.WeakKeyDictionary[object, dict[int, dict[str, Workspace]]] = weakref.WeakKeyDictionary()
 
 
 @contextmanager

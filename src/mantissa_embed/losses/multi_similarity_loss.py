@@ -13,7 +13,7 @@ class _MatPairLoss(GenericPairLoss):
     "element" over the N anchors. Subclasses set ``_kind`` (the engine's row kind) and ``_params()``.
     """
 
-    _kind = None
+    _kind: str | None = None
 
     def _params(self):
         raise NotImplementedError

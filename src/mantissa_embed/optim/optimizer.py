@@ -82,8 +82,8 @@ class Optimizer:
     when it is empty, repeats a Parameter, or a group has an unknown or invalid option.
     """
 
-    _state_arrays = ()  # names of the per-parameter state arrays a subclass keeps
-    _state_scalars = ()  # names of its integer state entries ("step")
+    _state_arrays: tuple[str, ...] = ()  # names of the per-parameter state arrays a subclass keeps
+    _state_scalars: tuple[str, ...] = ()  # names of its integer state entries ("step")
 
     def __init__(self, params, defaults, backend="mantissa"):
         if isinstance(params, Parameter):

@@ -8,7 +8,7 @@ from .._validation import check_int
 
 __all__ = ["Schedule", "make_schedule", "schedule_from_config"]
 
-_REGISTRY = {}
+_REGISTRY: dict[str, type[Schedule]] = {}
 
 
 def check_step(step, total_steps):
@@ -29,7 +29,7 @@ class Schedule:
     and implements ``factor`` and ``_config`` (its constructor's keyword arguments).
     """
 
-    name = None
+    name: str | None = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

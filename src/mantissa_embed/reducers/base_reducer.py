@@ -22,7 +22,7 @@ class BaseReducer:
     #: form): "mean", "avg_non_zero", "sum" or "divisor". Read through :meth:`fused_mode`, which
     #: does not inherit it: a subclass may override a reduction, so it takes the generic path
     #: unless it sets ``fused`` itself.
-    fused = None
+    fused: str | None = None
     #: True when the reducer must know which sub-loss it reduces (MultipleReducers, DoNothingReducer).
     needs_loss_name = False
     #: True when the loss must record PML's unreduced loss dict (a DoNothingReducer, alone or inside).

@@ -23,7 +23,7 @@ def _aggregation_backward(dout, x, num_per_row):
     return dx
 
 
-aggregation_func.backward = _aggregation_backward
+aggregation_func.backward = _aggregation_backward  # type: ignore[attr-defined]  # PML's hook
 
 
 class PerAnchorReducer(BaseReducer):

@@ -12,7 +12,7 @@ from .._workspace import Workspace
 
 #: the transform classes of this package by class name (filled by ``Transform.__init_subclass__``),
 #: for :func:`transform_from_config`
-TRANSFORM_TYPES = {}
+TRANSFORM_TYPES: dict[str, type[Transform]] = {}
 
 
 def transform_from_config(cfg, where="cfg"):
