@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from mantissa_embed import Embedder, models
+from mantissa_embed import Embedder, layers, models
 
 
 def _data(n=60, seed=0):
@@ -98,6 +98,12 @@ def test_fit_other_image_shape_after_fit(fitted):
     X = np.zeros((10, 1, 9, 9), np.float32)
     with pytest.raises(ValueError, match=r"X must have shape \(N, 1, 8, 8\)"):
         fitted.fit(X, np.arange(10) % 2)
+
+
+def test_fit_without_parameters():
+    X, y = _data()
+    with pytest.raises(ValueError, match=r"nothing to train"):  # was an IndexError
+        Embedder([layers.Flatten()], loss="contrastive").fit(X, y, batch_size=12)
 
 
 def test_fit_trunk_must_output_vectors():

@@ -156,7 +156,10 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     embed_dim = int(net.output_shape(tuple(Xt.shape[1:]))[0])
     emb._ensure_loss(n_classes, embed_dim)
     if state is None:
-        emb.optimizer_ = emb._make_optimizer(param_groups(emb, lr))
+        groups = param_groups(emb, lr)
+        if not groups:
+            raise ValueError("nothing to train: neither the trunk nor the loss has learnable parameters")
+        emb.optimizer_ = emb._make_optimizer(groups)
         emb.history_ = {"loss": []}
         base_lrs = [g["lr"] for g in getattr(emb.optimizer_, "param_groups", [{"lr": lr}])]
         first_epoch, step, best = 0, 0, None

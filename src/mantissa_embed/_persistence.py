@@ -8,20 +8,26 @@ parameters (``"loss/<i>"``) and ``"__config__"``, a JSON string. Written atomica
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
-import zipfile
 
 import numpy as np
 
 from . import losses, optim
 from ._fitting import param_groups
 from ._io import atomic_write
+from ._npz import NpzEntries
 from ._validation import check_int
 from .backend import BACKENDS
 from .layers import Sequential
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "MAX_SAMPLE_ELEMENTS", "MAX_EMBED_DIM"]
+
+#: plausibility bounds of a loaded model, from its config alone: values per image (the input
+#: and every layer's output: 1 GiB of float32) and the embedding size
+MAX_SAMPLE_ELEMENTS = 2**28
+MAX_EMBED_DIM = 2**24
 
 _FORMAT = "mantissa-embed/embedder"
 _FORMAT_VERSION = 2
@@ -103,24 +109,50 @@ def load(cls, path, backend=None):
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such Embedder file: {path!r}")
     try:
-        f = np.load(path, allow_pickle=False)
-        if not isinstance(f, np.lib.npyio.NpzFile):
-            raise ValueError("a single .npy array, not an .npz archive")
-        with f:
-            if _CONFIG_KEY not in f.files:
-                raise ValueError(f"missing the {_CONFIG_KEY!r} entry")
-            arrays = {k: f[k] for k in f.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
+        entries = NpzEntries(path)  # every header checked against its member's size, no data read
+    except ValueError as exc:
         raise ValueError(f"{path!r} is not a readable mantissa-embed Embedder file ({exc})") from None
-    try:
-        cfg = json.loads(str(arrays.pop(_CONFIG_KEY)[()]))
-        if not isinstance(cfg, dict) or cfg.get("format") != _FORMAT:
-            raise ValueError(f"the config's format is not {_FORMAT!r}")
-        if cfg.get("version") not in _READABLE_VERSIONS:
-            raise ValueError(f"unsupported format version {cfg.get('version')!r}")
-        return _from_config(cls, cfg, arrays, backend)
-    except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
-        raise ValueError(f"{path!r} is not a valid mantissa-embed Embedder file ({exc})") from None
+    with entries:
+        try:
+            if _CONFIG_KEY not in entries.headers:
+                raise ValueError(f"missing the {_CONFIG_KEY!r} entry")
+            cfg = entries.read(_CONFIG_KEY, shape=(), floats=False)
+            if cfg.dtype.kind not in "US":
+                raise ValueError(f"the {_CONFIG_KEY!r} entry must be a string, got dtype {cfg.dtype}")
+            cfg = json.loads(str(cfg[()]))
+            if not isinstance(cfg, dict) or cfg.get("format") != _FORMAT:
+                raise ValueError(f"the config's format is not {_FORMAT!r}")
+            if cfg.get("version") not in _READABLE_VERSIONS:
+                raise ValueError(f"unsupported format version {cfg.get('version')!r}")
+            return _from_config(cls, cfg, entries, backend)
+        except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
+            raise ValueError(f"{path!r} is not a valid mantissa-embed Embedder file ({exc})") from None
+
+
+def _check_plausible(net, input_shape):
+    """ValueError unless the image and every layer's per-sample output (inside residual blocks
+    too) have at most ``MAX_SAMPLE_ELEMENTS`` values and the embedding at most
+    ``MAX_EMBED_DIM``; computed from the config alone."""
+    def walk(layers, shape, where):
+        for i, layer in enumerate(layers):
+            block = getattr(layer, "block", None)
+            if isinstance(block, list):
+                walk(block, shape, f"{where}{i}.block.")
+                walk(getattr(layer, "shortcut", None) or [], shape, f"{where}{i}.shortcut.")
+            shape = layer.output_shape(shape)
+            if math.prod(shape) > MAX_SAMPLE_ELEMENTS:
+                raise ValueError(f"layer {where}{i} ({type(layer).__name__}) outputs {math.prod(shape)} values per "
+                                 f"image (shape {shape}); a saved model may have at most {MAX_SAMPLE_ELEMENTS}")
+        return shape
+
+    n = math.prod(input_shape)
+    if n > MAX_SAMPLE_ELEMENTS:
+        raise ValueError(f"input_shape {list(input_shape)} has {n} values per image; a saved model may have at "
+                         f"most {MAX_SAMPLE_ELEMENTS}")
+    out = walk(net.layers, tuple(input_shape), "")
+    if len(out) == 1 and out[0] > MAX_EMBED_DIM:
+        raise ValueError(f"the trunk's embedding size {out[0]} (for input_shape {list(input_shape)}) exceeds "
+                         f"{MAX_EMBED_DIM}, the largest a saved model may have")
 
 
 def _rebuild_loss(spec, backend):
@@ -137,7 +169,22 @@ def _rebuild_loss(spec, backend):
         return None
 
 
-def _from_config(cls, cfg, arrays, backend):
+def _optimizer_arrays(entries, optimizer):
+    """The ``optim/<i>/<name>`` entries, each checked to have the shape of the optimizer's
+    parameter ``i`` before it is read."""
+    params = getattr(optimizer, "params", [])
+    out = {}
+    for k in entries.headers:
+        if not k.startswith(_OPTIM_PREFIX + "/"):
+            continue
+        idx = k[len(_OPTIM_PREFIX) + 1:].partition("/")[0]
+        if not idx.isdigit() or int(idx) >= len(params):
+            raise ValueError(f"entry {k!r} names no parameter of the optimizer ({len(params)} parameters)")
+        out[k] = entries.read(k, getattr(params[int(idx)], "shape", None))
+    return out
+
+
+def _from_config(cls, cfg, entries, backend):
     backend = cfg["backend"] if backend is None else backend
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -148,16 +195,23 @@ def _from_config(cls, cfg, arrays, backend):
     input_shape = tuple(check_int(s, f"input_shape[{i}]", minimum=1) for i, s in enumerate(cfg["input_shape"]))
     if trunk_shape is not None and list(trunk_shape) != list(input_shape):
         raise ValueError(f"the trunk's input_shape {trunk_shape} differs from input_shape {list(input_shape)}")
-    state = {k[len(_PARAM_PREFIX):]: v for k, v in arrays.items() if k.startswith(_PARAM_PREFIX)}
-    # compare the config's parameter shapes with the stored arrays before build() allocates
-    # them, so a manipulated config (absurd layer sizes) cannot trigger a huge allocation
+    unknown = [k for k in entries.headers if k != _CONFIG_KEY
+               and not k.startswith((_PARAM_PREFIX, _LOSS_PARAM_PREFIX, _OPTIM_PREFIX + "/"))]
+    if unknown:
+        raise ValueError(f"unexpected entries {unknown}")
+    # compare the config's parameter shapes with the stored headers before reading the arrays
+    # or letting build() allocate, so a manipulated config (absurd layer sizes) or header
+    # (1e11 floats) cannot trigger a huge allocation
+    saved = {k[len(_PARAM_PREFIX):]: h for k, h in entries.headers.items() if k.startswith(_PARAM_PREFIX)}
     shapes = net._state_shapes(input_shape)
-    missing, unexpected = sorted(set(shapes) - set(state)), sorted(set(state) - set(shapes))
+    missing, unexpected = sorted(set(shapes) - set(saved)), sorted(set(saved) - set(shapes))
     if missing or unexpected:
         raise ValueError(f"state arrays do not match the model: missing {missing}, unexpected {unexpected}")
     for name, shape in shapes.items():
-        if state[name].shape != shape:
-            raise ValueError(f"arrays[{name!r}] must have shape {shape}, got {state[name].shape}")
+        if saved[name][0] != shape:
+            raise ValueError(f"arrays[{name!r}] must have shape {shape}, got {saved[name][0]}")
+    _check_plausible(net, input_shape)
+    state = {name: entries.read(_PARAM_PREFIX + name, shape) for name, shape in shapes.items()}
     net.build(input_shape)
     net.load_state_arrays(state)
 
@@ -181,7 +235,7 @@ def _from_config(cls, cfg, arrays, backend):
     if shape is not None and emb.loss_func is None:
         emb._ensure_loss(check_int(shape["num_classes"], "num_classes", minimum=1),
                          check_int(shape["embedding_size"], "embedding_size", minimum=1))
-    loss_keys = sorted((k for k in arrays if k.startswith(_LOSS_PARAM_PREFIX)),
+    loss_keys = sorted((k for k in entries.headers if k.startswith(_LOSS_PARAM_PREFIX)),
                        key=lambda k: int(k[len(_LOSS_PARAM_PREFIX):]))
     loss_params = getattr(emb.loss_func, "parameters", None)
     params = list(loss_params()) if callable(loss_params) else []
@@ -191,9 +245,7 @@ def _from_config(cls, cfg, arrays, backend):
         warnings.warn("the saved loss parameters are dropped with the custom loss", stacklevel=4)
     else:
         for p, k in zip(params, loss_keys):
-            if arrays[k].shape != p.shape:
-                raise ValueError(f"arrays[{k!r}] must have shape {p.shape}, got {arrays[k].shape}")
-            p.assign(arrays[k])
+            p.assign(entries.read(k, p.shape))
     if cfg.get("rng_state") is not None:
         emb._rng.bit_generator.state = cfg["rng_state"]
     for i, state in (cfg.get("layer_rng_states") or {}).items():
@@ -208,10 +260,8 @@ def _from_config(cls, cfg, arrays, backend):
     if cfg.get("optimizer_state") is not None and emb.train_state_ is not None:
         groups = param_groups(emb, float(emb.train_state_["base_lrs"][0]))
         emb.optimizer_ = emb._make_optimizer(groups)
-        emb.optimizer_.load_state_dict(optim.unflatten_state_dict(arrays, cfg["optimizer_state"], prefix=_OPTIM_PREFIX))
-    unknown = [k for k in arrays if not k.startswith((_PARAM_PREFIX, _LOSS_PARAM_PREFIX, _OPTIM_PREFIX + "/"))]
-    if unknown:
-        raise ValueError(f"unexpected entries {unknown}")
+        emb.optimizer_.load_state_dict(optim.unflatten_state_dict(_optimizer_arrays(entries, emb.optimizer_),
+                                                                  cfg["optimizer_state"], prefix=_OPTIM_PREFIX))
     emb.input_shape_ = input_shape
     emb._check_trunk_output(input_shape)
     emb.embed_dim_ = int(net.output_shape(input_shape)[0])

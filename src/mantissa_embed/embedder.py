@@ -422,9 +422,16 @@ class Embedder(EmbedderInference):
         backend : {"mantissa", "numpy"} or None, default None
             None: the backend recorded in the file.
 
-        Loading never unpickles (``numpy.load(..., allow_pickle=False)``), so a file cannot run
-        code. Raises FileNotFoundError for a missing file and ValueError naming ``path`` for
-        a truncated, corrupt or foreign file, a missing key, or arrays that do not fit the
-        recorded trunk.
+        Loading never unpickles, so a file cannot run code, and allocates no more than the
+        file holds: every entry's ``.npy`` header is read first and must describe exactly its
+        member's bytes and the shape the config implies. Weights must be floats: float32, or
+        float16 / float64 cast to float32. The config must be plausible: at most 2**28 values
+        per image for the input and every layer's output, and an embedding size of at most
+        2**24 (``_persistence.MAX_SAMPLE_ELEMENTS`` / ``MAX_EMBED_DIM``).
+
+        Raises FileNotFoundError for a missing file; ValueError naming ``path`` (and the entry)
+        for a truncated, corrupt or foreign file, a missing or unexpected entry, a header whose
+        shape or dtype does not fit the recorded trunk, loss or optimizer, non-finite values, or
+        an implausible ``input_shape`` / embedding size.
         """
         return _persistence.load(cls, path, backend)
