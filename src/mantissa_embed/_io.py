@@ -8,6 +8,7 @@ alone leaves 0600), then ``os.replace``s it onto the target. On any error (inclu
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 import threading
@@ -39,6 +40,14 @@ def _unlink(path):
         pass
 
 
+def _naming_target(exc, path):
+    """``exc`` (an OSError about the temporary file) re-raised as the same OSError subclass
+    naming the target ``path`` instead."""
+    if exc.errno is None:
+        return OSError(f"cannot write {path!r}: {exc}")
+    return OSError(exc.errno, exc.strerror, path)  # OSError(errno, ...) picks the subclass
+
+
 def atomic_write(path, write_fn, suffix=".tmp", *, check=None):
     """Atomically create or replace ``path``.
 
@@ -55,11 +64,19 @@ def atomic_write(path, write_fn, suffix=".tmp", *, check=None):
         ``check(tmp_path)`` is called once the temporary file is complete, closed and
         fsynced, before the rename; raising from it aborts the write.
 
-    Returns ``path`` as a ``str``.
+    Returns ``path`` as a ``str``. An OSError about the temporary file (a missing or read-only
+    directory, a full disk) is raised as the same OSError subclass naming ``path`` (e.g.
+    ``FileNotFoundError: [Errno 2] no such directory '/x' to write into: '/x/m.npz'``);
+    errors raised by ``write_fn`` / ``check`` about other files pass through unchanged.
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=suffix, dir=directory)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, f"no such directory {directory!r} to write into", path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=suffix, dir=directory)
+    except OSError as exc:
+        raise _naming_target(exc, path) from exc
     try:
         with os.fdopen(fd, "wb") as f:
             write_fn(f)
@@ -69,6 +86,11 @@ def atomic_write(path, write_fn, suffix=".tmp", *, check=None):
         if check is not None:
             check(tmp)
         os.replace(tmp, path)
+    except OSError as exc:
+        _unlink(tmp)
+        if exc.filename in (None, tmp):
+            raise _naming_target(exc, path) from exc
+        raise
     except BaseException:
         _unlink(tmp)
         raise

@@ -405,8 +405,9 @@ class Embedder(EmbedderInference):
         objects are recorded by class name only: :meth:`load` restores the trunk exactly and
         falls back to the default recipe for them (with a warning).
 
-        Raises RuntimeError before fit; TypeError for a non-path ``path``; OSError when the
-        directory does not exist or is not writable.
+        Raises RuntimeError before fit; TypeError for a non-path ``path``; OSError naming
+        ``path`` (not the temporary file) when the directory does not exist
+        (FileNotFoundError) or is not writable (PermissionError).
         """
         with self._lock:
             return _persistence.save(self, path)

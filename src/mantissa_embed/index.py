@@ -251,8 +251,8 @@ class Index:
     # ------------------------------------------------------------------ files
     def save(self, path):
         """Write the index to ``path`` atomically (a temporary file renamed onto it). Returns
-        ``path`` as a str. Raises TypeError for a non-path, OSError naming ``path`` when its
-        directory is missing or not writable."""
+        ``path`` as a str. Raises TypeError for a non-path; OSError naming ``path`` when its
+        directory is missing (FileNotFoundError) or not writable (PermissionError)."""
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         with self._lock:
@@ -279,10 +279,7 @@ class Index:
                 for name, a in arrays.items():
                     f.write(np.ascontiguousarray(a).tobytes())
                     f.write(b"\0" * (-a.nbytes % 64))
-            try:
-                return atomic_write(path, write, suffix=".meindex.tmp")
-            except OSError as e:
-                raise OSError(f"cannot write the index to {os.fspath(path)!r}: {e.strerror or e}") from None
+            return atomic_write(path, write, suffix=".meindex.tmp")  # OSError naming path
 
     @classmethod
     def load(cls, path, mmap=True):
