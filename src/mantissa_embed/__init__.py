@@ -12,8 +12,8 @@ Subpackages (imported on first access): ``layers``, ``models``, ``optim``, ``los
 ``engine``, ``backend``, ``utils``. The demo: ``python -m mantissa_embed demo``.
 
 Threads: the engine uses every processor available to the process by default;
-``MANTISSA_EMBED_NUM_THREADS`` (read once, at the engine's first use) or
-:func:`set_num_threads` change it.
+``MANTISSA_EMBED_NUM_THREADS`` (an integer from 1 to 4096, read once, at the engine's first use;
+any other value gives a RuntimeWarning naming it and is ignored) or :func:`set_num_threads` change it.
 """
 from __future__ import annotations
 

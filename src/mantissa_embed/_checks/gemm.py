@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import numbers
+import os
+import re
+import warnings
 
 import numpy as np
 
@@ -17,6 +20,30 @@ def check_num_threads(n):
     if n > 4096:
         raise ValueError(f"n must be <= 4096, got {n}")
     return int(n)
+
+
+NUM_THREADS_ENV = "MANTISSA_EMBED_NUM_THREADS"
+# what the engine's strtol parse accepts (src/engine_c/cpu.c): leading space, optional "+", digits
+_THREADS_RE = re.compile(r"[ \t\n\r\f\v]*\+?[0-9]+[ \t\n]*")
+_warned_values = set()
+
+
+def env_num_threads():
+    """The thread count ``MANTISSA_EMBED_NUM_THREADS`` asks for (an int in [1, 4096]), or None
+    when it is unset, blank or invalid. An invalid value (``"abc"``, ``"0"``, ``"-3"``, ``"1.5"``)
+    gives a ``RuntimeWarning`` naming the variable and the value (once per value and process);
+    the engine then uses its default, as the C side (``cpu.c``) does."""
+    raw = os.environ.get(NUM_THREADS_ENV)
+    if raw is None or not raw.strip():
+        return None
+    if _THREADS_RE.fullmatch(raw) and 1 <= int(raw) <= 4096:
+        return int(raw)
+    if raw not in _warned_values:
+        _warned_values.add(raw)
+        warnings.warn(f"{NUM_THREADS_ENV}={raw!r} is not a thread count (an integer from 1 to 4096): it is "
+                      "ignored, the engine uses every processor available to the process", RuntimeWarning,
+                      stacklevel=2)
+    return None
 
 
 def check_sgemm_operand(X, name):

@@ -1,6 +1,6 @@
 """Thread count, CPU features and the SGEMM micro-kernel choice (``src/engine_c/cpu.c``): process-wide
 state of the engine's one shared library, seen by every kernel module."""
-from mantissa_embed._checks.gemm import check_num_threads
+from mantissa_embed._checks.gemm import check_num_threads, env_num_threads
 
 from mantissa_embed._engine._cengine cimport (me_cpu_features, me_gemm_kernel_name, me_get_num_threads,
                                              me_set_gemm_kernel, me_set_num_threads)
@@ -13,7 +13,8 @@ def get_num_threads():
     """Number of threads the engine uses (int >= 1).
 
     Default: the processors available to the process, or the environment variable
-    ``MANTISSA_EMBED_NUM_THREADS`` read at first use; :func:`set_num_threads` changes it.
+    ``MANTISSA_EMBED_NUM_THREADS`` read at first use (an invalid value gives a RuntimeWarning
+    at import and is ignored); :func:`set_num_threads` changes it.
     """
     return me_get_num_threads()
 
@@ -31,6 +32,10 @@ def set_num_threads(n):
     me_set_num_threads(<int>check_num_threads(n))
     _generation += 1
 
+
+# the engine reads MANTISSA_EMBED_NUM_THREADS at its first use and ignores an invalid value;
+# checked here, at import, so that an invalid value gives a RuntimeWarning naming it
+env_num_threads()
 
 # how many times set_num_threads was called (the adaptive thread count adopts a new user count)
 _generation = 0

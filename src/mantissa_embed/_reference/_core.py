@@ -10,16 +10,16 @@ import os
 
 import numpy as np
 
-from .._checks.gemm import (check_num_threads, check_sgemm_operand, check_sgemm_out,
+from .._checks.gemm import (check_num_threads, env_num_threads, check_sgemm_operand, check_sgemm_out,
                             check_sgemm_scalar, check_sgemm_shapes)
 
 __all__ = ["sgemm", "set_num_threads", "get_num_threads", "gemm_kernel_name", "cpu_features"]
 
 
 def _default_threads():
-    env = os.environ.get("MANTISSA_EMBED_NUM_THREADS", "").strip()
-    if env.isdigit() and 1 <= int(env) <= 4096:
-        return int(env)
+    env = env_num_threads()  # RuntimeWarning for an invalid value, as the engine's import gives
+    if env is not None:
+        return env
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                else (os.cpu_count() or 1))
 
