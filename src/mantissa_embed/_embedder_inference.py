@@ -40,6 +40,9 @@ class EmbedderInference:
             Before :meth:`fit` (unless the Embedder was loaded with :meth:`load`).
         TypeError / ValueError
             Non-numeric ``X``; wrong ndim or image shape; NaN/Inf; a bad ``batch_size``.
+        ValueError
+            A finite image whose embedding is not (the network overflowed float32: rescale the
+            images); the message names it (``X[i]``). No numpy warning is shown.
         """
         self._check_fitted()
         batch_size = check_int(batch_size, "batch_size", minimum=1)
@@ -75,7 +78,8 @@ class EmbedderInference:
         Raises
         ------
         RuntimeError  before fit / load.
-        ValueError    bad shapes, NaN/Inf, embedding size mismatch, ``k`` larger than the gallery.
+        ValueError    bad shapes, NaN/Inf, embedding size mismatch, ``k`` larger than the gallery;
+                      an image whose embedding overflowed (named: ``query[i]`` / ``gallery[i]``).
         TypeError     non-numeric inputs, non-int ``k``.
         """
         with self._lock:
@@ -113,7 +117,8 @@ class EmbedderInference:
         Raises
         ------
         RuntimeError  before fit / load.
-        ValueError    bad shapes, NaN/Inf, mismatched batch lengths, a negative threshold.
+        ValueError    bad shapes, NaN/Inf, mismatched batch lengths, a negative threshold; an
+                      image whose embedding overflowed (named: ``a[i]`` / ``b``).
         TypeError     non-numeric inputs or threshold.
         """
         if isinstance(threshold, str):

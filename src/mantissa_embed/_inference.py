@@ -37,19 +37,33 @@ def _check_images(emb, X, name, batched):
     return arr
 
 
-def embed(emb, X, name, batch_size=256, normalize=True):
-    """``emb``'s trunk on images X (n, C, H, W), ``batch_size`` at a time: (n, D) float32."""
+def _check_output(Z, name, start, single):
+    """ValueError naming the first image of the chunk ``Z`` (rows ``start``, ...) whose
+    embedding is not finite although the image was."""
+    if np.isfinite(Z).all():
+        return
+    i = start + int(np.flatnonzero(~np.isfinite(Z).all(axis=1))[0])
+    what = name if single else f"{name}[{i}]"
+    raise ValueError(f"the embedding of {what} is not finite: the network overflowed float32 on a finite input; "
+                     "rescale the images")
+
+
+def embed(emb, X, name, batch_size=256, normalize=True, *, single=False):
+    """``emb``'s trunk on images X (n, C, H, W), ``batch_size`` at a time: (n, D) float32.
+    ValueError naming the image (``name[i]``, or ``name`` when ``single``) whose embedding
+    overflowed; numpy's overflow warnings of the numpy backend are not shown (the error is)."""
     X = _check_images(emb, X, name, batched=True)
     n = X.shape[0]
     out = np.empty((n, emb.embed_dim_), dtype=np.float32)
     net = emb.net
     net.eval()
-    with AdaptiveThreads() as threads:
+    with AdaptiveThreads() as threads, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for s in range(0, n, batch_size):
             threads.step()
             # converted and checked (finite, and the shape by _check_images) once, here
             chunk = check_array(X[s:s + batch_size], name, ndim=4)
             out[s:s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
+            _check_output(out[s:s + chunk.shape[0]], name, s, single)
     if normalize and emb._normalizes() and n:
         l2_normalize(out)
     return out
@@ -70,7 +84,7 @@ def as_embeddings(emb, a, name, allow_single=True, batch_size=256):
     if arr.ndim == img_nd + 1 and img_ok:
         return embed(emb, arr, name, batch_size), False
     if arr.ndim == img_nd and allow_single and img_ok:
-        return embed(emb, arr[None], name), True
+        return embed(emb, arr[None], name, single=True), True
     if arr.ndim == 2 or (arr.ndim == 1 and allow_single):
         single = arr.ndim == 1
         Z = check_array(arr.reshape(1, -1) if single else arr, name, ndim=2)
