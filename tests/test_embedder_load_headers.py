@@ -2,6 +2,8 @@
 plausibility before reading or allocating anything (issue 17, item 5)."""
 import io
 import json
+import math
+import re
 import time
 import tracemalloc
 import zipfile
@@ -46,19 +48,34 @@ def _replace_member(src, dst, member, data):
             zout.writestr(item, data if item.filename == member else zin.read(item.filename))
 
 
+def _load_fails(src, dst, pat, **replace):
+    """Embedder.load of ``src`` with the entries ``replace`` (``"trunk__0.weight"`` for
+    ``"trunk/0.weight"``) raises ValueError matching ``<dst name>.*pat``."""
+    arrays = _arrays(src)
+    arrays.update({k.replace("__", "/") if k != "__config__" else k: v for k, v in replace.items()})
+    np.savez(dst, **arrays)
+    with pytest.raises(ValueError, match=re.escape(dst.name) + ".*" + pat):
+        Embedder.load(dst)
+
+
+def _load_peak(path, pat):
+    """Embedder.load(path) raises ValueError matching ``pat``: (seconds, peak bytes traced)."""
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(ValueError, match=pat):
+            Embedder.load(path)
+        return time.perf_counter() - t0, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_header_claiming_1e11_floats_fails_fast_without_allocating(saved, tmp_path):
     _, path = saved
     bad = tmp_path / "huge.npz"
     _replace_member(path, bad, "trunk/0.weight.npy", _npy_header((10**11,), np.float32) + b"\0" * 64)
-    tracemalloc.start()
-    t0 = time.perf_counter()
-    try:
-        with pytest.raises(ValueError, match=r"huge\.npz.*'trunk/0\.weight'.*100000000000"):
-            Embedder.load(bad)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert time.perf_counter() - t0 < 5.0
+    seconds, peak = _load_peak(bad, r"huge\.npz.*'trunk/0\.weight'.*100000000000")
+    assert seconds < 5.0
     assert peak < 16 * 2**20  # was a MemoryError asking for 373 GiB
 
 
@@ -68,25 +85,14 @@ def test_wrong_shape_is_rejected_before_its_data_is_read(saved, tmp_path):
     arrays["trunk/0.weight"] = np.zeros(2**22, np.float32)  # a real 16 MiB entry of the wrong shape
     bad = tmp_path / "big.npz"
     np.savez(bad, **arrays)
-    tracemalloc.start()
-    try:
-        with pytest.raises(ValueError, match=r"big\.npz.*0\.weight.*must have shape"):
-            Embedder.load(bad)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 4 * 2**20
+    assert _load_peak(bad, r"big\.npz.*0\.weight.*must have shape")[1] < 4 * 2**20
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.bool_, np.complex64])
 def test_non_float_weights_are_rejected_naming_file_and_entry(saved, tmp_path, dtype):
-    _, path = saved
-    arrays = _arrays(path)
-    arrays["trunk/0.weight"] = np.ones(arrays["trunk/0.weight"].shape, dtype)
-    bad = tmp_path / "ints.npz"
-    np.savez(bad, **arrays)
-    with pytest.raises(ValueError, match=r"ints\.npz.*'trunk/0\.weight' has dtype"):
-        Embedder.load(bad)
+    emb, path = saved
+    w = np.ones(emb.net.parameters()[0].shape, dtype)  # was loaded: all-zero embeddings
+    _load_fails(path, tmp_path / "ints.npz", r"'trunk/0\.weight' has dtype", **{"trunk__0.weight": w})
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float16, ">f4"])
@@ -102,13 +108,9 @@ def test_other_float_weights_are_cast_to_float32(saved, tmp_path, dtype):
 
 
 def test_float64_weight_beyond_float32_is_rejected(saved, tmp_path):
-    _, path = saved
-    arrays = _arrays(path)
-    arrays["trunk/0.bias"] = np.full(arrays["trunk/0.bias"].shape, 1e300)
-    bad = tmp_path / "f64.npz"
-    np.savez(bad, **arrays)
-    with pytest.raises(ValueError, match=r"f64\.npz.*NaN or Inf"):
-        Embedder.load(bad)
+    emb, path = saved
+    b = np.full(emb.net.parameters()[1].shape, 1e300)
+    _load_fails(path, tmp_path / "f64.npz", r"NaN or Inf", **{"trunk__0.bias": b})
 
 
 def _edit_config(src, dst, edit):
@@ -119,36 +121,28 @@ def _edit_config(src, dst, edit):
     np.savez(dst, **arrays)
 
 
-def test_implausible_input_shape_of_a_flatten_trunk(tmp_path):
+@pytest.fixture(scope="module")
+def flatten_file(tmp_path_factory):
     X, y = _data()
     emb = Embedder([layers.Flatten()]).fit(X, y, batch_size=16)  # only the proxies learn
-    path = tmp_path / "flat.npz"
+    path = tmp_path_factory.mktemp("flat") / "flat.npz"
     emb.save(path)
     assert Embedder.load(path).embed_dim_ == 64
+    return path
 
+
+@pytest.mark.parametrize("shape, pat", [
+    ([1, 10**5, 10**5], r"input_shape \[1, 100000, 100000\] has 10000000000 values per image.*at most 268435456"),
+    ([2**13, 2**6, 2**6], r"embedding size 33554432 .*exceeds 16777216"),  # 2**25 values: one vector
+], ids=["input_shape", "embed_dim"])
+def test_implausible_shapes_of_a_flatten_trunk(flatten_file, tmp_path, shape, pat):
     def edit(cfg):
-        cfg["input_shape"] = cfg["trunk"]["input_shape"] = [1, 10**5, 10**5]
-        cfg["embed_dim"] = 10**10
+        cfg["input_shape"] = cfg["trunk"]["input_shape"] = shape
+        cfg["embed_dim"] = math.prod(shape)  # was loaded: embed_dim_ = 10**10
 
     bad = tmp_path / "flat_huge.npz"
-    _edit_config(path, bad, edit)
-    with pytest.raises(ValueError, match=r"flat_huge\.npz.*input_shape \[1, 100000, 100000\].*at most 268435456"):
-        Embedder.load(bad)
-
-
-def test_implausible_embedding_size(tmp_path):
-    X, y = _data()
-    emb = Embedder([layers.Flatten()]).fit(X, y, batch_size=16)  # only the proxies learn
-    path = tmp_path / "flat.npz"
-    emb.save(path)
-
-    def edit(cfg):
-        cfg["input_shape"] = cfg["trunk"]["input_shape"] = [2**13, 2**6, 2**6]  # 2**25 values, one vector
-        cfg["embed_dim"] = 2**25
-
-    bad = tmp_path / "wide.npz"
-    _edit_config(path, bad, edit)
-    with pytest.raises(ValueError, match=r"wide\.npz.*embedding size 33554432.*exceeds 16777216"):
+    _edit_config(flatten_file, bad, edit)
+    with pytest.raises(ValueError, match=r"flat_huge\.npz.*" + pat):
         Embedder.load(bad)
 
 
@@ -170,13 +164,7 @@ def test_implausible_layer_output_in_the_middle(tmp_path):
 
 
 def test_config_entry_must_be_a_string(saved, tmp_path):
-    _, path = saved
-    arrays = _arrays(path)
-    arrays["__config__"] = np.zeros(3)
-    bad = tmp_path / "cfg.npz"
-    np.savez(bad, **arrays)
-    with pytest.raises(ValueError, match=r"cfg\.npz.*__config__"):
-        Embedder.load(bad)
+    _load_fails(saved[1], tmp_path / "cfg.npz", r"__config__", __config__=np.zeros(3))
 
 
 def test_config_header_claiming_a_huge_string(saved, tmp_path):
@@ -193,17 +181,11 @@ def test_optimizer_state_header_is_checked(tmp_path):
     emb.fit(X, y, epochs=2, batch_size=16, callbacks=[lambda e, ep, h: True])  # stopped: a checkpoint
     path = tmp_path / "ckpt.npz"
     emb.save(path)
-    arrays = _arrays(path)
-    key = next(k for k in arrays if k.startswith("optim/0/"))
-    arrays[key] = np.zeros(2**20, np.float32)
+    key = next(k for k in _arrays(path) if k.startswith("optim/0/"))
     bad = tmp_path / "ckpt_bad.npz"
-    np.savez(bad, **arrays)
-    with pytest.raises(ValueError, match=rf"ckpt_bad\.npz.*{key}.*must have shape"):
-        Embedder.load(bad)
-    arrays[key] = np.zeros(emb.net.parameters()[0].shape, np.int64)
-    np.savez(bad, **arrays)
-    with pytest.raises(ValueError, match=rf"ckpt_bad\.npz.*{key}.*has dtype int64"):
-        Embedder.load(bad)
+    _load_fails(path, bad, rf"{key}.*must have shape", **{key.replace("/", "__"): np.zeros(2**20, np.float32)})
+    w = np.zeros(emb.net.parameters()[0].shape, np.int64)
+    _load_fails(path, bad, rf"{key}.*has dtype int64", **{key.replace("/", "__"): w})
 
 
 def test_duplicated_members_cannot_claim_the_archive_twice(saved, tmp_path):
