@@ -22,7 +22,7 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBMODULES = ("layers", "models", "optim", "losses", "miners", "distances", "reducers", "samplers",
-               "datasets", "evaluation", "viz", "engine", "backend", "utils", "parameter", "embedder",
+               "datasets", "evaluation", "viz", "engine", "backend", "utils", "parameter", "embedder", "testing",
                "transforms")
 _ATTRS = {"Embedder": "embedder", "MPerClassSampler": "samplers", "Sequential": "layers",
           "Parameter": "parameter", "set_num_threads": "engine", "get_num_threads": "engine"}

@@ -1,0 +1,184 @@
+"""``check_loss_gradients``: a loss's analytic gradients against central finite differences."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_float
+
+__all__ = ["GradientCheck", "check_loss_gradients"]
+
+#: (eps, rtol, atol) when the inputs or the returned gradient are float32, and when both are float64
+_TOLERANCES = {"float32": (1e-3, 1e-2, 1e-2), "float64": (1e-6, 1e-5, 1e-6)}
+
+
+@dataclass
+class GradientCheck:
+    """What :func:`check_loss_gradients` compared: ``checked`` entries agreed, ``skipped`` entries
+    sat at a kink (the two step sizes disagreed), ``max_error`` is the largest
+    ``|analytic - numeric|`` among the checked ones; ``precision`` is "float32" or "float64"."""
+
+    checked: int
+    skipped: int
+    max_error: float
+    precision: str
+
+
+def _value(out):
+    return float(out.loss if hasattr(out, "loss") else out)
+
+
+def _call(loss_func, kwargs, copy_state):
+    f = copy.deepcopy(loss_func) if copy_state else loss_func
+    rest = {k: v for k, v in kwargs.items() if k not in ("embeddings", "labels")}
+    return f, f(kwargs["embeddings"], kwargs["labels"], **rest)
+
+
+def _params(loss_func):
+    get = getattr(loss_func, "parameters", None)
+    return list(get()) if callable(get) else []
+
+
+def _as_float_array(x, name):
+    if x is None:
+        return None
+    arr = np.array(x, copy=True)
+    if arr.dtype.kind not in "fiu" or arr.dtype.kind == "b":
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if arr.dtype not in (np.float32, np.float64):
+        arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or Inf")
+    return arr
+
+
+def _numeric(evaluate, arr, h):
+    """Forward, backward and central differences of ``evaluate()`` (float) w.r.t. every entry of
+    ``arr`` (perturbed in place, restored); the step taken is what ``arr``'s dtype represents."""
+    f0 = evaluate()
+    fscale = abs(f0)
+    central, fwd, bwd = np.zeros(arr.shape), np.zeros(arr.shape), np.zeros(arr.shape)
+    for idx in np.ndindex(arr.shape):
+        old = arr[idx]
+        arr[idx] = old + h
+        up = float(arr[idx]) - float(old)
+        fp = evaluate()
+        arr[idx] = old - h
+        down = float(old) - float(arr[idx])
+        fm = evaluate()
+        arr[idx] = old
+        fscale = max(fscale, abs(fp), abs(fm))
+        fwd[idx], bwd[idx], central[idx] = (fp - f0) / up, (f0 - fm) / down, (fp - fm) / (up + down)
+    return central, fwd, bwd, max(fscale, 1.0) / h
+
+
+def check_loss_gradients(loss_func, embeddings, labels=None, *, indices_tuple=None, ref_emb=None,
+                         ref_labels=None, parameters=True, eps=None, rtol=None, atol=None,
+                         copy_state=True):
+    """Assert that a loss's gradients match float64 central differences of its value.
+
+    ``loss_func(embeddings, labels, indices_tuple=, ref_emb=, ref_labels=)`` (the first two
+    positional) must return an object
+    with ``.loss`` (float) and ``.grad`` (N, D), and ``.ref_grad`` (M, D) when ``ref_emb`` is given
+    (``None`` counts as zeros), as :class:`~mantissa_embed.losses.LossOutput` does; ``indices_tuple``,
+    ``ref_emb`` and ``ref_labels`` are passed only when given. With ``parameters=True`` the
+    ``.grad`` of every :class:`~mantissa_embed.parameter.Parameter` in ``loss_func.parameters()``
+    (accumulated by one call from zero) is checked too.
+
+    Each entry is stepped by ``h = eps * rms(array)`` both ways: where the forward and the
+    backward difference disagree beyond the tolerance the entry is at a kink (a hinge, a max, a
+    distance of zero) and is skipped; elsewhere the central difference must satisfy ``|analytic - numeric| <= atol * S + rtol * |numeric|`` must hold, with ``S`` the
+    largest magnitude of either gradient of that array, plus the rounding of the loss values
+    (``4 * machine eps * max(|loss|, 1) / h``). Defaults: ``eps, rtol, atol = 1e-6, 1e-5,
+    1e-6`` when the embeddings and the returned gradient are float64, ``1e-3, 1e-2, 1e-2`` otherwise
+    (float32 arithmetic). Every evaluation runs on a deep copy of ``loss_func`` when ``copy_state``
+    (losses with memory, such as ``CrossBatchMemory``, then see the same state each time).
+
+    Returns a :class:`GradientCheck`. Raises ``AssertionError`` naming the worst entry (array,
+    index, analytic and numeric values) when an entry fails, or when every entry is skipped;
+    ``ValueError`` for NaN/Inf inputs or a gradient of the wrong shape; ``TypeError`` for
+    non-numeric inputs. Finite differences: Nocedal & Wright, *Numerical Optimization*, 8.1.
+    """
+    x = _as_float_array(embeddings, "embeddings")
+    if x is None or x.ndim != 2:
+        raise ValueError(f"embeddings must be a 2-D array, got {None if x is None else x.shape}")
+    r = _as_float_array(ref_emb, "ref_emb")
+    kwargs = {"embeddings": x, "labels": labels}
+    for key, val in (("indices_tuple", indices_tuple), ("ref_emb", r), ("ref_labels", ref_labels)):
+        if val is not None:
+            kwargs[key] = val
+    f0, out = _call(loss_func, kwargs, copy_state)
+    params0 = _params(f0) if parameters else []
+    if params0 and copy_state:  # the analytic parameter gradients of one call, from zero
+        f0 = copy.deepcopy(loss_func)
+        for p in _params(f0):
+            p.zero_grad()
+        _, out = _call(f0, kwargs, False)
+        params0 = _params(f0)
+    grad = np.asarray(out.grad, dtype=np.float64)
+    if grad.shape != x.shape:
+        raise ValueError(f"the loss returned grad of shape {grad.shape}, expected {x.shape}")
+    ref_out = getattr(out, "ref_grad", None)
+    precise = x.dtype == np.float64 and np.asarray(out.grad).dtype == np.float64
+    precision = "float64" if precise else "float32"
+    d_eps, d_rtol, d_atol = _TOLERANCES[precision]
+    eps = d_eps if eps is None else check_float(eps, "eps", 0, strict=True)
+    rtol = d_rtol if rtol is None else check_float(rtol, "rtol", 0)
+    atol = d_atol if atol is None else check_float(atol, "atol", 0)
+
+    unit = float(np.finfo(np.float64 if precise else np.float32).eps)
+    arrays = [("embeddings", x, grad)]
+    if r is not None:
+        rg = np.zeros(r.shape) if ref_out is None else np.asarray(ref_out, dtype=np.float64)
+        if rg.shape != r.shape:
+            raise ValueError(f"the loss returned ref_grad of shape {rg.shape}, expected {r.shape}")
+        arrays.append(("ref_emb", r, rg))
+    name = getattr(loss_func, "__name__", type(loss_func).__name__)
+    checked = skipped = 0
+    max_error = 0.0
+    failures = []
+    for label, arr, analytic in arrays:
+        h = eps * max(float(np.sqrt(np.mean(np.square(arr, dtype=np.float64)))) if arr.size else 0.0, 1e-30)
+        num = _numeric(lambda: _value(_call(loss_func, kwargs, copy_state)[1]), arr, h)
+        c, s, e, bad = _compare(label, analytic, *num, rtol, atol, unit)
+        checked, skipped, max_error = checked + c, skipped + s, max(max_error, e)
+        failures += bad
+    for i, p0 in enumerate(params0):
+        analytic = np.asarray(p0.grad, dtype=np.float64)
+        base = copy.deepcopy(loss_func)  # perturbed in place; never the caller's object
+        target = _params(base)[i]
+        h = eps * max(float(np.sqrt(np.mean(np.square(target.data, dtype=np.float64)))), 1e-30)
+        num = _numeric(lambda: _value(_call(base, kwargs, True)[1]), target.data, h)
+        label = f"parameters()[{i}]" + (f" ({target.name})" if getattr(target, "name", "") else "")
+        c, s, e, bad = _compare(label, analytic, *num, rtol, atol, unit)
+        checked, skipped, max_error = checked + c, skipped + s, max(max_error, e)
+        failures += bad
+    if failures:
+        worst = max(failures, key=lambda t: t[0])
+        _, where, a, n, allowed = worst
+        raise AssertionError(
+            f"{name}: {len(failures)} of {checked + len(failures)} gradient entries differ from "
+            f"central differences; worst {where}: analytic {a:.6g}, numeric {n:.6g} "
+            f"(|diff| {abs(a - n):.3g} > allowed {allowed:.3g}; eps={eps:g}, rtol={rtol:g}, "
+            f"atol={atol:g}, {precision}; {skipped} entries skipped at kinks)")
+    if skipped and not checked:
+        raise AssertionError(f"{name}: all {skipped} gradient entries sit at kinks (forward and backward "
+                             f"differences disagree); try another batch or a smaller eps")
+    return GradientCheck(checked=checked, skipped=skipped, max_error=max_error, precision=precision)
+
+
+def _compare(label, analytic, g1, fwd, bwd, f_over_h, rtol, atol, unit):
+    """(checked, skipped, max error, failures [(excess, where, analytic, numeric, allowed)])."""
+    if analytic.size == 0:
+        return 0, 0, 0.0, []
+    scale = max(float(np.abs(analytic).max()), float(np.abs(g1).max()), 1e-12)
+    allowed = atol * scale + rtol * np.abs(g1) + 4 * unit * f_over_h  # + the rounding of the values
+    kink = np.abs(fwd - bwd) > allowed
+    err = np.abs(analytic - g1)
+    bad = (err > allowed) & ~kink
+    ok = ~kink & ~bad
+    failures = [(float(err[i] - allowed[i]), f"{label}[{', '.join(map(str, i))}]", float(analytic[i]),
+                 float(g1[i]), float(allowed[i])) for i in zip(*np.nonzero(bad))]
+    return int(ok.sum()), int(kink.sum()), float(err[ok].max(initial=0.0)), failures
