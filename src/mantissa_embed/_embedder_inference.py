@@ -71,9 +71,11 @@ class EmbedderInference:
         indices : ndarray, int64, shape (n, k) -- or (k,) for a single query
             Gallery row indices, nearest first (ties: lower index first).
         distances : ndarray, float32, same shape
-            Euclidean distances between L2-normalized embeddings (the trained distance),
-            from the exact tiled search :func:`mantissa_embed.evaluation.knn` (SGEMM-ranked
-            candidates, distances recomputed in float64 for the returned neighbours).
+            Euclidean distances between L2-normalized embeddings (the trained distance). The
+            k are ranked by distances computed exactly (float64 differences): the answer of a
+            float64 brute force, ties by lower index (SGEMM-ranked candidates with a certified
+            margin, :mod:`mantissa_embed._exact_knn`). An Index gallery ranks as
+            :meth:`Index.search <mantissa_embed.index.Index.search>`.
 
         Raises
         ------

@@ -6,7 +6,7 @@ import numpy as np
 
 from ._threads import AdaptiveThreads
 from ._validation import check_array, check_float, check_int
-from .evaluation.knn import knn
+from ._exact_knn import exact_knn
 from .index import Index
 
 __all__ = ["l2_normalize", "embed", "as_embeddings", "retrieve", "verify"]
@@ -116,7 +116,7 @@ def retrieve(emb, query, gallery, k):
     G, _ = as_embeddings(emb, gallery, "gallery", allow_single=False)
     if k > G.shape[0]:
         raise ValueError(f"k must be <= the number of gallery items ({G.shape[0]}), got k={k}")
-    idx, dist = knn(Q, G, k, metric="euclidean", backend=emb.backend)
+    idx, dist = exact_knn(Q, G, k, backend=emb.backend)
     if single:
         return idx[0], dist[0]
     return idx, dist
