@@ -116,7 +116,7 @@ def build_parser():
     return parser
 
 
-def _load_images(dataset, data_dir=None, split="test"):
+def _load_images(dataset, data_dir=None, split: str = "test"):
     if dataset == "digits":
         X, y = datasets.load("digits")
         return datasets.pad_or_resize(datasets.pad_or_resize(X, 24, mode="bilinear"), 28, mode="pad"), y
@@ -127,7 +127,7 @@ def _load_images(dataset, data_dir=None, split="test"):
     raise ValueError(f"dataset must be one of {tuple(PROTOCOLS)}, got {dataset!r}")
 
 
-def load_demo_data(dataset, data_dir=None, split="test"):
+def load_demo_data(dataset, data_dir=None, split: str = "test"):
     """``(X_train, y_train, X_unseen, y_unseen)``: the training classes and the unseen ones.
 
     ``digits``: bilinear 8x8 -> 24x24, zero-padded to 28x28. ``mnist``: ``split`` of the IDX
@@ -146,7 +146,7 @@ def hold_out(X, y, seed=0, fraction=HELD_OUT):
     return Xf, yf, Xh, yh
 
 
-def _fmt(m):
+def _fmt(m) -> str:
     return (f"precision@1 {m['precision_at_1']:.3f}   R-precision {m['r_precision']:.3f}   "
             f"MAP@R {m['mean_average_precision_at_r']:.3f}")
 
@@ -161,9 +161,9 @@ def _gallery_queries(y, seed, n=5):
     return np.array(q, dtype=np.int64)
 
 
-def run_demo(args, out=sys.stdout):
+def run_demo(args, out=sys.stdout) -> int:
     """Run the demo for parsed ``args``; returns the process exit code."""
-    def say(*a):
+    def say(*a) -> None:
         print(*a, file=out, flush=True)
 
     try:  # fail fast, before training and before creating --out
@@ -209,7 +209,7 @@ def run_demo(args, out=sys.stdout):
 
     t0 = time.perf_counter()
 
-    def on_epoch(epoch, loss):
+    def on_epoch(epoch, loss) -> None:
         say(f"  epoch {epoch + 1:>2}/{epochs}  loss {loss:.4f}  ({time.perf_counter() - t0:.1f}s)")
 
     try:

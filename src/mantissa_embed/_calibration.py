@@ -65,8 +65,8 @@ def sample_pairs(y, n_pairs, rng):
     return pos_i, pos_j, neg_i, neg_j, n_pos_total, n_neg_total
 
 
-def choose_threshold(d_pos, d_neg, target_far=None, target_precision=None, max_accuracy=False,
-                     pos_weight=1.0, neg_weight=1.0):
+def choose_threshold(d_pos, d_neg, target_far=None, target_precision=None, max_accuracy: bool = False,
+                     pos_weight: float = 1.0, neg_weight: float = 1.0):
     """(threshold, stats) from positive / negative pair distances (float64, 1-D, non-empty)."""
     pos = np.sort(d_pos)
     neg = np.sort(d_neg)
@@ -97,7 +97,7 @@ def choose_threshold(d_pos, d_neg, target_far=None, target_precision=None, max_a
     return t, stats
 
 
-def calibrate(emb, X, y, *, target_far=None, target_precision=None, max_accuracy=False, n_pairs=100_000, seed=0,
+def calibrate(emb, X, y, *, target_far=None, target_precision=None, max_accuracy: bool = False, n_pairs=100_000, seed=0,
               batch_size=256):
     """The body of :meth:`Embedder.calibrate <mantissa_embed.embedder.Embedder.calibrate>` (the
     caller holds the Embedder's lock): the calibration dict, not yet stored."""

@@ -4,10 +4,14 @@
 """
 from __future__ import annotations
 
+import threading
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import _calibration, _inference
 from ._validation import check_int
+from ._typing import ArrayLike, Float32Array, Int64Array, Seed
 from .index import Index
 
 __all__ = ["EmbedderInference"]
@@ -17,7 +21,15 @@ class EmbedderInference:
     """Mixed into :class:`~mantissa_embed.embedder.Embedder` (which provides ``_lock``,
     ``_check_fitted``, ``embed_dim_``, ``threshold_`` and ``calibration_``)."""
 
-    def embed(self, X, batch_size=256, normalize=True):
+    if TYPE_CHECKING:
+        _lock: threading.RLock
+        embed_dim_: int | None
+        threshold_: float | None
+        calibration_: dict[str, Any] | None
+
+        def _check_fitted(self) -> None: ...
+
+    def embed(self, X: ArrayLike, batch_size: int = 256, normalize: bool = True) -> Float32Array:
         """Embed images in chunks of ``batch_size`` (bounded memory).
 
         Parameters
@@ -51,7 +63,7 @@ class EmbedderInference:
         with self._lock:
             return _inference.embed(self, X, "X", batch_size, normalize)
 
-    def retrieve(self, query, gallery, k=5):
+    def retrieve(self, query: ArrayLike, gallery: ArrayLike, k: int = 5) -> tuple[Int64Array, Float32Array]:
         """The ``k`` nearest gallery items of each query, nearest first.
 
         Parameters
@@ -87,7 +99,8 @@ class EmbedderInference:
         with self._lock:
             return _inference.retrieve(self, query, gallery, k)
 
-    def build_index(self, X, labels=None, ids=None, **kwargs):
+    def build_index(self, X: ArrayLike, labels: ArrayLike | None = None, ids: ArrayLike | None = None,
+                    **kwargs: Any) -> Index:
         """An :class:`~mantissa_embed.index.Index` of the embeddings of ``X`` (images or
         embeddings), searchable by :meth:`retrieve`: ``Index(embed_dim_, "euclidean", **kwargs)``
         (``dtype=``, ``keep_float32=``) with ``add(embeddings, ids, labels)``. Raises as
@@ -97,7 +110,8 @@ class EmbedderInference:
             Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False)
         return Index(self.embed_dim_, "euclidean", **kwargs).add(Z, ids=ids, labels=labels)
 
-    def verify(self, a, b, threshold="calibrated"):
+    def verify(self, a: ArrayLike, b: ArrayLike,
+               threshold: float | str | None = "calibrated") -> float | bool | np.ndarray:
         """Distance between ``a`` and ``b`` in the trained embedding space; with ``threshold``,
         whether they are "the same" (``distance <= threshold``).
 
@@ -130,8 +144,9 @@ class EmbedderInference:
         with self._lock:
             return _inference.verify(self, a, b, threshold)
 
-    def calibrate(self, X, y, *, target_far=None, target_precision=None, max_accuracy=False, n_pairs=100_000,
-                  seed=0, batch_size=256):
+    def calibrate(self, X: ArrayLike, y: ArrayLike, *, target_far: float | None = None,
+                  target_precision: float | None = None, max_accuracy: bool = False, n_pairs: int = 100_000,
+                  seed: Seed = 0, batch_size: int = 256) -> dict[str, Any]:
         """Choose the verification threshold on labelled data (images ``(n, C, H, W)`` or
         embeddings ``(n, D)`` with int labels ``y``, best of identities held out from training)
         and keep it as :attr:`threshold_`: :meth:`verify` then answers with it, :meth:`save`

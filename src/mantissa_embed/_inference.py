@@ -48,7 +48,7 @@ def _check_output(Z, name, start, single):
                      "rescale the images")
 
 
-def embed(emb, X, name, batch_size=256, normalize=True, *, single=False):
+def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool = False):
     """``emb``'s trunk on images X (n, C, H, W), ``batch_size`` at a time: (n, D) float32.
     ValueError naming the image (``name[i]``, or ``name`` when ``single``) whose embedding
     overflowed; numpy's overflow warnings of the numpy backend are not shown (the error is)."""
@@ -69,7 +69,7 @@ def embed(emb, X, name, batch_size=256, normalize=True, *, single=False):
     return out
 
 
-def as_embeddings(emb, a, name, allow_single=True, batch_size=256):
+def as_embeddings(emb, a, name, allow_single: bool = True, batch_size=256):
     """Images (embedded ``batch_size`` at a time) or embeddings -> (float32 (n, D) normalized as
     trained, was_single)."""
     emb._check_fitted()

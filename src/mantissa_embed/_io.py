@@ -33,7 +33,7 @@ def current_umask():
     return mask
 
 
-def _unlink(path):
+def _unlink(path) -> None:
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -48,7 +48,7 @@ def _naming_target(exc, path):
     return OSError(exc.errno, exc.strerror, path)  # OSError(errno, ...) picks the subclass
 
 
-def atomic_write(path, write_fn, suffix=".tmp", *, check=None):
+def atomic_write(path, write_fn, suffix: str = ".tmp", *, check=None):
     """Atomically create or replace ``path``.
 
     Parameters
@@ -98,7 +98,7 @@ def atomic_write(path, write_fn, suffix=".tmp", *, check=None):
     return path
 
 
-def _fsync_dir(directory):
+def _fsync_dir(directory) -> None:
     """Best effort: persist the rename itself (not possible on every OS / filesystem)."""
     try:
         dfd = os.open(directory, os.O_RDONLY)

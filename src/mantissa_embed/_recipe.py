@@ -3,6 +3,7 @@ arguments into loss, miner and optimizer objects."""
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,7 @@ __all__ = ["DEFAULTS", "FACE_PRESET", "LOSSES", "OPTIMIZERS", "AUGMENTS", "MAX_B
 #: for ``loss="contrastive"``; ``optimizer``, ``lr`` (per optimizer), ``weight_decay``,
 #: ``momentum`` (SGD), ``schedule``, ``augment`` (faces: see :data:`FACE_PRESET`). How they were
 #: chosen: docs/recipes/training.md.
-DEFAULTS = {
+DEFAULTS: dict[str, Any] = {
     "loss": "proxy_anchor",
     "proxy_margin": 0.1,
     "proxy_alpha": 32.0,
@@ -43,7 +44,7 @@ DEFAULTS = {
 #: ``Embedder(models.cnn_embedder(), **FACE_PRESET["embedder"]).fit(X, y, epochs=200,
 #: **FACE_PRESET["fit"])``, i.e. batches of 8 subjects x 5 images and horizontal flips only.
 #: Chosen by 3-fold cross-validation over the training subjects (docs/recipes/training.md).
-FACE_PRESET = {"embedder": {"m_per_class": 5}, "fit": {"augment": "hflip", "batch_size": 40}}
+FACE_PRESET: dict[str, dict[str, Any]] = {"embedder": {"m_per_class": 5}, "fit": {"augment": "hflip", "batch_size": 40}}
 
 LOSSES = ("triplet", "contrastive", "proxy_anchor", "multi_similarity")
 _TRIPLET_MINER_TYPES = ("semihard", "hard", "easy", "all")

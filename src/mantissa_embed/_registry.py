@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-def build_from_config(cfg, types, where="cfg"):
+def build_from_config(cfg, types, where: str = "cfg"):
     """``types[cfg["type"]].from_config(kwargs, where)`` for a ``get_config()`` dict (as
     ``json.loads`` gives it back: list values become tuples). Raises ValueError naming ``where``
     for a malformed dict, a type not in ``types`` or bad arguments."""

@@ -23,6 +23,7 @@ import os
 import threading
 import time
 import warnings
+from typing import Any, Literal
 
 from . import engine
 
@@ -37,14 +38,14 @@ _clock = time.monotonic  # the clock of the samples and of the windows
 #: user: the ceiling (the count set outside); set: the count this module last applied (None:
 #: none since the user's); gen: engine.set_num_threads's call count when "user" was read (a
 #: call since is the user's new choice)
-_state = {"active": 0, "user": None, "set": None, "gen": None, "last": None, "choice": None}
+_state: dict[str, Any] = {"active": 0, "user": None, "set": None, "gen": None, "last": None, "choice": None}
 
 
 _ON = ("1", "true", "on", "yes")
 _OFF = ("0", "false", "off", "no")
 
 
-def enabled():
+def enabled() -> bool:
     """False when ``MANTISSA_EMBED_ADAPTIVE_THREADS`` is ``0`` / ``false`` / ``off`` / ``no``; an
     unset or on value (``1`` / ``true`` / ``on`` / ``yes``) is True; any other value warns
     (naming the variable) and counts as on."""
@@ -112,7 +113,7 @@ class AdaptiveThreads:
             _state["user"], _state["set"], _state["gen"] = cur, None, gen
         return cur
 
-    def step(self):
+    def step(self) -> None:
         """Re-measure when the last window is ``WINDOW_S`` old (``/proc/stat`` is read only then),
         and set the engine's count."""
         if not self.on:
@@ -138,7 +139,7 @@ class AdaptiveThreads:
                     engine._adapt_num_threads(n)
                     _state["set"] = n
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> Literal[False]:
         with _lock:
             _state["active"] -= 1
             if _state["active"] == 0:

@@ -9,6 +9,7 @@ import signal
 import threading
 import warnings
 from time import perf_counter
+from typing import Any, Literal
 
 import numpy as np
 
@@ -28,25 +29,25 @@ class TrainingHook:
     (``loss_sum``: the epoch's loss so far); ``epoch_end(epoch, mean_loss)`` every epoch.
     """
 
-    def begin(self):
+    def begin(self) -> None:
         pass
 
     def epoch_begin(self, epoch, epochs, batches, n_batches):
         return batches
 
-    def start(self):
+    def start(self) -> None:
         pass
 
-    def lap(self, phase):
+    def lap(self, phase) -> None:
         pass
 
-    def batch_end(self, batch, loss_sum):
+    def batch_end(self, batch, loss_sum) -> None:
         pass
 
-    def epoch_end(self, epoch, mean_loss):
+    def epoch_end(self, epoch, mean_loss) -> None:
         pass
 
-    def end(self):
+    def end(self) -> None:
         pass
 
 
@@ -57,13 +58,13 @@ def _overriding(hooks, name):
 class HookList(TrainingHook):
     """Several hooks as one, called in order; methods no hook overrides cost one empty loop."""
 
-    def __init__(self, hooks=()):
+    def __init__(self, hooks=()) -> None:
         self.hooks = tuple(hooks)
         self._begin, self._epoch_begin, self._start, self._lap, self._batch_end, self._epoch_end, self._end = (
             _overriding(self.hooks, name) for name in
             ("begin", "epoch_begin", "start", "lap", "batch_end", "epoch_end", "end"))
 
-    def begin(self):
+    def begin(self) -> None:
         for f in self._begin:
             f()
 
@@ -72,19 +73,19 @@ class HookList(TrainingHook):
             batches = f(epoch, epochs, batches, n_batches)
         return batches
 
-    def start(self):
+    def start(self) -> None:
         for f in self._start:
             f()
 
-    def lap(self, phase):
+    def lap(self, phase) -> None:
         for f in self._lap:
             f(phase)
 
-    def batch_end(self, batch, loss_sum):
+    def batch_end(self, batch, loss_sum) -> None:
         for f in self._batch_end:
             f(batch, loss_sum)
 
-    def epoch_end(self, epoch, mean_loss):
+    def epoch_end(self, epoch, mean_loss) -> None:
         for f in self._epoch_end:
             f(epoch, mean_loss)
 
@@ -112,21 +113,21 @@ class ProgressBar(TrainingHook):
         self.bar = tqdm(batches, total=n_batches, desc=f"epoch {epoch + 1}/{epochs}", leave=True)
         return self.bar
 
-    def batch_end(self, batch, loss_sum):
-        extra = {} if self.last is None else {"val": self.last}
+    def batch_end(self, batch, loss_sum) -> None:
+        extra: dict[str, Any] = {} if self.last is None else {"val": self.last}
         self.bar.set_postfix(loss=f"{loss_sum / (batch + 1):.4f}", **extra, refresh=False)
 
-    def epoch_end(self, epoch, mean_loss):
+    def epoch_end(self, epoch, mean_loss) -> None:
         self.bar.close()
 
 
 class EpochCallback(TrainingHook):
     """Calls ``callback(epoch, mean_loss)`` after every epoch."""
 
-    def __init__(self, callback):
+    def __init__(self, callback) -> None:
         self.callback = callback
 
-    def epoch_end(self, epoch, mean_loss):
+    def epoch_end(self, epoch, mean_loss) -> None:
         self.callback(epoch, mean_loss)
 
 
@@ -134,19 +135,19 @@ class ThreadAdapter(TrainingHook):
     """Lets :class:`~mantissa_embed._threads.AdaptiveThreads` adjust the engine's thread count
     for the machine's load at every batch boundary (begin / end bracket it)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._ctl = AdaptiveThreads()
         self._entered = False
 
-    def begin(self):
+    def begin(self) -> None:
         self._ctl.__enter__()
         self._entered = True
         self._ctl.step()
 
-    def batch_end(self, batch, loss_sum):
+    def batch_end(self, batch, loss_sum) -> None:
         self._ctl.step()
 
-    def end(self):
+    def end(self) -> None:
         if self._entered:
             self._entered = False
             self._ctl.__exit__(None, None, None)
@@ -157,7 +158,7 @@ class Profiler(TrainingHook):
     timed plans), of the timed phases, and of the whole loop. :meth:`result` gives the dict
     :attr:`Embedder.profile_ <mantissa_embed.embedder.Embedder.profile_>` documents."""
 
-    def __init__(self, net):
+    def __init__(self, net) -> None:
         self.net = net
         self.phases = {"miner": 0.0, "loss": 0.0, "optimizer": 0.0, "data": 0.0}
         self.batches = 0
@@ -165,22 +166,22 @@ class Profiler(TrainingHook):
         self.total = 0.0
         self._t = 0.0
 
-    def begin(self):
+    def begin(self) -> None:
         self.net._set_profile([[0.0, 0.0] for _ in self.net.layers])
         self._t_begin = perf_counter()
 
-    def start(self):
+    def start(self) -> None:
         self._t = perf_counter()
 
-    def lap(self, phase):
+    def lap(self, phase) -> None:
         now = perf_counter()
         self.phases[phase] += now - self._t
         self._t = now
 
-    def batch_end(self, batch, loss_sum):
+    def batch_end(self, batch, loss_sum) -> None:
         self.batches += 1
 
-    def end(self):
+    def end(self) -> None:
         if not hasattr(self, "_t_begin"):  # begin never ran (an earlier hook's begin raised)
             return
         self.total = perf_counter() - self._t_begin
@@ -202,7 +203,7 @@ class DeferredInterrupt:
     keeps the weights of its last completed step. ``pending`` tells whether one came. Only in
     the main thread (elsewhere a no-op: signals are delivered to the main thread)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.pending = False
         self._old = None
 
@@ -214,10 +215,10 @@ class DeferredInterrupt:
                 self._old = None
         return self
 
-    def _handle(self, signum, frame):
+    def _handle(self, signum, frame) -> None:
         self.pending = True
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> Literal[False]:
         if self._old is not None:
             signal.signal(signal.SIGINT, self._old)
         return False

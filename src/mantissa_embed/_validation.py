@@ -6,14 +6,18 @@ finite, expected ndim) and then passed down without copies. Errors name the argu
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._checks.arrays import (as_numeric_array, check_float, check_int, check_kernel_input,  # noqa: F401
                              check_kernel_output, check_no_overlap)
+from ._typing import Int64Array, Seed
 from .engine import all_finite
 
 
-def check_array(x, name, ndim=None, *, dtype=np.float32, allow_empty=True, finite=True):
+def check_array(x: Any, name: str, ndim: int | tuple[int, ...] | None = None, *, dtype: Any = np.float32,
+                allow_empty: bool = True, finite: bool = True) -> np.ndarray:
     """Return ``x`` as a C-contiguous ``dtype`` array, validated.
 
     Parameters
@@ -44,7 +48,7 @@ def _all_finite(arr):
     return bool(np.isfinite(arr).all())
 
 
-def check_labels(y, name="labels", n=None):
+def check_labels(y: Any, name: str = "labels", n: int | None = None) -> Int64Array:
     """Return integer labels as a 1-D C-contiguous int64 array.
 
     Raises ``TypeError`` for non-integer dtypes (floats included) and ``ValueError``
@@ -62,7 +66,7 @@ def check_labels(y, name="labels", n=None):
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def as_generator(seed, name="seed"):
+def as_generator(seed: Seed, name: str = "seed") -> np.random.Generator:
     """A ``numpy.random.Generator`` from an int seed, a Generator, or None (fresh entropy)."""
     if isinstance(seed, np.random.Generator):
         return seed

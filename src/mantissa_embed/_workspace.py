@@ -18,7 +18,7 @@ class Workspace:
 
     __slots__ = ("_arr", "_dtype", "_key", "_n")
 
-    def __init__(self, dtype=np.float32):
+    def __init__(self, dtype=np.float32) -> None:
         self._arr = None
         self._dtype = np.dtype(dtype)
         self._key = None

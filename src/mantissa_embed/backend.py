@@ -6,7 +6,7 @@ from . import _reference, engine
 BACKENDS = ("mantissa", "numpy")
 
 
-def get_backend(name="mantissa"):
+def get_backend(name: str = "mantissa"):
     """Return the module implementing the engine API for ``name``.
 
     Both modules expose the same functions with the same signatures.

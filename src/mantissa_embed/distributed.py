@@ -80,7 +80,7 @@ def _embed_block(block, blob, digest, batch_size, normalize):
     return emb.embed(np.asarray(block), batch_size=batch_size, normalize=normalize)
 
 
-def embed(embedder, images, batch_size=256, normalize=True, client=None):
+def embed(embedder, images, batch_size=256, normalize: bool = True, client=None):
     """``embedder.embed`` over a dask array of images ``(n, C, H, W)`` (chunked along axis 0;
     other axes are made single chunks): a lazy float32 dask array ``(n, D)``, chunked as the
     images. The model is sent to each worker once."""
@@ -134,7 +134,7 @@ def _check_queries(queries, dim):
     return np.ascontiguousarray(Q, dtype=np.float32)
 
 
-def knn(queries, gallery, k, *, metric="euclidean", split_every=8, client=None):
+def knn(queries, gallery, k, *, metric: str = "euclidean", split_every=8, client=None):
     """Exact k nearest gallery rows of each query.
 
     Parameters
@@ -192,7 +192,7 @@ class ShardedIndex:
     row numbers. :meth:`search` is exact on the stored vectors, as ``Index.search``.
     """
 
-    def __init__(self, gallery, metric="euclidean", dtype="float32", client=None):
+    def __init__(self, gallery, metric: str = "euclidean", dtype: str = "float32", client=None) -> None:
         dask, da, _ = _dask()
         if not isinstance(gallery, da.Array) or gallery.ndim != 2:
             raise TypeError("gallery must be a 2-D dask array")
@@ -208,7 +208,7 @@ class ShardedIndex:
                   for i, b in enumerate(gallery.to_delayed().ravel())]
         self.shards = self.client.compute(shards)  # futures: the Indexes stay on the workers
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.n
 
     def search(self, queries, k, split_every=8):

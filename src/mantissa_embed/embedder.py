@@ -12,6 +12,8 @@ from __future__ import annotations
 
 
 import threading
+import os
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -21,7 +23,11 @@ from ._recipe import DEFAULTS, FACE_PRESET, OPTIMIZERS, build_loss, choose_m, ma
 from ._training import profile_table
 from ._validation import as_generator, check_array, check_float, check_int, check_labels
 from .backend import BACKENDS
+from ._typing import ArrayLike
 from .layers import Layer, Sequential
+
+if TYPE_CHECKING:
+    from .parameter import Parameter
 
 __all__ = ["Embedder", "DEFAULTS", "FACE_PRESET"]
 
@@ -138,8 +144,11 @@ class Embedder(EmbedderInference):
     Belongie & Lim 2020, "PyTorch Metric Learning", arXiv:2008.09164).
     """
 
-    def __init__(self, layers, loss="default", margin=None, seed=0, backend="mantissa", miner="default",
-                 optimizer="default", momentum=None, weight_decay=None, m_per_class=None, loss_lr_factor=None):
+    def __init__(self, layers: Sequence[Layer] | Sequential, loss: str | Callable[..., Any] = "default",
+                 margin: float | None = None, seed: int | np.random.Generator = 0, backend: str = "mantissa",
+                 miner: str | Callable[..., Any] | None = "default", optimizer: str | Callable[..., Any] = "default",
+                 momentum: float | None = None, weight_decay: float | None = None, m_per_class: int | None = None,
+                 loss_lr_factor: float | None = None) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
@@ -177,9 +186,9 @@ class Embedder(EmbedderInference):
         self._rng = as_generator(seed)
         self.train_state_ = None
         self.classes_ = None
-        self.history_ = {"loss": []}
+        self.history_: dict[str, list[float]] = {"loss": []}
         self.input_shape_ = tuple(net.input_shape) if net.built else None
-        self.embed_dim_ = None
+        self.embed_dim_: int | None = None
         self.fitted_ = False
         self.optimizer_ = None
         self.profile_ = None
@@ -219,7 +228,7 @@ class Embedder(EmbedderInference):
             raise ValueError(f"the loss has embedding_size={have}, but the trunk outputs {embed_dim} dimensions")
 
     # ------------------------------------------------------------------------------ training
-    def parameters(self):
+    def parameters(self) -> list[Parameter]:
         """Every learnable ``Parameter``: the trunk's (layer order), then the loss's, if any.
 
         Empty for the trunk before its first forward (shapes are inferred then).
@@ -230,9 +239,13 @@ class Embedder(EmbedderInference):
             params += list(loss_params())
         return params
 
-    def fit(self, X, y, epochs=1, batch_size=64, lr=None, verbose=False, *, validation=None,
-            metrics=("precision_at_1", "mean_average_precision_at_r"), restore_best=False, early_stopping=None,
-            callbacks=(), callback=None, augment="default", schedule="default", resume=False, profile=False):
+    def fit(self, X: ArrayLike, y: ArrayLike, epochs: int = 1, batch_size: int = 64, lr: float | None = None,
+            verbose: bool = False, *, validation: float | tuple[ArrayLike, ArrayLike] | None = None,
+            metrics: Sequence[str] = ("precision_at_1", "mean_average_precision_at_r"), restore_best: bool = False,
+            early_stopping: int | None = None, callbacks: Sequence[Any] = (),
+            callback: Callable[[int, float], Any] | None = None, augment: str | Callable[..., Any] | None = "default",
+            schedule: str | Callable[..., Any] | None = "default", resume: bool = False,
+            profile: bool = False) -> Embedder:
         """Train the trunk by metric learning on images ``X`` with class labels ``y``.
 
         Parameters
@@ -336,7 +349,7 @@ class Embedder(EmbedderInference):
         finally:
             self._fit_guard.release()
 
-    def profile_summary(self):
+    def profile_summary(self) -> str:
         """A text table of :attr:`profile_` (the last ``fit(..., profile=True)``): seconds and
         share of the total for every layer's forward and backward, the miner, the loss, the
         optimizer, the batch gathering and the rest. Returns the string (print it).
@@ -359,7 +372,7 @@ class Embedder(EmbedderInference):
         if not self.fitted_:
             raise RuntimeError("this Embedder is not fitted yet: call fit(X, y) first (or Embedder.load(path))")
 
-    def summary(self):
+    def summary(self) -> str:
         """A text description: the trunk's layer table (when built), loss, miner, optimizer.
 
         Returns the string (print it).
@@ -380,7 +393,7 @@ class Embedder(EmbedderInference):
         return "\n".join(lines)
 
     @staticmethod
-    def _describe(obj):
+    def _describe(obj) -> str:
         attrs = []
         for name in ("margin", "pos_margin", "neg_margin", "type_of_triplets"):
             v = getattr(obj, name, None)
@@ -388,13 +401,13 @@ class Embedder(EmbedderInference):
                 attrs.append(f"{name}={v!r}" if isinstance(v, str) else f"{name}={float(v):g}")
         return f"{type(obj).__name__}({', '.join(attrs)})"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         loss = self._loss_spec if self._loss_spec is not None else type(self.loss_func).__name__
         return (f"Embedder(loss={loss!r}, margin={self.margin!r}, miner={self._miner_spec!r}, "
                 f"backend={self.backend!r}, fitted={self.fitted_})")
 
     # -------------------------------------------------------------------------- persistence
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> str:
         """Write the fitted Embedder to one ``.npz`` file at ``path`` (exactly that name).
 
         Contents: the trunk's parameters (``"trunk/0.weight"``, ...), the loss's learnable
@@ -413,7 +426,7 @@ class Embedder(EmbedderInference):
             return _persistence.save(self, path)
 
     @classmethod
-    def load(cls, path, backend=None):
+    def load(cls, path: str | os.PathLike[str], backend: str | None = None) -> Embedder:
         """Read an Embedder written by :meth:`save`; ready to ``embed`` / ``retrieve`` / ``verify``
         (and to ``fit`` further).
 

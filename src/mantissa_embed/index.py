@@ -97,7 +97,7 @@ class Index:
     Raises TypeError / ValueError for bad arguments.
     """
 
-    def __init__(self, dim, metric="euclidean", dtype="float32", *, keep_float32=False):
+    def __init__(self, dim, metric: str = "euclidean", dtype: str = "float32", *, keep_float32: bool = False) -> None:
         self.dim = check_int(dim, "dim", minimum=1)
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
@@ -110,12 +110,12 @@ class Index:
         self._scales = np.empty(0, np.float32) if dtype == "int8" else None
         self._f32 = np.empty((0, self.dim), np.float32) if self.keep_float32 else None
         self._ids = np.empty(0, np.int64)
-        self._labels = None
+        self._labels: np.ndarray | None = None
         self._next_id = 0
         self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ contents
-    def __len__(self):
+    def __len__(self) -> int:
         return int(self._ids.shape[0])
 
     @property
@@ -273,7 +273,7 @@ class Index:
             blob = json.dumps(header).encode()
             start = -(-(16 + len(blob)) // 64) * 64
 
-            def write(f):
+            def write(f) -> None:
                 f.write(_MAGIC + struct.pack("<Q", len(blob)) + blob)
                 f.write(b"\0" * (start - 16 - len(blob)))
                 for name, a in arrays.items():
@@ -282,7 +282,7 @@ class Index:
             return atomic_write(path, write, suffix=".meindex.tmp")  # OSError naming path
 
     @classmethod
-    def load(cls, path, mmap=True):
+    def load(cls, path, mmap: bool = True):
         """Read an index written by :meth:`save`; ``mmap=True`` maps its arrays read-only (a
         later :meth:`add` / :meth:`remove` works on in-memory copies). Raises
         FileNotFoundError, or ValueError naming ``path`` for a foreign, truncated or
@@ -354,11 +354,11 @@ class Index:
                 st[k] = np.array(st[k])
         return st
 
-    def __setstate__(self, st):
+    def __setstate__(self, st) -> None:
         self.__dict__.update(st)
         self._lock = threading.RLock()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Index(dim={self.dim}, metric={self.metric!r}, dtype={self.dtype!r}, "
                 f"keep_float32={self.keep_float32}, n={len(self)})")
 

@@ -8,7 +8,7 @@ from .layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, MaxPo
 __all__ = ["cnn_embedder", "resnet_embedder", "small_cnn_embedder", "mlp_embedder"]
 
 
-def _widths(widths, name="widths"):
+def _widths(widths, name: str = "widths"):
     if isinstance(widths, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of ints")
     try:
@@ -26,7 +26,7 @@ def _conv_block(width, batch_norm, stride=1):
     return [Conv2D(width, 3, stride=stride, pad=1, act="relu")]
 
 
-def cnn_embedder(embed_dim=64, widths=(32, 64, 128), batch_norm=True, *, seed=0, backend="mantissa"):
+def cnn_embedder(embed_dim=64, widths=(32, 64, 128), batch_norm: bool = True, *, seed=0, backend: str = "mantissa"):
     """The default trunk: 3x3 convolutions, 2x2 max pooling, global average pooling, a linear head.
 
     For each width ``w`` of ``widths``: ``Conv2D(w, 3, pad=1)`` then (``batch_norm``)
@@ -60,7 +60,7 @@ def cnn_embedder(embed_dim=64, widths=(32, 64, 128), batch_norm=True, *, seed=0,
     return Sequential(layers, seed=seed, backend=backend)
 
 
-def resnet_embedder(embed_dim=64, widths=(32, 64, 128), blocks=(1, 1, 1), *, seed=0, backend="mantissa"):
+def resnet_embedder(embed_dim=64, widths=(32, 64, 128), blocks=(1, 1, 1), *, seed=0, backend: str = "mantissa"):
     """A small ResNet trunk (He et al. 2016, "Deep Residual Learning", basic blocks).
 
     A stem ``Conv2D(widths[0], 3, pad=1, bias=False) -> BatchNorm2D(act="relu")``; then for
@@ -87,7 +87,7 @@ def resnet_embedder(embed_dim=64, widths=(32, 64, 128), blocks=(1, 1, 1), *, see
     return Sequential(layers, seed=seed, backend=backend)
 
 
-def small_cnn_embedder(embed_dim=16, *, seed=0, backend="mantissa"):
+def small_cnn_embedder(embed_dim=16, *, seed=0, backend: str = "mantissa"):
     """The small CNN trunk of the mantissa-embed README.
 
     ``Conv2D(8, 3, pad=1, act="relu") -> MaxPool2D(2) -> Conv2D(16, 3, pad=1, act="relu")
@@ -123,7 +123,7 @@ def small_cnn_embedder(embed_dim=16, *, seed=0, backend="mantissa"):
     ], seed=seed, backend=backend)
 
 
-def mlp_embedder(embed_dim=16, hidden=(64,), *, seed=0, backend="mantissa"):
+def mlp_embedder(embed_dim=16, hidden=(64,), *, seed=0, backend: str = "mantissa"):
     """A fully connected trunk: ``Flatten() -> Dense(h, act="relu") for h in hidden -> Dense(embed_dim)``.
 
     A baseline for small inputs (e.g. 8x8 digits) and for tests. ``hidden``: a sequence of

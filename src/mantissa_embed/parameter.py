@@ -32,7 +32,7 @@ class Parameter:
 
     __slots__ = ("data", "grad", "name")
 
-    def __init__(self, data, name=""):
+    def __init__(self, data, name: str = "") -> None:
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         arr = check_array(data, "data")
@@ -51,7 +51,7 @@ class Parameter:
         """The number of scalars in ``data`` (int)."""
         return int(self.data.size)
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         """Set ``grad`` to zeros, in place (the array object is kept)."""
         self.grad.fill(0.0)
 
@@ -67,6 +67,6 @@ class Parameter:
                              f"{self.data.shape}, got {arr.shape}")
         np.copyto(self.data, arr)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
         return f"Parameter{label}(shape={self.data.shape}, dtype=float32)"

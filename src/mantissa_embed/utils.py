@@ -46,7 +46,7 @@ def _empty(k):
     return tuple(_EMPTY.copy() for _ in range(k))
 
 
-def _as_labels(labels, name="labels"):
+def _as_labels(labels, name: str = "labels"):
     arr = np.asarray(labels)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
@@ -63,7 +63,7 @@ def _resolve(labels, ref_labels):
     return lab, ref, same
 
 
-def check_indices_tuple(indices_tuple, n, m=None, name="indices_tuple"):
+def check_indices_tuple(indices_tuple, n, m=None, name: str = "indices_tuple"):
     """Validate an index tuple and return it as a tuple of 1-D int64 arrays.
 
     Parameters
@@ -275,7 +275,7 @@ def convert_to_triplets(indices_tuple, labels, ref_labels=None, t_per_anchor=100
     return a1[i], p[i], n[j]
 
 
-def convert_to_weights(indices_tuple, labels, dtype=np.float32, using_ref=False):
+def convert_to_weights(indices_tuple, labels, dtype=np.float32, using_ref: bool = False):
     """Per-example weights from a mined tuple: how often each index of the batch occurs in
     ``indices_tuple``, divided by the largest count.
 
@@ -294,7 +294,7 @@ def convert_to_weights(indices_tuple, labels, dtype=np.float32, using_ref=False)
     return _occurrence_weights(indices_tuple, weights, dtype, using_ref)
 
 
-def _miner_weights(indices_tuple, labels, dtype=np.float32, using_ref=False):
+def _miner_weights(indices_tuple, labels, dtype=np.float32, using_ref: bool = False):
     """PML's ``convert_to_weights`` as its losses use it: like :func:`convert_to_weights`, but
     all ones for an empty tuple as well as for None."""
     labels = np.asarray(labels)

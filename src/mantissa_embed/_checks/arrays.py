@@ -6,13 +6,14 @@ or shape.
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 
 F32_MAX = float(np.finfo(np.float32).max)
 
 
-def check_int(v, name, minimum=None):
+def check_int(v: Any, name: str, minimum: int | None = None) -> int:
     """Validate an integer scalar (bool rejected); return it as ``int``."""
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(v).__name__}")
@@ -22,7 +23,7 @@ def check_int(v, name, minimum=None):
     return v
 
 
-def check_float(v, name, minimum=None, *, strict=False):
+def check_float(v: Any, name: str, minimum: float | None = None, *, strict: bool = False) -> float:
     """Validate a finite real scalar; return it as ``float``."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"{name} must be a number, got {type(v).__name__}")
@@ -34,7 +35,8 @@ def check_float(v, name, minimum=None, *, strict=False):
     return v
 
 
-def as_numeric_array(x, name, ndim=None, *, dtype=np.float32, allow_empty=True):
+def as_numeric_array(x: Any, name: str, ndim: int | tuple[int, ...] | None = None, *, dtype: Any = np.float32,
+                     allow_empty: bool = True) -> np.ndarray:
     """``x`` as a C-contiguous ``dtype`` array; booleans, strings and objects raise ``TypeError``,
     a wrong ``ndim`` (an int or a tuple of them) or an empty array with ``allow_empty=False``
     ``ValueError``. No NaN scan (see :func:`mantissa_embed._validation.check_array`)."""
@@ -55,7 +57,7 @@ def as_numeric_array(x, name, ndim=None, *, dtype=np.float32, allow_empty=True):
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
-def check_kernel_input(x, name, ndim=None):
+def check_kernel_input(x: Any, name: str, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:
     """An engine-wrapper input as float32 C-contiguous (no copy if it already is).
 
     Unlike :func:`mantissa_embed._validation.check_array` it does not scan for NaN (the kernels are the inner layer;
@@ -111,7 +113,7 @@ def check_no_overlap(out, name, *inputs, inplace_ok=()):
         raise ValueError(f"{name} must not share memory with {aname}")
 
 
-def check_outs(outs, ins, inplace_ok=()):
+def check_outs(outs, ins, inplace_ok=()) -> None:
     """Each output buffer ((array, name) pairs, None skipped) must not share memory with an
     input nor with another output (ValueError), except the exact in-place aliases of
     ``inplace_ok`` input names."""
@@ -119,7 +121,7 @@ def check_outs(outs, ins, inplace_ok=()):
         check_no_overlap(o, oname, *ins, *outs[i + 1:], inplace_ok=inplace_ok)
 
 
-def check_bool(v, name):
+def check_bool(v: Any, name: str) -> bool:
     if not isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
     return bool(v)
@@ -132,7 +134,7 @@ def check_inplace(a, name, shape=None):
     return check_kernel_output(a, name, a.shape if shape is None else shape)
 
 
-def check_int_array(a, name, length=None, upper=None):
+def check_int_array(a: Any, name: str, length: int | None = None, upper: int | None = None) -> np.ndarray:
     """A 1-D integer array as int64 C-contiguous; values in [0, upper) when upper is given."""
     if isinstance(a, (str, bytes)) or a is None:
         raise TypeError(f"{name} must be an integer array, got {type(a).__name__}")
@@ -154,7 +156,7 @@ def check_int_array(a, name, length=None, upper=None):
     return arr
 
 
-def check_flag(v, name):
+def check_flag(v: Any, name: str) -> bool:
     if not isinstance(v, (bool, np.bool_, numbers.Integral)):
         raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
     return bool(v)

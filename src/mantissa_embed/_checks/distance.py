@@ -9,7 +9,7 @@ from .arrays import check_float, check_kernel_input, check_kernel_output, check_
 NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's default
 
 
-def check_same_cols(x, r, xname="x", rname="r"):
+def check_same_cols(x, r, xname: str = "x", rname: str = "r"):
     if x.shape[1] != r.shape[1]:
         raise ValueError(f"{xname} and {rname} must have the same number of columns, "
                          f"got {x.shape} and {r.shape}")

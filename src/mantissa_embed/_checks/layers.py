@@ -41,7 +41,7 @@ def check_shape(shape, name, ndim):
     return tuple(check_int(s, f"{name}[{i}]", minimum=0) for i, s in enumerate(shape))
 
 
-def conv_geometry(x_shape, w_shape, stride, pad, suffix=""):
+def conv_geometry(x_shape, w_shape, stride, pad, suffix: str = ""):
     """(N, C, H, W, F, KH, KW, HO, WO) of a convolution, validated; ``suffix`` is appended to the
     names of w, stride and pad in the errors (the stages of a chain: "1", "2")."""
     N, C, H, W = check_shape(x_shape, "x.shape", 4)
@@ -68,7 +68,7 @@ def conv_geometry(x_shape, w_shape, stride, pad, suffix=""):
     return N, C, H, W, F, KH, KW, HO, WO
 
 
-def check_workspace(workspace, need, size_fn="conv2d_workspace_size"):
+def check_workspace(workspace, need, size_fn: str = "conv2d_workspace_size"):
     if workspace is None:
         return np.empty(need, dtype=np.float32)
     if not isinstance(workspace, np.ndarray):
@@ -83,7 +83,7 @@ def check_workspace(workspace, need, size_fn="conv2d_workspace_size"):
     return workspace
 
 
-def check_bias(b, n, name="b"):
+def check_bias(b, n, name: str = "b"):
     if b is None:
         return None
     b = check_kernel_input(b, name, 1)
@@ -99,7 +99,7 @@ def grad_buf(a, name, shape, accumulate):
     return check_kernel_output(a, name, shape)
 
 
-def store_grad(buf, value, accumulate):
+def store_grad(buf, value, accumulate) -> None:
     """Write a gradient into its buffer, or add it when accumulating."""
     if accumulate:
         buf += value
@@ -107,7 +107,7 @@ def store_grad(buf, value, accumulate):
         buf[...] = value
 
 
-def check_conv_args(x, w, b, stride, pad, wname="w", bname="b"):
+def check_conv_args(x, w, b, stride, pad, wname: str = "w", bname: str = "b"):
     x = check_kernel_input(x, "x", 4)
     w = check_kernel_input(w, wname, 4)
     geo = conv_geometry(x.shape, w.shape, stride, pad)
@@ -151,7 +151,7 @@ def check_scalar(v, name, minimum=None):
 ACT_CODES = {"identity": 0, "relu": 1, "leaky_relu": 2}
 
 
-def act_flag(act, name="act"):
+def act_flag(act, name: str = "act"):
     """None/"identity" -> 0, "relu" -> 1, "leaky_relu" -> 2 (engine.h's ME_ACT_*); anything
     else raises (naming ``name``)."""
     if act is None:
@@ -163,7 +163,7 @@ def act_flag(act, name="act"):
     raise ValueError(f"{name} must be None, 'identity', 'relu' or 'leaky_relu', got {act!r}")
 
 
-def check_negative_slope(v, name="negative_slope"):
+def check_negative_slope(v, name: str = "negative_slope"):
     """The leaky ReLU's slope for x < 0: a finite float >= 0 (the backward reads the sign of the
     output, which is the sign of the input only for a slope >= 0). Raises TypeError/ValueError."""
     if type(v) is float and 0.0 <= v <= F32_MAX:
@@ -247,7 +247,7 @@ def check_sgd_args(p, g, v, lr, momentum, dampening, weight_decay, nesterov, fir
     return p, g, v, lr, momentum, dampening, weight_decay, nesterov, first
 
 
-def check_adam_args(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled=False):
+def check_adam_args(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled: bool = False):
     p = check_inplace(p, "p")
     g = check_kernel_input(g, "g")
     if g.shape != p.shape:
@@ -300,7 +300,7 @@ def check_dense_backward_args(x, w, dy, dx, dw, db, need_dx, accumulate):
     return x, w, dy, dx, dw, db, need_dx, accumulate
 
 
-def check_conv_backward_args(x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate, need_db=True):
+def check_conv_backward_args(x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate, need_db: bool = True):
     """Validated (x, w, dy, geometry, dx, dw, db, need_dx, accumulate) of ``conv2d_backward``
     (the workspace is checked by the caller); db is None when ``need_db`` is False."""
     x, w, _, geo = check_conv_args(x, w, None, stride, pad)
@@ -357,7 +357,7 @@ def check_act_backward_args(dy, y, dx):
     return dy, y, dx
 
 
-def check_dropout_args(x, mask, out, xname="x", outname="out"):
+def check_dropout_args(x, mask, out, xname: str = "x", outname: str = "out"):
     """Validated (x, mask, out) of a dropout pass: mask float32 of x's shape; ``out`` may be ``x``."""
     x = check_kernel_input(x, xname)
     mask = check_kernel_input(mask, "mask")

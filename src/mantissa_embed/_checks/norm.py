@@ -5,7 +5,7 @@ from .arrays import check_bool, check_float, check_inplace, check_kernel_input, 
 from .layers import act_flag, grad_buf
 
 
-def bn_geometry(shape, name="x"):
+def bn_geometry(shape, name: str = "x"):
     """``(N, C, S)`` of a batch-norm input (N, C), (N, C, L) or (N, C, H, W): S = L, H*W or 1."""
     if len(shape) not in (2, 3, 4):
         raise ValueError(f"{name} must be 2-D (N, C), 3-D (N, C, L) or 4-D (N, C, H, W), got shape {tuple(shape)}")
@@ -15,14 +15,14 @@ def bn_geometry(shape, name="x"):
     return shape[0], shape[1], S
 
 
-def _channel_vector(a, name, C, inplace=False):
+def _channel_vector(a, name, C, inplace: bool = False):
     a = check_inplace(a, name, (C,)) if inplace else check_kernel_input(a, name, 1)
     if a.shape != (C,):
         raise ValueError(f"{name} must have shape ({C},) (one value per channel), got {a.shape}")
     return a
 
 
-def bn_act_flag(act, name="act"):
+def bn_act_flag(act, name: str = "act"):
     """None/"identity" -> 0, "relu" -> 1; "leaky_relu" or anything else raises (naming ``name``)."""
     flag = act_flag(act, name)
     if flag > 1:
@@ -30,7 +30,7 @@ def bn_act_flag(act, name="act"):
     return flag
 
 
-def check_momentum(momentum, name="momentum"):
+def check_momentum(momentum, name: str = "momentum"):
     """A momentum in [0, 1] as a float (TypeError / ValueError naming ``name``)."""
     momentum = check_float(momentum, name)
     if not 0.0 <= momentum <= 1.0:
@@ -38,7 +38,7 @@ def check_momentum(momentum, name="momentum"):
     return momentum
 
 
-def check_eps(eps, name="eps"):
+def check_eps(eps, name: str = "eps"):
     """An eps > 0 as a float (TypeError / ValueError naming ``name``)."""
     return check_float(eps, name, 0.0, strict=True)
 

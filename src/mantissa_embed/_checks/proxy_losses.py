@@ -6,7 +6,7 @@ import numpy as np
 from .arrays import check_kernel_input, check_kernel_output, check_no_overlap
 
 
-def check_xent_inputs(logits, labels, name="logits"):
+def check_xent_inputs(logits, labels, name: str = "logits"):
     """(logits (N, C) float32, labels (N,) int64 in [0, C)); TypeError / ValueError otherwise."""
     x = check_kernel_input(logits, name, ndim=2)
     lab = np.asarray(labels)

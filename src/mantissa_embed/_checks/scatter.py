@@ -14,7 +14,7 @@ def check_rows_buffer(a, name):
     return a
 
 
-def check_scatter(src, index, out, name="out"):
+def check_scatter(src, index, out, name: str = "out"):
     """scatter_add_forward's arguments: (src, index, out, K, D, N)."""
     out = check_rows_buffer(out, name)
     if not out.flags.writeable:

@@ -9,7 +9,7 @@ from .arrays import check_float, check_kernel_input
 REDUCTIONS = {"mean": 0, "avg_non_zero": 1, "weights": 2}
 
 
-def check_sim(sim, name="sim"):
+def check_sim(sim, name: str = "sim"):
     sim = check_kernel_input(sim, name, ndim=2)
     return sim
 
@@ -50,7 +50,7 @@ def check_reduction(reduction, weights, shape):
     return weights
 
 
-def check_temperature(t, name="temperature"):
+def check_temperature(t, name: str = "temperature"):
     t = check_float(t, name)
     if not t > 0:
         raise ValueError(f"{name} must be > 0, got {t}")

@@ -76,7 +76,7 @@ def _conv2d_grads(x, w, dy, stride, pad):
     return dx, dw, db
 
 
-def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, negative_slope=0.01):
+def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, negative_slope: float = 0.01):
     """2-D convolution (cross-correlation, as ``torch.nn.functional.conv2d``), NCHW.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO,WO) float32 with
@@ -96,8 +96,8 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, neg
     return out
 
 
-def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=True,
-                    accumulate=False, workspace=None, need_db=True):
+def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx: bool = True,
+                    accumulate: bool = False, workspace=None, need_db: bool = True):
     """Gradients of ``conv2d_forward`` for the upstream gradient dy (N,F,HO,WO).
 
     Returns ``(dx, dw, db)``: dx (N,C,H,W) (None when ``need_dx`` is False; overwritten),
@@ -118,7 +118,7 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx=Tr
     return dx, dw, db
 
 
-def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, negative_slope=0.01):
+def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, negative_slope: float = 0.01):
     """Inference fusion: ``maxpool2d(conv2d_forward(x, w, b, stride, pad, act=act), 2, 2)``.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO//2,WO//2) float32 (HO, WO the
@@ -138,7 +138,7 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
 
 
 def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, act1=None, act2=None,
-                               out=None, workspace=None, negative_slope1=0.01, negative_slope2=0.01):
+                               out=None, workspace=None, negative_slope1: float = 0.01, negative_slope2: float = 0.01):
     """Two inference stages in one call: ``conv2d_pool2_forward(conv2d_pool2_forward(x, w1, b1,
     stride1, pad1, act=act1), w2, b2, stride2, pad2, act=act2)``.
 

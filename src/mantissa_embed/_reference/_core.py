@@ -35,7 +35,7 @@ def get_num_threads():
     return _num_threads
 
 
-def set_num_threads(n):
+def set_num_threads(n) -> None:
     """Record the thread count (no effect on numpy). Same checks as the engine.
 
     Raises ``TypeError`` when ``n`` is not an int, ``ValueError`` when ``n < 1`` or ``n > 4096``.
@@ -44,7 +44,7 @@ def set_num_threads(n):
     _num_threads = check_num_threads(n)
 
 
-def gemm_kernel_name():
+def gemm_kernel_name() -> str:
     """``'numpy'``: the reference backend computes products with numpy (float64)."""
     return "numpy"
 
@@ -54,7 +54,7 @@ def cpu_features():
     return {"avx2": False, "fma": False, "avx512f": False, "avx512vl": False}
 
 
-def sgemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
+def sgemm(A, B, C=None, *, trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0):
     """``C = alpha * op(A) @ op(B) + beta * C`` (float32 in and out, float64 inside).
 
     Shapes, dtypes, checks, errors and the in-place contract are those of

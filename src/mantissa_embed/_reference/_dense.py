@@ -65,7 +65,7 @@ def all_finite(x):
     return bool(np.isfinite(x).all())
 
 
-def dense_forward(x, w, b, out=None, act=None, negative_slope=0.01):
+def dense_forward(x, w, b, out=None, act=None, negative_slope: float = 0.01):
     """Fully connected layer, as ``torch.nn.functional.linear``: x (N,I), w (O,I), b (O,) or
     None -> out (N,O) = x @ w.T + b (float32); ``act``: None/"identity", "relu" for max(., 0)
     or "leaky_relu" (``negative_slope`` >= 0) in the same call (TypeError/ValueError otherwise)."""
@@ -78,7 +78,7 @@ def dense_forward(x, w, b, out=None, act=None, negative_slope=0.01):
     return out
 
 
-def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx=True, accumulate=False):
+def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx: bool = True, accumulate: bool = False):
     """Gradients of ``dense_forward`` for dy (N,O): ``(dx, dw, db)`` with dx = dy @ w (N,I)
     (None when ``need_dx`` is False), dw = dy.T @ x (O,I), db = dy.sum(0) (O,); dw/db are new
     arrays when None, else overwritten, or added to when ``accumulate`` is True."""
@@ -91,7 +91,7 @@ def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx=True, accumulate
     return dx, dw, db
 
 
-def sgd_step(p, g, v, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, first=False):
+def sgd_step(p, g, v, lr, momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False, first: bool = False) -> None:
     """One in-place ``torch.optim.SGD`` step on the parameter array p with gradient g.
 
     p, v: float32 C-contiguous writeable arrays of one shape (v, the momentum buffer, may be
@@ -115,7 +115,7 @@ def sgd_step(p, g, v, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nestero
     p[...] = p + f(-lr) * d
 
 
-def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled=False):
+def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled: bool = False) -> None:
     """One in-place ``torch.optim.Adam`` step (amsgrad=False) at step number t >= 1, or
     ``torch.optim.AdamW`` with ``decoupled=True``.
 
@@ -146,7 +146,7 @@ def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled=Fals
     p[...] = pd + (-step_size) * (m / denom)
 
 
-def leaky_relu_forward(x, negative_slope=0.01, out=None):
+def leaky_relu_forward(x, negative_slope: float = 0.01, out=None):
     """out = x where x >= 0, else ``negative_slope * x`` (``torch.nn.functional.leaky_relu``), any
     shape, float32; ``out`` may be ``x`` itself. ``negative_slope``: finite, >= 0."""
     slope = check_negative_slope(negative_slope)
@@ -155,7 +155,7 @@ def leaky_relu_forward(x, negative_slope=0.01, out=None):
     return out
 
 
-def leaky_relu_backward(dy, y, negative_slope=0.01, dx=None):
+def leaky_relu_backward(dy, y, negative_slope: float = 0.01, dx=None):
     """dx = dy where y > 0, else ``negative_slope * dy`` (y the forward *output*; torch's rule,
     the slope at 0); ``dx`` may be ``dy`` itself."""
     slope = check_negative_slope(negative_slope)

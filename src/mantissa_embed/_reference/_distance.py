@@ -103,7 +103,7 @@ def l2_normalize_backward(dy, y, norms, eps=NORMALIZE_EPS, dx=None):
 REFINE = 1e-3  # must equal REFINE in src/engine_c/distance.c
 
 
-def _euclidean(x, r, squared=False):
+def _euclidean(x, r, squared: bool = False):
     dt = x.dtype
     xn = np.einsum("ij,ij->i", x.astype(np.float64), x.astype(np.float64)).astype(dt)
     rn = np.einsum("ij,ij->i", r.astype(np.float64), r.astype(np.float64)).astype(dt)
@@ -119,7 +119,7 @@ def _euclidean(x, r, squared=False):
     return v if squared else np.sqrt(v)
 
 
-def _euclidean_grad(x, r, dist, ddist, squared=False):
+def _euclidean_grad(x, r, dist, ddist, squared: bool = False):
     pos = dist > 0
     if squared:
         G = np.where(pos, ddist, 0).astype(x.dtype)
@@ -134,7 +134,7 @@ def _euclidean_grad(x, r, dist, ddist, squared=False):
     return dx.astype(x.dtype, copy=False), dr.astype(x.dtype, copy=False)
 
 
-def euclidean_forward(x, r, squared=False, out=None, workspace=None):
+def euclidean_forward(x, r, squared: bool = False, out=None, workspace=None):
     """Euclidean distance matrix ``dist[i, j] = ||x_i - r_j||`` (or its square).
 
     Computed as ``||x_i||^2 + ||r_j||^2 - 2 x_i . r_j`` (one SGEMM), as ``torch.cdist`` does for
@@ -169,7 +169,7 @@ def euclidean_forward(x, r, squared=False, out=None, workspace=None):
     return out
 
 
-def euclidean_backward(x, r, dist, ddist, squared=False, dx=None, dr=None, workspace=None):
+def euclidean_backward(x, r, dist, ddist, squared: bool = False, dx=None, dr=None, workspace=None):
     """Gradient of :func:`euclidean_forward` with respect to ``x`` and ``r``.
 
     ``dx = x * rowsum(G) - G @ r`` and ``dr = r * colsum(G) - G.T @ x`` with ``G = ddist / dist``

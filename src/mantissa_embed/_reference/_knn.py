@@ -49,7 +49,7 @@ def _topk_sorted(S, kk, col0):
     return vals, idx.astype(np.int64) + col0
 
 
-def knn_search(query, reference, k, metric="sqeuclidean", exclude_self=False, tile_q=256,
+def knn_search(query, reference, k, metric: str = "sqeuclidean", exclude_self: bool = False, tile_q=256,
                tile_r=2048, indices=None, distances=None):
     """Exact k nearest neighbours of the query rows among the reference rows (numpy twin).
 
@@ -115,6 +115,7 @@ def knn_search(query, reference, k, metric="sqeuclidean", exclude_self=False, ti
                 best_i = np.take_along_axis(ci, order, axis=1)
         # exact values of the selected neighbours (in row chunks bounding the float64 copy),
         # then re-sort by (value, index)
+        assert best_v is not None and best_i is not None  # k >= 1 reference rows were scanned
         step = max(1, (1 << 21) // max(1, k * q.shape[1]))
         for s0 in range(0, q1 - q0, step):
             s1 = min(q1 - q0, s0 + step)

@@ -39,7 +39,7 @@ def _batchnorm_grads(dy3, x3, gamma, mean, invstd, training):
     return k * (dy3 - dbeta[:, None] / M - xhat * dgamma[:, None] / M), dgamma, dbeta
 
 
-def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momentum=0.1, eps=1e-5,
+def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momentum: float = 0.1, eps: float = 1e-5,
                       out=None, save_mean=None, save_invstd=None, act=None):
     """Batch normalization, as ``torch.nn.functional.batch_norm`` (twin of
     :func:`mantissa_embed.engine.batchnorm_forward`): returns ``(out, save_mean, save_invstd)``;
@@ -65,8 +65,8 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
     return out, save_mean, save_invstd
 
 
-def batchnorm_backward(dy, x, gamma, save_mean, save_invstd, training=True, act=None, y=None, dx=None,
-                       dgamma=None, dbeta=None, need_dx=True, accumulate=False):
+def batchnorm_backward(dy, x, gamma, save_mean, save_invstd, training: bool = True, act=None, y=None, dx=None,
+                       dgamma=None, dbeta=None, need_dx: bool = True, accumulate: bool = False):
     """Gradients of ``batchnorm_forward`` (twin of :func:`mantissa_embed.engine.batchnorm_backward`):
     returns ``(dx, dgamma, dbeta)``."""
     (dy, x, gamma, save_mean, save_invstd, training, y, dx, dgamma, dbeta, need_dx, accumulate,
@@ -88,7 +88,7 @@ def batchnorm_backward(dy, x, gamma, save_mean, save_invstd, training=True, act=
     return dx, dgamma, dbeta
 
 
-def batchnorm_fold(w, b, gamma, beta, running_mean, running_var, eps=1e-5, w_out=None, b_out=None):
+def batchnorm_fold(w, b, gamma, beta, running_mean, running_var, eps: float = 1e-5, w_out=None, b_out=None):
     """An eval-mode batch norm folded into the layer before it (twin of
     :func:`mantissa_embed.engine.batchnorm_fold`): returns ``(w_out, b_out)``."""
     w, b, gamma, beta, running_mean, running_var, eps, w_out, b_out = check_batchnorm_fold_args(

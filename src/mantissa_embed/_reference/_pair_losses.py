@@ -264,9 +264,9 @@ def _triplet_triplets_terms(dist, a, p, n, margin, swap, smooth, inverted, weigh
 
 # --------------------------------------------------------------------------- public
 
-def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.0, exclude_self=False,
-                         inverted=False, nonzero_only=True, ddist=None, weights=None, grad=True,
-                         return_losses=False):
+def contrastive_loss_all(dist, labels, ref_labels, pos_margin: float = 0.0, neg_margin: float = 1.0, exclude_self: bool = False,
+                         inverted: bool = False, nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True,
+                         return_losses: bool = False):
     """Contrastive loss over every pair of a distance matrix, and d value / d dist.
 
     pytorch-metric-learning's ``ContrastiveLoss`` (Hadsell, Chopra & LeCun 2006): positive pairs
@@ -292,8 +292,8 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.
                    lambda w: _contrastive_all_terms(*args, w), (N, M), weights, ddist, losses, red, return_losses)
 
 
-def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, inverted=False,
-                           nonzero_only=True, ddist=None, weights=None, grad=True, return_losses=False):
+def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin: float = 0.0, neg_margin: float = 1.0, inverted: bool = False,
+                           nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True, return_losses: bool = False):
     """Contrastive loss over given pairs (pytorch-metric-learning's ``(a1, p, a2, n)``).
 
     Same terms and reductions as :func:`contrastive_loss_all`; ``(a1[k], p[k])`` (K1 each, in
@@ -315,7 +315,7 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
                    lambda w: _contrastive_pairs_terms(*args, w), (K,), weights, ddist, losses, red, return_losses)
 
 
-def triplet_all_count(labels, ref_labels, exclude_self=False):
+def triplet_all_count(labels, ref_labels, exclude_self: bool = False):
     """The number of triplets :func:`triplet_loss_all` ranges over (its per-term losses' length)."""
     labels = check_int_array(labels, "labels")
     ref_labels = check_int_array(ref_labels, "ref_labels")
@@ -325,9 +325,9 @@ def triplet_all_count(labels, ref_labels, exclude_self=False):
     return int(np.sum(npos * (len(ref_labels) - pos.sum(axis=1))))
 
 
-def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, swap=False, smooth=False,
-                     inverted=False, nonzero_only=True, ddist=None, weights=None, grad=True,
-                     return_losses=False):
+def triplet_loss_all(dist, labels, ref_labels, margin: float = 0.05, exclude_self: bool = False, swap: bool = False, smooth: bool = False,
+                     inverted: bool = False, nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True,
+                     return_losses: bool = False):
     """Triplet margin loss over every triplet of a distance matrix, and d value / d dist.
 
     pytorch-metric-learning's ``TripletMarginLoss`` (Schroff, Kalenichenko & Philbin 2015) with
@@ -356,8 +356,8 @@ def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, 
                    (T,), weights, ddist, losses, red, return_losses)
 
 
-def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, inverted=False,
-                          nonzero_only=True, ddist=None, weights=None, grad=True, return_losses=False):
+def triplet_loss_triplets(dist, a, p, n, margin: float = 0.05, swap: bool = False, smooth: bool = False, inverted: bool = False,
+                          nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True, return_losses: bool = False):
     """Triplet margin loss over given triplets ``(a, p, n)`` (K each; a in [0, N), p, n in [0, M),
     p also < N under ``swap``), and d value / d dist.
 

@@ -84,7 +84,7 @@ def _masks_from_labels(labels, ref_labels, exclude_self):
 
 # --------------------------------------------------------------------------- public twins
 def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, neg_mask=None,
-                       params=(), exclude_self=False, inverted=False, losses=None, dmat=None):
+                       params=(), exclude_self: bool = False, inverted: bool = False, losses=None, dmat=None):
     """Per-anchor-row losses of the mat-based pair losses, and their gradient (fused).
 
     For each row i of ``mat`` (a similarity when ``inverted``, else a distance; ``sg = -1`` when
@@ -144,7 +144,8 @@ def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, n
         pos, neg = pos_mask.view(np.bool_), neg_mask.view(np.bool_)
     else:
         pos, neg = _masks_from_labels(labels, ref_labels, exclude_self)
-    lv, d = _pairw_rows(kind, mat, pos, neg, *pv, inverted)
+    p0, p1, p2 = pv
+    lv, d = _pairw_rows(kind, mat, pos, neg, p0, p1, p2, inverted)
     losses[...] = lv
     dmat[...] = d
     return losses, dmat

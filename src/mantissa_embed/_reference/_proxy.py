@@ -14,7 +14,7 @@ __all__ = ["p2sgrad_forward_backward", "softmax_xent_forward_backward", "softmax
            "softmax_nll_fast_backward"]
 
 
-def softmax_xent_forward_backward(logits, labels, scale=1.0, grad_scale=1.0, dlogits=None):
+def softmax_xent_forward_backward(logits, labels, scale: float = 1.0, grad_scale: float = 1.0, dlogits=None):
     """Per-row softmax cross-entropy of ``scale * logits`` and its (scaled) gradient.
 
     logits (N, C) float32, labels (N,) int64 in [0, C) -> (row_loss (N,) float64 =
@@ -50,7 +50,7 @@ def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
     return loss, dxo, dwo
 
 
-def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
+def softmax_nll_fast_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_self: bool = False, inverted: bool = True,
                              max_loss=np.inf):
     """Twin of the engine's fast row softmax NLL: the float64 :func:`softmax_nll_forward` (the C
     kernel uses one float exp per entry and agrees with it up to float32 rounding of the logits)."""
@@ -58,8 +58,8 @@ def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=Fa
                                inverted=inverted, max_loss=max_loss)
 
 
-def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
-                              inverted=True):
+def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale: float = 1.0, exclude_self: bool = False,
+                              inverted: bool = True):
     """Twin of the engine's fast row softmax NLL backward: the float64 :func:`softmax_nll_backward`."""
     return softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=scale,
                                 exclude_self=exclude_self, inverted=inverted)
@@ -85,7 +85,7 @@ def p2sgrad64(x, w, labels):
     return loss, back(dcos @ w), dcos.T @ xn
 
 
-def l2_normalize64(x, eps=1e-12):
+def l2_normalize64(x, eps: float = 1e-12):
     """Rows of x (N, D) divided by max(||x_i||, eps) (torch.nn.functional.normalize) and its backward."""
     nrm = np.sqrt(np.einsum("ij,ij->i", x, x))
     den = np.maximum(nrm, eps)[:, None]

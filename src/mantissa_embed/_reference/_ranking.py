@@ -116,7 +116,7 @@ def dsm_triplet_hist(mat, labels, ref_labels, exclude_self, min_val, delta, num_
     return u, count
 
 
-def dsm_add_soft_counts(u, x, min_val, delta, momentum):
+def dsm_add_soft_counts(u, x, min_val, delta, momentum) -> None:
     """Adds to u (nb,) float64, in place, the linear-interpolation histogram of the values x (any
     shape): with t = (x - min_val) / delta, r = floor(t), f = t - r, ``momentum (1 - f)`` goes to
     bin r and ``momentum f`` to bin r + 1; bins outside [0, nb) are dropped (PML's

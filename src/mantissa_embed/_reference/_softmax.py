@@ -43,8 +43,8 @@ def _lse(z, mask):
 
 
 # -- NTXent ----------------------------------------------------------------------------------------
-def ntxent_all(sim, labels, ref_labels, temperature, exclude_self=False, inverted=True,
-               reduction="mean", weights=None, losses=False, grad=True):
+def ntxent_all(sim, labels, ref_labels, temperature, exclude_self: bool = False, inverted: bool = True,
+               reduction: str = "mean", weights=None, losses: bool = False, grad: bool = True):
     """NTXentLoss over every pair the labels define (pytorch-metric-learning's NTXentLoss).
 
     Parameters
@@ -115,8 +115,8 @@ def ntxent_all(sim, labels, ref_labels, temperature, exclude_self=False, inverte
 
 
 # -- SupCon ----------------------------------------------------------------------------------------
-def supcon_all(sim, labels, ref_labels, temperature, exclude_self=False, inverted=True,
-               reduction="avg_non_zero", weights=None, losses=False, grad=True):
+def supcon_all(sim, labels, ref_labels, temperature, exclude_self: bool = False, inverted: bool = True,
+               reduction: str = "avg_non_zero", weights=None, losses: bool = False, grad: bool = True):
     """SupConLoss over every pair the labels define (pytorch-metric-learning's SupConLoss).
 
     Same arguments as :func:`ntxent_all`, except ``weights`` (N,) (one per anchor row) and
@@ -164,7 +164,7 @@ def supcon_all(sim, labels, ref_labels, temperature, exclude_self=False, inverte
 
 
 # -- row softmax NLL (NCA, NPairs, Instance) -------------------------------------------------------
-def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
+def softmax_nll_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_self: bool = False, inverted: bool = True,
                         max_loss=np.inf):
     """Row softmax negative log-likelihood of the positives (NCA / NPairs / Instance).
 
@@ -193,8 +193,8 @@ def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, 
     return losses.astype(np.float32), np.stack([la, lp], axis=1), valid
 
 
-def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
-                         inverted=True):
+def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale: float = 1.0, exclude_self: bool = False,
+                         inverted: bool = True):
     """Gradient of ``sum_i weights[i] * l_i`` (see :func:`softmax_nll_forward`) w.r.t. ``sim``.
 
     sim (N, M) float32, lse (N, 2) float64 (from the forward), weights (N,) float32 -> dsim (N, M).
@@ -220,7 +220,7 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
 # --------------------------------------------------------------------------------------------
 
 
-def softmax_xent_rows_forward(sim, target, scale=1.0):
+def softmax_xent_rows_forward(sim, target, scale: float = 1.0):
     """Single-target row softmax cross-entropy (InstanceLoss): ``z = scale * sim`` and
     ``l_i = logsumexp_j z_ij - z_{i, target_i}`` (>= 0).
 
@@ -239,7 +239,7 @@ def softmax_xent_rows_forward(sim, target, scale=1.0):
     return losses.astype(np.float32), lse.astype(np.float32)
 
 
-def softmax_xent_rows_backward(sim, target, lse, weights, scale=1.0):
+def softmax_xent_rows_backward(sim, target, lse, weights, scale: float = 1.0):
     """Gradient of ``sum_i weights[i] * l_i`` (see :func:`softmax_xent_rows_forward`) w.r.t. sim:
     ``dsim_ij = weights_i * scale * (softmax_ij - [j == target_i])``.
 

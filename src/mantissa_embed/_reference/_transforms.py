@@ -94,7 +94,7 @@ def affine_resample_forward(x, theta, out=None):
     return out
 
 
-def affine_resample_backward(x, theta, dy, need_dx=True, need_dtheta=True, dx=None, dtheta=None):
+def affine_resample_backward(x, theta, dy, need_dx: bool = True, need_dtheta: bool = True, dx=None, dtheta=None):
     """Gradients of ``affine_resample_forward``: ``(dx (N,C,H,W), dtheta (N,2,3))`` float32, new
     or overwritten, each None when not needed. Raises ValueError / TypeError."""
     x, theta, dy, dx, dtheta = check_affine_backward(x, theta, dy, need_dx, need_dtheta, dx, dtheta)

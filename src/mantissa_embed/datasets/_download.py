@@ -68,7 +68,7 @@ class ChecksumError(ValueError):
     """A downloaded (or present) file does not match its published checksum."""
 
 
-def _fetch(url, fileobj, timeout=60.0):
+def _fetch(url, fileobj, timeout: float = 60.0) -> None:
     """Copy the resource at ``url`` into the binary ``fileobj`` (``http(s)://`` or ``file://``).
 
     Kept as a separate function so tests can replace it.
@@ -96,7 +96,7 @@ def _decompressed_sha256(path):
     return h.hexdigest()
 
 
-def verify_file(path, name):
+def verify_file(path, name) -> str:
     """Check ``path`` against the published checksums of the MNIST file ``name``.
 
     Returns ``"gz"`` when the compressed bytes match, ``"content"`` when only the
@@ -117,7 +117,7 @@ def verify_file(path, name):
         f"(or a decompressed payload with sha256 {raw_sha})")
 
 
-def download_mnist(data_dir, url_base=None, *, force=False, log=print):
+def download_mnist(data_dir, url_base=None, *, force: bool = False, log=print):
     """Download and verify the four MNIST IDX files into ``<data_dir>/mnist/``.
 
     Parameters

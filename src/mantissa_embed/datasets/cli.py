@@ -9,7 +9,7 @@ from .orl_faces import orl_instructions
 from .paths import ENV_VAR, resolve_dir
 
 
-def main(argv=None):
+def main(argv=None) -> int:
     """Command line: ``python -m mantissa_embed.datasets download mnist [--data-dir DIR] [--url-base URL] [--force]``.
 
     Returns the process exit code (0 on success, 1 on a failed download or checksum, 2 for

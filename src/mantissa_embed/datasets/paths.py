@@ -29,5 +29,5 @@ def resolve_dir(data_dir):
     return Path(data_dir).expanduser()
 
 
-def download_command(root):
+def download_command(root) -> str:
     return f"python -m mantissa_embed.datasets download mnist --data-dir {shlex.quote(str(root))}"

@@ -41,7 +41,7 @@ def _interp_matrix(n_out, n_in, mode):
     return A
 
 
-def pad_or_resize(X, size, mode="bilinear"):
+def pad_or_resize(X, size, mode: str = "bilinear"):
     """Resize a batch of images to ``size`` by a separable linear map, or zero-pad it.
 
     Useful to feed the 8x8 digits to a network designed for 28x28 inputs.

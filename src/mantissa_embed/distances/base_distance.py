@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numbers
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -23,8 +24,18 @@ class DistanceContext:
 
     __slots__ = ("query", "ref", "query_norms", "ref_norms", "base", "mat", "same", "engine",
                  "shape", "extra")
+    query: Any
+    ref: Any
+    query_norms: Any
+    ref_norms: Any
+    base: Any
+    mat: Any
+    same: bool
+    engine: Any
+    shape: tuple[int, int, int]
+    extra: Any
 
-    def __init__(self, **kw):
+    def __init__(self, **kw) -> None:
         for k in self.__slots__:
             setattr(self, k, kw.get(k))
 
@@ -47,22 +58,22 @@ class BaseDistance:
     #: Subclasses that implement every p >= 1 (the norm of the distance and of the normalization).
     _general_p = False
 
-    def __init__(self, normalize_embeddings=True, p=2, power=1, is_inverted=False, backend="mantissa"):
+    def __init__(self, normalize_embeddings: bool = True, p: float = 2, power: float = 1, is_inverted: bool = False, backend: str = "mantissa") -> None:
         if isinstance(p, bool) or not isinstance(p, numbers.Real):
             raise TypeError(f"p must be a number, got {type(p).__name__}")
         if not self._general_p and p != 2:
             raise ValueError(f"p={p!r} is not supported by {type(self).__name__}: only the L2 norm (p=2)")
         if not p >= 1:  # also rejects NaN
             raise ValueError(f"p must be >= 1 (or inf), got {p!r}")
-        self.p = p if p == float("inf") else (int(p) if p == int(p) else float(p))
-        self.power = check_float(power, "power", minimum=0.0, strict=True)
+        self.p: float = p if p == float("inf") else (int(p) if p == int(p) else float(p))
+        self.power: float = check_float(power, "power", minimum=0.0, strict=True)
         if self.power == int(self.power):
             self.power = int(self.power)
-        self.normalize_embeddings = _check_bool(normalize_embeddings, "normalize_embeddings")
-        self.is_inverted = _check_bool(is_inverted, "is_inverted")
-        self.backend = _check_backend(backend)
+        self.normalize_embeddings: bool = _check_bool(normalize_embeddings, "normalize_embeddings")
+        self.is_inverted: bool = _check_bool(is_inverted, "is_inverted")
+        self.backend: str = _check_backend(backend)
         self._ctx = None
-        self._ws = {}
+        self._ws: dict[Any, Any] = {}
 
     # -- PML helpers -------------------------------------------------------------------------
     def smallest_dist(self, a, b):
@@ -105,7 +116,7 @@ class BaseDistance:
         """Same as calling the object (PML's ``forward``)."""
         return self(query_emb, ref_emb)
 
-    def forward_ctx(self, query_emb, ref_emb=None, backend=None, validate=True):
+    def forward_ctx(self, query_emb, ref_emb=None, backend=None, validate: bool = True):
         """Re-entrant forward: returns ``(mat, ctx)`` for :meth:`backward`.
 
         Parameters
@@ -131,7 +142,7 @@ class BaseDistance:
             q, r = query_emb, ref_emb
         eng = get_backend(self.backend if backend is None else _check_backend(backend))
         same = r is None
-        ctx = DistanceContext(same=same, engine=eng, shape=(q.shape[0], q.shape[0] if same else r.shape[0], q.shape[1]))
+        ctx = DistanceContext(same=same, engine=eng, shape=(q.shape[0], q.shape[0] if r is None else r.shape[0], q.shape[1]))
         if self.normalize_embeddings:
             norm_fw = eng.l2_normalize_forward if self.p == 2 else self._lp_normalize_forward
             qn, qnorms = norm_fw(q)
@@ -230,18 +241,18 @@ class BaseDistance:
         state["_ws"] = {}
         return state
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"{type(self).__name__}(normalize_embeddings={self.normalize_embeddings}, "
                 f"p={self.p}, power={self.power}, is_inverted={self.is_inverted})")
 
 
-def _check_bool(v, name):
+def _check_bool(v: Any, name: str) -> bool:
     if not isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
     return bool(v)
 
 
-def _check_backend(backend):
+def _check_backend(backend: str) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     return backend

@@ -11,7 +11,7 @@ class CosineSimilarity(DotProductSimilarity):
     Source: pytorch-metric-learning ``distances/cosine_similarity.py``.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs) -> None:
         if kwargs.pop("normalize_embeddings", True) is not True:
             raise ValueError("CosineSimilarity always normalizes: normalize_embeddings must be True")
         super().__init__(normalize_embeddings=True, **kwargs)

@@ -20,7 +20,7 @@ class DotProductSimilarity(BaseDistance):
     Source: pytorch-metric-learning ``distances/dot_product_similarity.py``.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs) -> None:
         if kwargs.pop("is_inverted", True) is not True:
             raise ValueError(f"{type(self).__name__} is a similarity: is_inverted must be True")
         super().__init__(is_inverted=True, **kwargs)

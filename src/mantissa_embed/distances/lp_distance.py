@@ -21,7 +21,7 @@ class LpDistance(BaseDistance):
 
     _general_p = True
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         if self.is_inverted:
             raise ValueError("LpDistance is a distance: is_inverted must be False")

@@ -23,7 +23,7 @@ class SNRDistance(BaseDistance):
 
     _general_p = True
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         if self.is_inverted:
             raise ValueError("SNRDistance is a distance: is_inverted must be False")

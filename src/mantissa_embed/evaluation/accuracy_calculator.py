@@ -40,7 +40,7 @@ class SklearnKMeans:
     with the iterations and the single initialization of PML's ``FaissKMeans(niter=20)``.
     """
 
-    def __init__(self, max_iter=20, n_init=1, seed=0):
+    def __init__(self, max_iter=20, n_init=1, seed=0) -> None:
         self.max_iter = check_int(max_iter, "max_iter", minimum=1)
         self.n_init = check_int(n_init, "n_init", minimum=1)
         self.seed = check_int(seed, "seed", minimum=0)
@@ -60,7 +60,7 @@ class FaissKMeans:
     Needs faiss (``pip install ".[faiss]"``): ImportError otherwise.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs) -> None:
         import faiss  # noqa: F401 - fail at construction, not at the first call
 
         self.kwargs = {"niter": 20, **kwargs}
@@ -86,7 +86,7 @@ def default_kmeans():
 class _DefaultKNN:
     """``knn(query, reference, k, exclude_self=...)`` of :mod:`mantissa_embed.evaluation.knn`."""
 
-    def __call__(self, query, reference, k, *, exclude_self=False):
+    def __call__(self, query, reference, k, *, exclude_self: bool = False):
         return _default_knn(query, reference, k, exclude_self=exclude_self, metric="euclidean")
 
 
@@ -149,8 +149,8 @@ class AccuracyCalculator:
 
     function_keyword = "calculate_"
 
-    def __init__(self, include=(), exclude=(), avg_of_avgs=False, return_per_class=False, k=None,
-                 label_comparison_fn=None, knn_func=None, kmeans_func=None):
+    def __init__(self, include=(), exclude=(), avg_of_avgs: bool = False, return_per_class: bool = False, k=None,
+                 label_comparison_fn=None, knn_func=None, kmeans_func=None) -> None:
         names = [x for x in dir(self) if x.startswith(self.function_keyword)]
         metrics = [x.replace(self.function_keyword, "", 1) for x in names]
         self.original_function_dict = {m: getattr(self, f) for m, f in zip(metrics, names)}
@@ -208,7 +208,7 @@ class AccuracyCalculator:
         return ["precision_at_1", "mean_average_precision", "mean_average_precision_at_r",
                 "r_precision", "mean_reciprocal_rank"]
 
-    def check_primary_metrics(self, include=(), exclude=(), _all_defined=False):
+    def check_primary_metrics(self, include=(), exclude=(), _all_defined: bool = False):
         primary = list(self.original_function_dict.keys())
         if _all_defined:  # every calculate_<name> of the class, even if excluded at construction
             primary = [x.replace(self.function_keyword, "", 1) for x in dir(self)
@@ -284,7 +284,7 @@ class AccuracyCalculator:
 
     # -- driver --------------------------------------------------------------------------
     def get_accuracy(self, query, query_labels, reference=None, reference_labels=None,
-                     ref_includes_query=False, include=(), exclude=()):
+                     ref_includes_query: bool = False, include=(), exclude=()):
         """Compute the current metrics.
 
         Parameters

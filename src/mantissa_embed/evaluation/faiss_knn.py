@@ -13,6 +13,8 @@ IEEE Trans. Big Data (faiss).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._validation import check_array, check_int
@@ -69,7 +71,7 @@ class FaissKNN:
     TypeError     non-numeric arrays, non-int k, non-bool flags, non-callable index_init_fn.
     """
 
-    def __init__(self, index_init_fn=None, reset_before=True, reset_after=True):
+    def __init__(self, index_init_fn=None, reset_before: bool = True, reset_after: bool = True) -> None:
         self._faiss = _import_faiss()
         if index_init_fn is not None and not callable(index_init_fn):
             raise TypeError(f"index_init_fn must be callable or None, got {type(index_init_fn).__name__}")
@@ -79,7 +81,7 @@ class FaissKNN:
         self.index_init_fn = index_init_fn
         self.reset_before = bool(reset_before)
         self.reset_after = bool(reset_after)
-        self.index = None
+        self.index: Any = None
 
     # -- index management (PML's FaissKNN methods) --------------------------------------
     def _new_index(self, d, metric):
@@ -89,7 +91,7 @@ class FaissKNN:
             return self._faiss.IndexFlatIP(d)
         return self._faiss.IndexFlatL2(d)
 
-    def train(self, embeddings, metric="euclidean"):
+    def train(self, embeddings, metric: str = "euclidean") -> None:
         """A new index for ``embeddings`` (n, D): trained on them (if it needs training) and
         filled with them."""
         x = self._prep(check_array(embeddings, "embeddings", ndim=2, allow_empty=False), metric)
@@ -98,7 +100,7 @@ class FaissKNN:
             self.index.train(x)
         self.index.add(x)
 
-    def add(self, embeddings, metric="euclidean"):
+    def add(self, embeddings, metric: str = "euclidean"):
         """Add ``embeddings`` (n, D) to the current index."""
         if self.index is None:
             raise ValueError("no index: call train() (or load()) first")
@@ -110,11 +112,11 @@ class FaissKNN:
             raise ValueError("no index to save")
         self._faiss.write_index(self.index, str(filename))
 
-    def load(self, filename):
+    def load(self, filename) -> None:
         """Read an index written by :meth:`save`."""
         self.index = self._faiss.read_index(str(filename))
 
-    def reset(self):
+    def reset(self) -> None:
         """Drop the index."""
         self.index = None
 
@@ -125,8 +127,8 @@ class FaissKNN:
         return np.ascontiguousarray(x, dtype=np.float32)
 
     # -- search ------------------------------------------------------------------------
-    def __call__(self, query, reference, k, *, exclude_self=False, metric="euclidean", tile=4096,
-                 backend="mantissa"):
+    def __call__(self, query, reference, k, *, exclude_self: bool = False, metric: str = "euclidean", tile=4096,
+                 backend: str = "mantissa"):
         faiss = self._faiss
         q = check_array(query, "query", ndim=2)
         if metric not in METRICS:

@@ -52,7 +52,7 @@ def _check_knn_args(query, reference, k, exclude_self, metric, tile, backend):
     return q, r, k, bool(exclude_self), tile, backend_mod
 
 
-def knn(query, reference, k, *, exclude_self=False, metric="euclidean", tile=4096, backend="mantissa"):
+def knn(query, reference, k, *, exclude_self: bool = False, metric: str = "euclidean", tile=4096, backend: str = "mantissa"):
     """Exact k nearest neighbours of each query row among the reference rows.
 
     Parameters

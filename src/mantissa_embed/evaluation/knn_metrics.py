@@ -109,7 +109,7 @@ def r_precision(knn_labels, gt_labels, ref_includes_query, label_counts, avg_of_
 
 
 def mean_average_precision(knn_labels, gt_labels, ref_includes_query, label_counts, avg_of_avgs,
-                           return_per_class, label_comparison_fn, at_r=False):
+                           return_per_class, label_comparison_fn, at_r: bool = False):
     """MAP (over all k neighbours) or MAP@R (``at_r=True``), both divided by ``R``."""
     n, k = knn_labels.shape[:2]
     relevance_mask, count_per_query = get_relevance_mask((n, k), gt_labels, ref_includes_query,

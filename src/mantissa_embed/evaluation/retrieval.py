@@ -64,7 +64,7 @@ def _warn_all_lone(include):
 
 
 def metrics_from_knn_labels(knn_labels, query_labels, reference_labels, *, ref_includes_query,
-                            include=None, avg_of_avgs=False):
+                            include=None, avg_of_avgs: bool = False):
     """The retrieval metrics from precomputed neighbour labels.
 
     Parameters
@@ -126,8 +126,8 @@ def metrics_from_knn_labels(knn_labels, query_labels, reference_labels, *, ref_i
 
 
 def retrieval_metrics(embeddings, labels, reference=None, reference_labels=None, *,
-                      ref_includes_query=None, k=None, include=None, avg_of_avgs=False,
-                      metric="euclidean", tile=4096, backend="mantissa"):
+                      ref_includes_query=None, k=None, include=None, avg_of_avgs: bool = False,
+                      metric: str = "euclidean", tile=4096, backend: str = "mantissa"):
     """Precision@1, R-precision and MAP@R of ``embeddings`` as queries, from one exact k-NN.
 
     Follows pytorch-metric-learning's ``AccuracyCalculator.get_accuracy(query, query_labels,

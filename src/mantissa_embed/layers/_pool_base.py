@@ -12,7 +12,7 @@ class _Pool2D(Layer):
 
     input_ndim = 3
 
-    def __init__(self, size, stride=None):
+    def __init__(self, size, stride=None) -> None:
         super().__init__()
         self.size = check_int(size, "size", minimum=1)
         self.stride = self.size if stride is None else check_int(stride, "stride", minimum=1)
@@ -21,7 +21,7 @@ class _Pool2D(Layer):
     def _config(self):
         return {"size": self.size, "stride": self._stride_arg}
 
-    def _describe(self):
+    def _describe(self) -> str:
         extra = f", stride={self.stride}" if self.stride != self.size else ""
         return f"{type(self).__name__}({self.size}{extra})"
 

@@ -14,6 +14,7 @@ from .._workspace import Workspace
 from ..backend import get_backend
 
 if TYPE_CHECKING:
+    from ..parameter import Parameter
     from .fusion import Fusion
 
 __all__ = ["Layer", "AffineLayer", "LAYER_TYPES", "layer_from_config"]
@@ -25,7 +26,7 @@ def check_act(act):
     return None if act in (None, "identity") else act
 
 
-def check_shape(shape, name="input_shape"):
+def check_shape(shape, name: str = "input_shape"):
     """A per-sample shape as a tuple of ints >= 1. Raises TypeError/ValueError."""
     if isinstance(shape, (str, bytes)) or isinstance(shape, numbers.Number):
         raise TypeError(f"{name} must be a tuple of ints, got {type(shape).__name__}")
@@ -40,7 +41,7 @@ def check_shape(shape, name="input_shape"):
     return tuple(check_int(s, f"{name}[{i}]", minimum=1) for i, s in enumerate(shape))
 
 
-def kaiming_uniform_default(rng, w_shape, fan_in, bias=True):
+def kaiming_uniform_default(rng, w_shape, fan_in, bias: bool = True):
     """torch's default init of Conv2d/Linear: weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))
     (Kaiming-uniform with ``a = sqrt(5)``, He et al. 2015). Returns ``(w, b)``, float64; b is
     None (and not drawn) when ``bias`` is False."""
@@ -55,7 +56,7 @@ def kaiming_uniform_default(rng, w_shape, fan_in, bias=True):
 LAYER_TYPES: dict[str, type[Layer]] = {}
 
 
-def layer_from_config(cfg, where="cfg"):
+def layer_from_config(cfg, where: str = "cfg"):
     """A new layer from ``layer.get_config()`` output (a dict with ``"type"``); list values
     become tuples. Raises ValueError naming ``where`` for a malformed dict or an unknown type."""
     return build_from_config(cfg, LAYER_TYPES, where)
@@ -82,18 +83,18 @@ class Layer:
     #: backward fusions this layer leads with the layer before it (``fusion.Fusion``)
     backward_fusions: tuple[Fusion, ...] = ()
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__module__.startswith("mantissa_embed.layers.") and not cls.__name__.startswith("_"):
             LAYER_TYPES[cls.__name__] = cls
 
     @classmethod
-    def from_config(cls, kwargs, where="cfg"):
+    def from_config(cls, kwargs, where: str = "cfg"):
         """The layer for ``get_config()`` minus ``"type"``; a layer holding layers overrides it
         to rebuild them (with :func:`layer_from_config`)."""
         return cls(**kwargs)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.built = False
         self.input_shape = None
         self.training = True
@@ -118,7 +119,7 @@ class Layer:
             self._be = get_backend(self.backend)
         return self._be
 
-    def train(self, mode=True):
+    def train(self, mode: bool = True):
         """Set training mode (BatchNorm normalizes by the batch statistics in training, by the
         running ones in evaluation). Returns self."""
         self.training = bool(mode)
@@ -159,7 +160,7 @@ class Layer:
         self.built = True
         return self
 
-    def _build(self, input_shape, rng):
+    def _build(self, input_shape, rng) -> None:
         pass
 
     def _param_shapes(self, input_shape):
@@ -184,7 +185,7 @@ class Layer:
         parameters by ``Sequential.state_arrays`` / ``load_state_arrays``. Empty by default."""
         return []
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         for p in self.parameters():
             p.zero_grad()
 
@@ -220,7 +221,7 @@ class Layer:
 
     __call__ = forward
 
-    def backward(self, dY, need_dx=True):
+    def backward(self, dY, need_dx: bool = True):
         """Gradient w.r.t. the input of the last forward, for the upstream gradient dY
         (the shape of that forward's output). Accumulates into the parameters' ``grad``.
         Returns dX (a layer-owned buffer), or None when ``need_dx`` is False.
@@ -233,11 +234,11 @@ class Layer:
     def _backward(self, dY, need_dx):
         raise NotImplementedError
 
-    def _describe(self):
+    def _describe(self) -> str:
         cfg = self._config()
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in cfg.items())})"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return self._describe()
 
 
@@ -247,12 +248,12 @@ class AffineLayer(Layer):
     ``_backward_preact(dY, need_dx)``, the backward from the gradient with respect to the
     pre-activation."""
 
-    def __init__(self, act, negative_slope=0.01):
+    def __init__(self, act, negative_slope: float = 0.01) -> None:
         super().__init__()
         self.act = check_act(act)
         self.negative_slope = check_negative_slope(negative_slope)
-        self.weight = None
-        self.bias = None
+        self.weight: Parameter | None = None
+        self.bias: Parameter | None = None
         self._out = Workspace()
         self._dpre = Workspace()
         self._dx = Workspace()

@@ -18,22 +18,22 @@ class _BatchNorm(AffineLayer):
     #: the per-sample ranks the layer accepts
     _ndims: tuple[int, ...] = ()
 
-    def __init__(self, momentum=0.1, eps=1e-5, act=None, num_features=None):
+    def __init__(self, momentum: float = 0.1, eps: float = 1e-5, act=None, num_features=None) -> None:
         self.momentum = check_momentum(momentum)
         self.eps = check_eps(eps)
         self.num_features = None if num_features is None else check_int(num_features, "num_features", minimum=1)
         bn_act_flag(act)
         super().__init__(act)
-        self.running_mean = None
-        self.running_var = None
-        self._save_mean = None
-        self._save_invstd = None
+        self.running_mean: np.ndarray | None = None
+        self.running_var: np.ndarray | None = None
+        self._save_mean: np.ndarray | None = None
+        self._save_invstd: np.ndarray | None = None
         self._batch_stats = True  # the last forward normalized by the batch statistics
 
     def _config(self):
         return {"momentum": self.momentum, "eps": self.eps, "act": self.act, "num_features": self.num_features}
 
-    def _describe(self):
+    def _describe(self) -> str:
         args = [f"momentum={self.momentum}"] if self.momentum != 0.1 else []
         args += [f"eps={self.eps}"] if self.eps != 1e-5 else []
         args += [f"act={self.act!r}"] if self.act else []
@@ -55,7 +55,7 @@ class _BatchNorm(AffineLayer):
     def _buffer_shapes(self, input_shape):
         return {"running_mean": (input_shape[0],), "running_var": (input_shape[0],)}
 
-    def _build(self, input_shape, rng):
+    def _build(self, input_shape, rng) -> None:
         C = input_shape[0]
         self.weight = Parameter(np.ones(C), name="weight")
         self.bias = Parameter(np.zeros(C), name="bias")

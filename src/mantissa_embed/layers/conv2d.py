@@ -53,14 +53,14 @@ class Conv2D(AffineLayer):
         Fusion("batchnorm_fold+conv2d_forward", ("batchnorm2d",), "_forward_bn"),
     )
 
-    def __init__(self, out_channels, kernel_size, stride=1, pad=0, act=None, negative_slope=0.01, bias=True):
+    def __init__(self, out_channels, kernel_size, stride=1, pad=0, act=None, negative_slope: float = 0.01, bias: bool = True) -> None:
         self.out_channels = check_int(out_channels, "out_channels", minimum=1)
         if isinstance(kernel_size, (tuple, list)):
             if len(kernel_size) != 2:
                 raise ValueError(f"kernel_size must be an int or a pair of ints, got {kernel_size!r}")
             kh = check_int(kernel_size[0], "kernel_size[0]", minimum=1)
             kw = check_int(kernel_size[1], "kernel_size[1]", minimum=1)
-            self.kernel_size = (kh, kw)
+            self.kernel_size: int | tuple[int, int] = (kh, kw)
         else:
             k = check_int(kernel_size, "kernel_size", minimum=1)
             self.kernel_size = k
@@ -91,7 +91,7 @@ class Conv2D(AffineLayer):
     def fusion_tags(self):
         return (() if self.act == "leaky_relu" else ("conv2d",)) + super().fusion_tags()
 
-    def _describe(self):
+    def _describe(self) -> str:
         extra = (f", stride={self.stride}" if self.stride != 1 else "") + (f", pad={self.pad}" if self.pad else "")
         extra += "" if self.use_bias else ", bias=False"
         return f"Conv2D({self.out_channels}, {self.kernel_size!r}{extra}{self._act_describe()})"
@@ -120,7 +120,7 @@ class Conv2D(AffineLayer):
             shapes["bias"] = (self.out_channels,)
         return shapes
 
-    def _build(self, input_shape, rng):
+    def _build(self, input_shape, rng) -> None:
         C = input_shape[0]
         kh, kw = self._k
         w, b = kaiming_uniform_default(rng, (self.out_channels, C, kh, kw), C * kh * kw, self.use_bias)

@@ -27,14 +27,14 @@ class Dense(AffineLayer):
 
     input_ndim = 1
 
-    def __init__(self, units, act=None, negative_slope=0.01):
+    def __init__(self, units, act=None, negative_slope: float = 0.01) -> None:
         self.units = check_int(units, "units", minimum=1)
         super().__init__(act, negative_slope)
 
     def _config(self):
         return {"units": self.units, **self._act_config()}
 
-    def _describe(self):
+    def _describe(self) -> str:
         return f"Dense({self.units}{self._act_describe()})"
 
     def output_shape(self, input_shape):
@@ -47,7 +47,7 @@ class Dense(AffineLayer):
     def _param_shapes(self, input_shape):
         return {"weight": (self.units, input_shape[0]), "bias": (self.units,)}
 
-    def _build(self, input_shape, rng):
+    def _build(self, input_shape, rng) -> None:
         w, b = kaiming_uniform_default(rng, (self.units, input_shape[0]), input_shape[0])
         self.weight = Parameter(w, name="weight")
         self.bias = Parameter(b, name="bias")

@@ -39,10 +39,10 @@ class Dropout(Layer):
     ``dropout_backward``.
     """
 
-    def __init__(self, p=0.5):
+    def __init__(self, p: float = 0.5) -> None:
         super().__init__()
         self.p = _check_p(p)
-        self._rng = None
+        self._rng: np.random.Generator | None = None
         self._mask = Workspace()
         self._out = Workspace()
         self._dx = Workspace()
@@ -54,7 +54,7 @@ class Dropout(Layer):
     def output_shape(self, input_shape):
         return check_shape(input_shape)
 
-    def _build(self, input_shape, rng):
+    def _build(self, input_shape, rng) -> None:
         try:
             self._rng = rng.spawn(1)[0]
         except (TypeError, ValueError, AttributeError):  # a bit generator without a SeedSequence

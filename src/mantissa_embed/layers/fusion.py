@@ -53,7 +53,7 @@ def _bind(method, others):
     return run
 
 
-def plan_forward(layers, fuse=True, allow=None):
+def plan_forward(layers, fuse: bool = True, allow=None):
     """The forward plan of ``layers``: one step per layer, or at inference (``fuse``) the
     fusions the layers declare, chosen greedily from the first layer, longest first.
     ``allow(index, fusion) -> bool`` (default: all) can refuse a fusion."""

@@ -16,7 +16,7 @@ class GlobalAvgPool2D(Layer):
 
     input_ndim = 3
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self._out = Workspace()
         self._dx = Workspace()

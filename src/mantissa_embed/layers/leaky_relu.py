@@ -23,7 +23,7 @@ class LeakyReLU(Layer):
     ``Conv2D`` and ``Dense`` take ``act="leaky_relu"`` to apply it in their own kernel.
     """
 
-    def __init__(self, negative_slope=0.01):
+    def __init__(self, negative_slope: float = 0.01) -> None:
         super().__init__()
         self.negative_slope = check_negative_slope(negative_slope)
         self._out = Workspace()

@@ -10,7 +10,7 @@ __all__ = ["ReLU"]
 class ReLU(Layer):
     """Element-wise ``max(0, x)``, any shape. The backward passes dY where the output is > 0."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self._out = Workspace()
         self._dx = Workspace()

@@ -1,6 +1,8 @@
 """Residual blocks: :class:`Residual`."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._workspace import Workspace
@@ -62,7 +64,7 @@ class Residual(Layer):
     Raises TypeError/ValueError for bad arguments or shapes.
     """
 
-    def __init__(self, block, shortcut=None):
+    def __init__(self, block, shortcut=None) -> None:
         super().__init__()
         self.block = _layer_list(block, "block")
         if not self.block:
@@ -72,14 +74,14 @@ class Residual(Layer):
         if len({id(x) for x in self.children()}) != len(self.children()):
             raise ValueError("block and shortcut must be distinct layer objects (a layer appears twice)")
         self.input_ndim = self.block[0].input_ndim
-        self._plans = {}
+        self._plans: dict[str, Any] = {}
         self._fused_x = None
         self._out = Workspace()
         self._dpre = Workspace()
         self._dx = Workspace()
 
     @classmethod
-    def from_config(cls, kwargs, where="cfg"):
+    def from_config(cls, kwargs, where: str = "cfg"):
         kwargs = dict(kwargs)
         for key in ("block", "shortcut"):
             if kwargs.get(key) is not None:
@@ -103,7 +105,7 @@ class Residual(Layer):
             layer.set_backend(name)
         return self
 
-    def train(self, mode=True):
+    def train(self, mode: bool = True):
         super().train(mode)
         for layer in self.children():
             layer.train(mode)
@@ -113,7 +115,7 @@ class Residual(Layer):
         return {"block": [layer.get_config() for layer in self.block],
                 "shortcut": None if self.shortcut is None else [layer.get_config() for layer in self.shortcut]}
 
-    def _describe(self):
+    def _describe(self) -> str:
         inner = ", ".join(layer._describe() for layer in self.block)
         sc = "" if self.shortcut is None else ", shortcut=[" + ", ".join(x._describe() for x in self.shortcut) + "]"
         return f"Residual([{inner}]{sc})"
@@ -146,7 +148,7 @@ class Residual(Layer):
             raise ValueError(f"Residual: the shortcut gives {sc} but the block {out} (input {shape})")
         return out
 
-    def _build(self, input_shape, rng):
+    def _build(self, input_shape, rng) -> None:
         shape = input_shape
         for layer in self.block:
             layer.build(shape, rng)

@@ -1,12 +1,14 @@
 """The layer container: :class:`Sequential`."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
 from .._validation import as_generator, check_array, check_int
 from ..backend import BACKENDS, get_backend
 from .base_layer import Layer, check_shape, layer_from_config
-from .fusion import plan_backward, plan_forward, timed
+from .fusion import Fusion, plan_backward, plan_forward, timed
 
 __all__ = ["Sequential"]
 
@@ -38,7 +40,7 @@ class Sequential:
         Empty ``layers``, a layer given twice, an unknown ``backend``.
     """
 
-    def __init__(self, layers, seed=0, backend="mantissa"):
+    def __init__(self, layers, seed=0, backend: str = "mantissa") -> None:
         if isinstance(layers, Layer) or isinstance(layers, (str, bytes)):
             raise TypeError("layers must be a list of Layer objects")
         try:
@@ -62,8 +64,8 @@ class Sequential:
         self.input_shape = None
         self._n_last = None
         self._profile = None  # [forward_s, backward_s] per layer while profiling (training.Profiler)
-        self._plans = {}
-        self._allow = None
+        self._plans: dict[str, Any] = {}
+        self._allow: Callable[[int, Fusion], bool] | None = None
         self._fused_x = None
         self.set_backend(backend)
         if all(layer.built for layer in layers):
@@ -78,7 +80,7 @@ class Sequential:
 
     # -- configuration ---------------------------------------------------------------------
     @property
-    def built(self):
+    def built(self) -> bool:
         """True once the input shape is known and every parameter exists."""
         return self.input_shape is not None
 
@@ -90,7 +92,7 @@ class Sequential:
         self.backend = backend
         return self
 
-    def train(self, mode=True):
+    def train(self, mode: bool = True):
         """Training mode for every layer (BatchNorm: batch statistics). Returns self."""
         self.training = bool(mode)
         for layer in self.layers:
@@ -165,7 +167,7 @@ class Sequential:
             raise RuntimeError("the model is not built: call build(input_shape) or forward(X) first")
         return sum(p.size for p in self.parameters())
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         """Zero every parameter's ``grad`` in place."""
         for p in self.parameters():
             p.zero_grad()
@@ -231,7 +233,7 @@ class Sequential:
             self._plans[kind] = plan
         return plan
 
-    def _set_profile(self, times):
+    def _set_profile(self, times) -> None:
         """Time every step into ``times[i] = [forward_s, backward_s]`` of its first layer ``i``
         (None: stop timing)."""
         self._profile = times
@@ -244,14 +246,14 @@ class Sequential:
         return frozenset(s.index for s in self._plan("inference") if s.width > 2)
 
     @_chain_at.setter
-    def _chain_at(self, indices):
+    def _chain_at(self, indices) -> None:
         indices = frozenset(indices)
         self._allow = lambda i, fusion: len(fusion.tags) < 2 or i in indices
         self._plans = {}
 
     __call__ = forward
 
-    def backward(self, dY, need_dx=True):
+    def backward(self, dY, need_dx: bool = True):
         """Backpropagate dY (N, *output_shape) = dL/dY through the last forward.
 
         Accumulates into every ``Parameter.grad``. Returns dL/dX (a fresh (N, *input_shape)
@@ -299,7 +301,7 @@ class Sequential:
         widths = [max(len(r[c]) for r in rows) for c in range(3)]
         line = "-" * (sum(widths) + 4)
 
-        def fmt(r):
+        def fmt(r) -> str:
             return f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}"
 
         out = [fmt(rows[0]), line] + [fmt(r) for r in rows[1:]] + [line]
@@ -378,7 +380,7 @@ class Sequential:
         return {**self.__dict__, "_plans": {}}
 
     # -- container protocol -------------------------------------------------------------------
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.layers)
 
     def __iter__(self):
@@ -387,6 +389,6 @@ class Sequential:
     def __getitem__(self, i):
         return self.layers[i]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         inner = ",\n  ".join(layer._describe() for layer in self.layers)
         return f"Sequential([\n  {inner}\n], seed={self.seed!r}, backend={self.backend!r})"

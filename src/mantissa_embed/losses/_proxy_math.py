@@ -35,7 +35,7 @@ def max_over_centers(S3):
     return m
 
 
-def l2_normalize64(x, eps=1e-12, role=None):
+def l2_normalize64(x, eps: float = 1e-12, role=None):
     """Rows of x (N, D) divided by max(||x_i||, eps) (torch.nn.functional.normalize) and its backward.
 
     ``role``: a name for the scratch arrays (see :func:`using_workspace`); None allocates."""
@@ -58,7 +58,7 @@ def l2_normalize64(x, eps=1e-12, role=None):
     return y, backward
 
 
-def check_distance64(distance, name="distance"):
+def check_distance64(distance, name: str = "distance"):
     """Raise unless ``distance`` is one the float64 path implements (CosineSimilarity,
     DotProductSimilarity, LpDistance with p=2)."""
     if not isinstance(distance, (DotProductSimilarity, LpDistance)) or type(distance).__name__ not in (
@@ -128,7 +128,7 @@ def similarity64(distance, X, R, gemm=None):
     return mat, backward
 
 
-def _np_gemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
+def _np_gemm(A, B, C=None, *, trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0):
     """``C = alpha op(A) op(B) + beta C`` with numpy, in the dtype of the operands (the contract of
     ``engine.sgemm`` without its float32 checks): the default ``gemm`` of :func:`_cosine64`."""
     P = np.matmul(A.T if trans_a else A, B.T if trans_b else B, out=C if beta == 0 else None)
@@ -141,7 +141,7 @@ def _np_gemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0)
     return C
 
 
-def _cosine64(X, R, pw, eps=1e-12, gemm=_np_gemm):
+def _cosine64(X, R, pw, eps: float = 1e-12, gemm=_np_gemm):
     """:func:`similarity64` of a CosineSimilarity without forming the normalized X:
     ``cos = (X Rn^T) / max(|X_i|, eps)``.
     """
@@ -189,7 +189,7 @@ def softmax_xent64(z, labels):
     return losses, backward
 
 
-def logsumexp_masked64(x, keep, add_one=True, axis=0):
+def logsumexp_masked64(x, keep, add_one: bool = True, axis=0):
     """PML's ``lmu.logsumexp(x, keep_mask, add_one, dim)`` in float64: ``(out, backward(dout) -> dx)``;
     0 where nothing is kept.
     """

@@ -125,7 +125,7 @@ def ranked_list_backward(dlosses, cache):
     return dmat
 
 
-def dsm_add_soft_counts(u, x, min_val, delta, momentum):
+def dsm_add_soft_counts(u, x, min_val, delta, momentum) -> None:
     """Add to ``u`` (nb,) in place the linear-interpolation histogram of ``x``: with ``t = (x -
     min_val) / delta``, ``r = floor(t)``, ``f = t - r``, ``momentum (1 - f)`` to bin r and
     ``momentum f`` to bin r + 1; bins outside [0, nb) dropped.

@@ -20,10 +20,10 @@ class ArcFaceLoss(LargeMarginSoftmaxLoss):
     Source: J. Deng et al., "ArcFace", CVPR 2019 (arXiv:1801.07698).
     """
 
-    def __init__(self, num_classes, embedding_size, margin=28.6, scale=64, **kwargs):
+    def __init__(self, num_classes, embedding_size, margin: float = 28.6, scale=64, **kwargs) -> None:
         super().__init__(num_classes, embedding_size, margin=margin, scale=scale, **kwargs)
 
-    def init_margin(self):
+    def init_margin(self) -> None:
         self.margin = math.radians(self.margin)
 
     #: |target cosine| above which the float32 call path recomputes it in float64

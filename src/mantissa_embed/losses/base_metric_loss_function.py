@@ -4,6 +4,7 @@ from __future__ import annotations
 import inspect
 import numbers
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ class LossOutput:
     terms: dict = field(default_factory=dict)
     unreduced: dict | None = None
 
-    def __float__(self):
+    def __float__(self) -> float:
         return float(self.loss)
 
 
@@ -36,7 +37,7 @@ class _Batch:
 
     __slots__ = ("emb", "labels", "ref", "ref_labels", "same", "indices_tuple", "N", "M", "D")
 
-    def __init__(self, emb, labels, ref, ref_labels, same, indices_tuple):
+    def __init__(self, emb, labels, ref, ref_labels, same, indices_tuple) -> None:
         self.emb, self.labels, self.ref, self.ref_labels = emb, labels, ref, ref_labels
         self.same, self.indices_tuple = same, indices_tuple
         self.N, self.D = emb.shape
@@ -96,7 +97,7 @@ class BaseMetricLossFunction:
         return {"type": type(self).__name__, "args": out, "dropped": dropped}
 
     def __init__(self, distance=None, reducer=None, embedding_regularizer=None, embedding_reg_weight=1,
-                 backend="mantissa"):
+                 backend: str = "mantissa") -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
@@ -114,7 +115,7 @@ class BaseMetricLossFunction:
             raise TypeError("embedding_regularizer must be callable (embeddings -> object with .loss and .grad)")
         self.embedding_regularizer = embedding_regularizer
         self.embedding_reg_weight = check_float(embedding_reg_weight, "embedding_reg_weight")
-        self.stats = {}
+        self.stats: dict[str, Any] = {}
 
     # -- PML structure -------------------------------------------------------------------------
     def get_default_distance(self):
@@ -269,6 +270,6 @@ class BaseMetricLossFunction:
         raise ValueError(f"{type(self).__name__}: cannot tell which sub-loss ({names}) a "
                          f"{reduction_type!r} reduction belongs to; pass loss_name to _reduce_generic")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 

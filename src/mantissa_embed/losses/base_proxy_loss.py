@@ -29,7 +29,7 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
     _uses_ref_weights = False  # convert_to_weights(using_ref=...)
 
     def __init__(self, num_classes, embedding_size, weight_regularizer=None, weight_reg_weight=1,
-                 weight_init_func=None, seed=None, **kwargs):
+                 weight_init_func=None, seed=None, **kwargs) -> None:
         self.num_classes = check_int(num_classes, "num_classes", minimum=1)
         self.embedding_size = check_int(embedding_size, "embedding_size", minimum=1)
         self._init_weight_regularizer(weight_regularizer, weight_reg_weight)
@@ -41,7 +41,7 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
         self.weight_init_func = weight_init_func if weight_init_func is not None else self.get_default_weight_init_func()
         self._rng = as_generator(seed)
 
-    def _check_distance(self):
+    def _check_distance(self) -> None:
         check_distance64(self.distance)
 
     def get_default_weight_init_func(self):
@@ -197,5 +197,5 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
         place_parameter(self._weight, getattr(self, "_weight_shape", None))
         return emb.astype(np.float64)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(num_classes={self.num_classes}, embedding_size={self.embedding_size})"

@@ -22,7 +22,7 @@ class CircleLoss(_MatPairLoss):
 
     _kind = "circle"
 
-    def __init__(self, m=0.4, gamma=80, **kwargs):
+    def __init__(self, m: float = 0.4, gamma=80, **kwargs) -> None:
         self.m = check_float(m, "m")
         self.gamma = check_float(gamma, "gamma")
         super().__init__(**kwargs)
@@ -44,6 +44,6 @@ class CircleLoss(_MatPairLoss):
     def _params(self):
         return (self.m, self.gamma)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"CircleLoss(m={self.m}, gamma={self.gamma}, distance={self.distance!r}, "
                 f"reducer={self.reducer!r})")

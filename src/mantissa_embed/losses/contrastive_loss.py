@@ -40,7 +40,7 @@ class ContrastiveLoss(GenericPairLoss):
         Non-finite or non-numeric margins; bad call inputs (see the base class).
     """
 
-    def __init__(self, pos_margin=0, neg_margin=1, **kwargs):
+    def __init__(self, pos_margin=0, neg_margin=1, **kwargs) -> None:
         self.pos_margin = check_float(pos_margin, "pos_margin")
         self.neg_margin = check_float(neg_margin, "neg_margin")
         super().__init__(**kwargs)
@@ -101,6 +101,6 @@ class ContrastiveLoss(GenericPairLoss):
         _, dmat, _ = kernel(*args, weights=np.concatenate(grads), **self._kw())
         return terms, dmat
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"ContrastiveLoss(pos_margin={self.pos_margin}, neg_margin={self.neg_margin}, "
                 f"distance={self.distance!r}, reducer={self.reducer!r})")

@@ -17,10 +17,10 @@ class CosFaceLoss(LargeMarginSoftmaxLoss):
     Source: H. Wang et al., "CosFace", CVPR 2018 (arXiv:1801.09414).
     """
 
-    def __init__(self, num_classes, embedding_size, margin=0.35, scale=64, **kwargs):
+    def __init__(self, num_classes, embedding_size, margin: float = 0.35, scale=64, **kwargs) -> None:
         super().__init__(num_classes, embedding_size, margin=margin, scale=scale, **kwargs)
 
-    def init_margin(self):
+    def init_margin(self) -> None:
         self.margin = check_float(self.margin, "margin")
 
     def _modify64(self, c):

@@ -43,7 +43,7 @@ class CrossBatchMemory:
     Source: X. Wang et al., "Cross-Batch Memory for Embedding Learning", CVPR 2020.
     """
 
-    def __init__(self, loss, embedding_size, memory_size=1024, miner=None):
+    def __init__(self, loss, embedding_size, memory_size=1024, miner=None) -> None:
         self.check_loss_support(loss)
         if miner is not None and not callable(miner):
             raise TypeError(f"miner must be a miner (callable) or None, got {type(miner).__name__}")
@@ -82,7 +82,7 @@ class CrossBatchMemory:
         """CrossBatchMemory owns no learnable weights: ``[]``."""
         return []
 
-    def reset_queue(self):
+    def reset_queue(self) -> None:
         """Empty the memory: zero buffers, ``queue_idx = 0``, ``has_been_filled = False``."""
         self.embedding_memory = np.zeros((self.memory_size, self.embedding_size), dtype=np.float32)
         self.label_memory = np.zeros(self.memory_size, dtype=np.int64)
@@ -99,7 +99,7 @@ class CrossBatchMemory:
         k = self.num_stored
         return self.embedding_memory[:k].copy(), self.label_memory[:k].copy()
 
-    def add_to_memory(self, embeddings, labels):
+    def add_to_memory(self, embeddings, labels) -> None:
         """Copy ``embeddings`` (B, D) / ``labels`` (B,) into the ring buffer at the cursor."""
         b = embeddings.shape[0]
         if b == 0:
@@ -159,7 +159,7 @@ class CrossBatchMemory:
         rows, labs = self.embedding_memory[idx].copy(), self.label_memory[idx].copy()
         state = (self.queue_idx, self.has_been_filled, self.curr_batch_idx)
 
-        def undo():
+        def undo() -> None:
             self.embedding_memory[idx], self.label_memory[idx] = rows, labs
             self.queue_idx, self.has_been_filled, self.curr_batch_idx = state
 
@@ -213,7 +213,7 @@ class CrossBatchMemory:
             return a[keep], p[keep], it[2][keep]
         return a[keep], p[keep], it[2], it[3]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"CrossBatchMemory(loss={self.loss!r}, embedding_size={self.embedding_size}, "
                 f"memory_size={self.memory_size}, miner={self.miner!r}, queue_idx={self.queue_idx}, "
                 f"has_been_filled={self.has_been_filled})")

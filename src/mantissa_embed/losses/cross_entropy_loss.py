@@ -22,7 +22,7 @@ class CrossEntropyLoss:
     Source: ``torch.nn.CrossEntropyLoss`` (no class weights, no label smoothing).
     """
 
-    def __init__(self, reduction="mean", backend="mantissa"):
+    def __init__(self, reduction: str = "mean", backend: str = "mantissa") -> None:
         if reduction not in ("mean", "sum"):
             raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
         if backend not in BACKENDS:
@@ -52,5 +52,5 @@ class CrossEntropyLoss:
 
     forward = __call__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"CrossEntropyLoss(reduction={self.reduction!r})"

@@ -28,7 +28,7 @@ class DynamicSoftMarginLoss(BaseMetricLossFunction):
     Margin", ICCV 2019.
     """
 
-    def __init__(self, min_val=-2.0, num_bins=10, momentum=0.01, **kwargs):
+    def __init__(self, min_val=-2.0, num_bins=10, momentum: float = 0.01, **kwargs) -> None:
         super().__init__(**kwargs)
         if not isinstance(self.distance, LpDistance):
             raise TypeError("DynamicSoftMarginLoss requires distance to be an LpDistance, "
@@ -194,7 +194,7 @@ class DynamicSoftMarginLoss(BaseMetricLossFunction):
         return {"loss": value}, dq, dr
 
     @staticmethod
-    def _scatter_nolab(dmat, g, sel, k, arg_a, arg_p, wa, wp, c, r):
+    def _scatter_nolab(dmat, g, sel, k, arg_a, arg_p, wa, wp, c, r) -> None:
         for gi, i in zip(g, sel):
             if i < k:
                 dmat[i, i] += gi
@@ -203,6 +203,6 @@ class DynamicSoftMarginLoss(BaseMetricLossFunction):
             if i < r and wp[i] > 0:
                 dmat[i, arg_p[i]] -= gi * wp[i]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"DynamicSoftMarginLoss(min_val={self.min_val}, num_bins={self.num_bins}, "
                 f"momentum={self.momentum}, distance={self.distance!r}, reducer={self.reducer!r})")

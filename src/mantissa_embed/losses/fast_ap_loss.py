@@ -55,7 +55,7 @@ class FastAPLoss(BaseMetricLossFunction):
     Source: F. Cakir et al., "Deep Metric Learning to Rank", CVPR 2019.
     """
 
-    def __init__(self, num_bins=10, **kwargs):
+    def __init__(self, num_bins=10, **kwargs) -> None:
         super().__init__(**kwargs)
         if not isinstance(self.distance, LpDistance):
             raise TypeError(f"FastAPLoss requires distance to be an LpDistance, got {type(self.distance).__name__}")
@@ -95,5 +95,5 @@ class FastAPLoss(BaseMetricLossFunction):
         dq, dr = self._grads(dmat.astype(np.float32), ctx)
         return {"loss": value}, dq, dr
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"FastAPLoss(num_bins={self.num_bins}, distance={self.distance!r}, reducer={self.reducer!r})"

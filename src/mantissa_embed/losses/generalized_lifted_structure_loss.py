@@ -19,7 +19,7 @@ class GeneralizedLiftedStructureLoss(_MatPairLoss):
 
     _kind = "generalized_lifted"
 
-    def __init__(self, neg_margin=1, pos_margin=0, **kwargs):
+    def __init__(self, neg_margin=1, pos_margin=0, **kwargs) -> None:
         self.neg_margin = check_float(neg_margin, "neg_margin")
         self.pos_margin = check_float(pos_margin, "pos_margin")
         super().__init__(**kwargs)
@@ -27,6 +27,6 @@ class GeneralizedLiftedStructureLoss(_MatPairLoss):
     def _params(self):
         return (self.pos_margin, self.neg_margin)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"GeneralizedLiftedStructureLoss(neg_margin={self.neg_margin}, "
                 f"pos_margin={self.pos_margin}, distance={self.distance!r}, reducer={self.reducer!r})")

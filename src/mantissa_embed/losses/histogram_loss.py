@@ -34,7 +34,7 @@ class HistogramLoss(BaseMetricLossFunction):
     Source: E. Ustinova, V. Lempitsky, "Learning Deep Embeddings with Histogram Loss", NeurIPS 2016.
     """
 
-    def __init__(self, n_bins=None, delta=None, **kwargs):
+    def __init__(self, n_bins=None, delta=None, **kwargs) -> None:
         super().__init__(**kwargs)
         for name, v in (("n_bins", n_bins), ("delta", delta)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
@@ -96,5 +96,5 @@ class HistogramLoss(BaseMetricLossFunction):
         dq, dr = self._grads(dmat.astype(np.float32), ctx)
         return {"loss": value}, dq, dr
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"HistogramLoss(delta={self.delta}, distance={self.distance!r}, reducer={self.reducer!r})"

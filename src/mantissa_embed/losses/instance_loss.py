@@ -22,7 +22,7 @@ class InstanceLoss(BaseMetricLossFunction):
     ACM TOMM 2020.
     """
 
-    def __init__(self, gamma=64, **kwargs):
+    def __init__(self, gamma=64, **kwargs) -> None:
         self.gamma = check_float(gamma, "gamma")
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):
@@ -57,5 +57,5 @@ class InstanceLoss(BaseMetricLossFunction):
         dq, dr = self._grads(dmat, ctx)
         return {"loss": value}, dq, dr
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"InstanceLoss(gamma={self.gamma}, distance={self.distance!r}, reducer={self.reducer!r})"

@@ -25,7 +25,7 @@ class IntraPairVarianceLoss(GenericPairLoss):
     Source: B. Yu, D. Tao, "Deep Metric Learning with Tuplet Margin Loss", ICCV 2019.
     """
 
-    def __init__(self, pos_eps=0.01, neg_eps=0.01, **kwargs):
+    def __init__(self, pos_eps: float = 0.01, neg_eps: float = 0.01, **kwargs) -> None:
         self.pos_eps = check_float(pos_eps, "pos_eps")
         self.neg_eps = check_float(neg_eps, "neg_eps")
         super().__init__(**kwargs)
@@ -121,6 +121,6 @@ class IntraPairVarianceLoss(GenericPairLoss):
         neg = self._part(mat, a2, n, self.neg_eps, not inv, "neg_loss", "neg_pair", batch, dmat)
         return {"pos_loss": pos, "neg_loss": neg}, dmat.astype(np.float32)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"IntraPairVarianceLoss(pos_eps={self.pos_eps}, neg_eps={self.neg_eps}, "
                 f"distance={self.distance!r}, reducer={self.reducer!r})")

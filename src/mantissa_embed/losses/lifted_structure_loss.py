@@ -60,7 +60,7 @@ class LiftedStructureLoss(GenericPairLoss):
         Non-numeric or non-finite margins; bad call inputs (see the base class).
     """
 
-    def __init__(self, neg_margin=1, pos_margin=0, **kwargs):
+    def __init__(self, neg_margin=1, pos_margin=0, **kwargs) -> None:
         self.neg_margin = check_float(neg_margin, "neg_margin")
         self.pos_margin = check_float(pos_margin, "pos_margin")
         super().__init__(**kwargs)
@@ -120,6 +120,6 @@ class LiftedStructureLoss(GenericPairLoss):
                                                np.zeros(N * M, np.float32))
         return {"loss": value}, dmat.reshape(N, M)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"LiftedStructureLoss(neg_margin={self.neg_margin}, pos_margin={self.pos_margin}, "
                 f"distance={self.distance!r}, reducer={self.reducer!r})")

@@ -82,20 +82,20 @@ class ManifoldLoss(BaseMetricLossFunction):
         without meta-classes.
     """
 
-    def __init__(self, l, K=50, lambdaC=1.0, alpha=0.8, margin=5e-4, seed=None, **kwargs):
+    def __init__(self, l, K=50, lambdaC: float = 1.0, alpha: float = 0.8, margin: float = 5e-4, seed=None, **kwargs) -> None:
         super().__init__(**kwargs)
         if isinstance(lambdaC, bool) or not isinstance(lambdaC, numbers.Real) or np.isnan(lambdaC):
             raise TypeError(f"lambdaC must be a number, got {lambdaC!r}")
         if lambdaC < 0:
             raise ValueError(f"Incorrect value for lambdaC argument. Given lambdaC={lambdaC} "
                              "but accepted only non-negative values")
-        self.l = check_int(l, "l", minimum=1)
-        self.K = check_int(K, "K", minimum=1)
-        self.lambdaC = float(lambdaC)
-        self.alpha = check_float(alpha, "alpha")
+        self.l: int = check_int(l, "l", minimum=1)
+        self.K: int = check_int(K, "K", minimum=1)
+        self.lambdaC: float = float(lambdaC)
+        self.alpha: float = check_float(alpha, "alpha")
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        self.margin = check_float(margin, "margin")
+        self.margin: float = check_float(margin, "margin")
         self.rng = as_generator(seed)
         self.proxies = Parameter(self.rng.standard_normal((self.K, self.l)), name="proxies")
 
@@ -191,6 +191,6 @@ class ManifoldLoss(BaseMetricLossFunction):
         dq = np.ascontiguousarray(dE[:N], dtype=np.float32)
         return {"loss": red_value}, dq, None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"ManifoldLoss(l={self.l}, K={self.K}, lambdaC={self.lambdaC}, alpha={self.alpha}, "
                 f"margin={self.margin})")

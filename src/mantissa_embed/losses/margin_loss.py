@@ -27,8 +27,8 @@ class MarginLoss(BaseMetricLossFunction):
     Source: C.-Y. Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017.
     """
 
-    def __init__(self, margin=0.2, nu=0, beta=1.2, triplets_per_anchor="all", learn_beta=False,
-                 num_classes=None, *, seed=None, **kwargs):
+    def __init__(self, margin: float = 0.2, nu=0, beta: float = 1.2, triplets_per_anchor: int | str = "all", learn_beta: bool = False,
+                 num_classes=None, *, seed=None, **kwargs) -> None:
         self.margin = check_float(margin, "margin")
         self.nu = check_float(nu, "nu")
         beta = check_float(beta, "beta")
@@ -163,7 +163,7 @@ class MarginLoss(BaseMetricLossFunction):
         dq, dr = self._grads(dmat.astype(np.float32), ctx)
         return terms, dq, dr
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"MarginLoss(margin={self.margin}, nu={self.nu}, beta={self._beta.tolist()}, "
                 f"triplets_per_anchor={self.triplets_per_anchor!r}, learn_beta={self.learn_beta}, "
                 f"num_classes={self.num_classes}, distance={self.distance!r}, reducer={self.reducer!r})")

@@ -61,7 +61,7 @@ class MultiSimilarityLoss(_MatPairLoss):
 
     _kind = "multi_similarity"
 
-    def __init__(self, alpha=2, beta=50, base=0.5, **kwargs):
+    def __init__(self, alpha=2, beta=50, base: float = 0.5, **kwargs) -> None:
         self.alpha = check_float(alpha, "alpha", minimum=0.0, strict=True)
         self.beta = check_float(beta, "beta", minimum=0.0, strict=True)
         self.base = check_float(base, "base")
@@ -73,6 +73,6 @@ class MultiSimilarityLoss(_MatPairLoss):
     def _params(self):
         return (self.alpha, self.beta, self.base)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"MultiSimilarityLoss(alpha={self.alpha}, beta={self.beta}, base={self.base}, "
                 f"distance={self.distance!r}, reducer={self.reducer!r})")

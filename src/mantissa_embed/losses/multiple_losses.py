@@ -21,7 +21,7 @@ class MultipleLosses:
     Source: PML ``losses/multiple_losses.py``.
     """
 
-    def __init__(self, losses, miners=None, weights=None):
+    def __init__(self, losses, miners=None, weights=None) -> None:
         self.is_dict = isinstance(losses, dict)
         if not self.is_dict and not isinstance(losses, (list, tuple)):
             raise TypeError(f"losses must be a list or a dict of losses, got {type(losses).__name__}")
@@ -43,7 +43,7 @@ class MultipleLosses:
         else:
             self._check_container(weights, "weights", match_all_keys=True)
         for k, w in self._items(weights):
-            if isinstance(w, bool) or not isinstance(w, numbers.Real) or not np.isfinite(w):
+            if isinstance(w, bool) or not isinstance(w, numbers.Real) or not np.isfinite(float(w)):
                 raise TypeError(f"weights[{k!r}] must be a finite number, got {w!r}")
         self.weights = dict(weights) if self.is_dict else list(weights)
 
@@ -118,5 +118,5 @@ class MultipleLosses:
 
     forward = __call__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"MultipleLosses(losses={self.losses!r}, weights={self.weights!r})"

@@ -91,5 +91,5 @@ class NPairsLoss(BaseMetricLossFunction):
                                      np.zeros((batch.N, batch.D), dtype=np.float32))
         return {"loss": value}, dq, None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"NPairsLoss(distance={self.distance!r}, reducer={self.reducer!r})"

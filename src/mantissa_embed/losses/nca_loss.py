@@ -26,7 +26,7 @@ class NCALoss(BaseMetricLossFunction):
     Source: J. Goldberger et al., "Neighbourhood Components Analysis", NeurIPS 2004.
     """
 
-    def __init__(self, softmax_scale=1, **kwargs):
+    def __init__(self, softmax_scale=1, **kwargs) -> None:
         self.softmax_scale = check_float(softmax_scale, "softmax_scale")
         super().__init__(**kwargs)
         self._query_is_ref = True
@@ -67,6 +67,6 @@ class NCALoss(BaseMetricLossFunction):
         dq, dr = self._grads(dmat, ctx)
         return {"loss": value}, dq, dr
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"NCALoss(softmax_scale={self.softmax_scale}, distance={self.distance!r}, "
                 f"reducer={self.reducer!r})")

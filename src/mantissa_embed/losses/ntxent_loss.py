@@ -54,7 +54,7 @@ class NTXentLoss(GenericPairLoss):
         Non-numeric or non-positive temperature; bad call inputs (see the base class).
     """
 
-    def __init__(self, temperature=0.07, **kwargs):
+    def __init__(self, temperature: float = 0.07, **kwargs) -> None:
         self.temperature = check_float(temperature, "temperature", 0, strict=True)
         super().__init__(**kwargs)
 
@@ -102,6 +102,6 @@ class NTXentLoss(GenericPairLoss):
         self.stats = {"num_pos_pairs": len(a1), "num_neg_pairs": len(a2)}
         return {"loss": value}, dmat.reshape(N, M)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"NTXentLoss(temperature={self.temperature}, distance={self.distance!r}, "
                 f"reducer={self.reducer!r})")

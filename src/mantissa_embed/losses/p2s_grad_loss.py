@@ -26,8 +26,8 @@ class P2SGradLoss(BaseMetricLossFunction):
     Source: X. Zhang et al., "P2SGrad", CVPR 2019 (arXiv:1905.02479).
     """
 
-    def __init__(self, num_classes, embedding_size, *, embedding_regularizer=None, embedding_reg_weight=1.0,
-                 seed=None, backend="mantissa", **kwargs):
+    def __init__(self, num_classes, embedding_size, *, embedding_regularizer=None, embedding_reg_weight: float = 1.0,
+                 seed=None, backend: str = "mantissa", **kwargs) -> None:
         for bad in ("distance", "reducer"):
             if bad in kwargs:
                 raise TypeError(f"P2SGradLoss has no {bad} option (it computes cosines and reduces "
@@ -36,8 +36,8 @@ class P2SGradLoss(BaseMetricLossFunction):
             raise TypeError(f"P2SGradLoss got unexpected keyword argument(s) {sorted(kwargs)}")
         super().__init__(embedding_regularizer=embedding_regularizer, embedding_reg_weight=embedding_reg_weight,
                          backend=backend)
-        self.distance = None
-        self.reducer = None
+        self.distance = None  # type: ignore[assignment]  # P2SGrad has neither: its closed form
+        self.reducer = None  # type: ignore[assignment]
         self.num_classes = check_int(num_classes, "num_classes", minimum=1)
         self.embedding_size = check_int(embedding_size, "embedding_size", minimum=1)
         rng = as_generator(seed)
@@ -49,7 +49,7 @@ class P2SGradLoss(BaseMetricLossFunction):
         """``[weight]``."""
         return [self.weight]
 
-    def renormalize_(self):
+    def renormalize_(self) -> None:
         """Rescale every row of ``weight.data`` to unit L2 norm, in place (zero rows stay zero)."""
         w = self.weight.data
         nrm = np.sqrt(np.sum(w.astype(np.float64) ** 2, axis=1, keepdims=True))
@@ -97,5 +97,5 @@ class P2SGradLoss(BaseMetricLossFunction):
 
     forward = __call__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"P2SGradLoss(num_classes={self.num_classes}, embedding_size={self.embedding_size})"

@@ -24,7 +24,7 @@ class PNPLoss(BaseMetricLossFunction):
 
     VARIANTS = ["Ds", "Dq", "Iu", "Ib", "O"]
 
-    def __init__(self, b=2, alpha=1, anneal=0.01, variant="O", **kwargs):
+    def __init__(self, b=2, alpha=1, anneal: float = 0.01, variant: str = "O", **kwargs) -> None:
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):
             raise TypeError(f"PNPLoss requires distance to be a CosineSimilarity, got {type(self.distance).__name__}")
@@ -90,6 +90,6 @@ class PNPLoss(BaseMetricLossFunction):
         dq, dr = self._grads(dmat.astype(np.float32), ctx)
         return {"loss": value}, dq, dr
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"PNPLoss(b={self.b}, alpha={self.alpha}, anneal={self.anneal}, variant={self.variant!r}, "
                 f"distance={self.distance!r}, reducer={self.reducer!r})")

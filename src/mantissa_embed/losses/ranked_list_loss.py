@@ -26,7 +26,7 @@ class RankedListLoss(BaseMetricLossFunction):
     Source: X. Wang et al., "Ranked List Loss for Deep Metric Learning", CVPR 2019.
     """
 
-    def __init__(self, margin, Tn, imbalance=0.5, alpha=None, Tp=0, **kwargs):
+    def __init__(self, margin, Tn, imbalance: float = 0.5, alpha=None, Tp=0, **kwargs) -> None:
         super().__init__(**kwargs)
         self.margin = check_float(margin, "margin")
         self.imbalance = check_float(imbalance, "imbalance")
@@ -63,6 +63,6 @@ class RankedListLoss(BaseMetricLossFunction):
         dq, dr = self._grads(dmat.astype(np.float32), ctx)
         return {"loss": value}, dq, dr
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"RankedListLoss(margin={self.margin}, Tn={self.Tn}, imbalance={self.imbalance}, "
                 f"alpha={self.alpha}, Tp={self.Tp}, distance={self.distance!r}, reducer={self.reducer!r})")

@@ -21,7 +21,7 @@ class SelfSupervisedLoss:
     Source: PML ``losses/self_supervised_loss.py``.
     """
 
-    def __init__(self, loss, symmetric=True):
+    def __init__(self, loss, symmetric: bool = True) -> None:
         self.check_loss_support(type(loss).__name__)
         self.loss = loss
         self.symmetric = _check_bool(symmetric, "symmetric")
@@ -65,5 +65,5 @@ class SelfSupervisedLoss:
 
     forward = __call__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"SelfSupervisedLoss(loss={self.loss!r}, symmetric={self.symmetric})"

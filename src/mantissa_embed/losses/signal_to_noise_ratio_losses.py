@@ -18,7 +18,7 @@ class SignalToNoiseRatioContrastiveLoss(ContrastiveLoss):
     Learning", CVPR 2019.
     """
 
-    def __init__(self, pos_margin=0, neg_margin=1, **kwargs):
+    def __init__(self, pos_margin=0, neg_margin=1, **kwargs) -> None:
         super().__init__(pos_margin=pos_margin, neg_margin=neg_margin, **kwargs)
         if not isinstance(self.distance, SNRDistance):
             raise TypeError(f"SignalToNoiseRatioContrastiveLoss requires the distance to be an "
@@ -27,6 +27,6 @@ class SignalToNoiseRatioContrastiveLoss(ContrastiveLoss):
     def get_default_distance(self):
         return SNRDistance(backend=self.backend)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"SignalToNoiseRatioContrastiveLoss(pos_margin={self.pos_margin}, "
                 f"neg_margin={self.neg_margin}, distance={self.distance!r}, reducer={self.reducer!r})")

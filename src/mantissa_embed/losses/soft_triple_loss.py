@@ -27,8 +27,8 @@ class SoftTripleLoss(BaseProxyLoss):
 
     _weight_attr = "fc"
 
-    def __init__(self, num_classes, embedding_size, centers_per_class=10, la=20, gamma=0.1, margin=0.01,
-                 **kwargs):
+    def __init__(self, num_classes, embedding_size, centers_per_class=10, la=20, gamma: float = 0.1, margin: float = 0.01,
+                 **kwargs) -> None:
         super().__init__(num_classes, embedding_size, **kwargs)
         if not self.distance.is_inverted:
             raise ValueError("SoftTripleLoss requires a similarity (distance.is_inverted), e.g. CosineSimilarity()")

@@ -22,7 +22,7 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
     Source: J. Deng et al., "Sub-center ArcFace", ECCV 2020.
     """
 
-    def __init__(self, num_classes, embedding_size, margin=28.6, scale=64, sub_centers=3, **kwargs):
+    def __init__(self, num_classes, embedding_size, margin: float = 28.6, scale=64, sub_centers=3, **kwargs) -> None:
         self.sub_centers = check_int(sub_centers, "sub_centers", minimum=1)
         super().__init__(num_classes, embedding_size, margin=margin, scale=scale, **kwargs)
 
@@ -57,7 +57,7 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
 
         return cos, backward
 
-    def get_outliers(self, embeddings, labels, threshold=75, return_dominant_centers=True):
+    def get_outliers(self, embeddings, labels, threshold=75, return_dominant_centers: bool = True):
         """Examples whose cosine to their class's dominant center is below ``cos(threshold)`` (degrees).
 
         Returns ``outliers`` (int64 indices) and, with ``return_dominant_centers``, the dominant centers

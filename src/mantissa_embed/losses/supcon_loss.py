@@ -21,7 +21,7 @@ class SupConLoss(GenericPairLoss):
     Source: P. Khosla et al., "Supervised Contrastive Learning", NeurIPS 2020.
     """
 
-    def __init__(self, temperature=0.1, **kwargs):
+    def __init__(self, temperature: float = 0.1, **kwargs) -> None:
         self.temperature = check_float(temperature, "temperature", 0, strict=True)
         super().__init__(**kwargs)
 
@@ -69,6 +69,6 @@ class SupConLoss(GenericPairLoss):
         self.stats = {"num_pos_pairs": int(pos.sum()), "num_neg_pairs": int(neg.sum())}
         return {"loss": value}, dmat.astype(np.float32)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"SupConLoss(temperature={self.temperature}, distance={self.distance!r}, "
                 f"reducer={self.reducer!r})")

@@ -56,7 +56,7 @@ class ThresholdConsistentMarginLoss(BaseMetricLossFunction):
         Non-finite arguments; bad call inputs (see the base class).
     """
 
-    def __init__(self, lambda_plus=1.0, lambda_minus=1.0, margin_plus=0.9, margin_minus=0.5, **kwargs):
+    def __init__(self, lambda_plus: float = 1.0, lambda_minus: float = 1.0, margin_plus: float = 0.9, margin_minus: float = 0.5, **kwargs) -> None:
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):
             raise TypeError("ThresholdConsistentMarginLoss requires distance to be a CosineSimilarity, "
@@ -93,6 +93,6 @@ class ThresholdConsistentMarginLoss(BaseMetricLossFunction):
         dq, dr = self._grads(dmat, ctx)
         return {"loss": value}, dq, dr
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"ThresholdConsistentMarginLoss(lambda_plus={self.lambda_plus}, lambda_minus={self.lambda_minus}, "
                 f"margin_plus={self.margin_plus}, margin_minus={self.margin_minus})")

@@ -54,8 +54,8 @@ class TripletMarginLoss(BaseMetricLossFunction):
         Bad arguments; ``swap`` with ``ref_emb`` (ValueError); bad call inputs (see the base class).
     """
 
-    def __init__(self, margin=0.05, swap=False, smooth_loss=False, triplets_per_anchor="all", *, seed=None,
-                 **kwargs):
+    def __init__(self, margin: float = 0.05, swap: bool = False, smooth_loss: bool = False, triplets_per_anchor: int | str = "all", *, seed=None,
+                 **kwargs) -> None:
         self.margin = check_float(margin, "margin")
         self.swap = _check_bool(swap, "swap")
         self.smooth_loss = _check_bool(smooth_loss, "smooth_loss")
@@ -109,7 +109,7 @@ class TripletMarginLoss(BaseMetricLossFunction):
         _, dmat, _ = kernel(*args, weights=dl, **kw)
         return {"loss": value}, dmat
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"TripletMarginLoss(margin={self.margin}, swap={self.swap}, smooth_loss={self.smooth_loss}, "
                 f"triplets_per_anchor={self.triplets_per_anchor!r}, distance={self.distance!r}, "
                 f"reducer={self.reducer!r})")

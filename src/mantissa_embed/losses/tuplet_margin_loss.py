@@ -32,7 +32,7 @@ class TupletMarginLoss(GenericPairLoss):
     Source: B. Yu, D. Tao, "Deep Metric Learning with Tuplet Margin Loss", ICCV 2019.
     """
 
-    def __init__(self, margin=5.73, scale=64, **kwargs):
+    def __init__(self, margin: float = 5.73, scale=64, **kwargs) -> None:
         self.margin_degrees = check_float(margin, "margin")
         self.margin = float(np.radians(self.margin_degrees))
         self.scale = check_float(scale, "scale")
@@ -76,5 +76,5 @@ class TupletMarginLoss(GenericPairLoss):
                 + np.bincount(a2 * M + n, weights=dneg, minlength=N * M)).reshape(N, M)
         return {"loss": value}, dmat.astype(np.float32)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"TupletMarginLoss(margin={self.margin_degrees}, scale={self.scale}, reducer={self.reducer!r})"

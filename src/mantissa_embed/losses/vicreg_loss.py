@@ -20,7 +20,7 @@ class VICRegLoss(BaseMetricLossFunction):
     Source: A. Bardes et al., "VICReg", ICLR 2022.
     """
 
-    def __init__(self, invariance_lambda=25, variance_mu=25, covariance_v=1, eps=1e-4, **kwargs):
+    def __init__(self, invariance_lambda=25, variance_mu=25, covariance_v=1, eps: float = 1e-4, **kwargs) -> None:
         if "distance" in kwargs:
             raise ValueError("VICRegLoss cannot use a distance function")
         if "embedding_regularizer" in kwargs:
@@ -97,6 +97,6 @@ class VICRegLoss(BaseMetricLossFunction):
             return terms, (dZ + dR).astype(np.float32), None
         return terms, dZ.astype(np.float32), dR.astype(np.float32)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"VICRegLoss(invariance_lambda={self.invariance_lambda}, variance_mu={self.variance_mu}, "
                 f"covariance_v={self.covariance_v}, eps={self.eps})")

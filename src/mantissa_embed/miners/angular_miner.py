@@ -31,7 +31,7 @@ class AngularMiner(BaseMiner):
     Source: J. Wang et al., "Deep Metric Learning with Angular Loss", ICCV 2017.
     """
 
-    def __init__(self, angle=20, **kwargs):
+    def __init__(self, angle=20, **kwargs) -> None:
         super().__init__(**kwargs)
         _require_unit_euclidean(self)
         self.angle_degrees = check_float(angle, "angle")
@@ -50,9 +50,9 @@ class AngularMiner(BaseMiner):
             self._angle_stats = {}
         return a, p, n
 
-    def output_assertion(self, output):
+    def output_assertion(self, output) -> None:
         super().output_assertion(output)
         self.stats.update(getattr(self, "_angle_stats", {}))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"AngularMiner(angle={self.angle_degrees}, distance={self.distance!r})"

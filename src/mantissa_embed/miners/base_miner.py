@@ -1,6 +1,8 @@
 """BaseMiner: pytorch-metric-learning's miner call contract, in numpy."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._validation import check_array, check_labels
@@ -22,7 +24,7 @@ class BaseMiner:
     embeddings, non-integer or missing labels).
     """
 
-    def __init__(self, distance=None, backend="mantissa"):
+    def __init__(self, distance=None, backend: str = "mantissa") -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
@@ -31,7 +33,7 @@ class BaseMiner:
         if not isinstance(distance, BaseDistance):
             raise TypeError(f"distance must be a BaseDistance (e.g. LpDistance()), got {type(distance).__name__}")
         self.distance = distance
-        self.stats = {}
+        self.stats: dict[str, Any] = {}
 
     def __call__(self, embeddings, labels, ref_emb=None, ref_labels=None):
         emb = check_array(embeddings, "embeddings", ndim=2)
@@ -82,5 +84,5 @@ class BaseMiner:
         else:
             raise TypeError(f"a miner must return 3 or 4 index arrays, got {len(output)}")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(distance={self.distance!r})"

@@ -38,8 +38,8 @@ class BatchEasyHardMiner(BaseMiner):
     HARD, SEMIHARD, EASY, ALL = STRATEGIES
     all_batch_mining_strategies = list(STRATEGIES)
 
-    def __init__(self, pos_strategy="easy", neg_strategy="semihard", allowed_pos_range=None,
-                 allowed_neg_range=None, **kwargs):
+    def __init__(self, pos_strategy: str = "easy", neg_strategy: str = "semihard", allowed_pos_range=None,
+                 allowed_neg_range=None, **kwargs) -> None:
         super().__init__(**kwargs)
         for name, s in (("pos_strategy", pos_strategy), ("neg_strategy", neg_strategy)):
             if s not in STRATEGIES:
@@ -104,7 +104,7 @@ class BatchEasyHardMiner(BaseMiner):
             a2, n = a[nkeep], ni[nkeep]
         return a1, p, a2, n
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"BatchEasyHardMiner(pos_strategy={self.pos_strategy!r}, neg_strategy={self.neg_strategy!r}, "
                 f"allowed_pos_range={self.allowed_pos_range}, allowed_neg_range={self.allowed_neg_range}, "
                 f"distance={self.distance!r})")

@@ -25,7 +25,7 @@ class DistanceWeightedMiner(BaseMiner):
     Source: C.-Y. Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017.
     """
 
-    def __init__(self, cutoff=0.5, nonzero_loss_cutoff=1.4, seed=None, **kwargs):
+    def __init__(self, cutoff: float = 0.5, nonzero_loss_cutoff: float = 1.4, seed=None, **kwargs) -> None:
         super().__init__(**kwargs)
         _require_unit_euclidean(self)
         self.cutoff = check_float(cutoff, "cutoff")
@@ -57,6 +57,6 @@ class DistanceWeightedMiner(BaseMiner):
             return utils._empty(3)
         return utils.get_random_triplet_indices(labels, ref_labels, weights=w, seed=self.rng)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"DistanceWeightedMiner(cutoff={self.cutoff}, nonzero_loss_cutoff={self.nonzero_loss_cutoff}, "
                 f"distance={self.distance!r})")

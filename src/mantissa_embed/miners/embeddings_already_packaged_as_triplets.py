@@ -27,5 +27,5 @@ class EmbeddingsAlreadyPackagedAsTriplets(BaseMiner):
         return (np.arange(0, N, 3, dtype=np.int64), np.arange(1, N, 3, dtype=np.int64),
                 np.arange(2, N, 3, dtype=np.int64))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "EmbeddingsAlreadyPackagedAsTriplets()"

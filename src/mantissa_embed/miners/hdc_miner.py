@@ -25,7 +25,7 @@ class HDCMiner(BaseMiner):
     Source: Y. Yuan et al., "Hard-Aware Deeply Cascaded Embedding", ICCV 2017.
     """
 
-    def __init__(self, filter_percentage=0.5, **kwargs):
+    def __init__(self, filter_percentage: float = 0.5, **kwargs) -> None:
         super().__init__(**kwargs)
         fp = check_float(filter_percentage, "filter_percentage", minimum=0.0)
         if fp > 1:
@@ -33,12 +33,12 @@ class HDCMiner(BaseMiner):
         self.filter_percentage = fp
         self.reset_idx()
 
-    def set_idx_externally(self, external_indices_tuple, labels=None):
+    def set_idx_externally(self, external_indices_tuple, labels=None) -> None:
         """Use these pairs (or triplets) as the candidates of the next calls (PML's method)."""
         self._external = external_indices_tuple
         self.was_set_externally = True
 
-    def reset_idx(self):
+    def reset_idx(self) -> None:
         """Go back to all pairs of the batch as candidates."""
         self._external = None
         self.was_set_externally = False
@@ -75,5 +75,5 @@ class HDCMiner(BaseMiner):
         order = np.argsort(-vals if largest else vals, kind="stable")[:k]
         return anchor[order], other[order]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"HDCMiner(filter_percentage={self.filter_percentage}, distance={self.distance!r})"

@@ -23,7 +23,7 @@ class MaximumLossMiner(BaseMiner):
     Source: pytorch-metric-learning 0.9 ``miners/maximum_loss_miner.py`` (removed after 0.9).
     """
 
-    def __init__(self, loss, miner=None, num_trials=5, output_batch_size=None, seed=None, backend="mantissa"):
+    def __init__(self, loss, miner=None, num_trials=5, output_batch_size=None, seed=None, backend: str = "mantissa") -> None:
         super().__init__(backend=backend)
         if not callable(loss):
             raise TypeError(f"loss must be a callable loss object, got {type(loss).__name__}")
@@ -64,6 +64,6 @@ class MaximumLossMiner(BaseMiner):
 
     forward = __call__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"MaximumLossMiner(loss={self.loss!r}, miner={self.miner!r}, num_trials={self.num_trials}, "
                 f"output_batch_size={self.output_batch_size})")

@@ -22,7 +22,7 @@ class MultiSimilarityMiner(BaseMiner):
     Learning", CVPR 2019.
     """
 
-    def __init__(self, epsilon=0.1, distance=None, backend="mantissa", **kwargs):
+    def __init__(self, epsilon: float = 0.1, distance=None, backend: str = "mantissa", **kwargs) -> None:
         if distance is None:
             distance = CosineSimilarity(backend=backend)
         super().__init__(distance=distance, backend=backend, **kwargs)
@@ -48,5 +48,5 @@ class MultiSimilarityMiner(BaseMiner):
         a2, n = np.nonzero(neg)
         return a1, p, a2, n
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"MultiSimilarityMiner(epsilon={self.epsilon}, distance={self.distance!r})"

@@ -17,7 +17,7 @@ class PairMarginMiner(BaseMiner):
     int64, row-major order. Source: pytorch-metric-learning ``miners/pair_margin_miner.py``.
     """
 
-    def __init__(self, pos_margin=0.2, neg_margin=0.8, **kwargs):
+    def __init__(self, pos_margin: float = 0.2, neg_margin: float = 0.8, **kwargs) -> None:
         super().__init__(**kwargs)
         self.pos_margin = check_float(pos_margin, "pos_margin")
         self.neg_margin = check_float(neg_margin, "neg_margin")
@@ -34,6 +34,6 @@ class PairMarginMiner(BaseMiner):
         a2, n = np.nonzero(neg)
         return tuple(x.astype(np.int64) for x in (a1, p, a2, n))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"PairMarginMiner(pos_margin={self.pos_margin}, neg_margin={self.neg_margin}, "
                 f"distance={self.distance!r})")

@@ -21,7 +21,7 @@ class TripletMarginMiner(BaseMiner):
     Source: pytorch-metric-learning ``miners/triplet_margin_miner.py``.
     """
 
-    def __init__(self, margin=0.2, type_of_triplets="all", **kwargs):
+    def __init__(self, margin: float = 0.2, type_of_triplets: str = "all", **kwargs) -> None:
         super().__init__(**kwargs)
         self.margin = check_float(margin, "margin")
         if type_of_triplets not in TYPES_OF_TRIPLETS:
@@ -34,6 +34,6 @@ class TripletMarginMiner(BaseMiner):
         return get_backend(self.backend).triplet_margin_mine(
             mat, lab, ref, same, self.type_of_triplets, self.margin, self.distance.is_inverted)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"TripletMarginMiner(margin={self.margin}, type_of_triplets={self.type_of_triplets!r}, "
                 f"distance={self.distance!r})")

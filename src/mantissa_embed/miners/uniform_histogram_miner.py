@@ -21,7 +21,7 @@ class UniformHistogramMiner(BaseMiner):
     Source: pytorch-metric-learning ``miners/uniform_histogram_miner.py``.
     """
 
-    def __init__(self, num_bins=100, pos_per_bin=10, neg_per_bin=10, seed=None, **kwargs):
+    def __init__(self, num_bins=100, pos_per_bin=10, neg_per_bin=10, seed=None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.num_bins = check_int(num_bins, "num_bins", minimum=1)
         self.pos_per_bin = check_int(pos_per_bin, "pos_per_bin", minimum=1)
@@ -59,6 +59,6 @@ class UniformHistogramMiner(BaseMiner):
             a2, n = self._uniform(mat[a2, n], a2, n, self.neg_per_bin)
         return a1, p, a2, n
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"UniformHistogramMiner(num_bins={self.num_bins}, pos_per_bin={self.pos_per_bin}, "
                 f"neg_per_bin={self.neg_per_bin}, distance={self.distance!r})")

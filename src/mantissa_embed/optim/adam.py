@@ -48,7 +48,7 @@ class Adam(Optimizer):
     _state_scalars = ("step",)
     _decoupled = False
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, *, backend="mantissa"):
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay=0, *, backend: str = "mantissa") -> None:
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), backend)
 
     def _check_options(self, o, where):
@@ -57,7 +57,7 @@ class Adam(Optimizer):
                     eps=nonnegative(o["eps"], where, "eps", "epsilon value"),
                     weight_decay=nonnegative(o["weight_decay"], where, "weight_decay", "weight_decay value"))
 
-    def _update(self, p, st, o):
+    def _update(self, p, st, o) -> None:
         if "step" not in st:
             st["step"] = 0
             st["exp_avg"] = np.zeros_like(p.data)

@@ -22,5 +22,5 @@ class AdamW(Adam):
 
     _decoupled = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, *, backend="mantissa"):
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2, *, backend: str = "mantissa") -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, backend=backend)

@@ -33,7 +33,7 @@ class CosineSchedule(Schedule):
 
     name = "cosine"
 
-    def __init__(self, warmup=0, min_factor=0.0):
+    def __init__(self, warmup=0, min_factor: float = 0.0) -> None:
         self.warmup = check_int(warmup, "warmup", minimum=0)
         self.min_factor = check_float(min_factor, "min_factor", minimum=0.0)
         if self.min_factor > 1.0:

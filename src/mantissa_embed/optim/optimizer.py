@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class Optimizer:
     _state_arrays: tuple[str, ...] = ()  # names of the per-parameter state arrays a subclass keeps
     _state_scalars: tuple[str, ...] = ()  # names of its integer state entries ("step")
 
-    def __init__(self, params, defaults, backend="mantissa"):
+    def __init__(self, params, defaults, backend: str = "mantissa") -> None:
         if isinstance(params, Parameter):
             raise TypeError("params must be an iterable of Parameter objects, got a single Parameter "
                             "(wrap it in a list)")
@@ -105,9 +106,9 @@ class Optimizer:
         self._be = get_backend(backend)
         self.backend = backend
         self.defaults = self._check_options(dict(defaults), "")
-        self.param_groups = []
-        self.params = []
-        self.state = []
+        self.param_groups: list[dict[str, Any]] = []
+        self.params: list[Parameter] = []
+        self.state: list[dict[str, Any]] = []
         for group in groups:
             self.add_param_group(group)
         if not self.params:
@@ -160,7 +161,7 @@ class Optimizer:
             return d["param_groups"][0][name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name, value) -> None:
         """``optimizer.lr = v`` (any option) sets it in every group."""
         if name in self.__dict__.get("defaults", ()):
             for group in self.param_groups:
@@ -170,7 +171,7 @@ class Optimizer:
 
     # -- stepping --------------------------------------------------------------------------
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         """Set every parameter's ``grad`` to zero (in place)."""
         for p in self.params:
             p.zero_grad()
@@ -296,7 +297,7 @@ class Optimizer:
         """Subclass hook: check that a loaded state has what the update needs."""
         return st
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, group in enumerate(self.param_groups):
             lines.append(f"Parameter Group {i}")

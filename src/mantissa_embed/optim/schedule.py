@@ -31,9 +31,9 @@ class Schedule:
 
     name: str | None = None
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("name"):
+        if cls.name and "name" in cls.__dict__:
             _REGISTRY[cls.name] = cls
 
     def factor(self, step, total_steps):
@@ -70,7 +70,7 @@ class Schedule:
     def __hash__(self):
         return hash((type(self).__name__, tuple(sorted(self._config().items()))))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._config().items())
         return f"{type(self).__name__}({args})"
 

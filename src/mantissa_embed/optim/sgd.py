@@ -33,8 +33,8 @@ class SGD(Optimizer):
 
     _state_arrays = ("momentum_buffer",)
 
-    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
-                 backend="mantissa"):
+    def __init__(self, params, lr: float = 1e-3, momentum=0, dampening=0, weight_decay=0, nesterov: bool = False, *,
+                 backend: str = "mantissa") -> None:
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov), backend)
 
@@ -51,7 +51,7 @@ class SGD(Optimizer):
             raise ValueError(f"{where}Nesterov momentum requires a momentum and zero dampening")
         return out
 
-    def _update(self, p, st, o):
+    def _update(self, p, st, o) -> None:
         buf = None
         first = False
         if o["momentum"] != 0.0:

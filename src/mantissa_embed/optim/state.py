@@ -28,7 +28,7 @@ def _scalar(v, where):
     raise TypeError(f"{where} must be an array or a JSON-able scalar, got {type(v).__name__}")
 
 
-def flatten_state_dict(state_dict, prefix="optim"):
+def flatten_state_dict(state_dict, prefix: str = "optim"):
     """``optimizer.state_dict()`` as ``(arrays, meta)``: ``arrays`` maps
     ``"<prefix>/<index>/<name>"`` (e.g. ``"optim/0/exp_avg"``) to the state arrays, ``meta`` is a
     JSON string with the groups, the scalar state (``"step"``) and the array names.
@@ -58,7 +58,7 @@ def flatten_state_dict(state_dict, prefix="optim"):
     return arrays, meta
 
 
-def unflatten_state_dict(arrays, meta, prefix="optim"):
+def unflatten_state_dict(arrays, meta, prefix: str = "optim"):
     """The ``state_dict`` :func:`flatten_state_dict` flattened, from a mapping of arrays (a dict
     or an ``np.load`` file) and the JSON string; for ``optimizer.load_state_dict``.
 

@@ -28,7 +28,7 @@ class StepSchedule(Schedule):
 
     name = "step"
 
-    def __init__(self, step_size=None, gamma=0.1):
+    def __init__(self, step_size=None, gamma: float = 0.1) -> None:
         self.step_size = None if step_size is None else check_int(step_size, "step_size", minimum=1)
         self.gamma = check_float(gamma, "gamma", 0.0, strict=True)
 

@@ -40,10 +40,10 @@ class BaseReducer:
         """Extra keyword arguments of a call: the loss's ``divisor`` for a DivisorReducer, else none."""
         return {}
 
-    def __call__(self, losses, indices=None, reduction_type="element", embeddings=None, labels=None):
+    def __call__(self, losses, indices=None, reduction_type: str = "element", embeddings=None, labels=None):
         return self.forward(losses, indices, reduction_type, embeddings, labels)
 
-    def forward(self, losses, indices=None, reduction_type="element", embeddings=None, labels=None):
+    def forward(self, losses, indices=None, reduction_type: str = "element", embeddings=None, labels=None):
         if reduction_type not in REDUCTION_TYPES:
             raise ValueError(f"reduction_type must be one of {REDUCTION_TYPES}, got {reduction_type!r}")
         if np.isscalar(losses) and losses == 0:
@@ -71,5 +71,5 @@ class BaseReducer:
     def triplet_reduction(self, losses, indices, embeddings, labels):
         return self.element_reduction(losses, indices, embeddings, labels)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}()"

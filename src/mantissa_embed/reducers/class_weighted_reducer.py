@@ -15,7 +15,7 @@ class ClassWeightedReducer(BaseReducer):
     outside ``[0, len(weights))``; ``TypeError`` for non-numeric weights.
     """
 
-    def __init__(self, weights):
+    def __init__(self, weights) -> None:
         self.weights = check_array(weights, "weights", ndim=1, dtype=np.float64)
 
     def _helper(self, losses, idx, labels):
@@ -45,5 +45,5 @@ class ClassWeightedReducer(BaseReducer):
 
     pos_pair_reduction = neg_pair_reduction = triplet_reduction = _anchor
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ClassWeightedReducer(weights={self.weights.tolist()})"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -17,11 +18,11 @@ class DivisorReducer(BaseReducer):
 
     fused = "divisor"
 
-    def __init__(self):
-        self.stats = {}
-        self._divisor = None
+    def __init__(self) -> None:
+        self.stats: dict[str, Any] = {}
+        self._divisor: float | None = None
 
-    def forward(self, losses, indices=None, reduction_type="element", embeddings=None, labels=None, divisor=None):
+    def forward(self, losses, indices=None, reduction_type: str = "element", embeddings=None, labels=None, divisor=None):
         if reduction_type != "already_reduced":
             if divisor is None:
                 raise ValueError("DivisorReducer needs a divisor: use it with a loss or regularizer that "

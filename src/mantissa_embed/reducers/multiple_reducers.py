@@ -18,7 +18,7 @@ class MultipleReducers(BaseReducer):
     ``default_reducer``; ``ValueError`` for a one-sub-loss call without ``loss_name``.
     """
 
-    def __init__(self, reducers, default_reducer=None):
+    def __init__(self, reducers, default_reducer=None) -> None:
         if not isinstance(reducers, dict):
             raise TypeError(f"reducers must be a dict of sub-loss name -> BaseReducer, got {type(reducers).__name__}")
         for k, v in reducers.items():
@@ -81,5 +81,5 @@ class MultipleReducers(BaseReducer):
             grads[name] = None if d is None else np.asarray(d, dtype=np.float64)
         return total, grads
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"MultipleReducers(reducers={self.reducers!r}, default_reducer={self.default_reducer!r})"

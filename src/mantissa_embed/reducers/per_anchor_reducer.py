@@ -38,7 +38,7 @@ class PerAnchorReducer(BaseReducer):
     indices outside [0, N) or missing embeddings.
     """
 
-    def __init__(self, reducer=None, aggregation_func=aggregation_func):
+    def __init__(self, reducer=None, aggregation_func=aggregation_func) -> None:
         if reducer is None:
             reducer = MeanReducer()
         if not isinstance(reducer, BaseReducer):
@@ -83,5 +83,5 @@ class PerAnchorReducer(BaseReducer):
     def triplet_reduction(self, losses, indices, embeddings, labels):
         raise NotImplementedError("PerAnchorReducer: triplet reduction not supported")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PerAnchorReducer(reducer={self.reducer!r})"

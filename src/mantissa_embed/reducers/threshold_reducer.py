@@ -1,6 +1,8 @@
 """ThresholdReducer (pytorch-metric-learning)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._validation import check_float
@@ -14,12 +16,12 @@ class ThresholdReducer(BaseReducer):
     when both bounds are None or a bound is not finite, ``TypeError`` for a non-numeric bound.
     """
 
-    def __init__(self, low=None, high=None):
+    def __init__(self, low=None, high=None) -> None:
         if low is None and high is None:
             raise ValueError("ThresholdReducer: at least one of low or high must be specified")
         self.low = None if low is None else check_float(low, "low")
         self.high = None if high is None else check_float(high, "high")
-        self.stats = {}
+        self.stats: dict[str, Any] = {}
 
     def element_reduction(self, losses, indices, embeddings, labels):
         keep = np.ones(losses.shape[0], dtype=bool)
@@ -37,5 +39,5 @@ class ThresholdReducer(BaseReducer):
             return 0.0, np.zeros(losses.shape[0], dtype=np.float64)
         return float(np.sum(losses[keep], dtype=np.float64) / cnt), keep / float(cnt)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ThresholdReducer(low={self.low}, high={self.high})"

@@ -1,6 +1,8 @@
 """BaseRegularizer: a penalty on embeddings or on a weight matrix, with its explicit gradient."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._validation import check_array
@@ -22,7 +24,7 @@ class BaseRegularizer:
     not 2-D or with NaN/Inf.
     """
 
-    def __init__(self, distance=None, reducer=None):
+    def __init__(self, distance=None, reducer=None) -> None:
         if distance is None:
             distance = self.get_default_distance()
         if not isinstance(distance, BaseDistance):
@@ -32,7 +34,7 @@ class BaseRegularizer:
         if not isinstance(reducer, BaseReducer):
             raise TypeError(f"reducer must be a BaseReducer, got {type(reducer).__name__}")
         self.distance, self.reducer = distance, reducer
-        self.stats = {}
+        self.stats: dict[str, Any] = {}
 
     def get_default_distance(self):
         return LpDistance()
@@ -63,7 +65,7 @@ class BaseRegularizer:
 
     forward = __call__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
 
@@ -86,7 +88,7 @@ def _lp_norm(x, p):
     return nrm, (lambda dn: dn[:, None] * jac)
 
 
-def _normalize(x, eps=1e-12):
+def _normalize(x, eps: float = 1e-12):
     """``torch.nn.functional.normalize``: ``x / max(||x||_2, eps)`` and its backward."""
     nrm = np.sqrt(np.sum(x * x, axis=1))
     den = np.maximum(nrm, eps)

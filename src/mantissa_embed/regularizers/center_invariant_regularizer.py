@@ -15,7 +15,7 @@ class CenterInvariantRegularizer(BaseRegularizer):
     Source: Y. Wu et al., "Deep Face Recognition with Center Invariant Loss", ACM MM workshops 2017.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         d = self.distance
         if type(d) is not LpDistance or d.power != 1 or d.normalize_embeddings:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -16,13 +17,13 @@ class LpRegularizer(BaseRegularizer):
     ``TypeError`` for ``p < 1`` (norms only; PML accepts any p), ``power <= 0``, non-numeric values.
     """
 
-    def __init__(self, p=2, power=1, **kwargs):
+    def __init__(self, p: float = 2, power: float = 1, **kwargs: Any) -> None:
         if isinstance(p, bool) or not isinstance(p, numbers.Real):
             raise TypeError(f"p must be a number, got {type(p).__name__}")
         if not (p == np.inf or (np.isfinite(p) and p >= 1)):
             raise ValueError(f"p must be >= 1 or inf, got {p}")
-        self.p = float(p)
-        self.power = check_float(power, "power", minimum=0.0, strict=True)
+        self.p: float = float(p)
+        self.power: float = check_float(power, "power", minimum=0.0, strict=True)
         super().__init__(**kwargs)
 
     def compute_loss(self, x):
@@ -33,5 +34,5 @@ class LpRegularizer(BaseRegularizer):
         dreg = self.power * nrm ** (self.power - 1)
         return reg, np.arange(x.shape[0]), "element", (lambda dl: nback(dl * dreg)), None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"LpRegularizer(p={self.p}, power={self.power})"

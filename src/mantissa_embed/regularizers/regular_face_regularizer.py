@@ -14,7 +14,7 @@ class RegularFaceRegularizer(BaseRegularizer):
     Source: K. Zhao et al., "RegularFace", CVPR 2019.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         _check_cosine(self.distance, "RegularFaceRegularizer")
 

@@ -23,7 +23,7 @@ class SparseCentersRegularizer(BaseRegularizer):
     Source: Q. Qian et al., "SoftTriple Loss", ICCV 2019.
     """
 
-    def __init__(self, num_classes, centers_per_class, **kwargs):
+    def __init__(self, num_classes, centers_per_class, **kwargs) -> None:
         self.num_classes = check_int(num_classes, "num_classes", minimum=1)
         self.centers_per_class = check_int(centers_per_class, "centers_per_class", minimum=2)
         super().__init__(**kwargs)
@@ -59,5 +59,5 @@ class SparseCentersRegularizer(BaseRegularizer):
 
         return reg, np.arange(len(reg)), "element", backward, {"divisor": 2 * len(reg)}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"SparseCentersRegularizer(num_classes={self.num_classes}, centers_per_class={self.centers_per_class})"

@@ -33,7 +33,7 @@ class FixedSetOfTriplets:
     Source: pytorch-metric-learning ``samplers/fixed_set_of_triplets.py``.
     """
 
-    def __init__(self, labels, num_triplets, seed=0, *, triplets_per_batch=1):
+    def __init__(self, labels, num_triplets, seed=0, *, triplets_per_batch=1) -> None:
         if labels is not None and np.size(labels) == 0:
             raise ValueError("labels must not be empty (at least 2 distinct classes are needed)")
         labels = check_labels(labels, "labels")
@@ -48,7 +48,7 @@ class FixedSetOfTriplets:
         self.rng = as_generator(seed)
         self.create_fixed_set_of_triplets()
 
-    def create_fixed_set_of_triplets(self):
+    def create_fixed_set_of_triplets(self) -> None:
         """Draw ``fixed_set_of_triplets`` ((num_triplets, 3) int64) from the generator."""
         label_list = np.array(list(self.labels_to_indices), dtype=np.int64)
         out = np.empty((self.num_triplets, 3), dtype=np.int64)
@@ -59,7 +59,7 @@ class FixedSetOfTriplets:
             out[i] = (a, p, n)
         self.fixed_set_of_triplets = out
 
-    def __len__(self):
+    def __len__(self) -> int:
         return math.ceil(self.num_triplets / self.triplets_per_batch)
 
     def indices(self):
@@ -70,6 +70,6 @@ class FixedSetOfTriplets:
     def __iter__(self):
         yield from split_batches(self.indices(), 3 * self.triplets_per_batch)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"FixedSetOfTriplets(num_triplets={self.num_triplets}, "
                 f"triplets_per_batch={self.triplets_per_batch}, num_classes={len(self.labels_to_indices)})")

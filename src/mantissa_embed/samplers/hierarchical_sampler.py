@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ class HierarchicalSampler:
     """
 
     def __init__(self, labels, batch_size, samples_per_class, batches_per_super_tuple=4,
-                 super_classes_per_batch=2, inner_label=0, outer_label=1, seed=0):
+                 super_classes_per_batch=2, inner_label=0, outer_label=1, seed=0) -> None:
         lab = np.asarray(labels)
         if lab.dtype.kind not in "iu":
             raise TypeError(f"labels must have an integer dtype, got {lab.dtype}")
@@ -63,7 +64,7 @@ class HierarchicalSampler:
                 raise ValueError(f"batch_size // super_classes_per_batch ({self.sub_batch_len}) must be a "
                                  f"multiple of samples_per_class ({samples_per_class})")
         self.samples_per_class = samples_per_class
-        self.super_image_lists = {}
+        self.super_image_lists: dict[Any, Any] = {}
         for idx, (slb, lb) in enumerate(zip(lab[:, outer].tolist(), lab[:, inner].tolist())):
             self.super_image_lists.setdefault(slb, {}).setdefault(lb, []).append(idx)
         self.super_image_lists = {k: {c: np.array(v, dtype=np.int64) for c, v in d.items()}
@@ -76,7 +77,7 @@ class HierarchicalSampler:
         self.rng = as_generator(seed)
         self.reshuffle()
 
-    def reshuffle(self):
+    def reshuffle(self) -> None:
         """Rebuild ``self.batches`` (a list of int64 arrays) with fresh randomness."""
         batches = []
         for combo in self.super_pairs:
@@ -86,7 +87,7 @@ class HierarchicalSampler:
                     classes = self.super_image_lists[slb]
                     keys = list(classes)
                     order = self.rng.permutation(len(keys))
-                    sub = []
+                    sub: list[Any] = []
                     for k in order:
                         if len(sub) >= self.sub_batch_len:
                             break
@@ -100,14 +101,14 @@ class HierarchicalSampler:
         perm = self.rng.permutation(len(batches))
         self.batches = [batches[i] for i in perm]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.batches)
 
     def __iter__(self):
         self.reshuffle()
         yield from self.batches
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"HierarchicalSampler(batch_size={self.batch_size}, samples_per_class={self.samples_per_class!r}, "
                 f"batches_per_super_tuple={self.batches_per_super_tuple}, "
                 f"super_classes_per_batch={self.super_classes_per_batch})")

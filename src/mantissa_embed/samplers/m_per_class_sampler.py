@@ -38,7 +38,7 @@ class MPerClassSampler:
     Source: pytorch-metric-learning ``samplers/m_per_class_sampler.py``.
     """
 
-    def __init__(self, labels, m, batch_size=None, length_before_new_iter=100000, seed=0):
+    def __init__(self, labels, m, batch_size=None, length_before_new_iter=100000, seed=0) -> None:
         if labels is not None and np.size(labels) == 0:
             raise ValueError("labels must not be empty")
         labels = check_labels(labels, "labels")
@@ -84,7 +84,7 @@ class MPerClassSampler:
         divisor = self._batch_len
         return self.list_size // divisor if divisor < self.list_size else 1
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.calculate_num_iters()
 
     def _draw(self, label):
@@ -110,6 +110,6 @@ class MPerClassSampler:
         batches = list(self)
         return np.concatenate(batches) if batches else np.empty(0, np.int64)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"MPerClassSampler(m={self.m_per_class}, batch_size={self.batch_size}, "
                 f"length_before_new_iter={self.list_size}, num_classes={len(self.labels)})")

@@ -49,7 +49,7 @@ class TuplesToWeightsSampler:
     """
 
     def __init__(self, model, miner, dataset, subset_size=None, *, batch_size=None, seed=0,
-                 embed_batch_size=256):
+                 embed_batch_size=256) -> None:
         if not callable(model):
             raise TypeError(f"model must be callable (X -> embeddings), got {type(model).__name__}")
         if not callable(miner):
@@ -76,7 +76,7 @@ class TuplesToWeightsSampler:
         """Indices per iteration (PML's ``len``): ``subset_size`` or N."""
         return self.subset_size or self.X.shape[0]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return 1 if self.batch_size is None else math.ceil(self.num_samples / self.batch_size)
 
     def _embed(self, X):
@@ -117,6 +117,6 @@ class TuplesToWeightsSampler:
         yield from WeightedSampler(weights, self.num_samples, replacement=True, generator=self.rng,
                                    batch_size=self.batch_size)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"TuplesToWeightsSampler(miner={self.miner!r}, subset_size={self.subset_size}, "
                 f"batch_size={self.batch_size})")

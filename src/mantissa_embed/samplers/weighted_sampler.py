@@ -38,7 +38,7 @@ class WeightedSampler:
     Source: ``torch.utils.data.WeightedRandomSampler`` (PyTorch).
     """
 
-    def __init__(self, weights, num_samples, replacement=True, generator=None, *, batch_size=None):
+    def __init__(self, weights, num_samples, replacement: bool = True, generator=None, *, batch_size=None) -> None:
         w = check_array(weights, "weights", ndim=1, dtype=np.float64)
         if w.shape[0] == 0:
             raise ValueError("weights must not be empty")
@@ -61,7 +61,7 @@ class WeightedSampler:
         self._p = p / p.sum()
         self.generator = as_generator(generator, "generator")
 
-    def __len__(self):
+    def __len__(self) -> int:
         return 1 if self.batch_size is None else math.ceil(self.num_samples / self.batch_size)
 
     def indices(self):
@@ -76,6 +76,6 @@ class WeightedSampler:
     def __iter__(self):
         yield from split_batches(self.indices(), self.batch_size)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"WeightedSampler(num_samples={self.num_samples}, replacement={self.replacement}, "
                 f"batch_size={self.batch_size}, n={self.weights.shape[0]})")

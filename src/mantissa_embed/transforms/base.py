@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,14 +16,14 @@ from .._workspace import Workspace
 TRANSFORM_TYPES: dict[str, type[Transform]] = {}
 
 
-def transform_from_config(cfg, where="cfg"):
+def transform_from_config(cfg, where: str = "cfg"):
     """A new transform from ``transform.get_config()`` output (a dict with ``"type"``, as
     ``json.loads`` gives it back: lists become tuples). Raises ValueError naming ``where`` for a
     malformed dict, an unknown type or bad arguments."""
     return build_from_config(cfg, TRANSFORM_TYPES, where)
 
 
-def check_pair(v, name, minimum=None, maximum=None, *, strict=False, ordered=True):
+def check_pair(v, name, minimum=None, maximum=None, *, strict: bool = False, ordered: bool = True):
     """A pair of finite numbers (tuple of two floats), each within [minimum, maximum]
     (``minimum`` excluded when ``strict``), the first <= the second when ``ordered``."""
     if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
@@ -69,7 +70,12 @@ class Transform:
     Raises TypeError / ValueError naming ``X`` or ``rng``.
     """
 
-    def __init_subclass__(cls, **kwargs):
+    if TYPE_CHECKING:  # what every subclass implements
+        def _apply(self, X: np.ndarray, rng: np.random.Generator, out: np.ndarray) -> np.ndarray: ...
+
+        def _config(self) -> dict[str, Any]: ...
+
+    def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__module__.startswith("mantissa_embed.transforms.") and not cls.__name__.startswith("_"):
             TRANSFORM_TYPES[cls.__name__] = cls
@@ -96,11 +102,11 @@ class Transform:
         return {"type": type(self).__name__, **self._config()}
 
     @classmethod
-    def from_config(cls, kwargs, where="cfg"):
+    def from_config(cls, kwargs, where: str = "cfg"):
         """The transform for ``get_config()`` minus ``"type"``; one holding transforms overrides it."""
         return cls(**kwargs)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._config().items())
         return f"{type(self).__name__}({args})"
 
@@ -110,7 +116,7 @@ class Compose(Transform):
     ``Compose``, each drawing from the same ``rng``. Returns the last one's buffer (an empty
     Compose copies X into its own). Raises TypeError for an item that is not a Transform."""
 
-    def __init__(self, transforms):
+    def __init__(self, transforms) -> None:
         if isinstance(transforms, Transform) or not hasattr(transforms, "__iter__"):
             raise TypeError(f"transforms must be a sequence of Transform, got {type(transforms).__name__}")
         self.transforms = list(transforms)
@@ -137,11 +143,11 @@ class Compose(Transform):
     def _config(self):
         return {"transforms": [t.get_config() for t in self.transforms]}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Compose({self.transforms!r})"
 
     @classmethod
-    def from_config(cls, kwargs, where="cfg"):
+    def from_config(cls, kwargs, where: str = "cfg"):
         items = kwargs.get("transforms", ())
         if not isinstance(items, (list, tuple)):
             raise ValueError(f"{where}['transforms'] must be a list of transform configs")

@@ -57,7 +57,7 @@ class RandomAffine(Transform):
     exactly. Raises ValueError / TypeError naming the argument.
     """
 
-    def __init__(self, degrees, translate=None, scale=None, backend="mantissa"):
+    def __init__(self, degrees, translate=None, scale=None, backend: str = "mantissa") -> None:
         if isinstance(degrees, numbers.Real) and not isinstance(degrees, bool):
             d = check_float(degrees, "degrees", 0)
             self.degrees = (-d, d)

@@ -44,7 +44,7 @@ class RandomCrop(Transform):
     crop is larger than the padded image.
     """
 
-    def __init__(self, size, padding=None):
+    def __init__(self, size, padding=None) -> None:
         self.size = check_size_pair(size, "size", 1)
         self.padding = _padding(padding)
         self._padding_arg = padding if padding is None or isinstance(padding, numbers.Integral) else list(padding)

@@ -12,7 +12,7 @@ class RandomHorizontalFlip(Transform):
     torchvision's ``RandomHorizontalFlip``, batched: per call ``rng.random(N) < p`` chooses the
     flipped images. Raises ValueError naming ``p`` outside [0, 1], TypeError for a non-number."""
 
-    def __init__(self, p=0.5):
+    def __init__(self, p: float = 0.5) -> None:
         self.p = check_float(p, "p", 0)
         if self.p > 1:
             raise ValueError(f"p must be in [0, 1], got {self.p}")

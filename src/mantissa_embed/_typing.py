@@ -1,0 +1,19 @@
+"""Type aliases of the public signatures (annotations only; nothing here runs at import time
+beyond building the aliases)."""
+from __future__ import annotations
+
+from typing import Union
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["ArrayLike", "Float32Array", "Int64Array", "Seed"]
+
+#: anything ``numpy.asarray`` accepts (lists, arrays, scalars); checked at run time
+ArrayLike = npt.ArrayLike
+#: a float32 array (the engine's dtype): what the public functions return
+Float32Array = npt.NDArray[np.float32]
+#: an int64 array (labels, indices)
+Int64Array = npt.NDArray[np.int64]
+#: an int seed >= 0, a ``numpy.random.Generator``, or None (fresh entropy, where allowed)
+Seed = Union[int, np.random.Generator, None]
