@@ -108,7 +108,8 @@ class EmbedderInference:
         self._check_fitted()
         with self._lock:
             Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False)
-        return Index(self.embed_dim_, "euclidean", **kwargs).add(Z, ids=ids, labels=labels)
+        dim: int = self.embed_dim_  # type: ignore[assignment]  # set once fitted (checked above)
+        return Index(dim, "euclidean", **kwargs).add(Z, ids=ids, labels=labels)
 
     def verify(self, a: ArrayLike, b: ArrayLike,
                threshold: float | str | None = "calibrated") -> float | bool | np.ndarray:

@@ -2,12 +2,12 @@
 beyond building the aliases)."""
 from __future__ import annotations
 
-from typing import Union
+from typing import Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ArrayLike", "Float32Array", "Int64Array", "Seed"]
+__all__ = ["ArrayLike", "Float32Array", "Int64Array", "IndicesTuple", "Seed"]
 
 #: anything ``numpy.asarray`` accepts (lists, arrays, scalars); checked at run time
 ArrayLike = npt.ArrayLike
@@ -17,3 +17,5 @@ Float32Array = npt.NDArray[np.float32]
 Int64Array = npt.NDArray[np.int64]
 #: an int seed >= 0, a ``numpy.random.Generator``, or None (fresh entropy, where allowed)
 Seed = Union[int, np.random.Generator, None]
+#: a loss's ``indices_tuple``: pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` of int arrays
+IndicesTuple = Union[Tuple[ArrayLike, ArrayLike, ArrayLike], Tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike]]

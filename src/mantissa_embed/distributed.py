@@ -19,10 +19,12 @@ import hashlib
 import os
 import tempfile
 import threading
+from typing import Any
 
 import numpy as np
 
 from ._validation import check_array, check_int
+from ._typing import ArrayLike, Float32Array, Int64Array
 from .embedder import Embedder
 from .evaluation.knn import knn as _exact_knn
 from .index import DTYPES, METRICS, Index
@@ -80,7 +82,7 @@ def _embed_block(block, blob, digest, batch_size, normalize):
     return emb.embed(np.asarray(block), batch_size=batch_size, normalize=normalize)
 
 
-def embed(embedder, images, batch_size=256, normalize: bool = True, client=None):
+def embed(embedder: Embedder, images: Any, batch_size: int = 256, normalize: bool = True, client: Any = None) -> Any:
     """``embedder.embed`` over a dask array of images ``(n, C, H, W)`` (chunked along axis 0;
     other axes are made single chunks): a lazy float32 dask array ``(n, D)``, chunked as the
     images. The model is sent to each worker once."""
@@ -88,8 +90,10 @@ def embed(embedder, images, batch_size=256, normalize: bool = True, client=None)
     if not isinstance(images, da.Array):
         raise TypeError(f"images must be a dask array, got {type(images).__name__}")
     embedder._check_fitted()
-    if images.ndim != len(embedder.input_shape_) + 1 or tuple(images.shape[1:]) != embedder.input_shape_:
-        raise ValueError(f"images must have shape (n, {', '.join(map(str, embedder.input_shape_))}), "
+    shape = embedder.input_shape_
+    assert shape is not None  # set by fit / load
+    if images.ndim != len(shape) + 1 or tuple(images.shape[1:]) != shape:
+        raise ValueError(f"images must have shape (n, {', '.join(map(str, shape))}), "
                          f"got {images.shape}")
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     c = _client(client)
@@ -134,7 +138,8 @@ def _check_queries(queries, dim):
     return np.ascontiguousarray(Q, dtype=np.float32)
 
 
-def knn(queries, gallery, k, *, metric: str = "euclidean", split_every=8, client=None):
+def knn(queries: Any, gallery: Any, k: int, *, metric: str = "euclidean", split_every: int = 8,
+        client: Any = None) -> tuple[Any, Any]:
     """Exact k nearest gallery rows of each query.
 
     Parameters
@@ -192,7 +197,7 @@ class ShardedIndex:
     row numbers. :meth:`search` is exact on the stored vectors, as ``Index.search``.
     """
 
-    def __init__(self, gallery, metric: str = "euclidean", dtype: str = "float32", client=None) -> None:
+    def __init__(self, gallery: Any, metric: str = "euclidean", dtype: str = "float32", client: Any = None) -> None:
         dask, da, _ = _dask()
         if not isinstance(gallery, da.Array) or gallery.ndim != 2:
             raise TypeError("gallery must be a 2-D dask array")
@@ -211,7 +216,7 @@ class ShardedIndex:
     def __len__(self) -> int:
         return self.n
 
-    def search(self, queries, k, split_every=8):
+    def search(self, queries: ArrayLike, k: int, split_every: int = 8) -> tuple[Int64Array, Float32Array]:
         """``(ids (nq, k) int64, distances (nq, k) float32)``, nearest first."""
         import dask
         Q = _check_queries(queries, self.dim)

@@ -187,7 +187,7 @@ class Embedder(EmbedderInference):
         self.train_state_ = None
         self.classes_ = None
         self.history_: dict[str, list[float]] = {"loss": []}
-        self.input_shape_ = tuple(net.input_shape) if net.built else None
+        self.input_shape_: tuple[int, ...] | None = tuple(net.input_shape) if net.built else None
         self.embed_dim_: int | None = None
         self.fitted_ = False
         self.optimizer_ = None

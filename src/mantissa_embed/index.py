@@ -21,10 +21,12 @@ import json
 import os
 import struct
 import threading
+from typing import Any
 
 import numpy as np
 
 from ._io import atomic_write
+from ._typing import ArrayLike, Float32Array, Int64Array
 from ._validation import check_array, check_int
 from .evaluation.knn import knn
 
@@ -97,7 +99,8 @@ class Index:
     Raises TypeError / ValueError for bad arguments.
     """
 
-    def __init__(self, dim, metric: str = "euclidean", dtype: str = "float32", *, keep_float32: bool = False) -> None:
+    def __init__(self, dim: int, metric: str = "euclidean", dtype: str = "float32", *,
+                 keep_float32: bool = False) -> None:
         self.dim = check_int(dim, "dim", minimum=1)
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
@@ -119,21 +122,21 @@ class Index:
         return int(self._ids.shape[0])
 
     @property
-    def ids(self):
+    def ids(self) -> Int64Array:
         """int64 (n,): the ids, in the order of addition."""
         return self._ids.copy()
 
     @property
-    def labels(self):
+    def labels(self) -> Int64Array | None:
         """int64 (n,) or None: the labels given to :meth:`add`."""
         return None if self._labels is None else self._labels.copy()
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         """Bytes of the stored vectors (codes, scales, kept float32 copies)."""
         return int(sum(a.nbytes for a in (self._codes, self._scales, self._f32) if a is not None))
 
-    def add(self, embeddings, ids=None, labels=None):
+    def add(self, embeddings: ArrayLike, ids: ArrayLike | None = None, labels: ArrayLike | None = None) -> Index:
         """Add ``embeddings`` (n, dim) (finite; converted to float32), with int64 ``ids`` (new,
         distinct; default: consecutive integers after the largest so far) and optional int64
         ``labels`` (all additions with labels, or none). Returns ``self``."""
@@ -169,7 +172,7 @@ class Index:
                 self._next_id = max(self._next_id, int(new_ids.max()) + 1)
         return self
 
-    def remove(self, ids):
+    def remove(self, ids: ArrayLike) -> int:
         """Remove the vectors with these ids (unknown ids are ignored); returns how many went."""
         drop = _int_vector(ids, "ids")
         with self._lock:
@@ -187,7 +190,7 @@ class Index:
             return gone
 
     # ------------------------------------------------------------------ search
-    def search(self, queries, k, rerank=None):
+    def search(self, queries: ArrayLike, k: int, rerank: int | None = None) -> tuple[Int64Array, Float32Array]:
         """The ``k`` nearest stored vectors of each query row.
 
         Parameters
@@ -208,7 +211,7 @@ class Index:
         """
         q = np.asarray(queries) if not isinstance(queries, (str, bytes)) else queries
         single = getattr(q, "ndim", None) == 1
-        Q = check_array(q.reshape(1, -1) if single else q, "queries", ndim=2)
+        Q = check_array(np.reshape(q, (1, -1)) if single else q, "queries", ndim=2)
         if Q.shape[1] != self.dim:
             raise ValueError(f"queries must have {self.dim} columns, got shape {Q.shape}")
         k = check_int(k, "k", minimum=1)
@@ -249,7 +252,7 @@ class Index:
         return P[rows, order], D[rows, order]
 
     # ------------------------------------------------------------------ files
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> str:
         """Write the index to ``path`` atomically (a temporary file renamed onto it). Returns
         ``path`` as a str. Raises TypeError for a non-path; OSError naming ``path`` when its
         directory is missing (FileNotFoundError) or not writable (PermissionError)."""
@@ -263,7 +266,7 @@ class Index:
                 arrays["float32"] = self._f32
             if self._labels is not None:
                 arrays["labels"] = self._labels
-            header = {"format": _FORMAT, "version": _VERSION, "dim": self.dim, "metric": self.metric,
+            header: dict[str, Any] = {"format": _FORMAT, "version": _VERSION, "dim": self.dim, "metric": self.metric,
                       "dtype": self.dtype, "keep_float32": self.keep_float32, "n": len(self),
                       "next_id": self._next_id, "arrays": {}}
             offset = 0
@@ -282,7 +285,7 @@ class Index:
             return atomic_write(path, write, suffix=".meindex.tmp")  # OSError naming path
 
     @classmethod
-    def load(cls, path, mmap: bool = True):
+    def load(cls, path: str | os.PathLike[str], mmap: bool = True) -> Index:
         """Read an index written by :meth:`save`; ``mmap=True`` maps its arrays read-only (a
         later :meth:`add` / :meth:`remove` works on in-memory copies). Raises
         FileNotFoundError, or ValueError naming ``path`` for a foreign, truncated or

@@ -1,6 +1,10 @@
 """Ready-made trunks (embedding networks) built from :mod:`mantissa_embed.layers`."""
 from __future__ import annotations
 
+from typing import Sequence
+
+import numpy as np
+
 from ._validation import check_int
 from .layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, MaxPool2D, Residual,
                      Sequential)
@@ -26,7 +30,8 @@ def _conv_block(width, batch_norm, stride=1):
     return [Conv2D(width, 3, stride=stride, pad=1, act="relu")]
 
 
-def cnn_embedder(embed_dim=64, widths=(32, 64, 128), batch_norm: bool = True, *, seed=0, backend: str = "mantissa"):
+def cnn_embedder(embed_dim: int = 64, widths: Sequence[int] = (32, 64, 128), batch_norm: bool = True, *,
+                 seed: int | np.random.Generator = 0, backend: str = "mantissa") -> Sequential:
     """The default trunk: 3x3 convolutions, 2x2 max pooling, global average pooling, a linear head.
 
     For each width ``w`` of ``widths``: ``Conv2D(w, 3, pad=1)`` then (``batch_norm``)
@@ -60,7 +65,8 @@ def cnn_embedder(embed_dim=64, widths=(32, 64, 128), batch_norm: bool = True, *,
     return Sequential(layers, seed=seed, backend=backend)
 
 
-def resnet_embedder(embed_dim=64, widths=(32, 64, 128), blocks=(1, 1, 1), *, seed=0, backend: str = "mantissa"):
+def resnet_embedder(embed_dim: int = 64, widths: Sequence[int] = (32, 64, 128), blocks: Sequence[int] = (1, 1, 1), *,
+                    seed: int | np.random.Generator = 0, backend: str = "mantissa") -> Sequential:
     """A small ResNet trunk (He et al. 2016, "Deep Residual Learning", basic blocks).
 
     A stem ``Conv2D(widths[0], 3, pad=1, bias=False) -> BatchNorm2D(act="relu")``; then for
@@ -87,7 +93,7 @@ def resnet_embedder(embed_dim=64, widths=(32, 64, 128), blocks=(1, 1, 1), *, see
     return Sequential(layers, seed=seed, backend=backend)
 
 
-def small_cnn_embedder(embed_dim=16, *, seed=0, backend: str = "mantissa"):
+def small_cnn_embedder(embed_dim: int = 16, *, seed: int | np.random.Generator = 0, backend: str = "mantissa") -> Sequential:
     """The small CNN trunk of the mantissa-embed README.
 
     ``Conv2D(8, 3, pad=1, act="relu") -> MaxPool2D(2) -> Conv2D(16, 3, pad=1, act="relu")
@@ -123,7 +129,8 @@ def small_cnn_embedder(embed_dim=16, *, seed=0, backend: str = "mantissa"):
     ], seed=seed, backend=backend)
 
 
-def mlp_embedder(embed_dim=16, hidden=(64,), *, seed=0, backend: str = "mantissa"):
+def mlp_embedder(embed_dim: int = 16, hidden: Sequence[int] = (64,), *, seed: int | np.random.Generator = 0,
+                 backend: str = "mantissa") -> Sequential:
     """A fully connected trunk: ``Flatten() -> Dense(h, act="relu") for h in hidden -> Dense(embed_dim)``.
 
     A baseline for small inputs (e.g. 8x8 digits) and for tests. ``hidden``: a sequence of

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._typing import ArrayLike
 from ._validation import check_array
 
 __all__ = ["Parameter"]
@@ -32,7 +33,7 @@ class Parameter:
 
     __slots__ = ("data", "grad", "name")
 
-    def __init__(self, data, name: str = "") -> None:
+    def __init__(self, data: ArrayLike, name: str = "") -> None:
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         arr = check_array(data, "data")
@@ -42,12 +43,12 @@ class Parameter:
         self.name = name
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         """The shape of ``data`` (tuple of int)."""
         return self.data.shape
 
     @property
-    def size(self):
+    def size(self) -> int:
         """The number of scalars in ``data`` (int)."""
         return int(self.data.size)
 
@@ -55,7 +56,7 @@ class Parameter:
         """Set ``grad`` to zeros, in place (the array object is kept)."""
         self.grad.fill(0.0)
 
-    def assign(self, values):
+    def assign(self, values: ArrayLike) -> None:
         """Copy ``values`` (same shape, finite) into ``data`` in place.
 
         Raises ``ValueError`` for a different shape or non-finite values, ``TypeError``

@@ -1,6 +1,9 @@
 """``load(name)``: one entry point for every dataset, as ``(X, y)`` float32 NCHW / int64 arrays."""
 from __future__ import annotations
 
+import os
+
+from .._typing import Float32Array, Int64Array
 from .digits import load_digits
 from .mnist import load_mnist
 from .orl_faces import load_orl
@@ -9,7 +12,8 @@ from .resize import check_size, pad_or_resize
 DATASETS = ("digits", "mnist", "orl_faces")
 
 
-def load(name, split=None, data_dir=None, *, size=None):
+def load(name: str, split: str | None = None, data_dir: str | os.PathLike[str] | None = None, *,
+         size: int | tuple[int, int] | None = None) -> tuple[Float32Array, Int64Array]:
     """Load a dataset as ``(X, y)``.
 
     Parameters

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike, Float32Array
 from .._validation import check_array, check_float
 from ..backend import BACKENDS, get_backend
 from . import _numpy_ops as _ops
@@ -72,7 +73,7 @@ class BaseDistance:
         self.normalize_embeddings: bool = _check_bool(normalize_embeddings, "normalize_embeddings")
         self.is_inverted: bool = _check_bool(is_inverted, "is_inverted")
         self.backend: str = _check_backend(backend)
-        self._ctx = None
+        self._ctx: DistanceContext | None = None
         self._ws: dict[Any, Any] = {}
 
     # -- PML helpers -------------------------------------------------------------------------
@@ -107,16 +108,17 @@ class BaseDistance:
         raise NotImplementedError
 
     # -- forward / backward --------------------------------------------------------------------
-    def __call__(self, query_emb, ref_emb=None):
+    def __call__(self, query_emb: ArrayLike, ref_emb: ArrayLike | None = None) -> Float32Array:
         """(N, M) float32 matrix; caches what :meth:`backward` needs."""
         mat, self._ctx = self.forward_ctx(query_emb, ref_emb)
         return mat
 
-    def forward(self, query_emb, ref_emb=None):
+    def forward(self, query_emb: ArrayLike, ref_emb: ArrayLike | None = None) -> Float32Array:
         """Same as calling the object (PML's ``forward``)."""
         return self(query_emb, ref_emb)
 
-    def forward_ctx(self, query_emb, ref_emb=None, backend=None, validate: bool = True):
+    def forward_ctx(self, query_emb: ArrayLike, ref_emb: ArrayLike | None = None, backend: str | None = None,
+                    validate: bool = True) -> tuple[Float32Array, DistanceContext]:
         """Re-entrant forward: returns ``(mat, ctx)`` for :meth:`backward`.
 
         Parameters
@@ -139,7 +141,7 @@ class BaseDistance:
             if r is not None and r.shape[1] != q.shape[1]:
                 raise ValueError(f"ref_emb must have {q.shape[1]} columns like query_emb, got shape {r.shape}")
         else:
-            q, r = query_emb, ref_emb
+            q, r = query_emb, ref_emb  # type: ignore[assignment]  # validate=False: checked arrays
         eng = get_backend(self.backend if backend is None else _check_backend(backend))
         same = r is None
         ctx = DistanceContext(same=same, engine=eng, shape=(q.shape[0], q.shape[0] if r is None else r.shape[0], q.shape[1]))
@@ -160,7 +162,7 @@ class BaseDistance:
         ctx.base, ctx.mat = base, mat
         return mat, ctx
 
-    def backward(self, dmat, ctx=None):
+    def backward(self, dmat: ArrayLike, ctx: DistanceContext | None = None) -> tuple[Float32Array, Float32Array | None]:
         """Gradients ``(dquery, dref)`` of a scalar loss given ``dmat = dL/d mat`` (N, M).
 
         ``ctx``: from :meth:`forward_ctx`; default the cache of the last call. ``dref`` is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, Float32Array, Int64Array
 from .._validation import check_array, check_int
 from ..backend import BACKENDS, get_backend
 
@@ -52,7 +53,8 @@ def _check_knn_args(query, reference, k, exclude_self, metric, tile, backend):
     return q, r, k, bool(exclude_self), tile, backend_mod
 
 
-def knn(query, reference, k, *, exclude_self: bool = False, metric: str = "euclidean", tile=4096, backend: str = "mantissa"):
+def knn(query: ArrayLike, reference: ArrayLike, k: int, *, exclude_self: bool = False, metric: str = "euclidean",
+        tile: int = 4096, backend: str = "mantissa") -> tuple[Int64Array, Float32Array]:
     """Exact k nearest neighbours of each query row among the reference rows.
 
     Parameters

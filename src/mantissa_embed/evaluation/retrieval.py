@@ -10,9 +10,11 @@ default ``k``.
 from __future__ import annotations
 
 import warnings
+from typing import Any, Sequence
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_array, check_int, check_labels
 from .knn_metrics import (
     EQUALITY,
@@ -125,9 +127,10 @@ def metrics_from_knn_labels(knn_labels, query_labels, reference_labels, *, ref_i
     return {m: out[m] for m in include}
 
 
-def retrieval_metrics(embeddings, labels, reference=None, reference_labels=None, *,
-                      ref_includes_query=None, k=None, include=None, avg_of_avgs: bool = False,
-                      metric: str = "euclidean", tile=4096, backend: str = "mantissa"):
+def retrieval_metrics(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLike | None = None,
+                      reference_labels: ArrayLike | None = None, *, ref_includes_query: bool | None = None,
+                      k: int | None = None, include: Sequence[str] | None = None, avg_of_avgs: bool = False,
+                      metric: str = "euclidean", tile: int = 4096, backend: str = "mantissa") -> dict[str, float]:
     """Precision@1, R-precision and MAP@R of ``embeddings`` as queries, from one exact k-NN.
 
     Follows pytorch-metric-learning's ``AccuracyCalculator.get_accuracy(query, query_labels,
@@ -212,7 +215,8 @@ def _single(name, embeddings, labels, reference, reference_labels, kwargs):
                              include=(name,), **kwargs)[name]
 
 
-def precision_at_1(embeddings, labels, reference=None, reference_labels=None, **kwargs):
+def precision_at_1(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLike | None = None,
+                   reference_labels: ArrayLike | None = None, **kwargs: Any) -> float:
     """Fraction of queries whose nearest reference shares their label (PML's ``precision_at_1``).
 
     Same parameters, defaults and errors as :func:`retrieval_metrics` (``k`` defaults to 1);
@@ -221,7 +225,8 @@ def precision_at_1(embeddings, labels, reference=None, reference_labels=None, **
     return _single("precision_at_1", embeddings, labels, reference, reference_labels, kwargs)
 
 
-def r_precision(embeddings, labels, reference=None, reference_labels=None, **kwargs):
+def r_precision(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLike | None = None,
+                reference_labels: ArrayLike | None = None, **kwargs: Any) -> float:
     """Mean over queries of (same-label references among the R nearest) / R (PML's ``r_precision``).
 
     Same parameters, defaults and errors as :func:`retrieval_metrics`; returns a float in [0, 1].
@@ -229,7 +234,8 @@ def r_precision(embeddings, labels, reference=None, reference_labels=None, **kwa
     return _single("r_precision", embeddings, labels, reference, reference_labels, kwargs)
 
 
-def mean_average_precision_at_r(embeddings, labels, reference=None, reference_labels=None, **kwargs):
+def mean_average_precision_at_r(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLike | None = None,
+                                reference_labels: ArrayLike | None = None, **kwargs: Any) -> float:
     """MAP@R (Musgrave et al. 2020; PML's ``mean_average_precision_at_r``).
 
     ``(1/R) sum_{i<=R} P(i) rel(i)`` averaged over queries. Same parameters, defaults and

@@ -7,8 +7,12 @@ are in docs/evaluation.md.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
+
+from .._typing import ArrayLike
 
 __all__ = ["verification_metrics", "FAR_TARGETS"]
 
@@ -53,7 +57,7 @@ def _check_same(same, n):
     return s
 
 
-def verification_metrics(distances, same):
+def verification_metrics(distances: ArrayLike, same: ArrayLike) -> dict[str, Any]:
     """ROC AUC, EER, TAR at fixed FAR and the best-accuracy threshold of a pair verifier.
 
     A pair is declared "same" when ``distance <= threshold``; definitions in docs/evaluation.md.
@@ -114,7 +118,7 @@ def verification_metrics(distances, same):
         t_lo = thresholds[i - 1] if i - 1 > 0 else thresholds[1]
         eer_thr = float(t_lo + w * (thresholds[i] - t_lo))
 
-    out = {"roc_auc": auc, "eer": eer, "eer_threshold": eer_thr}
+    out: dict[str, Any] = {"roc_auc": auc, "eer": eer, "eer_threshold": eer_thr}
     for target, key in zip(FAR_TARGETS, ("tar_at_far_1e-3", "tar_at_far_1e-2")):
         ok = np.flatnonzero(fpr <= target)  # always contains point 0 (FAR 0)
         out[key] = float(tpr[ok[-1]])

@@ -3,17 +3,20 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from .._checks.layers import act_flag, check_negative_slope
 from .._registry import build_from_config
+from .._typing import ArrayLike, Float32Array, Seed
 from .._validation import as_generator, check_array, check_int
 from .._workspace import Workspace
 from ..backend import get_backend
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from ..parameter import Parameter
     from .fusion import Fusion
 
@@ -89,14 +92,14 @@ class Layer:
             LAYER_TYPES[cls.__name__] = cls
 
     @classmethod
-    def from_config(cls, kwargs, where: str = "cfg"):
+    def from_config(cls, kwargs: dict[str, Any], where: str = "cfg") -> Layer:
         """The layer for ``get_config()`` minus ``"type"``; a layer holding layers overrides it
         to rebuild them (with :func:`layer_from_config`)."""
         return cls(**kwargs)
 
     def __init__(self) -> None:
         self.built = False
-        self.input_shape = None
+        self.input_shape: Any = None  # the per-sample tuple once built
         self.training = True
         self.backend = "mantissa"
         self._be = None
@@ -108,7 +111,7 @@ class Layer:
         return ()
 
     # -- configuration -----------------------------------------------------------------
-    def set_backend(self, name):
+    def set_backend(self, name: str) -> Self:
         """Compute with backend ``name`` ("mantissa" or "numpy"). Raises ValueError otherwise."""
         self._be = get_backend(name)
         self.backend = name
@@ -119,17 +122,17 @@ class Layer:
             self._be = get_backend(self.backend)
         return self._be
 
-    def train(self, mode: bool = True):
+    def train(self, mode: bool = True) -> Self:
         """Set training mode (BatchNorm normalizes by the batch statistics in training, by the
         running ones in evaluation). Returns self."""
         self.training = bool(mode)
         return self
 
-    def eval(self):
+    def eval(self) -> Self:
         """Set evaluation mode. Returns self."""
         return self.train(False)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         """JSON-able constructor arguments plus ``"type"`` (the class name)."""
         return {"type": type(self).__name__, **self._config()}
 
@@ -137,11 +140,11 @@ class Layer:
         return {}
 
     # -- shapes and parameters -----------------------------------------------------------
-    def output_shape(self, input_shape):
+    def output_shape(self, input_shape: Sequence[int]) -> tuple[int, ...]:
         """Per-sample output shape for a per-sample ``input_shape``. Raises ValueError."""
         raise NotImplementedError
 
-    def build(self, input_shape, rng=None):
+    def build(self, input_shape: Sequence[int], rng: Seed = None) -> Self:
         """Create the parameters for the per-sample ``input_shape``.
 
         ``rng``: an int seed or ``numpy.random.Generator`` (None: seed 0). Building again with
@@ -167,11 +170,11 @@ class Layer:
         """``{name: shape}`` of the parameters ``build(input_shape)`` creates (nothing allocated)."""
         return {}
 
-    def parameters(self):
+    def parameters(self) -> list[Parameter]:
         """The layer's ``Parameter`` objects (empty list when it has none)."""
         return []
 
-    def named_parameters(self):
+    def named_parameters(self) -> list[tuple[str, Parameter]]:
         """``[(name, Parameter), ...]`` ("weight", "bias")."""
         return [(p.name, p) for p in self.parameters()]
 
@@ -179,7 +182,7 @@ class Layer:
         """``{name: shape}`` of the buffers ``build(input_shape)`` creates (nothing allocated)."""
         return {}
 
-    def named_buffers(self):
+    def named_buffers(self) -> list[tuple[str, np.ndarray]]:
         """``[(name, array), ...]``: the layer's non-learnable state (float32 arrays the layer
         updates in place, e.g. BatchNorm's ``running_mean``), saved and restored with the
         parameters by ``Sequential.state_arrays`` / ``load_state_arrays``. Empty by default."""
@@ -213,7 +216,7 @@ class Layer:
             raise ValueError(f"dY must have the shape of the last forward output {self._y.shape}, got {dY.shape}")
         return dY
 
-    def forward(self, X):
+    def forward(self, X: ArrayLike) -> Float32Array:
         """Y = layer(X). X: (N, *input_shape) float32. Returns a layer-owned buffer, overwritten
         by the layer's next call."""
         X = self._prep_input(X)
@@ -221,7 +224,7 @@ class Layer:
 
     __call__ = forward
 
-    def backward(self, dY, need_dx: bool = True):
+    def backward(self, dY: ArrayLike, need_dx: bool = True) -> Float32Array | None:
         """Gradient w.r.t. the input of the last forward, for the upstream gradient dY
         (the shape of that forward's output). Accumulates into the parameters' ``grad``.
         Returns dX (a layer-owned buffer), or None when ``need_dx`` is False.

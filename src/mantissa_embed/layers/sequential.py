@@ -1,14 +1,18 @@
 """The layer container: :class:`Sequential`."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from .._typing import ArrayLike, Float32Array
 from .._validation import as_generator, check_array, check_int
 from ..backend import BACKENDS, get_backend
 from .base_layer import Layer, check_shape, layer_from_config
 from .fusion import Fusion, plan_backward, plan_forward, timed
+
+if TYPE_CHECKING:
+    from ..parameter import Parameter
 
 __all__ = ["Sequential"]
 
@@ -40,7 +44,7 @@ class Sequential:
         Empty ``layers``, a layer given twice, an unknown ``backend``.
     """
 
-    def __init__(self, layers, seed=0, backend: str = "mantissa") -> None:
+    def __init__(self, layers: Sequence[Layer], seed: int | np.random.Generator = 0, backend: str = "mantissa") -> None:
         if isinstance(layers, Layer) or isinstance(layers, (str, bytes)):
             raise TypeError("layers must be a list of Layer objects")
         try:
@@ -61,8 +65,8 @@ class Sequential:
         self.layers = layers
         self.seed = seed
         self.training = True
-        self.input_shape = None
-        self._n_last = None
+        self.input_shape: Any = None  # the per-sample tuple once built
+        self._n_last: int | None = None
         self._profile = None  # [forward_s, backward_s] per layer while profiling (training.Profiler)
         self._plans: dict[str, Any] = {}
         self._allow: Callable[[int, Fusion], bool] | None = None
@@ -84,7 +88,7 @@ class Sequential:
         """True once the input shape is known and every parameter exists."""
         return self.input_shape is not None
 
-    def set_backend(self, backend):
+    def set_backend(self, backend: str) -> Sequential:
         """Run every layer on ``backend`` ("mantissa" or "numpy"). Returns self."""
         get_backend(backend)  # validates
         for layer in self.layers:
@@ -92,18 +96,18 @@ class Sequential:
         self.backend = backend
         return self
 
-    def train(self, mode: bool = True):
+    def train(self, mode: bool = True) -> Sequential:
         """Training mode for every layer (BatchNorm: batch statistics). Returns self."""
         self.training = bool(mode)
         for layer in self.layers:
             layer.train(mode)
         return self
 
-    def eval(self):
+    def eval(self) -> Sequential:
         """Evaluation mode for every layer. Returns self."""
         return self.train(False)
 
-    def build(self, input_shape):
+    def build(self, input_shape: Sequence[int]) -> Sequential:
         """Create every parameter for the per-sample ``input_shape`` (e.g. ``(1, 28, 28)``).
 
         Returns self. Raises ValueError when a layer cannot take the shape it receives, or when
@@ -124,7 +128,7 @@ class Sequential:
         self.input_shape = shape
         return self
 
-    def output_shape(self, input_shape=None):
+    def output_shape(self, input_shape: Sequence[int] | None = None) -> tuple[int, ...]:
         """Per-sample output shape for ``input_shape`` (default: the built input shape)."""
         if input_shape is None:
             if not self.built:
@@ -147,21 +151,21 @@ class Sequential:
             shape = layer.output_shape(shape)
         return out
 
-    def parameters(self):
+    def parameters(self) -> list[Parameter]:
         """Every ``Parameter``, in layer order (weight then bias). Empty before build."""
         return [p for layer in self.layers for p in layer.parameters()]
 
-    def named_parameters(self):
+    def named_parameters(self) -> list[tuple[str, Parameter]]:
         """``[("0.weight", Parameter), ("0.bias", ...), ...]``: layer index and parameter name."""
         return [(f"{i}.{name}", p) for i, layer in enumerate(self.layers)
                 for name, p in layer.named_parameters()]
 
-    def named_buffers(self):
+    def named_buffers(self) -> list[tuple[str, np.ndarray]]:
         """``[("1.running_mean", array), ...]``: every layer's non-learnable state (the arrays
         themselves, updated in place by the layers), named like :meth:`named_parameters`."""
         return [(f"{i}.{name}", a) for i, layer in enumerate(self.layers) for name, a in layer.named_buffers()]
 
-    def num_parameters(self):
+    def num_parameters(self) -> int:
         """Total number of learnable scalars (int). Requires a built model."""
         if not self.built:
             raise RuntimeError("the model is not built: call build(input_shape) or forward(X) first")
@@ -173,7 +177,7 @@ class Sequential:
             p.zero_grad()
 
     # -- passes ------------------------------------------------------------------------------
-    def forward(self, X):
+    def forward(self, X: ArrayLike) -> Float32Array:
         """Embed a batch: X (N, *input_shape) -> (N, *output_shape), float32 (a fresh array).
 
         X is converted to float32 C-contiguous (no copy when it already is) and validated once:
@@ -253,7 +257,7 @@ class Sequential:
 
     __call__ = forward
 
-    def backward(self, dY, need_dx: bool = True):
+    def backward(self, dY: ArrayLike, need_dx: bool = True) -> Float32Array | None:
         """Backpropagate dY (N, *output_shape) = dL/dY through the last forward.
 
         Accumulates into every ``Parameter.grad``. Returns dL/dX (a fresh (N, *input_shape)
@@ -286,7 +290,7 @@ class Sequential:
         return frozenset(s.index for s in self._plan("backward") if s.name == "backward_preact")
 
     # -- description and persistence ------------------------------------------------------------
-    def summary(self):
+    def summary(self) -> str:
         """A text table: layer, per-sample output shape, number of parameters, and the total.
 
         Requires a built model (RuntimeError otherwise). Returns the string (print it).
@@ -308,7 +312,7 @@ class Sequential:
         out.append(f"Total params: {self.num_parameters():,}")
         return "\n".join(out)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         """JSON-able description: layers' configs, seed (None if a Generator was given),
         backend and the built input shape (None before build)."""
         return {
@@ -320,7 +324,7 @@ class Sequential:
         }
 
     @classmethod
-    def from_config(cls, cfg):
+    def from_config(cls, cfg: dict[str, Any]) -> Sequential:
         """Rebuild a model from :meth:`get_config` output (built when it records an input shape).
 
         Raises TypeError/ValueError for a malformed config or an unknown layer type.
@@ -336,7 +340,7 @@ class Sequential:
             model.build(tuple(cfg["input_shape"]))
         return model
 
-    def state_arrays(self):
+    def state_arrays(self) -> dict[str, Float32Array]:
         """``{"0.weight": array, "0.bias": array, ..., "1.running_mean": array, ...}``: copies of
         every parameter, then of every buffer (:meth:`named_buffers`), float32. A model without
         buffers gives its parameters only, as before buffers existed. Requires a built model."""
@@ -350,7 +354,7 @@ class Sequential:
         """``{name: array}``: the arrays :meth:`load_state_arrays` writes (parameters' data, buffers)."""
         return {**{name: p.data for name, p in self.named_parameters()}, **dict(self.named_buffers())}
 
-    def load_state_arrays(self, arrays):
+    def load_state_arrays(self, arrays: Mapping[str, ArrayLike]) -> Sequential:
         """Copy ``arrays`` (as returned by :meth:`state_arrays`) into the parameters and buffers,
         in place.
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .._validation import check_array, check_float, check_labels
 from ..backend import BACKENDS, get_backend
 from ..distances import BaseDistance, LpDistance
@@ -80,7 +81,7 @@ class BaseMetricLossFunction:
         obj._init_args = (args, kwargs)  # for get_config()
         return obj
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         """``{"type": class name, "args": {...}}``: the constructor arguments that are JSON-able
         (numbers, strings, bools, None and lists of them), and ``"dropped"``: the names of the
         others (distance, reducer, regularizer objects), which a rebuild leaves at their defaults."""
@@ -89,7 +90,8 @@ class BaseMetricLossFunction:
             bound = inspect.signature(type(self)).bind(*args, **kwargs)
         except TypeError:  # pragma: no cover - the constructor accepted them
             return {"type": type(self).__name__, "args": {}, "dropped": ["*"]}
-        out, dropped = {}, []
+        out: dict[str, Any] = {}
+        dropped: list[str] = []
         for name, value in bound.arguments.items():
             items = value.items() if isinstance(value, dict) and name == "kwargs" else [(name, value)]
             for k, v in items:
@@ -142,10 +144,12 @@ class BaseMetricLossFunction:
         raise NotImplementedError
 
     # -- the call --------------------------------------------------------------------------------
-    def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
+                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None) -> LossOutput:
         batch = self._validate(embeddings, labels, indices_tuple, ref_emb, ref_labels)
         self.stats = {}
-        self._unreduced = {}
+        self._unreduced: dict[str, Any] = {}
         terms, dq, dr = self.compute_loss(batch)
         terms = {k: float(v) for k, v in terms.items()}
         if self.embedding_regularizer is not None:

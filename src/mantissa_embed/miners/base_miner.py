@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike, Int64Array
 from .._validation import check_array, check_labels
 from ..backend import BACKENDS
 from ..distances import BaseDistance, LpDistance
@@ -35,7 +36,8 @@ class BaseMiner:
         self.distance = distance
         self.stats: dict[str, Any] = {}
 
-    def __call__(self, embeddings, labels, ref_emb=None, ref_labels=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None) -> tuple[Int64Array, ...]:
         emb = check_array(embeddings, "embeddings", ndim=2)
         N, D = emb.shape
         if D == 0 and N > 0:  # as the losses: no geometry to mine in

@@ -1,7 +1,11 @@
 """BaseReducer: turns per-element losses into one number, with the gradient of that reduction."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from .._typing import ArrayLike
 
 REDUCTION_TYPES = ("element", "pos_pair", "neg_pair", "triplet", "already_reduced")
 
@@ -40,10 +44,12 @@ class BaseReducer:
         """Extra keyword arguments of a call: the loss's ``divisor`` for a DivisorReducer, else none."""
         return {}
 
-    def __call__(self, losses, indices=None, reduction_type: str = "element", embeddings=None, labels=None):
+    def __call__(self, losses: ArrayLike, indices: Any = None, reduction_type: str = "element",
+                        embeddings: ArrayLike | None = None, labels: ArrayLike | None = None) -> tuple[float, np.ndarray | None]:
         return self.forward(losses, indices, reduction_type, embeddings, labels)
 
-    def forward(self, losses, indices=None, reduction_type: str = "element", embeddings=None, labels=None):
+    def forward(self, losses: ArrayLike, indices: Any = None, reduction_type: str = "element",
+                       embeddings: ArrayLike | None = None, labels: ArrayLike | None = None) -> tuple[float, np.ndarray | None]:
         if reduction_type not in REDUCTION_TYPES:
             raise ValueError(f"reduction_type must be one of {REDUCTION_TYPES}, got {reduction_type!r}")
         if np.isscalar(losses) and losses == 0:

@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_array
 from ..distances import BaseDistance, CosineSimilarity, LpDistance
 from ..losses.base_metric_loss_function import LossOutput
@@ -45,7 +46,7 @@ class BaseRegularizer:
     def compute_loss(self, x):
         raise NotImplementedError
 
-    def forward64(self, x):
+    def forward64(self, x: ArrayLike) -> tuple[float, np.ndarray]:
         """``(value, grad)`` in float64 for a float64 ``x`` (N, D): the computation of ``__call__``."""
         x = np.asarray(x, dtype=np.float64)
         self.stats = {}
@@ -58,7 +59,7 @@ class BaseRegularizer:
             return float(value), np.zeros_like(x)
         return float(value), backward(np.asarray(dl, dtype=np.float64))
 
-    def __call__(self, x):
+    def __call__(self, x: ArrayLike) -> LossOutput:
         arr = check_array(x, "x", ndim=2, dtype=np.float64)
         value, grad = self.forward64(arr)
         return LossOutput(loss=value, grad=np.ascontiguousarray(grad, dtype=np.float32), terms={"loss": value})
