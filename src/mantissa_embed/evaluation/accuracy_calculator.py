@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_score
 
+from .._typing import ArrayLike
 from .._validation import check_array, check_int
 from . import knn_metrics
 from .knn import knn as _default_knn
@@ -149,8 +151,10 @@ class AccuracyCalculator:
 
     function_keyword = "calculate_"
 
-    def __init__(self, include=(), exclude=(), avg_of_avgs: bool = False, return_per_class: bool = False, k=None,
-                 label_comparison_fn=None, knn_func=None, kmeans_func=None) -> None:
+    def __init__(self, include: Sequence[str] = (), exclude: Sequence[str] = (), avg_of_avgs: bool = False,
+                 return_per_class: bool = False, k: int | str | None = None,
+                 label_comparison_fn: Callable[..., Any] | None = None, knn_func: Callable[..., Any] | None = None,
+                 kmeans_func: Callable[..., Any] | None = None) -> None:
         names = [x for x in dir(self) if x.startswith(self.function_keyword)]
         metrics = [x.replace(self.function_keyword, "", 1) for x in names]
         self.original_function_dict = {m: getattr(self, f) for m, f in zip(metrics, names)}
@@ -283,8 +287,9 @@ class AccuracyCalculator:
                            self.avg_of_avgs, self.return_per_class, self.label_comparison_fn)
 
     # -- driver --------------------------------------------------------------------------
-    def get_accuracy(self, query, query_labels, reference=None, reference_labels=None,
-                     ref_includes_query: bool = False, include=(), exclude=()):
+    def get_accuracy(self, query: ArrayLike, query_labels: ArrayLike, reference: ArrayLike | None = None,
+                     reference_labels: ArrayLike | None = None, ref_includes_query: bool = False,
+                     include: Sequence[str] = (), exclude: Sequence[str] = ()) -> dict[str, Any]:
         """Compute the current metrics.
 
         Parameters

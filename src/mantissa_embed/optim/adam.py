@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .optimizer import Optimizer, nonnegative, real
+
+if TYPE_CHECKING:
+    from ..parameter import Parameter
 
 __all__ = ["Adam"]
 
@@ -48,7 +52,8 @@ class Adam(Optimizer):
     _state_scalars = ("step",)
     _decoupled = False
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay=0, *, backend: str = "mantissa") -> None:
+    def __init__(self, params: Iterable[Parameter | dict[str, Any]], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, *, backend: str = "mantissa") -> None:
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), backend)
 
     def _check_options(self, o, where):

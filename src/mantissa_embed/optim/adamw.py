@@ -1,7 +1,12 @@
 """AdamW, as ``torch.optim.AdamW``: Adam with decoupled weight decay."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Iterable
+
 from .adam import Adam
+
+if TYPE_CHECKING:
+    from ..parameter import Parameter
 
 __all__ = ["AdamW"]
 
@@ -22,5 +27,6 @@ class AdamW(Adam):
 
     _decoupled = True
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2, *, backend: str = "mantissa") -> None:
+    def __init__(self, params: Iterable[Parameter | dict[str, Any]], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, *, backend: str = "mantissa") -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, backend=backend)

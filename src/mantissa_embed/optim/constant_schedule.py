@@ -16,6 +16,6 @@ class ConstantSchedule(Schedule):
 
     name = "constant"
 
-    def factor(self, step, total_steps) -> float:
+    def factor(self, step: int, total_steps: int) -> float:
         check_step(step, total_steps)
         return 1.0

@@ -33,13 +33,13 @@ class CosineSchedule(Schedule):
 
     name = "cosine"
 
-    def __init__(self, warmup=0, min_factor: float = 0.0) -> None:
+    def __init__(self, warmup: int = 0, min_factor: float = 0.0) -> None:
         self.warmup = check_int(warmup, "warmup", minimum=0)
         self.min_factor = check_float(min_factor, "min_factor", minimum=0.0)
         if self.min_factor > 1.0:
             raise ValueError(f"min_factor must be <= 1, got {self.min_factor}")
 
-    def factor(self, step, total_steps):
+    def factor(self, step: int, total_steps: int) -> float:
         step, total_steps = check_step(step, total_steps)
         if step < self.warmup:
             return step / self.warmup

@@ -86,7 +86,7 @@ class Optimizer:
     _state_arrays: tuple[str, ...] = ()  # names of the per-parameter state arrays a subclass keeps
     _state_scalars: tuple[str, ...] = ()  # names of its integer state entries ("step")
 
-    def __init__(self, params, defaults, backend: str = "mantissa") -> None:
+    def __init__(self, params: Iterable[Parameter | dict[str, Any]], defaults: dict[str, Any], backend: str = "mantissa") -> None:
         if isinstance(params, Parameter):
             raise TypeError("params must be an iterable of Parameter objects, got a single Parameter "
                             "(wrap it in a list)")
@@ -95,7 +95,7 @@ class Optimizer:
                             "(wrap the parameter group in a list)")
         if not isinstance(params, Iterable):
             raise TypeError(f"params must be an iterable of Parameter objects, got {type(params).__name__}")
-        groups = list(params)
+        groups: list[Any] = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
         n_dicts = sum(isinstance(g, dict) for g in groups)
@@ -126,7 +126,7 @@ class Optimizer:
             opts["initial_lr"] = real(group["initial_lr"], f"{where}initial_lr")
         return opts
 
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group ``{"params": [...], <options>}``; missing options take ``defaults``.
 
         Raises TypeError for a non-dict, ValueError for an unknown option, an invalid value or
@@ -176,7 +176,7 @@ class Optimizer:
         for p in self.params:
             p.zero_grad()
 
-    def step(self):
+    def step(self) -> None:
         """Update every parameter in place from its current ``grad``, group by group, with the
         group's current options (validated: ValueError for an invalid one)."""
         k = 0
@@ -199,7 +199,7 @@ class Optimizer:
 
     # -- checkpoints -----------------------------------------------------------------------
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """The optimizer's state as torch lays it out, holding only numpy arrays (copies) and
         JSON-able scalars: ``{"state": {index: {"step": int, "exp_avg": array, ...}},
         "param_groups": [{<options>, "params": [indices]}]}``, indices being positions in
@@ -217,7 +217,7 @@ class Optimizer:
                 state[i] = {key: (v.copy() if isinstance(v, np.ndarray) else v) for key, v in st.items()}
         return {"state": state, "param_groups": groups}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore a :meth:`state_dict` (of this optimizer type, same groups and shapes).
 
         Saved parameter indices map to this optimizer's parameters in order (as torch does);
@@ -241,7 +241,8 @@ class Optimizer:
         if len(saved_groups) != len(self.param_groups):
             raise ValueError(f"state_dict has {len(saved_groups)} parameter groups, the optimizer "
                              f"has {len(self.param_groups)}")
-        new_groups, index = [], {}
+        new_groups: list[dict[str, Any]] = []
+        index: dict[int, int] = {}
         for gi, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
             where = f"state_dict['param_groups'][{gi}]"
             if not isinstance(saved, dict) or "params" not in saved:
@@ -256,7 +257,7 @@ class Optimizer:
                 index[int(sid)] = len(index)
             merged = {**group, **{k: v for k, v in saved.items() if k in self.defaults or k == "initial_lr"}}
             new_groups.append(self._group_options(merged, f"{where}: "))
-        new_state = [dict() for _ in self.params]
+        new_state: list[dict[str, Any]] = [dict() for _ in self.params]
         for key, st in saved_state.items():
             sid = int(key) if isinstance(key, str) and key.isdigit() else key
             if sid not in index:

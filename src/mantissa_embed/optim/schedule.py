@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 from .._validation import check_int
 
@@ -36,18 +37,18 @@ class Schedule:
         if cls.name and "name" in cls.__dict__:
             _REGISTRY[cls.name] = cls
 
-    def factor(self, step, total_steps):
+    def factor(self, step: int, total_steps: int) -> float:
         raise NotImplementedError
 
     def _config(self):
         return {}
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         """``{"name": ..., <constructor arguments>}``, JSON-able; :func:`schedule_from_config`
         rebuilds the schedule from it."""
         return {"name": self.name, **self._config()}
 
-    def apply(self, optimizer, step, total_steps):
+    def apply(self, optimizer: Any, step: int, total_steps: int) -> list[float]:
         """Set each group's ``lr`` to its base lr times ``factor(step, total_steps)``; return
         the new lrs (one per group).
 
@@ -79,7 +80,7 @@ def _names():
     return ", ".join(repr(n) for n in sorted(_REGISTRY))
 
 
-def schedule_from_config(config):
+def schedule_from_config(config: dict[str, Any]) -> Schedule:
     """The schedule a :meth:`Schedule.get_config` dict describes.
 
     Raises TypeError for a non-dict, ValueError naming ``schedule`` for a missing or unknown
@@ -99,7 +100,7 @@ def schedule_from_config(config):
     return cls(**kwargs)
 
 
-def make_schedule(spec=None):
+def make_schedule(spec: str | dict[str, Any] | Schedule | None = None) -> Schedule:
     """A schedule from a user argument: a :class:`Schedule` (returned as is), a name
     (``"constant"``, ``"cosine"``, ``"step"``: that schedule with its defaults), a config dict
     (:func:`schedule_from_config`) or None (``ConstantSchedule()``).

@@ -1,9 +1,14 @@
 """Stochastic gradient descent, as ``torch.optim.SGD``."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Iterable
+
 import numpy as np
 
 from .optimizer import Optimizer, nonnegative, real
+
+if TYPE_CHECKING:
+    from ..parameter import Parameter
 
 __all__ = ["SGD"]
 
@@ -33,7 +38,8 @@ class SGD(Optimizer):
 
     _state_arrays = ("momentum_buffer",)
 
-    def __init__(self, params, lr: float = 1e-3, momentum=0, dampening=0, weight_decay=0, nesterov: bool = False, *,
+    def __init__(self, params: Iterable[Parameter | dict[str, Any]], lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *,
                  backend: str = "mantissa") -> None:
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov), backend)

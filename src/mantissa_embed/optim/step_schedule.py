@@ -28,11 +28,11 @@ class StepSchedule(Schedule):
 
     name = "step"
 
-    def __init__(self, step_size=None, gamma: float = 0.1) -> None:
+    def __init__(self, step_size: int | None = None, gamma: float = 0.1) -> None:
         self.step_size = None if step_size is None else check_int(step_size, "step_size", minimum=1)
         self.gamma = check_float(gamma, "gamma", 0.0, strict=True)
 
-    def factor(self, step, total_steps):
+    def factor(self, step: int, total_steps: int) -> float:
         step, total_steps = check_step(step, total_steps)
         size = self.step_size if self.step_size is not None else math.ceil(total_steps / 3)
         return float(self.gamma ** (step // size))

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import math
+from typing import Iterator
 
 import numpy as np
 
+from .._typing import ArrayLike, Int64Array, Seed
 from .._validation import as_generator, check_int, check_labels
 from ._common import safe_random_choice, split_batches
 
@@ -33,7 +35,7 @@ class FixedSetOfTriplets:
     Source: pytorch-metric-learning ``samplers/fixed_set_of_triplets.py``.
     """
 
-    def __init__(self, labels, num_triplets, seed=0, *, triplets_per_batch=1) -> None:
+    def __init__(self, labels: ArrayLike, num_triplets: int, seed: Seed = 0, *, triplets_per_batch: int = 1) -> None:
         if labels is not None and np.size(labels) == 0:
             raise ValueError("labels must not be empty (at least 2 distinct classes are needed)")
         labels = check_labels(labels, "labels")
@@ -62,12 +64,12 @@ class FixedSetOfTriplets:
     def __len__(self) -> int:
         return math.ceil(self.num_triplets / self.triplets_per_batch)
 
-    def indices(self):
+    def indices(self) -> Int64Array:
         """Shuffle the triplets and return them flattened (PML's iteration, 3 * num_triplets)."""
         self.rng.shuffle(self.fixed_set_of_triplets, axis=0)
         return self.fixed_set_of_triplets.reshape(-1).copy()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Int64Array]:
         yield from split_batches(self.indices(), 3 * self.triplets_per_batch)
 
     def __repr__(self) -> str:

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import itertools
 import numbers
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
+from .._typing import ArrayLike, Int64Array, Seed
 from .._validation import as_generator, check_int
 from ._common import safe_random_choice
 
@@ -34,8 +35,8 @@ class HierarchicalSampler:
     Source: pytorch-metric-learning ``samplers/hierarchical_sampler.py``.
     """
 
-    def __init__(self, labels, batch_size, samples_per_class, batches_per_super_tuple=4,
-                 super_classes_per_batch=2, inner_label=0, outer_label=1, seed=0) -> None:
+    def __init__(self, labels: ArrayLike, batch_size: int, samples_per_class: int | str, batches_per_super_tuple: int = 4,
+                 super_classes_per_batch: int = 2, inner_label: int = 0, outer_label: int = 1, seed: Seed = 0) -> None:
         lab = np.asarray(labels)
         if lab.dtype.kind not in "iu":
             raise TypeError(f"labels must have an integer dtype, got {lab.dtype}")
@@ -63,7 +64,7 @@ class HierarchicalSampler:
             if self.sub_batch_len % samples_per_class != 0:
                 raise ValueError(f"batch_size // super_classes_per_batch ({self.sub_batch_len}) must be a "
                                  f"multiple of samples_per_class ({samples_per_class})")
-        self.samples_per_class = samples_per_class
+        self.samples_per_class: Any = samples_per_class
         self.super_image_lists: dict[Any, Any] = {}
         for idx, (slb, lb) in enumerate(zip(lab[:, outer].tolist(), lab[:, inner].tolist())):
             self.super_image_lists.setdefault(slb, {}).setdefault(lb, []).append(idx)
@@ -104,7 +105,7 @@ class HierarchicalSampler:
     def __len__(self) -> int:
         return len(self.batches)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Int64Array]:
         self.reshuffle()
         yield from self.batches
 

@@ -1,8 +1,11 @@
 """MPerClassSampler: ``m`` samples of each of ``batch_size // m`` classes per batch."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 
+from .._typing import ArrayLike, Int64Array, Seed
 from .._validation import as_generator, check_int, check_labels
 
 
@@ -38,7 +41,8 @@ class MPerClassSampler:
     Source: pytorch-metric-learning ``samplers/m_per_class_sampler.py``.
     """
 
-    def __init__(self, labels, m, batch_size=None, length_before_new_iter=100000, seed=0) -> None:
+    def __init__(self, labels: ArrayLike, m: int, batch_size: int | None = None, length_before_new_iter: int = 100000,
+                 seed: Seed = 0) -> None:
         if labels is not None and np.size(labels) == 0:
             raise ValueError("labels must not be empty")
         labels = check_labels(labels, "labels")
@@ -79,7 +83,7 @@ class MPerClassSampler:
     def _batch_len(self):
         return self.length_of_single_pass if self.batch_size is None else self.batch_size
 
-    def calculate_num_iters(self):
+    def calculate_num_iters(self) -> int:
         """Number of batches per iteration (PML's ``calculate_num_iters``)."""
         divisor = self._batch_len
         return self.list_size // divisor if divisor < self.list_size else 1
@@ -92,7 +96,7 @@ class MPerClassSampler:
         replace = idx.shape[0] < self.m_per_class
         return self.rng.choice(idx, size=self.m_per_class, replace=replace)
 
-    def next_batch(self):
+    def next_batch(self) -> Int64Array:
         """Draw one batch: an int64 array of ``batch_size`` (or ``m * num_classes``) indices."""
         labels = self.labels
         # in-place shuffle of the persistent class list, as PML does
@@ -101,11 +105,11 @@ class MPerClassSampler:
         chosen = labels if self.batch_size is None else labels[: self.batch_size // self.m_per_class]
         return np.concatenate([self._draw(c) for c in chosen]).astype(np.int64, copy=False)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Int64Array]:
         for _ in range(self.calculate_num_iters()):
             yield self.next_batch()
 
-    def indices(self):
+    def indices(self) -> Int64Array:
         """One iteration flattened: PML's index list (int64, length ``list_size`` or less)."""
         batches = list(self)
         return np.concatenate(batches) if batches else np.empty(0, np.int64)

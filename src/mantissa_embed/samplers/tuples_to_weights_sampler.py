@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from .. import utils
+from .._typing import Int64Array, Seed
 from .._validation import as_generator, check_array, check_int, check_labels
 from .weighted_sampler import WeightedSampler
 
@@ -48,8 +50,8 @@ class TuplesToWeightsSampler:
     Source: pytorch-metric-learning ``samplers/tuples_to_weights_sampler.py``.
     """
 
-    def __init__(self, model, miner, dataset, subset_size=None, *, batch_size=None, seed=0,
-                 embed_batch_size=256) -> None:
+    def __init__(self, model: Callable[..., Any], miner: Callable[..., Any], dataset: Any, subset_size: int | None = None, *,
+                 batch_size: int | None = None, seed: Seed = 0, embed_batch_size: int = 256) -> None:
         if not callable(model):
             raise TypeError(f"model must be callable (X -> embeddings), got {type(model).__name__}")
         if not callable(miner):
@@ -68,8 +70,8 @@ class TuplesToWeightsSampler:
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
         self.embed_batch_size = check_int(embed_batch_size, "embed_batch_size", minimum=1)
         self.rng = as_generator(seed)
-        self.weights = None
-        self.subset_indices = None
+        self.weights: np.ndarray | None = None
+        self.subset_indices: np.ndarray | None = None
 
     @property
     def num_samples(self):
@@ -91,7 +93,7 @@ class TuplesToWeightsSampler:
             outs.append(e.copy())
         return np.concatenate(outs)
 
-    def compute_weights(self):
+    def compute_weights(self) -> np.ndarray:
         """Steps 1-3: draw the subset, embed, mine; set and return ``self.weights`` (N,)."""
         n = self.X.shape[0]
         if self.subset_size is None:
@@ -112,7 +114,7 @@ class TuplesToWeightsSampler:
         self.weights, self.subset_indices = weights, idx
         return weights
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Int64Array]:
         weights = self.compute_weights()
         yield from WeightedSampler(weights, self.num_samples, replacement=True, generator=self.rng,
                                    batch_size=self.batch_size)

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import math
+from typing import Iterator
 
 import numpy as np
 
+from .._typing import ArrayLike, Int64Array, Seed
 from .._validation import as_generator, check_array, check_int
 from ._common import split_batches
 
@@ -38,7 +40,8 @@ class WeightedSampler:
     Source: ``torch.utils.data.WeightedRandomSampler`` (PyTorch).
     """
 
-    def __init__(self, weights, num_samples, replacement: bool = True, generator=None, *, batch_size=None) -> None:
+    def __init__(self, weights: ArrayLike, num_samples: int, replacement: bool = True, generator: Seed = None, *,
+                 batch_size: int | None = None) -> None:
         w = check_array(weights, "weights", ndim=1, dtype=np.float64)
         if w.shape[0] == 0:
             raise ValueError("weights must not be empty")
@@ -64,7 +67,7 @@ class WeightedSampler:
     def __len__(self) -> int:
         return 1 if self.batch_size is None else math.ceil(self.num_samples / self.batch_size)
 
-    def indices(self):
+    def indices(self) -> Int64Array:
         """One draw of ``num_samples`` indices (int64), not split into batches."""
         k = self._draw()
         return self.support[k]
@@ -73,7 +76,7 @@ class WeightedSampler:
         return self.generator.choice(self.support.shape[0], size=self.num_samples,
                                      replace=self.replacement, p=self._p)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Int64Array]:
         yield from split_batches(self.indices(), self.batch_size)
 
     def __repr__(self) -> str:

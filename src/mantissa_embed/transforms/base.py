@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from .._registry import build_from_config
+from .._typing import ArrayLike, Float32Array
 from .._validation import check_array, check_float
 from .._workspace import Workspace
 
@@ -16,7 +17,7 @@ from .._workspace import Workspace
 TRANSFORM_TYPES: dict[str, type[Transform]] = {}
 
 
-def transform_from_config(cfg, where: str = "cfg"):
+def transform_from_config(cfg: dict[str, Any], where: str = "cfg") -> Transform:
     """A new transform from ``transform.get_config()`` output (a dict with ``"type"``, as
     ``json.loads`` gives it back: lists become tuples). Raises ValueError naming ``where`` for a
     malformed dict, an unknown type or bad arguments."""
@@ -80,7 +81,7 @@ class Transform:
         if cls.__module__.startswith("mantissa_embed.transforms.") and not cls.__name__.startswith("_"):
             TRANSFORM_TYPES[cls.__name__] = cls
 
-    def __call__(self, X, rng):
+    def __call__(self, X: ArrayLike, rng: np.random.Generator) -> Float32Array:
         X = check_array(X, "X", 4, finite=False)
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
@@ -97,7 +98,7 @@ class Transform:
         """The (N,C,H,W) shape of the output for an input of ``input_shape``."""
         return tuple(input_shape)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         """A JSON-able dict: ``{"type": class name, **constructor arguments}``."""
         return {"type": type(self).__name__, **self._config()}
 
@@ -116,7 +117,7 @@ class Compose(Transform):
     ``Compose``, each drawing from the same ``rng``. Returns the last one's buffer (an empty
     Compose copies X into its own). Raises TypeError for an item that is not a Transform."""
 
-    def __init__(self, transforms) -> None:
+    def __init__(self, transforms: Sequence[Callable[..., Any]]) -> None:
         if isinstance(transforms, Transform) or not hasattr(transforms, "__iter__"):
             raise TypeError(f"transforms must be a sequence of Transform, got {type(transforms).__name__}")
         self.transforms = list(transforms)

@@ -57,10 +57,11 @@ class RandomAffine(Transform):
     exactly. Raises ValueError / TypeError naming the argument.
     """
 
-    def __init__(self, degrees, translate=None, scale=None, backend: str = "mantissa") -> None:
+    def __init__(self, degrees: float | tuple[float, float], translate: tuple[float, float] | None = None,
+                 scale: tuple[float, float] | None = None, backend: str = "mantissa") -> None:
         if isinstance(degrees, numbers.Real) and not isinstance(degrees, bool):
             d = check_float(degrees, "degrees", 0)
-            self.degrees = (-d, d)
+            self.degrees: tuple[float, float] = (-d, d)
         else:
             self.degrees = check_pair(degrees, "degrees")
         self.translate = None if translate is None else check_pair(translate, "translate", 0, 1, ordered=False)
