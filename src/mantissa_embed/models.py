@@ -93,7 +93,8 @@ def resnet_embedder(embed_dim: int = 64, widths: Sequence[int] = (32, 64, 128), 
     return Sequential(layers, seed=seed, backend=backend)
 
 
-def small_cnn_embedder(embed_dim: int = 16, *, seed: int | np.random.Generator = 0, backend: str = "mantissa") -> Sequential:
+def small_cnn_embedder(embed_dim: int = 16, *, seed: int | np.random.Generator = 0,
+                       backend: str = "mantissa") -> Sequential:
     """The small CNN trunk of the mantissa-embed README.
 
     ``Conv2D(8, 3, pad=1, act="relu") -> MaxPool2D(2) -> Conv2D(16, 3, pad=1, act="relu")

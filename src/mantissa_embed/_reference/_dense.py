@@ -91,7 +91,8 @@ def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx: bool = True, ac
     return dx, dw, db
 
 
-def sgd_step(p, g, v, lr, momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False, first: bool = False) -> None:
+def sgd_step(p, g, v, lr, momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0,
+             nesterov: bool = False, first: bool = False) -> None:
     """One in-place ``torch.optim.SGD`` step on the parameter array p with gradient g.
 
     p, v: float32 C-contiguous writeable arrays of one shape (v, the momentum buffer, may be

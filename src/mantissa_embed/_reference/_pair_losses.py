@@ -264,7 +264,8 @@ def _triplet_triplets_terms(dist, a, p, n, margin, swap, smooth, inverted, weigh
 
 # --------------------------------------------------------------------------- public
 
-def contrastive_loss_all(dist, labels, ref_labels, pos_margin: float = 0.0, neg_margin: float = 1.0, exclude_self: bool = False,
+def contrastive_loss_all(dist, labels, ref_labels, pos_margin: float = 0.0, neg_margin: float = 1.0,
+                         exclude_self: bool = False,
                          inverted: bool = False, nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True,
                          return_losses: bool = False):
     """Contrastive loss over every pair of a distance matrix, and d value / d dist.
@@ -293,7 +294,8 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin: float = 0.0, neg_
 
 
 def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin: float = 0.0, neg_margin: float = 1.0, inverted: bool = False,
-                           nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True, return_losses: bool = False):
+                           nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True,
+                           return_losses: bool = False):
     """Contrastive loss over given pairs (pytorch-metric-learning's ``(a1, p, a2, n)``).
 
     Same terms and reductions as :func:`contrastive_loss_all`; ``(a1[k], p[k])`` (K1 each, in
@@ -325,7 +327,8 @@ def triplet_all_count(labels, ref_labels, exclude_self: bool = False):
     return int(np.sum(npos * (len(ref_labels) - pos.sum(axis=1))))
 
 
-def triplet_loss_all(dist, labels, ref_labels, margin: float = 0.05, exclude_self: bool = False, swap: bool = False, smooth: bool = False,
+def triplet_loss_all(dist, labels, ref_labels, margin: float = 0.05, exclude_self: bool = False,
+                     swap: bool = False, smooth: bool = False,
                      inverted: bool = False, nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True,
                      return_losses: bool = False):
     """Triplet margin loss over every triplet of a distance matrix, and d value / d dist.
@@ -356,8 +359,10 @@ def triplet_loss_all(dist, labels, ref_labels, margin: float = 0.05, exclude_sel
                    (T,), weights, ddist, losses, red, return_losses)
 
 
-def triplet_loss_triplets(dist, a, p, n, margin: float = 0.05, swap: bool = False, smooth: bool = False, inverted: bool = False,
-                          nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True, return_losses: bool = False):
+def triplet_loss_triplets(dist, a, p, n, margin: float = 0.05, swap: bool = False, smooth: bool = False,
+                          inverted: bool = False,
+                          nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True,
+                          return_losses: bool = False):
     """Triplet margin loss over given triplets ``(a, p, n)`` (K each; a in [0, N), p, n in [0, M),
     p also < N under ``swap``), and d value / d dist.
 

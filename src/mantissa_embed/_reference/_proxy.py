@@ -50,7 +50,8 @@ def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
     return loss, dxo, dwo
 
 
-def softmax_nll_fast_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_self: bool = False, inverted: bool = True,
+def softmax_nll_fast_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_self: bool = False,
+                             inverted: bool = True,
                              max_loss=np.inf):
     """Twin of the engine's fast row softmax NLL: the float64 :func:`softmax_nll_forward` (the C
     kernel uses one float exp per entry and agrees with it up to float32 rounding of the logits)."""

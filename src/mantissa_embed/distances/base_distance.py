@@ -59,7 +59,8 @@ class BaseDistance:
     #: Subclasses that implement every p >= 1 (the norm of the distance and of the normalization).
     _general_p = False
 
-    def __init__(self, normalize_embeddings: bool = True, p: float = 2, power: float = 1, is_inverted: bool = False, backend: str = "mantissa") -> None:
+    def __init__(self, normalize_embeddings: bool = True, p: float = 2, power: float = 1,
+                 is_inverted: bool = False, backend: str = "mantissa") -> None:
         if isinstance(p, bool) or not isinstance(p, numbers.Real):
             raise TypeError(f"p must be a number, got {type(p).__name__}")
         if not self._general_p and p != 2:
@@ -144,7 +145,7 @@ class BaseDistance:
             q, r = query_emb, ref_emb  # type: ignore[assignment]  # validate=False: checked arrays
         eng = get_backend(self.backend if backend is None else _check_backend(backend))
         same = r is None
-        ctx = DistanceContext(same=same, engine=eng, shape=(q.shape[0], q.shape[0] if r is None else r.shape[0], q.shape[1]))
+        ctx = DistanceContext(same=same, engine=eng, shape=(q.shape[0], (q if r is None else r).shape[0], q.shape[1]))
         if self.normalize_embeddings:
             norm_fw = eng.l2_normalize_forward if self.p == 2 else self._lp_normalize_forward
             qn, qnorms = norm_fw(q)

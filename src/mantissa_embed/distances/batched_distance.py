@@ -18,7 +18,7 @@ class BatchedDistance:
     Source: pytorch-metric-learning ``distances/batched_distance.py``.
     """
 
-    def __init__(self, distance, iter_fn=None, batch_size=32) -> None:
+    def __init__(self, distance: BaseDistance, iter_fn=None, batch_size=32) -> None:
         if not isinstance(distance, BaseDistance):
             raise TypeError(f"distance must be a BaseDistance (e.g. LpDistance()), got {type(distance).__name__}")
         if iter_fn is not None and not callable(iter_fn):

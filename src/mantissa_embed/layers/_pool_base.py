@@ -12,7 +12,7 @@ class _Pool2D(Layer):
 
     input_ndim = 3
 
-    def __init__(self, size, stride=None) -> None:
+    def __init__(self, size, stride: int | tuple[int, int] | None = None) -> None:
         super().__init__()
         self.size = check_int(size, "size", minimum=1)
         self.stride = self.size if stride is None else check_int(stride, "stride", minimum=1)

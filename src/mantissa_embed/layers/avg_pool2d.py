@@ -22,7 +22,7 @@ class AvgPool2D(_Pool2D):
     window larger than the input.
     """
 
-    def __init__(self, size, stride=None) -> None:
+    def __init__(self, size, stride: int | tuple[int, int] | None = None) -> None:
         super().__init__(size, stride)
         self._out = Workspace()
         self._dx = Workspace()

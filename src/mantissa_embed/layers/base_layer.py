@@ -251,7 +251,7 @@ class AffineLayer(Layer):
     ``_backward_preact(dY, need_dx)``, the backward from the gradient with respect to the
     pre-activation."""
 
-    def __init__(self, act, negative_slope: float = 0.01) -> None:
+    def __init__(self, act: str | None, negative_slope: float = 0.01) -> None:
         super().__init__()
         self.act = check_act(act)
         self.negative_slope = check_negative_slope(negative_slope)

@@ -18,7 +18,8 @@ class _BatchNorm(AffineLayer):
     #: the per-sample ranks the layer accepts
     _ndims: tuple[int, ...] = ()
 
-    def __init__(self, momentum: float = 0.1, eps: float = 1e-5, act=None, num_features=None) -> None:
+    def __init__(self, momentum: float = 0.1, eps: float = 1e-5, act: str | None = None,
+                 num_features: int | None = None) -> None:
         self.momentum = check_momentum(momentum)
         self.eps = check_eps(eps)
         self.num_features = None if num_features is None else check_int(num_features, "num_features", minimum=1)

@@ -53,7 +53,9 @@ class Conv2D(AffineLayer):
         Fusion("batchnorm_fold+conv2d_forward", ("batchnorm2d",), "_forward_bn"),
     )
 
-    def __init__(self, out_channels, kernel_size, stride=1, pad=0, act=None, negative_slope: float = 0.01, bias: bool = True) -> None:
+    def __init__(self, out_channels: int, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] = 1,
+                 pad: int | tuple[int, int] = 0, act: str | None = None, negative_slope: float = 0.01,
+                 bias: bool = True) -> None:
         self.out_channels = check_int(out_channels, "out_channels", minimum=1)
         if isinstance(kernel_size, (tuple, list)):
             if len(kernel_size) != 2:

@@ -27,7 +27,7 @@ class Dense(AffineLayer):
 
     input_ndim = 1
 
-    def __init__(self, units, act=None, negative_slope: float = 0.01) -> None:
+    def __init__(self, units: int, act: str | None = None, negative_slope: float = 0.01) -> None:
         self.units = check_int(units, "units", minimum=1)
         super().__init__(act, negative_slope)
 

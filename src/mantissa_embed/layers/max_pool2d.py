@@ -28,7 +28,7 @@ class MaxPool2D(_Pool2D):
 
     backward_fusions = (Fusion("maxpool2d_relu_backward", ("relu_output",), "_backward_relu"),)
 
-    def __init__(self, size, stride=None) -> None:
+    def __init__(self, size, stride: int | tuple[int, int] | None = None) -> None:
         super().__init__(size, stride)
         self._out = Workspace()
         self._arg = Workspace(np.int32)

@@ -28,7 +28,7 @@ class AngularLoss(BaseMetricLossFunction):
     Source: J. Wang et al., "Deep Metric Learning with Angular Loss", ICCV 2017.
     """
 
-    def __init__(self, alpha=40, **kwargs) -> None:
+    def __init__(self, alpha: float = 40, **kwargs) -> None:
         self.alpha_degrees = check_float(alpha, "alpha")
         if not 0 < self.alpha_degrees < 90:
             raise ValueError(f"alpha must be an angle in degrees in (0, 90), got {alpha}")

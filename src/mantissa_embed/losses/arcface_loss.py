@@ -20,7 +20,8 @@ class ArcFaceLoss(LargeMarginSoftmaxLoss):
     Source: J. Deng et al., "ArcFace", CVPR 2019 (arXiv:1801.07698).
     """
 
-    def __init__(self, num_classes, embedding_size, margin: float = 28.6, scale=64, **kwargs) -> None:
+    def __init__(self, num_classes: int, embedding_size: int, margin: float = 28.6, scale: float = 64,
+                 **kwargs) -> None:
         super().__init__(num_classes, embedding_size, margin=margin, scale=scale, **kwargs)
 
     def init_margin(self) -> None:

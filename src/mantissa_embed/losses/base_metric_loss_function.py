@@ -4,7 +4,7 @@ from __future__ import annotations
 import inspect
 import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from ..backend import BACKENDS, get_backend
 from ..distances import BaseDistance, LpDistance
 from ..reducers import BaseReducer, MeanReducer
 from ..utils import check_indices_tuple
+
+if TYPE_CHECKING:
+    from ..regularizers import BaseRegularizer
 
 
 @dataclass
@@ -98,7 +101,8 @@ class BaseMetricLossFunction:
                 (out.__setitem__(k, _jsonable(v)) if _is_jsonable(v) else dropped.append(k))
         return {"type": type(self).__name__, "args": out, "dropped": dropped}
 
-    def __init__(self, distance=None, reducer=None, embedding_regularizer=None, embedding_reg_weight=1,
+    def __init__(self, distance: BaseDistance | None = None, reducer: BaseReducer | None = None,
+                 embedding_regularizer: BaseRegularizer | None = None, embedding_reg_weight=1,
                  backend: str = "mantissa") -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

@@ -1,6 +1,8 @@
 """BaseProxyLoss: the base of the losses that own a class-weight Parameter."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._validation import as_generator, check_array, check_int
@@ -11,6 +13,10 @@ from ._proxy_math import check_distance64, similarity64, softmax_xent64
 from ._scratch import using_workspace
 from .base_metric_loss_function import BaseMetricLossFunction, _Batch
 from .mixins import WeightRegularizerMixin
+
+if TYPE_CHECKING:
+    from .._typing import Seed
+    from ..regularizers import BaseRegularizer
 
 
 class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
@@ -28,8 +34,9 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
     _transposed = True
     _uses_ref_weights = False  # convert_to_weights(using_ref=...)
 
-    def __init__(self, num_classes, embedding_size, weight_regularizer=None, weight_reg_weight=1,
-                 weight_init_func=None, seed=None, **kwargs) -> None:
+    def __init__(self, num_classes: int, embedding_size: int, weight_regularizer: BaseRegularizer | None = None,
+                 weight_reg_weight=1,
+                 weight_init_func=None, seed: Seed = None, **kwargs) -> None:
         self.num_classes = check_int(num_classes, "num_classes", minimum=1)
         self.embedding_size = check_int(embedding_size, "embedding_size", minimum=1)
         self._init_weight_regularizer(weight_regularizer, weight_reg_weight)

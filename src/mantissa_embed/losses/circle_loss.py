@@ -22,7 +22,7 @@ class CircleLoss(_MatPairLoss):
 
     _kind = "circle"
 
-    def __init__(self, m: float = 0.4, gamma=80, **kwargs) -> None:
+    def __init__(self, m: float = 0.4, gamma: float = 80, **kwargs) -> None:
         self.m = check_float(m, "m")
         self.gamma = check_float(gamma, "gamma")
         super().__init__(**kwargs)

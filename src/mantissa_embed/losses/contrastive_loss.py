@@ -40,7 +40,7 @@ class ContrastiveLoss(GenericPairLoss):
         Non-finite or non-numeric margins; bad call inputs (see the base class).
     """
 
-    def __init__(self, pos_margin=0, neg_margin=1, **kwargs) -> None:
+    def __init__(self, pos_margin: float = 0, neg_margin: float = 1, **kwargs) -> None:
         self.pos_margin = check_float(pos_margin, "pos_margin")
         self.neg_margin = check_float(neg_margin, "neg_margin")
         super().__init__(**kwargs)

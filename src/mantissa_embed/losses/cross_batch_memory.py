@@ -1,6 +1,8 @@
 """CrossBatchMemory (Wang et al. 2020): compare each batch against a ring buffer of past embeddings."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
 from .. import utils
@@ -43,7 +45,8 @@ class CrossBatchMemory:
     Source: X. Wang et al., "Cross-Batch Memory for Embedding Learning", CVPR 2020.
     """
 
-    def __init__(self, loss, embedding_size, memory_size=1024, miner=None) -> None:
+    def __init__(self, loss: Callable[..., Any], embedding_size: int, memory_size: int = 1024,
+                 miner: Callable[..., Any] | None = None) -> None:
         self.check_loss_support(loss)
         if miner is not None and not callable(miner):
             raise TypeError(f"miner must be a miner (callable) or None, got {type(miner).__name__}")

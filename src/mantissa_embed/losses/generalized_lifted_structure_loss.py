@@ -19,7 +19,7 @@ class GeneralizedLiftedStructureLoss(_MatPairLoss):
 
     _kind = "generalized_lifted"
 
-    def __init__(self, neg_margin=1, pos_margin=0, **kwargs) -> None:
+    def __init__(self, neg_margin: float = 1, pos_margin: float = 0, **kwargs) -> None:
         self.neg_margin = check_float(neg_margin, "neg_margin")
         self.pos_margin = check_float(pos_margin, "pos_margin")
         super().__init__(**kwargs)

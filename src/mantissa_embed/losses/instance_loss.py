@@ -22,7 +22,7 @@ class InstanceLoss(BaseMetricLossFunction):
     ACM TOMM 2020.
     """
 
-    def __init__(self, gamma=64, **kwargs) -> None:
+    def __init__(self, gamma: float = 64, **kwargs) -> None:
         self.gamma = check_float(gamma, "gamma")
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):

@@ -30,7 +30,7 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
     Source: W. Liu et al., "Large-Margin Softmax Loss", ICML 2016 (arXiv:1612.02295).
     """
 
-    def __init__(self, num_classes, embedding_size, margin=4, scale=1, **kwargs) -> None:
+    def __init__(self, num_classes: int, embedding_size: int, margin: float = 4, scale: float = 1, **kwargs) -> None:
         super().__init__(num_classes, embedding_size, **kwargs)
         self.margin = check_float(margin, "margin")
         self.scale = check_float(scale, "scale")

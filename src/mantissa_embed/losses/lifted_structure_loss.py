@@ -60,7 +60,7 @@ class LiftedStructureLoss(GenericPairLoss):
         Non-numeric or non-finite margins; bad call inputs (see the base class).
     """
 
-    def __init__(self, neg_margin=1, pos_margin=0, **kwargs) -> None:
+    def __init__(self, neg_margin: float = 1, pos_margin: float = 0, **kwargs) -> None:
         self.neg_margin = check_float(neg_margin, "neg_margin")
         self.pos_margin = check_float(pos_margin, "pos_margin")
         super().__init__(**kwargs)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -9,6 +10,9 @@ from .._validation import as_generator, check_array, check_float, check_int
 from ..distances import CosineSimilarity
 from ..parameter import Parameter
 from .base_metric_loss_function import BaseMetricLossFunction, _Batch
+
+if TYPE_CHECKING:
+    from .._typing import Seed
 
 
 def _lse_hinge(Fm, mc, margin):
@@ -82,7 +86,8 @@ class ManifoldLoss(BaseMetricLossFunction):
         without meta-classes.
     """
 
-    def __init__(self, l, K=50, lambdaC: float = 1.0, alpha: float = 0.8, margin: float = 5e-4, seed=None, **kwargs) -> None:
+    def __init__(self, l: int, K: int = 50, lambdaC: float = 1.0, alpha: float = 0.8, margin: float = 5e-4,
+                 seed: Seed = None, **kwargs) -> None:
         super().__init__(**kwargs)
         if isinstance(lambdaC, bool) or not isinstance(lambdaC, numbers.Real) or np.isnan(lambdaC):
             raise TypeError(f"lambdaC must be a number, got {lambdaC!r}")

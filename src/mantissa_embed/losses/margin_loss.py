@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,6 +12,9 @@ from ..distances.base_distance import _check_bool
 from ..parameter import Parameter
 from ..reducers import DivisorReducer
 from .base_metric_loss_function import BaseMetricLossFunction
+
+if TYPE_CHECKING:
+    from .._typing import Seed
 
 
 class MarginLoss(BaseMetricLossFunction):
@@ -27,8 +31,9 @@ class MarginLoss(BaseMetricLossFunction):
     Source: C.-Y. Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017.
     """
 
-    def __init__(self, margin: float = 0.2, nu=0, beta: float = 1.2, triplets_per_anchor: int | str = "all", learn_beta: bool = False,
-                 num_classes=None, *, seed=None, **kwargs) -> None:
+    def __init__(self, margin: float = 0.2, nu: float = 0, beta: float = 1.2,
+                 triplets_per_anchor: int | str = "all", learn_beta: bool = False,
+                 num_classes: int | None = None, *, seed: Seed = None, **kwargs) -> None:
         self.margin = check_float(margin, "margin")
         self.nu = check_float(nu, "nu")
         beta = check_float(beta, "beta")

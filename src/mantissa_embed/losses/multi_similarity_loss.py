@@ -61,7 +61,7 @@ class MultiSimilarityLoss(_MatPairLoss):
 
     _kind = "multi_similarity"
 
-    def __init__(self, alpha=2, beta=50, base: float = 0.5, **kwargs) -> None:
+    def __init__(self, alpha: float = 2, beta: float = 50, base: float = 0.5, **kwargs) -> None:
         self.alpha = check_float(alpha, "alpha", minimum=0.0, strict=True)
         self.beta = check_float(beta, "beta", minimum=0.0, strict=True)
         self.base = check_float(base, "base")

@@ -23,7 +23,7 @@ class NormalizedSoftmaxLoss(BaseProxyLoss):
     BMVC 2019 (arXiv:1811.12649).
     """
 
-    def __init__(self, num_classes, embedding_size, temperature: float = 0.05, **kwargs) -> None:
+    def __init__(self, num_classes: int, embedding_size: int, temperature: float = 0.05, **kwargs) -> None:
         super().__init__(num_classes, embedding_size, **kwargs)
         self.temperature = check_float(temperature, "temperature", minimum=0.0, strict=True)
         self.W = self._make_weight((self.embedding_size, self.num_classes), "W")

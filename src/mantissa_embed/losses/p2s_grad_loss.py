@@ -1,6 +1,8 @@
 """P2SGradLoss (Zhang et al. 2019, "P2SGrad: Refined Gradients for Optimizing Deep Face Models")."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._validation import as_generator, check_array, check_int
@@ -9,6 +11,10 @@ from ..parameter import Parameter
 from ._class_weights import check_class_batch, place_parameter
 from ._proxy_math import p2sgrad64
 from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
+
+if TYPE_CHECKING:
+    from .._typing import Seed
+    from ..regularizers import BaseRegularizer
 
 __all__ = ["P2SGradLoss"]
 
@@ -26,8 +32,9 @@ class P2SGradLoss(BaseMetricLossFunction):
     Source: X. Zhang et al., "P2SGrad", CVPR 2019 (arXiv:1905.02479).
     """
 
-    def __init__(self, num_classes, embedding_size, *, embedding_regularizer=None, embedding_reg_weight: float = 1.0,
-                 seed=None, backend: str = "mantissa", **kwargs) -> None:
+    def __init__(self, num_classes: int, embedding_size: int, *,
+                 embedding_regularizer: BaseRegularizer | None = None, embedding_reg_weight: float = 1.0,
+                 seed: Seed = None, backend: str = "mantissa", **kwargs) -> None:
         for bad in ("distance", "reducer"):
             if bad in kwargs:
                 raise TypeError(f"P2SGradLoss has no {bad} option (it computes cosines and reduces "

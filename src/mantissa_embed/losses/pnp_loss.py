@@ -24,7 +24,7 @@ class PNPLoss(BaseMetricLossFunction):
 
     VARIANTS = ["Ds", "Dq", "Iu", "Ib", "O"]
 
-    def __init__(self, b=2, alpha=1, anneal: float = 0.01, variant: str = "O", **kwargs) -> None:
+    def __init__(self, b=2, alpha: float = 1, anneal: float = 0.01, variant: str = "O", **kwargs) -> None:
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):
             raise TypeError(f"PNPLoss requires distance to be a CosineSimilarity, got {type(self.distance).__name__}")

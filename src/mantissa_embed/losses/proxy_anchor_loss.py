@@ -26,7 +26,7 @@ class ProxyAnchorLoss(BaseProxyLoss):
     _weight_attr = "proxies"
     _transposed = False
 
-    def __init__(self, num_classes, embedding_size, margin: float = 0.1, alpha=32, **kwargs) -> None:
+    def __init__(self, num_classes: int, embedding_size: int, margin: float = 0.1, alpha: float = 32, **kwargs) -> None:
         super().__init__(num_classes, embedding_size, **kwargs)
         self.margin = check_float(margin, "margin")
         self.alpha = check_float(alpha, "alpha")

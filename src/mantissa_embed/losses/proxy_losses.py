@@ -25,7 +25,7 @@ class ProxyNCALoss(BaseProxyLoss):
     _transposed = False
     _uses_ref_weights = True
 
-    def __init__(self, num_classes, embedding_size, softmax_scale=1, **kwargs) -> None:
+    def __init__(self, num_classes: int, embedding_size: int, softmax_scale=1, **kwargs) -> None:
         super().__init__(num_classes, embedding_size, **kwargs)
         self.softmax_scale = check_float(softmax_scale, "softmax_scale")
         self.proxies = self._make_weight((self.num_classes, self.embedding_size), "proxies")

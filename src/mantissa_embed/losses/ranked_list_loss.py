@@ -26,7 +26,7 @@ class RankedListLoss(BaseMetricLossFunction):
     Source: X. Wang et al., "Ranked List Loss for Deep Metric Learning", CVPR 2019.
     """
 
-    def __init__(self, margin, Tn, imbalance: float = 0.5, alpha=None, Tp=0, **kwargs) -> None:
+    def __init__(self, margin: float, Tn, imbalance: float = 0.5, alpha: float | None = None, Tp=0, **kwargs) -> None:
         super().__init__(**kwargs)
         self.margin = check_float(margin, "margin")
         self.imbalance = check_float(imbalance, "imbalance")

@@ -1,6 +1,8 @@
 """SelfSupervisedLoss: pytorch-metric-learning's wrapper for two views of the same inputs."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
 from .._validation import check_array
@@ -21,7 +23,7 @@ class SelfSupervisedLoss:
     Source: PML ``losses/self_supervised_loss.py``.
     """
 
-    def __init__(self, loss, symmetric: bool = True) -> None:
+    def __init__(self, loss: Callable[..., Any], symmetric: bool = True) -> None:
         self.check_loss_support(type(loss).__name__)
         self.loss = loss
         self.symmetric = _check_bool(symmetric, "symmetric")

@@ -18,7 +18,7 @@ class SignalToNoiseRatioContrastiveLoss(ContrastiveLoss):
     Learning", CVPR 2019.
     """
 
-    def __init__(self, pos_margin=0, neg_margin=1, **kwargs) -> None:
+    def __init__(self, pos_margin: float = 0, neg_margin: float = 1, **kwargs) -> None:
         super().__init__(pos_margin=pos_margin, neg_margin=neg_margin, **kwargs)
         if not isinstance(self.distance, SNRDistance):
             raise TypeError(f"SignalToNoiseRatioContrastiveLoss requires the distance to be an "

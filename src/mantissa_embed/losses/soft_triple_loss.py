@@ -27,7 +27,8 @@ class SoftTripleLoss(BaseProxyLoss):
 
     _weight_attr = "fc"
 
-    def __init__(self, num_classes, embedding_size, centers_per_class=10, la=20, gamma: float = 0.1, margin: float = 0.01,
+    def __init__(self, num_classes: int, embedding_size: int, centers_per_class: int = 10, la=20,
+                 gamma: float = 0.1, margin: float = 0.01,
                  **kwargs) -> None:
         super().__init__(num_classes, embedding_size, **kwargs)
         if not self.distance.is_inverted:

@@ -22,7 +22,8 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
     Source: J. Deng et al., "Sub-center ArcFace", ECCV 2020.
     """
 
-    def __init__(self, num_classes, embedding_size, margin: float = 28.6, scale=64, sub_centers=3, **kwargs) -> None:
+    def __init__(self, num_classes: int, embedding_size: int, margin: float = 28.6, scale: float = 64,
+                 sub_centers=3, **kwargs) -> None:
         self.sub_centers = check_int(sub_centers, "sub_centers", minimum=1)
         super().__init__(num_classes, embedding_size, margin=margin, scale=scale, **kwargs)
 

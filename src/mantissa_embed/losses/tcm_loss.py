@@ -56,7 +56,8 @@ class ThresholdConsistentMarginLoss(BaseMetricLossFunction):
         Non-finite arguments; bad call inputs (see the base class).
     """
 
-    def __init__(self, lambda_plus: float = 1.0, lambda_minus: float = 1.0, margin_plus: float = 0.9, margin_minus: float = 0.5, **kwargs) -> None:
+    def __init__(self, lambda_plus: float = 1.0, lambda_minus: float = 1.0, margin_plus: float = 0.9,
+                 margin_minus: float = 0.5, **kwargs) -> None:
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):
             raise TypeError("ThresholdConsistentMarginLoss requires distance to be a CosineSimilarity, "

@@ -1,11 +1,16 @@
 """TripletMarginLoss (Schroff, Kalenichenko & Philbin 2015), pytorch-metric-learning's formulation."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import utils
 from .._validation import as_generator, check_float
 from ..distances.base_distance import _check_bool
 from ..reducers import AvgNonZeroReducer
 from .base_metric_loss_function import BaseMetricLossFunction
+
+if TYPE_CHECKING:
+    from .._typing import Seed
 
 
 class TripletMarginLoss(BaseMetricLossFunction):
@@ -54,7 +59,8 @@ class TripletMarginLoss(BaseMetricLossFunction):
         Bad arguments; ``swap`` with ``ref_emb`` (ValueError); bad call inputs (see the base class).
     """
 
-    def __init__(self, margin: float = 0.05, swap: bool = False, smooth_loss: bool = False, triplets_per_anchor: int | str = "all", *, seed=None,
+    def __init__(self, margin: float = 0.05, swap: bool = False, smooth_loss: bool = False,
+                 triplets_per_anchor: int | str = "all", *, seed: Seed = None,
                  **kwargs) -> None:
         self.margin = check_float(margin, "margin")
         self.swap = _check_bool(swap, "swap")

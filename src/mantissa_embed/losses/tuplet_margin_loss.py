@@ -32,7 +32,7 @@ class TupletMarginLoss(GenericPairLoss):
     Source: B. Yu, D. Tao, "Deep Metric Learning with Tuplet Margin Loss", ICCV 2019.
     """
 
-    def __init__(self, margin: float = 5.73, scale=64, **kwargs) -> None:
+    def __init__(self, margin: float = 5.73, scale: float = 64, **kwargs) -> None:
         self.margin_degrees = check_float(margin, "margin")
         self.margin = float(np.radians(self.margin_degrees))
         self.scale = check_float(scale, "scale")

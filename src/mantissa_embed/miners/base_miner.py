@@ -25,7 +25,7 @@ class BaseMiner:
     embeddings, non-integer or missing labels).
     """
 
-    def __init__(self, distance=None, backend: str = "mantissa") -> None:
+    def __init__(self, distance: BaseDistance | None = None, backend: str = "mantissa") -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend

@@ -1,12 +1,17 @@
 """DistanceWeightedMiner (pytorch-metric-learning; Wu et al. 2017)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import utils
 from .._validation import as_generator, check_float
 from .angular_miner import _require_unit_euclidean
 from .base_miner import BaseMiner
+
+if TYPE_CHECKING:
+    from .._typing import Seed
 
 
 class DistanceWeightedMiner(BaseMiner):
@@ -25,7 +30,7 @@ class DistanceWeightedMiner(BaseMiner):
     Source: C.-Y. Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017.
     """
 
-    def __init__(self, cutoff: float = 0.5, nonzero_loss_cutoff: float = 1.4, seed=None, **kwargs) -> None:
+    def __init__(self, cutoff: float = 0.5, nonzero_loss_cutoff: float = 1.4, seed: Seed = None, **kwargs) -> None:
         super().__init__(**kwargs)
         _require_unit_euclidean(self)
         self.cutoff = check_float(cutoff, "cutoff")

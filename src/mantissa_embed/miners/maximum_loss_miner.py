@@ -1,10 +1,15 @@
 """MaximumLossMiner (pytorch-metric-learning 0.9's subset-batch miner)."""
 from __future__ import annotations
 
+from typing import Any, Callable, TYPE_CHECKING
+
 import numpy as np
 
 from .._validation import as_generator, check_array, check_int, check_labels
 from .base_miner import BaseMiner
+
+if TYPE_CHECKING:
+    from .._typing import Seed
 
 
 class MaximumLossMiner(BaseMiner):
@@ -23,7 +28,8 @@ class MaximumLossMiner(BaseMiner):
     Source: pytorch-metric-learning 0.9 ``miners/maximum_loss_miner.py`` (removed after 0.9).
     """
 
-    def __init__(self, loss, miner=None, num_trials=5, output_batch_size=None, seed=None, backend: str = "mantissa") -> None:
+    def __init__(self, loss: Callable[..., Any], miner: Callable[..., Any] | None = None, num_trials=5,
+                 output_batch_size=None, seed: Seed = None, backend: str = "mantissa") -> None:
         super().__init__(backend=backend)
         if not callable(loss):
             raise TypeError(f"loss must be a callable loss object, got {type(loss).__name__}")

@@ -1,12 +1,17 @@
 """MultiSimilarityMiner (pytorch-metric-learning; Wang et al. 2019)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import utils
 from .._validation import check_float
 from ..distances import CosineSimilarity
 from .base_miner import BaseMiner
+
+if TYPE_CHECKING:
+    from ..distances import BaseDistance
 
 
 class MultiSimilarityMiner(BaseMiner):
@@ -22,7 +27,8 @@ class MultiSimilarityMiner(BaseMiner):
     Learning", CVPR 2019.
     """
 
-    def __init__(self, epsilon: float = 0.1, distance=None, backend: str = "mantissa", **kwargs) -> None:
+    def __init__(self, epsilon: float = 0.1, distance: BaseDistance | None = None, backend: str = "mantissa",
+                 **kwargs) -> None:
         if distance is None:
             distance = CosineSimilarity(backend=backend)
         super().__init__(distance=distance, backend=backend, **kwargs)

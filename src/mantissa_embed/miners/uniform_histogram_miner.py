@@ -1,11 +1,16 @@
 """UniformHistogramMiner (pytorch-metric-learning)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import utils
 from .._validation import as_generator, check_int
 from .base_miner import BaseMiner
+
+if TYPE_CHECKING:
+    from .._typing import Seed
 
 
 class UniformHistogramMiner(BaseMiner):
@@ -21,7 +26,7 @@ class UniformHistogramMiner(BaseMiner):
     Source: pytorch-metric-learning ``miners/uniform_histogram_miner.py``.
     """
 
-    def __init__(self, num_bins=100, pos_per_bin=10, neg_per_bin=10, seed=None, **kwargs) -> None:
+    def __init__(self, num_bins=100, pos_per_bin=10, neg_per_bin=10, seed: Seed = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.num_bins = check_int(num_bins, "num_bins", minimum=1)
         self.pos_per_bin = check_int(pos_per_bin, "pos_per_bin", minimum=1)

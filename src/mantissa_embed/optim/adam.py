@@ -52,7 +52,8 @@ class Adam(Optimizer):
     _state_scalars = ("step",)
     _decoupled = False
 
-    def __init__(self, params: Iterable[Parameter | dict[str, Any]], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+    def __init__(self, params: Iterable[Parameter | dict[str, Any]], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, *, backend: str = "mantissa") -> None:
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), backend)
 

@@ -86,7 +86,8 @@ class Optimizer:
     _state_arrays: tuple[str, ...] = ()  # names of the per-parameter state arrays a subclass keeps
     _state_scalars: tuple[str, ...] = ()  # names of its integer state entries ("step")
 
-    def __init__(self, params: Iterable[Parameter | dict[str, Any]], defaults: dict[str, Any], backend: str = "mantissa") -> None:
+    def __init__(self, params: Iterable[Parameter | dict[str, Any]], defaults: dict[str, Any],
+                 backend: str = "mantissa") -> None:
         if isinstance(params, Parameter):
             raise TypeError("params must be an iterable of Parameter objects, got a single Parameter "
                             "(wrap it in a list)")

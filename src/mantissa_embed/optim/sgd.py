@@ -38,7 +38,8 @@ class SGD(Optimizer):
 
     _state_arrays = ("momentum_buffer",)
 
-    def __init__(self, params: Iterable[Parameter | dict[str, Any]], lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+    def __init__(self, params: Iterable[Parameter | dict[str, Any]], lr: float = 1e-3, momentum: float = 0,
+                 dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *,
                  backend: str = "mantissa") -> None:
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,

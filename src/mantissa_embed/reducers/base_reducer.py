@@ -45,11 +45,13 @@ class BaseReducer:
         return {}
 
     def __call__(self, losses: ArrayLike, indices: Any = None, reduction_type: str = "element",
-                        embeddings: ArrayLike | None = None, labels: ArrayLike | None = None) -> tuple[float, np.ndarray | None]:
+                        embeddings: ArrayLike | None = None, labels: ArrayLike | None = None) -> tuple[float,
+                        np.ndarray | None]:
         return self.forward(losses, indices, reduction_type, embeddings, labels)
 
     def forward(self, losses: ArrayLike, indices: Any = None, reduction_type: str = "element",
-                       embeddings: ArrayLike | None = None, labels: ArrayLike | None = None) -> tuple[float, np.ndarray | None]:
+                       embeddings: ArrayLike | None = None, labels: ArrayLike | None = None) -> tuple[float,
+                       np.ndarray | None]:
         if reduction_type not in REDUCTION_TYPES:
             raise ValueError(f"reduction_type must be one of {REDUCTION_TYPES}, got {reduction_type!r}")
         if np.isscalar(losses) and losses == 0:

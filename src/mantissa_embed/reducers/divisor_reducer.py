@@ -22,7 +22,8 @@ class DivisorReducer(BaseReducer):
         self.stats: dict[str, Any] = {}
         self._divisor: float | None = None
 
-    def forward(self, losses, indices=None, reduction_type: str = "element", embeddings=None, labels=None, divisor=None):
+    def forward(self, losses, indices=None, reduction_type: str = "element", embeddings=None, labels=None,
+                divisor=None):
         if reduction_type != "already_reduced":
             if divisor is None:
                 raise ValueError("DivisorReducer needs a divisor: use it with a loss or regularizer that "

@@ -38,7 +38,7 @@ class PerAnchorReducer(BaseReducer):
     indices outside [0, N) or missing embeddings.
     """
 
-    def __init__(self, reducer=None, aggregation_func=aggregation_func) -> None:
+    def __init__(self, reducer: BaseReducer | None = None, aggregation_func=aggregation_func) -> None:
         if reducer is None:
             reducer = MeanReducer()
         if not isinstance(reducer, BaseReducer):

@@ -25,7 +25,7 @@ class BaseRegularizer:
     not 2-D or with NaN/Inf.
     """
 
-    def __init__(self, distance=None, reducer=None) -> None:
+    def __init__(self, distance: BaseDistance | None = None, reducer: BaseReducer | None = None) -> None:
         if distance is None:
             distance = self.get_default_distance()
         if not isinstance(distance, BaseDistance):

@@ -23,7 +23,7 @@ class SparseCentersRegularizer(BaseRegularizer):
     Source: Q. Qian et al., "SoftTriple Loss", ICCV 2019.
     """
 
-    def __init__(self, num_classes, centers_per_class, **kwargs) -> None:
+    def __init__(self, num_classes: int, centers_per_class: int, **kwargs) -> None:
         self.num_classes = check_int(num_classes, "num_classes", minimum=1)
         self.centers_per_class = check_int(centers_per_class, "centers_per_class", minimum=2)
         super().__init__(**kwargs)

@@ -35,7 +35,8 @@ class HierarchicalSampler:
     Source: pytorch-metric-learning ``samplers/hierarchical_sampler.py``.
     """
 
-    def __init__(self, labels: ArrayLike, batch_size: int, samples_per_class: int | str, batches_per_super_tuple: int = 4,
+    def __init__(self, labels: ArrayLike, batch_size: int, samples_per_class: int | str,
+                 batches_per_super_tuple: int = 4,
                  super_classes_per_batch: int = 2, inner_label: int = 0, outer_label: int = 1, seed: Seed = 0) -> None:
         lab = np.asarray(labels)
         if lab.dtype.kind not in "iu":

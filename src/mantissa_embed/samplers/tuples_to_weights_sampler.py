@@ -50,7 +50,8 @@ class TuplesToWeightsSampler:
     Source: pytorch-metric-learning ``samplers/tuples_to_weights_sampler.py``.
     """
 
-    def __init__(self, model: Callable[..., Any], miner: Callable[..., Any], dataset: Any, subset_size: int | None = None, *,
+    def __init__(self, model: Callable[..., Any], miner: Callable[..., Any], dataset: Any,
+                 subset_size: int | None = None, *,
                  batch_size: int | None = None, seed: Seed = 0, embed_batch_size: int = 256) -> None:
         if not callable(model):
             raise TypeError(f"model must be callable (X -> embeddings), got {type(model).__name__}")

@@ -47,7 +47,8 @@ class RandomCrop(Transform):
     def __init__(self, size: int | tuple[int, int], padding: int | tuple[int, ...] | None = None) -> None:
         self.size = check_size_pair(size, "size", 1)
         self.padding = _padding(padding)
-        self._padding_arg = padding if padding is None or isinstance(padding, (int, numbers.Integral)) else list(padding)
+        self._padding_arg = (padding if padding is None or isinstance(padding, (int, numbers.Integral))
+                             else list(padding))
 
     def output_shape(self, input_shape):
         N, C, H, W = input_shape
