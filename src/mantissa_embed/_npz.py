@@ -36,7 +36,7 @@ class NpzEntries:
     header claims more data than its member holds.
     """
 
-    def __init__(self, path):
+    def __init__(self, path) -> None:
         self.path = os.fspath(path)
         try:
             self._zip = zipfile.ZipFile(self.path)
@@ -91,7 +91,7 @@ class NpzEntries:
             raise ValueError(f"entry {key!r} holds Python objects (dtype {dtype}), which would need pickle")
         return tuple(int(s) for s in shape), dtype, offset
 
-    def read(self, key, shape=None, floats=True):
+    def read(self, key, shape=None, floats: bool = True):
         """The array of entry ``key``, after checking its header: ``shape`` (a tuple, or None for
         any) and, with ``floats``, a dtype among :data:`FLOAT_DTYPES` (returned as float32).
 
@@ -116,11 +116,11 @@ class NpzEntries:
                 arr = arr.astype(np.float32)  # native byte order too
         return arr
 
-    def close(self):
+    def close(self) -> None:
         self._zip.close()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.close()

@@ -25,7 +25,7 @@ def check_num_threads(n):
 NUM_THREADS_ENV = "MANTISSA_EMBED_NUM_THREADS"
 # what the engine's strtol parse accepts (src/engine_c/cpu.c): leading space, optional "+", digits
 _THREADS_RE = re.compile(r"[ \t\n\r\f\v]*\+?[0-9]+[ \t\n]*")
-_warned_values = set()
+_warned_values: set[str] = set()
 
 
 def env_num_threads():
