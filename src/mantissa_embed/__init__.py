@@ -18,6 +18,16 @@ any other value gives a RuntimeWarning naming it and is ignored) or :func:`set_n
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the lazy attributes below are, for type checkers and editors
+    from . import (backend, datasets, distances, embedder, engine, evaluation, layers, losses, miners, models,
+                   optim, parameter, reducers, samplers, testing, transforms, utils, viz)
+    from .embedder import Embedder
+    from .engine import get_num_threads, set_num_threads
+    from .layers import Sequential
+    from .parameter import Parameter
+    from .samplers import MPerClassSampler
 
 __version__ = "0.1.0"
 

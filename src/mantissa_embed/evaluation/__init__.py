@@ -6,6 +6,7 @@ metrics, and verification metrics (ROC AUC, EER, TAR at FAR).
 should not pay for at import.
 """
 import importlib
+from typing import TYPE_CHECKING
 
 from .faiss_knn import FaissKNN
 from .knn import METRICS, knn
@@ -16,6 +17,10 @@ from .retrieval import (
     r_precision,
     retrieval_metrics,
 )
+
+if TYPE_CHECKING:  # the lazy attributes below, for type checkers and editors
+    from .accuracy_calculator import AccuracyCalculator, SklearnKMeans
+    from .verification import verification_metrics
 
 _LAZY = {"AccuracyCalculator": "accuracy_calculator", "SklearnKMeans": "accuracy_calculator",
          "verification_metrics": "verification"}

@@ -74,7 +74,7 @@ class Residual(Layer):
         if len({id(x) for x in self.children()}) != len(self.children()):
             raise ValueError("block and shortcut must be distinct layer objects (a layer appears twice)")
         self.input_ndim = self.block[0].input_ndim
-        self._plans: dict[str, Any] = {}
+        self._plans: dict[Any, Any] = {}
         self._fused_x = None
         self._out = Workspace()
         self._dpre = Workspace()

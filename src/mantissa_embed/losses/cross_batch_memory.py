@@ -45,7 +45,7 @@ class CrossBatchMemory:
     Source: X. Wang et al., "Cross-Batch Memory for Embedding Learning", CVPR 2020.
     """
 
-    def __init__(self, loss: Callable[..., Any], embedding_size: int, memory_size: int = 1024,
+    def __init__(self, loss: BaseMetricLossFunction, embedding_size: int, memory_size: int = 1024,
                  miner: Callable[..., Any] | None = None) -> None:
         self.check_loss_support(loss)
         if miner is not None and not callable(miner):

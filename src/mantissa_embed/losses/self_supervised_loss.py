@@ -1,13 +1,11 @@
 """SelfSupervisedLoss: pytorch-metric-learning's wrapper for two views of the same inputs."""
 from __future__ import annotations
 
-from typing import Any, Callable
-
 import numpy as np
 
 from .._validation import check_array
 from ..distances.base_distance import _check_bool
-from .base_metric_loss_function import LossOutput
+from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
 
 
 class SelfSupervisedLoss:
@@ -23,7 +21,7 @@ class SelfSupervisedLoss:
     Source: PML ``losses/self_supervised_loss.py``.
     """
 
-    def __init__(self, loss: Callable[..., Any], symmetric: bool = True) -> None:
+    def __init__(self, loss: BaseMetricLossFunction, symmetric: bool = True) -> None:
         self.check_loss_support(type(loss).__name__)
         self.loss = loss
         self.symmetric = _check_bool(symmetric, "symmetric")

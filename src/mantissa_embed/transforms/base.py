@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -117,7 +117,7 @@ class Compose(Transform):
     ``Compose``, each drawing from the same ``rng``. Returns the last one's buffer (an empty
     Compose copies X into its own). Raises TypeError for an item that is not a Transform."""
 
-    def __init__(self, transforms: Sequence[Callable[..., Any]]) -> None:
+    def __init__(self, transforms: Sequence[Transform]) -> None:
         if isinstance(transforms, Transform) or not hasattr(transforms, "__iter__"):
             raise TypeError(f"transforms must be a sequence of Transform, got {type(transforms).__name__}")
         self.transforms = list(transforms)
