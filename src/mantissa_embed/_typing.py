@@ -2,7 +2,7 @@
 beyond building the aliases)."""
 from __future__ import annotations
 
-from typing import Tuple, Union
+from typing import Any, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -18,4 +18,5 @@ Int64Array = npt.NDArray[np.int64]
 #: an int seed >= 0, a ``numpy.random.Generator``, or None (fresh entropy, where allowed)
 Seed = Union[int, np.random.Generator, None]
 #: a loss's ``indices_tuple``: pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` of int arrays
-IndicesTuple = Union[Tuple[ArrayLike, ArrayLike, ArrayLike], Tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike]]
+#: (or sequences of ints); the items stay ``Any`` as the tuple is often passed through unchanged
+IndicesTuple = Tuple[Any, ...]

@@ -19,6 +19,7 @@ import numbers
 
 import numpy as np
 
+from ._typing import ArrayLike, IndicesTuple, Seed
 from ._validation import as_generator, check_int
 
 __all__ = [
@@ -63,7 +64,7 @@ def _resolve(labels, ref_labels):
     return lab, ref, same
 
 
-def check_indices_tuple(indices_tuple, n, m=None, name: str = "indices_tuple"):
+def check_indices_tuple(indices_tuple: IndicesTuple, n, m=None, name: str = "indices_tuple") -> tuple[np.ndarray, ...]:
     """Validate an index tuple and return it as a tuple of 1-D int64 arrays.
 
     Parameters
@@ -119,7 +120,7 @@ def check_indices_tuple(indices_tuple, n, m=None, name: str = "indices_tuple"):
     return tuple(out)
 
 
-def get_matches_and_diffs(labels, ref_labels=None):
+def get_matches_and_diffs(labels: ArrayLike, ref_labels: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Boolean (N, M) matrices of same-label pairs (``matches``) and different-label pairs (``diffs``).
 
     ``matches[i, i]`` is False when the reference labels are the batch labels (``ref_labels`` None
@@ -133,7 +134,7 @@ def get_matches_and_diffs(labels, ref_labels=None):
     return matches, diffs
 
 
-def get_all_pairs_indices(labels, ref_labels=None):
+def get_all_pairs_indices(labels: ArrayLike, ref_labels: ArrayLike | None = None) -> tuple[np.ndarray, ...]:
     """All positive and negative pairs: ``(a1, p, a2, n)``, int64, row-major order."""
     matches, diffs = get_matches_and_diffs(labels, ref_labels)
     a1, p = np.nonzero(matches)
@@ -141,7 +142,8 @@ def get_all_pairs_indices(labels, ref_labels=None):
     return (a1.astype(np.int64), p.astype(np.int64), a2.astype(np.int64), n.astype(np.int64))
 
 
-def convert_to_pairs(indices_tuple, labels, ref_labels=None):
+def convert_to_pairs(indices_tuple: IndicesTuple, labels: ArrayLike,
+                     ref_labels: ArrayLike | None = None) -> IndicesTuple:
     """Pairs ``(a1, p, a2, n)`` from None (all pairs), pairs (unchanged) or triplets ``(a, p, a, n)``."""
     if indices_tuple is None:
         return get_all_pairs_indices(labels, ref_labels)
@@ -151,12 +153,12 @@ def convert_to_pairs(indices_tuple, labels, ref_labels=None):
     return a, p, a, n
 
 
-def pos_pairs_from_tuple(indices_tuple):
+def pos_pairs_from_tuple(indices_tuple: IndicesTuple) -> IndicesTuple:
     """``(a1, p)`` of a pair tuple."""
     return tuple(indices_tuple[:2])
 
 
-def neg_pairs_from_tuple(indices_tuple):
+def neg_pairs_from_tuple(indices_tuple: IndicesTuple) -> IndicesTuple:
     """``(a2, n)`` of a pair tuple."""
     return tuple(indices_tuple[2:])
 
@@ -182,7 +184,7 @@ def _triplets_from_pos_pairs(a1, p, diffs, keep=None):
             np.concatenate(Nn))
 
 
-def get_all_triplets_indices(labels, ref_labels=None):
+def get_all_triplets_indices(labels: ArrayLike, ref_labels: ArrayLike | None = None) -> tuple[np.ndarray, ...]:
     """All triplets ``(a, p, n)``: labels[a] == ref_labels[p] (p != a for the batch itself),
     labels[a] != ref_labels[n]. int64, sorted by (a, p, n) as PML's ``torch.where``.
 
@@ -194,7 +196,9 @@ def get_all_triplets_indices(labels, ref_labels=None):
     return _triplets_from_pos_pairs(a1.astype(np.int64), p.astype(np.int64), diffs)
 
 
-def get_random_triplet_indices(labels, ref_labels=None, t_per_anchor=None, weights=None, seed=None):
+def get_random_triplet_indices(labels: ArrayLike, ref_labels: ArrayLike | None = None,
+                               t_per_anchor: int | None = None, weights: ArrayLike | None = None,
+                               seed: Seed = None) -> tuple[np.ndarray, ...]:
     """Random triplets, ``t_per_anchor`` per anchor (PML's ``get_random_triplet_indices``).
 
     For each label with at least 2 members (1 when the reference set is not the batch) and at
@@ -251,7 +255,8 @@ def get_random_triplet_indices(labels, ref_labels=None, t_per_anchor=None, weigh
     return tuple(np.concatenate(x).astype(np.int64) for x in (A, P, Nn))
 
 
-def convert_to_triplets(indices_tuple, labels, ref_labels=None, t_per_anchor=100, seed=None):
+def convert_to_triplets(indices_tuple: IndicesTuple, labels: ArrayLike, ref_labels: ArrayLike | None = None,
+                        t_per_anchor: int = 100, seed: Seed = None) -> IndicesTuple:
     """Triplets ``(a, p, n)`` from None (all triplets when ``t_per_anchor == "all"``, else random
     ones), triplets (unchanged) or pairs: every (a1[i], p[i], n[j]) with a1[i] == a2[j], in PML's
     order (i, then j)."""
@@ -275,7 +280,8 @@ def convert_to_triplets(indices_tuple, labels, ref_labels=None, t_per_anchor=100
     return a1[i], p[i], n[j]
 
 
-def convert_to_weights(indices_tuple, labels, dtype=np.float32, using_ref: bool = False):
+def convert_to_weights(indices_tuple: IndicesTuple | None, labels: ArrayLike, dtype=np.float32,
+                       using_ref: bool = False) -> np.ndarray:
     """Per-example weights from a mined tuple: how often each index of the batch occurs in
     ``indices_tuple``, divided by the largest count.
 
@@ -328,7 +334,7 @@ def matched_size_indices(curr_p_idx, curr_n_idx):
     return repeat_to_match_size(curr_p_idx, n_neg, n_pos), np.asarray(curr_n_idx)
 
 
-def get_anchors(indices_tuple):
+def get_anchors(indices_tuple: IndicesTuple):
     """The anchors of a tuple: ``a`` of triplets, ``concat(a1, a2)`` of pairs."""
     if len(indices_tuple) == 3:
         return np.asarray(indices_tuple[0], dtype=np.int64)
@@ -338,7 +344,7 @@ def get_anchors(indices_tuple):
     raise ValueError(f"indices_tuple must have 3 or 4 arrays, got {len(indices_tuple)}")
 
 
-def meshgrid_from_sizes(x, y, dim=0):
+def meshgrid_from_sizes(x, y, dim: int = 0):
     """``np.meshgrid(arange(x.shape[dim]), arange(y.shape[dim]), indexing="ij")``."""
     a = np.arange(np.shape(x)[dim])
     b = np.arange(np.shape(y)[dim])

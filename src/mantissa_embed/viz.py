@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.decomposition import PCA
 
+from ._typing import ArrayLike
 from ._io import atomic_write
 from ._validation import check_array, check_int, check_labels
 
@@ -149,7 +150,7 @@ def _to_rgb_images(images):
     return np.ascontiguousarray(np.round(X * 255.0).astype(np.uint8))
 
 
-def gallery_layout(n_queries, k, height, width, scale, border, gap):
+def gallery_layout(n_queries, k: int, height, width, scale, border, gap):
     """Pixel layout of :func:`plot_retrieval_gallery`: ``(canvas_h, canvas_w, cell_h, cell_w)``.
 
     Each cell is the image scaled by ``scale`` plus a ``border`` on every side; cells are
@@ -169,7 +170,8 @@ def _cell_origin(row, col, cell_h, cell_w, gap):
     return top, left
 
 
-def plot_retrieval_gallery(images, labels, query_idx, neighbor_idx, path, *, scale=None, border=None, gap=None):
+def plot_retrieval_gallery(images: ArrayLike, labels: ArrayLike, query_idx, neighbor_idx, path, *, scale=None,
+                           border=None, gap=None):
     """One row per query: the query, then its k neighbours, framed green (same label) or red.
 
     The picture is composed pixel by pixel in numpy (no axes, no text) and saved as an RGB PNG

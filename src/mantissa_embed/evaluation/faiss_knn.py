@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_array, check_int
 from .knn import METRICS, _unit_rows
 
@@ -91,7 +92,7 @@ class FaissKNN:
             return self._faiss.IndexFlatIP(d)
         return self._faiss.IndexFlatL2(d)
 
-    def train(self, embeddings, metric: str = "euclidean") -> None:
+    def train(self, embeddings: ArrayLike, metric: str = "euclidean") -> None:
         """A new index for ``embeddings`` (n, D): trained on them (if it needs training) and
         filled with them."""
         x = self._prep(check_array(embeddings, "embeddings", ndim=2, allow_empty=False), metric)
@@ -100,7 +101,7 @@ class FaissKNN:
             self.index.train(x)
         self.index.add(x)
 
-    def add(self, embeddings, metric: str = "euclidean"):
+    def add(self, embeddings: ArrayLike, metric: str = "euclidean"):
         """Add ``embeddings`` (n, D) to the current index."""
         if self.index is None:
             raise ValueError("no index: call train() (or load()) first")
@@ -127,7 +128,8 @@ class FaissKNN:
         return np.ascontiguousarray(x, dtype=np.float32)
 
     # -- search ------------------------------------------------------------------------
-    def __call__(self, query, reference, k, *, exclude_self: bool = False, metric: str = "euclidean", tile=4096,
+    def __call__(self, query: ArrayLike, reference: ArrayLike, k: int, *, exclude_self: bool = False,
+                 metric: str = "euclidean", tile=4096,
                  backend: str = "mantissa"):
         faiss = self._faiss
         q = check_array(query, "query", ndim=2)

@@ -41,7 +41,7 @@ class _Batch:
 
     __slots__ = ("emb", "labels", "ref", "ref_labels", "same", "indices_tuple", "N", "M", "D")
 
-    def __init__(self, emb, labels, ref, ref_labels, same, indices_tuple) -> None:
+    def __init__(self, emb, labels: ArrayLike, ref, ref_labels: ArrayLike, same, indices_tuple: IndicesTuple) -> None:
         self.emb, self.labels, self.ref, self.ref_labels = emb, labels, ref, ref_labels
         self.same, self.indices_tuple = same, indices_tuple
         self.N, self.D = emb.shape

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .._validation import as_generator, check_array, check_int
 from ..parameter import Parameter
 from ..utils import _miner_weights, check_indices_tuple
@@ -157,7 +158,7 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
             dW = dW + (g.T if self._transposed else g)
         return terms, dx, dW
 
-    def compute64(self, x, labels, indices_tuple=None, W=None):
+    def compute64(self, x, labels: ArrayLike, indices_tuple: IndicesTuple | None = None, W=None):
         """The loss in float64: ``(terms, dx (N, D), dW)`` for float64 embeddings ``x`` and weight
         ``W`` (default: the current weight). No embedding regularizer, no state change."""
         W = self._weight.data.astype(np.float64) if W is None else np.asarray(W, dtype=np.float64)

@@ -5,6 +5,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .. import utils
 from .._validation import check_array, check_int, check_labels
 from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
@@ -102,7 +103,7 @@ class CrossBatchMemory:
         k = self.num_stored
         return self.embedding_memory[:k].copy(), self.label_memory[:k].copy()
 
-    def add_to_memory(self, embeddings, labels) -> None:
+    def add_to_memory(self, embeddings: np.ndarray, labels: np.ndarray) -> None:
         """Copy ``embeddings`` (B, D) / ``labels`` (B,) into the ring buffer at the cursor."""
         b = embeddings.shape[0]
         if b == 0:
@@ -118,7 +119,8 @@ class CrossBatchMemory:
             self.has_been_filled = True
 
     # -- the call ------------------------------------------------------------------------------
-    def __call__(self, embeddings, labels, indices_tuple=None, enqueue_mask=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike, indices_tuple: IndicesTuple | None = None,
+                 enqueue_mask=None):
         emb = check_array(embeddings, "embeddings", ndim=2)
         N, D = emb.shape
         if D != self.embedding_size:
@@ -187,7 +189,8 @@ class CrossBatchMemory:
 
     forward = __call__
 
-    def create_indices_tuple(self, embeddings, labels, E_mem, L_mem, input_indices_tuple, remove_self):
+    def create_indices_tuple(self, embeddings: np.ndarray, labels: np.ndarray, E_mem, L_mem, input_indices_tuple,
+                             remove_self):
         """The tuple the wrapped loss receives (see step 4 of the class docstring)."""
         N, M = embeddings.shape[0], E_mem.shape[0]
         if self.miner is not None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_array, check_labels
 from ..backend import BACKENDS, get_backend
 from .base_metric_loss_function import LossOutput
@@ -34,7 +35,7 @@ class CrossEntropyLoss:
         """No learnable weights: ``[]``."""
         return []
 
-    def __call__(self, logits, labels):
+    def __call__(self, logits, labels: ArrayLike):
         z = check_array(logits, "logits", ndim=2)
         N, C = z.shape
         if C == 0:

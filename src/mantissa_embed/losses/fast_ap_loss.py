@@ -5,6 +5,7 @@ import numbers
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .. import utils
 from ..distances import LpDistance
 from ._ranking_math import fast_ap_backward, fast_ap_forward
@@ -67,7 +68,9 @@ class FastAPLoss(BaseMetricLossFunction):
     def get_default_distance(self):
         return LpDistance(power=2, backend=self.backend)
 
-    def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
+                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None):
         _reject_ref(type(self).__name__, embeddings, labels, ref_emb, ref_labels)
         return super().__call__(embeddings, labels, indices_tuple)
 

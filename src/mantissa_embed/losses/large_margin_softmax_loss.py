@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_float
 from ..distances import CosineSimilarity
 from ._scratch import scratch
@@ -130,12 +131,12 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
 
         return [("loss", losses * mw, rows, "element", None)], backward
 
-    def get_cosine(self, embeddings):
+    def get_cosine(self, embeddings: ArrayLike):
         """(N, num_classes) float32 cosines to the class weights."""
         cos, _ = self._cosine64(self._logits_input(embeddings), self.W.data.astype(np.float64))
         return cos.astype(np.float32)
 
-    def get_logits(self, embeddings):
+    def get_logits(self, embeddings: ArrayLike):
         """(N, num_classes) float32 scaled cosines (no margin)."""
         x = self._logits_input(embeddings)
         W = self.W.data.astype(np.float64)

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import numbers
+from typing import Sequence
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .base_metric_loss_function import LossOutput
 
 
@@ -21,7 +23,7 @@ class MultipleLosses:
     Source: PML ``losses/multiple_losses.py``.
     """
 
-    def __init__(self, losses, miners=None, weights=None) -> None:
+    def __init__(self, losses, miners=None, weights: Sequence[float] | dict[str, float] | None = None) -> None:
         self.is_dict = isinstance(losses, dict)
         if not self.is_dict and not isinstance(losses, (list, tuple)):
             raise TypeError(f"losses must be a list or a dict of losses, got {type(losses).__name__}")
@@ -45,7 +47,7 @@ class MultipleLosses:
         for k, w in self._items(weights):
             if isinstance(w, bool) or not isinstance(w, numbers.Real) or not np.isfinite(float(w)):
                 raise TypeError(f"weights[{k!r}] must be a finite number, got {w!r}")
-        self.weights = dict(weights) if self.is_dict else list(weights)
+        self.weights = dict(weights) if self.is_dict else list(weights)  # type: ignore[arg-type]  # is_dict tells which
 
     @staticmethod
     def _items(x):
@@ -83,7 +85,9 @@ class MultipleLosses:
             return self.miners.get(k)
         return self.miners[k]
 
-    def __call__(self, embeddings, labels=None, indices_tuple=None, *, ref_emb=None, ref_labels=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
+                 indices_tuple: IndicesTuple | None = None, *, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None):
         if self.miners and indices_tuple is not None:
             raise ValueError("indices_tuple must be None when MultipleLosses has miners")
         total, grad, ref_grad, terms, unreduced = 0.0, None, None, {}, None

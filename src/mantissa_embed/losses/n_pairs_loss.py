@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .. import utils
 from ..distances import DotProductSimilarity
 from .base_metric_loss_function import BaseMetricLossFunction
@@ -59,7 +60,9 @@ class NPairsLoss(BaseMetricLossFunction):
     def get_default_distance(self):
         return DotProductSimilarity(backend=self.backend)
 
-    def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
+                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None):
         _check_no_ref(embeddings, labels, ref_emb, ref_labels, type(self).__name__)
         return super().__call__(embeddings, labels, indices_tuple)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .. import utils
 from .._validation import check_float
 from ..distances import LpDistance
@@ -34,7 +35,9 @@ class NCALoss(BaseMetricLossFunction):
     def get_default_distance(self):
         return LpDistance(power=2, backend=self.backend)
 
-    def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
+                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None):
         self._query_is_ref = ref_emb is None or ref_emb is embeddings
         return super().__call__(embeddings, labels, indices_tuple, ref_emb, ref_labels)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_float
 from ..distances import DotProductSimilarity
 from ._proxy_math import l2_normalize64
@@ -54,7 +55,7 @@ class NormalizedSoftmaxLoss(BaseProxyLoss):
 
         return [("loss", losses * mw, np.arange(N), "element", None)], backward
 
-    def get_logits(self, embeddings):
+    def get_logits(self, embeddings: ArrayLike):
         """(N, num_classes) float32 logits of ``embeddings`` (N, embedding_size)."""
         logits, _ = self._logits64(self._logits_input(embeddings), self.W.data.astype(np.float64))
         return logits.astype(np.float32)

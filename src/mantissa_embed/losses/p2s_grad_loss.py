@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .._validation import as_generator, check_array, check_int
 from ..backend import get_backend
 from ..parameter import Parameter
@@ -62,13 +63,15 @@ class P2SGradLoss(BaseMetricLossFunction):
         nrm = np.sqrt(np.sum(w.astype(np.float64) ** 2, axis=1, keepdims=True))
         w *= (1.0 / np.where(nrm > 0, nrm, 1.0)).astype(np.float32)
 
-    def compute64(self, x, labels, W=None):
+    def compute64(self, x, labels: ArrayLike, W=None):
         """float64 ``(loss, dx, dW)`` for embeddings x (N, D), labels, weight W (default the current
         one, used as given: no renormalization)."""
         W = self.weight.data.astype(np.float64) if W is None else np.asarray(W, np.float64)
         return p2sgrad64(np.asarray(x, np.float64), W, np.asarray(labels, np.int64))
 
-    def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
+                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None):
         if indices_tuple is not None:
             raise ValueError("indices_tuple is not supported by P2SGradLoss")
         if ref_emb is not None:

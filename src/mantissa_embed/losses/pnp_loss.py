@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .._validation import check_float
 from ..distances import CosineSimilarity
 from .base_metric_loss_function import BaseMetricLossFunction
@@ -38,7 +39,9 @@ class PNPLoss(BaseMetricLossFunction):
     def get_default_distance(self):
         return CosineSimilarity(backend=self.backend)
 
-    def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
+                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None):
         _reject_ref(type(self).__name__, embeddings, labels, ref_emb, ref_labels)
         _no_indices_tuple(type(self).__name__, indices_tuple)
         if labels is None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_float
 from ..distances import CosineSimilarity
 from ..reducers import DivisorReducer
@@ -69,7 +70,7 @@ class ProxyAnchorLoss(BaseProxyLoss):
         return [("pos_loss", pos_term, idx, "element", n_with_pos),
                 ("neg_loss", neg_term, idx, "element", C)], backward
 
-    def get_logits(self, embeddings):
+    def get_logits(self, embeddings: ArrayLike):
         """(N, num_classes) float32 similarities ``distance(embeddings, proxies)``."""
         mat, _ = self._similarity(self._logits_input(embeddings), self.proxies.data.astype(np.float64))
         return mat.astype(np.float32)

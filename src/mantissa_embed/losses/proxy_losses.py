@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_float
 from ..distances import LpDistance
 from .base_proxy_loss import BaseProxyLoss
@@ -50,7 +51,7 @@ class ProxyNCALoss(BaseProxyLoss):
 
         return [("loss", losses[idx] * mw[idx], idx, "element", None)], backward
 
-    def get_logits(self, embeddings):
+    def get_logits(self, embeddings: ArrayLike):
         """(N, num_classes) float32 ``distance(embeddings, proxies)``."""
         mat, _ = self._similarity(self._logits_input(embeddings), self.proxies.data.astype(np.float64))
         return mat.astype(np.float32)

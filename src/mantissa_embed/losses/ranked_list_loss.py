@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .._validation import check_float
 from ..distances import LpDistance
 from ._ranking_math import ranked_list_backward, ranked_list_forward
@@ -41,7 +42,9 @@ class RankedListLoss(BaseMetricLossFunction):
     def get_default_distance(self):
         return LpDistance(backend=self.backend)
 
-    def __call__(self, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
+                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None):
         if labels is None:
             raise ValueError("labels are required by RankedListLoss")
         _reject_ref(type(self).__name__, embeddings, labels, ref_emb, ref_labels)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_array
 from ..distances.base_distance import _check_bool
 from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
@@ -49,7 +50,7 @@ class SelfSupervisedLoss:
         if loss_name not in cls.supported_losses():
             raise TypeError(f"SelfSupervisedLoss not supported for {loss_name}")
 
-    def __call__(self, embeddings, ref_emb):
+    def __call__(self, embeddings: ArrayLike, ref_emb: ArrayLike):
         emb = check_array(embeddings, "embeddings", ndim=2)
         ref = check_array(ref_emb, "ref_emb", ndim=2)
         if ref.shape != emb.shape:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_float, check_int
 from ..distances import CosineSimilarity
 from ._class_weights import kaiming_uniform_init
@@ -78,7 +79,7 @@ class SoftTripleLoss(BaseProxyLoss):
 
         return [("loss", losses * mw, np.arange(N), "element", None)], backward
 
-    def get_logits(self, embeddings):
+    def get_logits(self, embeddings: ArrayLike):
         """(N, num_classes) float32 relaxed class similarities."""
         H, _ = self._logits64(self._logits_input(embeddings), self.fc.data.astype(np.float64))
         return H.astype(np.float32)

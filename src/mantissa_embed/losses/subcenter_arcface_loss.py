@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import check_float, check_int, check_labels
 from ._proxy_math import max_over_centers
 from ._scratch import scratch
@@ -58,7 +59,8 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
 
         return cos, backward
 
-    def get_outliers(self, embeddings, labels, threshold=75, return_dominant_centers: bool = True):
+    def get_outliers(self, embeddings: ArrayLike, labels: ArrayLike, threshold=75,
+                     return_dominant_centers: bool = True):
         """Examples whose cosine to their class's dominant center is below ``cos(threshold)`` (degrees).
 
         Returns ``outliers`` (int64 indices) and, with ``return_dominant_centers``, the dominant centers

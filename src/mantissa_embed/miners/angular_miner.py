@@ -37,7 +37,7 @@ class AngularMiner(BaseMiner):
         self.angle_degrees = check_float(angle, "angle")
         self.angle = float(np.radians(self.angle_degrees))
 
-    def mine(self, embeddings, labels, ref_emb, ref_labels):
+    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         lab, ref_lab, same = utils._resolve(labels, ref_labels)
         ref = embeddings if ref_emb is None else ref_emb
         a, p, n, st = get_backend(self.backend).angular_mine(embeddings, ref, lab, ref_lab, same, self.angle)

@@ -78,7 +78,7 @@ class BatchEasyHardMiner(BaseMiner):
         small = (self.neg_strategy in ("hard", "semihard")) != self.distance.is_inverted
         return self._pick(small, mat, diffs, self.allowed_neg_range, thresholds)
 
-    def mine(self, embeddings, labels, ref_emb, ref_labels):
+    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         mat = self._mat(embeddings, ref_emb)
         matches, diffs = utils.get_matches_and_diffs(labels, ref_labels)
         ps, ns = self.pos_strategy, self.neg_strategy

@@ -15,7 +15,7 @@ class BatchHardMiner(BaseMiner):
     Source: A. Hermans et al., "In Defense of the Triplet Loss for Person Re-Identification", 2017.
     """
 
-    def mine(self, embeddings, labels, ref_emb, ref_labels):
+    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         mat = self._mat(embeddings, ref_emb)
         matches, diffs = utils.get_matches_and_diffs(labels, ref_labels)
         keep = matches.any(axis=1) & diffs.any(axis=1)

@@ -54,7 +54,7 @@ class DistanceWeightedMiner(BaseMiner):
         w[same | bad | (mat >= self.nonzero_loss_cutoff)] = 0.0
         return w
 
-    def mine(self, embeddings, labels, ref_emb, ref_labels):
+    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         if embeddings.shape[0] == 0 or (ref_emb is not None and ref_emb.shape[0] == 0):
             return utils._empty(3)
         w = self._weights(embeddings, labels, ref_emb, ref_labels)

@@ -17,7 +17,7 @@ class EmbeddingsAlreadyPackagedAsTriplets(BaseMiner):
     Source: pytorch-metric-learning ``miners/embeddings_already_packaged_as_triplets.py``.
     """
 
-    def mine(self, embeddings, labels, ref_emb, ref_labels):
+    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         if ref_emb is not None:
             raise ValueError("EmbeddingsAlreadyPackagedAsTriplets does not take ref_emb: "
                              "the triplets index the batch itself")

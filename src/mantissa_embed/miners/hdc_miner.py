@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .. import utils
 from .._validation import check_float
 from .base_miner import BaseMiner
@@ -33,7 +34,7 @@ class HDCMiner(BaseMiner):
         self.filter_percentage = fp
         self.reset_idx()
 
-    def set_idx_externally(self, external_indices_tuple, labels=None) -> None:
+    def set_idx_externally(self, external_indices_tuple, labels: ArrayLike | None = None) -> None:
         """Use these pairs (or triplets) as the candidates of the next calls (PML's method)."""
         self._external = external_indices_tuple
         self.was_set_externally = True
@@ -43,7 +44,8 @@ class HDCMiner(BaseMiner):
         self._external = None
         self.was_set_externally = False
 
-    def __call__(self, embeddings, labels, ref_emb=None, ref_labels=None, indices_tuple=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None, indices_tuple: IndicesTuple | None = None):
         self._call_tuple = indices_tuple
         try:
             return super().__call__(embeddings, labels, ref_emb, ref_labels)
@@ -52,7 +54,7 @@ class HDCMiner(BaseMiner):
 
     forward = __call__
 
-    def mine(self, embeddings, labels, ref_emb, ref_labels):
+    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         cand = self._call_tuple if self._call_tuple is not None else self._external
         N = embeddings.shape[0]
         M = N if ref_emb is None else ref_emb.shape[0]

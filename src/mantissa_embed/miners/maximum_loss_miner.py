@@ -5,6 +5,7 @@ from typing import Any, Callable, TYPE_CHECKING
 
 import numpy as np
 
+from .._typing import ArrayLike
 from .._validation import as_generator, check_array, check_int, check_labels
 from .base_miner import BaseMiner
 
@@ -41,7 +42,8 @@ class MaximumLossMiner(BaseMiner):
                                   else check_int(output_batch_size, "output_batch_size", minimum=1))
         self.rng = as_generator(seed)
 
-    def __call__(self, embeddings, labels, ref_emb=None, ref_labels=None):
+    def __call__(self, embeddings: ArrayLike, labels: ArrayLike, ref_emb: ArrayLike | None = None,
+                 ref_labels: ArrayLike | None = None):
         if ref_emb is not None or ref_labels is not None:
             raise ValueError("MaximumLossMiner selects rows of the batch; ref_emb / ref_labels are not supported")
         emb = check_array(embeddings, "embeddings", ndim=2)

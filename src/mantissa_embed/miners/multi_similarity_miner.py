@@ -34,7 +34,7 @@ class MultiSimilarityMiner(BaseMiner):
         super().__init__(distance=distance, backend=backend, **kwargs)
         self.epsilon = check_float(epsilon, "epsilon")
 
-    def mine(self, embeddings, labels, ref_emb, ref_labels):
+    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         matches, diffs = utils.get_matches_and_diffs(labels, ref_labels)
         if not matches.any() or not diffs.any():
             return utils._empty(4)

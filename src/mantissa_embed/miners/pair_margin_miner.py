@@ -22,7 +22,7 @@ class PairMarginMiner(BaseMiner):
         self.pos_margin = check_float(pos_margin, "pos_margin")
         self.neg_margin = check_float(neg_margin, "neg_margin")
 
-    def mine(self, embeddings, labels, ref_emb, ref_labels):
+    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         mat = self._mat(embeddings, ref_emb)
         matches, diffs = utils.get_matches_and_diffs(labels, ref_labels)
         pm, nm = np.float32(self.pos_margin), np.float32(self.neg_margin)

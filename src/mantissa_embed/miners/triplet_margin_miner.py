@@ -1,6 +1,8 @@
 """TripletMarginMiner (pytorch-metric-learning)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import utils
 from ..backend import get_backend
 from .._validation import check_float
@@ -28,7 +30,7 @@ class TripletMarginMiner(BaseMiner):
             raise ValueError(f"type_of_triplets must be one of {TYPES_OF_TRIPLETS}, got {type_of_triplets!r}")
         self.type_of_triplets = type_of_triplets
 
-    def mine(self, embeddings, labels, ref_emb, ref_labels):
+    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         mat = self._mat(embeddings, ref_emb)
         lab, ref, same = utils._resolve(labels, ref_labels)
         return get_backend(self.backend).triplet_margin_mine(

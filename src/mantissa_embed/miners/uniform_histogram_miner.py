@@ -53,7 +53,7 @@ class UniformHistogramMiner(BaseMiner):
         idx = order[(starts[:, None] + pick).ravel()]
         return anchors[idx], others[idx]
 
-    def mine(self, embeddings, labels, ref_emb, ref_labels):
+    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         a1, p, a2, n = utils.get_all_pairs_indices(labels, ref_labels)
         if len(a1) == 0 and len(a2) == 0:
             return a1, p, a2, n
