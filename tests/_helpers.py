@@ -1,6 +1,5 @@
 """Small shared fixtures-as-functions for the tests (importable because pytest's
 ``pythonpath`` includes ``tests/``). Seeded and independent of the code under test."""
-import re
 from pathlib import Path
 
 import numpy as np
@@ -94,19 +93,6 @@ def close_scaled(a, b, rtol=2e-5):
 
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-
-
-def run_doc_blocks(name, min_blocks):
-    """Run the python code blocks of docs/<name>, in order, in one namespace (at least
-    ``min_blocks`` of them); return the page's text."""
-    path = DOCS / name
-    text = path.read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert len(blocks) >= min_blocks, (name, len(blocks))
-    ns = {}
-    for i, code in enumerate(blocks):
-        exec(compile(code, f"{name}[block {i}]", "exec"), ns)
-    return text
 
 
 def run_threads(fn, n_threads=4, calls=6):

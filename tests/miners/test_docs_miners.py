@@ -1,12 +1,8 @@
-"""The python code blocks of docs/miners.md run, in order, in one namespace, and every public
-miner has a section."""
-from _helpers import DOCS, run_doc_blocks
+"""docs/miners.md has a section for every public miner (tests/test_docs_blocks.py runs its code
+blocks, each on its own)."""
+from _helpers import DOCS
 
 from mantissa_embed import miners
-
-
-def test_doc_code_blocks_run():
-    run_doc_blocks("miners.md", 12)
 
 
 def test_every_miner_is_documented():
