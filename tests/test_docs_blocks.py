@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import mantissa_embed  # noqa: F401 - an editable install rebuilds here, once, not in two blocks at a time
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 TIMEOUT = 120  # seconds per block; a block should take a few
@@ -35,6 +37,7 @@ OPTIONAL = {
     "matplotlib": "matplotlib",
     "torch": "torch",
     "pytorch_metric_learning": "pytorch-metric-learning",
+    "hypothesis": "hypothesis",
 }
 # package modules and names that import an optional dependency when used
 NEEDS = {
