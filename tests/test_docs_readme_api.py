@@ -17,11 +17,12 @@ def _api_section():
 
 
 def _spelled(name, func):
-    """``name(params)`` as the README writes it: the signature without ``self``, strings in
-    double quotes."""
+    """``name(params)`` as the README writes it: the signature without ``self`` and without
+    annotations, strings in double quotes."""
     sig = inspect.signature(func)
-    params = [p for p in sig.parameters.values() if p.name != "self"]
-    return f"{name}{sig.replace(parameters=params)}".replace("'", '"')
+    params = [p.replace(annotation=p.empty) for p in sig.parameters.values() if p.name != "self"]
+    bare = sig.replace(parameters=params, return_annotation=sig.empty)
+    return f"{name}{bare}".replace("'", '"')
 
 
 def test_the_constructor_line_is_the_signature():
