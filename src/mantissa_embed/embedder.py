@@ -200,17 +200,17 @@ class Embedder(EmbedderInference):
         self._fit_guard = threading.Lock()
 
     # ------------------------------------------------------------------ construction helpers
-    def _normalizes(self):
+    def _normalizes(self) -> bool:
         dist = getattr(self.loss_func, "distance", None)
         return bool(getattr(dist, "normalize_embeddings", True))
 
-    def _make_optimizer(self, groups):
+    def _make_optimizer(self, groups: list[dict[str, Any]]) -> Any:
         return make_optimizer(self.optimizer, groups, self.momentum, self.weight_decay, self.backend)
 
-    def _choose_m(self, batch_size, n_classes):
+    def _choose_m(self, batch_size: int, n_classes: int) -> int:
         return choose_m(batch_size, n_classes, self.m_per_class)
 
-    def _ensure_loss(self, n_classes, embed_dim):
+    def _ensure_loss(self, n_classes: int, embed_dim: int) -> None:
         """Build a string loss that needs the class count (``"proxy_anchor"``) for ``n_classes``
         classes, or check that a loss object with ``num_classes`` has room for them."""
         loss = self.loss_func
@@ -361,14 +361,14 @@ class Embedder(EmbedderInference):
             raise RuntimeError("no profile: call fit(X, y, profile=True) first")
         return profile_table(p)
 
-    def _check_trunk_output(self, input_shape):
+    def _check_trunk_output(self, input_shape: Sequence[int]) -> None:
         out_shape = self.net.output_shape(tuple(input_shape))
         if len(out_shape) != 1:
             raise ValueError(f"the trunk must output one vector per image (N, D); for input {tuple(input_shape)} "
                              f"it outputs per-sample shape {out_shape} (end it with Flatten() or Dense(D))")
 
     # ----------------------------------------------------------------------------- inference
-    def _check_fitted(self):
+    def _check_fitted(self) -> None:
         if not self.fitted_:
             raise RuntimeError("this Embedder is not fitted yet: call fit(X, y) first (or Embedder.load(path))")
 
@@ -393,7 +393,7 @@ class Embedder(EmbedderInference):
         return "\n".join(lines)
 
     @staticmethod
-    def _describe(obj) -> str:
+    def _describe(obj: object) -> str:
         attrs = []
         for name in ("margin", "pos_margin", "neg_margin", "type_of_triplets"):
             v = getattr(obj, name, None)

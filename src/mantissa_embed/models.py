@@ -6,13 +6,13 @@ from typing import Sequence
 import numpy as np
 
 from ._validation import check_int
-from .layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, MaxPool2D, Residual,
+from .layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, Layer, MaxPool2D, Residual,
                      Sequential)
 
 __all__ = ["cnn_embedder", "resnet_embedder", "small_cnn_embedder", "mlp_embedder"]
 
 
-def _widths(widths, name: str = "widths"):
+def _widths(widths: Sequence[int], name: str = "widths") -> tuple[int, ...]:
     if isinstance(widths, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of ints")
     try:
@@ -24,7 +24,7 @@ def _widths(widths, name: str = "widths"):
     return tuple(check_int(w, f"{name}[{i}]", minimum=1) for i, w in enumerate(widths))
 
 
-def _conv_block(width, batch_norm, stride=1):
+def _conv_block(width: int, batch_norm: bool, stride: int = 1) -> list[Layer]:
     if batch_norm:
         return [Conv2D(width, 3, stride=stride, pad=1, bias=False), BatchNorm2D(act="relu")]
     return [Conv2D(width, 3, stride=stride, pad=1, act="relu")]

@@ -24,6 +24,8 @@ import shutil
 import urllib.request
 import zlib
 from pathlib import Path
+import os
+from typing import Any, Callable
 
 from .._io import atomic_write
 
@@ -96,7 +98,7 @@ def _decompressed_sha256(path):
     return h.hexdigest()
 
 
-def verify_file(path, name) -> str:
+def verify_file(path: str | os.PathLike[str], name: str) -> str:
     """Check ``path`` against the published checksums of the MNIST file ``name``.
 
     Returns ``"gz"`` when the compressed bytes match, ``"content"`` when only the
@@ -117,7 +119,8 @@ def verify_file(path, name) -> str:
         f"(or a decompressed payload with sha256 {raw_sha})")
 
 
-def download_mnist(data_dir, url_base=None, *, force: bool = False, log=print):
+def download_mnist(data_dir: str | os.PathLike[str], url_base: str | None = None, *, force: bool = False,
+                   log: Callable[[str], Any] | None = print) -> list[Path]:
     """Download and verify the four MNIST IDX files into ``<data_dir>/mnist/``.
 
     Parameters

@@ -4,8 +4,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.datasets import load_digits as _sklearn_load_digits
 
+from .._typing import Float32Array, Int64Array
 
-def load_digits(split):
+
+def load_digits(split: str | None) -> tuple[Float32Array, Int64Array]:
     """X (1797, 1, 8, 8) float32 (pixel values 0..16 divided by 16), y (1797,) int64; ``split``
     must be None (ValueError otherwise)."""
     if split is not None:

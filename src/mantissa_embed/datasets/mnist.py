@@ -4,13 +4,16 @@ from __future__ import annotations
 import gzip
 import zlib
 from pathlib import Path
+import os
+from typing import Any
 
 import numpy as np
 
+from .._typing import Float32Array, Int64Array
 from .paths import download_command, resolve_dir
 
 _MNIST_SPLITS = {"train": "train", "test": "t10k"}
-_IDX_TYPES = {0x08: np.dtype(">u1"), 0x09: np.dtype(">i1"), 0x0B: np.dtype(">i2"),
+_IDX_TYPES: dict[int, np.dtype[Any]] = {0x08: np.dtype(">u1"), 0x09: np.dtype(">i1"), 0x0B: np.dtype(">i2"),
               0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 
 
@@ -26,7 +29,7 @@ def _read_bytes(path):
     return raw
 
 
-def read_idx(path):
+def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
     """Read one IDX file (LeCun's MNIST format), gzipped or not, into a numpy array.
 
     The header is 2 zero bytes, a type code (0x08 = uint8, ...), the number of dimensions,
@@ -73,7 +76,7 @@ def _find_mnist_file(root, stem):
         f"    {download_command(root)}")
 
 
-def load_mnist(split, data_dir):
+def load_mnist(split: str | None, data_dir: str | os.PathLike[str] | None) -> tuple[Float32Array, Int64Array]:
     """X (N, 1, 28, 28) float32 in [0, 1], y (N,) int64 of ``split`` ("train", the default, or
     "test"), read from ``data_dir`` or its ``mnist/`` subfolder."""
     if split is None:

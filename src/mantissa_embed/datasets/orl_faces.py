@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+import os
 
 import numpy as np
 
+from .._typing import Float32Array, Int64Array
 from .paths import ENV_VAR, resolve_dir
 
 _ORL_SUBJECTS = 40
@@ -22,7 +24,7 @@ _ORL_INSTRUCTIONS = (
 )
 
 
-def orl_instructions(root):
+def orl_instructions(root: str | os.PathLike[str]) -> str:
     """The manual step that installs the ORL faces under ``root`` (they cannot be downloaded)."""
     return _ORL_INSTRUCTIONS.format(root=root, qroot=shlex.quote(str(root)),
                                     root_repr=repr(str(root)), env=ENV_VAR)
@@ -50,7 +52,7 @@ def _pgm_tokens(raw, path, count):
     return vals, pos + 1
 
 
-def read_pgm(path):
+def read_pgm(path: str | os.PathLike[str]) -> Float32Array:
     """Read a binary PGM (``P5``) image into a float32 ``(H, W)`` array in [0, 1].
 
     Netpbm format: ``P5``, width, height, maxval as ASCII decimals separated by whitespace,
@@ -99,7 +101,7 @@ def _orl_missing(root, what):
     return FileNotFoundError(f"ORL faces: {what}.\n" + orl_instructions(root))
 
 
-def load_orl(split, data_dir):
+def load_orl(split: str | None, data_dir: str | os.PathLike[str] | None) -> tuple[Float32Array, Int64Array]:
     """X (400, 1, 112, 92) float32 in [0, 1], y (400,) int64 subject 0..39, ordered by subject then
     image; ``split`` must be None."""
     if split is not None:

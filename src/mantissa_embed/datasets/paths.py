@@ -8,7 +8,7 @@ from pathlib import Path
 ENV_VAR = "MANTISSA_EMBED_DATA"
 
 
-def default_data_dir():
+def default_data_dir() -> Path:
     """The data directory used when ``data_dir`` is None.
 
     ``$MANTISSA_EMBED_DATA`` when set, else ``$XDG_CACHE_HOME/mantissa-embed``
@@ -21,7 +21,7 @@ def default_data_dir():
     return Path(cache).expanduser() / "mantissa-embed"
 
 
-def resolve_dir(data_dir):
+def resolve_dir(data_dir: str | os.PathLike[str] | None) -> Path:
     if data_dir is None:
         return default_data_dir()
     if not isinstance(data_dir, (str, os.PathLike)):
@@ -29,5 +29,5 @@ def resolve_dir(data_dir):
     return Path(data_dir).expanduser()
 
 
-def download_command(root) -> str:
+def download_command(root: str | os.PathLike[str]) -> str:
     return f"python -m mantissa_embed.datasets download mnist --data-dir {shlex.quote(str(root))}"

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, Float32Array
 from .._validation import check_array, check_int
 
 _RESIZE_MODES = ("bilinear", "nearest", "area", "pad")
 
 
-def check_size(size):
+def check_size(size: int | tuple[int, int]) -> tuple[int, int]:
     if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
         size = (size, size)
     if not isinstance(size, (tuple, list)) or len(size) != 2:
@@ -41,7 +42,7 @@ def _interp_matrix(n_out, n_in, mode):
     return A
 
 
-def pad_or_resize(X, size, mode: str = "bilinear"):
+def pad_or_resize(X: ArrayLike, size: int | tuple[int, int], mode: str = "bilinear") -> Float32Array:
     """Resize a batch of images to ``size`` by a separable linear map, or zero-pad it.
 
     Useful to feed the 8x8 digits to a network designed for 28x28 inputs.

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, Int64Array, Seed
 from .._validation import as_generator, check_int, check_labels
 
 
-def _check_xy(X, y):
+def _check_xy(X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, Int64Array]:
     if isinstance(X, (str, bytes)) or X is None:
         raise TypeError(f"X must be an array, got {type(X).__name__}")
     X = np.asarray(X)
@@ -16,7 +17,7 @@ def _check_xy(X, y):
     return X, y
 
 
-def subset(X, y, n, seed=0):
+def subset(X: ArrayLike, y: ArrayLike, n: int, seed: Seed = 0) -> tuple[np.ndarray, Int64Array]:
     """A stratified random subset of ``n`` samples, deterministic for a given ``seed``.
 
     Each class gets ``floor(n * count / N)`` samples, and the remaining ones go to the classes
@@ -65,7 +66,8 @@ def subset(X, y, n, seed=0):
     return np.ascontiguousarray(X[sel]), y[sel]
 
 
-def split_by_class(X, y, classes):
+def split_by_class(X: ArrayLike, y: ArrayLike, classes: ArrayLike) -> tuple[np.ndarray, Int64Array, np.ndarray,
+                   Int64Array]:
     """Split into the samples whose label is in ``classes`` and the others (class-disjoint).
 
     Used for unseen-class evaluation: train on ``(X_in, y_in)``, evaluate retrieval on

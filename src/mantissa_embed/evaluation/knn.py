@@ -141,7 +141,7 @@ def knn(query: ArrayLike, reference: ArrayLike, k: int, *, exclude_self: bool = 
 _CHUNK_ROWS = 8192  # rows per float64 temporary in the norm helpers (bounded scratch)
 
 
-def _sq_norms64(x, name):
+def _sq_norms64(x: np.ndarray, name: str) -> np.ndarray:
     """Squared row norms of x (n, D) float32 in float64, by row chunks; ValueError naming
     ``name`` if x holds NaN or Inf (the norm of a finite float32 row cannot overflow float64)."""
     out = np.empty(x.shape[0], dtype=np.float64)
@@ -153,7 +153,7 @@ def _sq_norms64(x, name):
     return out
 
 
-def _unit_rows(x, sq=None):
+def _unit_rows(x: np.ndarray, sq: np.ndarray | None = None) -> Float32Array:
     """Rows of x (n, D) divided by their norm (computed in float64; zero rows stay 0), float32."""
     if sq is None:
         sq = _sq_norms64(x, "x")

@@ -65,8 +65,9 @@ def _warn_all_lone(include):
     return {m: float("nan") for m in include}
 
 
-def metrics_from_knn_labels(knn_labels, query_labels, reference_labels, *, ref_includes_query,
-                            include=None, avg_of_avgs: bool = False):
+def metrics_from_knn_labels(knn_labels: ArrayLike, query_labels: ArrayLike, reference_labels: ArrayLike, *,
+                            ref_includes_query: bool, include: Sequence[str] | None = None,
+                            avg_of_avgs: bool = False) -> dict[str, float]:
     """The retrieval metrics from precomputed neighbour labels.
 
     Parameters

@@ -20,7 +20,7 @@ __all__ = ["verification_metrics", "FAR_TARGETS"]
 FAR_TARGETS = (1e-3, 1e-2)
 
 
-def _check_distances(distances):
+def _check_distances(distances: ArrayLike) -> np.ndarray:
     if distances is None or isinstance(distances, (str, bytes)):
         raise TypeError(f"distances must be a 1-D array of real numbers, got {type(distances).__name__}")
     d = np.asarray(distances)
@@ -36,7 +36,7 @@ def _check_distances(distances):
     return d
 
 
-def _check_same(same, n):
+def _check_same(same: ArrayLike, n: int) -> np.ndarray:
     if same is None or isinstance(same, (str, bytes)):
         raise TypeError(f"same must be a 1-D bool (or 0/1 integer) array, got {type(same).__name__}")
     s = np.asarray(same)

@@ -12,7 +12,7 @@ __all__ = ["Schedule", "make_schedule", "schedule_from_config"]
 _REGISTRY: dict[str, type[Schedule]] = {}
 
 
-def check_step(step, total_steps):
+def check_step(step: int, total_steps: int) -> tuple[int, int]:
     """``(step, total_steps)`` as ints: step >= 0 (0-based), total_steps >= 1."""
     return check_int(step, "step", minimum=0), check_int(total_steps, "total_steps", minimum=1)
 
@@ -65,10 +65,10 @@ class Schedule:
             group["lr"] = group["initial_lr"] * f
         return [group["lr"] for group in groups]
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self.get_config() == other.get_config()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self).__name__, tuple(sorted(self._config().items()))))
 
     def __repr__(self) -> str:

@@ -80,7 +80,7 @@ class MPerClassSampler:
         self.list_size = list_size
 
     @property
-    def _batch_len(self):
+    def _batch_len(self) -> int:
         return self.length_of_single_pass if self.batch_size is None else self.batch_size
 
     def calculate_num_iters(self) -> int:
@@ -91,7 +91,7 @@ class MPerClassSampler:
     def __len__(self) -> int:
         return self.calculate_num_iters()
 
-    def _draw(self, label):
+    def _draw(self, label: int) -> Int64Array:
         idx = self.labels_to_indices[label]
         replace = idx.shape[0] < self.m_per_class
         return self.rng.choice(idx, size=self.m_per_class, replace=replace)
