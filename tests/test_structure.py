@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 PKG = SRC / "mantissa_embed"
-OPTIONAL = {"faiss", "matplotlib", "tqdm", "torch", "pytorch_metric_learning", "dask", "distributed"}
+OPTIONAL = {"faiss", "matplotlib", "tqdm", "torch", "pytorch_metric_learning", "dask", "distributed", "hypothesis"}
 
 pytestmark = pytest.mark.skipif(not PKG.is_dir(), reason="needs the source tree (src/mantissa_embed)")
 

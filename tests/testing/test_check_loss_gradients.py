@@ -126,3 +126,22 @@ def test_a_gradient_of_the_wrong_shape_is_reported():
         return LossOutput(0.0, np.zeros((1, 1)))
     with pytest.raises(ValueError, match=r"grad of shape \(1, 1\), expected \(2, 2\)"):
         check_loss_gradients(bad, np.ones((2, 2)), np.array([0, 1]))
+
+
+def test_an_all_kinks_example_is_discarded_inside_hypothesis():
+    """Outside hypothesis an all-kinks batch fails (above); inside, it is rejected like assume(False),
+    so a property over random batches is not flaky."""
+    from hypothesis import given, settings, strategies as st
+    from hypothesis.errors import Unsatisfiable
+
+    def abs_loss(embeddings, labels, indices_tuple=None):
+        x = np.asarray(embeddings, np.float64)
+        return LossOutput(float(np.abs(x - 1).sum()), np.sign(x - 1))
+
+    @settings(max_examples=5, deadline=None, database=None)
+    @given(st.just(np.array([[1.0]])))
+    def prop(x):
+        check_loss_gradients(abs_loss, x, np.array([0]))
+
+    with pytest.raises(Unsatisfiable):
+        prop()
