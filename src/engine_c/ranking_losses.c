@@ -74,6 +74,15 @@ void me_pnp_rank_backward(const double *drk, const float *sim, const int64_t *la
     }
 }
 
+/* The bin of floor(t) as an int64 in [-2, nb + 1]: a NaN (a NaN distance) gives -2 and a value
+ * beyond the int64 range its end, so the cast is defined and every index stays in bounds (bins
+ * outside [0, nb) are dropped or clipped by the callers). */
+static inline int64_t dsm_bin(double fl, int64_t nb) {
+    if (!(fl >= -2.0)) return -2;  /* also NaN */
+    if (fl > (double)(nb + 1)) return nb + 1;
+    return (int64_t)fl;
+}
+
 /* ---- DynamicSoftMargin over all triplets (a, p, n) of the labels:
  * labels[a] == ref_labels[p] (p != a when exclude_self), labels[a] != ref_labels[n];
  * x = mat[a,p] - mat[a,n], t = (x - min_val) / delta, r = floor(t), f = t - r. */
@@ -98,7 +107,7 @@ void me_dsm_triplet_hist(const float *mat, const int64_t *labels, const int64_t 
                 const double t = (dp - (double)ma[n] - min_val) / delta;
                 const double fl = floor(t);
                 const double f = t - fl;
-                const int64_t r = (int64_t)fl;
+                const int64_t r = dsm_bin(fl, nb);
                 if (r >= 0 && r < nb) u[r] += momentum * (1.0 - f);
                 if (r + 1 >= 0 && r + 1 < nb) u[r + 1] += momentum * f;
                 cnt += 1.0;
@@ -126,10 +135,8 @@ void me_dsm_triplet_loss(const float *mat, const int64_t *labels, const int64_t 
             for (int64_t n = 0; n < M; n++) {
                 if (ref_labels[n] == ya) continue;
                 const double x = dp - (double)ma[n];
-                double fl = floor((x - min_val) / delta);
-                if (fl < 0) fl = 0;
-                if (fl > (double)(nb - 1)) fl = (double)(nb - 1);
-                const int64_t r = (int64_t)fl;
+                int64_t r = dsm_bin(floor((x - min_val) / delta), nb);
+                r = r < 0 ? 0 : (r > nb - 1 ? nb - 1 : r);
                 acc += cdf[r] * x;
                 bb[r] += x;
             }
@@ -160,8 +167,7 @@ void me_dsm_triplet_backward(const float *mat, const int64_t *labels, const int6
             for (int64_t n = 0; n < M; n++) {
                 if (ref_labels[n] == ya) continue;
                 const double t = (dp - (double)ma[n] - min_val) / delta;
-                const double fl = floor(t);
-                const int64_t r = (int64_t)fl;
+                const int64_t r = dsm_bin(floor(t), nb);
                 const int64_t rc = r < 0 ? 0 : (r > nb - 1 ? nb - 1 : r);
                 double g = scale * cdf[rc];
                 if (r + 1 >= 0 && r + 1 < nb) g += mom * g_u[r + 1];

@@ -12,6 +12,11 @@ import numpy as np
 
 F32_MAX = float(np.finfo(np.float32).max)
 
+#: Bound on every buffer size the engine computes in int64 (and numpy allocates): far beyond any
+#: memory, it turns absurd sizes into a ValueError instead of an int64 overflow or a petabyte
+#: allocation.
+MAX_FLOATS = 1 << 56
+
 
 def check_int(v: Any, name: str, minimum: int | None = None) -> int:
     """Validate an integer scalar (bool rejected); return it as ``int``."""
@@ -35,6 +40,15 @@ def check_float(v: Any, name: str, minimum: float | None = None, *, strict: bool
     return v
 
 
+def check_f32(v: Any, name: str, minimum: float | None = None, *, strict: bool = False) -> float:
+    """A finite real scalar that stays finite as the C ``float`` a kernel takes (``abs(v) <=
+    3.4e38``); numpy scalars accepted. TypeError / ValueError naming ``name``."""
+    v = check_float(v, name, minimum=minimum, strict=strict)
+    if abs(v) > F32_MAX:
+        raise ValueError(f"{name} must be within the float32 range, got {v}")
+    return v
+
+
 def as_numeric_array(x: Any, name: str, ndim: int | tuple[int, ...] | None = None, *, dtype: Any = np.float32,
                      allow_empty: bool = True) -> np.ndarray:
     """``x`` as a C-contiguous ``dtype`` array; booleans, strings and objects raise ``TypeError``,
@@ -54,7 +68,7 @@ def as_numeric_array(x: Any, name: str, ndim: int | tuple[int, ...] | None = Non
             raise ValueError(f"{name} must be {want}-D, got shape {arr.shape}")
     if not allow_empty and arr.size == 0:
         raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
-    return np.ascontiguousarray(arr, dtype=dtype)
+    return np.asarray(arr, dtype=dtype, order="C")  # not ascontiguousarray: it makes 0-D 1-D
 
 
 def check_kernel_input(x: Any, name: str, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import check_float, check_kernel_input, check_kernel_output, check_no_overlap, check_outs
+from .arrays import MAX_FLOATS, check_float, check_int, check_kernel_input, check_kernel_output, check_no_overlap, check_outs
 
 
 NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's default
@@ -20,6 +20,16 @@ def check_eps(eps):
     if not float(np.finfo(np.float32).tiny) <= eps <= float(np.finfo(np.float32).max):
         raise ValueError(f"eps must be a normal float32 (in [1.2e-38, 3.4e38]), got {eps}")
     return eps
+
+
+def check_workspace_dims(N, M):
+    """(N, M) of ``euclidean_workspace_size``: ints >= 0 whose scratch (at most N*M + N + M
+    floats) stays within 2**56 floats (ValueError), so the int64 sizes cannot overflow."""
+    N = check_int(N, "N", minimum=0)
+    M = check_int(M, "M", minimum=0)
+    if N * M + N + M > MAX_FLOATS:
+        raise ValueError(f"N x M distances need more than 2**56 floats of scratch, got N={N}, M={M}")
+    return N, M
 
 
 def check_euclidean_workspace(ws, need):

@@ -10,6 +10,9 @@ from .arrays import check_kernel_input, check_kernel_output, check_no_overlap
 
 KNN_METRICS = ("sqeuclidean", "euclidean", "inner_product")
 
+#: the largest tile_q * tile_r (32 times the default 256 x 2048): the scratch of one thread
+MAX_TILE = 1 << 24
+
 
 def check_knn_search(query, reference, k, metric, exclude_self, tile_q, tile_r, indices, distances):
     """Shared argument checks of ``knn_search`` (both backends). Returns the checked values."""
@@ -23,6 +26,9 @@ def check_knn_search(query, reference, k, metric, exclude_self, tile_q, tile_r, 
             raise TypeError(f"{name} must be an int, got {type(v).__name__}")
         if v < 1:
             raise ValueError(f"{name} must be >= 1, got {v}")
+    if int(tile_q) * int(tile_r) > MAX_TILE:  # each thread's scratch: a tile_q x tile_r block of distances
+        raise ValueError(f"tile_q * tile_r must be <= 2**24 (floats of scratch per thread), "
+                         f"got {tile_q} * {tile_r}")
     if metric not in KNN_METRICS:
         raise ValueError(f"metric must be one of {KNN_METRICS}, got {metric!r}")
     if not isinstance(exclude_self, (bool, np.bool_)):

@@ -1,18 +1,13 @@
 """Argument checks and geometry of the layer kernels: conv, pool, dense, optimizer steps."""
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from .arrays import (F32_MAX, check_bool, check_float, check_inplace, check_int, check_kernel_input,
-                     check_kernel_output, check_outs)
+from .arrays import (F32_MAX, MAX_FLOATS, check_bool, check_f32, check_inplace, check_int,
+                     check_kernel_input, check_kernel_output, check_outs)
 
 
-# Bound on every size the engine computes in int64 (and numpy allocates): far beyond any memory,
-# it turns absurd pad / stride / shapes into a ValueError instead of an int64 overflow or a
-# petabyte allocation.
-_MAX_FLOATS = 1 << 56
+_MAX_FLOATS = MAX_FLOATS
 
 
 _MAX_PLANE = 2**31 - 1
@@ -138,13 +133,7 @@ def check_dense_args(x, w, b):
     return x, w, b
 
 
-def check_scalar(v, name, minimum=None):
-    if isinstance(v, np.generic) and isinstance(v, numbers.Real):
-        v = float(v)
-    v = check_float(v, name, minimum=minimum)
-    if abs(v) > F32_MAX:  # the kernels take float32 scalars
-        raise ValueError(f"{name} must be within the float32 range, got {v}")
-    return v
+check_scalar = check_f32  # the kernels take float32 scalars
 
 
 #: the activation codes of the conv / dense kernels (engine.h's ME_ACT_*)

@@ -1,9 +1,8 @@
 """Argument checks of the miner kernels."""
 from __future__ import annotations
 
-import numpy as np
 
-from .arrays import check_int_array, check_kernel_input
+from .arrays import check_f32, check_float, check_int_array, check_kernel_input
 
 
 TRIPLET_KINDS = {"every": 0, "all": 1, "hard": 2, "semihard": 3, "easy": 4}
@@ -16,9 +15,7 @@ def check_triplet_mine_args(mat, labels, ref_labels, exclude_self, type_of_tripl
     ref_labels = check_int_array(ref_labels, "ref_labels", length=M)
     if type_of_triplets not in TRIPLET_KINDS:
         raise ValueError(f"type_of_triplets must be one of {tuple(TRIPLET_KINDS)}, got {type_of_triplets!r}")
-    margin = float(margin)
-    if not np.isfinite(margin):
-        raise ValueError(f"margin must be finite, got {margin}")
+    margin = check_f32(margin, "margin")
     exclude_self = bool(exclude_self)
     if exclude_self and N != M:
         raise ValueError(f"exclude_self needs a square mat, got shape {mat.shape}")
@@ -36,9 +33,7 @@ def check_angular_mine_args(x, r, labels, ref_labels, exclude_self, angle):
         raise ValueError(f"x must have at least one column, got shape {x.shape}")
     labels = check_int_array(labels, "labels", length=N)
     ref_labels = check_int_array(ref_labels, "ref_labels", length=M)
-    angle = float(angle)
-    if np.isnan(angle):
-        raise ValueError("angle must not be NaN")
+    angle = check_float(angle, "angle")
     exclude_self = bool(exclude_self)
     if exclude_self and N != M:
         raise ValueError(f"exclude_self needs x and r of the same length, got {N} and {M}")

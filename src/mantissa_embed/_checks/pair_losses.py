@@ -48,3 +48,10 @@ def check_terms(weights, shape, ddist, grad, return_losses, nonzero_only):
         red = "weights"
     losses = np.zeros(shape, dtype=np.float32) if return_losses else None
     return weights, ddist if grad else None, losses, red
+
+
+def check_ddist_overlap(ddist, weights, **indices):
+    """``ddist`` must not share memory with the weights nor with the label / index arrays the
+    kernel reads while it writes ``ddist``: an index overwritten mid-call addresses out of bounds
+    (ValueError naming both)."""
+    check_outs([(ddist, "ddist")], [(weights, "weights")] + [(a, k) for k, a in indices.items()])

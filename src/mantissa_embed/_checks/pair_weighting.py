@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import check_flag, check_float, check_int_array, check_kernel_input, check_kernel_output, check_outs
+from .arrays import check_f32, check_flag, check_int_array, check_kernel_input, check_kernel_output, check_outs
 
 
 #: kind name -> (engine.h enum value, parameter names)
@@ -25,9 +25,9 @@ def check_kind_params(kind, params):
     vals = []
     for v, nm in zip(params, names):
         if nm in ("alpha", "beta"):
-            vals.append(check_float(v, nm, minimum=0.0, strict=True))
+            vals.append(check_f32(v, nm, minimum=0.0, strict=True))
         else:
-            vals.append(check_float(v, nm))
+            vals.append(check_f32(v, nm))
     if kind == "neg_lse":  # the engine reads neg_margin as p1
         vals = [0.0, vals[0]]
     vals += [0.0] * (3 - len(vals))
@@ -76,7 +76,8 @@ def check_rows_args(kind, mat, labels, ref_labels, pos_mask, neg_mask, params, e
             raise ValueError(f"exclude_self requires a square matrix, got shape ({N}, {M})")
     losses = check_kernel_output(losses, "losses", (N,))
     dmat = check_kernel_output(dmat, "dmat", (N, M))
-    check_outs([(losses, "losses"), (dmat, "dmat")], [(mat, "mat")])
+    check_outs([(losses, "losses"), (dmat, "dmat")], [(mat, "mat"), (labels, "labels"), (ref_labels, "ref_labels"),
+                                                      (pos_mask, "pos_mask"), (neg_mask, "neg_mask")])
     return code, pv, mat, labels, ref_labels, pos_mask, neg_mask, exclude_self, inverted, losses, dmat
 
 

@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from .arrays import check_kernel_input
+from .arrays import as_numeric_array, check_kernel_input
 
 
 def check_square(sim, name):
@@ -62,7 +62,24 @@ def check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta):
     return mat, labels, ref_labels, bool(exclude_self), check_real(min_val, "min_val"), check_positive(delta, "delta")
 
 
-def check_nb(num_bins):
+#: the most histogram bins of DynamicSoftMargin (PML's default is 10): the kernels keep one row
+#: of bins per anchor, so a larger count is refused before anything is allocated
+MAX_BINS = 1 << 16
+
+
+def check_nb(num_bins, name="num_bins"):
     if isinstance(num_bins, bool) or not isinstance(num_bins, numbers.Integral) or num_bins < 1:
-        raise ValueError(f"num_bins must be an int >= 1, got {num_bins!r}")
+        raise ValueError(f"{name} must be an int >= 1, got {num_bins!r}")
+    if num_bins > MAX_BINS:
+        raise ValueError(f"{name} must be <= {MAX_BINS} (one row of bins per anchor), got {num_bins}")
     return int(num_bins)
+
+
+def check_cdf(cdf):
+    """The DynamicSoftMargin look-up table: a 1-D array of 1 to MAX_BINS finite numbers, as
+    float64 C-contiguous; its length is the bin count."""
+    arr = as_numeric_array(cdf, "cdf", ndim=1, dtype=np.float64)
+    check_nb(arr.shape[0], "len(cdf)")
+    if not np.isfinite(arr).all():
+        raise ValueError("cdf contains NaN or Inf")
+    return arr

@@ -25,7 +25,7 @@ def check_scatter(src, index, out, name: str = "out"):
     src = check_kernel_input(src, "src", ndim=out.ndim)
     if src.shape != (K,) + out.shape[1:]:
         raise ValueError(f"src must have shape {(K,) + out.shape[1:]}, got {src.shape}")
-    check_outs([(out, name)], [(src, "src")])
+    check_outs([(out, name)], [(src, "src"), (index, "index")])  # an index overwritten mid-call: out of bounds
     return src, index, out, K, D, N
 
 
@@ -38,5 +38,5 @@ def check_gather(dout, index, dsrc):
     index = check_int_array(index, "index", upper=N)
     K = index.shape[0]
     dsrc = check_kernel_output(dsrc, "dsrc", (K,) + dout.shape[1:])
-    check_outs([(dsrc, "dsrc")], [(dout, "dout")])
+    check_outs([(dsrc, "dsrc")], [(dout, "dout"), (index, "index")])
     return dout, index, dsrc, K, D, N

@@ -1,9 +1,11 @@
 """Argument checks of the softmax-over-pairs kernels (NTXent, SupCon, NCA, NPairs, Instance)."""
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from .arrays import check_float, check_kernel_input
+from .arrays import check_f32, check_kernel_input
 
 
 REDUCTIONS = {"mean": 0, "avg_non_zero": 1, "weights": 2}
@@ -51,10 +53,23 @@ def check_reduction(reduction, weights, shape):
 
 
 def check_temperature(t, name: str = "temperature"):
-    t = check_float(t, name)
-    if not t > 0:
-        raise ValueError(f"{name} must be > 0, got {t}")
+    """A divisor the kernels take as a C float: a finite real whose float32 rounding is a
+    positive normal number (in [1.2e-38, 3.4e38]); a denormal would round to 0 or lose its
+    digits and turn the losses into 0 or NaN."""
+    t = check_f32(t, name)
+    if not t >= float(np.finfo(np.float32).tiny):
+        raise ValueError(f"{name} must be > 0 and a normal float32 (>= 1.2e-38), got {t}")
     return t
+
+
+def check_max_loss(v):
+    """The NLL kernels' per-row loss cap: a real number, +inf allowed, NaN not."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"max_loss must be a number, got {type(v).__name__}")
+    v = float(v)
+    if np.isnan(v):
+        raise ValueError("max_loss must not be NaN")
+    return v
 
 
 def check_lse(lse, N):

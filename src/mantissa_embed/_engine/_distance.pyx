@@ -4,11 +4,11 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
-from mantissa_embed._checks.arrays import (check_flag, check_int, check_kernel_input,
+from mantissa_embed._checks.arrays import (check_flag, check_kernel_input,
                                            check_kernel_output, check_outs)
 from mantissa_embed._checks.distance import (NORMALIZE_EPS, check_add_transpose, check_eps,
                                              check_dot_similarity_backward, check_dot_similarity_forward,
-                                             check_euclidean_workspace, check_gram,
+                                             check_euclidean_workspace, check_gram, check_workspace_dims,
                                              check_l2_normalize_backward_args, check_matrix,
                                              check_pair_inputs)
 from mantissa_embed._engine._cengine cimport (me_add_transpose_forward, me_euclidean_backward,
@@ -72,8 +72,9 @@ def l2_normalize_backward(dy, y, norms, eps=NORMALIZE_EPS, dx=None):
 def euclidean_workspace_size(N, M, backward=False):
     """Float32 scratch values ``euclidean_forward`` (``backward=False``) or ``euclidean_backward``
     needs for N x M distances (``me_euclidean_*_workspace_size``). Raises TypeError / ValueError
-    for a non-int or negative N, M."""
-    cdef int64_t n = check_int(N, "N", minimum=0), m = check_int(M, "M", minimum=0)
+    for a non-int or negative N, M, ValueError when the scratch would exceed 2**56 floats."""
+    cdef int64_t n, m
+    n, m = check_workspace_dims(N, M)
     if backward:
         return int(me_euclidean_backward_workspace_size(n, m))
     return int(me_euclidean_forward_workspace_size(n, m))

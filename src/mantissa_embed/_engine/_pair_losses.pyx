@@ -7,9 +7,9 @@ from mantissa_embed._engine._cengine cimport (ME_PAIR_AVG_NON_ZERO, ME_PAIR_MEAN
                                              me_contrastive_all, me_contrastive_pairs, me_triplet_all,
                                              me_triplet_all_count, me_triplet_triplets)
 from mantissa_embed._engine._pointers cimport _fptr, _wptr
-from mantissa_embed._checks.arrays import check_flag, check_float, check_int_array
-from mantissa_embed._checks.pair_losses import (check_label_pair, check_pair_args, check_self,
-                                                check_swap_all, check_terms)
+from mantissa_embed._checks.arrays import check_f32, check_flag, check_int_array
+from mantissa_embed._checks.pair_losses import (check_ddist_overlap, check_label_pair, check_pair_args,
+                                                check_self, check_swap_all, check_terms)
 
 
 __all__ = ['contrastive_loss_all', 'contrastive_loss_pairs', 'triplet_all_count',
@@ -53,9 +53,10 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.
     dist, ddist, N, M, inv, nz = check_pair_args(dist, ddist, inverted, nonzero_only)
     labels, ref_labels = check_label_pair(labels, ref_labels, N, M)
     cdef int ex = check_self(exclude_self, N, M)
-    cdef float pm = check_float(pos_margin, "pos_margin")
-    cdef float nm = check_float(neg_margin, "neg_margin")
+    cdef float pm = check_f32(pos_margin, "pos_margin")
+    cdef float nm = check_f32(neg_margin, "neg_margin")
     weights, ddist, losses, red = _terms(weights, (N, M), ddist, grad, return_losses, nz)
+    check_ddist_overlap(ddist, weights, labels=labels, ref_labels=ref_labels)
     cdef double st[6]
     cdef double loss = 0.0
     cdef int i
@@ -89,10 +90,11 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
     p = check_int_array(p, "p", length=a1.shape[0], upper=M)
     a2 = check_int_array(a2, "a2", upper=N)
     n = check_int_array(n, "n", length=a2.shape[0], upper=M)
-    cdef float pm = check_float(pos_margin, "pos_margin")
-    cdef float nm = check_float(neg_margin, "neg_margin")
+    cdef float pm = check_f32(pos_margin, "pos_margin")
+    cdef float nm = check_f32(neg_margin, "neg_margin")
     cdef int64_t k1 = a1.shape[0], k2 = a2.shape[0]
     weights, ddist, losses, red = _terms(weights, (k1 + k2,), ddist, grad, return_losses, nz)
+    check_ddist_overlap(ddist, weights, a1=a1, p=p, a2=a2, n=n)
     cdef double st[6]
     cdef double loss = 0.0
     cdef int i
@@ -163,9 +165,10 @@ def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, 
     cdef int ex = check_self(exclude_self, N, M)
     cdef int sw = check_swap_all(swap, labels, ref_labels)
     cdef int sm = check_flag(smooth, "smooth")
-    cdef float mg = check_float(margin, "margin")
+    cdef float mg = check_f32(margin, "margin")
     T = triplet_all_count(labels, ref_labels, ex) if (weights is not None or return_losses) else 0
     weights, ddist, losses, red = _terms(weights, (T,), ddist, grad, return_losses, nz)
+    check_ddist_overlap(ddist, weights, labels=labels, ref_labels=ref_labels)
     cdef double st[3]
     st[0] = 0.0
     st[1] = 0.0
@@ -200,9 +203,10 @@ def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, 
     p = check_int_array(p, "p", length=a.shape[0], upper=min(N, M) if sw else M)
     n = check_int_array(n, "n", length=a.shape[0], upper=M)
     cdef int sm = check_flag(smooth, "smooth")
-    cdef float mg = check_float(margin, "margin")
+    cdef float mg = check_f32(margin, "margin")
     cdef int64_t k = a.shape[0]
     weights, ddist, losses, red = _terms(weights, (k,), ddist, grad, return_losses, nz)
+    check_ddist_overlap(ddist, weights, a=a, p=p, n=n)
     cdef double st[3]
     st[0] = 0.0
     st[1] = <double>k

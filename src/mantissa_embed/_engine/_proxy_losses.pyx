@@ -3,7 +3,8 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
-from mantissa_embed._checks.proxy_losses import check_p2sgrad_args, check_softmax_xent_args
+from mantissa_embed._checks.proxy_losses import (check_p2sgrad_args, check_softmax_xent_args,
+                                                 check_xent_scales)
 from mantissa_embed._engine._cengine cimport (me_p2sgrad_forward_backward, me_p2sgrad_workspace_size,
                                              me_softmax_xent_forward_backward)
 
@@ -42,6 +43,8 @@ def softmax_xent_forward_backward(logits, labels, scale=1.0, grad_scale=1.0, dlo
     int64 -> (row_loss (N,) float64, dlogits (N, C) float32). See
     :func:`mantissa_embed._reference.softmax_xent_forward_backward`."""
     x, lab, out = check_softmax_xent_args(logits, labels, dlogits)
+    cdef float fs, fg
+    fs, fg = check_xent_scales(scale, grad_scale)
     N, C = x.shape
     rl = np.zeros(N, dtype=np.float64)
     if N == 0:
@@ -53,7 +56,6 @@ def softmax_xent_forward_backward(logits, labels, scale=1.0, grad_scale=1.0, dlo
     cdef double[::1] rv = rl
     cdef float[:, ::1] dv = out
     cdef int64_t n = N, c = C
-    cdef float fs = scale, fg = grad_scale
     with nogil:
         me_softmax_xent_forward_backward(&zv[0, 0], &lv[0], &rv[0], &dv[0, 0], n, c, fs, fg)
     return rl, out

@@ -4,7 +4,7 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
-from mantissa_embed._checks.ranking_losses import (check_dsm, check_f64, check_nb, check_pnp,
+from mantissa_embed._checks.ranking_losses import (check_cdf, check_dsm, check_f64, check_nb, check_pnp,
                                                    check_real)
 from mantissa_embed._engine._cengine cimport (me_dsm_triplet_backward, me_dsm_triplet_hist,
                                              me_dsm_triplet_loss, me_pnp_rank_backward,
@@ -84,8 +84,8 @@ def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf)
     """(sum_x cdf[rc(x)] x, by_bin (nb,)) over all triplets.
     See :func:`mantissa_embed._reference.dsm_triplet_loss`."""
     mat, labels, ref_labels, excl, mv, dl = check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
-    cdf = np.ascontiguousarray(cdf, dtype=np.float64)
-    cdef int64_t nb = check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
+    cdf = check_cdf(cdf)
+    cdef int64_t nb = cdf.shape[0]
     N, M = mat.shape
     if N == 0 or M == 0:
         return 0.0, np.zeros(nb)
@@ -114,8 +114,8 @@ def dsm_triplet_backward(mat, labels, ref_labels, exclude_self, min_val, delta, 
     """dL/d mat (N, M) float32 of the all-triplets DynamicSoftMargin loss.
     See :func:`mantissa_embed._reference.dsm_triplet_backward`."""
     mat, labels, ref_labels, excl, mv, dl = check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
-    cdf = np.ascontiguousarray(cdf, dtype=np.float64)
-    cdef int64_t nb = check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
+    cdf = check_cdf(cdf)
+    cdef int64_t nb = cdf.shape[0]
     g_u = check_f64(g_u, "g_u", (nb,))
     cdef double sc = check_real(scale, "scale")
     cdef double mom = check_real(momentum, "momentum")

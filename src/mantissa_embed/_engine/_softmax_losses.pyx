@@ -4,8 +4,8 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t
 
-from mantissa_embed._checks.arrays import check_float
-from mantissa_embed._checks.softmax_losses import (REDUCTIONS, check_common, check_lse,
+from mantissa_embed._checks.arrays import check_f32
+from mantissa_embed._checks.softmax_losses import (REDUCTIONS, check_common, check_lse, check_max_loss,
                                                    check_reduction, check_row_weights,
                                                    check_temperature, check_xent_lse,
                                                    check_xent_rows)
@@ -99,8 +99,8 @@ def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, 
     """Row softmax negative log-likelihood (NCA / NPairs / Instance). See
     :func:`mantissa_embed._reference.softmax_nll_forward`."""
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
-    cdef float sc = check_float(scale, "scale")
-    cdef double ml = float(max_loss)
+    cdef float sc = check_f32(scale, "scale")
+    cdef double ml = check_max_loss(max_loss)
     N, M = sim.shape
     losses = np.zeros(N, dtype=np.float32)
     lse = np.full((N, 2), -np.inf, dtype=np.float64)
@@ -126,7 +126,7 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
     """Gradient of ``sum_i weights[i] * l_i`` w.r.t. ``sim``. See
     :func:`mantissa_embed._reference.softmax_nll_backward`."""
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
-    cdef float sc = check_float(scale, "scale")
+    cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape
     lse = check_lse(lse, N)
     weights = check_row_weights(weights, N)
@@ -152,8 +152,8 @@ def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=Fa
     """:func:`softmax_nll_forward` with one vectorized float exp per entry (C kernel; equal up to
     float32 rounding of the logits). See :func:`mantissa_embed._reference.softmax_nll_fast_forward`."""
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
-    cdef float sc = check_float(scale, "scale")
-    cdef double ml = float(max_loss)
+    cdef float sc = check_f32(scale, "scale")
+    cdef double ml = check_max_loss(max_loss)
     N, M = sim.shape
     losses = np.zeros(N, dtype=np.float32)
     lse = np.full((N, 2), -np.inf, dtype=np.float64)
@@ -179,7 +179,7 @@ def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, 
     """:func:`softmax_nll_backward` with one vectorized float exp per entry (C kernel). See
     :func:`mantissa_embed._reference.softmax_nll_fast_backward`."""
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
-    cdef float sc = check_float(scale, "scale")
+    cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape
     lse = check_lse(lse, N)
     weights = check_row_weights(weights, N)
@@ -204,7 +204,7 @@ def softmax_xent_rows_forward(sim, target, scale=1.0):
     """Single-target row softmax cross-entropy (C kernel, float32 logits). See
     :func:`mantissa_embed._reference.softmax_xent_rows_forward`."""
     sim, target = check_xent_rows(sim, target)
-    cdef float sc = check_float(scale, "scale")
+    cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape
     losses = np.zeros(N, dtype=np.float32)
     lse = np.zeros(N, dtype=np.float32)
@@ -224,7 +224,7 @@ def softmax_xent_rows_backward(sim, target, lse, weights, scale=1.0):
     """Gradient of :func:`softmax_xent_rows_forward` (C kernel). See
     :func:`mantissa_embed._reference.softmax_xent_rows_backward`."""
     sim, target = check_xent_rows(sim, target)
-    cdef float sc = check_float(scale, "scale")
+    cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape
     lse = check_xent_lse(lse, N)
     weights = check_row_weights(weights, N)

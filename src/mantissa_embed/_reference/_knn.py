@@ -62,7 +62,7 @@ def knn_search(query, reference, k, metric: str = "sqeuclidean", exclude_self: b
         The inner product ranks the largest first.
     exclude_self : bool, default False
         Reference row ``i`` is never returned for query row ``i`` (requires n <= M).
-    tile_q, tile_r : int >= 1
+    tile_q, tile_r : int >= 1, ``tile_q * tile_r <= 2**24`` (else ValueError)
         Query rows and reference rows of one score block (scratch: ``tile_q * tile_r`` floats
         per thread on the engine, plus M floats of norms).
     indices : int64 array (n, k), optional — written in place when given.

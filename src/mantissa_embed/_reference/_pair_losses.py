@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.arrays import check_flag, check_float, check_int_array
-from .._checks.pair_losses import check_label_pair, check_pair_args, check_self, check_swap_all, check_terms
+from .._checks.arrays import check_f32, check_flag, check_int_array
+from .._checks.pair_losses import (check_ddist_overlap, check_label_pair, check_pair_args, check_self,
+                                   check_swap_all, check_terms)
 
 __all__ = [
     "contrastive_loss_all",
@@ -285,9 +286,10 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin: float = 0.0, neg_
     dist, ddist, N, M, inverted, nonzero_only = check_pair_args(dist, ddist, inverted, nonzero_only)
     labels, ref_labels = check_label_pair(labels, ref_labels, N, M)
     exclude_self = check_self(exclude_self, N, M)
-    pm = check_float(pos_margin, "pos_margin")
-    nm = check_float(neg_margin, "neg_margin")
+    pm = check_f32(pos_margin, "pos_margin")
+    nm = check_f32(neg_margin, "neg_margin")
     weights, ddist, losses, red = check_terms(weights, (N, M), ddist, grad, return_losses, nonzero_only)
+    check_ddist_overlap(ddist, weights, labels=labels, ref_labels=ref_labels)
     args = (dist, labels, ref_labels, pm, nm, exclude_self, inverted)
     return _reduce(lambda: _contrastive_all(*args, nonzero_only),
                    lambda w: _contrastive_all_terms(*args, w), (N, M), weights, ddist, losses, red, return_losses)
@@ -308,10 +310,11 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin: float = 0.0, neg_marg
     p = check_int_array(p, "p", length=a1.shape[0], upper=M)
     a2 = check_int_array(a2, "a2", upper=N)
     n = check_int_array(n, "n", length=a2.shape[0], upper=M)
-    pm = check_float(pos_margin, "pos_margin")
-    nm = check_float(neg_margin, "neg_margin")
+    pm = check_f32(pos_margin, "pos_margin")
+    nm = check_f32(neg_margin, "neg_margin")
     K = len(a1) + len(a2)
     weights, ddist, losses, red = check_terms(weights, (K,), ddist, grad, return_losses, nonzero_only)
+    check_ddist_overlap(ddist, weights, a1=a1, p=p, a2=a2, n=n)
     args = (dist, a1, p, a2, n, pm, nm, inverted)
     return _reduce(lambda: _contrastive_pairs(*args, nonzero_only),
                    lambda w: _contrastive_pairs_terms(*args, w), (K,), weights, ddist, losses, red, return_losses)
@@ -351,9 +354,10 @@ def triplet_loss_all(dist, labels, ref_labels, margin: float = 0.05, exclude_sel
     exclude_self = check_self(exclude_self, N, M)
     swap = check_swap_all(swap, labels, ref_labels)
     smooth = check_flag(smooth, "smooth")
-    margin = check_float(margin, "margin")
+    margin = check_f32(margin, "margin")
     T = triplet_all_count(labels, ref_labels, exclude_self) if (weights is not None or return_losses) else 0
     weights, ddist, losses, red = check_terms(weights, (T,), ddist, grad, return_losses, nonzero_only)
+    check_ddist_overlap(ddist, weights, labels=labels, ref_labels=ref_labels)
     args = (dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted)
     return _reduce(lambda: _triplet_all(*args, nonzero_only), lambda w: _triplet_all_terms(*args, w),
                    (T,), weights, ddist, losses, red, return_losses)
@@ -375,9 +379,10 @@ def triplet_loss_triplets(dist, a, p, n, margin: float = 0.05, swap: bool = Fals
     p = check_int_array(p, "p", length=a.shape[0], upper=min(N, M) if swap else M)
     n = check_int_array(n, "n", length=a.shape[0], upper=M)
     smooth = check_flag(smooth, "smooth")
-    margin = check_float(margin, "margin")
+    margin = check_f32(margin, "margin")
     weights, ddist, losses, red = check_terms(weights, (len(a),), ddist, grad, return_losses,
                                                nonzero_only)
+    check_ddist_overlap(ddist, weights, a=a, p=p, n=n)
     args = (dist, a, p, n, margin, swap, smooth, inverted)
     return _reduce(lambda: _triplet_triplets(*args, nonzero_only),
                    lambda w: _triplet_triplets_terms(*args, w), (len(a),), weights, ddist, losses, red, return_losses)

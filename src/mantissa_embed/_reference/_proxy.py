@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.proxy_losses import check_p2sgrad_args, check_softmax_xent_args
+from .._checks.proxy_losses import check_p2sgrad_args, check_softmax_xent_args, check_xent_scales
 from ._softmax import softmax_nll_backward, softmax_nll_forward
 
 __all__ = ["p2sgrad_forward_backward", "softmax_xent_forward_backward", "softmax_nll_fast_forward",
@@ -21,10 +21,12 @@ def softmax_xent_forward_backward(logits, labels, scale: float = 1.0, grad_scale
     logsumexp_j(s z_ij) - s z_{i,y_i}, dlogits (N, C) float32 = grad_scale * s * (softmax(s z_i)
     - onehot(y_i))), s = scale. ``grad_scale=1/N`` makes dlogits the gradient of the mean.
 
-    Raises TypeError for labels that are not int64, ValueError for wrong shapes or labels
-    outside [0, C).
+    Raises TypeError for labels that are not int64 or a non-number scale / grad_scale,
+    ValueError for wrong shapes, labels outside [0, C), a scale beyond the float32 range or
+    dlogits overlapping logits or labels.
     """
     x, lab, out = check_softmax_xent_args(logits, labels, dlogits)
+    scale, grad_scale = check_xent_scales(scale, grad_scale)
     N, C = x.shape
     if N == 0:
         return np.zeros(0), out

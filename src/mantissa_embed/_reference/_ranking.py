@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.ranking_losses import check_dsm, check_f64, check_nb, check_pnp, check_real
+from .._checks.ranking_losses import check_cdf, check_dsm, check_f64, check_nb, check_pnp, check_real
 
 
 __all__ = [
@@ -103,7 +103,7 @@ def dsm_triplet_hist(mat, labels, ref_labels, exclude_self, min_val, delta, num_
     (``x = mat[a, p] - mat[a, n]``, ``t = (x - min_val) / delta``, ``r = floor(t)``, ``f = t - r``:
     ``momentum (1 - f)`` to bin ``r``, ``momentum f`` to bin ``r + 1``, bins outside ``[0, num_bins)``
     dropped). mat (N, M) float32, labels (N,), ref_labels (M,) -> (u (num_bins,) float64, count int).
-    Twin of ``engine.dsm_triplet_hist``."""
+    ``num_bins`` (and ``len(cdf)`` below): 1 to 65536 (ValueError). Twin of ``engine.dsm_triplet_hist``."""
     mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(mat, labels, ref_labels, exclude_self,
                                                                       min_val, delta)
     nb = check_nb(num_bins)
@@ -125,11 +125,18 @@ def dsm_add_soft_counts(u, x, min_val, delta, momentum) -> None:
     t = ((x - min_val) / delta).ravel()
     fl = np.floor(t)
     f = t - fl
-    r = fl.astype(np.int64)
+    r = dsm_bin(t, nb)
     ok0 = (r >= 0) & (r < nb)
     ok1 = (r + 1 >= 0) & (r + 1 < nb)
     u += np.bincount(r[ok0], weights=momentum * (1.0 - f[ok0]), minlength=nb)[:nb]
     u += np.bincount(r[ok1] + 1, weights=momentum * f[ok1], minlength=nb)[:nb]
+
+
+def dsm_bin(t, nb):
+    """floor(t) as int64 bins in [-2, nb + 1] (NaN -> -2), as the C kernels' ``dsm_bin``: no
+    out-of-range cast, no out-of-bounds index."""
+    with np.errstate(invalid="ignore"):
+        return np.clip(np.nan_to_num(np.floor(t), nan=-2.0), -2, nb + 1).astype(np.int64)
 
 
 def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf):
@@ -138,13 +145,13 @@ def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf)
     Twin of ``engine.dsm_triplet_loss``."""
     mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(mat, labels, ref_labels, exclude_self,
                                                                       min_val, delta)
-    cdf = np.ascontiguousarray(cdf, dtype=np.float64)
-    nb = check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
+    cdf = check_cdf(cdf)
+    nb = cdf.shape[0]
     total = 0.0
     by_bin = np.zeros(nb)
     for _, _, _, x in _dsm_anchor_blocks(mat, labels, ref_labels, exclude_self):
         x = x.ravel()
-        rc = np.clip(np.floor((x - min_val) / delta), 0, nb - 1).astype(np.int64)
+        rc = np.clip(dsm_bin((x - min_val) / delta, nb), 0, nb - 1)
         total += float(np.sum(cdf[rc] * x))
         by_bin += np.bincount(rc, weights=x, minlength=nb)
     return total, by_bin
@@ -156,15 +163,14 @@ def dsm_triplet_backward(mat, labels, ref_labels, exclude_self, min_val, delta, 
     Twin of ``engine.dsm_triplet_backward``."""
     mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(mat, labels, ref_labels, exclude_self,
                                                                       min_val, delta)
-    cdf = np.ascontiguousarray(cdf, dtype=np.float64)
-    nb = check_nb(cdf.shape[0] if cdf.ndim == 1 else 0)
+    cdf = check_cdf(cdf)
+    nb = cdf.shape[0]
     g_u = check_f64(g_u, "g_u", (nb,))
     scale, momentum = check_real(scale, "scale"), check_real(momentum, "momentum")
     gpad = np.concatenate([g_u, [0.0]])
     dmat = np.zeros(mat.shape)
     for a, pc, nc, x in _dsm_anchor_blocks(mat, labels, ref_labels, exclude_self):
-        t = (x - min_val) / delta
-        r = np.floor(t).astype(np.int64)
+        r = dsm_bin((x - min_val) / delta, nb)
         rc = np.clip(r, 0, nb - 1)
         g = scale * cdf[rc]
         g = g + np.where((r + 1 >= 0) & (r + 1 < nb), momentum / delta * gpad[np.clip(r + 1, 0, nb)], 0.0)

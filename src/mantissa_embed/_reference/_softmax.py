@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.arrays import check_float
-from .._checks.softmax_losses import (check_common, check_lse, check_reduction, check_row_weights,
+from .._checks.arrays import check_f32
+from .._checks.softmax_losses import (check_common, check_lse, check_max_loss, check_reduction, check_row_weights,
                                       check_temperature, check_xent_lse, check_xent_rows)
 
 
@@ -178,8 +178,8 @@ def softmax_nll_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_sel
     largest positive probability is below ``exp(-max_loss)`` (its loss is set to 0).
     """
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
-    scale = check_float(scale, "scale")
-    max_loss = float(max_loss)
+    scale = check_f32(scale, "scale")
+    max_loss = check_max_loss(max_loss)
     c = (1.0 if inverted else -1.0) * scale
     z = c * sim.astype(np.float64)
     pos, _, keep = _masks(labels, ref_labels, exclude_self)
@@ -200,7 +200,7 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale: float = 1
     sim (N, M) float32, lse (N, 2) float64 (from the forward), weights (N,) float32 -> dsim (N, M).
     """
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
-    scale = check_float(scale, "scale")
+    scale = check_f32(scale, "scale")
     N, M = sim.shape
     lse = check_lse(lse, N)
     weights = check_row_weights(weights, N)
@@ -228,7 +228,7 @@ def softmax_xent_rows_forward(sim, target, scale: float = 1.0):
     with ``lse_i = logsumexp_j z_ij``. float64 here; the C kernel works on float32 logits.
     """
     sim, target = check_xent_rows(sim, target)
-    scale = check_float(scale, "scale")
+    scale = check_f32(scale, "scale")
     N, M = sim.shape
     if N == 0:
         return np.zeros(0, np.float32), np.zeros(0, np.float32)
@@ -247,7 +247,7 @@ def softmax_xent_rows_backward(sim, target, lse, weights, scale: float = 1.0):
     -> dsim (N, M) float32.
     """
     sim, target = check_xent_rows(sim, target)
-    scale = check_float(scale, "scale")
+    scale = check_f32(scale, "scale")
     N, M = sim.shape
     lse = check_xent_lse(lse, N)
     weights = check_row_weights(weights, N)
