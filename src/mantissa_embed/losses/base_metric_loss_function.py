@@ -16,6 +16,7 @@ from ..reducers import BaseReducer, MeanReducer
 from ..utils import check_indices_tuple
 
 if TYPE_CHECKING:
+    from ..parameter import Parameter
     from ..regularizers import BaseRegularizer
 
 
@@ -124,26 +125,26 @@ class BaseMetricLossFunction:
         self.stats: dict[str, Any] = {}
 
     # -- PML structure -------------------------------------------------------------------------
-    def get_default_distance(self):
+    def get_default_distance(self) -> BaseDistance:
         return LpDistance(p=2, backend=self.backend)
 
-    def get_default_reducer(self):
+    def get_default_reducer(self) -> BaseReducer:
         return MeanReducer()
 
     def _sub_loss_names(self):
         return ["loss"]
 
-    def sub_loss_names(self):
+    def sub_loss_names(self) -> list[str]:
         names = self._sub_loss_names()
         if self.embedding_regularizer is not None:
             names = names + ["embedding_reg_loss"]
         return names
 
-    def parameters(self):
+    def parameters(self) -> list[Parameter]:
         """Learnable :class:`~mantissa_embed.parameter.Parameter` objects (none for these losses)."""
         return []
 
-    def compute_loss(self, batch):
+    def compute_loss(self, batch: _Batch) -> tuple[dict[str, float], np.ndarray, np.ndarray | None]:
         """Return ``(terms: dict[str, float], dq (N, D), dr (M, D) or None)`` for a validated batch."""
         raise NotImplementedError
 

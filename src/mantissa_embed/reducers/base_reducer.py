@@ -32,15 +32,15 @@ class BaseReducer:
     #: True when the loss must record PML's unreduced loss dict (a DoNothingReducer, alone or inside).
     records_unreduced = False
 
-    def fused_mode(self):
+    def fused_mode(self) -> str | None:
         """The fused reduction this exact reducer equals ("mean", "avg_non_zero", "sum", "divisor"), or None."""
         return vars(type(self)).get("fused")
 
-    def leaf(self, name):
+    def leaf(self, name: str) -> BaseReducer:
         """The reducer that reduces sub-loss ``name`` (itself, except in MultipleReducers)."""
         return self
 
-    def call_kwargs(self, divisor):
+    def call_kwargs(self, divisor: float | None) -> dict[str, Any]:
         """Extra keyword arguments of a call: the loss's ``divisor`` for a DivisorReducer, else none."""
         return {}
 

@@ -37,10 +37,10 @@ class BaseRegularizer:
         self.distance, self.reducer = distance, reducer
         self.stats: dict[str, Any] = {}
 
-    def get_default_distance(self):
+    def get_default_distance(self) -> BaseDistance:
         return LpDistance()
 
-    def get_default_reducer(self):
+    def get_default_reducer(self) -> BaseReducer:
         return MeanReducer()
 
     def compute_loss(self, x):
