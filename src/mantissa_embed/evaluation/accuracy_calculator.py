@@ -196,19 +196,20 @@ class AccuracyCalculator:
             self.label_comparison_fn = EQUALITY
 
     # -- metric bookkeeping (PML's API) -------------------------------------------------
-    def get_function_dict(self, include=(), exclude=()):
+    def get_function_dict(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> dict[str,
+                          Callable[..., Any]]:
         if len(include) == 0:
             include = list(self.original_function_dict.keys())
         keep = [m for m in include if m not in exclude]
         return {m: f for m, f in self.original_function_dict.items() if m in keep}
 
-    def get_curr_metrics(self):
+    def get_curr_metrics(self) -> list[str]:
         return list(self.curr_function_dict.keys())
 
-    def requires_clustering(self):
+    def requires_clustering(self) -> list[str]:
         return ["NMI", "AMI"]
 
-    def requires_knn(self):
+    def requires_knn(self) -> list[str]:
         return ["precision_at_1", "mean_average_precision", "mean_average_precision_at_r",
                 "r_precision", "mean_reciprocal_rank"]
 
@@ -225,18 +226,18 @@ class AccuracyCalculator:
                 raise ValueError(f"{nm}: unknown metric(s) {bad}; metrics must be one or more "
                                  f"of: {primary}")
 
-    def description(self):
+    def description(self) -> str:
         return "avg_of_avgs" if self.avg_of_avgs else ""
 
     # -- built-in metrics ----------------------------------------------------------------
-    def get_cluster_labels(self, query, query_labels, **kwargs):
+    def get_cluster_labels(self, query: np.ndarray, query_labels: np.ndarray, **kwargs: Any) -> np.ndarray:
         n_clusters = len(np.unique(query_labels.reshape(-1)))
         return np.asarray(self.kmeans_func(query, n_clusters)).reshape(-1)
 
-    def calculate_NMI(self, query_labels, cluster_labels, **kwargs):
+    def calculate_NMI(self, query_labels: np.ndarray, cluster_labels: np.ndarray, **kwargs: Any) -> float:
         return float(normalized_mutual_info_score(query_labels, cluster_labels))
 
-    def calculate_AMI(self, query_labels, cluster_labels, **kwargs):
+    def calculate_AMI(self, query_labels: np.ndarray, cluster_labels: np.ndarray, **kwargs: Any) -> float:
         return float(adjusted_mutual_info_score(query_labels, cluster_labels))
 
     def calculate_precision_at_1(self, knn_labels, query_labels, not_lone_query_mask, label_counts,
