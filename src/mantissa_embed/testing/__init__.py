@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 from .gradients import GradientCheck, check_loss_gradients
 from .invariants import check_miner_invariants
@@ -21,7 +22,11 @@ __all__ = ["GradientCheck", "assert_loss_close", "check_loss_gradients", "check_
            "check_miner_invariants", "pml_reference", *_STRATEGIES]
 
 
-def __getattr__(name):
+if TYPE_CHECKING:  # the strategies load on first access (they need hypothesis)
+    from .strategies import Batch, batches, embeddings, labels, pair_tuples, triplet_tuples  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
     if name in _STRATEGIES:
         try:
             module = importlib.import_module(".strategies", __name__)

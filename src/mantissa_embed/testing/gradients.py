@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
+from .._typing import ArrayLike, IndicesTuple
 from .._validation import check_float
 
 __all__ = ["GradientCheck", "check_loss_gradients"]
@@ -26,22 +28,22 @@ class GradientCheck:
     precision: str
 
 
-def _value(out):
+def _value(out: Any) -> float:
     return float(out.loss if hasattr(out, "loss") else out)
 
 
-def _call(loss_func, kwargs, copy_state):
+def _call(loss_func: Any, kwargs: dict[str, Any], copy_state: bool) -> tuple[Any, Any]:
     f = copy.deepcopy(loss_func) if copy_state else loss_func
     rest = {k: v for k, v in kwargs.items() if k not in ("embeddings", "labels")}
     return f, f(kwargs["embeddings"], kwargs["labels"], **rest)
 
 
-def _params(loss_func):
+def _params(loss_func: Any) -> list[Any]:
     get = getattr(loss_func, "parameters", None)
     return list(get()) if callable(get) else []
 
 
-def _as_float_array(x, name):
+def _as_float_array(x: ArrayLike | None, name: str) -> np.ndarray | None:
     if x is None:
         return None
     arr = np.array(x, copy=True)
@@ -54,7 +56,7 @@ def _as_float_array(x, name):
     return arr
 
 
-def _numeric(evaluate, arr, h):
+def _numeric(evaluate: Callable[[], float], arr: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Forward, backward and central differences of ``evaluate()`` (float) w.r.t. every entry of
     ``arr`` (perturbed in place, restored); the step taken is what ``arr``'s dtype represents."""
     f0 = evaluate()
@@ -74,9 +76,11 @@ def _numeric(evaluate, arr, h):
     return central, fwd, bwd, max(fscale, 1.0) / h
 
 
-def check_loss_gradients(loss_func, embeddings, labels=None, *, indices_tuple=None, ref_emb=None,
-                         ref_labels=None, parameters=True, eps=None, rtol=None, atol=None,
-                         copy_state=True):
+def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, labels: ArrayLike | None = None,
+                         *, indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
+                         ref_labels: ArrayLike | None = None, parameters: bool = True, eps: float | None = None,
+                         rtol: float | None = None, atol: float | None = None,
+                         copy_state: bool = True) -> GradientCheck:
     """Assert that a loss's gradients match float64 central differences of its value.
 
     ``loss_func(embeddings, labels, indices_tuple=, ref_emb=, ref_labels=)`` (the first two
@@ -171,7 +175,7 @@ def check_loss_gradients(loss_func, embeddings, labels=None, *, indices_tuple=No
     return GradientCheck(checked=checked, skipped=skipped, max_error=max_error, precision=precision)
 
 
-def _discard_if_in_hypothesis():
+def _discard_if_in_hypothesis() -> None:
     """Inside a hypothesis test, an example with nothing to check is discarded (``assume``), not
     failed: random batches of duplicates sit entirely at kinks now and then."""
     try:
@@ -182,7 +186,8 @@ def _discard_if_in_hypothesis():
         hypothesis.assume(False)
 
 
-def _compare(label, analytic, g1, fwd, bwd, f_over_h, rtol, atol, unit):
+def _compare(label: str, analytic: np.ndarray, g1: np.ndarray, fwd: np.ndarray, bwd: np.ndarray, f_over_h: float,
+             rtol: float, atol: float, unit: float) -> tuple[int, int, float, list[tuple[float, str, float, float, float]]]:
     """(checked, skipped, max error, failures [(excess, where, analytic, numeric, allowed)])."""
     if analytic.size == 0:
         return 0, 0, 0.0, []

@@ -1,17 +1,22 @@
 """``check_miner_invariants``: what every miner's output must satisfy."""
 from __future__ import annotations
 
+from typing import Any, Callable, NoReturn
+
 import numpy as np
+
+from .._typing import ArrayLike
 
 __all__ = ["check_miner_invariants"]
 
 
-def _fail(name, msg):
+def _fail(name: str, msg: str) -> NoReturn:
     raise AssertionError(f"{name}: {msg}")
 
 
-def check_miner_invariants(miner, embeddings, labels, ref_emb=None, ref_labels=None, *,
-                           allow_self_pairs=None):
+def check_miner_invariants(miner: Callable[..., Any], embeddings: ArrayLike, labels: ArrayLike,
+                           ref_emb: ArrayLike | None = None, ref_labels: ArrayLike | None = None, *,
+                           allow_self_pairs: bool | None = None) -> tuple[np.ndarray, ...]:
     """Call ``miner(embeddings, labels[, ref_emb, ref_labels])`` and assert PML's miner contract.
 
     The output is a tuple of 3 (triplets ``a, p, n``) or 4 (pairs ``a1, p, a2, n``) 1-D int64

@@ -4,12 +4,18 @@ from __future__ import annotations
 import unittest
 import warnings
 
+from typing import Any, Callable
+
 import numpy as np
+
+from .._typing import ArrayLike, IndicesTuple
+
+Reference = tuple[float, np.ndarray, "np.ndarray | None"]
 
 __all__ = ["assert_loss_close", "check_matches_pml", "pml_reference"]
 
 
-def _torch():
+def _torch() -> Any:
     try:
         import torch
         import pytorch_metric_learning  # noqa: F401
@@ -20,8 +26,9 @@ def _torch():
     return torch
 
 
-def pml_reference(pml_loss, embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None,
-                  backward=True):
+def pml_reference(pml_loss: Callable[..., Any], embeddings: ArrayLike, labels: ArrayLike | None = None,
+                  indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
+                  ref_labels: ArrayLike | None = None, backward: bool = True) -> Reference:
     """``(value, d/d embeddings (N, D), d/d ref_emb (M, D) or None)`` of the torch loss
     ``pml_loss`` on float64 copies of the inputs (float64 numpy arrays). A loss without a graph
     (zero), or ``backward=False``, gives zero gradients. Raises ``unittest.SkipTest`` without
@@ -43,7 +50,8 @@ def pml_reference(pml_loss, embeddings, labels=None, indices_tuple=None, ref_emb
     return value, g, rg
 
 
-def assert_loss_close(ours, reference, *, rtol=1e-4, atol=1e-6, grad_atol=None):
+def assert_loss_close(ours: Any, reference: Reference, *, rtol: float = 1e-4, atol: float = 1e-6,
+                      grad_atol: Callable[[np.ndarray], float] | None = None) -> None:
     """Assert a :class:`~mantissa_embed.losses.LossOutput` equals ``reference = (value, grad,
     ref_grad)``: the value within ``rtol`` (relative) / ``atol`` (absolute), each gradient within
     ``rtol`` plus an absolute ``1e-4`` of its largest entry (at least 1e-7), or ``grad_atol(b)`` for
@@ -62,8 +70,10 @@ def assert_loss_close(ours, reference, *, rtol=1e-4, atol=1e-6, grad_atol=None):
         np.testing.assert_allclose(a, b, rtol=rtol, atol=tol, err_msg=name)
 
 
-def check_matches_pml(our_loss, pml_loss, embeddings, labels=None, *, indices_tuple=None, ref_emb=None,
-                      ref_labels=None, rtol=1e-4, atol=1e-6, grad_atol=None):
+def check_matches_pml(our_loss: Callable[..., Any], pml_loss: Callable[..., Any], embeddings: ArrayLike,
+                      labels: ArrayLike | None = None, *, indices_tuple: IndicesTuple | None = None,
+                      ref_emb: ArrayLike | None = None, ref_labels: ArrayLike | None = None, rtol: float = 1e-4,
+                      atol: float = 1e-6, grad_atol: Callable[[np.ndarray], float] | None = None) -> tuple[Any, Reference]:
     """Assert that ``our_loss(...)`` (a mantissa loss) gives pytorch-metric-learning's
     ``pml_loss(...)`` value and gradients on the same inputs (see :func:`assert_loss_close` for
     the tolerances). Returns ``(ours, reference)``. Raises ``unittest.SkipTest`` (a skip under

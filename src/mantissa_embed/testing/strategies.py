@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 
+
 __all__ = ["Batch", "batches", "embeddings", "labels", "pair_tuples", "triplet_tuples"]
 
 
-def _ints(v, name):
+def _ints(v: Any, name: str) -> st.SearchStrategy[int]:
     """An int (as a one-value strategy) or a strategy of ints."""
     if isinstance(v, st.SearchStrategy):
         return v
@@ -21,8 +23,9 @@ def _ints(v, name):
 
 
 @st.composite
-def embeddings(draw, n=st.integers(1, 8), dim=st.integers(2, 6), *, min_norm=1e-2, max_norm=1e2,
-               near_duplicates=True, dtype=np.float32):
+def embeddings(draw: st.DrawFn, n: Any = st.integers(1, 8), dim: Any = st.integers(2, 6), *,
+               min_norm: float = 1e-2, max_norm: float = 1e2, near_duplicates: bool = True,
+               dtype: Any = np.float32) -> np.ndarray:
     """Finite embeddings of shape ``(n, dim)`` (ints or strategies of ints) and ``dtype``.
 
     Rows are Gaussian directions; one norm per batch is drawn log-uniformly in
@@ -48,7 +51,8 @@ def embeddings(draw, n=st.integers(1, 8), dim=st.integers(2, 6), *, min_norm=1e-
 
 
 @st.composite
-def labels(draw, n=st.integers(1, 8), num_classes=st.integers(1, 4), *, min_per_class=0):
+def labels(draw: st.DrawFn, n: Any = st.integers(1, 8), num_classes: Any = st.integers(1, 4), *,
+           min_per_class: int = 0) -> np.ndarray:
     """int64 labels of length ``n`` in ``0 .. num_classes - 1`` (ints or strategies of ints) where
     every class occurs at least ``min_per_class`` times (``num_classes`` is lowered to
     ``n // min_per_class`` when ``n`` is too short for it)."""
@@ -65,7 +69,7 @@ def labels(draw, n=st.integers(1, 8), num_classes=st.integers(1, 4), *, min_per_
     return y[np.argsort(draw(st.permutations(range(n))))] if n else y
 
 
-def _pick(draw, pool, max_size):
+def _pick(draw: st.DrawFn, pool: list, max_size: int) -> list:
     if not pool:
         return []
     chosen = draw(st.lists(st.integers(0, len(pool) - 1), max_size=max_size))
@@ -73,7 +77,8 @@ def _pick(draw, pool, max_size):
 
 
 @st.composite
-def pair_tuples(draw, labels, ref_labels=None, *, max_size=16):
+def pair_tuples(draw: st.DrawFn, labels: Any, ref_labels: Any = None, *,
+                max_size: int = 16) -> tuple[np.ndarray, ...]:
     """Valid PML pairs ``(a1, p, a2, n)`` (int64) for concrete ``labels`` (N,) against
     ``ref_labels`` (M,; the batch when None, then without self pairs): ``labels[a1] ==
     ref[p]`` and ``labels[a2] != ref[n]``; up to ``max_size`` of each, repeats allowed."""
@@ -89,7 +94,8 @@ def pair_tuples(draw, labels, ref_labels=None, *, max_size=16):
 
 
 @st.composite
-def triplet_tuples(draw, labels, ref_labels=None, *, max_size=16):
+def triplet_tuples(draw: st.DrawFn, labels: Any, ref_labels: Any = None, *,
+                   max_size: int = 16) -> tuple[np.ndarray, ...]:
     """Valid triplets ``(a, p, n)`` (int64) for concrete ``labels`` against ``ref_labels`` (the
     batch when None, then ``a != p``): ``labels[a] == ref[p] != ref[n]``; up to ``max_size``."""
     y = np.asarray(labels)
@@ -113,15 +119,15 @@ class Batch:
     ref_emb: np.ndarray | None = None
     ref_labels: np.ndarray | None = None
 
-    def kwargs(self):
+    def kwargs(self) -> dict[str, Any]:
         """``{"embeddings": ..., "labels": ..., ...}`` without the ``None`` entries."""
         return {k: v for k, v in vars(self).items() if v is not None}
 
 
 @st.composite
-def batches(draw, n=st.integers(1, 8), dim=st.integers(2, 5), num_classes=st.integers(1, 4), *,
-            min_per_class=0, ref=st.booleans(), mined=st.sampled_from([None, "pairs", "triplets"]),
-            **embedding_options):
+def batches(draw: st.DrawFn, n: Any = st.integers(1, 8), dim: Any = st.integers(2, 5),
+            num_classes: Any = st.integers(1, 4), *, min_per_class: int = 0, ref: Any = st.booleans(),
+            mined: Any = st.sampled_from([None, "pairs", "triplets"]), **embedding_options: Any) -> Batch:
     """A :class:`Batch`: :func:`embeddings` and :func:`labels`, with a reference set of its own
     (``ref``: a bool or a strategy of bools) and a mined ``indices_tuple`` (``mined``: None,
     "pairs" or "triplets", or a strategy of them). ``embedding_options`` go to :func:`embeddings`."""
