@@ -68,7 +68,7 @@ SHAPE_MUTATIONS = ("negative", "huge", "short", "long", "float", "none", "str", 
 
 #: mutations after which an error must name the argument (a change of rank or size may be
 #: reported against the argument whose shape it no longer matches)
-_NAMING = {"object", "complex", "none", "str", "bool", "type"}
+_NAMING = {"object", "complex", "none", "str", "bool", "type", "flag_type"}
 
 
 @dataclass
@@ -298,6 +298,8 @@ def mutate(draw, kwargs, spec, guards=None, only=None):
         how = "type" if isinstance(kwargs[name], (str, complex)) else "float"
     elif how == "flag":
         kwargs[name] = draw(st.sampled_from(FLAG_VALUES))
+        if not isinstance(kwargs[name], (bool, np.bool_, int)):
+            how = "flag_type"  # None, "yes", 1.0, [True]: a TypeError, not a truth value
     elif how == "strval":
         kwargs[name] = draw(st.sampled_from(STR_VALUES))
     elif how == "shape":
@@ -364,6 +366,7 @@ def fuzz_wrapper(data, name, spec, mutate_p=0.8, only=None):
     faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
     try:
         fn(**kwargs)
+        assert m is None or m[1] != "flag_type", f"the flag {m[0]}={kwargs[m[0]]!r} was taken as a truth value"
     except (ValueError, TypeError) as e:
         msg = str(e)
         assert msg, f"{type(e).__name__} without a message"

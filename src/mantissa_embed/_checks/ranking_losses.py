@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from .arrays import as_numeric_array, check_kernel_input
+from .arrays import as_numeric_array, check_flag, check_kernel_input
 
 
 def check_square(sim, name):
@@ -57,9 +57,10 @@ def check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta):
     N, M = mat.shape
     labels = check_labels_n(labels, "labels", N)
     ref_labels = check_labels_n(ref_labels, "ref_labels", M)
+    exclude_self = check_flag(exclude_self, "exclude_self")
     if exclude_self and N != M:
         raise ValueError(f"exclude_self needs a square mat, got shape {mat.shape}")
-    return mat, labels, ref_labels, bool(exclude_self), check_real(min_val, "min_val"), check_positive(delta, "delta")
+    return mat, labels, ref_labels, exclude_self, check_real(min_val, "min_val"), check_positive(delta, "delta")
 
 
 #: the most histogram bins of DynamicSoftMargin (PML's default is 10): the kernels keep one row

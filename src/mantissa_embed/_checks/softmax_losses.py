@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from .arrays import check_f32, check_kernel_input
+from .arrays import check_f32, check_flag, check_kernel_input
 
 
 REDUCTIONS = {"mean": 0, "avg_non_zero": 1, "weights": 2}
@@ -27,18 +27,24 @@ def check_lab(lab, name, n):
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def check_common(sim, labels, ref_labels, exclude_self):
+def check_common(sim, labels, ref_labels, exclude_self, inverted=True):
+    """(sim, labels, ref_labels, exclude_self) validated; ``exclude_self`` and ``inverted`` must be
+    bools (or 0 / 1): a string or None is a TypeError, not a truth value."""
     sim = check_sim(sim)
     N, M = sim.shape
     labels = check_lab(labels, "labels", N)
     ref_labels = check_lab(ref_labels, "ref_labels", M)
-    exclude_self = bool(exclude_self)
+    check_flag(inverted, "inverted")
+    exclude_self = check_flag(exclude_self, "exclude_self")
     if exclude_self and N != M:
         raise ValueError(f"exclude_self needs a square matrix, got sim of shape {sim.shape}")
     return sim, labels, ref_labels, exclude_self
 
 
-def check_reduction(reduction, weights, shape):
+def check_reduction(reduction, weights, shape, losses=False, grad=True):
+    """The weights of ``reduction`` (None unless "weights"); ``losses`` / ``grad`` must be bools."""
+    check_flag(losses, "losses")
+    check_flag(grad, "grad")
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {tuple(REDUCTIONS)}, got {reduction!r}")
     if reduction == "weights":

@@ -75,7 +75,7 @@ def euclidean_workspace_size(N, M, backward=False):
     for a non-int or negative N, M, ValueError when the scratch would exceed 2**56 floats."""
     cdef int64_t n, m
     n, m = check_workspace_dims(N, M)
-    if backward:
+    if check_flag(backward, "backward"):
         return int(me_euclidean_backward_workspace_size(n, m))
     return int(me_euclidean_forward_workspace_size(n, m))
 

@@ -3,7 +3,7 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
-from mantissa_embed._checks.arrays import F32_MAX
+from mantissa_embed._checks.arrays import F32_MAX, check_flag
 from mantissa_embed._checks.gemm import (check_sgemm_operand, check_sgemm_out, check_sgemm_scalar,
                                          check_sgemm_shapes)
 from mantissa_embed._engine._cengine cimport me_sgemm, me_sgemm_st
@@ -49,6 +49,14 @@ cdef float _sgemm_scalar(v, str name) except? -1.0:
         if -_F32_MAX <= d <= _F32_MAX:
             return <float>d
     return check_sgemm_scalar(v, name)
+
+
+cdef int _flag(v, str name) except -1:
+    """trans_a / trans_b as 0 / 1: a bool (fast path) or what check_flag accepts; None, a str
+    or a float raises TypeError instead of being taken as a truth value."""
+    if type(v) is bool:
+        return v
+    return check_flag(v, name)
 
 
 cdef inline bint _overlaps(const float[:, ::1] x, const float[:, ::1] y) noexcept nogil:
@@ -125,7 +133,8 @@ def sgemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
     Raises
     ------
     TypeError
-        ``A``, ``B`` or ``C`` is not a float32 ndarray; ``alpha`` or ``beta`` not a number.
+        ``A``, ``B`` or ``C`` is not a float32 ndarray; ``alpha`` or ``beta`` not a number;
+        ``trans_a`` or ``trans_b`` not a bool.
     ValueError
         Not 2-D or not C-contiguous; inner dimensions differ; ``C`` has the wrong shape, is
         read-only or overlaps an input; ``alpha`` or ``beta`` not finite.
@@ -138,9 +147,9 @@ def sgemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
     Goto & van de Geijn, "Anatomy of high-performance matrix multiplication", ACM TOMS 2008;
     Van Zee & van de Geijn, "BLIS", ACM TOMS 2015.
     """
-    return _sgemm_impl(A, B, C, trans_a, trans_b, alpha, beta, False)
+    return _sgemm_impl(A, B, C, _flag(trans_a, "trans_a"), _flag(trans_b, "trans_b"), alpha, beta, False)
 
 
 def _sgemm_st(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
     """:func:`sgemm` through ``me_sgemm_st`` (always single-threaded). For tests."""
-    return _sgemm_impl(A, B, C, trans_a, trans_b, alpha, beta, True)
+    return _sgemm_impl(A, B, C, _flag(trans_a, "trans_a"), _flag(trans_b, "trans_b"), alpha, beta, True)

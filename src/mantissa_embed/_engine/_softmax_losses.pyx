@@ -22,11 +22,11 @@ __all__ = ['ntxent_all', 'supcon_all', 'softmax_nll_forward', 'softmax_nll_backw
 
 cdef object _pair_softmax(int which, sim, labels, ref_labels, temperature, exclude_self, inverted,
                           reduction, weights, losses, grad):
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float t = check_temperature(temperature)
     N, M = sim.shape
     wshape = (N, M) if which == 0 else (N,)
-    weights = check_reduction(reduction, weights, wshape)
+    weights = check_reduction(reduction, weights, wshape, losses, grad)
     cdef int red = REDUCTIONS[reduction]
     cdef int excl = exclude_self, inv = bool(inverted)
     dsim = np.zeros((N, M), dtype=np.float32) if grad else None
@@ -98,7 +98,7 @@ def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, 
                         max_loss=np.inf):
     """Row softmax negative log-likelihood (NCA / NPairs / Instance). See
     :func:`mantissa_embed._reference.softmax_nll_forward`."""
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float sc = check_f32(scale, "scale")
     cdef double ml = check_max_loss(max_loss)
     N, M = sim.shape
@@ -125,7 +125,7 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
                          inverted=True):
     """Gradient of ``sum_i weights[i] * l_i`` w.r.t. ``sim``. See
     :func:`mantissa_embed._reference.softmax_nll_backward`."""
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape
     lse = check_lse(lse, N)
@@ -151,7 +151,7 @@ def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=Fa
                              max_loss=np.inf):
     """:func:`softmax_nll_forward` with one vectorized float exp per entry (C kernel; equal up to
     float32 rounding of the logits). See :func:`mantissa_embed._reference.softmax_nll_fast_forward`."""
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float sc = check_f32(scale, "scale")
     cdef double ml = check_max_loss(max_loss)
     N, M = sim.shape
@@ -178,7 +178,7 @@ def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, 
                               inverted=True):
     """:func:`softmax_nll_backward` with one vectorized float exp per entry (C kernel). See
     :func:`mantissa_embed._reference.softmax_nll_fast_backward`."""
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape
     lse = check_lse(lse, N)

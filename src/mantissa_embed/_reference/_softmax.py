@@ -74,9 +74,9 @@ def ntxent_all(sim, labels, ref_labels, temperature, exclude_self: bool = False,
     TypeError / ValueError
         Wrong dtypes or shapes, ``exclude_self`` with N != M, temperature <= 0, unknown reduction.
     """
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     temperature = check_temperature(temperature)
-    weights = check_reduction(reduction, weights, sim.shape)
+    weights = check_reduction(reduction, weights, sim.shape, losses, grad)
     c = (1.0 if inverted else -1.0) / temperature
     z = c * sim.astype(np.float64)
     pos, neg, _ = _masks(labels, ref_labels, exclude_self)
@@ -128,10 +128,10 @@ def supcon_all(sim, labels, ref_labels, temperature, exclude_self: bool = False,
     (value: float, dsim (N, M) float32 or None, losses (N,) float32 or None, stats: dict)
         stats: ``num_pos_pairs``, ``num_anchors`` (rows with a positive), ``num_nonzero``.
     """
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     temperature = check_temperature(temperature)
     N, M = sim.shape
-    weights = check_reduction(reduction, weights, (N,))
+    weights = check_reduction(reduction, weights, (N,), losses, grad)
     c = (1.0 if inverted else -1.0) / temperature
     z = c * sim.astype(np.float64)
     pos, _, keep = _masks(labels, ref_labels, exclude_self)
@@ -177,7 +177,7 @@ def softmax_nll_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_sel
     log-sum-exps (-inf when empty); ``valid`` is False for a row without a positive or whose
     largest positive probability is below ``exp(-max_loss)`` (its loss is set to 0).
     """
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     scale = check_f32(scale, "scale")
     max_loss = check_max_loss(max_loss)
     c = (1.0 if inverted else -1.0) * scale
@@ -199,7 +199,7 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale: float = 1
 
     sim (N, M) float32, lse (N, 2) float64 (from the forward), weights (N,) float32 -> dsim (N, M).
     """
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self)
+    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     scale = check_f32(scale, "scale")
     N, M = sim.shape
     lse = check_lse(lse, N)

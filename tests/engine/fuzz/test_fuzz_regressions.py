@@ -159,3 +159,26 @@ def test_ddist_over_the_pair_indices_raises(mod):
     with pytest.raises(ValueError, match="dmat must not share memory with labels"):
         mod.pairw_rows_forward("circle", d, buf[:8], np.zeros(8, np.int64), params=(0.25, 80.0),
                                dmat=_f32_over(buf, (8, 8)))
+
+
+@pytest.mark.parametrize("mod", BACKENDS)
+@pytest.mark.parametrize("value", [None, "no", 1.0])
+def test_flags_are_not_truth_values(mod, value):
+    # bool(flag) took "no" as True and None as False
+    sim = _sim()
+    for call, name in [(lambda: mod.ntxent_all(sim, LAB, LAB, 0.1, grad=value), "grad"),
+                       (lambda: mod.supcon_all(sim, LAB, LAB, 0.1, exclude_self=value), "exclude_self"),
+                       (lambda: mod.softmax_nll_forward(sim, LAB, LAB, inverted=value), "inverted"),
+                       (lambda: mod.triplet_margin_mine(sim, LAB, LAB, True, "all", 0.1, value), "is_inverted"),
+                       (lambda: mod.dsm_triplet_hist(sim, LAB, LAB, value, -1.0, 0.1, 10, 0.1), "exclude_self")]:
+        with pytest.raises(TypeError, match=name):
+            call()
+
+
+@pytest.mark.parametrize("value", [None, "no", 1.0])
+def test_engine_only_flags_are_not_truth_values(value):
+    a = np.ones((2, 2), np.float32)
+    with pytest.raises(TypeError, match="trans_a"):
+        engine.sgemm(a, a, trans_a=value)
+    with pytest.raises(TypeError, match="backward"):
+        engine.euclidean_workspace_size(2, 2, backward=value)
