@@ -32,6 +32,37 @@ def _value(out: Any) -> float:
     return float(out.loss if hasattr(out, "loss") else out)
 
 
+def _checked_output(out: Any, name: str) -> float:
+    """The finite ``.loss`` of the first call's output; TypeError unless it has ``.loss`` and
+    ``.grad``, AssertionError for a NaN/Inf value."""
+    if not hasattr(out, "loss") or not hasattr(out, "grad"):
+        raise TypeError(f"{name} must return an object with .loss and .grad (a LossOutput), "
+                        f"got {type(out).__name__}")
+    try:
+        value = float(out.loss)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} returned a .loss that is not a number: {out.loss!r}") from None
+    if not np.isfinite(value):
+        raise AssertionError(f"{name} returned a non-finite loss ({value}) on finite inputs")
+    return value
+
+
+def _grad_array(g: Any, name: str, what: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``g`` as float64 after checking it: a real (N, D)-shaped array of finite values."""
+    if g is None:
+        raise TypeError(f"{name} returned {what} None, expected an array of shape {shape}")
+    arr = np.asarray(g)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name} returned {what} of dtype {arr.dtype}, expected real floats")
+    if arr.shape != shape:
+        raise ValueError(f"the loss returned {what} of shape {arr.shape}, expected {shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i = next(zip(*np.nonzero(bad)))
+        raise AssertionError(f"{name} returned a non-finite {what}: {what}[{', '.join(map(str, i))}] = {arr[i]}")
+    return arr.astype(np.float64)
+
+
 def _call(loss_func: Any, kwargs: dict[str, Any], copy_state: bool) -> tuple[Any, Any]:
     f = copy.deepcopy(loss_func) if copy_state else loss_func
     rest = {k: v for k, v in kwargs.items() if k not in ("embeddings", "labels")}
@@ -56,9 +87,11 @@ def _as_float_array(x: ArrayLike | None, name: str) -> np.ndarray | None:
     return arr
 
 
-def _numeric(evaluate: Callable[[], float], arr: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+def _numeric(evaluate: Callable[[], float], arr: np.ndarray, h: float,
+             where: str = "") -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Forward, backward and central differences of ``evaluate()`` (float) w.r.t. every entry of
-    ``arr`` (perturbed in place, restored); the step taken is what ``arr``'s dtype represents."""
+    ``arr`` (perturbed in place, restored); the step taken is what ``arr``'s dtype represents.
+    AssertionError when a perturbed value is NaN/Inf (``where`` names the array)."""
     f0 = evaluate()
     fscale = abs(f0)
     central, fwd, bwd = np.zeros(arr.shape), np.zeros(arr.shape), np.zeros(arr.shape)
@@ -71,6 +104,9 @@ def _numeric(evaluate: Callable[[], float], arr: np.ndarray, h: float) -> tuple[
         down = float(old) - float(arr[idx])
         fm = evaluate()
         arr[idx] = old
+        if not (np.isfinite(fp) and np.isfinite(fm)):
+            raise AssertionError(f"the loss is non-finite ({fp}, {fm}) with {where}[{', '.join(map(str, idx))}] "
+                                 f"stepped by +-{h:.3g}")
         fscale = max(fscale, abs(fp), abs(fm))
         fwd[idx], bwd[idx], central[idx] = (fp - f0) / up, (f0 - fm) / down, (fp - fm) / (up + down)
     return central, fwd, bwd, max(fscale, 1.0) / h
@@ -109,12 +145,20 @@ def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, l
     x = _as_float_array(embeddings, "embeddings")
     if x is None or x.ndim != 2:
         raise ValueError(f"embeddings must be a 2-D array, got {None if x is None else x.shape}")
+    if x.size == 0:
+        raise ValueError(f"embeddings is empty (shape {x.shape}): there is no gradient to check")
     r = _as_float_array(ref_emb, "ref_emb")
+    name = getattr(loss_func, "__name__", type(loss_func).__name__)
     kwargs = {"embeddings": x, "labels": labels}
     for key, val in (("indices_tuple", indices_tuple), ("ref_emb", r), ("ref_labels", ref_labels)):
         if val is not None:
             kwargs[key] = val
+    pristine = [(key, kwargs[key].copy()) for key in ("embeddings", "ref_emb") if key in kwargs]
     f0, out = _call(loss_func, kwargs, copy_state)
+    _checked_output(out, name)
+    for key, before in pristine:
+        if not np.array_equal(kwargs[key], before):
+            raise AssertionError(f"{name} modified its {key} argument in place")
     params0 = _params(f0) if parameters else []
     if params0 and copy_state:  # the analytic parameter gradients of one call, from zero
         f0 = copy.deepcopy(loss_func)
@@ -122,9 +166,7 @@ def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, l
             p.zero_grad()
         _, out = _call(f0, kwargs, False)
         params0 = _params(f0)
-    grad = np.asarray(out.grad, dtype=np.float64)
-    if grad.shape != x.shape:
-        raise ValueError(f"the loss returned grad of shape {grad.shape}, expected {x.shape}")
+    grad = _grad_array(out.grad, name, "grad", x.shape)
     ref_out = getattr(out, "ref_grad", None)
     precise = x.dtype == np.float64 and np.asarray(out.grad).dtype == np.float64
     precision = "float64" if precise else "float32"
@@ -136,28 +178,25 @@ def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, l
     unit = float(np.finfo(np.float64 if precise else np.float32).eps)
     arrays = [("embeddings", x, grad)]
     if r is not None:
-        rg = np.zeros(r.shape) if ref_out is None else np.asarray(ref_out, dtype=np.float64)
-        if rg.shape != r.shape:
-            raise ValueError(f"the loss returned ref_grad of shape {rg.shape}, expected {r.shape}")
+        rg = np.zeros(r.shape) if ref_out is None else _grad_array(ref_out, name, "ref_grad", r.shape)
         arrays.append(("ref_emb", r, rg))
-    name = getattr(loss_func, "__name__", type(loss_func).__name__)
     checked = skipped = 0
     max_error = 0.0
     failures = []
     for label, arr, analytic in arrays:
         h = eps * max(float(np.sqrt(np.mean(np.square(arr, dtype=np.float64)))) if arr.size else 0.0, 1e-30)
-        num = _numeric(lambda: _value(_call(loss_func, kwargs, copy_state)[1]), arr, h)
-        c, s, e, bad = _compare(label, analytic, *num, rtol, atol, unit)
+        num = _numeric(lambda: _value(_call(loss_func, kwargs, copy_state)[1]), arr, h, label)
+        c, s, e, bad = _compare(name, label, analytic, *num, rtol, atol, unit)
         checked, skipped, max_error = checked + c, skipped + s, max(max_error, e)
         failures += bad
     for i, p0 in enumerate(params0):
-        analytic = np.asarray(p0.grad, dtype=np.float64)
+        label = f"parameters()[{i}]" + (f" ({p0.name})" if getattr(p0, "name", "") else "")
+        analytic = _grad_array(p0.grad, name, f"{label}.grad", np.shape(p0.data))
         base = copy.deepcopy(loss_func)  # perturbed in place; never the caller's object
         target = _params(base)[i]
         h = eps * max(float(np.sqrt(np.mean(np.square(target.data, dtype=np.float64)))), 1e-30)
-        num = _numeric(lambda: _value(_call(base, kwargs, True)[1]), target.data, h)
-        label = f"parameters()[{i}]" + (f" ({target.name})" if getattr(target, "name", "") else "")
-        c, s, e, bad = _compare(label, analytic, *num, rtol, atol, unit)
+        num = _numeric(lambda: _value(_call(base, kwargs, True)[1]), target.data, h, label)
+        c, s, e, bad = _compare(name, label, analytic, *num, rtol, atol, unit)
         checked, skipped, max_error = checked + c, skipped + s, max(max_error, e)
         failures += bad
     if failures:
@@ -186,14 +225,25 @@ def _discard_if_in_hypothesis() -> None:
         hypothesis.assume(False)
 
 
-def _compare(label: str, analytic: np.ndarray, g1: np.ndarray, fwd: np.ndarray, bwd: np.ndarray, f_over_h: float,
-             rtol: float, atol: float, unit: float) -> tuple[int, int, float, list[tuple[float, str, float, float, float]]]:
-    """(checked, skipped, max error, failures [(excess, where, analytic, numeric, allowed)])."""
+def _compare(name: str, label: str, analytic: np.ndarray, g1: np.ndarray, fwd: np.ndarray, bwd: np.ndarray,
+             f_over_h: float, rtol: float, atol: float,
+             unit: float) -> tuple[int, int, float, list[tuple[float, str, float, float, float]]]:
+    """(checked, skipped, max error, failures [(excess, where, analytic, numeric, allowed)]).
+    AssertionError when the tolerance is so loose that a zero gradient would pass although the
+    central differences are not all zero (the loss's rounding swamps them: tiny inputs)."""
     if analytic.size == 0:
         return 0, 0, 0.0, []
     scale = max(float(np.abs(analytic).max()), float(np.abs(g1).max()), 1e-12)
-    allowed = atol * scale + rtol * np.abs(g1) + 4 * unit * f_over_h  # + the rounding of the values
+    rounding = 4 * unit * f_over_h  # the rounding of the loss values
+    allowed = atol * scale + rtol * np.abs(g1) + rounding
     kink = np.abs(fwd - bwd) > allowed
+    num_scale = float(np.abs(g1[~kink]).max(initial=0.0))  # kinks are skipped anyway
+    if num_scale > 0 and np.all(kink | (np.abs(g1) <= atol * num_scale + rtol * np.abs(g1) + rounding)):
+        _discard_if_in_hypothesis()
+        raise AssertionError(
+            f"{name}: cannot check {label}: its central differences (largest {num_scale:.3g}) are within the "
+            f"tolerance (rounding of the loss values {rounding:.3g}, atol={atol:g}, rtol={rtol:g}), so even a "
+            f"zero gradient would pass; scale the inputs up, pass a larger eps or a smaller atol")
     err = np.abs(analytic - g1)
     bad = (err > allowed) & ~kink
     ok = ~kink & ~bad

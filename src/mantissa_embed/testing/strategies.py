@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
+from hypothesis import assume, strategies as st
 
 
 __all__ = ["Batch", "batches", "embeddings", "labels", "pair_tuples", "triplet_tuples"]
@@ -55,10 +55,13 @@ def labels(draw: st.DrawFn, n: Any = st.integers(1, 8), num_classes: Any = st.in
            min_per_class: int = 0) -> np.ndarray:
     """int64 labels of length ``n`` in ``0 .. num_classes - 1`` (ints or strategies of ints) where
     every class occurs at least ``min_per_class`` times (``num_classes`` is lowered to
-    ``n // min_per_class`` when ``n`` is too short for it)."""
+    ``n // min_per_class`` when ``n`` is too short for it). A drawn ``n`` below ``min_per_class``
+    is rejected (as by ``assume``); a given one is a ``ValueError``."""
+    drawn_n = isinstance(n, st.SearchStrategy)
     n, c = draw(_ints(n, "n")), draw(_ints(num_classes, "num_classes"))
     if isinstance(min_per_class, bool) or not isinstance(min_per_class, (int, np.integer)) or min_per_class < 0:
         raise ValueError(f"min_per_class must be an int >= 0, got {min_per_class!r}")
+    _long_enough(n, min_per_class, drawn_n)
     if c < 1:
         raise ValueError(f"num_classes must be >= 1, got {c}")
     if min_per_class:
@@ -67,6 +70,14 @@ def labels(draw: st.DrawFn, n: Any = st.integers(1, 8), num_classes: Any = st.in
     rest = draw(st.lists(st.integers(0, c - 1), min_size=n - len(fixed), max_size=n - len(fixed)))
     y = np.concatenate([fixed, np.array(rest, dtype=np.int64)]).astype(np.int64)
     return y[np.argsort(draw(st.permutations(range(n))))] if n else y
+
+
+def _long_enough(n: int, min_per_class: int, drawn: bool) -> None:
+    """Reject (``assume``) a drawn length too short for ``min_per_class``; ValueError for a given one."""
+    if 0 < n < min_per_class:  # its class would occur fewer than min_per_class times
+        if not drawn:
+            raise ValueError(f"n={n} is too short for min_per_class={min_per_class}")
+        assume(False)
 
 
 def _pick(draw: st.DrawFn, pool: list, max_size: int) -> list:
@@ -133,11 +144,13 @@ def batches(draw: st.DrawFn, n: Any = st.integers(1, 8), dim: Any = st.integers(
     "pairs" or "triplets", or a strategy of them). ``embedding_options`` go to :func:`embeddings`."""
     n_, d = draw(_ints(n, "n")), draw(_ints(dim, "dim"))
     x = draw(embeddings(n_, d, **embedding_options))
+    _long_enough(n_, min_per_class, isinstance(n, st.SearchStrategy))
     y = draw(labels(n_, num_classes, min_per_class=min_per_class))
     use_ref = draw(ref if isinstance(ref, st.SearchStrategy) else st.just(bool(ref)))
     r = ry = None
     if use_ref:
         m = draw(_ints(n, "n"))
+        _long_enough(m, min_per_class, isinstance(n, st.SearchStrategy))
         r = draw(embeddings(m, d, **embedding_options))
         ry = draw(labels(m, num_classes, min_per_class=min_per_class))
     kind = draw(mined if isinstance(mined, st.SearchStrategy) else st.just(mined))
