@@ -33,6 +33,7 @@ _FORMAT = "mantissa-embed/embedder"
 _FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
 _CONFIG_KEY = "__config__"
+_MAX_CONFIG_BYTES = 2**24  # a saved config (JSON) is a few kB; the bound keeps a deflated bomb out
 _PARAM_PREFIX = "trunk/"
 _LOSS_PARAM_PREFIX = "loss/"
 _OPTIM_PREFIX = "optim"
@@ -116,6 +117,10 @@ def load(cls, path, backend=None):
         try:
             if _CONFIG_KEY not in entries.headers:
                 raise ValueError(f"missing the {_CONFIG_KEY!r} entry")
+            nbytes = entries.headers[_CONFIG_KEY][1].itemsize
+            if nbytes > _MAX_CONFIG_BYTES:
+                raise ValueError(f"the {_CONFIG_KEY!r} entry claims {nbytes} bytes; a config may have at most "
+                                 f"{_MAX_CONFIG_BYTES}")
             cfg = entries.read(_CONFIG_KEY, shape=(), floats=False)
             if cfg.dtype.kind not in "US":
                 raise ValueError(f"the {_CONFIG_KEY!r} entry must be a string, got dtype {cfg.dtype}")
