@@ -55,3 +55,12 @@ def test_valid_value_is_used_silently(value, n):
 
 def test_blank_value_is_unset(default):
     assert _run("  ") == default
+
+
+def test_a_5000_digit_value_warns_instead_of_breaking_the_import(default):
+    """Regression: int() of over 4300 digits raises ValueError; it escaped at import time."""
+    res = _run("1" * 5000)
+    mine = [msg for cat, msg in res["warnings"] if "MANTISSA_EMBED_NUM_THREADS" in msg]
+    assert len(mine) == 1 and "(5000 characters)" in mine[0] and len(mine[0]) < 300
+    assert (res["engine"], res["numpy"]) == (default["engine"], default["numpy"])
+    assert _run("0" * 5000 + "3")["numpy"] == 3  # leading zeros, as strtol reads them

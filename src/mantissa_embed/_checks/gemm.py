@@ -36,11 +36,14 @@ def env_num_threads():
     raw = os.environ.get(NUM_THREADS_ENV)
     if raw is None or not raw.strip():
         return None
-    if _THREADS_RE.fullmatch(raw) and 1 <= int(raw) <= 4096:
-        return int(raw)
+    # the significant digits, at most 4 before int(): int() of over 4300 digits is a ValueError
+    digits = raw.strip().lstrip("+").lstrip("0") or "0"
+    if _THREADS_RE.fullmatch(raw) and len(digits) <= 4 and 1 <= int(digits) <= 4096:
+        return int(digits)
     if raw not in _warned_values:
         _warned_values.add(raw)
-        warnings.warn(f"{NUM_THREADS_ENV}={raw!r} is not a thread count (an integer from 1 to 4096): it is "
+        shown = repr(raw) if len(raw) <= 40 else repr(raw[:40]) + f"... ({len(raw)} characters)"
+        warnings.warn(f"{NUM_THREADS_ENV}={shown} is not a thread count (an integer from 1 to 4096): it is "
                       "ignored, the engine uses every processor available to the process", RuntimeWarning,
                       stacklevel=2)
     return None
