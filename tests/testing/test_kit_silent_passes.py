@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from mantissa_embed.losses import LossOutput
 from mantissa_embed.parameter import Parameter
-from mantissa_embed.testing import check_loss_gradients, labels
+from mantissa_embed.testing import check_loss_gradients, check_miner_invariants, labels
 
 
 def _pull(embeddings, labels, indices_tuple=None, factor=4.0):
@@ -121,3 +121,10 @@ def test_labels_min_per_class_longer_than_n():
         assert np.bincount(y).min() >= 3
 
     drawn()
+
+
+def test_messages_name_a_partial_and_a_lambda_miner():
+    with pytest.raises(AssertionError, match=r"^partial\(_pull\): 18 of 18"):
+        check_loss_gradients(functools.partial(_pull, factor=2.0), X, Y)
+    with pytest.raises(AssertionError, match=r"^<lambda>: must return a tuple"):
+        check_miner_invariants(lambda e, l: [], X, Y)

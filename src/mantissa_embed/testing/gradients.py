@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -26,6 +27,14 @@ class GradientCheck:
     skipped: int
     max_error: float
     precision: str
+
+
+def callable_name(f: Any) -> str:
+    """How messages name a loss or miner: its ``__name__`` (``<lambda>``), ``partial(name)``
+    for a ``functools.partial``, else its class name."""
+    if isinstance(f, functools.partial):
+        return f"partial({callable_name(f.func)})"
+    return str(getattr(f, "__name__", type(f).__name__))
 
 
 def _value(out: Any) -> float:
@@ -148,7 +157,7 @@ def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, l
     if x.size == 0:
         raise ValueError(f"embeddings is empty (shape {x.shape}): there is no gradient to check")
     r = _as_float_array(ref_emb, "ref_emb")
-    name = getattr(loss_func, "__name__", type(loss_func).__name__)
+    name = callable_name(loss_func)
     kwargs = {"embeddings": x, "labels": labels}
     for key, val in (("indices_tuple", indices_tuple), ("ref_emb", r), ("ref_labels", ref_labels)):
         if val is not None:

@@ -6,6 +6,7 @@ from typing import Any, Callable, NoReturn
 import numpy as np
 
 from .._typing import ArrayLike
+from .gradients import callable_name
 
 __all__ = ["check_miner_invariants"]
 
@@ -28,7 +29,7 @@ def check_miner_invariants(miner: Callable[..., Any], embeddings: ArrayLike, lab
     Returns the miner's tuple. Raises ``AssertionError`` naming the first broken rule and the
     offending position.
     """
-    name = type(miner).__name__
+    name = callable_name(miner)
     y = np.asarray(labels)
     if ref_emb is None:
         out = miner(embeddings, labels)
