@@ -3,6 +3,7 @@ parameter gradient of None, empty embeddings, a check too loose to tell a zero g
 scales) or answer with a numpy error (grad None / complex / of the wrong parameter shape, a
 loss returning a bare array, min_per_class longer than n)."""
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from mantissa_embed.losses import LossOutput
 from mantissa_embed.parameter import Parameter
-from mantissa_embed.testing import check_loss_gradients, check_miner_invariants, labels
+from mantissa_embed.testing import assert_loss_close, check_loss_gradients, check_miner_invariants, labels
 
 
 def _pull(embeddings, labels, indices_tuple=None, factor=4.0):
@@ -128,3 +129,13 @@ def test_messages_name_a_partial_and_a_lambda_miner():
         check_loss_gradients(functools.partial(_pull, factor=2.0), X, Y)
     with pytest.raises(AssertionError, match=r"^<lambda>: must return a tuple"):
         check_miner_invariants(lambda e, l: [], X, Y)
+
+
+def test_assert_loss_close_accepts_an_output_without_ref_grad():
+    """Regression: an output with .loss and .grad only (ref_grad is optional) was an AttributeError."""
+    ref = (1.0, np.ones((2, 2)), None)
+    assert_loss_close(SimpleNamespace(loss=1.0, grad=np.ones((2, 2))), ref)
+    with pytest.raises(AssertionError, match="ref_grad: ours is None"):
+        assert_loss_close(SimpleNamespace(loss=1.0, grad=np.ones((2, 2))), (1.0, np.ones((2, 2)), np.ones((2, 2))))
+    with pytest.raises(TypeError, match=r"must have \.loss and \.grad"):
+        assert_loss_close(np.ones((2, 2)), ref)
