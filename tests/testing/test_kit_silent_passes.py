@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from mantissa_embed.losses import LossOutput
 from mantissa_embed.parameter import Parameter
-from mantissa_embed.testing import assert_loss_close, check_loss_gradients, check_miner_invariants, labels
+from mantissa_embed.testing import (assert_loss_close, check_loss_gradients, check_miner_invariants, embeddings,
+                                    labels)
 
 
 def _pull(embeddings, labels, indices_tuple=None, factor=4.0):
@@ -139,3 +140,13 @@ def test_assert_loss_close_accepts_an_output_without_ref_grad():
         assert_loss_close(SimpleNamespace(loss=1.0, grad=np.ones((2, 2))), (1.0, np.ones((2, 2)), np.ones((2, 2))))
     with pytest.raises(TypeError, match=r"must have \.loss and \.grad"):
         assert_loss_close(np.ones((2, 2)), ref)
+
+
+@pytest.mark.parametrize("strategy, err, match", [
+    (lambda: embeddings(st.just(-2), 3), ValueError, "n must be >= 0, got -2"),      # was a numpy error
+    (lambda: embeddings(3, 2, min_norm=1e30, max_norm=1e39), ValueError, "overflows float32"),  # was Inf rows
+    (lambda: embeddings(3, 2, dtype=np.int8), TypeError, "must be a float dtype"),  # was all-zero rows
+])
+def test_embeddings_strategy_bad_arguments(strategy, err, match):
+    with pytest.raises(err, match=match):
+        strategy().example()

@@ -14,12 +14,16 @@ __all__ = ["Batch", "batches", "embeddings", "labels", "pair_tuples", "triplet_t
 def _ints(v: Any, name: str) -> st.SearchStrategy[int]:
     """An int (as a one-value strategy) or a strategy of ints."""
     if isinstance(v, st.SearchStrategy):
-        return v
+        return v.map(lambda i: _checked_int(i, name))  # a drawn value is checked as a given one
+    return st.just(_checked_int(v, name))
+
+
+def _checked_int(v: Any, name: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{name} must be an int or a hypothesis strategy of ints, got {type(v).__name__}")
     if v < 0:
         raise ValueError(f"{name} must be >= 0, got {v}")
-    return st.just(int(v))
+    return int(v)
 
 
 @st.composite
@@ -36,6 +40,10 @@ def embeddings(draw: st.DrawFn, n: Any = st.integers(1, 8), dim: Any = st.intege
     """
     if not 0 < min_norm <= max_norm or not np.isfinite(max_norm):
         raise ValueError(f"need 0 < min_norm <= max_norm < inf, got {min_norm}, {max_norm}")
+    if np.dtype(dtype).kind != "f":
+        raise TypeError(f"dtype must be a float dtype, got {np.dtype(dtype)}")
+    if max_norm > float(np.finfo(dtype).max) / 4:  # rows up to max_norm, plus near-duplicate noise
+        raise ValueError(f"max_norm={max_norm} overflows {np.dtype(dtype)} (at most {float(np.finfo(dtype).max) / 4:.3g})")
     n, dim = draw(_ints(n, "n")), draw(_ints(dim, "dim"))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     x = rng.standard_normal((n, dim))
