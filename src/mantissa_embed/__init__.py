@@ -1,7 +1,7 @@
 """mantissa-embed: CPU-native metric learning.
 
 A vendored C engine (``mantissa_embed.engine``, typed Cython wrappers, GIL released) does the
-numeric work; thin Python classes hold the layers, losses, miners and the :class:`Embedder`.
+numeric work; thin Python classes hold the layers, losses, miners and the ``Embedder``.
 Names and defaults follow pytorch-metric-learning. Main entry points::
 
     from mantissa_embed import Embedder, models, datasets
@@ -13,7 +13,7 @@ Subpackages (imported on first access): ``layers``, ``models``, ``optim``, ``los
 
 Threads: the engine uses every processor available to the process by default;
 ``MANTISSA_EMBED_NUM_THREADS`` (an integer from 1 to 4096, read once, at the engine's first use;
-any other value gives a RuntimeWarning naming it and is ignored) or :func:`set_num_threads` change it.
+any other value gives a RuntimeWarning naming it and is ignored) or ``set_num_threads`` change it.
 """
 from __future__ import annotations
 

@@ -92,11 +92,11 @@ def build_parser():
                      "embedding_manifold.png and retrieval_gallery.png."))
     demo.add_argument("--dataset", choices=tuple(PROTOCOLS), default="digits",
                       help="digits: scikit-learn's bundled 8x8 digits upsampled to 28x28 (no download; default); "
-                           "mnist: IDX files from --data-dir or $MANTISSA_EMBED_DATA; orl_faces: ORL faces at "
+                           "mnist: IDX files from --data-dir, else $MANTISSA_EMBED_DATA, else ~/.cache/mantissa-embed; orl_faces: ORL faces at "
                            "56x46 from --data-dir")
     demo.add_argument("--data-dir", default=None,
                       help="data directory (the IDX files, the ORL s1..s40 folders, or their parent); "
-                           "default $MANTISSA_EMBED_DATA")
+                           "default $MANTISSA_EMBED_DATA, else ~/.cache/mantissa-embed")
     demo.add_argument("--split", choices=("test", "train"), default="test",
                       help="MNIST split to use (default: test, the 10,000-image set)")
     demo.add_argument("--out", default="demo_out", help="output directory for the two PNGs (default: demo_out/)")

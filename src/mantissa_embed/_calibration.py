@@ -1,4 +1,4 @@
-"""Verification thresholds chosen on labelled pairs (the body of :meth:`Embedder.calibrate`).
+"""Verification thresholds chosen on labelled pairs (the body of ``Embedder.calibrate``).
 
 Pairs are drawn without materializing the N^2 pairs: a positive pair is a class drawn with
 probability proportional to its ordered pair count n_c (n_c - 1), then two distinct members; a
@@ -99,7 +99,7 @@ def choose_threshold(d_pos, d_neg, target_far=None, target_precision=None, max_a
 
 def calibrate(emb, X, y, *, target_far=None, target_precision=None, max_accuracy: bool = False, n_pairs=100_000, seed=0,
               batch_size=256):
-    """The body of :meth:`Embedder.calibrate <mantissa_embed.embedder.Embedder.calibrate>` (the
+    """The body of ``Embedder.calibrate`` (the
     caller holds the Embedder's lock): the calibration dict, not yet stored."""
     rules = [target_far is not None, target_precision is not None, bool(max_accuracy)]
     if not isinstance(max_accuracy, (bool, np.bool_)):

@@ -1,6 +1,6 @@
-"""The inference half of :class:`~mantissa_embed.embedder.Embedder`: ``embed``, ``retrieve``,
-``build_index``, ``verify`` and ``calibrate`` (bodies in :mod:`mantissa_embed._inference` and
-:mod:`mantissa_embed._calibration`). Each takes the Embedder's lock (see the class docstring).
+"""The inference half of ``Embedder``: ``embed``, ``retrieve``,
+``build_index``, ``verify`` and ``calibrate`` (bodies in ``mantissa_embed._inference`` and
+``mantissa_embed._calibration``). Each takes the Embedder's lock (see the class docstring).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = ["EmbedderInference"]
 
 
 class EmbedderInference:
-    """Mixed into :class:`~mantissa_embed.embedder.Embedder` (which provides ``_lock``,
+    """Mixed into ``Embedder`` (which provides ``_lock``,
     ``_check_fitted``, ``embed_dim_``, ``threshold_`` and ``calibration_``)."""
 
     if TYPE_CHECKING:
@@ -35,12 +35,12 @@ class EmbedderInference:
         Parameters
         ----------
         X : array_like, float, shape (n, C, H, W)
-            Images of the shape seen by :meth:`fit`; converted to float32 chunk by chunk (no
+            Images of the shape seen by ``fit``; converted to float32 chunk by chunk (no
             full copy of ``X``). NaN/Inf are rejected.
         batch_size : int >= 1, default 256
         normalize : bool, default True
-            Return L2-normalized rows (the space the loss trains and :meth:`retrieve` /
-            :meth:`verify` measure). False: the trunk's raw output.
+            Return L2-normalized rows (the space the loss trains and ``retrieve`` /
+            ``verify`` measure). False: the trunk's raw output.
 
         Returns
         -------
@@ -49,7 +49,7 @@ class EmbedderInference:
         Raises
         ------
         RuntimeError
-            Before :meth:`fit` (unless the Embedder was loaded with :meth:`load`).
+            Before ``fit`` (unless the Embedder was loaded with ``load``).
         TypeError / ValueError
             Non-numeric ``X``; wrong ndim or image shape; NaN/Inf; a bad ``batch_size``.
         ValueError
@@ -74,7 +74,7 @@ class EmbedderInference:
         gallery : array_like or Index
             Images ``(m, C, H, W)`` or embeddings ``(m, D)`` (e.g. ``embed(X_gallery)``, so a
             fixed gallery is embedded once and reused), or an
-            :class:`~mantissa_embed.index.Index` (:meth:`build_index`): then the index's ids
+            ``Index`` (``build_index``): then the index's ids
             are returned instead of row indices.
         k : int, 1 <= k <= m, default 5
 
@@ -86,8 +86,8 @@ class EmbedderInference:
             Euclidean distances between L2-normalized embeddings (the trained distance). The
             k are ranked by distances computed exactly (float64 differences): the answer of a
             float64 brute force, ties by lower index (SGEMM-ranked candidates with a certified
-            margin, :mod:`mantissa_embed._exact_knn`). An Index gallery ranks as
-            :meth:`Index.search <mantissa_embed.index.Index.search>`.
+            margin, ``mantissa_embed._exact_knn``). An Index gallery ranks as
+            ``Index.search``.
 
         Raises
         ------
@@ -101,10 +101,10 @@ class EmbedderInference:
 
     def build_index(self, X: ArrayLike, labels: ArrayLike | None = None, ids: ArrayLike | None = None,
                     **kwargs: Any) -> Index:
-        """An :class:`~mantissa_embed.index.Index` of the embeddings of ``X`` (images or
-        embeddings), searchable by :meth:`retrieve`: ``Index(embed_dim_, "euclidean", **kwargs)``
+        """An ``Index`` of the embeddings of ``X`` (images or
+        embeddings), searchable by ``retrieve``: ``Index(embed_dim_, "euclidean", **kwargs)``
         (``dtype=``, ``keep_float32=``) with ``add(embeddings, ids, labels)``. Raises as
-        :meth:`embed` and :class:`~mantissa_embed.index.Index`."""
+        ``embed`` and ``Index``."""
         self._check_fitted()
         with self._lock:
             Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False)
@@ -123,7 +123,7 @@ class EmbedderInference:
             (``(n, C, H, W)`` / ``(n, D)``). Two batches must have the same length (pairwise);
             a single item against a batch is compared with every row.
         threshold : float >= 0, None or "calibrated", default "calibrated"
-            ``"calibrated"``: :attr:`threshold_` from :meth:`calibrate` (saved with the model),
+            ``"calibrated"``: ``threshold_`` from ``calibrate`` (saved with the model),
             or None when the Embedder was never calibrated. None: return the distances.
 
         Returns
@@ -150,15 +150,15 @@ class EmbedderInference:
                   seed: Seed = 0, batch_size: int = 256) -> dict[str, Any]:
         """Choose the verification threshold on labelled data (images ``(n, C, H, W)`` or
         embeddings ``(n, D)`` with int labels ``y``, best of identities held out from training)
-        and keep it as :attr:`threshold_`: :meth:`verify` then answers with it, :meth:`save`
+        and keep it as ``threshold_``: ``verify`` then answers with it, ``save``
         stores it. One rule: ``target_far`` (float in [0, 1]: the largest threshold with FAR <= it;
         the default, 1e-3, when none is given), ``target_precision`` (in (0, 1]: the largest
         threshold whose precision, pairs weighted to their share among all pairs of ``y``,
         reaches it) or ``max_accuracy=True`` (best balanced accuracy). ``n_pairs`` (>= 1, default
         100000) positive and as many negative pairs are drawn with ``seed`` (uniform per kind,
-        without building the n^2 pairs; every ordered pair when there are at most 2 ``n_pairs``). Rules and the draw: :mod:`mantissa_embed._calibration`.
+        without building the n^2 pairs; every ordered pair when there are at most 2 ``n_pairs``). Rules and the draw: ``mantissa_embed._calibration``.
 
-        Returns a dict, also stored as :attr:`calibration_`: ``threshold``, ``far``, ``tar``,
+        Returns a dict, also stored as ``calibration_``: ``threshold``, ``far``, ``tar``,
         ``precision`` (None when nothing is accepted), ``balanced_accuracy``, ``rule``,
         ``target``, ``n_positive_pairs`` / ``n_negative_pairs``, ``positive_pairs_total`` /
         ``negative_pairs_total``, ``seed``.

@@ -1,10 +1,10 @@
 """Euclidean k nearest neighbours ranked by exactly computed distances (the search of
-:meth:`Embedder.retrieve <mantissa_embed.embedder.Embedder.retrieve>`).
+``Embedder.retrieve``).
 
-:func:`~mantissa_embed.evaluation.knn` ranks candidates by float32 SGEMM scores
+``knn`` ranks candidates by float32 SGEMM scores
 ``|r|^2 - 2 q.r``, whose rounding error (up to ``gamma_D (|r|^2 + 2 |q| |r|)``, ``gamma_D ~ D
 2^-24``) can exceed the gap between near-duplicate references, so its k may differ from a float64
-brute force's. :func:`exact_knn` asks it for ``2k + 16`` candidates, recomputes their squared
+brute force's. ``exact_knn`` asks it for ``2k + 16`` candidates, recomputes their squared
 distances from float64 differences, and keeps a query's k best once they are certified: every
 reference left out scores at least the largest candidate's score, so its exact distance is at
 least ``max_candidate_d2 - 2 err``; when that exceeds the k-th exact distance no reference left
@@ -97,7 +97,7 @@ def exact_knn(query, reference, k, backend="mantissa"):
     reference : array_like, float, shape (M, D)
     k : int, 1 <= k <= M
     backend : {"mantissa", "numpy"}, default "mantissa"
-        The backend of the candidate search (:func:`~mantissa_embed.evaluation.knn`).
+        The backend of the candidate search (``knn``).
 
     Returns
     -------
@@ -109,7 +109,7 @@ def exact_knn(query, reference, k, backend="mantissa"):
     Raises
     ------
     ValueError / TypeError
-        As :func:`~mantissa_embed.evaluation.knn` (shapes, NaN/Inf, ``k``, values whose
+        As ``knn`` (shapes, NaN/Inf, ``k``, values whose
         distances overflow float32), naming ``query`` / ``reference``.
     """
     q = check_array(query, "query", ndim=2, finite=False)  # finiteness: knn checks it

@@ -1,8 +1,8 @@
-"""The body of :meth:`Embedder.fit <mantissa_embed.embedder.Embedder.fit>`: the run plan
+"""The body of ``Embedder.fit``: the run plan
 (validation split, parameter groups, schedule, augmentation), the work at every epoch end
 (validation metrics, callbacks, early stopping, the checkpoint state) and resuming.
 
-The loop itself is :func:`mantissa_embed._training.train_epochs`.
+The loop itself is ``mantissa_embed._training.train_epochs``.
 """
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def _validate(emb, Xv, yv, metrics):
 
 def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, restore_best, early_stopping,
         callbacks, callback, augment, schedule, resume, profile):
-    """Train ``emb`` (arguments validated and documented by :meth:`Embedder.fit`)."""
+    """Train ``emb`` (arguments validated and documented by ``Embedder.fit``)."""
     metrics = _check_metrics(metrics)
     callbacks = _check_callbacks(callbacks)
     if early_stopping is not None:

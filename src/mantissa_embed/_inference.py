@@ -1,5 +1,5 @@
 """Embedding, retrieval and verification with a fitted Embedder (the bodies of
-:meth:`Embedder.embed`, :meth:`~Embedder.retrieve` and :meth:`~Embedder.verify`)."""
+``Embedder.embed``, ``retrieve`` and ``verify``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -103,7 +103,7 @@ def as_embeddings(emb, a, name, allow_single: bool = True, batch_size=256):
 
 def retrieve(emb, query, gallery, k):
     """The ``k`` nearest gallery items of each query: ``(indices, distances)`` (an
-    :class:`~mantissa_embed.index.Index` gallery: ``(ids, distances)``)."""
+    ``Index`` gallery: ``(ids, distances)``)."""
     emb._check_fitted()
     k = check_int(k, "k", minimum=1)
     if isinstance(gallery, Index):

@@ -1,4 +1,4 @@
-"""Atomic file writes shared by :meth:`Embedder.save`, :mod:`viz` and :mod:`_download`.
+"""Atomic file writes shared by ``Embedder.save``, ``viz`` and ``_download``.
 
 ``atomic_write`` writes to a temporary file in the target's directory, fsyncs it, gives it
 the mode an ordinary ``open(path, "w")`` would (``0o666 & ~umask``; ``tempfile.mkstemp``

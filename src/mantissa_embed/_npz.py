@@ -1,12 +1,12 @@
 """Reading an ``.npz`` archive entry by entry, checking every entry's ``.npy`` header before
-any data is read (the reader of :func:`mantissa_embed._persistence.load`).
+any data is read (the reader of ``mantissa_embed._persistence.load``).
 
-:class:`NpzEntries` opens the archive and reads each member's magic and header
+``NpzEntries`` opens the archive and reads each member's magic and header
 (``numpy.lib.format.read_magic`` / ``read_array_header_1_0`` / ``_2_0``), never its data. A
 header must describe exactly the bytes its member holds, and the members together at most the
 archive's bytes (stored members) or 1032 times their compressed bytes (deflated members, the
 largest deflate ratio), so a header claiming 1e11 floats is a ``ValueError`` here, not a 373 GiB
-allocation. :meth:`NpzEntries.read` then checks the header's shape and dtype against what the
+allocation. ``NpzEntries.read`` then checks the header's shape and dtype against what the
 caller expects before reading the data. Nothing is unpickled (object dtypes are rejected).
 """
 from __future__ import annotations
@@ -93,7 +93,7 @@ class NpzEntries:
 
     def read(self, key, shape=None, floats: bool = True):
         """The array of entry ``key``, after checking its header: ``shape`` (a tuple, or None for
-        any) and, with ``floats``, a dtype among :data:`FLOAT_DTYPES` (returned as float32).
+        any) and, with ``floats``, a dtype among ``FLOAT_DTYPES`` (returned as float32).
 
         Raises ValueError naming the entry for a missing entry, another shape or dtype, or
         unreadable data.

@@ -1,9 +1,9 @@
-"""Embedder files: :func:`save` and :func:`load` (the bodies of :meth:`Embedder.save` /
-:meth:`Embedder.load <mantissa_embed.embedder.Embedder.load>`).
+"""Embedder files: ``save`` and ``load`` (the bodies of ``Embedder.save`` /
+``Embedder.load``).
 
 One ``.npz``: the trunk's parameters (``"trunk/0.weight"``, ...), the loss's learnable
 parameters (``"loss/<i>"``) and ``"__config__"``, a JSON string. Written atomically
-(:func:`mantissa_embed._io.atomic_write`), read without unpickling.
+(``mantissa_embed._io.atomic_write``), read without unpickling.
 """
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def save(emb, path):
 
 
 def load(cls, path, backend=None):
-    """An Embedder of class ``cls`` read from ``path`` (see :meth:`Embedder.load`)."""
+    """An Embedder of class ``cls`` read from ``path`` (see ``Embedder.load``)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     path = os.fspath(path)

@@ -1,4 +1,4 @@
-"""The Embedder's default recipe (:data:`DEFAULTS`) and the factories that turn its string
+"""The Embedder's default recipe (``DEFAULTS``) and the factories that turn its string
 arguments into loss, miner and optimizer objects."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ __all__ = ["DEFAULTS", "FACE_PRESET", "LOSSES", "OPTIMIZERS", "AUGMENTS", "MAX_B
 #: default, 0.05, stays on ``losses.TripletMarginLoss`` itself); ``triplet_miner``: the miner
 #: for ``loss="triplet"``; ``contrastive_neg_margin``: ``neg_margin`` of ``ContrastiveLoss``
 #: for ``loss="contrastive"``; ``optimizer``, ``lr`` (per optimizer), ``weight_decay``,
-#: ``momentum`` (SGD), ``schedule``, ``augment`` (faces: see :data:`FACE_PRESET`). How they were
+#: ``momentum`` (SGD), ``schedule``, ``augment`` (faces: see ``FACE_PRESET``). How they were
 #: chosen: docs/recipes/training.md.
 DEFAULTS: dict[str, Any] = {
     "loss": "proxy_anchor",
@@ -57,7 +57,7 @@ def make_loss(loss, margin, backend):
 
     ``spec``: the loss string (``"default"`` resolved), or None for an object. A loss with
     learnable weights per class (``"proxy_anchor"``) needs the number of classes and the
-    embedding size, so its object is None until :func:`build_loss` at the first fit.
+    embedding size, so its object is None until ``build_loss`` at the first fit.
     Raises TypeError/ValueError."""
     if isinstance(loss, str):
         if loss == "default":
@@ -156,7 +156,7 @@ def make_optimizer(optimizer, groups, momentum, weight_decay, backend):
     return opt
 
 
-#: the largest batch :func:`choose_m` accepts (a batch is gathered into one array)
+#: the largest batch ``choose_m`` accepts (a batch is gathered into one array)
 MAX_BATCH_SIZE = 1 << 16
 
 
@@ -225,7 +225,7 @@ def make_augment(augment):
 def make_schedule(schedule):
     """The learning-rate schedule for ``fit``'s ``schedule``, or None (a constant lr).
 
-    ``"default"``: ``DEFAULTS["schedule"]``; a string of :func:`mantissa_embed.optim.make_schedule`
+    ``"default"``: ``DEFAULTS["schedule"]``; a string of ``mantissa_embed.optim.make_schedule``
     (``"cosine"``, ``"step"``, ``"constant"``); an object with ``factor(step, total_steps)``.
     Raises ValueError/TypeError naming ``schedule``.
     """

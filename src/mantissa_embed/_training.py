@@ -1,7 +1,7 @@
-"""The training loop of :meth:`Embedder.fit <mantissa_embed.embedder.Embedder.fit>` and its hooks.
+"""The training loop of ``Embedder.fit`` and its hooks.
 
-:func:`train_epochs` runs the batches; everything that only observes the loop (the tqdm bar,
-the per-epoch callback, the profiler) is a :class:`TrainingHook` called at fixed points.
+``train_epochs`` runs the batches; everything that only observes the loop (the tqdm bar,
+the per-epoch callback, the profiler) is a ``TrainingHook`` called at fixed points.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ __all__ = ["TrainingHook", "HookList", "ProgressBar", "EpochCallback", "Profiler
 
 
 class TrainingHook:
-    """Observer of :func:`train_epochs`; every method is a no-op by default.
+    """Observer of ``train_epochs``; every method is a no-op by default.
 
     ``begin()`` / ``end()`` bracket the loop (``end`` also runs when it raises);
     ``epoch_begin(epoch, epochs, batches, n_batches)`` returns the batch iterator to use;
@@ -132,7 +132,7 @@ class EpochCallback(TrainingHook):
 
 
 class ThreadAdapter(TrainingHook):
-    """Lets :class:`~mantissa_embed._threads.AdaptiveThreads` adjust the engine's thread count
+    """Lets ``AdaptiveThreads`` adjust the engine's thread count
     for the machine's load at every batch boundary (begin / end bracket it)."""
 
     def __init__(self) -> None:
@@ -155,8 +155,8 @@ class ThreadAdapter(TrainingHook):
 
 class Profiler(TrainingHook):
     """Wall-clock seconds of every trunk layer's forward and backward (through the Sequential's
-    timed plans), of the timed phases, and of the whole loop. :meth:`result` gives the dict
-    :attr:`Embedder.profile_ <mantissa_embed.embedder.Embedder.profile_>` documents."""
+    timed plans), of the timed phases, and of the whole loop. ``result`` gives the dict
+    ``Embedder.profile_`` documents."""
 
     def __init__(self, net) -> None:
         self.net = net
@@ -237,8 +237,8 @@ def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_b
     each parameter group's lr is ``base_lrs[g] * schedule.factor(step, epochs * n_batches)``;
     ``optimizer.step()``. Appends each epoch's mean batch loss to ``losses``, then calls
     ``epoch_end(epoch, mean_loss, step)``; a true result stops training. ``interrupt``: a
-    :class:`DeferredInterrupt`, checked after every batch (raises KeyboardInterrupt there).
-    ``hooks``: a :class:`TrainingHook`. Raises FloatingPointError when the embeddings or the
+    ``DeferredInterrupt``, checked after every batch (raises KeyboardInterrupt there).
+    ``hooks``: a ``TrainingHook``. Raises FloatingPointError when the embeddings or the
     loss stop being finite.
     """
     xb = np.empty((batch_size,) + X.shape[1:], dtype=np.float32)
@@ -301,7 +301,7 @@ def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_b
 
 
 def profile_table(p):
-    """A text table of a :class:`Profiler` result: seconds and share of the total per row."""
+    """A text table of a ``Profiler`` result: seconds and share of the total per row."""
     total = p["total_s"] or 1e-12
     rows = []
     for d in p["layers"]:

@@ -1,4 +1,4 @@
-"""Reusable scratch arrays: :class:`Workspace`."""
+"""Reusable scratch arrays: ``Workspace``."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,14 +1,14 @@
 """Embedding and exact search beyond one process, on Dask (``pip install ".[dask]"``).
 
-- :func:`embed`: a dask array of images -> a dask array of embeddings. The Embedder travels as
+- ``embed``: a dask array of images -> a dask array of embeddings. The Embedder travels as
   its saved file's bytes, scattered once to every worker (``broadcast=True``), and is loaded
   once per worker process (cached by the bytes' digest), not once per chunk.
-- :func:`knn`: the exact k nearest rows of a dask-array gallery for in-memory queries: each
-  chunk's exact top k (:func:`mantissa_embed.evaluation.knn`) on the workers, then a tree
+- ``knn``: the exact k nearest rows of a dask-array gallery for in-memory queries: each
+  chunk's exact top k (``mantissa_embed.evaluation.knn``) on the workers, then a tree
   merge (groups of ``split_every``) by distance, ties to the lower global row: the
   single-process result.
-- :class:`ShardedIndex`: one :class:`~mantissa_embed.index.Index` per chunk of a dask-array
-  gallery, built and kept on the workers; :meth:`ShardedIndex.search` merges like :func:`knn`.
+- ``ShardedIndex``: one ``Index`` per chunk of a dask-array
+  gallery, built and kept on the workers; ``ShardedIndex.search`` merges like ``knn``.
 
 Every function takes ``client=None`` (the current ``distributed`` client) and raises ImportError
 without dask / distributed, TypeError for a non-dask gallery.
@@ -189,12 +189,12 @@ def _search_shard(ix, Q, k):
 
 
 class ShardedIndex:
-    """One :class:`~mantissa_embed.index.Index` per chunk of a gallery, held on the workers.
+    """One ``Index`` per chunk of a gallery, held on the workers.
 
     ``ShardedIndex(gallery, metric="euclidean", dtype="float32", client=None)``: ``gallery`` is a
-    dask array (N, D) chunked along axis 0 (e.g. :func:`embed`'s output); the shards are built
+    dask array (N, D) chunked along axis 0 (e.g. ``embed``'s output); the shards are built
     and persisted on the workers (the vectors never gather in one process). Ids are the global
-    row numbers. :meth:`search` is exact on the stored vectors, as ``Index.search``.
+    row numbers. ``search`` is exact on the stored vectors, as ``Index.search``.
     """
 
     def __init__(self, gallery: Any, metric: str = "euclidean", dtype: str = "float32", client: Any = None) -> None:

@@ -1,12 +1,12 @@
-"""The :class:`Embedder`: train a trunk by metric learning, then embed, retrieve and verify.
+"""The ``Embedder``: train a trunk by metric learning, then embed, retrieve and verify.
 
 One network, run once per batch: a class-balanced batch (``MPerClassSampler``) goes through the
 trunk, a miner picks pairs or triplets among the batch's embeddings, the loss returns its
 gradient with respect to the embeddings, ``Sequential.backward`` turns it into parameter
 gradients and the optimizer steps. A "Siamese" or "triplet" network is this same network
 applied to the rows of one batch; no second copy of the weights exists. The loop is
-:mod:`mantissa_embed._training`, files :mod:`mantissa_embed._persistence`, and embedding,
-retrieval and verification :mod:`mantissa_embed._inference`.
+``mantissa_embed._training``, files ``mantissa_embed._persistence``, and embedding,
+retrieval and verification ``mantissa_embed._inference``.
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ class Embedder(EmbedderInference):
         ``"default"``: ``"adamw"``. ``optim.AdamW`` / ``optim.Adam`` / ``optim.SGD`` (torch
         semantics) over two parameter groups, the trunk's and the loss's; a callable
         ``optimizer(params, lr)`` returning an object with ``zero_grad()`` and ``step()``.
-        A fresh optimizer is created at every :meth:`fit` (except ``resume=True``).
+        A fresh optimizer is created at every ``fit`` (except ``resume=True``).
     momentum : float >= 0 or None, default None
         SGD momentum. None: ``DEFAULTS["momentum"]`` (0.0).
     weight_decay : float >= 0 or None, default None
@@ -99,33 +99,33 @@ class Embedder(EmbedderInference):
     classes_ : ndarray or None
         The sorted class labels of the last fit.
     profile_ : dict or None
-        Where the last ``fit(..., profile=True)`` spent its time (see :meth:`fit`); None
-        otherwise. :meth:`profile_summary` prints it as a table.
+        Where the last ``fit(..., profile=True)`` spent its time (see ``fit``); None
+        otherwise. ``profile_summary`` prints it as a table.
     input_shape_ : tuple or None
-        Per-sample image shape ``(C, H, W)`` seen by :meth:`fit` (None before).
+        Per-sample image shape ``(C, H, W)`` seen by ``fit`` (None before).
     embed_dim_ : int or None
         ``D``, the embedding size (None before fit/load).
 
-    Training (:meth:`fit`)
+    Training (``fit``)
     ----------------------
     Each epoch draws ``ceil(len(X) / batch_size)`` batches from ``MPerClassSampler(y, m,
     batch_size)`` (``m`` images of each of ``batch_size // m`` random classes). Per batch:
     ``xb = augment(X[idx])``; ``E = net.forward(xb)``; ``tuples = miner(E, y[idx])``;
     ``optimizer.zero_grad()``; ``out = loss(E, y[idx], tuples)``; ``net.backward(out.grad)``;
-    the schedule sets the lr; ``optimizer.step()`` (:mod:`mantissa_embed._training`).
+    the schedule sets the lr; ``optimizer.step()`` (``mantissa_embed._training``).
 
     Distance
     --------
-    :meth:`embed` returns **L2-normalized** embeddings by default (``normalize=True``), and
-    :meth:`retrieve` / :meth:`verify` use the Euclidean distance between L2-normalized
+    ``embed`` returns **L2-normalized** embeddings by default (``normalize=True``), and
+    ``retrieve`` / ``verify`` use the Euclidean distance between L2-normalized
     embeddings -- the distance the loss trains (PML's ``LpDistance(normalize_embeddings=True)``).
     A loss object whose ``distance.normalize_embeddings`` is False switches both to raw
     embeddings. Embeddings passed to ``retrieve`` / ``verify`` are normalized the same way
-    (a no-op for :meth:`embed`'s output).
+    (a no-op for ``embed``'s output).
 
-    Threads: :meth:`embed`, :meth:`retrieve`, :meth:`verify` and :meth:`save` may be called from
+    Threads: ``embed``, ``retrieve``, ``verify`` and ``save`` may be called from
     several threads on one Embedder and give the serial results (they share the trunk's buffers,
-    so they take one lock in turn; the engine parallelizes each call itself). :meth:`fit` is
+    so they take one lock in turn; the engine parallelizes each call itself). ``fit`` is
     single-caller: a second concurrent ``fit`` raises RuntimeError, and inference from another
     thread waits until the running fit returns. A trunk shared by two Embedders is not covered.
 
@@ -271,7 +271,7 @@ class Embedder(EmbedderInference):
         metrics : sequence of str, default ("precision_at_1", "mean_average_precision_at_r")
             Validation metrics among ``"precision_at_1"``, ``"r_precision"``,
             ``"mean_average_precision_at_r"`` (each validation image queries the others,
-            itself excluded; :func:`~mantissa_embed.evaluation.retrieval_metrics`). Stored per
+            itself excluded; ``retrieval_metrics``). Stored per
             epoch in ``history_["val_<name>"]``; the first one decides ``restore_best`` and
             ``early_stopping``.
         restore_best : bool, default False
@@ -287,10 +287,10 @@ class Embedder(EmbedderInference):
             Called as ``callback(epoch, mean_loss)`` after every epoch.
         augment : "default", "affine", "hflip", "affine+hflip", None or callable, default "default"
             Batch augmentation ``t(X_batch, rng)`` drawn from the Embedder's generator
-            (:mod:`mantissa_embed.transforms`; presets: :func:`mantissa_embed._recipe.make_augment`).
+            (``mantissa_embed.transforms``; presets: ``mantissa_embed._recipe.make_augment``).
         schedule : "default", "cosine", "step", "constant", None or a schedule, default "default"
             Learning-rate schedule stepped per batch over ``epochs * ceil(N / batch_size)``
-            steps (:mod:`mantissa_embed.optim`); None keeps ``lr`` constant.
+            steps (``mantissa_embed.optim``); None keeps ``lr`` constant.
         resume : bool, default False
             Continue the checkpointed fit (this Embedder's last fit, or the one saved in the
             file it was loaded from) at its next epoch, with the same ``X``, ``y``,
@@ -299,7 +299,7 @@ class Embedder(EmbedderInference):
             ValueError when there is no checkpoint.
         profile : bool, default False
             Time every layer's forward and backward, the miner, the loss, the optimizer and the
-            batch gathering (wall clock) into :attr:`profile_` (see :meth:`profile_summary`).
+            batch gathering (wall clock) into ``profile_`` (see ``profile_summary``).
             Profiling does not change the numbers.
 
         Returns
@@ -350,7 +350,7 @@ class Embedder(EmbedderInference):
             self._fit_guard.release()
 
     def profile_summary(self) -> str:
-        """A text table of :attr:`profile_` (the last ``fit(..., profile=True)``): seconds and
+        """A text table of ``profile_`` (the last ``fit(..., profile=True)``): seconds and
         share of the total for every layer's forward and backward, the miner, the loss, the
         optimizer, the batch gathering and the rest. Returns the string (print it).
 
@@ -415,7 +415,7 @@ class Embedder(EmbedderInference):
         loss, margin, miner, optimizer settings, input shape, embedding size, history). The
         file is written to a temporary file in the same directory, then renamed onto ``path``
         (``os.replace``), so readers never see a partial file. Custom loss/miner/optimizer
-        objects are recorded by class name only: :meth:`load` restores the trunk exactly and
+        objects are recorded by class name only: ``load`` restores the trunk exactly and
         falls back to the default recipe for them (with a warning).
 
         Raises RuntimeError before fit; TypeError for a non-path ``path``; OSError naming
@@ -427,7 +427,7 @@ class Embedder(EmbedderInference):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], backend: str | None = None) -> Embedder:
-        """Read an Embedder written by :meth:`save`; ready to ``embed`` / ``retrieve`` / ``verify``
+        """Read an Embedder written by ``save``; ready to ``embed`` / ``retrieve`` / ``verify``
         (and to ``fit`` further).
 
         Parameters

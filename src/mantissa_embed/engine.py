@@ -1,9 +1,9 @@
 """Typed wrappers around the mantissa C engine (``src/engine_c/engine.h``).
 
 One function per C entry point, re-exported from the family modules of
-:mod:`mantissa_embed._engine` (each lists its public functions in ``__all__``). Inputs are
+``mantissa_embed._engine`` (each lists its public functions in ``__all__``). Inputs are
 validated once (float32, C-contiguous, shapes), then the engine call runs with the GIL released.
-Every public function has a numpy twin with the same signature in :mod:`mantissa_embed._reference`.
+Every public function has a numpy twin with the same signature in ``mantissa_embed._reference``.
 """
 from mantissa_embed._engine._cpu import *  # noqa: F401,F403
 from mantissa_embed._engine._gemm import *  # noqa: F401,F403

@@ -1,17 +1,17 @@
-"""A gallery of embeddings to search: :class:`Index` (exact k-NN, low-precision storage, files
+"""A gallery of embeddings to search: ``Index`` (exact k-NN, low-precision storage, files
 that are memory-mapped on load).
 
 The index stores its vectors as float32, float16, bfloat16 (the top 16 bits of float32, rounded
 to nearest even) or int8 with one float32 scale per vector (``round(x / s)``,
 ``s = max|x| / 127``). A search decodes the stored vectors tile by tile to float32 and runs the
-exact tiled k-NN of :func:`mantissa_embed.evaluation.knn` on each tile (SGEMM-ranked, the
+exact tiled k-NN of ``mantissa_embed.evaluation.knn`` on each tile (SGEMM-ranked, the
 returned distances recomputed in float64 from the decoded vectors), then merges the tiles: the
 final k are ordered by those exactly computed distances (ties: the earlier added vector first).
 With ``keep_float32=True`` the index also keeps the float32 vectors, and ``search(...,
 rerank=R)`` recomputes the distances of the best ``max(R, k)`` candidates from them.
 
-Files (:meth:`Index.save`): a 16-byte preamble (``b"MEINDEX1"``, the header length), a JSON
-header, then the raw arrays at 64-byte aligned offsets. No pickle; :meth:`Index.load` checks the
+Files (``Index.save``): a 16-byte preamble (``b"MEINDEX1"``, the header length), a JSON
+header, then the raw arrays at 64-byte aligned offsets. No pickle; ``Index.load`` checks the
 header against the file size before reading, and with ``mmap=True`` maps the arrays read-only
 (a gallery larger than RAM is paged in by the searches).
 """
@@ -128,7 +128,7 @@ class Index:
 
     @property
     def labels(self) -> Int64Array | None:
-        """int64 (n,) or None: the labels given to :meth:`add`."""
+        """int64 (n,) or None: the labels given to ``add``."""
         return None if self._labels is None else self._labels.copy()
 
     @property
@@ -286,8 +286,8 @@ class Index:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], mmap: bool = True) -> Index:
-        """Read an index written by :meth:`save`; ``mmap=True`` maps its arrays read-only (a
-        later :meth:`add` / :meth:`remove` works on in-memory copies). Raises
+        """Read an index written by ``save``; ``mmap=True`` maps its arrays read-only (a
+        later ``add`` / ``remove`` works on in-memory copies). Raises
         FileNotFoundError, or ValueError naming ``path`` for a foreign, truncated or
         inconsistent file."""
         if not isinstance(path, (str, os.PathLike)):
@@ -348,7 +348,7 @@ class Index:
         return idx
 
     def __getstate__(self):
-        """For Dask moving a shard between processes (not a file format: see :meth:`save`)."""
+        """For Dask moving a shard between processes (not a file format: see ``save``)."""
         with self._lock:
             st = self.__dict__.copy()
         del st["_lock"]

@@ -1,4 +1,4 @@
-"""Ready-made trunks (embedding networks) built from :mod:`mantissa_embed.layers`."""
+"""Ready-made trunks (embedding networks) built from ``mantissa_embed.layers``."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -48,7 +48,7 @@ def cnn_embedder(embed_dim: int = 64, widths: Sequence[int] = (32, 64, 128), bat
     seed : int >= 0 or numpy.random.Generator, default 0
     backend : {"mantissa", "numpy"}, default "mantissa"
 
-    Returns an unbuilt :class:`~mantissa_embed.layers.Sequential`; inputs (N, C, H, W) with
+    Returns an unbuilt ``Sequential``; inputs (N, C, H, W) with
     H, W >= 2 ** (len(widths) - 1) (4x4 for the default widths; 8x8 and larger are what it is
     meant for). Raises TypeError / ValueError for bad arguments.
     """
@@ -105,7 +105,7 @@ def small_cnn_embedder(embed_dim: int = 16, *, seed: int | np.random.Generator =
     embed_dim : int >= 1, default 16
         Size of the embedding (the last Dense layer, no activation).
     seed : int >= 0 or numpy.random.Generator, default 0
-        Initialization seed (see :class:`~mantissa_embed.layers.Sequential`).
+        Initialization seed (see ``Sequential``).
     backend : {"mantissa", "numpy"}, default "mantissa"
 
     Returns
@@ -135,7 +135,7 @@ def mlp_embedder(embed_dim: int = 16, hidden: Sequence[int] = (64,), *, seed: in
     """A fully connected trunk: ``Flatten() -> Dense(h, act="relu") for h in hidden -> Dense(embed_dim)``.
 
     A baseline for small inputs (e.g. 8x8 digits) and for tests. ``hidden``: a sequence of
-    positive ints (may be empty). Returns an unbuilt :class:`~mantissa_embed.layers.Sequential`.
+    positive ints (may be empty). Returns an unbuilt ``Sequential``.
     """
     embed_dim = check_int(embed_dim, "embed_dim", minimum=1)
     if isinstance(hidden, (str, bytes)):

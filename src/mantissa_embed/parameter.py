@@ -1,4 +1,4 @@
-"""Learnable arrays: :class:`Parameter`."""
+"""Learnable arrays: ``Parameter``."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,10 +24,10 @@ class Parameter:
     ----------
     data : numpy.ndarray
         float32, C-contiguous, owned by the parameter. Optimizers update it **in place**;
-        to set new values keep the buffer (``p.data[...] = values`` or :meth:`assign`).
+        to set new values keep the buffer (``p.data[...] = values`` or ``assign``).
     grad : numpy.ndarray
         float32 array of ``data.shape``, zeros at creation. Backward passes **accumulate**
-        into it (as PyTorch does); :meth:`zero_grad` (or an optimizer's ``zero_grad()``)
+        into it (as PyTorch does); ``zero_grad`` (or an optimizer's ``zero_grad()``)
         clears it in place.
     """
 

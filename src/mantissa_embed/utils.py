@@ -289,7 +289,7 @@ def convert_to_weights(indices_tuple: IndicesTuple | None, labels: ArrayLike, dt
     **empty** tuple gives all zeros (as the seed's mining-weights contract states; PML 2.9
     returns ones there), and ``indices_tuple=None`` gives all ones (uniform). ``using_ref``:
     count the anchors only. The weighted losses use PML's rule (ones for an empty tuple) through
-    :func:`_miner_weights`.
+    ``_miner_weights``.
     """
     labels = np.asarray(labels)
     weights = np.zeros(labels.shape[0], dtype=dtype)
@@ -301,7 +301,7 @@ def convert_to_weights(indices_tuple: IndicesTuple | None, labels: ArrayLike, dt
 
 
 def _miner_weights(indices_tuple, labels, dtype=np.float32, using_ref: bool = False):
-    """PML's ``convert_to_weights`` as its losses use it: like :func:`convert_to_weights`, but
+    """PML's ``convert_to_weights`` as its losses use it: like ``convert_to_weights``, but
     all ones for an empty tuple as well as for None."""
     labels = np.asarray(labels)
     weights = np.zeros(labels.shape[0], dtype=dtype)

@@ -20,7 +20,7 @@ from ._validation import check_array, check_int, check_labels
 __all__ = ["plot_embedding_manifold", "plot_retrieval_gallery", "gallery_layout", "plot_roc", "GREEN", "RED",
            "QUERY_COLOR"]
 
-#: Border colours of :func:`plot_retrieval_gallery` (RGB, 0..255).
+#: Border colours of ``plot_retrieval_gallery`` (RGB, 0..255).
 GREEN = (0, 170, 0)
 RED = (220, 0, 0)
 QUERY_COLOR = (40, 90, 200)
@@ -151,7 +151,7 @@ def _to_rgb_images(images):
 
 
 def gallery_layout(n_queries, k: int, height, width, scale, border, gap):
-    """Pixel layout of :func:`plot_retrieval_gallery`: ``(canvas_h, canvas_w, cell_h, cell_w)``.
+    """Pixel layout of ``plot_retrieval_gallery``: ``(canvas_h, canvas_w, cell_h, cell_w)``.
 
     Each cell is the image scaled by ``scale`` plus a ``border`` on every side; cells are
     separated (and the canvas framed) by ``gap`` pixels, with an extra ``2 * gap`` between
@@ -175,9 +175,9 @@ def plot_retrieval_gallery(images: ArrayLike, labels: ArrayLike, query_idx, neig
     """One row per query: the query, then its k neighbours, framed green (same label) or red.
 
     The picture is composed pixel by pixel in numpy (no axes, no text) and saved as an RGB PNG
-    of exactly the size given by :func:`gallery_layout`, so colours are exact: the query frame
-    is :data:`QUERY_COLOR`, a neighbour frame :data:`GREEN` when ``labels[neighbour] ==
-    labels[query]`` and :data:`RED` otherwise, on a white background.
+    of exactly the size given by ``gallery_layout``, so colours are exact: the query frame
+    is ``QUERY_COLOR``, a neighbour frame ``GREEN`` when ``labels[neighbour] ==
+    labels[query]`` and ``RED`` otherwise, on a white background.
 
     Parameters
     ----------
@@ -188,7 +188,7 @@ def plot_retrieval_gallery(images: ArrayLike, labels: ArrayLike, query_idx, neig
         Rows of ``images`` used as queries (q >= 1).
     neighbor_idx : array_like of int, shape (q, k)
         Their neighbours, nearest first, as rows of ``images`` (e.g. from
-        :func:`mantissa_embed.evaluation.knn`; with a separate gallery, stack it after the
+        ``mantissa_embed.evaluation.knn``; with a separate gallery, stack it after the
         queries and offset the indices).
     path : str or os.PathLike
         Destination ``.png`` (its directory must exist); written atomically.
@@ -272,7 +272,7 @@ def plot_roc(fpr, tpr, path, title=None, mark_far=(1e-3, 1e-2), *, label=None, f
     mark_far : sequence of float in (0, 1], default (1e-3, 1e-2)
         FAR levels drawn as dotted vertical lines, with the TAR of each curve at the largest
         FAR <= that level marked (the ``tar_at_far_*`` convention of
-        :func:`mantissa_embed.evaluation.verification.verification_metrics`). ``()``: none.
+        ``mantissa_embed.evaluation.verification.verification_metrics``). ``()``: none.
     label : str or sequence of str, optional
         Legend entry per curve.
     figsize : (float, float), default (5.6, 4.8)

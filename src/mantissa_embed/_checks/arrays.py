@@ -53,7 +53,7 @@ def as_numeric_array(x: Any, name: str, ndim: int | tuple[int, ...] | None = Non
                      allow_empty: bool = True) -> np.ndarray:
     """``x`` as a C-contiguous ``dtype`` array; booleans, strings and objects raise ``TypeError``,
     a wrong ``ndim`` (an int or a tuple of them) or an empty array with ``allow_empty=False``
-    ``ValueError``. No NaN scan (see :func:`mantissa_embed._validation.check_array`)."""
+    ``ValueError``. No NaN scan (see ``mantissa_embed._validation.check_array``)."""
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
     arr = np.asarray(x)
@@ -74,7 +74,7 @@ def as_numeric_array(x: Any, name: str, ndim: int | tuple[int, ...] | None = Non
 def check_kernel_input(x: Any, name: str, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:
     """An engine-wrapper input as float32 C-contiguous (no copy if it already is).
 
-    Unlike :func:`mantissa_embed._validation.check_array` it does not scan for NaN (the kernels are the inner layer;
+    Unlike ``mantissa_embed._validation.check_array`` it does not scan for NaN (the kernels are the inner layer;
     the public classes check finiteness once). Raises ``ValueError`` for a wrong ``ndim``.
     """
     if type(x) is np.ndarray and x.dtype == np.float32 and x.flags.c_contiguous:

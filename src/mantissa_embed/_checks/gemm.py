@@ -86,6 +86,6 @@ def check_sgemm_shapes(a_shape, b_shape, trans_a, trans_b):
 
 
 def check_sgemm_out(C, M, N):
-    """The output C: the right shape (after :func:`check_sgemm_operand`)."""
+    """The output C: the right shape (after ``check_sgemm_operand``)."""
     if C.shape != (M, N):
         raise ValueError(f"C must have shape ({M}, {N}) = op(A) @ op(B), got {C.shape}")

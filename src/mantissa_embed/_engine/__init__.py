@@ -1,2 +1,2 @@
 """The engine's typed Cython modules, one per kernel family; the public namespace is
-:mod:`mantissa_embed.engine`."""
+``mantissa_embed.engine``."""

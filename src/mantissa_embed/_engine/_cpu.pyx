@@ -14,7 +14,7 @@ def get_num_threads():
 
     Default: the processors available to the process, or the environment variable
     ``MANTISSA_EMBED_NUM_THREADS`` read at first use (an invalid value gives a RuntimeWarning
-    at import and is ignored); :func:`set_num_threads` changes it.
+    at import and is ignored); ``set_num_threads`` changes it.
     """
     return me_get_num_threads()
 
@@ -24,7 +24,7 @@ def set_num_threads(n):
 
     n : int >= 1, overriding the default (``MANTISSA_EMBED_NUM_THREADS`` when it holds a positive
     integer, read at the engine's first use, else the processors available to the process). For a
-    fixed thread count results are bitwise reproducible; :func:`sgemm` is moreover bitwise identical
+    fixed thread count results are bitwise reproducible; ``sgemm`` is moreover bitwise identical
     for every count. numpy's and other libraries' thread pools are not touched. Raises TypeError
     when ``n`` is not an int (bool rejected), ValueError when ``n < 1`` or ``n > 4096``.
     """

@@ -27,7 +27,7 @@ def l2_normalize_forward(x, eps=NORMALIZE_EPS, y=None, norms=None):
     """Row-wise L2 normalization, as ``torch.nn.functional.normalize(x, p=2, dim=1, eps=eps)``.
 
     x (N, D) float32 -> (y (N, D) = x / max(||x||, eps), norms (N,) = ||x||). ``y`` may be ``x``.
-    See :func:`mantissa_embed._reference.l2_normalize_forward`.
+    See ``mantissa_embed._reference.l2_normalize_forward``.
     """
     x = check_kernel_input(x, "x", 2)
     cdef float feps = check_eps(eps)
@@ -51,7 +51,7 @@ def l2_normalize_forward(x, eps=NORMALIZE_EPS, y=None, norms=None):
 
 
 def l2_normalize_backward(dy, y, norms, eps=NORMALIZE_EPS, dx=None):
-    """Gradient of :func:`l2_normalize_forward`: dx = (dy - y <y, dy>) / ||x|| (dy / eps when the
+    """Gradient of ``l2_normalize_forward``: dx = (dy - y <y, dy>) / ||x|| (dy / eps when the
     norm is below eps). dy, y (N, D), norms (N,) float32 -> dx (N, D) float32 (may be ``dy``)."""
     dy, y, norms, eps = check_l2_normalize_backward_args(dy, y, norms, eps)
     cdef float feps = eps
@@ -84,7 +84,7 @@ def euclidean_forward(x, r, squared=False, out=None, workspace=None):
     """Euclidean distance matrix dist[i, j] = ||x_i - r_j|| (or squared), via one SGEMM.
 
     x (N, D), r (M, D) float32 (``r`` may be ``x``) -> dist (N, M) float32, clamped at 0.
-    See :func:`mantissa_embed._reference.euclidean_forward`.
+    See ``mantissa_embed._reference.euclidean_forward``.
     """
     x, r = check_pair_inputs(x, r)
     cdef int sq = check_flag(squared, "squared")
@@ -108,11 +108,11 @@ def euclidean_forward(x, r, squared=False, out=None, workspace=None):
 
 
 def euclidean_backward(x, r, dist, ddist, squared=False, dx=None, dr=None, workspace=None):
-    """Gradient of :func:`euclidean_forward` w.r.t. ``x`` and ``r`` (two SGEMM, 0 where dist == 0).
+    """Gradient of ``euclidean_forward`` w.r.t. ``x`` and ``r`` (two SGEMM, 0 where dist == 0).
 
     x (N, D), r (M, D), dist, ddist (N, M) float32 -> (dx (N, D), dr (M, D)) float32.
     When ``r`` is ``x`` the total gradient is ``dx + dr``.
-    See :func:`mantissa_embed._reference.euclidean_backward`.
+    See ``mantissa_embed._reference.euclidean_backward``.
     """
     x, r = check_pair_inputs(x, r)
     N, M, D = x.shape[0], r.shape[0], x.shape[1]
@@ -164,7 +164,7 @@ def dot_similarity_forward(x, r, out=None):
 
 
 def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
-    """Gradient of :func:`dot_similarity_forward`: dx = dsim @ r, dr = dsim.T @ x.
+    """Gradient of ``dot_similarity_forward``: dx = dsim @ r, dr = dsim.T @ x.
 
     x (N, D), r (M, D), dsim (N, M) float32 -> (dx (N, D), dr (M, D)) float32.
     """
@@ -188,7 +188,7 @@ def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
 
 def add_transpose_forward(a, out=None):
     """``out = a + a.T`` for a square float32 ``a`` (N, N) -> out (N, N), exactly symmetric
-    (cache-blocked C kernel). See :func:`mantissa_embed._reference.add_transpose_forward`."""
+    (cache-blocked C kernel). See ``mantissa_embed._reference.add_transpose_forward``."""
     a, out = check_add_transpose(a, out)
     if a.shape[0] == 0:
         return out
@@ -203,7 +203,7 @@ def add_transpose_forward(a, out=None):
 def gram_forward(x, out=None):
     """Gram matrix ``out = x @ x.T`` of x (N, D) float32 -> (N, N): the blocks on and above the
     diagonal by SGEMM, the rest mirrored (exactly symmetric). See
-    :func:`mantissa_embed._reference.gram_forward`."""
+    ``mantissa_embed._reference.gram_forward``."""
     x, out = check_gram(x, out)
     if x.shape[0] == 0:
         return out

@@ -112,7 +112,7 @@ def sgemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
 
     ``op(A)`` is ``A`` or ``A.T`` (``trans_a``), likewise ``op(B)``. Runs the engine's packed,
     cache-blocked SGEMM (AVX-512 / AVX2+FMA / portable micro-kernel chosen at run time, see
-    :func:`gemm_kernel_name`) on :func:`get_num_threads` threads with the GIL released.
+    ``gemm_kernel_name``) on ``get_num_threads`` threads with the GIL released.
 
     Parameters
     ----------
@@ -151,5 +151,5 @@ def sgemm(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
 
 
 def _sgemm_st(A, B, C=None, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0):
-    """:func:`sgemm` through ``me_sgemm_st`` (always single-threaded). For tests."""
+    """``sgemm`` through ``me_sgemm_st`` (always single-threaded). For tests."""
     return _sgemm_impl(A, B, C, _flag(trans_a, "trans_a"), _flag(trans_b, "trans_b"), alpha, beta, True)

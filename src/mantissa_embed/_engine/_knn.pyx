@@ -19,7 +19,7 @@ def knn_search(query, reference, k, metric="sqeuclidean", exclude_self=False, ti
     query (n, D), reference (M, D) float32 -> (indices int64 (n, k), distances float32 (n, k)),
     nearest first, ties by lower index, values recomputed exactly for the returned neighbours.
     Scratch: M + num_threads * tile_q * tile_r floats. See
-    :func:`mantissa_embed._reference.knn_search` for the parameters and errors.
+    ``mantissa_embed._reference.knn_search`` for the parameters and errors.
     """
     q, r, kk, excl, tq, tr, indices, distances = check_knn_search(
         query, reference, k, metric, exclude_self, tile_q, tile_r, indices, distances)

@@ -18,7 +18,7 @@ def _empty_triplets():
 def triplet_margin_mine(mat, labels, ref_labels, exclude_self, type_of_triplets, margin, is_inverted):
     """Triplets of TripletMarginMiner selected on mat (N, M) float32: (a, p, n) int64 sorted.
 
-    See :func:`mantissa_embed._reference.triplet_margin_mine`.
+    See ``mantissa_embed._reference.triplet_margin_mine``.
     """
     mat, labels, ref_labels, N, M, exclude_self, kind, margin, inverted = check_triplet_mine_args(
         mat, labels, ref_labels, exclude_self, type_of_triplets, margin, is_inverted)
@@ -68,7 +68,7 @@ def _triplets_per_anchor(labels, ref_labels, exclude_self):
 def angular_mine(x, r, labels, ref_labels, exclude_self, angle):
     """Triplets of AngularMiner and the angle stats: (a, p, n, stats).
 
-    See :func:`mantissa_embed._reference.angular_mine`.
+    See ``mantissa_embed._reference.angular_mine``.
     """
     x, r, labels, ref_labels, N, M, D, exclude_self, angle = check_angular_mine_args(
         x, r, labels, ref_labels, exclude_self, angle)

@@ -48,7 +48,7 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin=0.0, neg_margin=1.
     """Contrastive loss over every pair of dist (N, M) and dL/d dist, fused (PML semantics).
 
     Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (N, M) float32]). See
-    :func:`mantissa_embed._reference.contrastive_loss_all`.
+    ``mantissa_embed._reference.contrastive_loss_all``.
     """
     dist, ddist, N, M, inv, nz = check_pair_args(dist, ddist, inverted, nonzero_only)
     labels, ref_labels = check_label_pair(labels, ref_labels, N, M)
@@ -83,7 +83,7 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
     """Contrastive loss over given pairs (a1, p) positive, (a2, n) negative, fused (PML semantics).
 
     Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (K1 + K2,) float32]). See
-    :func:`mantissa_embed._reference.contrastive_loss_pairs`.
+    ``mantissa_embed._reference.contrastive_loss_pairs``.
     """
     dist, ddist, N, M, inv, nz = check_pair_args(dist, ddist, inverted, nonzero_only)
     a1 = check_int_array(a1, "a1", upper=N)
@@ -135,7 +135,7 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin=0.0, neg_margin=1.0, i
 
 
 def triplet_all_count(labels, ref_labels, exclude_self=False):
-    """The number of triplets :func:`triplet_loss_all` ranges over (its per-term losses' length)."""
+    """The number of triplets ``triplet_loss_all`` ranges over (its per-term losses' length)."""
     labels = check_int_array(labels, "labels")
     ref_labels = check_int_array(ref_labels, "ref_labels")
     N, M = labels.shape[0], ref_labels.shape[0]
@@ -158,7 +158,7 @@ def triplet_loss_all(dist, labels, ref_labels, margin=0.05, exclude_self=False, 
 
     The fused reduction never materializes the triplets: parallel over anchors, fixed-order sums.
     Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (T,) float32]). See
-    :func:`mantissa_embed._reference.triplet_loss_all`.
+    ``mantissa_embed._reference.triplet_loss_all``.
     """
     dist, ddist, N, M, inv, nz = check_pair_args(dist, ddist, inverted, nonzero_only)
     labels, ref_labels = check_label_pair(labels, ref_labels, N, M)
@@ -195,7 +195,7 @@ def triplet_loss_triplets(dist, a, p, n, margin=0.05, swap=False, smooth=False, 
     """Triplet margin loss over given triplets (a, p, n) and dL/d dist, fused (PML semantics).
 
     Returns (loss, ddist (N, M) float32 or None, stats dict[, losses (K,) float32]). See
-    :func:`mantissa_embed._reference.triplet_loss_triplets`.
+    ``mantissa_embed._reference.triplet_loss_triplets``.
     """
     dist, ddist, N, M, inv, nz = check_pair_args(dist, ddist, inverted, nonzero_only)
     cdef int sw = check_flag(swap, "swap")

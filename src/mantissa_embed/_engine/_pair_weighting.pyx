@@ -20,7 +20,7 @@ def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, n
     "generalized_lifted" (pos_margin, neg_margin), "neg_lse" (neg_margin,)}; mat (N, M) float32;
     pairs from labels (N,) / ref_labels (M,) int64 (``exclude_self`` drops (i, i)) or from
     pos_mask / neg_mask (N, M) bool or uint8 -> (losses (N,) float32, dmat (N, M) float32).
-    See :func:`mantissa_embed._reference.pairw_rows_forward` for the formulas.
+    See ``mantissa_embed._reference.pairw_rows_forward`` for the formulas.
     """
     (code, pv, mat, labels, ref_labels, pos_mask, neg_mask, exclude_self, inverted, losses,
      dmat) = check_rows_args(kind, mat, labels, ref_labels, pos_mask, neg_mask, params,
@@ -64,7 +64,7 @@ def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, n
 
 def pairw_rows_backward(dlosses, dmat):
     """Scale the rows of ``dmat`` in place: ``dmat[i, :] *= dlosses[i]`` (dlosses (N,), dmat (N, M)
-    float32) and return it. See :func:`mantissa_embed._reference.pairw_rows_backward`."""
+    float32) and return it. See ``mantissa_embed._reference.pairw_rows_backward``."""
     dlosses, dmat = check_backward_args(dlosses, dmat)
     if dmat.size == 0:
         return dmat

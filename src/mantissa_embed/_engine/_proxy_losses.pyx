@@ -15,7 +15,7 @@ __all__ = ['p2sgrad_forward_backward', 'softmax_xent_forward_backward']
 def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
     """P2SGrad loss and gradients (C kernel). x (N, D), w (C, D) float32, labels (N,) int64 in [0, C)
     -> (loss: float, dx (N, D), dw (C, D) float32). See
-    :func:`mantissa_embed._reference.p2sgrad_forward_backward`."""
+    ``mantissa_embed._reference.p2sgrad_forward_backward``."""
     xx, ww, lab, dxo, dwo = check_p2sgrad_args(x, w, labels, dx, dw)
     N, D = xx.shape
     C = ww.shape[0]
@@ -41,7 +41,7 @@ def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
 def softmax_xent_forward_backward(logits, labels, scale=1.0, grad_scale=1.0, dlogits=None):
     """Per-row softmax cross-entropy and its gradient (C kernel). logits (N, C) float32, labels (N,)
     int64 -> (row_loss (N,) float64, dlogits (N, C) float32). See
-    :func:`mantissa_embed._reference.softmax_xent_forward_backward`."""
+    ``mantissa_embed._reference.softmax_xent_forward_backward``."""
     x, lab, out = check_softmax_xent_args(logits, labels, dlogits)
     cdef float fs, fg
     fs, fg = check_xent_scales(scale, grad_scale)

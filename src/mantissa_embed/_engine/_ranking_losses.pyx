@@ -17,7 +17,7 @@ __all__ = ['pnp_rank_forward', 'pnp_rank_backward', 'dsm_triplet_hist', 'dsm_tri
 
 def pnp_rank_forward(sim, labels, anneal):
     """PNP smoothed ranks. sim (N, N) float32, labels (N,) int -> rk (N, N) float64.
-    See :func:`mantissa_embed._reference.pnp_rank_forward`."""
+    See ``mantissa_embed._reference.pnp_rank_forward``."""
     sim, labels, a = check_pnp(sim, labels, anneal)
     N = sim.shape[0]
     rk = np.zeros((N, N), dtype=np.float64)
@@ -34,8 +34,8 @@ def pnp_rank_forward(sim, labels, anneal):
 
 
 def pnp_rank_backward(drk, sim, labels, anneal):
-    """Gradient of :func:`pnp_rank_forward`: drk (N, N) float64 -> dsim (N, N) float64.
-    See :func:`mantissa_embed._reference.pnp_rank_backward`."""
+    """Gradient of ``pnp_rank_forward``: drk (N, N) float64 -> dsim (N, N) float64.
+    See ``mantissa_embed._reference.pnp_rank_backward``."""
     sim, labels, a = check_pnp(sim, labels, anneal)
     N = sim.shape[0]
     drk = check_f64(drk, "drk", (N, N))
@@ -55,7 +55,7 @@ def pnp_rank_backward(drk, sim, labels, anneal):
 
 def dsm_triplet_hist(mat, labels, ref_labels, exclude_self, min_val, delta, num_bins, momentum):
     """DynamicSoftMargin histogram contribution over all triplets -> (u (num_bins,) float64, count).
-    See :func:`mantissa_embed._reference.dsm_triplet_hist`."""
+    See ``mantissa_embed._reference.dsm_triplet_hist``."""
     mat, labels, ref_labels, excl, mv, dl = check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
     cdef int64_t nb = check_nb(num_bins)
     cdef double mom = check_real(momentum, "momentum")
@@ -82,7 +82,7 @@ def dsm_triplet_hist(mat, labels, ref_labels, exclude_self, min_val, delta, num_
 
 def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf):
     """(sum_x cdf[rc(x)] x, by_bin (nb,)) over all triplets.
-    See :func:`mantissa_embed._reference.dsm_triplet_loss`."""
+    See ``mantissa_embed._reference.dsm_triplet_loss``."""
     mat, labels, ref_labels, excl, mv, dl = check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
     cdf = check_cdf(cdf)
     cdef int64_t nb = cdf.shape[0]
@@ -112,7 +112,7 @@ def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf)
 
 def dsm_triplet_backward(mat, labels, ref_labels, exclude_self, min_val, delta, cdf, g_u, scale, momentum):
     """dL/d mat (N, M) float32 of the all-triplets DynamicSoftMargin loss.
-    See :func:`mantissa_embed._reference.dsm_triplet_backward`."""
+    See ``mantissa_embed._reference.dsm_triplet_backward``."""
     mat, labels, ref_labels, excl, mv, dl = check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta)
     cdf = check_cdf(cdf)
     cdef int64_t nb = cdf.shape[0]

@@ -14,7 +14,7 @@ def scatter_add_forward(src, index, out):
     """``np.add.at(out, index, src)`` in C, in place: out (N,) or (N, D) float32 += src (K,) or
     (K, D) float32 at rows index (K,) int64 in [0, N), each entry's additions in k order (bitwise
     reproducible for any thread count). Returns ``out``. See
-    :func:`mantissa_embed._reference.scatter_add_forward`."""
+    ``mantissa_embed._reference.scatter_add_forward``."""
     src, index, out, K, D, N = check_scatter(src, index, out, "out")
     cdef const float *sp = _fptr(src)
     cdef float *op = _wptr(out)
@@ -30,7 +30,7 @@ def scatter_add_forward(src, index, out):
 def scatter_add_backward(dout, index, dsrc=None):
     """The gather ``dsrc = dout[index]``: dout (N,) or (N, D) float32, index (K,) int64 in [0, N)
     -> dsrc (K,) or (K, D) float32 (overwritten). See
-    :func:`mantissa_embed._reference.scatter_add_backward`."""
+    ``mantissa_embed._reference.scatter_add_backward``."""
     dout, index, dsrc, K, D, N = check_gather(dout, index, dsrc)
     cdef const float *gp = _fptr(dout)
     cdef float *sp = _wptr(dsrc)

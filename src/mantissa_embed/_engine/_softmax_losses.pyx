@@ -80,7 +80,7 @@ cdef object _pair_softmax(int which, sim, labels, ref_labels, temperature, exclu
 def ntxent_all(sim, labels, ref_labels, temperature, exclude_self=False, inverted=True,
                reduction="mean", weights=None, losses=False, grad=True):
     """NTXentLoss over every pair the labels define, fused in C (parallel over anchor rows, one
-    log-sum-exp per row, no pair list). See :func:`mantissa_embed._reference.ntxent_all`
+    log-sum-exp per row, no pair list). See ``mantissa_embed._reference.ntxent_all``
     (same signature and results)."""
     return _pair_softmax(0, sim, labels, ref_labels, temperature, exclude_self, inverted,
                            reduction, weights, losses, grad)
@@ -89,7 +89,7 @@ def ntxent_all(sim, labels, ref_labels, temperature, exclude_self=False, inverte
 def supcon_all(sim, labels, ref_labels, temperature, exclude_self=False, inverted=True,
                reduction="avg_non_zero", weights=None, losses=False, grad=True):
     """SupConLoss over every pair the labels define, fused in C. See
-    :func:`mantissa_embed._reference.supcon_all` (same signature and results)."""
+    ``mantissa_embed._reference.supcon_all`` (same signature and results)."""
     return _pair_softmax(1, sim, labels, ref_labels, temperature, exclude_self, inverted,
                            reduction, weights, losses, grad)
 
@@ -97,7 +97,7 @@ def supcon_all(sim, labels, ref_labels, temperature, exclude_self=False, inverte
 def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
                         max_loss=np.inf):
     """Row softmax negative log-likelihood (NCA / NPairs / Instance). See
-    :func:`mantissa_embed._reference.softmax_nll_forward`."""
+    ``mantissa_embed._reference.softmax_nll_forward``."""
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float sc = check_f32(scale, "scale")
     cdef double ml = check_max_loss(max_loss)
@@ -124,7 +124,7 @@ def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, 
 def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
                          inverted=True):
     """Gradient of ``sum_i weights[i] * l_i`` w.r.t. ``sim``. See
-    :func:`mantissa_embed._reference.softmax_nll_backward`."""
+    ``mantissa_embed._reference.softmax_nll_backward``."""
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape
@@ -149,8 +149,8 @@ def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclu
 
 def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
                              max_loss=np.inf):
-    """:func:`softmax_nll_forward` with one vectorized float exp per entry (C kernel; equal up to
-    float32 rounding of the logits). See :func:`mantissa_embed._reference.softmax_nll_fast_forward`."""
+    """``softmax_nll_forward`` with one vectorized float exp per entry (C kernel; equal up to
+    float32 rounding of the logits). See ``mantissa_embed._reference.softmax_nll_fast_forward``."""
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float sc = check_f32(scale, "scale")
     cdef double ml = check_max_loss(max_loss)
@@ -176,8 +176,8 @@ def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=Fa
 
 def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
                               inverted=True):
-    """:func:`softmax_nll_backward` with one vectorized float exp per entry (C kernel). See
-    :func:`mantissa_embed._reference.softmax_nll_fast_backward`."""
+    """``softmax_nll_backward`` with one vectorized float exp per entry (C kernel). See
+    ``mantissa_embed._reference.softmax_nll_fast_backward``."""
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape
@@ -202,7 +202,7 @@ def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, 
 
 def softmax_xent_rows_forward(sim, target, scale=1.0):
     """Single-target row softmax cross-entropy (C kernel, float32 logits). See
-    :func:`mantissa_embed._reference.softmax_xent_rows_forward`."""
+    ``mantissa_embed._reference.softmax_xent_rows_forward``."""
     sim, target = check_xent_rows(sim, target)
     cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape
@@ -221,8 +221,8 @@ def softmax_xent_rows_forward(sim, target, scale=1.0):
 
 
 def softmax_xent_rows_backward(sim, target, lse, weights, scale=1.0):
-    """Gradient of :func:`softmax_xent_rows_forward` (C kernel). See
-    :func:`mantissa_embed._reference.softmax_xent_rows_backward`."""
+    """Gradient of ``softmax_xent_rows_forward`` (C kernel). See
+    ``mantissa_embed._reference.softmax_xent_rows_backward``."""
     sim, target = check_xent_rows(sim, target)
     cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape

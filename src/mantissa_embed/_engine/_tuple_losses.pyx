@@ -22,7 +22,7 @@ def _csr(idx, n):
 def angular_loss_forward(A, B, c, a, p, labels, ref_labels):
     """Per-pair AngularLoss losses (P,) float32 from the logit matrices A (N, M), B (M, M) and c (P,).
 
-    See :func:`mantissa_embed._reference.angular_loss_forward`.
+    See ``mantissa_embed._reference.angular_loss_forward``.
     """
     A, B, c, a, p, labels, ref_labels, N, M, P = check_angular_args(A, B, c, a, p, labels, ref_labels)
     out = np.zeros(P, dtype=np.float32)
@@ -46,7 +46,7 @@ def angular_loss_forward(A, B, c, a, p, labels, ref_labels):
 def angular_loss_backward(A, B, c, a, p, labels, ref_labels, losses, dlosses):
     """(dA (N, M), dB (M, M), dc (P,)) float32: gradients of sum_k dlosses[k] * losses[k].
 
-    See :func:`mantissa_embed._reference.angular_loss_backward`.
+    See ``mantissa_embed._reference.angular_loss_backward``.
     """
     A, B, c, a, p, labels, ref_labels, N, M, P = check_angular_args(A, B, c, a, p, labels, ref_labels)
     losses = check_kernel_input(losses, "losses", ndim=1)

@@ -1,7 +1,7 @@
 """The numpy twin of every engine entry point (the test oracle, and ``backend="numpy"``).
 
 Each function here has the same name, signature and semantics as the function of the
-same name in :mod:`mantissa_embed.engine`; the tests check they agree. The twins are
+same name in ``mantissa_embed.engine``; the tests check they agree. The twins are
 written for clarity, not speed.
 """
 from ._core import *  # noqa: F401,F403

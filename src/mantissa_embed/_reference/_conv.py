@@ -1,4 +1,4 @@
-"""Numpy twins of the convolution kernels (:mod:`mantissa_embed._engine._conv`).
+"""Numpy twins of the convolution kernels (``mantissa_embed._engine._conv``).
 
 Same names, signatures, checks and errors as the engine. The convolution is an explicit im2col (a
 strided copy per kernel tap) and a matmul, the algorithm of ``src/engine_c/conv.c``: the two agree up

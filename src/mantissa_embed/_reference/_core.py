@@ -1,7 +1,7 @@
 """numpy twins of the engine core: threads, CPU features and SGEMM.
 
 Same names, signatures, argument checks and error messages as the wrappers in
-:mod:`mantissa_embed.engine`. The thread functions only record the value (numpy's
+``mantissa_embed.engine``. The thread functions only record the value (numpy's
 own BLAS threads are not touched); ``sgemm`` accumulates in float64 and rounds once.
 """
 from __future__ import annotations
@@ -58,7 +58,7 @@ def sgemm(A, B, C=None, *, trans_a: bool = False, trans_b: bool = False, alpha: 
     """``C = alpha * op(A) @ op(B) + beta * C`` (float32 in and out, float64 inside).
 
     Shapes, dtypes, checks, errors and the in-place contract are those of
-    :func:`mantissa_embed.engine.sgemm`; ``beta == 0`` ignores the content of ``C``.
+    ``mantissa_embed.engine.sgemm``; ``beta == 0`` ignores the content of ``C``.
     """
     check_sgemm_operand(A, "A")
     check_sgemm_operand(B, "B")

@@ -1,5 +1,5 @@
 """Numpy twins of the ReLU, leaky ReLU, dropout, finiteness, dense and optimizer-step kernels
-(:mod:`mantissa_embed._engine._dense`). Same names, signatures, checks and errors as the engine.
+(``mantissa_embed._engine._dense``). Same names, signatures, checks and errors as the engine.
 """
 from __future__ import annotations
 

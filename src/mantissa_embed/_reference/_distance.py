@@ -1,4 +1,4 @@
-"""Numpy twins of the distance kernels (:mod:`mantissa_embed._engine._distance`): row L2
+"""Numpy twins of the distance kernels (``mantissa_embed._engine._distance``): row L2
 normalization, Euclidean and dot-product matrices, the symmetric helpers.
 
 Same names, signatures, checks and errors as the engine; scratch sizes are the engine's. The private
@@ -75,7 +75,7 @@ def l2_normalize_forward(x, eps=NORMALIZE_EPS, y=None, norms=None):
 
 
 def l2_normalize_backward(dy, y, norms, eps=NORMALIZE_EPS, dx=None):
-    """Gradient of :func:`l2_normalize_forward`: ``dx = (dy - y <y, dy>) / ||x||``.
+    """Gradient of ``l2_normalize_forward``: ``dx = (dy - y <y, dy>) / ||x||``.
 
     When ``||x|| < eps`` the clamp is active and ``dx = dy / eps`` (torch's gradient).
 
@@ -170,7 +170,7 @@ def euclidean_forward(x, r, squared: bool = False, out=None, workspace=None):
 
 
 def euclidean_backward(x, r, dist, ddist, squared: bool = False, dx=None, dr=None, workspace=None):
-    """Gradient of :func:`euclidean_forward` with respect to ``x`` and ``r``.
+    """Gradient of ``euclidean_forward`` with respect to ``x`` and ``r``.
 
     ``dx = x * rowsum(G) - G @ r`` and ``dr = r * colsum(G) - G.T @ x`` with ``G = ddist / dist``
     (``2 * ddist`` for squared distances); no (N, M, D) tensor is formed. Where ``dist == 0``
@@ -235,7 +235,7 @@ def dot_similarity_forward(x, r, out=None):
 
 
 def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
-    """Gradient of :func:`dot_similarity_forward`: ``dx = dsim @ r``, ``dr = dsim.T @ x``.
+    """Gradient of ``dot_similarity_forward``: ``dx = dsim @ r``, ``dr = dsim.T @ x``.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
-"""Numpy twins of the miner kernels (:mod:`mantissa_embed._engine._mining`): TripletMarginMiner
+"""Numpy twins of the miner kernels (``mantissa_embed._engine._mining``): TripletMarginMiner
 and AngularMiner selection.
 
-Same names, signatures, checks (:mod:`mantissa_embed._checks.mining`) and errors as the engine.
+Same names, signatures, checks (``mantissa_embed._checks.mining``) and errors as the engine.
 """
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def angular_mine(x, r, labels, ref_labels, exclude_self, angle):
     """Triplets of AngularMiner: ``angle(a, p, n) > angle`` (radians).
 
     x (N, D), r (M, D) float32 (the embeddings as given, not normalized); labels and the
-    positive / negative rule as :func:`triplet_margin_mine`. In float64, with ``e = 1e-6``::
+    positive / negative rule as ``triplet_margin_mine``. In float64, with ``e = 1e-6``::
 
         angle(a, p, n) = arctan(||x_a - r_p + e|| / (2 ||r_n - (x_a + r_p) / 2 + e||))
 

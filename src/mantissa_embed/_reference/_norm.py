@@ -1,4 +1,4 @@
-"""Numpy twins of the batch-normalization kernels (:mod:`mantissa_embed._engine._norm`).
+"""Numpy twins of the batch-normalization kernels (``mantissa_embed._engine._norm``).
 
 Same names, signatures, checks and errors as the engine; the statistics and the normalization in
 float64 (``_batchnorm`` / ``_batchnorm_grads`` keep their input dtype, for the float64 finite
@@ -42,7 +42,7 @@ def _batchnorm_grads(dy3, x3, gamma, mean, invstd, training):
 def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momentum: float = 0.1, eps: float = 1e-5,
                       out=None, save_mean=None, save_invstd=None, act=None):
     """Batch normalization, as ``torch.nn.functional.batch_norm`` (twin of
-    :func:`mantissa_embed.engine.batchnorm_forward`): returns ``(out, save_mean, save_invstd)``;
+    ``mantissa_embed.engine.batchnorm_forward``): returns ``(out, save_mean, save_invstd)``;
     in training the running statistics are updated in place (the variance unbiased)."""
     (x, gamma, beta, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd,
      (N, C, S), relu) = check_batchnorm_forward_args(x, gamma, beta, running_mean, running_var, training,
@@ -67,7 +67,7 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
 
 def batchnorm_backward(dy, x, gamma, save_mean, save_invstd, training: bool = True, act=None, y=None, dx=None,
                        dgamma=None, dbeta=None, need_dx: bool = True, accumulate: bool = False):
-    """Gradients of ``batchnorm_forward`` (twin of :func:`mantissa_embed.engine.batchnorm_backward`):
+    """Gradients of ``batchnorm_forward`` (twin of ``mantissa_embed.engine.batchnorm_backward``):
     returns ``(dx, dgamma, dbeta)``."""
     (dy, x, gamma, save_mean, save_invstd, training, y, dx, dgamma, dbeta, need_dx, accumulate,
      (N, C, S)) = check_batchnorm_backward_args(dy, x, gamma, save_mean, save_invstd, training, act, y, dx,
@@ -90,7 +90,7 @@ def batchnorm_backward(dy, x, gamma, save_mean, save_invstd, training: bool = Tr
 
 def batchnorm_fold(w, b, gamma, beta, running_mean, running_var, eps: float = 1e-5, w_out=None, b_out=None):
     """An eval-mode batch norm folded into the layer before it (twin of
-    :func:`mantissa_embed.engine.batchnorm_fold`): returns ``(w_out, b_out)``."""
+    ``mantissa_embed.engine.batchnorm_fold``): returns ``(w_out, b_out)``."""
     w, b, gamma, beta, running_mean, running_var, eps, w_out, b_out = check_batchnorm_fold_args(
         w, b, gamma, beta, running_mean, running_var, eps, w_out, b_out)
     s = gamma.astype(np.float64) / np.sqrt(running_var.astype(np.float64) + eps)

@@ -1,7 +1,7 @@
-"""Numpy twins of the pair-loss kernels of :mod:`mantissa_embed.engine` (``src/engine_c/pair_losses.c``).
+"""Numpy twins of the pair-loss kernels of ``mantissa_embed.engine`` (``src/engine_c/pair_losses.c``).
 
 Same names, signatures, validation and semantics as the engine wrappers; both backends use the
-checks of :mod:`mantissa_embed._checks.pair_losses`. The private helpers
+checks of ``mantissa_embed._checks.pair_losses``. The private helpers
 (``_contrastive_all``, ``_triplet_all``, ``_contrastive_all_terms``, ...) keep the dtype of their
 inputs, so the tests can run them in float64 for finite differences. Per-term losses are computed
 in the input dtype with pytorch-metric-learning's operation order (so the "loss > 0" test of
@@ -300,7 +300,7 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin: float = 0.0, neg_marg
                            return_losses: bool = False):
     """Contrastive loss over given pairs (pytorch-metric-learning's ``(a1, p, a2, n)``).
 
-    Same terms and reductions as :func:`contrastive_loss_all`; ``(a1[k], p[k])`` (K1 each, in
+    Same terms and reductions as ``contrastive_loss_all``; ``(a1[k], p[k])`` (K1 each, in
     [0, N) x [0, M)) are the positive pairs, ``(a2[k], n[k])`` (K2) the negative ones; a pair listed
     twice counts twice. The terms (``weights``, ``losses``: (K1 + K2,)) are the positive pairs,
     then the negative ones.
@@ -321,7 +321,7 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin: float = 0.0, neg_marg
 
 
 def triplet_all_count(labels, ref_labels, exclude_self: bool = False):
-    """The number of triplets :func:`triplet_loss_all` ranges over (its per-term losses' length)."""
+    """The number of triplets ``triplet_loss_all`` ranges over (its per-term losses' length)."""
     labels = check_int_array(labels, "labels")
     ref_labels = check_int_array(ref_labels, "ref_labels")
     exclude_self = check_self(exclude_self, len(labels), len(ref_labels))
@@ -343,11 +343,11 @@ def triplet_loss_all(dist, labels, ref_labels, margin: float = 0.05, exclude_sel
     averaged over the triplets with loss > 0 (``nonzero_only``) or over all of them, or weighted
     by ``weights``. ``swap`` (requires N == M and equal labels) replaces d_an by
     ``min(d_an, d_pn)`` (similarity: max); ties split the gradient. The terms (``weights``,
-    ``losses``: (:func:`triplet_all_count`,)) are sorted by (a, p, n), as
-    :func:`mantissa_embed.utils.get_all_triplets_indices`.
+    ``losses``: (``triplet_all_count``,)) are sorted by (a, p, n), as
+    ``mantissa_embed.utils.get_all_triplets_indices``.
 
     Returns ``(loss, ddist (N, M) float32 or None, stats[, losses])``; ``stats``: loss,
-    num_triplets, num_nonzero. Other arguments: see :func:`contrastive_loss_all`.
+    num_triplets, num_nonzero. Other arguments: see ``contrastive_loss_all``.
     """
     dist, ddist, N, M, inverted, nonzero_only = check_pair_args(dist, ddist, inverted, nonzero_only)
     labels, ref_labels = check_label_pair(labels, ref_labels, N, M)
@@ -370,7 +370,7 @@ def triplet_loss_triplets(dist, a, p, n, margin: float = 0.05, swap: bool = Fals
     """Triplet margin loss over given triplets ``(a, p, n)`` (K each; a in [0, N), p, n in [0, M),
     p also < N under ``swap``), and d value / d dist.
 
-    Same terms and reductions as :func:`triplet_loss_all`; a triplet listed twice counts twice;
+    Same terms and reductions as ``triplet_loss_all``; a triplet listed twice counts twice;
     the terms are the given triplets, in order.
     """
     dist, ddist, N, M, inverted, nonzero_only = check_pair_args(dist, ddist, inverted, nonzero_only)

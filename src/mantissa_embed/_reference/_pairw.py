@@ -1,7 +1,7 @@
-"""Numpy twins of the pair-weighting kernels (:mod:`mantissa_embed._engine._pair_weighting`):
+"""Numpy twins of the pair-weighting kernels (``mantissa_embed._engine._pair_weighting``):
 MultiSimilarity, Circle, (generalized) lifted structure rows.
 
-Same names, signatures, checks (:mod:`mantissa_embed._checks.pair_weighting`) and errors as the
+Same names, signatures, checks (``mantissa_embed._checks.pair_weighting``) and errors as the
 engine. ``_pairw_rows`` keeps its input dtype (float64 in the tests).
 """
 from __future__ import annotations
@@ -154,7 +154,7 @@ def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, n
 def pairw_rows_backward(dlosses, dmat):
     """Scale the rows of ``dmat`` in place: ``dmat[i, :] *= dlosses[i]``.
 
-    Turns the per-row derivatives of :func:`pairw_rows_forward` into ``dL / d mat`` given
+    Turns the per-row derivatives of ``pairw_rows_forward`` into ``dL / d mat`` given
     ``dL / d losses`` (e.g. a reducer's weights).
 
     Parameters

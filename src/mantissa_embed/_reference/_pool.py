@@ -1,4 +1,4 @@
-"""Numpy twins of the max- and average-pooling kernels (:mod:`mantissa_embed._engine._pool`).
+"""Numpy twins of the max- and average-pooling kernels (``mantissa_embed._engine._pool``).
 
 Same names, signatures, checks and errors as the engine; the argmax is an int32 offset in one H*W
 plane (ties: the first maximum in row-major window order; NaN wins, as in torch). ``_maxpool2d``

@@ -1,4 +1,4 @@
-"""Numpy twins of the proxy-loss kernels (:mod:`mantissa_embed._engine._proxy_losses`).
+"""Numpy twins of the proxy-loss kernels (``mantissa_embed._engine._proxy_losses``).
 
 Same signatures as the engine; they compute in float64 and return float32 gradients, from the
 private float64 helpers below (plain numpy, independent of the losses' own float64 paths).
@@ -55,7 +55,7 @@ def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
 def softmax_nll_fast_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_self: bool = False,
                              inverted: bool = True,
                              max_loss=np.inf):
-    """Twin of the engine's fast row softmax NLL: the float64 :func:`softmax_nll_forward` (the C
+    """Twin of the engine's fast row softmax NLL: the float64 ``softmax_nll_forward`` (the C
     kernel uses one float exp per entry and agrees with it up to float32 rounding of the logits)."""
     return softmax_nll_forward(sim, labels, ref_labels, scale=scale, exclude_self=exclude_self,
                                inverted=inverted, max_loss=max_loss)
@@ -63,7 +63,7 @@ def softmax_nll_fast_forward(sim, labels, ref_labels, scale: float = 1.0, exclud
 
 def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale: float = 1.0, exclude_self: bool = False,
                               inverted: bool = True):
-    """Twin of the engine's fast row softmax NLL backward: the float64 :func:`softmax_nll_backward`."""
+    """Twin of the engine's fast row softmax NLL backward: the float64 ``softmax_nll_backward``."""
     return softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=scale,
                                 exclude_self=exclude_self, inverted=inverted)
 

@@ -59,7 +59,7 @@ def pnp_rank_forward(sim, labels, anneal):
 
 
 def pnp_rank_backward(drk, sim, labels, anneal):
-    """Gradient of :func:`pnp_rank_forward`: drk (N, N) float64 (read where ``y_j == y_i``),
+    """Gradient of ``pnp_rank_forward``: drk (N, N) float64 (read where ``y_j == y_i``),
     sim (N, N) float32, labels (N,) -> dsim (N, N) float64. Twin of ``engine.pnp_rank_backward``."""
     sim, lab, anneal = check_pnp(sim, labels, anneal)
     N = sim.shape[0]

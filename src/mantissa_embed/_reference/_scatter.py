@@ -1,8 +1,8 @@
-"""Numpy twin of the shared scatter-add of :mod:`mantissa_embed.engine` (``src/engine_c/scatter.c``).
+"""Numpy twin of the shared scatter-add of ``mantissa_embed.engine`` (``src/engine_c/scatter.c``).
 
 Same names, signatures, validation and results (bitwise: ``np.add.at`` adds in index order, as the
 kernel does); both backends use the checks of
-:mod:`mantissa_embed._checks.scatter`.
+``mantissa_embed._checks.scatter``.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def scatter_add_forward(src, index, out):
 
 
 def scatter_add_backward(dout, index, dsrc=None):
-    """The backward of :func:`scatter_add_forward`, a gather: dout (N,) or (N, D) float32, index
+    """The backward of ``scatter_add_forward``, a gather: dout (N,) or (N, D) float32, index
     (K,) int64 in [0, N) -> dsrc (K,) or (K, D) float32 = ``dout[index]`` (output buffer ``dsrc``,
     overwritten)."""
     dout, index, dsrc, K, D, N = check_gather(dout, index, dsrc)

@@ -1,7 +1,7 @@
-"""Numpy twins of the softmax-over-pairs kernels (:mod:`mantissa_embed._engine._softmax_losses`):
+"""Numpy twins of the softmax-over-pairs kernels (``mantissa_embed._engine._softmax_losses``):
 NTXent, SupCon, NPairs, NCA, Instance.
 
-Same names, signatures, checks (:mod:`mantissa_embed._checks.softmax_losses`) and errors as the
+Same names, signatures, checks (``mantissa_embed._checks.softmax_losses``) and errors as the
 engine; float64 over the whole (N, M) matrix, written for clarity, not speed or memory.
 """
 from __future__ import annotations
@@ -119,7 +119,7 @@ def supcon_all(sim, labels, ref_labels, temperature, exclude_self: bool = False,
                reduction: str = "avg_non_zero", weights=None, losses: bool = False, grad: bool = True):
     """SupConLoss over every pair the labels define (pytorch-metric-learning's SupConLoss).
 
-    Same arguments as :func:`ntxent_all`, except ``weights`` (N,) (one per anchor row) and
+    Same arguments as ``ntxent_all``, except ``weights`` (N,) (one per anchor row) and
     ``losses`` (N,). Row i charges ``logsumexp_{j pos or neg of i} z_ij - mean_{j pos of i} z_ij``
     (0 when i has no positive); ``reduction="mean"`` divides by N.
 
@@ -195,7 +195,7 @@ def softmax_nll_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_sel
 
 def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale: float = 1.0, exclude_self: bool = False,
                          inverted: bool = True):
-    """Gradient of ``sum_i weights[i] * l_i`` (see :func:`softmax_nll_forward`) w.r.t. ``sim``.
+    """Gradient of ``sum_i weights[i] * l_i`` (see ``softmax_nll_forward``) w.r.t. ``sim``.
 
     sim (N, M) float32, lse (N, 2) float64 (from the forward), weights (N,) float32 -> dsim (N, M).
     """
@@ -240,7 +240,7 @@ def softmax_xent_rows_forward(sim, target, scale: float = 1.0):
 
 
 def softmax_xent_rows_backward(sim, target, lse, weights, scale: float = 1.0):
-    """Gradient of ``sum_i weights[i] * l_i`` (see :func:`softmax_xent_rows_forward`) w.r.t. sim:
+    """Gradient of ``sum_i weights[i] * l_i`` (see ``softmax_xent_rows_forward``) w.r.t. sim:
     ``dsim_ij = weights_i * scale * (softmax_ij - [j == target_i])``.
 
     sim (N, M) float32, target (N,) int64, lse (N,) float32 (from the forward), weights (N,) float32

@@ -1,4 +1,4 @@
-"""Numpy twins of the transforms kernels (:mod:`mantissa_embed._engine._transforms`).
+"""Numpy twins of the transforms kernels (``mantissa_embed._engine._transforms``).
 
 Same names, signatures, checks and errors as the engine. ``_affine_resample`` and
 ``_affine_resample_grads`` keep their input dtype (float64 for the finite-difference tests).

@@ -1,6 +1,6 @@
-"""Numpy twins of the AngularLoss kernels (:mod:`mantissa_embed._engine._tuple_losses`).
+"""Numpy twins of the AngularLoss kernels (``mantissa_embed._engine._tuple_losses``).
 
-Same names, signatures, checks (:mod:`mantissa_embed._checks.tuple_losses`) and errors as the engine.
+Same names, signatures, checks (``mantissa_embed._checks.tuple_losses``) and errors as the engine.
 """
 from __future__ import annotations
 
@@ -66,12 +66,12 @@ def angular_loss_forward(A, B, c, a, p, labels, ref_labels):
 
 
 def angular_loss_backward(A, B, c, a, p, labels, ref_labels, losses, dlosses):
-    """Gradients of ``sum_k dlosses[k] * losses[k]`` (see :func:`angular_loss_forward`).
+    """Gradients of ``sum_k dlosses[k] * losses[k]`` (see ``angular_loss_forward``).
 
     Parameters
     ----------
     A, B, c, a, p, labels, ref_labels :
-        As in :func:`angular_loss_forward`.
+        As in ``angular_loss_forward``.
     losses : (P,) float32
         Its output.
     dlosses : (P,) float32

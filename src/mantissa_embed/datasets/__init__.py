@@ -1,7 +1,7 @@
 """Image datasets as ``(X, y)`` arrays, plus the splits metric learning needs.
 
 Every loader returns ``X`` float32 NCHW in [0, 1] and ``y`` int64, in a deterministic order.
-Nothing downloads implicitly: a missing file raises :class:`FileNotFoundError` whose message
+Nothing downloads implicitly: a missing file raises ``FileNotFoundError`` whose message
 holds the command (or manual step) that fixes it. The one explicit download is
 ``python -m mantissa_embed.datasets download mnist [--data-dir DIR] [--url-base URL]``, which
 fetches the four MNIST IDX files into ``DIR/mnist/`` and verifies their published SHA-256.

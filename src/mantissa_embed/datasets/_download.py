@@ -1,9 +1,9 @@
 """Explicit, checksum-verified download of the MNIST IDX files.
 
-Nothing in :mod:`mantissa_embed.datasets` downloads implicitly; this module is used only by
+Nothing in ``mantissa_embed.datasets`` downloads implicitly; this module is used only by
 ``python -m mantissa_embed.datasets download mnist [--data-dir DIR] [--url-base URL]``.
 
-Each file is fetched with :mod:`urllib` into a temporary file next to its destination,
+Each file is fetched with ``urllib`` into a temporary file next to its destination,
 verified, then renamed into place (so an interrupted download never leaves a file that
 looks complete). A file is accepted when either
 
@@ -103,7 +103,7 @@ def verify_file(path: str | os.PathLike[str], name: str) -> str:
 
     Returns ``"gz"`` when the compressed bytes match, ``"content"`` when only the
     decompressed IDX payload matches (a re-compressed mirror). Raises
-    :class:`ChecksumError` (a ``ValueError``) naming the file otherwise, and ``ValueError``
+    ``ChecksumError`` (a ``ValueError``) naming the file otherwise, and ``ValueError``
     for an unknown ``name``.
     """
     if name not in MNIST_FILES:
@@ -129,7 +129,7 @@ def download_mnist(data_dir: str | os.PathLike[str], url_base: str | None = None
         Root data directory; the files land in its ``mnist/`` subfolder (created).
     url_base : str, optional
         Base URL the file names are appended to (``https://``, ``http://`` or ``file://``).
-        Default: try :data:`MIRRORS` in order.
+        Default: try ``MIRRORS`` in order.
     force : bool, default False
         Re-download files that are already present and valid.
     log : callable or None

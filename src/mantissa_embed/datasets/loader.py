@@ -28,10 +28,10 @@ def load(name: str, split: str | None = None, data_dir: str | os.PathLike[str] |
     split : {"train", "test"} or None
         MNIST only (None means ``"train"``); must be None for the other datasets.
     data_dir : str or os.PathLike, optional
-        Default :func:`default_data_dir` (``$MANTISSA_EMBED_DATA`` when set).
+        Default ``default_data_dir`` (``$MANTISSA_EMBED_DATA`` when set).
     size : int or (int, int), optional
         Resize every image to ``(h, w)``: area averaging (exact block averaging for integer
-        factors) when shrinking both sides, bilinear otherwise; see :func:`pad_or_resize`.
+        factors) when shrinking both sides, bilinear otherwise; see ``pad_or_resize``.
 
     Returns
     -------

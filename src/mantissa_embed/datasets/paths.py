@@ -12,7 +12,7 @@ def default_data_dir() -> Path:
     """The data directory used when ``data_dir`` is None.
 
     ``$MANTISSA_EMBED_DATA`` when set, else ``$XDG_CACHE_HOME/mantissa-embed``
-    (``~/.cache/mantissa-embed``). Returns a :class:`pathlib.Path` (not created).
+    (``~/.cache/mantissa-embed``). Returns a ``pathlib.Path`` (not created).
     """
     env = os.environ.get(ENV_VAR)
     if env:

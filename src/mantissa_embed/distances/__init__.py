@@ -1,7 +1,7 @@
 """Distances and similarities (pytorch-metric-learning's names and defaults).
 
 Each maps query embeddings (N, D) and reference embeddings (M, D) to an (N, M) float32 matrix
-and has an explicit backward; see :class:`BaseDistance`.
+and has an explicit backward; see ``BaseDistance``.
 """
 from .base_distance import BaseDistance, DistanceContext
 from .batched_distance import BatchedDistance

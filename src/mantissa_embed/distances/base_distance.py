@@ -14,7 +14,7 @@ from . import _numpy_ops as _ops
 
 
 class DistanceContext:
-    """What :meth:`BaseDistance.backward` needs from one forward pass (opaque to callers).
+    """What ``BaseDistance.backward`` needs from one forward pass (opaque to callers).
 
     Attributes: ``query`` / ``ref`` (the embeddings the matrix was computed from, after
     normalization; ``ref is query`` when the reference set is the batch), ``query_norms`` /
@@ -47,7 +47,7 @@ class BaseDistance:
     ``mat = distance(query_emb (N, D), ref_emb=None (M, D))`` -> (N, M) float32, after optional
     Lp normalization of the rows, raised to ``power``; ``dq, dr = distance.backward(dmat)`` from
     the cache of the last call (``dr`` None when ``ref_emb`` was None). Losses use the re-entrant
-    :meth:`forward_ctx` / :meth:`backward` pair. Parameters: ``normalize_embeddings=True``
+    ``forward_ctx`` / ``backward`` pair. Parameters: ``normalize_embeddings=True``
     (``torch.nn.functional.normalize(x, p)``, eps 1e-12), ``p=2`` (any ``p >= 1`` or inf for
     classes with ``_general_p``, else only 2), ``power=1`` (> 0), ``is_inverted=False`` (True for
     similarities), ``backend="mantissa"`` (losses and miners pass their own).
@@ -97,7 +97,7 @@ class BaseDistance:
         return (e / np.maximum(nrm, 1e-12)).astype(e.dtype, copy=False)
 
     def maybe_normalize(self, embeddings, dim=1):
-        """:meth:`normalize` when ``normalize_embeddings``, else the input."""
+        """``normalize`` when ``normalize_embeddings``, else the input."""
         return self.normalize(embeddings, dim=dim) if self.normalize_embeddings else np.asarray(embeddings)
 
     def get_norm(self, embeddings, dim=1):
@@ -110,7 +110,7 @@ class BaseDistance:
 
     # -- forward / backward --------------------------------------------------------------------
     def __call__(self, query_emb: ArrayLike, ref_emb: ArrayLike | None = None) -> Float32Array:
-        """(N, M) float32 matrix; caches what :meth:`backward` needs."""
+        """(N, M) float32 matrix; caches what ``backward`` needs."""
         mat, self._ctx = self.forward_ctx(query_emb, ref_emb)
         return mat
 
@@ -120,7 +120,7 @@ class BaseDistance:
 
     def forward_ctx(self, query_emb: ArrayLike, ref_emb: ArrayLike | None = None, backend: str | None = None,
                     validate: bool = True) -> tuple[Float32Array, DistanceContext]:
-        """Re-entrant forward: returns ``(mat, ctx)`` for :meth:`backward`.
+        """Re-entrant forward: returns ``(mat, ctx)`` for ``backward``.
 
         Parameters
         ----------
@@ -166,7 +166,7 @@ class BaseDistance:
     def backward(self, dmat: ArrayLike, ctx: DistanceContext | None = None) -> tuple[Float32Array, Float32Array | None]:
         """Gradients ``(dquery, dref)`` of a scalar loss given ``dmat = dL/d mat`` (N, M).
 
-        ``ctx``: from :meth:`forward_ctx`; default the cache of the last call. ``dref`` is None
+        ``ctx``: from ``forward_ctx``; default the cache of the last call. ``dref`` is None
         when the reference set was the batch (the two roles are summed into ``dquery``).
 
         Raises

@@ -5,7 +5,7 @@ from .dot_product_similarity import DotProductSimilarity
 
 
 class CosineSimilarity(DotProductSimilarity):
-    """Cosine similarity: :class:`DotProductSimilarity` of L2-normalized embeddings.
+    """Cosine similarity: ``DotProductSimilarity`` of L2-normalized embeddings.
 
     ``CosineSimilarity(p=2, power=1)``; ``normalize_embeddings=False`` raises ``ValueError``.
     Source: pytorch-metric-learning ``distances/cosine_similarity.py``.

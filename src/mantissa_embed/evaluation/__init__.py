@@ -2,7 +2,7 @@
 metrics, and verification metrics (ROC AUC, EER, TAR at FAR).
 
 ``AccuracyCalculator``, ``SklearnKMeans`` and ``verification_metrics`` load on first access
-(PEP 562): their modules import scikit-learn, which ``Embedder`` (it needs only :func:`knn`)
+(PEP 562): their modules import scikit-learn, which ``Embedder`` (it needs only ``knn``)
 should not pay for at import.
 """
 import importlib

@@ -78,7 +78,7 @@ class FaissKMeans:
 
 
 def default_kmeans():
-    """:class:`FaissKMeans` (PML's settings) when faiss imports, else :class:`SklearnKMeans`."""
+    """``FaissKMeans`` (PML's settings) when faiss imports, else ``SklearnKMeans``."""
     try:
         return FaissKMeans()
     except ImportError:
@@ -86,7 +86,7 @@ def default_kmeans():
 
 
 class _DefaultKNN:
-    """``knn(query, reference, k, exclude_self=...)`` of :mod:`mantissa_embed.evaluation.knn`."""
+    """``knn(query, reference, k, exclude_self=...)`` of ``mantissa_embed.evaluation.knn``."""
 
     def __call__(self, query, reference, k, *, exclude_self: bool = False):
         return _default_knn(query, reference, k, exclude_self=exclude_self, metric="euclidean")
@@ -131,9 +131,9 @@ class AccuracyCalculator:
         ``fn(x, y) -> bool array``, broadcast over the leading axes; default equality.
     knn_func : callable, optional
         ``knn_func(query, reference, k, *, exclude_self) -> (indices (n, k), distances)``, as
-        :func:`~mantissa_embed.evaluation.knn`; default the exact Euclidean k-NN.
+        ``knn``; default the exact Euclidean k-NN.
     kmeans_func : callable, optional
-        ``kmeans_func(x, n_clusters) -> (n,) int`` cluster ids; default :func:`default_kmeans`:
+        ``kmeans_func(x, n_clusters) -> (n,) int`` cluster ids; default ``default_kmeans``:
         faiss's k-means with PML's settings when faiss is installed (then NMI / AMI equal PML's on
         the same input), scikit-learn's ``KMeans`` (20 iterations, one seeded start) otherwise.
 

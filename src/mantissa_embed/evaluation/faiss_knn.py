@@ -1,11 +1,11 @@
-"""A faiss k-NN backend with the signature of :func:`mantissa_embed.evaluation.knn.knn`.
+"""A faiss k-NN backend with the signature of ``mantissa_embed.evaluation.knn.knn``.
 
 Install with ``pip install mantissa-embed[faiss]`` (``faiss-cpu``). Modelled on
 pytorch-metric-learning's ``utils.inference.FaissKNN`` (same constructor arguments and
 ``train`` / ``add`` / ``save`` / ``load`` / ``reset`` methods), but called like our ``knn``:
 ``FaissKNN()(query, reference, k, exclude_self=..., metric=...)`` -> ``(indices, distances)``,
 so it plugs into ``knn_func`` arguments. With an approximate index (``index_init_fn`` building,
-e.g., an IVF index trained by :meth:`FaissKNN.train`), it searches galleries that the exact
+e.g., an IVF index trained by ``FaissKNN.train``), it searches galleries that the exact
 search would take too long on.
 
 Reference: Johnson, Douze & Jegou 2019, "Billion-scale similarity search with GPUs",
@@ -34,7 +34,7 @@ def _import_faiss():
 
 
 class FaissKNN:
-    """k-NN through a faiss index, callable like :func:`~mantissa_embed.evaluation.knn.knn`.
+    """k-NN through a faiss index, callable like ``knn``.
 
     Parameters
     ----------
@@ -46,7 +46,7 @@ class FaissKNN:
         ``METRIC_INNER_PRODUCT`` serves ``"inner_product"`` and ``"cosine"``.
     reset_before : bool, default True
         Build a new index from ``reference`` at each call (PML's meaning). With False the
-        index filled by :meth:`train` / :meth:`add` (or :meth:`load`) is searched, and
+        index filled by ``train`` / ``add`` (or ``load``) is searched, and
         ``reference`` may be None (if given, it is added to the index first, as PML does).
     reset_after : bool, default True
         Drop the index after each call.
@@ -114,7 +114,7 @@ class FaissKNN:
         self._faiss.write_index(self.index, str(filename))
 
     def load(self, filename) -> None:
-        """Read an index written by :meth:`save`."""
+        """Read an index written by ``save``."""
         self.index = self._faiss.read_index(str(filename))
 
     def reset(self) -> None:

@@ -1,10 +1,10 @@
 """Precision@1, R-precision and MAP@R of embeddings, from one exact k-NN.
 
 The definitions are pytorch-metric-learning's ``AccuracyCalculator``'s (see
-:mod:`.accuracy_calculator`; Musgrave, Belongie & Lim 2020, "A Metric Learning Reality Check").
+``.accuracy_calculator``; Musgrave, Belongie & Lim 2020, "A Metric Learning Reality Check").
 Lone queries (no other reference with their label) are left out; when every query is lone the
 metrics are nan, with a ``RuntimeWarning``. A ``k`` below the largest ``R`` truncates
-R-precision and MAP@R as PML does, with a ``RuntimeWarning``. The math is :mod:`.knn_metrics`'; this module adds validation and the
+R-precision and MAP@R as PML does, with a ``RuntimeWarning``. The math is ``.knn_metrics``'; this module adds validation and the
 default ``k``.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _check_include(include):
 
 
 def _lone_stats(query_labels, reference_labels, ref_includes_query):
-    """(label_counts, not-lone mask, largest R) via :mod:`.knn_metrics`' helpers."""
+    """(label_counts, not-lone mask, largest R) via ``.knn_metrics``' helpers."""
     label_counts = get_label_match_counts(query_labels, reference_labels, EQUALITY)
     _, not_lone = get_lone_query_labels(query_labels, label_counts, ref_includes_query, EQUALITY)
     r_max = int(label_counts[1].max()) - int(bool(ref_includes_query)) if len(label_counts[1]) else 0
@@ -81,7 +81,7 @@ def metrics_from_knn_labels(knn_labels: ArrayLike, query_labels: ArrayLike, refe
     ref_includes_query : bool
         Whether the queries are part of the reference set (R is one less).
     include : sequence of str, optional
-        Subset of :data:`METRIC_NAMES` (default all).
+        Subset of ``METRIC_NAMES`` (default all).
     avg_of_avgs : bool, default False
         Average per class first, then over classes.
 
@@ -159,7 +159,7 @@ def retrieval_metrics(embeddings: ArrayLike, labels: ArrayLike, reference: Array
     avg_of_avgs : bool, default False
         Average per class first, then over classes (PML's ``avg_of_avgs``).
     metric, tile, backend
-        Passed to :func:`mantissa_embed.evaluation.knn` (default Euclidean distance, as PML's
+        Passed to ``mantissa_embed.evaluation.knn`` (default Euclidean distance, as PML's
         default ``FaissKNN`` / ``IndexFlatL2``).
 
     Returns
@@ -220,7 +220,7 @@ def precision_at_1(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLik
                    reference_labels: ArrayLike | None = None, **kwargs: Any) -> float:
     """Fraction of queries whose nearest reference shares their label (PML's ``precision_at_1``).
 
-    Same parameters, defaults and errors as :func:`retrieval_metrics` (``k`` defaults to 1);
+    Same parameters, defaults and errors as ``retrieval_metrics`` (``k`` defaults to 1);
     returns a float in [0, 1] (nan when every query is lone).
     """
     return _single("precision_at_1", embeddings, labels, reference, reference_labels, kwargs)
@@ -230,7 +230,7 @@ def r_precision(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLike |
                 reference_labels: ArrayLike | None = None, **kwargs: Any) -> float:
     """Mean over queries of (same-label references among the R nearest) / R (PML's ``r_precision``).
 
-    Same parameters, defaults and errors as :func:`retrieval_metrics`; returns a float in [0, 1].
+    Same parameters, defaults and errors as ``retrieval_metrics``; returns a float in [0, 1].
     """
     return _single("r_precision", embeddings, labels, reference, reference_labels, kwargs)
 
@@ -240,6 +240,6 @@ def mean_average_precision_at_r(embeddings: ArrayLike, labels: ArrayLike, refere
     """MAP@R (Musgrave et al. 2020; PML's ``mean_average_precision_at_r``).
 
     ``(1/R) sum_{i<=R} P(i) rel(i)`` averaged over queries. Same parameters, defaults and
-    errors as :func:`retrieval_metrics`; returns a float in [0, 1].
+    errors as ``retrieval_metrics``; returns a float in [0, 1].
     """
     return _single("mean_average_precision_at_r", embeddings, labels, reference, reference_labels, kwargs)

@@ -1,4 +1,4 @@
-"""2-D average pooling: :class:`AvgPool2D`."""
+"""2-D average pooling: ``AvgPool2D``."""
 from __future__ import annotations
 
 from .._workspace import Workspace

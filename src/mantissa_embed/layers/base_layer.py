@@ -1,4 +1,4 @@
-"""The :class:`Layer` base class and the argument checks the layers share."""
+"""The ``Layer`` base class and the argument checks the layers share."""
 from __future__ import annotations
 
 import math
@@ -55,7 +55,7 @@ def kaiming_uniform_default(rng, w_shape, fan_in, bias: bool = True):
 
 
 #: the layer classes of this package by class name (filled by ``Layer.__init_subclass__``), for
-#: :func:`layer_from_config`
+#: ``layer_from_config``
 LAYER_TYPES: dict[str, type[Layer]] = {}
 
 
@@ -73,7 +73,7 @@ class Layer:
     ``named_buffers`` when they have non-learnable state), ``_forward(X)``,
     ``_backward(dY, need_dx)`` and ``_config()``. To take part in a Sequential's fused passes
     they declare ``fusion_tags()``, ``forward_fusions`` and ``backward_fusions``
-    (:mod:`mantissa_embed.layers.fusion`).
+    (``mantissa_embed.layers.fusion``).
 
     Attributes: ``built`` (bool), ``input_shape`` (per-sample tuple or None), ``training`` (bool),
     ``backend`` ("mantissa" or "numpy").
@@ -94,7 +94,7 @@ class Layer:
     @classmethod
     def from_config(cls, kwargs: dict[str, Any], where: str = "cfg") -> Layer:
         """The layer for ``get_config()`` minus ``"type"``; a layer holding layers overrides it
-        to rebuild them (with :func:`layer_from_config`)."""
+        to rebuild them (with ``layer_from_config``)."""
         return cls(**kwargs)
 
     def __init__(self) -> None:

@@ -1,4 +1,4 @@
-"""Batch normalization: :class:`BatchNorm2D` and :class:`BatchNorm1D`."""
+"""Batch normalization: ``BatchNorm2D`` and ``BatchNorm1D``."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""2-D convolution: :class:`Conv2D`."""
+"""2-D convolution: ``Conv2D``."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Fully connected layer: :class:`Dense`."""
+"""Fully connected layer: ``Dense``."""
 from __future__ import annotations
 
 from .._validation import check_int

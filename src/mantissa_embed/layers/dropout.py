@@ -1,4 +1,4 @@
-"""Inverted dropout: :class:`Dropout`."""
+"""Inverted dropout: ``Dropout``."""
 from __future__ import annotations
 
 import numbers
@@ -34,7 +34,7 @@ class Dropout(Layer):
     ``p == 0``) it is the identity. The mask is drawn from this layer's own
     ``numpy.random.Generator``, spawned at build from the model's generator (the ``rng`` of
     ``build``): the stream is reproducible from the model's seed and does not shift the other
-    layers' initialization. :meth:`rng_state` / :meth:`set_rng_state` save and restore it (a
+    layers' initialization. ``rng_state`` / ``set_rng_state`` save and restore it (a
     JSON-able ``bit_generator.state``) for checkpoints. Kernels: ``engine.dropout_forward`` /
     ``dropout_backward``.
     """
@@ -67,7 +67,7 @@ class Dropout(Layer):
         return self._rng.bit_generator.state
 
     def set_rng_state(self, state):
-        """Restore a state from :meth:`rng_state`. Raises RuntimeError before build, TypeError /
+        """Restore a state from ``rng_state``. Raises RuntimeError before build, TypeError /
         ValueError naming ``state`` for a state of another form."""
         if self._rng is None:
             raise RuntimeError("Dropout is not built: build(input_shape) before set_rng_state")

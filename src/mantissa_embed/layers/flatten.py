@@ -1,4 +1,4 @@
-"""Flattening: :class:`Flatten`."""
+"""Flattening: ``Flatten``."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,13 +1,13 @@
 """The fusion planner: a Sequential's passes as flat lists of steps, one engine call each.
 
-A plan is a list of :class:`Step`; :class:`~mantissa_embed.layers.Sequential` runs a forward
+A plan is a list of ``Step``; ``Sequential`` runs a forward
 plan as ``h = step.run(h)`` and a backward plan as ``d = step.run(d, need_dx)``, in order.
 Layers take part by declaration, never by the planner testing their types:
 
 - ``layer.fusion_tags()``: what the layer is to a neighbour's fusion, e.g. ``"conv2d"``,
   ``"maxpool2"`` (a 2x2 max pooling of stride 2) or ``"relu_output"`` (its output is a ReLU
   and it has ``_backward_preact(d, need_dx)``, its backward from the pre-activation gradient);
-- ``layer.forward_fusions``: :class:`Fusion` entries the layer leads at inference, longest
+- ``layer.forward_fusions``: ``Fusion`` entries the layer leads at inference, longest
   first; ``tags[k]`` must be among the tags of the ``k``-th layer after it, and
   ``getattr(layer, method)(X, *those_layers)`` returns the last one's output;
 - ``layer.backward_fusions``: entries the layer leads in the backward, with the one layer

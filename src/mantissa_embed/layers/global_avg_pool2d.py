@@ -1,4 +1,4 @@
-"""Global average pooling: :class:`GlobalAvgPool2D`."""
+"""Global average pooling: ``GlobalAvgPool2D``."""
 from __future__ import annotations
 
 from .._workspace import Workspace

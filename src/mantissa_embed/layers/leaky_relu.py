@@ -1,4 +1,4 @@
-"""Leaky rectified linear unit: :class:`LeakyReLU`."""
+"""Leaky rectified linear unit: ``LeakyReLU``."""
 from __future__ import annotations
 
 from .._checks.layers import check_negative_slope

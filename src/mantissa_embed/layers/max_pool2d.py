@@ -1,4 +1,4 @@
-"""2-D max pooling: :class:`MaxPool2D`."""
+"""2-D max pooling: ``MaxPool2D``."""
 from __future__ import annotations
 
 import numpy as np

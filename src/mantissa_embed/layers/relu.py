@@ -1,4 +1,4 @@
-"""Rectified linear unit: :class:`ReLU`."""
+"""Rectified linear unit: ``ReLU``."""
 from __future__ import annotations
 
 from .._workspace import Workspace

@@ -1,4 +1,4 @@
-"""Residual blocks: :class:`Residual`."""
+"""Residual blocks: ``Residual``."""
 from __future__ import annotations
 
 from typing import Any

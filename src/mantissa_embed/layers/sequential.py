@@ -1,4 +1,4 @@
-"""The layer container: :class:`Sequential`."""
+"""The layer container: ``Sequential``."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
@@ -29,12 +29,12 @@ class Sequential:
     backend : {"mantissa", "numpy"}, default "mantissa"
         ``"mantissa"`` runs the C engine, ``"numpy"`` the reference twins.
 
-    Shapes are inferred at the first :meth:`forward` (or :meth:`build`). :meth:`forward`
-    returns a fresh array; :meth:`backward` accumulates into every ``Parameter.grad`` and
+    Shapes are inferred at the first ``forward`` (or ``build``). ``forward``
+    returns a fresh array; ``backward`` accumulates into every ``Parameter.grad`` and
     returns a fresh dX. Layers reuse their buffers between batches (no per-batch allocation
-    while the batch does not grow). Saving: :meth:`get_config` (JSON-able) plus
-    :meth:`state_arrays` (name -> array, for ``numpy.savez``), restored by
-    :meth:`from_config` and :meth:`load_state_arrays` (no pickle).
+    while the batch does not grow). Saving: ``get_config`` (JSON-able) plus
+    ``state_arrays`` (name -> array, for ``numpy.savez``), restored by
+    ``from_config`` and ``load_state_arrays`` (no pickle).
 
     Raises
     ------
@@ -140,7 +140,7 @@ class Sequential:
         return shape
 
     def _state_shapes(self, input_shape):
-        """``{"0.weight": shape, ...}``: the shapes :meth:`state_arrays` would have after
+        """``{"0.weight": shape, ...}``: the shapes ``state_arrays`` would have after
         ``build(input_shape)``, computed without allocating anything (ValueError for a shape
         a layer cannot take)."""
         shape = check_shape(input_shape)
@@ -162,7 +162,7 @@ class Sequential:
 
     def named_buffers(self) -> list[tuple[str, np.ndarray]]:
         """``[("1.running_mean", array), ...]``: every layer's non-learnable state (the arrays
-        themselves, updated in place by the layers), named like :meth:`named_parameters`."""
+        themselves, updated in place by the layers), named like ``named_parameters``."""
         return [(f"{i}.{name}", a) for i, layer in enumerate(self.layers) for name, a in layer.named_buffers()]
 
     def num_parameters(self) -> int:
@@ -211,7 +211,7 @@ class Sequential:
         return np.array(self._forward_valid(X), dtype=np.float32, copy=True)
 
     def _forward_valid(self, X):
-        """The pass of :meth:`forward` on an X it would accept unchanged (float32, C-contiguous,
+        """The pass of ``forward`` on an X it would accept unchanged (float32, C-contiguous,
         finite, the built input shape, N >= 1), without checking it again. Returns the last
         layer's buffer, overwritten by the next pass. In eval mode the plan runs the layers'
         inference fusions; a later backward then redoes the plain forward first."""
@@ -225,7 +225,7 @@ class Sequential:
         return h
 
     def _plan(self, kind):
-        """The cached plan ("train", "inference" or "backward"; see :mod:`.fusion`)."""
+        """The cached plan ("train", "inference" or "backward"; see ``.fusion``)."""
         plan = self._plans.get(kind)
         if plan is None:
             if kind == "backward":
@@ -325,7 +325,7 @@ class Sequential:
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> Sequential:
-        """Rebuild a model from :meth:`get_config` output (built when it records an input shape).
+        """Rebuild a model from ``get_config`` output (built when it records an input shape).
 
         Raises TypeError/ValueError for a malformed config or an unknown layer type.
         """
@@ -342,7 +342,7 @@ class Sequential:
 
     def state_arrays(self) -> dict[str, Float32Array]:
         """``{"0.weight": array, "0.bias": array, ..., "1.running_mean": array, ...}``: copies of
-        every parameter, then of every buffer (:meth:`named_buffers`), float32. A model without
+        every parameter, then of every buffer (``named_buffers``), float32. A model without
         buffers gives its parameters only, as before buffers existed. Requires a built model."""
         if not self.built:
             raise RuntimeError("the model is not built: call build(input_shape) or forward(X) first")
@@ -351,11 +351,11 @@ class Sequential:
         return state
 
     def _state_targets(self):
-        """``{name: array}``: the arrays :meth:`load_state_arrays` writes (parameters' data, buffers)."""
+        """``{name: array}``: the arrays ``load_state_arrays`` writes (parameters' data, buffers)."""
         return {**{name: p.data for name, p in self.named_parameters()}, **dict(self.named_buffers())}
 
     def load_state_arrays(self, arrays: Mapping[str, ArrayLike]) -> Sequential:
-        """Copy ``arrays`` (as returned by :meth:`state_arrays`) into the parameters and buffers,
+        """Copy ``arrays`` (as returned by ``state_arrays``) into the parameters and buffers,
         in place.
 
         The keys must match exactly and every array must have its parameter's shape and be

@@ -1,7 +1,7 @@
 """Metric losses (pytorch-metric-learning's names, arguments and defaults), with explicit gradients.
 
 ``out = loss_func(embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None)``
-returns a :class:`LossOutput` ``(loss, grad, ref_grad, terms)``.
+returns a ``LossOutput`` ``(loss, grad, ref_grad, terms)``.
 """
 from .angular_loss import AngularLoss
 from .arcface_loss import ArcFaceLoss

@@ -1,5 +1,5 @@
 """float64 building blocks of the proxy and classifier losses, each returning its value and a
-backward closure. Large (N, D) results go to :func:`~._scratch.scratch` arrays inside
+backward closure. Large (N, D) results go to ``scratch`` arrays inside
 ``using_workspace``."""
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def max_over_centers(S3):
 def l2_normalize64(x, eps: float = 1e-12, role=None):
     """Rows of x (N, D) divided by max(||x_i||, eps) (torch.nn.functional.normalize) and its backward.
 
-    ``role``: a name for the scratch arrays (see :func:`using_workspace`); None allocates."""
+    ``role``: a name for the scratch arrays (see ``using_workspace``); None allocates."""
     nrm = np.sqrt(np.einsum("ij,ij->i", x, x))
     den = np.maximum(nrm, eps)[:, None]
     y = np.divide(x, den, out=None if role is None else scratch(role + ".y", x.shape, x.dtype))
@@ -79,7 +79,7 @@ def _dpower(dmat, base, pw):
 
 
 def similarity64(distance, X, R, gemm=None):
-    """PML's ``distance(X, R)`` for the distances of :func:`check_distance64`, with its backward.
+    """PML's ``distance(X, R)`` for the distances of ``check_distance64``, with its backward.
 
     X (N, D), R (M, D) -> ``(mat (N, M), backward(dmat) -> (dX, dR))`` in the dtype of X and R
     (float64 with numpy, float32 with ``gemm=engine.sgemm``). Euclidean gradients at distance 0 are
@@ -130,7 +130,7 @@ def similarity64(distance, X, R, gemm=None):
 
 def _np_gemm(A, B, C=None, *, trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0):
     """``C = alpha op(A) op(B) + beta C`` with numpy, in the dtype of the operands (the contract of
-    ``engine.sgemm`` without its float32 checks): the default ``gemm`` of :func:`_cosine64`."""
+    ``engine.sgemm`` without its float32 checks): the default ``gemm`` of ``_cosine64``."""
     P = np.matmul(A.T if trans_a else A, B.T if trans_b else B, out=C if beta == 0 else None)
     if alpha != 1:
         P *= alpha
@@ -142,7 +142,7 @@ def _np_gemm(A, B, C=None, *, trans_a: bool = False, trans_b: bool = False, alph
 
 
 def _cosine64(X, R, pw, eps: float = 1e-12, gemm=_np_gemm):
-    """:func:`similarity64` of a CosineSimilarity without forming the normalized X:
+    """``similarity64`` of a CosineSimilarity without forming the normalized X:
     ``cos = (X Rn^T) / max(|X_i|, eps)``.
     """
     nrm = np.sqrt(np.einsum("ij,ij->i", X, X))

@@ -1,7 +1,7 @@
 """Scratch arrays reused across a loss's calls, one set per owner and thread.
 
-Inside ``using_workspace(owner)``, :func:`scratch` returns the owner's arrays (one
-:class:`~mantissa_embed._workspace.Workspace` per key); outside it returns None and callers
+Inside ``using_workspace(owner)``, ``scratch`` returns the owner's arrays (one
+``Workspace`` per key); outside it returns None and callers
 allocate.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ _OWNERS: weakref.WeakKeyDictionary[object, dict[int, dict[str, Workspace]]] = we
 
 @contextmanager
 def using_workspace(owner):
-    """Within the block :func:`scratch` returns ``owner``'s arrays; the next call overwrites them."""
+    """Within the block ``scratch`` returns ``owner``'s arrays; the next call overwrites them."""
     per = _OWNERS.get(owner)
     if per is None:
         per = _OWNERS[owner] = {}

@@ -16,7 +16,7 @@ class ArcFaceLoss(LargeMarginSoftmaxLoss):
     ``ArcFaceLoss(num_classes, embedding_size, margin=28.6, scale=64, **kwargs)``: target logit
     ``s cos(theta + m)`` (``s cos(theta) - s m sin(m)`` beyond ``pi - m``); ``margin`` in degrees,
     stored in radians. ``W`` (embedding_size, num_classes), N(0, 1). Other arguments: see
-    :class:`LargeMarginSoftmaxLoss`.
+    ``LargeMarginSoftmaxLoss``.
     Source: J. Deng et al., "ArcFace", CVPR 2019 (arXiv:1801.07698).
     """
 

@@ -73,7 +73,7 @@ class BaseMetricLossFunction:
     ``BaseMetricLossFunction(distance=None, reducer=None, embedding_regularizer=None,
     embedding_reg_weight=1, backend="mantissa")``; defaults ``LpDistance()`` and the loss's
     ``get_default_reducer()``. ``loss_func(embeddings (N, D), labels (N,) = None, indices_tuple=None,
-    ref_emb (M, D) = None, ref_labels (M,) = None)`` returns a :class:`LossOutput`. Subclasses
+    ref_emb (M, D) = None, ref_labels (M,) = None)`` returns a ``LossOutput``. Subclasses
     implement ``compute_loss(batch) -> (terms, dq, dr)``. Rules: docs/losses.md.
 
     Raises ``ValueError`` for bad shapes, NaN/Inf, labels of the wrong length, no labels and no
@@ -141,7 +141,7 @@ class BaseMetricLossFunction:
         return names
 
     def parameters(self) -> list[Parameter]:
-        """Learnable :class:`~mantissa_embed.parameter.Parameter` objects (none for these losses)."""
+        """Learnable ``Parameter`` objects (none for these losses)."""
         return []
 
     def compute_loss(self, batch: _Batch) -> tuple[dict[str, float], np.ndarray, np.ndarray | None]:
@@ -224,7 +224,7 @@ class BaseMetricLossFunction:
         return get_backend(self.backend)
 
     def _fused_mode(self, supported=("avg_non_zero", "mean")):
-        """The reducer's :meth:`~mantissa_embed.reducers.BaseReducer.fused_mode` when it is one of
+        """The reducer's ``fused_mode`` when it is one of
         ``supported`` (the reductions this loss's fused path computes), else None."""
         mode = self.reducer.fused_mode()
         return mode if mode in supported else None

@@ -21,12 +21,12 @@ if TYPE_CHECKING:
 
 
 class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
-    """Base of the losses that own a class-weight :class:`~mantissa_embed.parameter.Parameter`.
+    """Base of the losses that own a class-weight ``Parameter``.
 
-    Subclasses create the weight with :meth:`_make_weight` and implement ``_forward64(x, labels,
+    Subclasses create the weight with ``_make_weight`` and implement ``_forward64(x, labels,
     miner_weights, W) -> (entries, backward)``, ``entries`` a list of ``(name, losses, indices,
     reduction_type, divisor)`` and ``backward(dlosses list) -> (dx, dW)``. ``W`` is float64; ``x`` is
-    float64 in :meth:`compute64` and float32 on the call path. Keyword arguments, call and errors:
+    float64 in ``compute64`` and float32 on the call path. Keyword arguments, call and errors:
     docs/losses.md, "Losses that own class weights".
     """
 
@@ -140,7 +140,7 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
 
     def _compute(self, x, labels, indices_tuple, W):
         """``(terms, dx, dW)`` for embeddings ``x`` (float64: the reference; float32: the call path,
-        see :meth:`_similarity`) and the float64 weight ``W``."""
+        see ``_similarity``) and the float64 weight ``W``."""
         names = self._sub_loss_names() + self.regularization_loss_names()
         if x.shape[0] == 0:
             return {k: 0.0 for k in names}, np.zeros_like(x), np.zeros_like(W)

@@ -32,7 +32,7 @@ class ContrastiveLoss(GenericPairLoss):
     pos_margin : float, default 0
     neg_margin : float, default 1
     distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
+        See ``BaseMetricLossFunction``.
 
     Raises
     ------

@@ -13,7 +13,7 @@ class CosFaceLoss(LargeMarginSoftmaxLoss):
     """Softmax cross-entropy with an additive cosine margin: ``z_ij = s (cos theta_ij - m [j = y_i])``.
 
     ``CosFaceLoss(num_classes, embedding_size, margin=0.35, scale=64, **kwargs)``; ``W``
-    (embedding_size, num_classes), N(0, 1). Other arguments: see :class:`LargeMarginSoftmaxLoss`.
+    (embedding_size, num_classes), N(0, 1). Other arguments: see ``LargeMarginSoftmaxLoss``.
     Source: H. Wang et al., "CosFace", CVPR 2018 (arXiv:1801.09414).
     """
 

@@ -38,9 +38,9 @@ class CrossBatchMemory:
     the rows to enqueue into a ring buffer (``embedding_memory``, ``label_memory``, ``queue_idx``,
     ``has_been_filled``), then runs ``loss`` with the filled memory as the reference set (pairs of a
     row with its own copy removed). ``grad`` is w.r.t. the batch only; ``ref_grad`` is None. A call
-    that raises leaves the queue unchanged; :meth:`reset_queue` empties it.
+    that raises leaves the queue unchanged; ``reset_queue`` empties it.
 
-    Raises ``TypeError`` for a loss that is not supported (:meth:`supported_losses`) or owns class
+    Raises ``TypeError`` for a loss that is not supported (``supported_losses``) or owns class
     weights, a miner that is not callable; ``ValueError`` for bad sizes, more enqueued rows than
     ``memory_size``, ``indices_tuple`` with ``enqueue_mask``.
     Source: X. Wang et al., "Cross-Batch Memory for Embedding Learning", CVPR 2020.

@@ -15,7 +15,7 @@ class CrossEntropyLoss:
     """Softmax cross-entropy of logits against integer labels, with its exact gradient.
 
     ``CrossEntropyLoss(reduction="mean", backend="mantissa")``; ``loss_func(logits (N, C), labels (N,)
-    in [0, C))`` returns a :class:`LossOutput` whose ``grad`` is dL/d logits (N, C) float32. No
+    in [0, C))`` returns a ``LossOutput`` whose ``grad`` is dL/d logits (N, C) float32. No
     learnable weights. An empty batch gives 0 (torch gives NaN).
 
     Raises ``ValueError`` for logits not 2-D, without columns or with NaN/Inf, bad labels, an unknown

@@ -12,7 +12,7 @@ class GenericPairLoss(BaseMetricLossFunction):
 
     Without ``indices_tuple`` every pair of the labels is used; triplets become pairs; when every
     array of the pair tuple has at most one element the loss is 0. Subclasses implement
-    :meth:`pair_loss_all` (all pairs, fused) and :meth:`pair_loss` (given pairs), each returning
+    ``pair_loss_all`` (all pairs, fused) and ``pair_loss`` (given pairs), each returning
     ``(terms, dmat)``.
     """
 

@@ -43,7 +43,7 @@ class IntraPairVarianceLoss(GenericPairLoss):
         return self.pair_loss(mat, pairs, batch)
 
     def _pair_loss_dense(self, mat, batch):
-        """Every pair with the default MeanReducer: the same values as :meth:`pair_loss` on the
+        """Every pair with the default MeanReducer: the same values as ``pair_loss`` on the
         enumerated pairs. The few positive pairs go through index lists; the negative pairs
         (almost the whole matrix) through a mask, in a handful of in-place passes."""
         lab = batch.labels

@@ -24,7 +24,7 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
     ``LargeMarginSoftmaxLoss(num_classes, embedding_size, margin=4, scale=1, **kwargs)``: ``z_ij = s
     |w_j| |x_i| psi(theta)`` on the target, ``cos(theta)`` elsewhere, ``psi(theta) = (-1)^k
     cos(m theta) - 2k``, ``m = int(margin)`` in [1, 1000]. ``W`` (embedding_size, num_classes),
-    N(0, 1); the distance must be CosineSimilarity. Other arguments: :class:`BaseProxyLoss`.
+    N(0, 1); the distance must be CosineSimilarity. Other arguments: ``BaseProxyLoss``.
     ``get_logits(embeddings)`` gives the scaled logits without the margin.
 
     Raises ``TypeError`` for another distance; ``ValueError`` for ``int(margin)`` outside [1, 1000].
@@ -69,7 +69,7 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
         return cos, backward
 
     def _target_cosines(self, x, W, labels, cos):
-        """The target cosines ``cos[i, labels[i]]`` (N,) as float64, the input of :meth:`_modify64`.
+        """The target cosines ``cos[i, labels[i]]`` (N,) as float64, the input of ``_modify64``.
         (ArcFaceLoss refines the ones near +-1 in float64: its margin is ill-conditioned there.)"""
         return cos[np.arange(cos.shape[0]), labels].astype(np.float64)
 

@@ -52,7 +52,7 @@ class LiftedStructureLoss(GenericPairLoss):
     neg_margin : float, default 1
     pos_margin : float, default 0
     distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
+        See ``BaseMetricLossFunction``.
 
     Raises
     ------

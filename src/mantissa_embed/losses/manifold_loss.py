@@ -49,7 +49,7 @@ class ManifoldLoss(BaseMetricLossFunction):
     where ``c_i`` is the meta-class (proxy) of embedding ``i``: given as ``indices_tuple`` (an (N,)
     integer array in ``[0, K)``), else drawn as in PML: every proxy once plus ``N - K`` uniform
     draws, shuffled (needs ``N >= K``), from ``seed`` (int or ``numpy.random.Generator``). The
-    loss is already reduced. The proxies are a :class:`~mantissa_embed.parameter.Parameter`
+    loss is already reduced. The proxies are a ``Parameter``
     ``(K, l)`` initialized from a standard normal draw of ``seed`` (``loss.parameters()``); each
     call **accumulates** dL/d proxies into ``proxies.grad``. The gradient goes through the matrix
     inverse, the normalization and the clamp (0 where ``s < 0``), as torch autograd does; the
@@ -108,7 +108,7 @@ class ManifoldLoss(BaseMetricLossFunction):
         return CosineSimilarity(backend=self.backend)
 
     def parameters(self):
-        """``[proxies]`` (a (K, l) :class:`~mantissa_embed.parameter.Parameter`)."""
+        """``[proxies]`` (a (K, l) ``Parameter``)."""
         return [self.proxies]
 
     def _validate(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):

@@ -17,9 +17,9 @@ class NormalizedSoftmaxLoss(BaseProxyLoss):
 
     ``NormalizedSoftmaxLoss(num_classes, embedding_size, temperature=0.05, **kwargs)``: ``L_i =
     -log softmax_j(s(x_i, w_j / |w_j|) / T)[y_i]``; default DotProductSimilarity, MeanReducer. ``W``
-    (embedding_size, num_classes), N(0, 1). Other arguments: :class:`BaseProxyLoss`.
+    (embedding_size, num_classes), N(0, 1). Other arguments: ``BaseProxyLoss``.
 
-    Raises ``ValueError`` for ``temperature <= 0``, and as :class:`BaseProxyLoss`.
+    Raises ``ValueError`` for ``temperature <= 0``, and as ``BaseProxyLoss``.
     Source: A. Zhai, H.-Y. Wu, "Classification is a Strong Baseline for Deep Metric Learning",
     BMVC 2019 (arXiv:1811.12649).
     """

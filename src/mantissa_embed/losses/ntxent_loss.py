@@ -43,10 +43,10 @@ class NTXentLoss(GenericPairLoss):
     ----------
     temperature : float > 0, default 0.07
     distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
+        See ``BaseMetricLossFunction``.
 
     Input: embeddings (N, D), labels (N,) int (see the base class for ``indices_tuple``,
-    ``ref_emb`` (M, D), ``ref_labels`` (M,)). Output: :class:`LossOutput`.
+    ``ref_emb`` (M, D), ``ref_labels`` (M,)). Output: ``LossOutput``.
 
     Raises
     ------

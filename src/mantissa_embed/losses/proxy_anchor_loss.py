@@ -20,7 +20,7 @@ class ProxyAnchorLoss(BaseProxyLoss):
     ``ProxyAnchorLoss(num_classes, embedding_size, margin=0.1, alpha=32, **kwargs)``: terms
     ``pos_loss`` (over the proxies with a positive) and ``neg_loss`` (over all proxies), default
     DivisorReducer. ``proxies`` (num_classes, embedding_size), ``kaiming_normal_(mode="fan_out")``.
-    Other arguments: :class:`BaseProxyLoss`.
+    Other arguments: ``BaseProxyLoss``.
     Source: S. Kim et al., "Proxy Anchor Loss for Deep Metric Learning", CVPR 2020 (arXiv:2003.13911).
     """
 

@@ -17,7 +17,7 @@ class ProxyNCALoss(BaseProxyLoss):
     ``ProxyNCALoss(num_classes, embedding_size, softmax_scale=1, **kwargs)``: ``L_i = -log
     softmax_j(-s d(x_i, p_j))[y_i]`` (default ``LpDistance(power=2)``), rows with probability 0
     dropped (as PML); default MeanReducer. ``proxies`` (num_classes, embedding_size), N(0, 1).
-    Other arguments: :class:`BaseProxyLoss`.
+    Other arguments: ``BaseProxyLoss``.
     Source: Y. Movshovitz-Attias et al., "No Fuss Distance Metric Learning using Proxies", ICCV 2017
     (arXiv:1703.07464).
     """

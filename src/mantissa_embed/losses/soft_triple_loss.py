@@ -20,9 +20,9 @@ class SoftTripleLoss(BaseProxyLoss):
     margin=0.01, **kwargs)``: relaxed class similarities ``S_ic = sum_k softmax_k(s_ick / gamma)
     s_ick``, then a softmax of ``la (S_ic - margin [c = y_i])``; default CosineSimilarity,
     MeanReducer. ``self.gamma`` stores ``1 / gamma`` (as PML). ``fc`` (embedding_size, num_classes *
-    centers_per_class), ``kaiming_uniform_(a=sqrt(5))``. Other arguments: :class:`BaseProxyLoss`.
+    centers_per_class), ``kaiming_uniform_(a=sqrt(5))``. Other arguments: ``BaseProxyLoss``.
 
-    Raises ``ValueError`` for a distance that is not a similarity, and as :class:`BaseProxyLoss`.
+    Raises ``ValueError`` for a distance that is not a similarity, and as ``BaseProxyLoss``.
     Source: Q. Qian et al., "SoftTriple Loss", ICCV 2019 (arXiv:1909.05235).
     """
 

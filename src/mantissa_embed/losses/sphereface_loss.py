@@ -12,7 +12,7 @@ class SphereFaceLoss(LargeMarginSoftmaxLoss):
     """LargeMarginSoftmaxLoss with normalized class weights: ``z_ij = s |x_i| psi(theta)`` on the target.
 
     ``SphereFaceLoss(num_classes, embedding_size, margin=4, scale=1, **kwargs)``; ``W``
-    (embedding_size, num_classes), N(0, 1). Other arguments: :class:`LargeMarginSoftmaxLoss`.
+    (embedding_size, num_classes), N(0, 1). Other arguments: ``LargeMarginSoftmaxLoss``.
     Source: W. Liu et al., "SphereFace", CVPR 2017 (arXiv:1704.08063).
     """
 

@@ -43,7 +43,7 @@ class ThresholdConsistentMarginLoss(BaseMetricLossFunction):
     distance : CosineSimilarity, optional
         Must be a ``CosineSimilarity`` (the default).
     reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
+        See ``BaseMetricLossFunction``.
 
     Inputs: ``embeddings`` (N, D), ``labels`` (N,) and/or ``indices_tuple``, optional ``ref_emb``
     (M, D) / ``ref_labels`` (M,). Output: ``LossOutput`` (``terms = {"loss"}``).

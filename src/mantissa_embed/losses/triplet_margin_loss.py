@@ -28,7 +28,7 @@ class TripletMarginLoss(BaseMetricLossFunction):
 
     - ``triplets_per_anchor="all"`` with no ``indices_tuple``: every triplet of the batch.
     - ``triplets_per_anchor=k`` (int): k random triplets per anchor
-      (:func:`mantissa_embed.utils.get_random_triplet_indices`, drawn from ``seed``).
+      (``mantissa_embed.utils.get_random_triplet_indices``, drawn from ``seed``).
     - ``indices_tuple``: the given triplets ``(a, p, n)``, or pairs ``(a1, p, a2, n)`` turned into
       every triplet ``(a1[i], p[i], n[j])`` with ``a1[i] == a2[j]`` (as PML).
     - ``swap``: use ``min(d_an, d_pn)`` as the negative distance (max for a similarity), the
@@ -49,7 +49,7 @@ class TripletMarginLoss(BaseMetricLossFunction):
     smooth_loss : bool, default False
     triplets_per_anchor : "all" or int >= 1, default "all"
     distance, reducer, embedding_regularizer, embedding_reg_weight, backend :
-        See :class:`~mantissa_embed.losses.BaseMetricLossFunction`.
+        See ``BaseMetricLossFunction``.
     seed : int, numpy.random.Generator or None
         Randomness of ``triplets_per_anchor=k`` (a mantissa-embed addition).
 

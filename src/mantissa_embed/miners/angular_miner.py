@@ -27,7 +27,7 @@ class AngularMiner(BaseMiner):
     ``max_angle`` in degrees. Details: docs/miners.md.
 
     Raises ``ValueError`` for a distance other than ``LpDistance(p=2, power=1,
-    normalize_embeddings=True)``, a non-finite ``angle`` or bad call inputs (:class:`BaseMiner`).
+    normalize_embeddings=True)``, a non-finite ``angle`` or bad call inputs (``BaseMiner``).
     Source: J. Wang et al., "Deep Metric Learning with Angular Loss", ICCV 2017.
     """
 

@@ -67,7 +67,7 @@ class BaseMiner:
 
     def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
         """Return the index tuple. ``ref_emb`` is None for the batch itself, and then
-        ``ref_labels is labels``; pass ``ref_labels`` on to :mod:`mantissa_embed.utils`, whose
+        ``ref_labels is labels``; pass ``ref_labels`` on to ``mantissa_embed.utils``, whose
         identity rule excludes the self pairs."""
         raise NotImplementedError
 

@@ -26,7 +26,7 @@ class DistanceWeightedMiner(BaseMiner):
     once). Details: docs/miners.md.
 
     Raises ``ValueError`` for a distance other than ``LpDistance(p=2, power=1,
-    normalize_embeddings=True)``, non-finite cutoffs or bad call inputs (:class:`BaseMiner`).
+    normalize_embeddings=True)``, non-finite cutoffs or bad call inputs (``BaseMiner``).
     Source: C.-Y. Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017.
     """
 

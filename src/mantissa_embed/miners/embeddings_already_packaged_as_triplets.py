@@ -13,7 +13,7 @@ class EmbeddingsAlreadyPackagedAsTriplets(BaseMiner):
     ``(arange(0, N, 3), arange(1, N, 3), arange(2, N, 3))`` int64; labels are validated, not used.
 
     Raises ``ValueError`` when N is not a multiple of 3, when ``ref_emb`` is given, or for bad call
-    inputs (:class:`BaseMiner`).
+    inputs (``BaseMiner``).
     Source: pytorch-metric-learning ``miners/embeddings_already_packaged_as_triplets.py``.
     """
 

@@ -18,11 +18,11 @@ class HDCMiner(BaseMiner):
     ``miner(embeddings, labels, ref_emb=None, ref_labels=None, indices_tuple=None)``. Of the P
     positive candidates the ``ceil(filter_percentage * P)`` farthest, of the Q negatives the
     ``ceil(filter_percentage * Q)`` closest, each half hardest first (ties: candidate order).
-    Candidates: all pairs, or those of ``indices_tuple`` (or of :meth:`set_idx_externally` until
-    :meth:`reset_idx`); triplets count as pairs ``(a, p, a, n)``. Returns ``(a1, p, a2, n)`` int64.
+    Candidates: all pairs, or those of ``indices_tuple`` (or of ``set_idx_externally`` until
+    ``reset_idx``); triplets count as pairs ``(a, p, a, n)``. Returns ``(a1, p, a2, n)`` int64.
 
     Raises ``ValueError`` for ``filter_percentage`` outside [0, 1] or a bad ``indices_tuple``,
-    ``TypeError`` for wrong types, and as :class:`BaseMiner` for bad call inputs.
+    ``TypeError`` for wrong types, and as ``BaseMiner`` for bad call inputs.
     Source: Y. Yuan et al., "Hard-Aware Deeply Cascaded Embedding", ICCV 2017.
     """
 

@@ -1,19 +1,19 @@
-"""Optimizers over :class:`~mantissa_embed.parameter.Parameter` objects and learning-rate
+"""Optimizers over ``Parameter`` objects and learning-rate
 schedules.
 
 Optimizers (``torch.optim`` names, defaults and update rules; single-tensor code paths, no
-``maximize`` / ``amsgrad`` / ``foreach``): :class:`SGD`, :class:`Adam`, :class:`AdamW`. Each
+``maximize`` / ``amsgrad`` / ``foreach``): ``SGD``, ``Adam``, ``AdamW``. Each
 takes parameters or parameter groups (dicts with their own ``lr``, ``weight_decay``, ...),
 exposes ``param_groups``, and updates each parameter in one fused, in-place backend kernel
 (``engine.sgd_step`` / ``adam_step``, or their numpy twins with ``backend="numpy"``).
 ``state_dict()`` / ``load_state_dict()`` hold only numpy arrays and JSON-able scalars;
-:func:`flatten_state_dict` / :func:`unflatten_state_dict` turn them into ``.npz`` entries.
+``flatten_state_dict`` / ``unflatten_state_dict`` turn them into ``.npz`` entries.
 
-Schedules, stepped per batch: :class:`ConstantSchedule`, :class:`CosineSchedule`,
-:class:`StepSchedule`: ``schedule.factor(step, total_steps)`` is a pure function and
+Schedules, stepped per batch: ``ConstantSchedule``, ``CosineSchedule``,
+``StepSchedule``: ``schedule.factor(step, total_steps)`` is a pure function and
 ``schedule.apply(optimizer, step, total_steps)`` sets each group's lr to its
-``initial_lr`` times it. :func:`make_schedule` takes a name, a config dict or a schedule;
-``get_config()`` / :func:`schedule_from_config` round-trip.
+``initial_lr`` times it. ``make_schedule`` takes a name, a config dict or a schedule;
+``get_config()`` / ``schedule_from_config`` round-trip.
 """
 from .adam import Adam
 from .adamw import AdamW

@@ -1,4 +1,4 @@
-"""Adam, as ``torch.optim.Adam``; :class:`~mantissa_embed.optim.AdamW` is its decoupled form."""
+"""Adam, as ``torch.optim.Adam``; ``AdamW`` is its decoupled form."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -30,11 +30,11 @@ def _betas(betas, where):
 class Adam(Optimizer):
     """Adam (Kingma & Ba 2015, "Adam: A Method for Stochastic Optimization", ICLR), with
     ``torch.optim.Adam`` semantics (amsgrad=False; weight decay as an L2 term added to the
-    gradient, not decoupled as in :class:`~mantissa_embed.optim.AdamW`).
+    gradient, not decoupled as in ``AdamW``).
 
     Parameters
     ----------
-    params : iterable of Parameter, or of parameter-group dicts (see :class:`Optimizer`)
+    params : iterable of Parameter, or of parameter-group dicts (see ``Optimizer``)
     lr : float >= 0, default 1e-3
     betas : (float, float) in [0, 1), default (0.9, 0.999)
     eps : float >= 0, default 1e-8

@@ -15,14 +15,14 @@ class AdamW(Adam):
     """AdamW (Loshchilov & Hutter 2019, "Decoupled Weight Decay Regularization", ICLR), with
     ``torch.optim.AdamW`` semantics (amsgrad=False).
 
-    Parameters and state as :class:`~mantissa_embed.optim.Adam`, but for the default
+    Parameters and state as ``Adam``, but for the default
     ``weight_decay=1e-2`` (torch's), which is decoupled from the gradient.
 
     Update at step t (1, 2, ...): ``p *= 1 - lr * weight_decay`` (decoupled: the gradient is
     not touched), then the Adam update with ``g' = g``: ``m = beta1*m + (1-beta1)*g``,
     ``v = beta2*v + (1-beta2)*g^2``, ``p -= lr/(1-beta1^t) * m / (sqrt(v)/sqrt(1-beta2^t) + eps)``;
     one fused in-place kernel per parameter (``engine.adam_step(..., decoupled=True)``).
-    State as :class:`Adam`. Raises ValueError with torch's messages for out-of-range arguments.
+    State as ``Adam``. Raises ValueError with torch's messages for out-of-range arguments.
     """
 
     _decoupled = True

@@ -1,4 +1,4 @@
-"""The :class:`Optimizer` base class: parameter groups, ``zero_grad``, ``state_dict`` /
+"""The ``Optimizer`` base class: parameter groups, ``zero_grad``, ``state_dict`` /
 ``load_state_dict``, as ``torch.optim.Optimizer``."""
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ class Optimizer:
         JSON-able scalars: ``{"state": {index: {"step": int, "exp_avg": array, ...}},
         "param_groups": [{<options>, "params": [indices]}]}``, indices being positions in
         ``params``. Parameters without state (not stepped yet) have no entry.
-        See :func:`~mantissa_embed.optim.flatten_state_dict` to store it in an ``.npz``."""
+        See ``flatten_state_dict`` to store it in an ``.npz``."""
         groups, k = [], 0
         for group in self.param_groups:
             g = {key: (list(v) if isinstance(v, tuple) else v) for key, v in group.items() if key != "params"}
@@ -219,7 +219,7 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore a :meth:`state_dict` (of this optimizer type, same groups and shapes).
+        """Restore a ``state_dict`` (of this optimizer type, same groups and shapes).
 
         Saved parameter indices map to this optimizer's parameters in order (as torch does);
         state keys may be ints or digit strings; a step count may be a 0-d array (torch's

@@ -1,5 +1,5 @@
-"""Learning-rate schedules stepped per batch: the :class:`Schedule` contract, the factory
-:func:`make_schedule` and the config round trip :func:`schedule_from_config`."""
+"""Learning-rate schedules stepped per batch: the ``Schedule`` contract, the factory
+``make_schedule`` and the config round trip ``schedule_from_config``."""
 from __future__ import annotations
 
 import inspect
@@ -26,7 +26,7 @@ class Schedule:
     of the torch scheduler named in each subclass when that scheduler is stepped once after
     every ``optimizer.step()``.
 
-    A subclass sets ``name`` (the string :func:`make_schedule` accepts; it registers itself)
+    A subclass sets ``name`` (the string ``make_schedule`` accepts; it registers itself)
     and implements ``factor`` and ``_config`` (its constructor's keyword arguments).
     """
 
@@ -44,7 +44,7 @@ class Schedule:
         return {}
 
     def get_config(self) -> dict[str, Any]:
-        """``{"name": ..., <constructor arguments>}``, JSON-able; :func:`schedule_from_config`
+        """``{"name": ..., <constructor arguments>}``, JSON-able; ``schedule_from_config``
         rebuilds the schedule from it."""
         return {"name": self.name, **self._config()}
 
@@ -81,7 +81,7 @@ def _names():
 
 
 def schedule_from_config(config: dict[str, Any]) -> Schedule:
-    """The schedule a :meth:`Schedule.get_config` dict describes.
+    """The schedule a ``Schedule.get_config`` dict describes.
 
     Raises TypeError for a non-dict, ValueError naming ``schedule`` for a missing or unknown
     name or an argument the schedule does not take.
@@ -101,9 +101,9 @@ def schedule_from_config(config: dict[str, Any]) -> Schedule:
 
 
 def make_schedule(spec: str | dict[str, Any] | Schedule | None = None) -> Schedule:
-    """A schedule from a user argument: a :class:`Schedule` (returned as is), a name
+    """A schedule from a user argument: a ``Schedule`` (returned as is), a name
     (``"constant"``, ``"cosine"``, ``"step"``: that schedule with its defaults), a config dict
-    (:func:`schedule_from_config`) or None (``ConstantSchedule()``).
+    (``schedule_from_config``) or None (``ConstantSchedule()``).
 
     Raises ValueError naming ``schedule`` for an unknown name, TypeError for another type.
     """

@@ -18,7 +18,7 @@ class SGD(Optimizer):
 
     Parameters
     ----------
-    params : iterable of Parameter, or of parameter-group dicts (see :class:`Optimizer`)
+    params : iterable of Parameter, or of parameter-group dicts (see ``Optimizer``)
     lr : float >= 0, default 1e-3 (torch's default)
     momentum : float >= 0, default 0
     dampening : float, default 0

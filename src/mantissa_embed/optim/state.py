@@ -32,7 +32,7 @@ def flatten_state_dict(state_dict, prefix: str = "optim"):
     """``optimizer.state_dict()`` as ``(arrays, meta)``: ``arrays`` maps
     ``"<prefix>/<index>/<name>"`` (e.g. ``"optim/0/exp_avg"``) to the state arrays, ``meta`` is a
     JSON string with the groups, the scalar state (``"step"``) and the array names.
-    :func:`unflatten_state_dict` inverts it. No pickle: both fit in an ``np.savez`` file.
+    ``unflatten_state_dict`` inverts it. No pickle: both fit in an ``np.savez`` file.
 
     Raises TypeError for a value that is neither an array nor a JSON-able scalar, ValueError
     for a bad ``prefix``.
@@ -59,7 +59,7 @@ def flatten_state_dict(state_dict, prefix: str = "optim"):
 
 
 def unflatten_state_dict(arrays, meta, prefix: str = "optim"):
-    """The ``state_dict`` :func:`flatten_state_dict` flattened, from a mapping of arrays (a dict
+    """The ``state_dict`` ``flatten_state_dict`` flattened, from a mapping of arrays (a dict
     or an ``np.load`` file) and the JSON string; for ``optimizer.load_state_dict``.
 
     Raises ValueError for a malformed ``meta`` or a missing array.

@@ -15,7 +15,7 @@ class BaseReducer:
 
     ``value, dlosses = reducer(losses, indices=None, reduction_type="element", embeddings=None,
     labels=None)``: ``losses`` (K,) or the scalar 0, ``reduction_type`` one of
-    :data:`REDUCTION_TYPES`; ``dlosses`` (K,) float64 is d value / d losses (None for a zero loss).
+    ``REDUCTION_TYPES``; ``dlosses`` (K,) float64 is d value / d losses (None for a zero loss).
     Subclasses implement ``element_reduction`` and may specialize ``pos_pair_reduction``,
     ``neg_pair_reduction``, ``triplet_reduction``.
 
@@ -23,7 +23,7 @@ class BaseReducer:
     """
 
     #: The reduction this class computes, when a loss can run it fused (in the engine or in closed
-    #: form): "mean", "avg_non_zero", "sum" or "divisor". Read through :meth:`fused_mode`, which
+    #: form): "mean", "avg_non_zero", "sum" or "divisor". Read through ``fused_mode``, which
     #: does not inherit it: a subclass may override a reduction, so it takes the generic path
     #: unless it sets ``fused`` itself.
     fused: str | None = None

@@ -15,7 +15,7 @@ from ..reducers import BaseReducer, MeanReducer
 class BaseRegularizer:
     """Base class of regularizers (PML's ``BaseRegularizer``, with an explicit backward).
 
-    ``reg(x (N, D))`` returns a :class:`~mantissa_embed.losses.LossOutput` (``loss``, ``grad`` (N, D)
+    ``reg(x (N, D))`` returns a ``LossOutput`` (``loss``, ``grad`` (N, D)
     float32, ``terms={"loss"}``); ``forward64(x)`` gives ``(value, grad)`` in float64. Subclasses
     implement ``compute_loss(x) -> (losses, indices, reduction_type, backward, extra)``, ``extra``
     ``{"divisor": ...}`` or None; the losses are reduced by ``reducer`` (default MeanReducer) with

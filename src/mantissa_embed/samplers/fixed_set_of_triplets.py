@@ -22,7 +22,7 @@ class FixedSetOfTriplets:
     int64 array of ``(anchor, positive, negative)`` rows. Each iteration shuffles those rows
     (in place, as PML) and yields batches of ``triplets_per_batch`` triplets flattened as
     ``a0, p0, n0, a1, p1, n1, ...`` (3 * triplets_per_batch indices; the last batch may be
-    shorter), the layout :class:`~mantissa_embed.miners.EmbeddingsAlreadyPackagedAsTriplets`
+    shorter), the layout ``EmbeddingsAlreadyPackagedAsTriplets``
     expects.
 
     Raises

@@ -19,7 +19,7 @@ class TuplesToWeightsSampler:
     Each iteration draws ``subset_size`` distinct rows (all when None), embeds them with
     ``model`` in chunks of ``embed_batch_size``, mines them (``miner(embeddings, labels)``) and
     weights each row by ``count / max count`` of its occurrences in the mined tuple
-    (:func:`mantissa_embed.utils.convert_to_weights`; an empty tuple gives the subset uniform
+    (``mantissa_embed.utils.convert_to_weights``; an empty tuple gives the subset uniform
     weights, rows outside it 0). ``self.weights`` ((N,) float32) and ``self.subset_indices``
     keep the last draw. Then ``len(subset)`` indices are drawn with replacement from those
     weights and yielded in batches of ``batch_size`` (None: one batch). The model is only

@@ -1,11 +1,11 @@
 """A property-test kit for loss and miner authors (docs/testing.md).
 
-- :func:`check_loss_gradients`: analytic gradients (embeddings, ``ref_emb``, the loss's
+- ``check_loss_gradients``: analytic gradients (embeddings, ``ref_emb``, the loss's
   parameters) against central finite differences;
-- :func:`check_miner_invariants`: PML's miner contract on a miner's output;
-- :func:`check_matches_pml`: values and gradients against pytorch-metric-learning (needs torch);
-- hypothesis strategies (need ``hypothesis``): :func:`embeddings`, :func:`labels`,
-  :func:`pair_tuples`, :func:`triplet_tuples`, :func:`batches`.
+- ``check_miner_invariants``: PML's miner contract on a miner's output;
+- ``check_matches_pml``: values and gradients against pytorch-metric-learning (needs torch);
+- hypothesis strategies (need ``hypothesis``): ``embeddings``, ``labels``,
+  ``pair_tuples``, ``triplet_tuples``, ``batches``.
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ _TOLERANCES = {"float32": (1e-3, 1e-2, 1e-2), "float64": (1e-6, 1e-5, 1e-6)}
 
 @dataclass
 class GradientCheck:
-    """What :func:`check_loss_gradients` compared: ``checked`` entries agreed, ``skipped`` entries
+    """What ``check_loss_gradients`` compared: ``checked`` entries agreed, ``skipped`` entries
     sat at a kink (the two step sizes disagreed), ``max_error`` is the largest
     ``|analytic - numeric|`` among the checked ones; ``precision`` is "float32" or "float64"."""
 
@@ -131,21 +131,22 @@ def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, l
     ``loss_func(embeddings, labels, indices_tuple=, ref_emb=, ref_labels=)`` (the first two
     positional) must return an object
     with ``.loss`` (float) and ``.grad`` (N, D), and ``.ref_grad`` (M, D) when ``ref_emb`` is given
-    (``None`` counts as zeros), as :class:`~mantissa_embed.losses.LossOutput` does; ``indices_tuple``,
+    (``None`` counts as zeros), as ``LossOutput`` does; ``indices_tuple``,
     ``ref_emb`` and ``ref_labels`` are passed only when given. With ``parameters=True`` the
-    ``.grad`` of every :class:`~mantissa_embed.parameter.Parameter` in ``loss_func.parameters()``
+    ``.grad`` of every ``Parameter`` in ``loss_func.parameters()``
     (accumulated by one call from zero) is checked too.
 
     Each entry is stepped by ``h = eps * rms(array)`` both ways: where the forward and the
     backward difference disagree beyond the tolerance the entry is at a kink (a hinge, a max, a
-    distance of zero) and is skipped; elsewhere the central difference must satisfy ``|analytic - numeric| <= atol * S + rtol * |numeric|`` must hold, with ``S`` the
-    largest magnitude of either gradient of that array, plus the rounding of the loss values
+    distance of zero) and is skipped; elsewhere the central difference must satisfy
+    ``|analytic - numeric| <= atol * S + rtol * |numeric|``, with ``S`` the largest magnitude of
+    either gradient of that array, plus the rounding of the loss values
     (``4 * machine eps * max(|loss|, 1) / h``). Defaults: ``eps, rtol, atol = 1e-6, 1e-5,
     1e-6`` when the embeddings and the returned gradient are float64, ``1e-3, 1e-2, 1e-2`` otherwise
     (float32 arithmetic). Every evaluation runs on a deep copy of ``loss_func`` when ``copy_state``
     (losses with memory, such as ``CrossBatchMemory``, then see the same state each time).
 
-    Returns a :class:`GradientCheck`. Raises ``AssertionError`` naming the worst entry (array,
+    Returns a ``GradientCheck``. Raises ``AssertionError`` naming the worst entry (array,
     index, analytic and numeric values) when an entry fails, or when every entry is skipped
     (inside a hypothesis test such an example is discarded instead, as by ``assume``);
     ``ValueError`` for NaN/Inf inputs or a gradient of the wrong shape; ``TypeError`` for
@@ -158,7 +159,7 @@ def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, l
         raise ValueError(f"embeddings is empty (shape {x.shape}): there is no gradient to check")
     r = _as_float_array(ref_emb, "ref_emb")
     name = callable_name(loss_func)
-    kwargs = {"embeddings": x, "labels": labels}
+    kwargs: dict[str, Any] = {"embeddings": x, "labels": labels}
     for key, val in (("indices_tuple", indices_tuple), ("ref_emb", r), ("ref_labels", ref_labels)):
         if val is not None:
             kwargs[key] = val

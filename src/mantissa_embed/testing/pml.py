@@ -52,7 +52,7 @@ def pml_reference(pml_loss: Callable[..., Any], embeddings: ArrayLike, labels: A
 
 def assert_loss_close(ours: Any, reference: Reference, *, rtol: float = 1e-4, atol: float = 1e-6,
                       grad_atol: Callable[[np.ndarray], float] | None = None) -> None:
-    """Assert a :class:`~mantissa_embed.losses.LossOutput` equals ``reference = (value, grad,
+    """Assert a ``LossOutput`` equals ``reference = (value, grad,
     ref_grad)``: the value within ``rtol`` (relative) / ``atol`` (absolute), each gradient within
     ``rtol`` plus an absolute ``1e-4`` of its largest entry (at least 1e-7), or ``grad_atol(b)`` for
     the reference array ``b``. Raises ``AssertionError`` naming the quantity."""
@@ -77,7 +77,7 @@ def check_matches_pml(our_loss: Callable[..., Any], pml_loss: Callable[..., Any]
                       ref_emb: ArrayLike | None = None, ref_labels: ArrayLike | None = None, rtol: float = 1e-4,
                       atol: float = 1e-6, grad_atol: Callable[[np.ndarray], float] | None = None) -> tuple[Any, Reference]:
     """Assert that ``our_loss(...)`` (a mantissa loss) gives pytorch-metric-learning's
-    ``pml_loss(...)`` value and gradients on the same inputs (see :func:`assert_loss_close` for
+    ``pml_loss(...)`` value and gradients on the same inputs (see ``assert_loss_close`` for
     the tolerances). Returns ``(ours, reference)``. Raises ``unittest.SkipTest`` (a skip under
     pytest) when torch or pytorch-metric-learning is not installed."""
     reference = pml_reference(pml_loss, embeddings, labels, indices_tuple, ref_emb, ref_labels)

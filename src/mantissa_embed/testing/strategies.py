@@ -147,9 +147,9 @@ class Batch:
 def batches(draw: st.DrawFn, n: Any = st.integers(1, 8), dim: Any = st.integers(2, 5),
             num_classes: Any = st.integers(1, 4), *, min_per_class: int = 0, ref: Any = st.booleans(),
             mined: Any = st.sampled_from([None, "pairs", "triplets"]), **embedding_options: Any) -> Batch:
-    """A :class:`Batch`: :func:`embeddings` and :func:`labels`, with a reference set of its own
+    """A ``Batch``: ``embeddings`` and ``labels``, with a reference set of its own
     (``ref``: a bool or a strategy of bools) and a mined ``indices_tuple`` (``mined``: None,
-    "pairs" or "triplets", or a strategy of them). ``embedding_options`` go to :func:`embeddings`."""
+    "pairs" or "triplets", or a strategy of them). ``embedding_options`` go to ``embeddings``."""
     n_, d = draw(_ints(n, "n")), draw(_ints(dim, "dim"))
     x = draw(embeddings(n_, d, **embedding_options))
     _long_enough(n_, min_per_class, isinstance(n, st.SearchStrategy))

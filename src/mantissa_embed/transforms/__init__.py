@@ -2,8 +2,8 @@
 
 Every transform is called as ``t(X, rng) -> X_aug`` with ``rng`` a ``numpy.random.Generator``
 (the Embedder's, so training is reproducible); ``X_aug`` is a buffer the transform owns and
-overwrites at its next call, ``X`` is never modified (:class:`Transform`). Names and argument
-semantics are torchvision's. ``get_config()`` / :func:`transform_from_config` round-trip.
+overwrites at its next call, ``X`` is never modified (``Transform``). Names and argument
+semantics are torchvision's. ``get_config()`` / ``transform_from_config`` round-trip.
 
     from mantissa_embed import transforms as T
     aug = T.Compose([T.RandomAffine(12, translate=(0.09, 0.09), scale=(0.9, 1.1)),

@@ -1,5 +1,5 @@
-"""The base of the batched transforms (:class:`Transform`), :class:`Compose` and
-:func:`transform_from_config`."""
+"""The base of the batched transforms (``Transform``), ``Compose`` and
+``transform_from_config``."""
 from __future__ import annotations
 
 import numbers
@@ -13,7 +13,7 @@ from .._validation import check_array, check_float
 from .._workspace import Workspace
 
 #: the transform classes of this package by class name (filled by ``Transform.__init_subclass__``),
-#: for :func:`transform_from_config`
+#: for ``transform_from_config``
 TRANSFORM_TYPES: dict[str, type[Transform]] = {}
 
 
@@ -67,7 +67,7 @@ class Transform:
     the largest seen; copy it to keep it.
 
     Subclasses implement ``output_shape(input_shape)``, ``_apply(X, rng, out)`` and ``_config()``;
-    ``get_config()`` is JSON-able and :func:`transform_from_config` rebuilds the transform.
+    ``get_config()`` is JSON-able and ``transform_from_config`` rebuilds the transform.
     Raises TypeError / ValueError naming ``X`` or ``rng``.
     """
 
@@ -113,7 +113,7 @@ class Transform:
 
 
 class Compose(Transform):
-    """Apply ``transforms`` (a sequence of :class:`Transform`) in order, as torchvision's
+    """Apply ``transforms`` (a sequence of ``Transform``) in order, as torchvision's
     ``Compose``, each drawing from the same ``rng``. Returns the last one's buffer (an empty
     Compose copies X into its own). Raises TypeError for an item that is not a Transform."""
 

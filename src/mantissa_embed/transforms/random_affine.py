@@ -53,7 +53,7 @@ class RandomAffine(Transform):
 
     Per call the parameters of the N images are drawn from ``rng`` in this order: the N angles,
     then (with ``translate``) the N horizontal then the N vertical shifts, then (with ``scale``)
-    the N scales (:meth:`sample_params`). ``degrees=0`` without translate and scale returns X
+    the N scales (``sample_params``). ``degrees=0`` without translate and scale returns X
     exactly. Raises ValueError / TypeError naming the argument.
     """
 
