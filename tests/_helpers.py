@@ -127,3 +127,33 @@ def small_fitted_embedder(n_classes, per_class, batch_size, seed=0):
     emb = Embedder(models.small_cnn_embedder(8), loss="triplet", seed=0)
     emb.fit(X, y, epochs=1, batch_size=batch_size)
     return emb, X, y
+
+
+class CentersLoss:
+    """A loss with a learnable parameter, for the testing kit's tests: L = sum_i |x_i - W[y_i]|^2
+    (divided by N when ``mean``), W (num_classes, dim) float32 (zeros, or seeded normal with
+    ``seed``). Each call sets ``W.grad = wgrad(W.grad + dL/dW)`` (``wgrad``: identity when None;
+    a test passes a wrong one) and returns the exact embedding gradient."""
+
+    def __init__(self, dim, num_classes=3, mean=True, seed=None, wgrad=None):
+        from mantissa_embed.parameter import Parameter
+
+        init = np.zeros((num_classes, dim)) if seed is None else \
+            np.random.default_rng(seed).standard_normal((num_classes, dim))
+        self.W = Parameter(init, name="W")
+        self.mean = mean
+        self.wgrad = (lambda g: g) if wgrad is None else wgrad
+
+    def parameters(self):
+        return [self.W]
+
+    def __call__(self, embeddings, labels, indices_tuple=None):
+        from mantissa_embed.losses import LossOutput
+
+        x = np.asarray(embeddings, np.float64)
+        diff = x - self.W.data[labels]
+        div = len(x) if self.mean else 1
+        gw = np.zeros(self.W.data.shape)
+        np.add.at(gw, labels, -2 * diff / div)
+        self.W.grad = self.wgrad(self.W.grad + gw)
+        return LossOutput(float((diff ** 2).sum() / div), 2 * diff / div)

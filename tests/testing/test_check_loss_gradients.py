@@ -5,8 +5,8 @@ import pytest
 
 from mantissa_embed import losses
 from mantissa_embed.losses import LossOutput
-from mantissa_embed.parameter import Parameter
 from mantissa_embed.testing import check_loss_gradients
+from _helpers import CentersLoss
 
 
 def _quadratic(scale_grad=1.0, scale_ref=1.0):
@@ -54,37 +54,17 @@ def test_a_wrong_ref_gradient_is_caught():
         check_loss_gradients(_quadratic(scale_ref=-1.0), x, y, ref_emb=r, ref_labels=ry)
 
 
-class _Centers:
-    """L = sum_i |x_i - W[y_i]|^2 / N with a learnable W; ``bug`` scales W's gradient."""
-
-    def __init__(self, bug=1.0):
-        self.W = Parameter(np.random.default_rng(5).standard_normal((3, 2)), name="W")
-        self.bug = bug
-
-    def parameters(self):
-        return [self.W]
-
-    def __call__(self, embeddings, labels, indices_tuple=None):
-        x = np.asarray(embeddings, np.float64)
-        diff = x - self.W.data[labels]
-        g = 2 * diff / len(x)
-        gw = np.zeros((3, 2))
-        np.add.at(gw, labels, -g)
-        self.W.grad += (self.bug * gw).astype(np.float32)
-        return LossOutput(float((diff ** 2).sum() / len(x)), g)
-
-
 def test_parameter_gradients_are_checked_and_the_loss_is_not_modified():
     x, y = _batch(d=2)
-    loss = _Centers()
+    loss = CentersLoss(2, seed=5)
     before = loss.W.data.copy()
     res = check_loss_gradients(loss, x, y)
     assert res.checked == x.size + loss.W.size
     np.testing.assert_array_equal(loss.W.data, before)
     assert not loss.W.grad.any()
     with pytest.raises(AssertionError, match=r"worst parameters\(\)\[0\] \(W\)\["):
-        check_loss_gradients(_Centers(bug=0.5), x, y)
-    check_loss_gradients(_Centers(bug=0.5), x, y, parameters=False)
+        check_loss_gradients(CentersLoss(2, seed=5, wgrad=lambda g: 0.5 * g), x, y)
+    check_loss_gradients(CentersLoss(2, seed=5, wgrad=lambda g: 0.5 * g), x, y, parameters=False)
 
 
 def test_kinks_are_skipped_not_failed():

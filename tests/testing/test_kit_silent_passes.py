@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mantissa_embed.losses import LossOutput
-from mantissa_embed.parameter import Parameter
 from mantissa_embed.testing import (assert_loss_close, check_loss_gradients, check_miner_invariants, embeddings,
                                     labels)
+from _helpers import CentersLoss
 
 
 def _pull(embeddings, labels, indices_tuple=None, factor=4.0):
@@ -74,34 +74,15 @@ def test_tiny_scale_wrong_gradient_is_not_passed(x, wrong):
         check_loss_gradients(_pull, x, Y)  # the true one cannot be told apart either: no silent pass
 
 
-class _Centers:
-    """L = sum_i |x_i - W[y_i]|^2 with a learnable W; ``grad`` replaces W's gradient."""
-
-    def __init__(self, grad):
-        self.W = Parameter(np.zeros((3, 3)), name="W")
-        self.set_grad = grad
-
-    def parameters(self):
-        return [self.W]
-
-    def __call__(self, embeddings, labels, indices_tuple=None):
-        x = np.asarray(embeddings, np.float64)
-        diff = x - self.W.data[labels]
-        gw = np.zeros_like(self.W.data)
-        np.add.at(gw, labels, -2 * diff)
-        self.W.grad = self.set_grad(self.W.grad + gw)
-        return LossOutput(float((diff ** 2).sum()), 2 * diff)
-
-
 @pytest.mark.parametrize("grad, err, match", [
     (lambda g: None, TypeError, r"parameters\(\)\[0\] \(W\)\.grad None"),
     (lambda g: g[0], ValueError, r"parameters\(\)\[0\] \(W\)\.grad of shape \(3,\), expected \(3, 3\)"),
     (lambda g: g * np.nan, AssertionError, r"non-finite parameters\(\)\[0\] \(W\)\.grad"),
 ])
 def test_parameter_gradient_none_or_misshapen_is_reported(grad, err, match):
-    check_loss_gradients(_Centers(lambda g: g), X, Y)
+    check_loss_gradients(CentersLoss(3, mean=False), X, Y)
     with pytest.raises(err, match=match):
-        check_loss_gradients(_Centers(grad), X, Y)
+        check_loss_gradients(CentersLoss(3, mean=False, wgrad=grad), X, Y)
 
 
 def test_a_loss_that_modifies_its_input_is_named():
