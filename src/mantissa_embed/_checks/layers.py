@@ -6,10 +6,6 @@ import numpy as np
 from .arrays import (F32_MAX, MAX_FLOATS, check_bool, check_f32, check_inplace, check_int,
                      check_kernel_input, check_kernel_output, check_outs)
 
-
-_MAX_FLOATS = MAX_FLOATS
-
-
 _MAX_PLANE = 2**31 - 1
 
 
@@ -52,12 +48,12 @@ def conv_geometry(x_shape, w_shape, stride, pad, suffix: str = ""):
         raise ValueError(
             f"kernel {KH}x{KW} is larger than the padded input {H + 2 * pad}x{W + 2 * pad} "
             f"(x.shape {tuple(x_shape)}, pad {pad})")
-    if stride > _MAX_FLOATS:
+    if stride > MAX_FLOATS:
         raise ValueError(f"stride must be <= 2**56, got {stride}")
     HO = (H + 2 * pad - KH) // stride + 1
     WO = (W + 2 * pad - KW) // stride + 1
     Hp, Wp = H + 2 * pad, W + 2 * pad
-    if max(C * Hp * Wp, N * F * HO * WO, C * KH * KW * HO * Wp, F * HO * Wp) > _MAX_FLOATS:
+    if max(C * Hp * Wp, N * F * HO * WO, C * KH * KW * HO * Wp, F * HO * Wp) > MAX_FLOATS:
         raise ValueError(f"the convolution is too large (x.shape {tuple(x_shape)}, w.shape {tuple(w_shape)}, "
                          f"stride {stride}, pad {pad}): its buffers would exceed 2**56 floats")
     return N, C, H, W, F, KH, KW, HO, WO
@@ -116,7 +112,7 @@ def pool_geometry(x_shape, size, stride):
     stride = _int(stride, "stride", 1)
     if H < size or W < size:
         raise ValueError(f"pooling window {size}x{size} is larger than the input {H}x{W}")
-    if stride > _MAX_FLOATS:
+    if stride > MAX_FLOATS:
         raise ValueError(f"stride must be <= 2**56, got {stride}")
     if H * W > _MAX_PLANE:
         raise ValueError(f"x.shape {(N, C, H, W)}: an H*W plane must hold at most 2**31 - 1 values "
@@ -132,8 +128,6 @@ def check_dense_args(x, w, b):
     b = check_bias(b, w.shape[0])
     return x, w, b
 
-
-check_scalar = check_f32  # the kernels take float32 scalars
 
 
 #: the activation codes of the conv / dense kernels (engine.h's ME_ACT_*)
@@ -157,7 +151,7 @@ def check_negative_slope(v, name: str = "negative_slope"):
     output, which is the sign of the input only for a slope >= 0). Raises TypeError/ValueError."""
     if type(v) is float and 0.0 <= v <= F32_MAX:
         return v
-    return check_scalar(v, name, minimum=0.0)
+    return check_f32(v, name, minimum=0.0)
 
 
 def check_chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2):
@@ -221,10 +215,10 @@ def check_sgd_args(p, g, v, lr, momentum, dampening, weight_decay, nesterov, fir
     g = check_kernel_input(g, "g")
     if g.shape != p.shape:
         raise ValueError(f"g must have the shape of p {p.shape}, got {g.shape}")
-    lr = check_scalar(lr, "lr")
-    momentum = check_scalar(momentum, "momentum")
-    dampening = check_scalar(dampening, "dampening")
-    weight_decay = check_scalar(weight_decay, "weight_decay")
+    lr = check_f32(lr, "lr")
+    momentum = check_f32(momentum, "momentum")
+    dampening = check_f32(dampening, "dampening")
+    weight_decay = check_f32(weight_decay, "weight_decay")
     nesterov = check_bool(nesterov, "nesterov")
     first = check_bool(first, "first")
     if momentum != 0.0:
@@ -248,14 +242,14 @@ def check_adam_args(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decouple
     t = check_int(t, "t", minimum=1)
     if t > 2**62:
         raise ValueError(f"t must be <= 2**62, got {t}")
-    lr = check_scalar(lr, "lr")
-    beta1 = check_scalar(beta1, "beta1")
-    beta2 = check_scalar(beta2, "beta2")
-    eps = check_scalar(eps, "eps", minimum=0.0)
+    lr = check_f32(lr, "lr")
+    beta1 = check_f32(beta1, "beta1")
+    beta2 = check_f32(beta2, "beta2")
+    eps = check_f32(eps, "eps", minimum=0.0)
     for name, b in (("beta1", beta1), ("beta2", beta2)):  # 1 - beta**t is a divisor
         if not 0.0 <= float(np.float32(b)) < 1.0:
             raise ValueError(f"{name} must be in [0, 1) (as a float32), got {b}")
-    weight_decay = check_scalar(weight_decay, "weight_decay")
+    weight_decay = check_f32(weight_decay, "weight_decay")
     decoupled = check_bool(decoupled, "decoupled")
     return p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled
 
