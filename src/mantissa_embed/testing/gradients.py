@@ -164,18 +164,16 @@ def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, l
         if val is not None:
             kwargs[key] = val
     pristine = [(key, kwargs[key].copy()) for key in ("embeddings", "ref_emb") if key in kwargs]
-    f0, out = _call(loss_func, kwargs, copy_state)
+    f0 = copy.deepcopy(loss_func) if copy_state else loss_func
+    params0 = _params(f0) if parameters else []
+    if copy_state:  # the analytic parameter gradients of one call, from zero
+        for p in params0:
+            p.zero_grad()
+    _, out = _call(f0, kwargs, False)
     _checked_output(out, name)
     for key, before in pristine:
         if not np.array_equal(kwargs[key], before):
             raise AssertionError(f"{name} modified its {key} argument in place")
-    params0 = _params(f0) if parameters else []
-    if params0 and copy_state:  # the analytic parameter gradients of one call, from zero
-        f0 = copy.deepcopy(loss_func)
-        for p in _params(f0):
-            p.zero_grad()
-        _, out = _call(f0, kwargs, False)
-        params0 = _params(f0)
     grad = _grad_array(out.grad, name, "grad", x.shape)
     ref_out = getattr(out, "ref_grad", None)
     precise = x.dtype == np.float64 and np.asarray(out.grad).dtype == np.float64
@@ -192,23 +190,22 @@ def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, l
         arrays.append(("ref_emb", r, rg))
     checked = skipped = 0
     max_error = 0.0
-    failures = []
-    for label, arr, analytic in arrays:
+    failures: list[tuple[float, str, float, float, float]] = []
+
+    def check(label: str, arr: np.ndarray, analytic: np.ndarray, evaluate: Callable[[], float]) -> None:
+        nonlocal checked, skipped, max_error
         h = eps * max(float(np.sqrt(np.mean(np.square(arr, dtype=np.float64)))) if arr.size else 0.0, 1e-30)
-        num = _numeric(lambda: _value(_call(loss_func, kwargs, copy_state)[1]), arr, h, label)
-        c, s, e, bad = _compare(name, label, analytic, *num, rtol, atol, unit)
+        c, s, e, bad = _compare(name, label, analytic, *_numeric(evaluate, arr, h, label), rtol, atol, unit)
         checked, skipped, max_error = checked + c, skipped + s, max(max_error, e)
-        failures += bad
+        failures.extend(bad)
+
+    for label, arr, analytic in arrays:
+        check(label, arr, analytic, lambda: _value(_call(loss_func, kwargs, copy_state)[1]))
     for i, p0 in enumerate(params0):
         label = f"parameters()[{i}]" + (f" ({p0.name})" if getattr(p0, "name", "") else "")
         analytic = _grad_array(p0.grad, name, f"{label}.grad", np.shape(p0.data))
         base = copy.deepcopy(loss_func)  # perturbed in place; never the caller's object
-        target = _params(base)[i]
-        h = eps * max(float(np.sqrt(np.mean(np.square(target.data, dtype=np.float64)))), 1e-30)
-        num = _numeric(lambda: _value(_call(base, kwargs, True)[1]), target.data, h, label)
-        c, s, e, bad = _compare(name, label, analytic, *num, rtol, atol, unit)
-        checked, skipped, max_error = checked + c, skipped + s, max(max_error, e)
-        failures += bad
+        check(label, _params(base)[i].data, analytic, lambda: _value(_call(base, kwargs, True)[1]))
     if failures:
         worst = max(failures, key=lambda t: t[0])
         _, where, a, n, allowed = worst
