@@ -25,8 +25,8 @@
  * stride 1 Winograd F(2x2, 3x3) (wino_pool_tiles / wino_pool_images, wino1_pool_tiles). Two such
  * layers in a row (me_conv2d_pool2_chain_forward) run in one pass over blocks of 8 images, the
  * first layer's output written straight into the second's input plane. The Winograd pooling
- * kernels (conv_wino_pool.h) are built for AVX-512VL and for AVX2 + FMA, with the same bits; the
- * AVX2 build leaves a call holding a value out of wt_in_range to the paths below.
+ * kernels (conv_wino_pool.h) are built for AVX-512VL and for AVX2 + FMA, with the same bits; both
+ * leave a call holding a value out of wt_in_range to the paths below.
  *
  * AVX2 (the AVX2 SGEMM kernel in use): 3x3 pad 1 with at least 8 input and 8 output channels
  * trains by Winograd F(2x2, 3x3) (wino_train_image for the forward and dx, wt_dw_image for dw;
@@ -110,11 +110,14 @@ __attribute__((target("avx512f"))) static inline __m512 hsum16_transposed(__m512
     return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
 }
 
+/* dw (F,K) (+)= dy (F, HO rows of WO at stride Wp; row stride ldd) @ col^T over the valid
+ * columns only: on the wide grid (Wp > WO) the scratch columns of dy are zero, but 0 times a NaN or
+ * Inf pixel that a shifted row reads there would not be. A contiguous (F,P) dy is HO = 1, WO = Wp = P. */
 __attribute__((target("avx512f,fma")))
-static void dw_dot_avx512(int64_t F, int64_t K, int64_t P, const float *dy, int64_t ldd,
+static void dw_dot_avx512(int64_t F, int64_t K, int64_t HO, int64_t WO, int64_t Wp, const float *dy, int64_t ldd,
                           const col_rows *cr, float *dw, int beta_one) {
-    const int64_t P16 = P & ~(int64_t)15;
-    const __mmask16 tail = (__mmask16)((1u << (P - P16)) - 1u);
+    const int64_t W16 = WO & ~(int64_t)15;
+    const __mmask16 tail = (__mmask16)((1u << (WO - W16)) - 1u);
     for (int64_t f0 = 0; f0 < F; f0 += 4) {
         const float *a[4];
         for (int i = 0; i < 4; i++) a[i] = dy + (f0 + i < F ? f0 + i : F - 1) * ldd;
@@ -126,27 +129,29 @@ static void dw_dot_avx512(int64_t F, int64_t K, int64_t P, const float *dy, int6
             for (int i = 0; i < 4; i++)
 #pragma GCC unroll 4
                 for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
-            for (int64_t p = 0; p < P16; p += 16) {
-                __m512 va[4], vb[4];
+            for (int64_t r = 0; r < HO * Wp; r += Wp) {
+                for (int64_t p = r; p < r + W16; p += 16) {
+                    __m512 va[4], vb[4];
 #pragma GCC unroll 4
-                for (int i = 0; i < 4; i++) va[i] = _mm512_loadu_ps(a[i] + p);
+                    for (int i = 0; i < 4; i++) va[i] = _mm512_loadu_ps(a[i] + p);
 #pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) vb[j] = _mm512_loadu_ps(b[j] + p);
+                    for (int j = 0; j < 4; j++) vb[j] = _mm512_loadu_ps(b[j] + p);
 #pragma GCC unroll 4
-                for (int i = 0; i < 4; i++)
+                    for (int i = 0; i < 4; i++)
 #pragma GCC unroll 4
-                    for (int j = 0; j < 4; j++) acc[i][j] = _mm512_fmadd_ps(va[i], vb[j], acc[i][j]);
-            }
-            if (tail) {
-                __m512 va[4], vb[4];
+                        for (int j = 0; j < 4; j++) acc[i][j] = _mm512_fmadd_ps(va[i], vb[j], acc[i][j]);
+                }
+                if (tail) {
+                    __m512 va[4], vb[4];
 #pragma GCC unroll 4
-                for (int i = 0; i < 4; i++) va[i] = _mm512_maskz_loadu_ps(tail, a[i] + P16);
+                    for (int i = 0; i < 4; i++) va[i] = _mm512_maskz_loadu_ps(tail, a[i] + r + W16);
 #pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) vb[j] = _mm512_maskz_loadu_ps(tail, b[j] + P16);
+                    for (int j = 0; j < 4; j++) vb[j] = _mm512_maskz_loadu_ps(tail, b[j] + r + W16);
 #pragma GCC unroll 4
-                for (int i = 0; i < 4; i++)
+                    for (int i = 0; i < 4; i++)
 #pragma GCC unroll 4
-                    for (int j = 0; j < 4; j++) acc[i][j] = _mm512_fmadd_ps(va[i], vb[j], acc[i][j]);
+                        for (int j = 0; j < 4; j++) acc[i][j] = _mm512_fmadd_ps(va[i], vb[j], acc[i][j]);
+                }
             }
             float out[16] __attribute__((aligned(64)));
             _mm512_store_ps(out, hsum16_transposed(acc));
@@ -167,34 +172,41 @@ static void dw_dot_avx2(int64_t F, int64_t K, int64_t HO, int64_t WO, int64_t Wp
                         const col_rows *cr, float *dw, int beta_one);
 #endif
 
-/* Is a dot-product kernel used (then the wide path needs no im2col for dw)? AVX2's runs on the
- * wide layout only (padded: its rows readable 8 floats past each output row). */
-static int dw_use_dot(int padded) {
+#define ME_D2_DOT_MIN_P 128 /* AVX2: shorter dw dot products (7x7 planes) take im2col + SGEMM */
+
+/* Is a dot-product kernel used for dw over P columns (then no im2col is needed)? AVX2's runs on
+ * the wide layout only (its rows readable 8 floats past each output row), and shorter dot
+ * products than ME_D2_DOT_MIN_P (7x7 planes) keep im2col + SGEMM. */
+static int dw_use_dot(int wide, int64_t P) {
 #if ME_CONV_X86
     const int k = me_gemm_kernel_id();
-    return k == 2 || (k == 1 && padded);
+    return k == 2 || (k == 1 && wide && P >= ME_D2_DOT_MIN_P);
 #else
-    (void)padded;
+    (void)wide; (void)P;
     return 0;
 #endif
 }
 
 /* dw (F,K) (+)= dy (F,P; row stride ldd) @ col^T, col's rows given by cr; col_mat: the same rows
- * as one (K,P) matrix (needed only when !dw_use_dot(padded), may be NULL otherwise). padded: P is
+ * as one (K,P) matrix (needed only when !dw_use_dot(wide, P), may be NULL otherwise). wide: P is
  * the wide grid HO x Wp of which the first WO columns of each row count. */
 static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, int64_t ldd, const col_rows *cr,
-                          const float *col_mat, float *dw, int beta_one, int padded, int64_t HO, int64_t WO,
+                          const float *col_mat, float *dw, int beta_one, int wide, int64_t HO, int64_t WO,
                           int64_t Wp) {
 #if ME_CONV_X86
-    if (dw_use_dot(padded)) {
-        if (me_gemm_kernel_id() == 2)
-            dw_dot_avx512(F, K, P, dy, ldd, cr, dw, beta_one);
-        else
+    if (dw_use_dot(wide, P)) {
+        if (me_gemm_kernel_id() == 2) {
+            if (wide)
+                dw_dot_avx512(F, K, HO, WO, Wp, dy, ldd, cr, dw, beta_one);
+            else
+                dw_dot_avx512(F, K, 1, P, P, dy, ldd, cr, dw, beta_one);
+        } else {
             dw_dot_avx2(F, K, HO, WO, Wp, dy, ldd, cr, dw, beta_one);
+        }
         return;
     }
 #else
-    (void)cr; (void)HO; (void)WO; (void)Wp;
+    (void)cr; (void)wide; (void)HO; (void)WO; (void)Wp;
 #endif
     me_sgemm_st(0, 1, F, K, P, 1.0f, dy, ldd, col_mat, P, beta_one ? 1.0f : 0.0f, dw, K);
 }
@@ -205,7 +217,6 @@ static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, int6
 #define ME_D2_NF 4 /* AVX2 direct kernels: filters per register block */
 #define ME_D2_NV 3 /* AVX2 direct kernels: 8-float output vectors per register block */
 #define ME_D2_L1 4096 /* AVX2 direct kernels: floats of the plane slice kept in L1 */
-#define ME_D2_DOT_MIN_P 128 /* AVX2: shorter dw dot products (7x7 planes) take im2col + SGEMM */
 #define ME_D2_DOT_ROWS 2048 /* AVX2 dw: rows whose addresses are tabulated (on the stack) */
 
 static int64_t wt_slot_floats(int64_t C, int64_t H, int64_t W, int64_t F, int64_t KH, int64_t KW,
@@ -971,7 +982,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                     /* the rows of the wide im2col are slices of the padded plane: read in place */
                     pad_image(xn, xp, C, H, W, pad, Hp, Wp, KW);
                     const col_rows cr = {xp, KH * KW, KW, Hp * Wp, Wp};
-                    if (!dw_use_dot(PW >= ME_D2_DOT_MIN_P)) {
+                    if (!dw_use_dot(1, PW)) {
                         /* the columns' scratch entries (wo >= WO) zeroed: dy is zero there, but
                          * 0 * a NaN or Inf pixel of a neighbouring tap would not be */
                         im2col_wide(xp, col, C, KH, KW, Hp, Wp, PW);
@@ -979,7 +990,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                             for (int64_t r = 0; r < K * HO; r++)
                                 memset(col + r * Wp + WO, 0, (size_t)(Wp - WO) * sizeof(float));
                     }
-                    dw_accumulate(F, K, PW, dyw, ldw, &cr, col, dwg, dwg_used, PW >= ME_D2_DOT_MIN_P, HO, WO, Wp);
+                    dw_accumulate(F, K, PW, dyw, ldw, &cr, col, dwg, dwg_used, 1, HO, WO, Wp);
                     dwg_used = 1;
                 }
 #if ME_CONV_X86
@@ -1094,15 +1105,13 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
  *    buffer (8x8 transposes); no idle lanes. The last N mod 8 images take the tiles layout, and
  *    so does C == 1, where the transposes cost more than the idle lanes save.
  * Sums are reassociated relative to the direct kernel (float32 rounding differs by a few ulps of
- * the patch magnitude); a NaN in a patch still makes its pooled output NaN, as max pooling does;
- * an Inf input may give NaN instead of Inf (Inf - Inf in the input transform; the layers reject
- * non-finite input), and so may finite values within a few times the float32 maximum (~1e38),
- * which overflow in the transforms where the direct sum stays finite.
+ * the patch magnitude). An Inf input would give NaN instead of Inf (Inf - Inf in the input
+ * transform), and so would finite values within a few times the float32 maximum (~1e38), which
+ * overflow in the transforms where the direct sum stays finite: so a call whose weights, images
+ * or (chain) first-stage outputs leave wt_in_range is not finished here (the AVX2 training
+ * kernels per image, or conv then pool), and non-finite values keep the direct sums' pattern.
  * Used for C == 1 (wino1_pool_tiles: no products through memory) and for C >= ME_WINO_MIN_C with
- * F > 8 (with 8 filters half of each 16-filter block is idle); C == 2 stays direct. With AVX2
- * (wino_isa_avx2) a call whose weights, images or (chain) first-stage outputs leave
- * wt_in_range is not finished here (AVX2 training kernels per image, or conv then pool), so
- * non-finite values keep the direct sums' pattern.
+ * F > 8 (with 8 filters half of each 16-filter block is idle); C == 2 stays direct.
  * Workspace (floats): tiles, in the group's scratch: C*Hp*2*(TW+1) + 16 deinterleaved plane,
  * and for C > 1 16*C*8 transformed inputs and 16*ME_WINO_KB*8 products; images: wino8_slot per
  * thread, sized for min(N/8, 16) threads (me_conv2d_workspace_size takes the larger of the two
@@ -1369,8 +1378,8 @@ static int wino_pool_forward(const float *x, const float *w, const float *b, flo
 
 #if ME_CONV_X86
 /* The Winograd pooling kernels of one instruction set (conv_wino_pool.h), and the tiles layout's
- * deinterleave. check: the AVX2 build, which hands images holding a non-finite value or one above
- * 2^40 (wt_in_range) to other paths, as its training kernels do; the AVX-512 build does not. */
+ * deinterleave. Both builds hand a call whose weights or images hold a non-finite value or one
+ * above 2^40 (wt_in_range) to other paths, as the AVX2 training kernels do. */
 typedef struct {
     void (*pool_tiles)(const float *, const float *, const float *, float *, int64_t, int64_t, int64_t,
                        int64_t, int64_t, int64_t, int, float *, float *);
@@ -1383,32 +1392,30 @@ typedef struct {
     void (*interleave8)(const float *, int64_t, float *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
     void (*deinterleave8)(const float *, float *, int64_t, int64_t);
     void (*deinterleave)(const float *, float *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
-    int check;
 } wino_isa;
 
 static const wino_isa wino_isa_avx512 = {wino_pool_tiles_avx512, wino1_pool_tiles_avx512, wino_pool_images_avx512,
                                          wino1_pool_images_avx512, wino_interleave8_avx512,
-                                         wino_deinterleave8_avx512, wino_deinterleave, 0};
+                                         wino_deinterleave8_avx512, wino_deinterleave};
 static const wino_isa wino_isa_avx2 = {wino_pool_tiles_avx2, wino1_pool_tiles_avx2, wino_pool_images_avx2,
                                        wino1_pool_images_avx2, wino_interleave8_avx2, wino_deinterleave8_avx2,
-                                       wino_deinterleave_portable, 1};
+                                       wino_deinterleave_portable};
 
 /* The Winograd pooling build for the SGEMM kernel in use (avx512 with AVX-512VL, or avx2), or
- * NULL; weights (F*K floats) out of wt_in_range exclude the AVX2 build. */
+ * NULL, also when the weights (F*K floats) are out of wt_in_range. */
 static const wino_isa *wino_isa_pick(const float *w, int64_t FK) {
     const int k = me_gemm_kernel_id();
-    if (k == 2 && (me_cpu_features() & ME_CPU_AVX512VL)) return &wino_isa_avx512;
-    if (k == 1 && wt_in_range(w, FK)) return &wino_isa_avx2;
-    return NULL;
+    if (!(k == 2 && (me_cpu_features() & ME_CPU_AVX512VL)) && k != 1) return NULL;
+    if (!wt_in_range(w, FK)) return NULL;
+    return k == 2 ? &wino_isa_avx512 : &wino_isa_avx2;
 }
 
 /* May a block of nimg images (image i at xb + i*CHW; or any nimg arrays of CHW floats) go on? Not
- * when another thread has given up (*bad), nor (the AVX2 build) when one of them is out of
- * wt_in_range; then *bad is set. */
-static int wino_block_ok(const wino_isa *wi, const float *xb, int64_t nimg, int64_t CHW, int *bad) {
+ * when another thread has given up (*bad), nor when one of them is out of wt_in_range; then *bad
+ * is set. */
+static int wino_block_ok(const float *xb, int64_t nimg, int64_t CHW, int *bad) {
     int ok = 1, seen;
-    if (wi->check)
-        for (int64_t i = 0; i < nimg; i++) ok &= wt_in_range(xb + i * CHW, CHW);
+    for (int64_t i = 0; i < nimg; i++) ok &= wt_in_range(xb + i * CHW, CHW);
 #pragma omp atomic read
     seen = *bad;
     if (ok && !seen) return 1;
@@ -1418,7 +1425,7 @@ static int wino_block_ok(const wino_isa *wi, const float *xb, int64_t nimg, int6
 }
 
 /* conv3x3 (stride 1) + bias + ReLU + 2x2 max pool by the Winograd pooling kernels of wi. Returns
- * 0 when wi->check finds an image out of range (y then holds partial results), 1 when done. */
+ * 0 when an image is out of wt_in_range (y then holds partial results), 1 when done. */
 static int wino_pool_run(const wino_isa *wi, const float *x, const float *w, const float *b, float *y, int64_t N,
                          int64_t C, int64_t H, int64_t W, int64_t F, int64_t pad, int relu, const conv_geom *gp,
                          float *workspace) {
@@ -1442,7 +1449,7 @@ static int wino_pool_run(const wino_isa *wi, const float *x, const float *w, con
         wino_zero_padding8(xi, C, H, W, pad, Hp, Wp);
         for (int64_t blk = s * NB / S; blk < (s + 1) * NB / S; blk++) {
             const float *xb = x + blk * 8 * CHW;
-            if (!wino_block_ok(wi, xb, 8, CHW, &bad)) break;
+            if (!wino_block_ok(xb, 8, CHW, &bad)) break;
             wi->interleave8(xb, 8, xi, C, H, W, pad, Hp, Wp);
             wi->pool_images(xi, upk, b, yb, F, C, Fpad, Hp, Wp, TH, TW, TH * TW * 8, TW * 8, relu, vb, mb);
             wi->deinterleave8(yb, y + blk * 8 * F * PQ, F * PQ, 8);
@@ -1459,7 +1466,7 @@ static int wino_pool_run(const wino_isa *wi, const float *x, const float *w, con
         wino_pack_weights(w, upk, F, C, Fpad);
         memset(xd, 0, (size_t)(C * Hp * 2 * (TW + 1) + 16) * sizeof(float)); /* padding, slack */
         for (int64_t n = n0 + gi * R / GR; n < n0 + (gi + 1) * R / GR; n++) {
-            if (!wino_block_ok(wi, x + n * CHW, 1, CHW, &bad)) break;
+            if (!wino_block_ok(x + n * CHW, 1, CHW, &bad)) break;
             wi->deinterleave(x + n * CHW, xd, C, H, W, pad, Hp, TW);
             if (C == 1)
                 wi->pool1_tiles(xd, upk, b, y + n * F * PQ, F, Fpad, Hp, TH, TW, relu);
@@ -1581,7 +1588,7 @@ int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *
     /* the build each single-stage call would take; AVX2: weights, images and the first stage's
      * outputs within wt_in_range, else 0 (the caller makes the two calls, which then decide) */
     const wino_isa *wi = wino_isa_pick(w1, F1 * C * 9);
-    if (!wi || (wi->check && !wt_in_range(w2, F2 * F1 * 9))) return 0;
+    if (!wi || !wt_in_range(w2, F2 * F1 * 9)) return 0;
     const int64_t NB = (N + 7) / 8, slot = wino_chain_slot(C, F1, F2, &g), PQ2 = g.TH2 * g.TW2, CHW = C * H * W;
     const int64_t nth = me_get_num_threads(), smax = NB < ME_CONV_GROUPS ? NB : ME_CONV_GROUPS;
     const int64_t S = nth < smax ? nth : smax;
@@ -1599,7 +1606,7 @@ int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *
         for (int64_t blk = s * NB / S; blk < (s + 1) * NB / S; blk++) {
             const int64_t nimg = N - blk * 8 < 8 ? N - blk * 8 : 8;
             const float *xb = x + blk * 8 * CHW;
-            if (!wino_block_ok(wi, xb, nimg, CHW, &bad)) break;
+            if (!wino_block_ok(xb, nimg, CHW, &bad)) break;
             wi->interleave8(xb, nimg, xi1, C, H, W, pad1, g.Hp1, g.Wp1);
             if (C == 1)
                 wi->pool1_images(xi1, upk1, b1, z, F1, g.F1pad, g.Hp1, g.Wp1, g.TH1, g.TW1,
@@ -1607,7 +1614,7 @@ int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *
             else
                 wi->pool_images(xi1, upk1, b1, z, F1, C, g.F1pad, g.Hp1, g.Wp1, g.TH1, g.TW1,
                                 g.Hp2 * g.Wp2 * 8, g.Wp2 * 8, relu1, vb, mb);
-            if (!wino_block_ok(wi, xi2, 1, F1 * g.Hp2 * g.Wp2 * 8, &bad)) break; /* the first stage's outputs */
+            if (!wino_block_ok(xi2, 1, F1 * g.Hp2 * g.Wp2 * 8, &bad)) break; /* the first stage's outputs */
             wi->pool_images(xi2, upk2, b2, yb, F2, F1, g.F2pad, g.Hp2, g.Wp2, g.TH2, g.TW2, PQ2 * 8,
                             g.TW2 * 8, relu2, vb, mb);
             wi->deinterleave8(yb, y + blk * 8 * F2 * PQ2, F2 * PQ2, nimg);
