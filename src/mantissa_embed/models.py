@@ -12,6 +12,12 @@ from .layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, Layer
 __all__ = ["cnn_embedder", "resnet_embedder", "small_cnn_embedder", "mlp_embedder"]
 
 
+def __dir__() -> list[str]:
+    # the API and the private names: not the names imported to build the trunks (numpy, Sequence,
+    # check_int, the layer classes) nor ``annotations`` (the __future__ import)
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("_")})
+
+
 def _widths(widths: Sequence[int], name: str = "widths") -> tuple[int, ...]:
     if isinstance(widths, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of ints")

@@ -10,6 +10,7 @@ from .orl_faces import load_orl
 from .resize import check_size, pad_or_resize
 
 DATASETS = ("digits", "mnist", "orl_faces")
+"""The dataset names ``load`` accepts."""
 
 
 def load(name: str, split: str | None = None, data_dir: str | os.PathLike[str] | None = None, *,

@@ -6,6 +6,7 @@ import shlex
 from pathlib import Path
 
 ENV_VAR = "MANTISSA_EMBED_DATA"
+"""The environment variable that sets the data directory when ``data_dir`` is None."""
 
 
 def default_data_dir() -> Path:

@@ -6,6 +6,7 @@ metrics, and verification metrics (ROC AUC, EER, TAR at FAR).
 should not pay for at import.
 """
 import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .faiss_knn import FaissKNN
@@ -47,4 +48,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    # the API (the lazy names too), the submodules imported so far and the private names: not
+    # importlib, ModuleType and TYPE_CHECKING, which only build this namespace
+    return sorted(set(__all__) | {n for n, v in globals().items() if n.startswith("_") or (
+        isinstance(v, ModuleType) and v.__name__.startswith(__name__ + "."))})

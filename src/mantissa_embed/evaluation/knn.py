@@ -16,6 +16,7 @@ from ..backend import BACKENDS, get_backend
 __all__ = ["knn", "METRICS"]
 
 METRICS = ("euclidean", "sqeuclidean", "cosine", "inner_product")
+"""The values of ``knn``'s ``metric``."""
 
 # rows of one float32 score block (one block per engine thread): 512 x 1024, 2 MB
 _TILE_Q = 512

@@ -92,7 +92,8 @@ class _BatchNorm(AffineLayer):
         return self._backward_act(dY, need_dx, None)
 
 
-_DOC = """Batch normalization over {what} (as ``torch.nn.{torch}``, Ioffe & Szegedy 2015, "Batch
+class BatchNorm2D(_BatchNorm):
+    """Batch normalization over the channels of images (as ``torch.nn.BatchNorm2d``, Ioffe & Szegedy 2015, "Batch
     Normalization", ICML), with an optional ReLU on its output.
 
     Parameters
@@ -106,30 +107,48 @@ _DOC = """Batch normalization over {what} (as ``torch.nn.{torch}``, Ioffe & Szeg
     num_features : int >= 1 or None, default None
         The number of channels, inferred at build; when given, checked against the input.
 
-    Input {shape} float32, output the same shape. Parameters: ``weight`` (gamma, ones) and
+    Input (N, C, H, W) float32, output the same shape. Parameters: ``weight`` (gamma, ones) and
     ``bias`` (beta, zeros), (C,); buffers ``running_mean`` (zeros) and ``running_var`` (ones),
     (C,), saved by ``Sequential.state_arrays``. Training (``train()``): normalize by the batch's
-    mean and biased variance over {over}, update the running statistics (the variance unbiased;
+    mean and biased variance over N*H*W, update the running statistics (the variance unbiased;
     fewer than two values per channel raise ValueError); ``eval()``: normalize by the running
-    statistics{fold}. Kernels: ``engine.batchnorm_forward`` / ``batchnorm_backward``.
-    Raises ValueError / TypeError naming a bad argument (momentum outside [0, 1], eps <= 0).
+    statistics; after a Conv2D with no activation a Sequential folds it into the convolution's
+    weight and bias (``batchnorm_fold``). Kernels: ``engine.batchnorm_forward`` /
+    ``batchnorm_backward``. Raises ValueError / TypeError naming a bad argument (momentum outside
+    [0, 1], eps <= 0).
     """
 
-
-class BatchNorm2D(_BatchNorm):
     input_ndim = 3
     _ndims = (3,)
     _expects = "(C, H, W) (X of shape (N, C, H, W))"
-    __doc__ = _DOC.format(what="the channels of images", torch="BatchNorm2d", shape="(N, C, H, W)",
-                          over="N*H*W", fold="; after a Conv2D with no activation a Sequential folds it into "
-                          "the convolution's weight and bias (``batchnorm_fold``)")
 
     def fusion_tags(self):
         return ("batchnorm2d",) + super().fusion_tags()
 
 
 class BatchNorm1D(_BatchNorm):
+    """Batch normalization over features (as ``torch.nn.BatchNorm1d``, Ioffe & Szegedy 2015, "Batch
+    Normalization", ICML), with an optional ReLU on its output.
+
+    Parameters
+    ----------
+    momentum : float in [0, 1], default 0.1
+        ``running = (1 - momentum) * running + momentum * batch statistic`` at each training forward.
+    eps : float > 0, default 1e-5
+        Added to the variance.
+    act : None, "identity" or "relu", default None
+        ``"relu"``: ``max(0, .)`` on the output, in the same pass (and its mask in the backward's).
+    num_features : int >= 1 or None, default None
+        The number of channels, inferred at build; when given, checked against the input.
+
+    Input (N, C) or (N, C, L) float32, output the same shape. Parameters: ``weight`` (gamma, ones)
+    and ``bias`` (beta, zeros), (C,); buffers ``running_mean`` (zeros) and ``running_var`` (ones),
+    (C,), saved by ``Sequential.state_arrays``. Training (``train()``): normalize by the batch's
+    mean and biased variance over N (or N*L), update the running statistics (the variance
+    unbiased; fewer than two values per channel raise ValueError); ``eval()``: normalize by the
+    running statistics. Kernels: ``engine.batchnorm_forward`` / ``batchnorm_backward``.
+    Raises ValueError / TypeError naming a bad argument (momentum outside [0, 1], eps <= 0).
+    """
+
     _ndims = (1, 2)
     _expects = "(C,) or (C, L) (X of shape (N, C) or (N, C, L))"
-    __doc__ = _DOC.format(what="features", torch="BatchNorm1d", shape="(N, C) or (N, C, L)", over="N (or N*L)",
-                          fold="")

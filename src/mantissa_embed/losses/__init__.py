@@ -46,12 +46,12 @@ from .triplet_margin_loss import TripletMarginLoss
 from .tuplet_margin_loss import TupletMarginLoss
 from .vicreg_loss import VICRegLoss
 
-__all__ = ["LossOutput", "BaseMetricLossFunction", "GenericPairLoss", "ContrastiveLoss", "TripletMarginLoss",
-           "NTXentLoss", "SupConLoss", "NPairsLoss", "NCALoss", "InstanceLoss", "SelfSupervisedLoss",
-           "MultiSimilarityLoss", "CircleLoss", "LiftedStructureLoss", "GeneralizedLiftedStructureLoss",
-           "SignalToNoiseRatioContrastiveLoss", "AngularLoss", "MarginLoss", "TupletMarginLoss",
-           "IntraPairVarianceLoss", "VICRegLoss", "MultipleLosses", "FastAPLoss", "HistogramLoss", "PNPLoss",
-           "RankedListLoss", "ThresholdConsistentMarginLoss", "DynamicSoftMarginLoss", "ManifoldLoss",
+__all__ = ["LossOutput", "BaseMetricLossFunction", "GenericPairLoss", "BaseProxyLoss", "WeightRegularizerMixin",
+           "ContrastiveLoss", "TripletMarginLoss", "NTXentLoss", "SupConLoss", "NPairsLoss", "NCALoss", "InstanceLoss",
+           "SelfSupervisedLoss", "MultiSimilarityLoss", "CircleLoss", "LiftedStructureLoss",
+           "GeneralizedLiftedStructureLoss", "SignalToNoiseRatioContrastiveLoss", "AngularLoss", "MarginLoss",
+           "TupletMarginLoss", "IntraPairVarianceLoss", "VICRegLoss", "MultipleLosses", "FastAPLoss", "HistogramLoss",
+           "PNPLoss", "RankedListLoss", "ThresholdConsistentMarginLoss", "DynamicSoftMarginLoss", "ManifoldLoss",
            "P2SGradLoss", "NormalizedSoftmaxLoss", "CrossEntropyLoss", "ProxyAnchorLoss", "ProxyNCALoss",
            "SoftTripleLoss", "LargeMarginSoftmaxLoss", "ArcFaceLoss", "SubCenterArcFaceLoss", "CosFaceLoss",
            "SphereFaceLoss", "CrossBatchMemory"]
