@@ -17,6 +17,7 @@ batch_indices(y, batch_size, rng, sampler="random", m=None) -> list of int64 arr
     the samples are drawn without replacement, cycling through a fresh permutation).
 small_cnn_embedder(embed_dim=16) -> torch.nn.Sequential with 52,528 parameters for 16.
 Recipe (dataclass) / train(model, X, y, recipe, seed) / embed(model, X) / evaluate(Z, y)
+Trainer(model, X, y, recipe, seed): train's setup / warm_up() / epoch(), for the timings
 """
 
 from __future__ import annotations
@@ -221,34 +222,73 @@ def _prep(X, recipe):
     return t
 
 
-def train(model, X, y, recipe, seed=0, epochs=None, log=None):
-    """SGD training of ``model`` on (X, y) with ``recipe``; returns per-epoch mean losses.
-    The caller seeds torch (init) beforehand; batches come from numpy Generator(seed)."""
-    import torch
+class Trainer:
+    """``train`` split into its phases, so that a benchmark times only the epochs.
 
-    loss_fn, miner = build_loss_and_miner(recipe)
-    opt = torch.optim.SGD(model.parameters(), lr=recipe.lr, momentum=recipe.momentum)
-    Xt = _prep(X, recipe)
-    yt = torch.from_numpy(np.asarray(y, dtype=np.int64))
-    rng = np.random.default_rng(seed)
-    history = []
-    model.train()
-    for ep in range(recipe.epochs if epochs is None else epochs):
+    ``Trainer(model, X, y, recipe, seed)`` is the one-time setup: it imports
+    pytorch-metric-learning, builds the loss, the miner and ``torch.optim.SGD`` (the first
+    optimizer of a process imports ``torch._dynamo``: seconds), and converts the data to tensors.
+    ``warm_up()`` runs one untimed step (forward, miner, loss, backward, SGD step) on every batch
+    size an epoch has (the full batch, and the last partial batch of the "random" sampler), on
+    batches drawn from a separate generator, so the epochs' batches are those of an un-warmed
+    ``train`` with the same seed. ``epoch()`` runs one epoch and returns its mean loss."""
+
+    def __init__(self, model, X, y, recipe, seed=0):
+        import torch
+
+        self.torch = torch
+        self.model, self.recipe, self.seed = model, recipe, seed
+        self.loss_fn, self.miner = build_loss_and_miner(recipe)
+        self.opt = torch.optim.SGD(model.parameters(), lr=recipe.lr, momentum=recipe.momentum)
+        self.Xt = _prep(X, recipe)
+        self.y = np.asarray(y, dtype=np.int64)
+        self.yt = torch.from_numpy(self.y)
+        self.rng = np.random.default_rng(seed)
+        model.train()
+
+    def step(self, idx):
+        """One batch: forward, miner, loss, backward, optimizer step; the loss as a float."""
+        it = self.torch.from_numpy(idx)
+        xb, yb = self.Xt[it], self.yt[it]
+        emb = self.model(xb)
+        tup = self.miner(emb, yb) if self.miner is not None else None
+        loss = self.loss_fn(emb, yb, tup)
+        self.opt.zero_grad(set_to_none=False)
+        loss.backward()
+        self.opt.step()
+        return float(loss.detach())
+
+    def batches(self, rng):
+        r = self.recipe
+        return batch_indices(self.y, r.batch_size, rng, r.sampler, r.m)
+
+    def warm_up(self):
+        """One untimed step per batch size of an epoch (see the class docstring)."""
+        sizes = sorted({len(b) for b in self.batches(np.random.default_rng(self.seed + 1_000_003))
+                        if len(b) >= 2}, reverse=True)
+        pool = self.batches(np.random.default_rng(self.seed + 2_000_003))[0]
+        for n in sizes:
+            self.step(pool[:n])
+        return sizes
+
+    def epoch(self):
         total, nb = 0.0, 0
-        for idx in batch_indices(y, recipe.batch_size, rng, recipe.sampler, recipe.m):
+        for idx in self.batches(self.rng):
             if len(idx) < 2:
                 continue
-            it = torch.from_numpy(idx)
-            xb, yb = Xt[it], yt[it]
-            emb = model(xb)
-            tup = miner(emb, yb) if miner is not None else None
-            loss = loss_fn(emb, yb, tup)
-            opt.zero_grad(set_to_none=False)
-            loss.backward()
-            opt.step()
-            total += float(loss.detach())
+            total += self.step(idx)
             nb += 1
-        history.append(total / max(nb, 1))
+        return total / max(nb, 1)
+
+
+def train(model, X, y, recipe, seed=0, epochs=None, log=None):
+    """SGD training of ``model`` on (X, y) with ``recipe``; returns per-epoch mean losses.
+    The caller seeds torch (init) beforehand; batches come from numpy Generator(seed).
+    No warm-up: for timing, build a ``Trainer``, call ``warm_up()``, then time ``epoch()``."""
+    trainer = Trainer(model, X, y, recipe, seed)
+    history = []
+    for ep in range(recipe.epochs if epochs is None else epochs):
+        history.append(trainer.epoch())
         if log is not None:
             log(f"  epoch {ep + 1}: loss {history[-1]:.4f}")
     return history

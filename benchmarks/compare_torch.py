@@ -21,12 +21,26 @@ fit semihard job     ``Embedder(small_cnn_embedder(16), loss="triplet", margin=0
                      ``TripletMarginLoss(0.1)`` on ``TripletMarginMiner(0.1, "semihard")`` triplets
                      of class-balanced batches (m = 8 per class, the Embedder's rule), plain SGD.
 fit default job      ``Embedder(small_cnn_embedder(16), loss="triplet")`` with ``fit``'s defaults
-                     (batch-hard miner, AdamW, cosine schedule, affine augmentation), batch 64,
+                     (the triplet loss's default miner, AdamW, cosine schedule, affine
+                     augmentation: ``embedder.DEFAULTS``), batch 64,
                      against torch + PML's semihard triplets on random batches, SGD lr 0.05: what
                      a user runs first on each side. Each fit runs in its own subprocess
-                     (``--child``), which reports the time of the training loop and its peak RSS
+                     (``--child``), which reports the time of each timed epoch and its peak RSS
                      (``VmHWM``: the whole process, interpreter and imports included).
 ===================  ===========================================================================
+
+Fit protocol (``_fit_timing``): in each child, everything done once happens before the clock
+starts: the imports, the model, the loss, the miner, the optimizer (the first ``torch.optim``
+optimizer of a process imports ``torch._dynamo``, seconds), the data tensors; then one untimed
+warm-up step on the epoch's batch shapes (torch: ``_torch_reference.Trainer.warm_up``; mantissa:
+the same ``Embedder`` fitted on one batch); then ``--fit-epochs`` (3) consecutive epochs, each
+timed on its own (mantissa: through ``fit``'s ``callback``). The fit rows give the median over
+every timed epoch of every round. Checks (exit status 1 when one fails): on each side the median
+first timed epoch is at most 25% slower than the median of the later ones (a one-time cost left
+in the timed region would show there); and a plain torch loop written out in this file
+(``plain_torch_epoch``: model, PML loss + miner and SGD built before timing, one warm-up step,
+one epoch timed), run as a third child in every round, agrees with the torch side's epoch within
+15% (``--no-plain-check`` skips it).
 
 Protocol: one untimed warm-up of every job on each side, then ``--repeats`` rounds; in every
 round each job runs once on each side, torch first then mantissa, so that a slow patch of the
@@ -50,9 +64,10 @@ Usage::
     python benchmarks/compare_torch.py --jobs sgemm conv2d   # a subset (prefixes of job names)
     python benchmarks/compare_torch.py --no-fit              # skip the fit subprocesses
     python benchmarks/compare_torch.py --busy-neighbour      # with one core kept busy meanwhile
+    python benchmarks/compare_torch.py --jobs fit --repeats 1 --fit-epochs 2   # a quick fit check
 
-Without torch or pytorch-metric-learning the torch columns read "n/a" (mantissa side only);
-the script always exits 0 unless mantissa_embed itself fails.
+Without torch or pytorch-metric-learning the torch columns read "n/a" (mantissa side only).
+Exit status 0, or 1 when a fit check fails (see above).
 Run it on an otherwise idle machine (the script prints the load average at start and end).
 """
 from __future__ import annotations
@@ -71,6 +86,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import _fit_timing as FT  # noqa: E402
 import _torch_reference as R  # noqa: E402
 from _machine import busy_neighbour, describe  # noqa: E402
 from suite.common import embeddings as make_embeddings  # noqa: E402
@@ -243,25 +259,33 @@ def peak_rss_mb():
 
 
 FIT_JOBS = ("semihard", "default")
+FIT_SIDES = ("torch", "mantissa", "plain")
 
 
-def child_fit(side, seed, threads, data_dir, job="semihard"):
-    """Runs in a subprocess: one fit epoch of ``job`` (FIT_JOBS), prints a JSON line
-    {seconds, maxrss_mb, loss}."""
+def child_fit(side, seed, threads, data_dir, job="semihard", epochs=3):
+    """Runs in a subprocess: ``epochs`` timed epochs of ``job`` (FIT_JOBS) after the untimed setup
+    and warm-up (module docstring), prints a JSON line {epochs: [seconds...], setup_s, warmup_s,
+    maxrss_mb, loss}. ``side`` "plain": ``plain_torch_epoch`` (one timed epoch)."""
+    t_setup = time.perf_counter()
     X, y, _ = load_data(data_dir)
     m = R.default_m(64, len(np.unique(y)))
-    if side == "torch":
+    if side == "plain":
+        dt, loss, setup_s, warm_s = plain_torch_epoch(X, y, seed, threads, job, m)
+        times = [dt]
+    elif side == "torch":
         import torch
 
         torch.set_num_threads(threads)
         torch.manual_seed(seed)
         sampler = {"sampler": "mperclass", "m": m} if job == "semihard" else {"sampler": "random"}
-        recipe = R.Recipe(loss="triplet", margin=MARGIN, miner="semihard", momentum=0.0, epochs=1,
+        recipe = R.Recipe(loss="triplet", margin=MARGIN, miner="semihard", momentum=0.0, epochs=epochs,
                           batch_size=64, lr=0.05, **sampler)
-        model = R.small_cnn_embedder(16)
-        t = time.perf_counter()
-        hist = R.train(model, X, y, recipe, seed=seed)
-        dt = time.perf_counter() - t
+        trainer = R.Trainer(R.small_cnn_embedder(16), X, y, recipe, seed=seed)  # imports PML, builds SGD
+        t_warm = time.perf_counter()
+        setup_s = t_warm - t_setup
+        trainer.warm_up()
+        warm_s = time.perf_counter() - t_warm
+        times, loss = FT.torch_epochs(trainer, epochs)
     else:
         import mantissa_embed
         from mantissa_embed import Embedder, models
@@ -274,16 +298,63 @@ def child_fit(side, seed, threads, data_dir, job="semihard"):
         else:
             emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", seed=seed)
             kw = {}
+        setup_s = time.perf_counter() - t_setup
+        # the warm-up fit on one batch is inside mantissa_epochs; its time is the first fit's share
         t = time.perf_counter()
-        emb.fit(X, y, epochs=1, batch_size=64, **kw)
-        dt = time.perf_counter() - t
-        hist = emb.history_["loss"]
-    print(json.dumps({"seconds": dt, "maxrss_mb": peak_rss_mb(), "loss": float(hist[-1])}))
+        times = FT.mantissa_epochs(emb, X, y, epochs, batch_size=64, **kw)
+        warm_s = time.perf_counter() - t - sum(times)
+        loss = float(emb.history_["loss"][-1])
+    print(json.dumps({"epochs": times, "setup_s": setup_s, "warmup_s": warm_s,
+                      "maxrss_mb": peak_rss_mb(), "loss": float(loss)}))
+
+
+def plain_torch_epoch(X, y, seed, threads, job, m):
+    """The reference of issue 26: a plain torch loop written out here, not ``_torch_reference``'s
+    training code. The model, PML's loss and miner and ``torch.optim.SGD`` are built before the
+    clock, one untimed step runs on each batch size of the epoch, then one epoch is timed.
+    Returns (epoch seconds, its mean loss, setup seconds, warm-up seconds)."""
+    t0 = time.perf_counter()
+    import torch
+    from pytorch_metric_learning import losses, miners
+    from torch import nn
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    model = nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(16 * 7 * 7, 64), nn.ReLU(), nn.Linear(64, 16))
+    loss_fn = losses.TripletMarginLoss(margin=MARGIN)
+    miner = miners.TripletMarginMiner(margin=MARGIN, type_of_triplets="semihard")
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.0)
+    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+    sampler, mm = ("mperclass", m) if job == "semihard" else ("random", None)
+    model.train()
+
+    def step(idx):
+        idx = torch.from_numpy(idx)
+        xb, yb = Xt[idx], yt[idx]
+        emb = model(xb)
+        loss = loss_fn(emb, yb, miner(emb, yb))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    t1 = time.perf_counter()
+    warm = R.batch_indices(y, 64, np.random.default_rng(seed + 1), sampler, mm)
+    for n in sorted({len(b) for b in warm}, reverse=True):  # 64, and the random sampler's last 48
+        step(warm[0][:n])
+    rng = np.random.default_rng(seed)
+    t2 = time.perf_counter()
+    losses_ = [step(idx) for idx in R.batch_indices(y, 64, rng, sampler, mm)]
+    dt = time.perf_counter() - t2
+    return dt, float(np.mean(losses_)), t1 - t0, t2 - t1
 
 
 def run_child(side, seed, args, job="semihard"):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", side, "--seed", str(seed),
-           "--threads", str(args.threads), "--fit-job", job]
+           "--threads", str(args.threads), "--fit-job", job, "--fit-epochs", str(args.fit_epochs)]
     if args.data_dir:
         cmd += ["--data-dir", args.data_dir]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
@@ -308,6 +379,16 @@ def main(argv=None):
                    help="prefixes of the job names to run (sgemm conv2d maxpool TripletMarginLoss "
                         "ContrastiveLoss semihard embed retrieve fit); default all")
     p.add_argument("--no-fit", action="store_true", help="skip the fit subprocesses")
+    p.add_argument("--fit-epochs", type=int, default=3,
+                   help="timed epochs per fit child, after the untimed warm-up (default 3, at least 2: "
+                        "the first is checked against the later ones)")
+    p.add_argument("--no-plain-check", action="store_true",
+                   help="skip the plain torch loop run next to the fit jobs (and its 15%% agreement check)")
+    p.add_argument("--steady-tol", type=float, default=FT.STEADY_TOL,
+                   help="the first timed epoch may be this much slower than the later ones (default 0.25)")
+    p.add_argument("--plain-tol", type=float, default=FT.PLAIN_TOL,
+                   help="allowed relative difference between the torch side's epoch and the plain loop's "
+                        "(default 0.15)")
     p.add_argument("--busy-neighbour", action="store_true",
                    help="keep one core busy with a spinning process (pinned to the last CPU) during "
                         "the timed rounds, as another program on a laptop would")
@@ -317,13 +398,15 @@ def main(argv=None):
     p.add_argument("--gemm-n", type=int, default=1024)
     p.add_argument("--loss-n", type=int, default=1024)
     p.add_argument("--gallery", type=int, default=100_000)
-    p.add_argument("--child", choices=("torch", "mantissa"), help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=FIT_SIDES, help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--fit-job", choices=FIT_JOBS, default="semihard", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        child_fit(args.child, args.seed, args.threads, args.data_dir, args.fit_job)
+        child_fit(args.child, args.seed, args.threads, args.data_dir, args.fit_job, args.fit_epochs)
         return 0
+    if args.fit_epochs < 2:
+        p.error("--fit-epochs must be at least 2 (the first timed epoch is checked against the later ones)")
 
     import mantissa_embed
     from mantissa_embed import engine
@@ -354,15 +437,15 @@ def main(argv=None):
                 fn()
                 short[k, side] = time.perf_counter() - t < REWARM_S
     do_fit = not args.no_fit and (not args.jobs or any("fit".startswith(j) or j == "fit" for j in args.jobs))
-    fit = {(job, side): [] for job in FIT_JOBS for side in ("torch", "mantissa")}
+    fit = {(job, side): [] for job in FIT_JOBS for side in FIT_SIDES}
     with busy_neighbour(args.busy_neighbour):
         _rounds(args, jobs, times, short, do_fit, fit, torch_ok)
-    report(args, times, do_fit, fit)
-    return 0
+    return report(args, times, do_fit, fit)
 
 
 def _rounds(args, jobs, times, short, do_fit, fit, torch_ok):
-    """The timed rounds: every job once per side per round, torch first."""
+    """The timed rounds: every job once per side per round, torch first (the fit jobs: torch,
+    mantissa, then the plain torch loop, each in its own process)."""
     if args.busy_neighbour:
         print("busy neighbour: one process spinning on the last CPU during the timed rounds")
     for r in range(args.repeats):
@@ -385,6 +468,8 @@ def _rounds(args, jobs, times, short, do_fit, fit, torch_ok):
                 if torch_ok:
                     fit[job, "torch"].append(run_child("torch", r, args, job))
                 fit[job, "mantissa"].append(run_child("mantissa", r, args, job))
+                if torch_ok and not args.no_plain_check:
+                    fit[job, "plain"].append(run_child("plain", r, args, job))
         print(f"  round {r + 1}/{args.repeats} done", file=sys.stderr, flush=True)
 
 
@@ -400,10 +485,11 @@ def report(args, times, do_fit, fit):
         ratio = f"{a / b:.2f}x" if a is not None else "n/a"
         print(f"{k + ' (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
               f"| {_fmt(min(tt) if tt else None):>9} | {_fmt(min(mt)):>12}")
+    checks = []
     if do_fit:
         for job in FIT_JOBS:
-            ts = [d["seconds"] * 1e3 for d in fit[job, "torch"]]
-            ms = [d["seconds"] * 1e3 for d in fit[job, "mantissa"]]
+            ts = [x * 1e3 for d in fit[job, "torch"] for x in d["epochs"]]
+            ms = [x * 1e3 for d in fit[job, "mantissa"] for x in d["epochs"]]
             a, b = med(ts), med(ms)
             ratio = f"{a / b:.2f}x" if a is not None else "n/a"
             print(f"{f'fit {job} job, 1 epoch (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
@@ -412,6 +498,29 @@ def report(args, times, do_fit, fit):
         rm = med([d["maxrss_mb"] for d in fit["semihard", "mantissa"]])
         ratio = f"{rt / rm:.2f}x" if rt is not None else "n/a"
         print(f"{'fit peak RSS, semihard (MB)':<30} | {_fmt(rt, 'MB'):>16} | {_fmt(rm, 'MB'):>15} | {ratio:>20} |")
+        print(f"fit rows: median of {args.fit_epochs} timed epochs x {args.repeats} round(s) per side, each "
+              "child's setup (imports, model, loss, miner, optimizer, data) and warm-up step untimed")
+        for job in FIT_JOBS:
+            for side in ("torch", "mantissa"):
+                runs = fit[job, side]
+                if not runs:
+                    continue
+                print(f"  {job:<8} {side:<8} setup {med([d['setup_s'] for d in runs]):.2f} s, warm-up "
+                      f"{med([d['warmup_s'] for d in runs]) * 1e3:.0f} ms (untimed); epochs of each round (ms): "
+                      + "; ".join(" ".join(f"{x * 1e3:.0f}" for x in d["epochs"]) for d in runs))
+                checks.append(FT.check_steady(f"fit {job} job, {side}", [d["epochs"] for d in runs],
+                                              args.steady_tol))
+        for job in FIT_JOBS:
+            plain, tside = fit[job, "plain"], fit[job, "torch"]
+            if plain and tside:
+                p_med = med([d["epochs"][0] for d in plain])
+                t_med = med([x for d in tside for x in d["epochs"]])
+                print(f"plain torch loop (inline, optimizer built before timing), fit {job} job: "
+                      f"{p_med * 1e3:.1f} ms per epoch (median of {len(plain)}), torch side {t_med * 1e3:.1f} ms, "
+                      f"torch side / plain {t_med / p_med:.2f}; fit ratio against the plain loop "
+                      f"{p_med * 1e3 / med([x * 1e3 for d in fit[job, 'mantissa'] for x in d['epochs']]):.2f}x")
+                checks.append(FT.check_agree(f"fit {job} job, torch side vs plain torch loop", t_med, p_med,
+                                             args.plain_tol))
         for job in FIT_JOBS:
             lt = med([d["loss"] for d in fit[job, "torch"]])
             lm = med([d["loss"] for d in fit[job, "mantissa"]])
@@ -420,6 +529,7 @@ def report(args, times, do_fit, fit):
     busy = os.getloadavg()[0] > (os.cpu_count() or 1)
     print(f"load average at end {os.getloadavg()[0]:.2f} "
           f"({'WARNING: busy machine, timings unreliable' if busy and not args.busy_neighbour else 'ok'})")
+    return FT.finish(checks) if checks else 0
 
 
 if __name__ == "__main__":

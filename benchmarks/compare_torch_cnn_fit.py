@@ -9,17 +9,27 @@ alpha 32) with the proxies at 100x the lr, AdamW(lr 1e-3, weight decay 1e-4), co
 per step.
 
 Every measurement runs in its own subprocess, alternating torch, mantissa, torch, ... so that a
-slow patch of the machine hits both; each reports the epoch's wall time (after untimed warm-up
-batches) and the process's peak RSS (``VmHWM`` of ``/proc/self/status``, imports included; not
+slow patch of the machine hits both. In each (``_fit_timing``), the setup (imports, model, loss,
+optimizer, data tensors) and one warm-up step on a batch of the same shape run before the clock
+starts (torch: one ``step``; mantissa: the same ``Embedder`` fitted on one batch, which builds the
+layers and their buffers); then ``--epochs`` (3) consecutive epochs of one training run (the
+cosine decay spans them all, on both sides) are each timed. Each child reports the epochs' wall
+times and the process's peak RSS (``VmHWM`` of ``/proc/self/status``, imports included; not
 ``ru_maxrss``, which Linux carries over ``fork`` + ``execve`` from the parent, so a child of a
 parent that imported torch would report the parent's RSS; the parent never imports torch). The table
-gives medians, the ratio of the medians, and the fraction of the machine's float32 FMA peak
+gives medians over every timed epoch of every repeat, the ratio of the medians, and the fraction of the machine's float32 FMA peak
 (measured by ``benchmarks/fma_peak.py``'s loop of independent FMAs) that the epoch's flops
 (counted from the shapes: forward + backward = 3x the forward multiply-adds x 2) reach. Each child
 then embeds the images (eval mode, batches of 256; torch: ``model(x)`` + ``normalize`` under
-``no_grad``), timed and reported the same way.
+``no_grad``; one untimed pass over a full batch and the last partial one first), timed and
+reported the same way.
+
+Check: on each side the median first timed epoch may be at most 25% (``--steady-tol``) slower
+than the median of the later ones; otherwise a one-time cost is inside the timed region and the
+script exits with status 1.
 
     python benchmarks/compare_torch_cnn_fit.py --repeats 3 --threads 2
+    python benchmarks/compare_torch_cnn_fit.py --repeats 1 --epochs 2     # a quick check
 """
 from __future__ import annotations
 
@@ -70,24 +80,31 @@ def _batches(y, rng, n_batches):
     return out
 
 
-def run_mantissa(threads):
+def _embed_warm_rows(n):
+    """Rows whose embed runs every batch shape of an n-row embed: one full batch and the tail."""
+    return min(n, EMBED_BATCH + n % EMBED_BATCH)
+
+
+def run_mantissa(threads, epochs):
+    """(seconds of each timed epoch, embed seconds)."""
+    import _fit_timing as FT
+
     from mantissa_embed import Embedder, engine, models
 
     engine.set_num_threads(threads)
     X, y = _data()
     emb = Embedder(models.cnn_embedder(), seed=0)
-    emb.fit(X[:BATCH * 2], y[:BATCH * 2] % 2, epochs=1)  # builds, warms the kernels (not timed)
-    emb = Embedder(models.cnn_embedder(), seed=0)
-    t = time.perf_counter()
-    emb.fit(X, y, epochs=1)
-    fit_s = time.perf_counter() - t
-    emb.embed(X[:EMBED_BATCH], batch_size=EMBED_BATCH)  # warm-up
+    # untimed: a fit of this Embedder on one batch (builds the layers, their buffers, the loss's
+    # proxies, the first-call plans), then ``epochs`` timed epochs of one fit of the 5,139 images
+    fit_s = FT.mantissa_epochs(emb, X, y, epochs, batch_size=BATCH)
+    emb.embed(X[:_embed_warm_rows(len(X))], batch_size=EMBED_BATCH)  # warm-up
     t = time.perf_counter()
     emb.embed(X, batch_size=EMBED_BATCH)
     return fit_s, time.perf_counter() - t
 
 
-def run_torch(threads):
+def run_torch(threads, epochs):
+    """(seconds of each timed epoch, embed seconds)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -130,35 +147,42 @@ def run_torch(threads):
         opt.step()
 
     model.train()
-    for idx in _batches(y, rng, 2):  # warm-up, not timed
+    for idx in _batches(y, rng, 1):  # warm-up step on a batch of the epoch's shape, not timed
         step(idx, 0, 1)
-    batches = _batches(y, rng, n_batches)
-    t0 = time.perf_counter()
-    for k, idx in enumerate(batches):
-        step(idx, k, n_batches)
-    fit_s = time.perf_counter() - t0
+    fit_s, total = [], epochs * n_batches
+    for e in range(epochs):
+        t0 = time.perf_counter()
+        for k, idx in enumerate(_batches(y, rng, n_batches)):
+            step(idx, e * n_batches + k, total)
+        fit_s.append(time.perf_counter() - t0)
     model.eval()
     with torch.no_grad():
-        model(Xt[:EMBED_BATCH])  # warm-up
+        for i in range(0, _embed_warm_rows(len(Xt)), EMBED_BATCH):  # warm-up: a full batch and the tail
+            model(Xt[i:i + EMBED_BATCH])
         t0 = time.perf_counter()
         for i in range(0, len(Xt), EMBED_BATCH):
             F.normalize(model(Xt[i:i + EMBED_BATCH]), dim=1)
     return fit_s, time.perf_counter() - t0
 
 
-def child(side, threads):
-    secs, embed_s = (run_torch if side == "torch" else run_mantissa)(threads)
+def child(side, threads, epochs):
     sys.path.insert(0, HERE)
+    secs, embed_s = (run_torch if side == "torch" else run_mantissa)(threads, epochs)
     from compare_torch import peak_rss_mb
 
     rss_mb = peak_rss_mb()
-    print(json.dumps({"side": side, "seconds": secs, "embed_seconds": embed_s, "rss_mb": rss_mb}))
+    print(json.dumps({"side": side, "epochs": secs, "embed_seconds": embed_s, "rss_mb": rss_mb}))
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=3,
+                   help="timed epochs per child after the untimed warm-up (default 3, at least 2: the "
+                        "first is checked against the later ones)")
+    p.add_argument("--steady-tol", type=float, default=0.25,
+                   help="the first timed epoch may be this much slower than the later ones (default 0.25)")
     p.add_argument("--peak-gflops", type=float, default=None,
                    help="the machine's float32 FMA peak (default: measured by benchmarks/fma_peak.py)")
     p.add_argument("--busy-neighbour", action="store_true",
@@ -166,12 +190,15 @@ def main(argv=None):
     p.add_argument("--child", choices=("torch", "mantissa"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        return child(args.child, args.threads)
+        return child(args.child, args.threads, args.epochs)
+    if args.epochs < 2:
+        p.error("--epochs must be at least 2 (the first timed epoch is checked against the later ones)")
     missing = [m for m in ("torch", "pytorch_metric_learning") if importlib.util.find_spec(m) is None]
     if missing:  # found without importing: the children must not inherit torch's memory
         print(f"skipped: {', '.join(missing)} not installed")
         return 0
     sys.path.insert(0, HERE)
+    import _fit_timing as FT
     import _machine
     import fma_peak
 
@@ -184,16 +211,18 @@ def main(argv=None):
             print("busy neighbour: one process spinning on the last CPU meanwhile")
         for r in range(args.repeats):
             for side in ("torch", "mantissa"):
-                out = subprocess.run([sys.executable, __file__, "--child", side, "--threads", str(args.threads)],
+                out = subprocess.run([sys.executable, __file__, "--child", side, "--threads", str(args.threads),
+                                      "--epochs", str(args.epochs)],
                                      capture_output=True, text=True, env=env, check=True)
                 res[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
-                print(f"  repeat {r + 1} {side:>8}: {res[side][-1]['seconds']:.2f} s, "
-                      f"peak RSS {res[side][-1]['rss_mb']:.0f} MB", flush=True)
+                print(f"  repeat {r + 1} {side:>8}: epochs " + " ".join(f"{x:.2f}" for x in res[side][-1]["epochs"])
+                      + f" s, peak RSS {res[side][-1]['rss_mb']:.0f} MB", flush=True)
     n = len(_data()[1])
     flops = 6 * forward_macs() * n  # forward + backward (dX and dW): 3x the forward, 2 flops per MAC
-    t = {s: statistics.median(r["seconds"] for r in v) for s, v in res.items()}
+    t = {s: statistics.median(x for r in v for x in r["epochs"]) for s, v in res.items()}
     m = {s: statistics.median(r["rss_mb"] for r in v) for s, v in res.items()}
-    print(f"\none fit epoch of cnn_embedder, {n} images, {args.threads} threads, {args.repeats} alternated repeats")
+    print(f"\none fit epoch of cnn_embedder, {n} images, {args.threads} threads, {args.repeats} alternated repeats "
+          f"(median of {args.epochs} timed epochs each, after an untimed setup and warm-up step)")
     print(f"{'':>10} {'epoch s':>9} {'GFLOP/s':>9} {'of peak':>8} {'peak RSS MB':>12}")
     for s in ("torch", "mantissa"):
         g = flops / t[s] / 1e9
@@ -208,7 +237,8 @@ def main(argv=None):
         g = eflops / e[s] / 1e9
         print(f"{s:>10} {e[s] * 1e3:>9.1f} {g:>9.1f} {100 * g / peak:>7.1f}%")
     print(f"embed speed-up {e['torch'] / e['mantissa']:.2f}x")
-    return 0
+    return FT.finish([FT.check_steady(f"fit, {s}", [r["epochs"] for r in res[s]], args.steady_tol)
+                      for s in ("torch", "mantissa")])
 
 
 if __name__ == "__main__":

@@ -1,11 +1,22 @@
 """Side-by-side speed of ``fit`` and ``embed``: mantissa-embed vs PyTorch + pytorch-metric-learning.
 
 Both sides train the same network, ``small_cnn_embedder(embed_dim=16)`` (52,528 parameters),
-for one epoch (batch 64, lr 0.05, SGD) with the triplet recipe on the same 6,000 MNIST
-images, then embed those 6,000 images.  The repeats alternate between the two libraries
-(torch fit, mantissa fit, torch embed, mantissa embed, ...) so that a slow patch of the
-machine hits both; the table prints the median and the minimum of every measurement and
-the ratio of the medians.
+with the triplet recipe (batch 64, lr 0.05) on the same 6,000 MNIST images, then embed those
+6,000 images.  The repeats alternate between the two libraries (torch fit, mantissa fit, torch
+embed, mantissa embed, ...) so that a slow patch of the machine hits both; the table prints the
+median and the minimum of every measurement and the ratio of the medians.
+
+Every fit (``_fit_timing``): the setup (imports, model, loss, miner, optimizer, data tensors)
+and one warm-up step on the epoch's batch shapes run before the clock starts (torch:
+``_torch_reference.Trainer``; mantissa: the same ``Embedder`` fitted on one batch first), then
+``--epochs`` (3) consecutive epochs are each timed on their own (mantissa: through ``fit``'s
+``callback``). The fit row is the median over every timed epoch of every repeat. The script
+exits with status 1 when, on either side, the median first timed epoch is more than 25%
+(``--steady-tol``) slower than the median of the later ones: a one-time cost inside the timed
+region. Each embed runs untimed once on its batch shapes (a full batch and the last partial one)
+before it is timed. Every fit and embed starts after ``--settle`` seconds of sleep (0.2): after
+its last call a library's idle worker threads keep spinning for a while, and the side timed next
+would otherwise share the cores with them in its first epoch.
 
 Data: the first 6,000 images of the MNIST *test* set taken stratified by class (every class
 keeps its share of the 10,000, first-in-file; see ``_torch_reference.stratified_first``),
@@ -23,8 +34,10 @@ Usage::
     python benchmarks/compare_torch_fit.py                  # 5 alternating repeats, 2 threads
     python benchmarks/compare_torch_fit.py --repeats 9 --threads 1
     python benchmarks/compare_torch_fit.py --torch-only     # when mantissa_embed is not built
+    python benchmarks/compare_torch_fit.py --repeats 1 --epochs 2 --n 2000   # a quick check
 
-Exits with status 0 and a message when torch or pytorch-metric-learning is not installed.
+Exits with status 0 and a message when torch or pytorch-metric-learning is not installed, 1 when
+the steady-state check fails.
 """
 
 from __future__ import annotations
@@ -39,6 +52,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _fit_timing as FT  # noqa: E402
 import _torch_reference as R  # noqa: E402
 
 
@@ -48,7 +62,11 @@ def parse_args(argv=None):
     p.add_argument("--n", type=int, default=6000, help="number of training images (default 6000)")
     p.add_argument("--repeats", type=int, default=5, help="alternating repeats (default 5)")
     p.add_argument("--threads", type=int, default=2, help="threads for both libraries (default 2)")
-    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--epochs", type=int, default=3,
+                   help="timed epochs per fit after the untimed warm-up (default 3, at least 2: the "
+                        "first is checked against the later ones)")
+    p.add_argument("--steady-tol", type=float, default=FT.STEADY_TOL,
+                   help="the first timed epoch may be this much slower than the later ones (default 0.25)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--embed-batch-size", type=int, default=256,
@@ -63,9 +81,20 @@ def parse_args(argv=None):
                    help="PyTorch batches (default: mperclass, as the Embedder)")
     p.add_argument("--m", type=int, default=None,
                    help="samples per class for mperclass (default: the Embedder's rule)")
+    p.add_argument("--settle", type=float, default=0.2,
+                   help="seconds of sleep before each fit and embed (default 0.2), so that the other "
+                        "library's idle worker threads have stopped spinning")
     p.add_argument("--torch-only", action="store_true", help="skip the mantissa_embed side")
     p.add_argument("--mantissa-only", action="store_true", help="skip the PyTorch side")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.epochs < 2:
+        p.error("--epochs must be at least 2 (the first timed epoch is checked against the later ones)")
+    return args
+
+
+def _embed_warm_rows(n, batch_size):
+    """Rows whose embed runs every batch shape of an n-row embed: one full batch and the tail."""
+    return min(n, batch_size + n % batch_size)
 
 
 # ----------------------------------------------------------------------------- torch side
@@ -83,15 +112,18 @@ class TorchSide:
         self.last_loss = float("nan")
 
     def fit(self, seed):
+        """Seconds of each timed epoch (setup and warm-up step untimed)."""
         self.torch.manual_seed(seed)
         model = R.small_cnn_embedder(16)
-        t0 = time.perf_counter()
-        hist = R.train(model, self.X, self.y, self.recipe, seed=seed)
-        dt = time.perf_counter() - t0
-        self.model, self.last_loss = model, hist[-1]
-        return dt
+        trainer = R.Trainer(model, self.X, self.y, self.recipe, seed=seed)
+        trainer.warm_up()
+        times, self.last_loss = FT.torch_epochs(trainer, self.args.epochs)
+        self.model = model
+        return times
 
     def embed(self):
+        R.embed(self.model, self.X[:_embed_warm_rows(len(self.X), self.args.embed_batch_size)],
+                batch_size=self.args.embed_batch_size)  # warm-up, untimed
         t0 = time.perf_counter()
         Z = R.embed(self.model, self.X, batch_size=self.args.embed_batch_size)
         dt = time.perf_counter() - t0
@@ -122,17 +154,18 @@ class MantissaSide:
         return self.Embedder(self.models.small_cnn_embedder(embed_dim=16), loss="triplet", seed=seed)
 
     def fit(self, seed):
+        """Seconds of each timed epoch (Embedder construction and a one-batch warm-up fit untimed)."""
         emb = self.make_embedder(seed)
-        t0 = time.perf_counter()
-        emb.fit(self.X, self.y, epochs=self.args.epochs, batch_size=self.args.batch_size,
-                lr=self.args.lr)
-        dt = time.perf_counter() - t0
+        times = FT.mantissa_epochs(emb, self.X, self.y, self.args.epochs, batch_size=self.args.batch_size,
+                                   lr=self.args.lr)
         self.emb = emb
         hist = getattr(emb, "history_", {}).get("loss", [float("nan")])
         self.last_loss = float(hist[-1]) if len(hist) else float("nan")
-        return dt
+        return times
 
     def embed(self):
+        self.emb.embed(self.X[:_embed_warm_rows(len(self.X), self.args.embed_batch_size)],
+                       batch_size=self.args.embed_batch_size)  # warm-up, untimed
         t0 = time.perf_counter()
         Z = self.emb.embed(self.X, batch_size=self.args.embed_batch_size)
         dt = time.perf_counter() - t0
@@ -230,29 +263,38 @@ def main(argv=None):
 
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, "
           f"python {platform.python_version()}, numpy {np.__version__}")
+    if mantissa is not None:
+        from _machine import describe
+
+        print(describe(args.threads))
+    else:
+        from _machine import cpu_model
+
+        print(f"CPU: {cpu_model()}")
     load_before = _load()
     print(f"data: {len(X)} MNIST test images (stratified first-in-file), "
           f"classes {np.bincount(y).tolist()}")
-    print(f"fit: epochs={args.epochs}, batch_size={args.batch_size}, lr={args.lr}; "
+    print(f"fit: {args.epochs} timed epochs per fit after an untimed setup + warm-up step, "
+          f"batch_size={args.batch_size}, lr={args.lr}; "
           f"embed: {len(X)} images, batch {args.embed_batch_size}")
     for s in sides:
         print(f"  {s.name}: {s.describe()}")
 
-    # warm-up (not timed): first calls pay for library initialisation / buffer allocation
-    for s in sides:
-        s.fit(seed=0)
-        s.embed()
-
+    # no warm-up round: every fit sets up and warms up untimed, every embed runs once untimed first
     times = {s.name: {"fit": [], "embed": []} for s in sides}
+    epochs = {s.name: [] for s in sides}  # per repeat, the timed epochs of that fit
     losses = {s.name: [] for s in sides}
     for r in range(args.repeats):
         for s in sides:
-            times[s.name]["fit"].append(s.fit(seed=r))
+            time.sleep(args.settle)
+            epochs[s.name].append(s.fit(seed=r))
+            times[s.name]["fit"].extend(epochs[s.name][-1])
             losses[s.name].append(s.last_loss)
         for s in sides:
+            time.sleep(args.settle)
             times[s.name]["embed"].append(s.embed())
-        line = "  ".join(f"{s.name} fit {times[s.name]['fit'][-1]:.3f}s "
-                         f"embed {times[s.name]['embed'][-1]:.3f}s" for s in sides)
+        line = "  ".join(f"{s.name} fit epochs " + " ".join(f"{x:.3f}" for x in epochs[s.name][-1])
+                         + f" s, embed {times[s.name]['embed'][-1]:.3f} s" for s in sides)
         print(f"repeat {r + 1}/{args.repeats}: {line}", flush=True)
 
     names = [s.name for s in sides]
@@ -262,7 +304,7 @@ def main(argv=None):
     if len(names) == 2:
         cols.append("ratio (torch/mantissa)")
     rows = []
-    for op, label in (("fit", f"fit {args.epochs} epoch x {len(X)}"), ("embed", f"embed {len(X)}")):
+    for op, label in (("fit", f"fit 1 epoch x {len(X)}"), ("embed", f"embed {len(X)}")):
         row = [label]
         med = {}
         for n in names:
@@ -279,7 +321,7 @@ def main(argv=None):
         print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
     for n in names:
         fit_med = statistics.median(times[n]["fit"])
-        print(f"{n}: {args.epochs * len(X) / fit_med:,.0f} training images/s, "
+        print(f"{n}: {len(X) / fit_med:,.0f} training images/s, "
               f"{len(X) / statistics.median(times[n]['embed']):,.0f} embedded images/s, "
               f"last-epoch mean loss {np.nanmean(losses[n]):.4f}")
     if len(names) == 2:
@@ -290,7 +332,8 @@ def main(argv=None):
         if max(load_before, load_after) > (os.cpu_count() or 1) + 0.5:
             print("WARNING: the machine was busy with other work; OpenMP timings are unreliable "
                   "when the cores are oversubscribed. Re-run on an idle machine.")
-    return 0
+    print(f"fit row: median of {args.epochs} timed epochs x {args.repeats} repeat(s) per side")
+    return FT.finish([FT.check_steady(f"fit, {n}", epochs[n], args.steady_tol) for n in names])
 
 
 if __name__ == "__main__":
