@@ -110,7 +110,7 @@ def test_verify(toy_fitted):
 def test_parameters_and_summary(toy_fitted):
     assert [id(p) for p in toy_fitted.parameters()] == [id(p) for p in toy_fitted.net.parameters()]
     s = toy_fitted.summary()
-    assert "Total params" in s and "TripletMarginLoss" in s and "BatchHardMiner" in s
+    assert "Total params" in s and "TripletMarginLoss" in s and "Miner: None" in s and "Optimizer: AdamW" in s
     emb = Embedder(models.small_cnn_embedder(16))
     assert "not built" in emb.summary()
     emb.net.build((1, 28, 28))
@@ -205,17 +205,17 @@ def test_default_recipe_objects():
 
     emb = Embedder(models.small_cnn_embedder(4))
     assert emb._loss_spec == DEFAULTS["loss"] == "proxy_anchor" and emb.loss_func is None  # built at fit
-    assert emb.miner_func is None and emb.optimizer == DEFAULTS["optimizer"] == "adamw"
-    assert emb.weight_decay == 1e-4 and emb.loss_lr_factor == 100.0
+    assert emb.miner_func is None and emb.optimizer == "default" and DEFAULTS["optimizer"] == "adamw"
+    assert emb.weight_decay is None and emb.loss_lr_factor == 100.0
     emb.fit(*_toy(), epochs=1, batch_size=16)
     assert isinstance(emb.loss_func, losses.ProxyAnchorLoss)
     assert (emb.loss_func.num_classes, emb.loss_func.embedding_size) == (4, 4) and emb.loss_func.margin == 0.1
-    assert isinstance(emb.optimizer_, optim.AdamW)
+    assert isinstance(emb.optimizer_, optim.AdamW) and emb.optimizer_.param_groups[0]["weight_decay"] == 1e-4
     assert [g["lr"] for g in emb.optimizer_.param_groups] == pytest.approx([0.0, 0.0])  # cosine: 0 at the end
     t = Embedder(models.small_cnn_embedder(4), loss="triplet")
     assert isinstance(t.loss_func, losses.TripletMarginLoss)
     assert t.loss_func.margin == DEFAULTS["triplet_margin"] == t.margin
-    assert DEFAULTS["triplet_miner"] == "batch_hard" and isinstance(t.miner_func, miners.BatchHardMiner)
+    assert DEFAULTS["triplet_miner"] is None and t.miner_func is None  # every triplet, as PML without a miner
     assert t.momentum == DEFAULTS["momentum"] == 0.0
     ms = Embedder(models.small_cnn_embedder(4), loss="multi_similarity")
     assert isinstance(ms.loss_func, losses.MultiSimilarityLoss) and isinstance(ms.miner_func, miners.MultiSimilarityMiner)
@@ -226,6 +226,49 @@ def test_default_recipe_objects():
     assert isinstance(c.loss_func, losses.ContrastiveLoss)
     assert c.loss_func.neg_margin == 0.6 and c.loss_func.pos_margin == 0.0
     assert Embedder(models.small_cnn_embedder(4), loss="contrastive").loss_func.neg_margin == 1.0
+
+
+@pytest.mark.parametrize("optimizer, lr, want, wd", [
+    ("default", None, "AdamW", 1e-4),   # the default recipe: AdamW at 1e-3
+    ("default", 1e-3, "AdamW", 1e-4),   # README: fit(lr=1e-3) is AdamW's
+    ("default", 0.0099, "AdamW", 1e-4),
+    ("default", 0.01, "SGD", 0.0),      # an SGD step size (the seed's lr=0.05) runs SGD
+    ("default", 0.05, "SGD", 0.0),
+    ("adamw", 0.05, "AdamW", 1e-4),     # a named optimizer is used as given
+    ("sgd", 1e-3, "SGD", 0.0),
+])
+def test_default_optimizer_follows_lr(optimizer, lr, want, wd):
+    from mantissa_embed import optim
+    from mantissa_embed.embedder import DEFAULTS
+
+    emb = Embedder(models.small_cnn_embedder(4), loss="triplet", optimizer=optimizer)
+    emb.fit(*_toy(), epochs=1, batch_size=16, lr=lr, schedule=None)
+    opt = emb.optimizer_
+    assert type(opt) is getattr(optim, want)
+    g = opt.param_groups[0]
+    assert g["lr"] == (lr if lr is not None else DEFAULTS["lr"][want.lower()]) and g["weight_decay"] == wd
+    assert emb.train_state_["optimizer"] == want.lower() and f"Optimizer: {want}(" in emb.summary()
+
+
+def test_resume_runs_the_optimizer_the_lr_chose(tmp_path):
+    """A fit whose lr chose SGD, saved mid-way, resumes with SGD and its state (not AdamW's)."""
+    from mantissa_embed import optim
+
+    X, y = _toy()
+    full = Embedder(models.small_cnn_embedder(4), loss="triplet", seed=3).fit(X, y, epochs=2, batch_size=16, lr=0.05)
+    part = Embedder(models.small_cnn_embedder(4), loss="triplet", seed=3)
+    part.fit(X, y, epochs=2, batch_size=16, lr=0.05, callbacks=[_StopAfterFirstEpoch()])
+    part.save(tmp_path / "ckpt.npz")
+    resumed = Embedder.load(tmp_path / "ckpt.npz")
+    assert isinstance(resumed.optimizer_, optim.SGD)
+    resumed.fit(X, y, epochs=2, batch_size=16, lr=0.05, resume=True)
+    for a, b in zip(full.net.parameters(), resumed.net.parameters()):
+        np.testing.assert_array_equal(a.data, b.data)
+
+
+class _StopAfterFirstEpoch:
+    def on_epoch_end(self, embedder, epoch, history):
+        return epoch == 0
 
 
 def test_numpy_backend_matches_mantissa():
@@ -266,7 +309,7 @@ def test_end_to_end_digits(digits28):
     Xs, ys, Xu, yu = datasets.split_by_class(X, y, [0, 1, 2, 3, 4])
     perm = np.random.default_rng(0).permutation(len(ys))
     tr, ho = perm[:450], perm[450:]
-    emb = Embedder(models.small_cnn_embedder(16), loss="triplet", optimizer="sgd")
+    emb = Embedder(models.small_cnn_embedder(16), loss="triplet", miner="batch_hard", optimizer="sgd")
     emb.net.build(X.shape[1:])
     probe = ho[:120]
     loss_before = _numpy_batch_hard_loss(emb.net.forward(Xs[probe]), ys[probe], emb.margin)

@@ -117,9 +117,10 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     for name, v in (("restore_best", restore_best), ("resume", resume)):
         if not isinstance(v, (bool, np.bool_)):
             raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
-    opt_name = emb.optimizer if isinstance(emb.optimizer, str) else None
+    if lr is not None:
+        lr = check_float(lr, "lr", minimum=0.0, strict=True)
+    opt_name = _recipe.resolve_optimizer(emb.optimizer, lr)
     lr = _recipe.DEFAULTS["lr"].get(opt_name, 1e-3) if lr is None else lr
-    lr = check_float(lr, "lr", minimum=0.0, strict=True)
     augment_fn = _recipe.make_augment(augment)
     schedule_obj = _recipe.make_schedule(schedule)
     state = emb.train_state_ if resume else None
@@ -159,7 +160,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
         groups = param_groups(emb, lr)
         if not groups:
             raise ValueError("nothing to train: neither the trunk nor the loss has learnable parameters")
-        emb.optimizer_ = emb._make_optimizer(groups)
+        emb.optimizer_ = emb._make_optimizer(groups, opt_name)
         emb.history_ = {"loss": []}
         base_lrs = [g["lr"] for g in getattr(emb.optimizer_, "param_groups", [{"lr": lr}])]
         first_epoch, step, best = 0, 0, None
@@ -186,6 +187,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     tracker = {"best": best, "best_epoch": None if best is None else state.get("best_epoch"), "weights": None,
                "bad_epochs": 0 if state is None else state.get("bad_epochs", 0)}
     plan = {"epochs": epochs, "batch_size": batch_size, "n_train": int(Xt.shape[0]), "base_lrs": base_lrs,
+            "optimizer": opt_name if state is None else state.get("optimizer"),
             "validation": None if Xv is None else ("fraction" if isinstance(validation, numbers.Real) else "given"),
             "val_classes": None if Xv is None else [int(c) for c in np.unique(yv)]}
 

@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from . import losses, optim
+from . import _recipe, losses, optim
 from ._fitting import param_groups
 from ._io import atomic_write
 from ._npz import NpzEntries
@@ -100,6 +100,18 @@ def save(emb, path):
         arrays.update(opt_arrays)
     arrays[_CONFIG_KEY] = np.array(json.dumps(cfg))
     return atomic_write(path, lambda f: np.savez(f, **arrays), suffix=".npz.tmp")
+
+
+def _saved_optimizer(emb):
+    """The optimizer name the checkpointed fit ran (its plan's ``optimizer``; files written before
+    plans recorded it ran ``Embedder.optimizer``, with "default" meaning AdamW)."""
+    name = emb.train_state_.get("optimizer") if isinstance(emb.train_state_, dict) else None
+    if name is None:
+        name = emb.optimizer if isinstance(emb.optimizer, str) else None
+        name = _recipe.DEFAULTS["optimizer"] if name == "default" else name
+    if name is not None and name not in _recipe.OPTIMIZERS:
+        raise ValueError(f"train_state names optimizer {name!r}, not one of {_recipe.OPTIMIZERS}")
+    return name
 
 
 def load(cls, path, backend=None):
@@ -264,7 +276,7 @@ def _from_config(cls, cfg, entries, backend):
     emb.train_state_ = cfg.get("train_state")
     if cfg.get("optimizer_state") is not None and emb.train_state_ is not None:
         groups = param_groups(emb, float(emb.train_state_["base_lrs"][0]))
-        emb.optimizer_ = emb._make_optimizer(groups)
+        emb.optimizer_ = emb._make_optimizer(groups, _saved_optimizer(emb))
         emb.optimizer_.load_state_dict(optim.unflatten_state_dict(_optimizer_arrays(entries, emb.optimizer_),
                                                                   cfg["optimizer_state"], prefix=_OPTIM_PREFIX))
     emb.input_shape_ = input_shape

@@ -11,7 +11,7 @@ from . import losses, miners, optim, transforms
 from ._validation import check_float
 
 __all__ = ["DEFAULTS", "FACE_PRESET", "LOSSES", "OPTIMIZERS", "AUGMENTS", "MAX_BATCH_SIZE", "make_loss", "build_loss",
-           "make_miner", "make_optimizer", "make_augment", "make_schedule", "choose_m"]
+           "make_miner", "resolve_optimizer", "make_optimizer", "make_augment", "make_schedule", "choose_m"]
 
 #: The default training recipe: what a ``"default"`` / ``None`` argument of ``Embedder`` and
 #: ``Embedder.fit`` resolves to. ``loss``: the loss string; ``proxy_margin``/``proxy_alpha``:
@@ -19,20 +19,24 @@ __all__ = ["DEFAULTS", "FACE_PRESET", "LOSSES", "OPTIMIZERS", "AUGMENTS", "MAX_B
 #: own parameters (proxies, class weights) learn at this multiple of ``lr``;
 #: ``triplet_margin``: the ``TripletMarginLoss`` margin for ``loss="triplet"`` (PML's class
 #: default, 0.05, stays on ``losses.TripletMarginLoss`` itself); ``triplet_miner``: the miner
-#: for ``loss="triplet"``; ``contrastive_neg_margin``: ``neg_margin`` of ``ContrastiveLoss``
-#: for ``loss="contrastive"``; ``optimizer``, ``lr`` (per optimizer), ``weight_decay``,
-#: ``momentum`` (SGD), ``schedule``, ``augment`` (faces: see ``FACE_PRESET``). How they were
-#: chosen: docs/recipes/training.md.
+#: for ``loss="triplet"`` (None: every triplet of the batch, pytorch-metric-learning's
+#: default; batch-hard mining collapses the small trunks to one point);
+#: ``contrastive_neg_margin``: ``neg_margin`` of ``ContrastiveLoss`` for ``loss="contrastive"``;
+#: ``optimizer``: what ``optimizer="default"`` runs, except that an ``lr`` of at least
+#: ``sgd_min_lr`` given to ``fit`` is an SGD step size and runs SGD (``resolve_optimizer``);
+#: ``lr`` (per optimizer), ``weight_decay``, ``momentum`` (SGD), ``schedule``, ``augment``
+#: (faces: see ``FACE_PRESET``). How they were chosen: docs/recipes/training.md.
 DEFAULTS: dict[str, Any] = {
     "loss": "proxy_anchor",
     "proxy_margin": 0.1,
     "proxy_alpha": 32.0,
     "loss_lr_factor": 100.0,
     "triplet_margin": 0.1,
-    "triplet_miner": "batch_hard",
+    "triplet_miner": None,
     "contrastive_neg_margin": 1.0,
     "contrastive_miner": None,
     "optimizer": "adamw",
+    "sgd_min_lr": 0.01,
     "lr": {"sgd": 0.05, "adam": 1e-3, "adamw": 1e-3},
     "weight_decay": {"sgd": 0.0, "adam": 0.0, "adamw": 1e-4},
     "momentum": 0.0,
@@ -135,6 +139,23 @@ def _miner_from_string(spec, loss_func, backend):
             return miners.PairMarginMiner(backend=backend)
         return miners.PairMarginMiner(pos_margin=float(pos), neg_margin=float(neg), backend=backend)
     raise ValueError(f"unknown miner {spec!r}")  # pragma: no cover - validated before
+
+
+def resolve_optimizer(optimizer, lr):
+    """The optimizer name a fit runs for Embedder's ``optimizer`` and fit's ``lr``, or None for
+    a callable ``optimizer``.
+
+    ``"default"``: ``"sgd"`` when ``lr`` is given and at least ``DEFAULTS["sgd_min_lr"]``
+    (0.01), else ``DEFAULTS["optimizer"]`` (``"adamw"``). Adam's step moves every weight by
+    about ``lr`` whatever its gradient's scale, so its useful rates are around 1e-3; an ``lr``
+    of 0.01 or more is an SGD step size (the seed README's ``fit(lr=0.05)``), which AdamW would
+    turn into steps of 5% of a weight's typical size per batch, collapsing the embedding. A
+    named optimizer is used as given, whatever ``lr``."""
+    if not isinstance(optimizer, str):
+        return None
+    if optimizer != "default":
+        return optimizer
+    return "sgd" if lr is not None and lr >= DEFAULTS["sgd_min_lr"] else DEFAULTS["optimizer"]
 
 
 def make_optimizer(optimizer, groups, momentum, weight_decay, backend):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from . import _fitting, _persistence
+from . import _fitting, _persistence, optim
 from ._embedder_inference import EmbedderInference
 from ._recipe import DEFAULTS, FACE_PRESET, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
 from ._training import profile_table
@@ -63,22 +63,25 @@ class Embedder(EmbedderInference):
     backend : {"mantissa", "numpy"}, default "mantissa"
         ``"mantissa"``: every kernel on the C engine; ``"numpy"``: on the numpy reference twins.
     miner : str, miner object or None, default "default"
-        Which pairs/triplets of a batch the loss sees. ``"default"``: ``"batch_hard"`` for the
-        triplet loss, ``"multi_similarity"`` for the multi-similarity loss, None otherwise.
+        Which pairs/triplets of a batch the loss sees. ``"default"``: ``"multi_similarity"``
+        for the multi-similarity loss, None (every pair / triplet) otherwise.
         ``"semihard"``, ``"hard"``, ``"easy"``, ``"all"``: ``miners.TripletMarginMiner(margin=
         <the triplet margin>, type_of_triplets=...)``; ``"batch_hard"``:
         ``miners.BatchHardMiner()``; ``"pair_margin"``: ``miners.PairMarginMiner`` with the
         contrastive loss's margins; ``"multi_similarity"``: ``miners.MultiSimilarityMiner()``;
         None: every valid pair/triplet; an object: any callable ``miner(embeddings, labels)``.
     optimizer : {"default", "adamw", "adam", "sgd"} or callable, default "default"
-        ``"default"``: ``"adamw"``. ``optim.AdamW`` / ``optim.Adam`` / ``optim.SGD`` (torch
+        ``"default"``: decided at each ``fit`` from its ``lr``: ``"sgd"`` for an ``lr`` of at
+        least ``DEFAULTS["sgd_min_lr"]`` (0.01, an SGD step size), else ``"adamw"``
+        (``lr=None`` included). ``optim.AdamW`` / ``optim.Adam`` / ``optim.SGD`` (torch
         semantics) over two parameter groups, the trunk's and the loss's; a callable
         ``optimizer(params, lr)`` returning an object with ``zero_grad()`` and ``step()``.
         A fresh optimizer is created at every ``fit`` (except ``resume=True``).
     momentum : float >= 0 or None, default None
         SGD momentum. None: ``DEFAULTS["momentum"]`` (0.0).
     weight_decay : float >= 0 or None, default None
-        None: ``DEFAULTS["weight_decay"][optimizer]`` (AdamW 1e-4, decoupled; else 0).
+        None: ``DEFAULTS["weight_decay"][<the optimizer a fit runs>]`` (AdamW 1e-4, decoupled;
+        else 0).
     m_per_class : int or None, default None
         Samples per class in a batch. None: the smallest divisor ``m >= 2`` of ``batch_size``
         with ``m * num_classes >= batch_size`` and at least two classes per batch (5 classes,
@@ -169,17 +172,14 @@ class Embedder(EmbedderInference):
         self._loss_spec, self.loss_func, self.margin = make_loss(loss, margin, backend)
         self._miner_spec, self.miner_func = make_miner(miner, self.loss_func, backend)
         if isinstance(optimizer, str):
-            optimizer = DEFAULTS["optimizer"] if optimizer == "default" else optimizer
-            if optimizer not in OPTIMIZERS:
+            if optimizer != "default" and optimizer not in OPTIMIZERS:
                 raise ValueError(f"optimizer must be one of {('default',) + OPTIMIZERS} or a callable, got {optimizer!r}")
         elif not callable(optimizer):
             raise TypeError(f"optimizer must be one of {('default',) + OPTIMIZERS} or a callable(params, lr), "
                             f"got {type(optimizer).__name__}")
         self.optimizer = optimizer
         self.momentum = check_float(DEFAULTS["momentum"] if momentum is None else momentum, "momentum", minimum=0.0)
-        if weight_decay is None:
-            weight_decay = DEFAULTS["weight_decay"].get(optimizer, 0.0) if isinstance(optimizer, str) else 0.0
-        self.weight_decay = check_float(weight_decay, "weight_decay", minimum=0.0)
+        self.weight_decay = None if weight_decay is None else check_float(weight_decay, "weight_decay", minimum=0.0)
         self.m_per_class = None if m_per_class is None else check_int(m_per_class, "m_per_class", minimum=1)
         self.loss_lr_factor = check_float(DEFAULTS["loss_lr_factor"] if loss_lr_factor is None else loss_lr_factor,
                                           "loss_lr_factor", minimum=0.0)
@@ -204,8 +204,13 @@ class Embedder(EmbedderInference):
         dist = getattr(self.loss_func, "distance", None)
         return bool(getattr(dist, "normalize_embeddings", True))
 
-    def _make_optimizer(self, groups: list[dict[str, Any]]) -> Any:
-        return make_optimizer(self.optimizer, groups, self.momentum, self.weight_decay, self.backend)
+    def _make_optimizer(self, groups: list[dict[str, Any]], name: str | None) -> Any:
+        """The optimizer over ``groups``: ``name`` (``fit``'s resolution of ``optimizer``, see
+        ``_recipe.resolve_optimizer``), or the callable ``optimizer`` when ``name`` is None."""
+        wd = self.weight_decay
+        if wd is None:
+            wd = DEFAULTS["weight_decay"].get(name, 0.0) if name is not None else 0.0
+        return make_optimizer(self.optimizer if name is None else name, groups, self.momentum, wd, self.backend)
 
     def _choose_m(self, batch_size: int, n_classes: int) -> int:
         return choose_m(batch_size, n_classes, self.m_per_class)
@@ -262,7 +267,9 @@ class Embedder(EmbedderInference):
             split into at least two classes of at least two images (a prime) raises ValueError.
         lr : float > 0 or None, default None
             The trunk's learning rate; None: ``DEFAULTS["lr"][optimizer]`` (AdamW, Adam: 1e-3;
-            SGD: 0.05). The loss's own parameters learn at ``lr * loss_lr_factor``.
+            SGD: 0.05). The loss's own parameters learn at ``lr * loss_lr_factor``. With
+            ``optimizer="default"`` it also picks the optimizer: 0.01 or more runs SGD (the
+            seed README's ``lr=0.05``), less (or None) AdamW; the one run is ``optimizer_``.
         verbose : bool, default False
             A tqdm progress bar per epoch with the running loss and the last validation metric.
         validation : None, float in (0, 1) or (X_val, y_val), keyword-only, default None
@@ -385,12 +392,27 @@ class Embedder(EmbedderInference):
         lines.append(f"Loss: {self._describe(self.loss_func)}" if self.loss_func is not None else
                      f"Loss: {self._loss_spec} (built at the first fit, from the classes and the embedding size)")
         lines.append(f"Miner: {self._describe(self.miner_func) if self.miner_func is not None else 'None (all pairs/triplets)'}")
-        opt = self.optimizer if isinstance(self.optimizer, str) else getattr(self.optimizer, "__name__", "callable")
-        extra = f", momentum={self.momentum:g}" if self.optimizer == "sgd" else ""
-        lines.append(f"Optimizer: {opt}{extra}, weight_decay={self.weight_decay:g}")
+        lines.append(f"Optimizer: {self._describe_optimizer()}")
         dist = "Euclidean between L2-normalized embeddings" if self._normalizes() else "Euclidean between raw embeddings"
         lines.append(f"Distance: {dist}; backend={self.backend!r}; fitted={self.fitted_}")
         return "\n".join(lines)
+
+    def _describe_optimizer(self) -> str:
+        if self.optimizer_ is not None:  # what the last fit ran
+            name = type(self.optimizer_).__name__
+            if isinstance(self.optimizer_, optim.Optimizer):
+                g = self.optimizer_.param_groups[0]
+                extra = ", ".join(f"{k}={g[k]:g}" for k in ("momentum", "weight_decay") if k in g)
+                return f"{name}({extra})" if extra else name
+            return name
+        if not isinstance(self.optimizer, str):
+            return getattr(self.optimizer, "__name__", "callable")
+        if self.optimizer == "default":
+            return (f"default: {DEFAULTS['optimizer']}, or sgd when fit's lr >= {DEFAULTS['sgd_min_lr']:g} "
+                    "(decided at fit)")
+        wd = DEFAULTS["weight_decay"].get(self.optimizer, 0.0) if self.weight_decay is None else self.weight_decay
+        extra = f", momentum={self.momentum:g}" if self.optimizer == "sgd" else ""
+        return f"{self.optimizer}{extra}, weight_decay={wd:g}"
 
     @staticmethod
     def _describe(obj: object) -> str:

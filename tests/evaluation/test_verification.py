@@ -143,7 +143,7 @@ def test_best_threshold_feeds_verify():
     rng = np.random.default_rng(0)
     X = rng.random((40, 1, 8, 8)).astype(np.float32)
     y = np.repeat(np.arange(4), 10)
-    emb = Embedder(models.mlp_embedder(embed_dim=4), seed=0, loss="triplet", optimizer="sgd")
+    emb = Embedder(models.mlp_embedder(embed_dim=4), seed=0, loss="triplet", miner="batch_hard", optimizer="sgd")
     emb.fit(X, y, epochs=1, batch_size=20, lr=0.05, augment=None, schedule=None)
     i, j = np.triu_indices(40, 1)
     d = emb.verify(X[i], X[j])
