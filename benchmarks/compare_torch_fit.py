@@ -151,13 +151,15 @@ class MantissaSide:
         self.last_loss = float("nan")
 
     def make_embedder(self, seed):
-        return self.Embedder(self.models.small_cnn_embedder(embed_dim=16), loss="triplet", seed=seed)
+        # SGD, constant lr, no augmentation: the work the torch side does
+        return self.Embedder(self.models.small_cnn_embedder(embed_dim=16), loss="triplet", seed=seed,
+                             optimizer="sgd")
 
     def fit(self, seed):
         """Seconds of each timed epoch (Embedder construction and a one-batch warm-up fit untimed)."""
         emb = self.make_embedder(seed)
         times = FT.mantissa_epochs(emb, self.X, self.y, self.args.epochs, batch_size=self.args.batch_size,
-                                   lr=self.args.lr)
+                                   lr=self.args.lr, augment=None, schedule=None)
         self.emb = emb
         hist = getattr(emb, "history_", {}).get("loss", [float("nan")])
         self.last_loss = float(hist[-1]) if len(hist) else float("nan")
@@ -181,7 +183,7 @@ class MantissaSide:
 # ------------------------------------------------------------------------------- recipe
 #: what ``Embedder(loss="triplet")`` documents (embedder.DEFAULTS), used when mantissa_embed
 #: cannot be imported (--torch-only on a machine without the library)
-FALLBACK = {"margin": 0.1, "miner": "semihard", "momentum": 0.0}
+FALLBACK = {"margin": 0.1, "miner": None, "momentum": 0.0}
 
 
 def torch_recipe(args, mantissa_side, n_classes):
