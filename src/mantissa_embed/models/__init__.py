@@ -5,8 +5,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ._validation import check_int
-from .layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, Layer, MaxPool2D, Residual,
+from .._validation import check_int
+from ..layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, Layer, MaxPool2D, Residual,
                      Sequential)
 
 __all__ = ["cnn_embedder", "resnet_embedder", "small_cnn_embedder", "mlp_embedder"]
