@@ -106,18 +106,57 @@ def check_conv_args(x, w, b, stride, pad, wname: str = "w", bname: str = "b"):
     return x, w, b, geo
 
 
-def pool_geometry(x_shape, size, stride):
+def pool_geometry(x_shape, size, stride, pad=0):
+    """``(N, C, H, W, HO, WO, size, stride)`` of a pooling; ``pad`` (max pooling only) pads every
+    side implicitly, as torch: ``HO = (H + 2*pad - size)//stride + 1``, ``2*pad <= size``."""
     N, C, H, W = check_shape(x_shape, "x.shape", 4)
     size = _int(size, "size", 1)
     stride = _int(stride, "stride", 1)
-    if H < size or W < size:
-        raise ValueError(f"pooling window {size}x{size} is larger than the input {H}x{W}")
+    pad = check_pool_pad(pad, size)
+    if H + 2 * pad < size or W + 2 * pad < size:
+        padded = f" (padded by {pad})" if pad else ""
+        raise ValueError(f"pooling window {size}x{size} is larger than the input {H}x{W}{padded}")
     if stride > MAX_FLOATS:
         raise ValueError(f"stride must be <= 2**56, got {stride}")
-    if H * W > _MAX_PLANE:
+    if (H + 2 * pad) * (W + 2 * pad) > _MAX_PLANE:
         raise ValueError(f"x.shape {(N, C, H, W)}: an H*W plane must hold at most 2**31 - 1 values "
                          f"(the argmax is int32)")
-    return N, C, H, W, (H - size) // stride + 1, (W - size) // stride + 1, size, stride
+    return N, C, H, W, (H + 2 * pad - size) // stride + 1, (W + 2 * pad - size) // stride + 1, size, stride
+
+
+def check_pool_pad(pad, size):
+    """A max pooling's implicit padding: an int >= 0 with ``2*pad <= size`` (torch's rule: every
+    window then holds at least one input value). Raises TypeError/ValueError."""
+    if type(pad) is int and pad == 0:
+        return 0
+    pad = _int(pad, "pad", 0)
+    if 2 * pad > size:
+        raise ValueError(f"pad must be at most half the window size ({size}//2 = {size // 2}), got {pad}")
+    return pad
+
+
+def pad_pool_input(x, pad):
+    """``x`` (N,C,H,W) float32 in a fresh (N,C,H+2*pad,W+2*pad) array with -inf borders: the
+    padding of a max pooling, which never wins a maximum."""
+    N, C, H, W = x.shape
+    xp = np.full((N, C, H + 2 * pad, W + 2 * pad), -np.inf, dtype=np.float32)
+    xp[:, :, pad:pad + H, pad:pad + W] = x
+    return xp
+
+
+def unpad_argmax(argmax, H, W, pad):
+    """Map, in place, argmax offsets into the padded (H+2*pad)x(W+2*pad) plane to offsets into the
+    HxW input plane. A window whose input values are all -inf has its maximum at its first
+    (padded) position; clamping the row and column then gives its first input position, as
+    torch's kernel does."""
+    Wp = W + 2 * pad
+    r = argmax // Wp - pad
+    c = argmax % Wp - pad
+    np.clip(r, 0, H - 1, out=r)
+    np.clip(c, 0, W - 1, out=c)
+    np.multiply(r, W, out=r)
+    np.add(r, c, out=argmax)
+    return argmax
 
 
 def check_dense_args(x, w, b):

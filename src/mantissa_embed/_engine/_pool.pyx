@@ -7,7 +7,8 @@ from libc.stdint cimport int32_t, int64_t
 from mantissa_embed._checks.arrays import check_kernel_input, check_kernel_output, check_outs
 from mantissa_embed._checks.layers import (bad_argmax, check_argmax_range, check_avgpool_backward,
                                            check_global_pool_backward, check_pool_backward,
-                                           check_pool_relu_backward, pool_geometry)
+                                           check_pool_pad, check_pool_relu_backward,
+                                           pad_pool_input, pool_geometry, unpad_argmax)
 from mantissa_embed._engine._cengine cimport (me_avgpool2d_backward, me_avgpool2d_forward,
                                              me_global_avgpool2d_backward,
                                              me_global_avgpool2d_forward,
@@ -20,30 +21,38 @@ __all__ = ['maxpool2d_forward', 'maxpool2d_backward', 'maxpool2d_relu_backward',
            'global_avgpool2d_backward']
 
 
-def maxpool2d_forward(x, size, stride, out=None, argmax=None):
-    """2-D max pooling (no padding, floor mode), as ``torch.nn.functional.max_pool2d``.
+def maxpool2d_forward(x, size, stride, out=None, argmax=None, pad=0):
+    """2-D max pooling (floor mode), as ``torch.nn.functional.max_pool2d(x, size, stride, pad)``.
 
-    x (N,C,H,W) float32 -> ``(out, argmax)``: out (N,C,HO,WO), ``HO = (H - size)//stride + 1``;
-    argmax (N,C,HO,WO) int32, the offset of each maximum in its H*W plane (ties: the first
-    maximum in row-major window order; NaN propagates as in torch). Raises ValueError/TypeError.
+    x (N,C,H,W) float32 -> ``(out, argmax)``: out (N,C,HO,WO), ``HO = (H + 2*pad - size)//stride + 1``;
+    argmax (N,C,HO,WO) int32, the offset of each maximum in its H*W input plane (ties: the first
+    maximum in row-major window order; NaN propagates as in torch). ``pad`` (int,
+    0 <= 2*pad <= size): implicit -inf padding, which never wins; the kernel runs on a padded
+    copy of x and its offsets are mapped back. Raises ValueError/TypeError.
     """
-    cdef int64_t N, C, H, W, HO, WO, sz, st
+    cdef int64_t N, C, H, W, HO, WO, sz, st, HP, WP
     cdef const float[:, :, :, ::1] xv
     cdef float[:, :, :, ::1] ov
     cdef int[:, :, :, ::1] av
     x = check_kernel_input(x, "x", 4)
-    N, C, H, W, HO, WO, sz, st = pool_geometry(x.shape, size, stride)
+    N, C, H, W, HO, WO, sz, st = pool_geometry(x.shape, size, stride, pad)
+    pad = check_pool_pad(pad, sz)
     out = check_kernel_output(out, "out", (N, C, HO, WO))
     argmax = check_kernel_output(argmax, "argmax", (N, C, HO, WO), dtype=np.int32)
     check_outs([(out, "out"), (argmax, "argmax")], [(x, "x")])
     if out.size == 0:
         return out, argmax
-    xv = x
+    xp = pad_pool_input(x, pad) if pad else x
+    HP = H + 2 * pad
+    WP = W + 2 * pad
+    xv = xp
     ov = out
     av = argmax
     with nogil:
         me_maxpool2d_forward(&xv[0, 0, 0, 0], &ov[0, 0, 0, 0], <int32_t *> &av[0, 0, 0, 0],
-                             N, C, H, W, sz, st)
+                             N, C, HP, WP, sz, st)
+    if pad:
+        unpad_argmax(argmax, H, W, pad)
     return out, argmax
 
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from .._checks.arrays import check_kernel_input, check_kernel_output, check_outs
 from .._checks.layers import (check_argmax_range, check_avgpool_backward, check_global_pool_backward,
-                              check_pool_backward, check_pool_relu_backward, pool_geometry)
+                              check_pool_backward, check_pool_pad, check_pool_relu_backward, pad_pool_input,
+                              pool_geometry, unpad_argmax)
 
 __all__ = [
     "maxpool2d_forward",
@@ -56,21 +57,25 @@ def _maxpool2d_grad(dy, argmax, x_shape):
     return dx.reshape(N, C, H, W)
 
 
-def maxpool2d_forward(x, size, stride, out=None, argmax=None):
-    """2-D max pooling (no padding, floor mode), as ``torch.nn.functional.max_pool2d``.
+def maxpool2d_forward(x, size, stride, out=None, argmax=None, pad=0):
+    """2-D max pooling (floor mode), as ``torch.nn.functional.max_pool2d(x, size, stride, pad)``.
 
-    x (N,C,H,W) -> ``(out, argmax)``: out (N,C,HO,WO) float32 with ``HO = (H - size)//stride + 1``,
-    argmax (N,C,HO,WO) int32, the offset of the maximum in its H*W plane (ties: the first
-    maximum in row-major window order; a NaN wins, as in torch).
+    x (N,C,H,W) -> ``(out, argmax)``: out (N,C,HO,WO) float32 with
+    ``HO = (H + 2*pad - size)//stride + 1``, argmax (N,C,HO,WO) int32, the offset of the maximum
+    in its H*W input plane (ties: the first maximum in row-major window order; a NaN wins, as in
+    torch). ``pad`` (int, 0 <= 2*pad <= size): implicit -inf padding, which never wins.
     """
     x = check_kernel_input(x, "x", 4)
-    N, C, H, W, HO, WO, size, stride = pool_geometry(x.shape, size, stride)
+    N, C, H, W, HO, WO, size, stride = pool_geometry(x.shape, size, stride, pad)
+    pad = check_pool_pad(pad, size)  # validated by pool_geometry: an int
     out = check_kernel_output(out, "out", (N, C, HO, WO))
     argmax = check_kernel_output(argmax, "argmax", (N, C, HO, WO), dtype=np.int32)
     check_outs([(out, "out"), (argmax, "argmax")], [(x, "x")])
-    y, a = _maxpool2d(x, size, stride)
+    y, a = _maxpool2d(pad_pool_input(x, pad) if pad else x, size, stride)
     out[...] = y
     argmax[...] = a
+    if pad:
+        unpad_argmax(argmax, H, W, pad)
     return out, argmax
 
 
