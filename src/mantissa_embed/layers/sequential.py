@@ -1,7 +1,8 @@
 """The layer container: ``Sequential``."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+import re
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -16,14 +17,61 @@ if TYPE_CHECKING:
 
 __all__ = ["Sequential"]
 
+#: a layer name: dot-separated segments of letters, digits and underscores ("conv1", "layer1.0")
+_NAME = re.compile(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*")
+
+LayersArg = Union[Sequence[Layer], Mapping[str, Layer], Sequence[tuple[str, Layer]]]
+
+
+def _named_layers(layers: Any) -> tuple[list[str], list[Layer]]:
+    """``(names, layers)`` from a list of layers (names "0", "1", ...), a mapping name -> layer or a
+    list of (name, layer) pairs. Raises TypeError/ValueError."""
+    if isinstance(layers, Layer) or isinstance(layers, (str, bytes)):
+        raise TypeError("layers must be a list of Layer objects")
+    items: list[Any]
+    if isinstance(layers, Mapping):
+        items = list(layers.items())
+    else:
+        try:
+            items = list(layers)
+        except TypeError:
+            raise TypeError(f"layers must be a list of Layer objects, got {type(layers).__name__}") from None
+    if not items:
+        raise ValueError("layers must not be empty")
+    pairs = isinstance(layers, Mapping) or all(isinstance(x, tuple) and len(x) == 2 for x in items)
+    if not pairs:
+        return [str(i) for i in range(len(items))], items
+    names = [n for n, _ in items]
+    for i, n in enumerate(names):
+        if not isinstance(n, str):
+            raise TypeError(f"layer names must be str, got {type(n).__name__} for layers[{i}]")
+        if not _NAME.fullmatch(n):
+            raise ValueError(f"layer name {n!r} must be dot-separated segments of letters, digits and '_' "
+                             f"(e.g. 'conv1' or 'layer1.0')")
+    if len(set(names)) != len(names):
+        raise ValueError(f"layer names must be distinct, got {names}")
+    taken = set(names)
+    for n in names:  # "a" and "a.b" would give clashing parameter names ("a.b.weight")
+        parts = n.split(".")
+        for k in range(1, len(parts)):
+            if ".".join(parts[:k]) in taken:
+                raise ValueError(f"layer name {n!r} extends the name {'.'.join(parts[:k])!r} of another layer")
+    return names, [x for _, x in items]
+
 class Sequential:
     """A stack of layers applied in order, with explicit forward and backward.
 
     Parameters
     ----------
-    layers : list of Layer
+    layers : list of Layer, or dict name -> Layer, or list of (name, Layer) pairs
         Distinct layer objects (``Conv2D``, ``BatchNorm2D``, ``MaxPool2D``, ``Flatten``, ``Dense``, ...).
-        Layers that are already built keep their parameters.
+        Layers that are already built keep their parameters. A plain list names its layers
+        ``"0"``, ``"1"``, ...; named layers (as ``torch.nn.Sequential(OrderedDict)``) prefix their
+        parameters and buffers with their name: ``{"conv1": Conv2D(...)}`` gives
+        ``"conv1.weight"``. A name is dot-separated segments of letters, digits and ``_``
+        (``"layer1.0"`` stands for torch's nested ``layer1[0]``, so torchvision's state-dict
+        names come out as they are); names are distinct and none extends another
+        (``"a"`` and ``"a.b"``).
     seed : int >= 0 or numpy.random.Generator, default 0
         Seeds the initialization (a ``numpy.random.Generator``; the global RNG is never used).
     backend : {"mantissa", "numpy"}, default "mantissa"
@@ -39,20 +87,13 @@ class Sequential:
     Raises
     ------
     TypeError
-        ``layers`` not a list of Layer objects; a bad ``seed`` type.
+        ``layers`` not a list of Layer objects (or of named ones); a non-str name; a bad ``seed`` type.
     ValueError
-        Empty ``layers``, a layer given twice, an unknown ``backend``.
+        Empty ``layers``, a layer given twice, a malformed or repeated name, an unknown ``backend``.
     """
 
-    def __init__(self, layers: Sequence[Layer], seed: int | np.random.Generator = 0, backend: str = "mantissa") -> None:
-        if isinstance(layers, Layer) or isinstance(layers, (str, bytes)):
-            raise TypeError("layers must be a list of Layer objects")
-        try:
-            layers = list(layers)
-        except TypeError:
-            raise TypeError(f"layers must be a list of Layer objects, got {type(layers).__name__}") from None
-        if not layers:
-            raise ValueError("layers must not be empty")
+    def __init__(self, layers: LayersArg, seed: int | np.random.Generator = 0, backend: str = "mantissa") -> None:
+        names, layers = _named_layers(layers)
         for i, layer in enumerate(layers):
             if not isinstance(layer, Layer):
                 raise TypeError(f"layers[{i}] must be a Layer, got {type(layer).__name__}")
@@ -63,6 +104,7 @@ class Sequential:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.layers = layers
+        self.names = names
         self.seed = seed
         self.training = True
         self.input_shape: Any = None  # the per-sample tuple once built
@@ -145,7 +187,7 @@ class Sequential:
         a layer cannot take)."""
         shape = check_shape(input_shape)
         out = {}
-        for i, layer in enumerate(self.layers):
+        for i, layer in zip(self.names, self.layers):
             out.update({f"{i}.{name}": s for name, s in layer._param_shapes(shape).items()})
             out.update({f"{i}.{name}": s for name, s in layer._buffer_shapes(shape).items()})
             shape = layer.output_shape(shape)
@@ -156,14 +198,15 @@ class Sequential:
         return [p for layer in self.layers for p in layer.parameters()]
 
     def named_parameters(self) -> list[tuple[str, Parameter]]:
-        """``[("0.weight", Parameter), ("0.bias", ...), ...]``: layer index and parameter name."""
-        return [(f"{i}.{name}", p) for i, layer in enumerate(self.layers)
+        """``[("0.weight", Parameter), ("0.bias", ...), ...]``: layer name (its index unless the
+        layers were named) and parameter name."""
+        return [(f"{i}.{name}", p) for i, layer in zip(self.names, self.layers)
                 for name, p in layer.named_parameters()]
 
     def named_buffers(self) -> list[tuple[str, np.ndarray]]:
         """``[("1.running_mean", array), ...]``: every layer's non-learnable state (the arrays
         themselves, updated in place by the layers), named like ``named_parameters``."""
-        return [(f"{i}.{name}", a) for i, layer in enumerate(self.layers) for name, a in layer.named_buffers()]
+        return [(f"{i}.{name}", a) for i, layer in zip(self.names, self.layers) for name, a in layer.named_buffers()]
 
     def num_parameters(self) -> int:
         """Total number of learnable scalars (int). Requires a built model."""
@@ -299,7 +342,7 @@ class Sequential:
             raise RuntimeError("the model is not built: call build(input_shape) or forward(X) first")
         rows = [("Layer", "Output shape", "Params"), ("input", str(self.input_shape), "")]
         shape = self.input_shape
-        for i, layer in enumerate(self.layers):
+        for i, layer in zip(self.names, self.layers):
             shape = layer.output_shape(shape)
             rows.append((f"{i}: {layer._describe()}", str(shape), f"{sum(p.size for p in layer.parameters()):,}"))
         widths = [max(len(r[c]) for r in rows) for c in range(3)]
@@ -314,14 +357,22 @@ class Sequential:
 
     def get_config(self) -> dict[str, Any]:
         """JSON-able description: layers' configs, seed (None if a Generator was given),
-        backend and the built input shape (None before build)."""
-        return {
+        backend, the built input shape (None before build) and, for named layers only, their
+        ``"names"`` (a config without them names the layers "0", "1", ...)."""
+        cfg = {
             "class": "Sequential",
             "seed": self.seed if isinstance(self.seed, int) else None,
             "backend": self.backend,
             "input_shape": list(self.input_shape) if self.built else None,
             "layers": [layer.get_config() for layer in self.layers],
         }
+        if self._named:
+            cfg["names"] = list(self.names)
+        return cfg
+
+    @property
+    def _named(self) -> bool:
+        return self.names != [str(i) for i in range(len(self.layers))]
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> Sequential:
@@ -333,7 +384,12 @@ class Sequential:
             raise TypeError(f"cfg must be a dict, got {type(cfg).__name__}")
         if "layers" not in cfg or not isinstance(cfg["layers"], (list, tuple)):
             raise ValueError("cfg must contain a 'layers' list")
-        layers = [layer_from_config(lc, f"cfg['layers'][{i}]") for i, lc in enumerate(cfg["layers"])]
+        layers: list[Any] = [layer_from_config(lc, f"cfg['layers'][{i}]") for i, lc in enumerate(cfg["layers"])]
+        names = cfg.get("names")
+        if names is not None:
+            if not isinstance(names, (list, tuple)) or len(names) != len(layers):
+                raise ValueError(f"cfg['names'] must be a list of {len(layers)} layer names")
+            layers = list(zip(names, layers))
         seed = cfg.get("seed", 0)
         model = cls(layers, seed=0 if seed is None else seed, backend=cfg.get("backend", "mantissa"))
         if cfg.get("input_shape") is not None:
@@ -391,8 +447,17 @@ class Sequential:
         return iter(self.layers)
 
     def __getitem__(self, i):
+        """The layer at index ``i`` (an int or slice), or named ``i`` (a str; KeyError if none)."""
+        if isinstance(i, str):
+            try:
+                return self.layers[self.names.index(i)]
+            except ValueError:
+                raise KeyError(f"no layer named {i!r} (names: {self.names})") from None
         return self.layers[i]
 
     def __repr__(self) -> str:
+        if self._named:
+            inner = ",\n  ".join(f"{n!r}: {layer._describe()}" for n, layer in zip(self.names, self.layers))
+            return f"Sequential({{\n  {inner}\n}}, seed={self.seed!r}, backend={self.backend!r})"
         inner = ",\n  ".join(layer._describe() for layer in self.layers)
         return f"Sequential([\n  {inner}\n], seed={self.seed!r}, backend={self.backend!r})"
