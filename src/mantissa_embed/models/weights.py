@@ -222,7 +222,7 @@ def write_safetensors(path: str | os.PathLike[str], tensors: Mapping[str, np.nda
         The target; its directory must exist. An existing file is replaced only once the new one
         is complete.
     tensors : mapping str -> numpy.ndarray
-        float32 arrays (written as F32) and int64 arrays (I64), any shape (0-d included), any
+        float32 arrays (written as F32) and int64 arrays (I64) or numpy scalars, any shape (0-d included), any
         memory layout (written in C order, little-endian).
     metadata : mapping str -> str or None, default None
         The header's ``__metadata__`` (omitted when None).
@@ -241,8 +241,9 @@ def write_safetensors(path: str | os.PathLike[str], tensors: Mapping[str, np.nda
             raise TypeError(f"tensor names must be str, got {type(key).__name__}")
         if key == "__metadata__":
             raise ValueError("'__metadata__' is reserved by the format")
-        if not isinstance(arr, np.ndarray):
+        if not isinstance(arr, (np.ndarray, np.generic)):
             raise TypeError(f"tensors[{key!r}] must be a numpy array, got {type(arr).__name__}")
+        arr = np.asarray(arr)
         if arr.dtype == np.float32:
             items.append((key, "F32", arr.astype("<f4", copy=False)))
         elif arr.dtype == np.int64:
