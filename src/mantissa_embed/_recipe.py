@@ -148,9 +148,9 @@ def resolve_optimizer(optimizer, lr):
     ``"default"``: ``"sgd"`` when ``lr`` is given and at least ``DEFAULTS["sgd_min_lr"]``
     (0.01), else ``DEFAULTS["optimizer"]`` (``"adamw"``). Adam's step moves every weight by
     about ``lr`` whatever its gradient's scale, so its useful rates are around 1e-3; an ``lr``
-    of 0.01 or more is an SGD step size (the seed README's ``fit(lr=0.05)``), which AdamW would
-    turn into steps of 5% of a weight's typical size per batch, collapsing the embedding. A
-    named optimizer is used as given, whatever ``lr``."""
+    of 0.01 or more is an SGD step size (the seed README's ``fit(lr=0.05)``): AdamW at 0.05
+    moves a typical conv weight (~0.1) by half its size per batch, and the embedding collapsed.
+    A named optimizer is used as given, whatever ``lr``."""
     if not isinstance(optimizer, str):
         return None
     if optimizer != "default":
