@@ -8,8 +8,10 @@ import numpy as np
 from .._validation import check_int
 from ..layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, Layer, MaxPool2D, Residual,
                      Sequential)
+from .weights import load_weights, save_weights  # pretrained weights (issue 27)
 
 __all__ = ["cnn_embedder", "resnet_embedder", "small_cnn_embedder", "mlp_embedder"]
+__all__ += ["load_weights", "save_weights"]  # models.weights
 
 
 def __dir__() -> list[str]:
