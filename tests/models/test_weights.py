@@ -526,3 +526,99 @@ def test_torch_state_dict_loads_and_save_weights_loads_into_torch(tmp_path):
     with torch.no_grad():
         got = other(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(got, ours.eval().forward(x), rtol=1e-4, atol=1e-5)
+
+
+def _torchvision_resnet18(torch):
+    """torchvision's ResNet-18, written with its module names (torchvision is not installed)."""
+    nn = torch.nn
+
+    class BasicBlock(nn.Module):
+        def __init__(self, inplanes, planes, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.downsample = None
+            if stride != 1 or inplanes != planes:
+                self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False),
+                                                nn.BatchNorm2d(planes))
+
+        def forward(self, x):
+            identity = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            return self.relu(self.bn2(self.conv2(out)) + identity)
+
+    class ResNet(nn.Module):
+        def __init__(self, num_classes=1000):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+            self.bn1 = nn.BatchNorm2d(64)
+            self.relu = nn.ReLU(inplace=True)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+            inplanes = 64
+            for i, planes in enumerate((64, 128, 256, 512)):
+                stride = 1 if i == 0 else 2
+                setattr(self, f"layer{i + 1}", nn.Sequential(BasicBlock(inplanes, planes, stride),
+                                                             BasicBlock(planes, planes, 1)))
+                inplanes = planes
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(512, num_classes)
+
+        def forward(self, x):
+            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            return self.fc(torch.flatten(self.avgpool(x), 1))
+
+    return ResNet()
+
+
+def _resnet18_or_skip():
+    torch = pytest.importorskip("torch")
+    if not hasattr(models, "resnet18"):
+        pytest.skip("mantissa_embed.models.resnet18 is not there yet")
+    return torch
+
+
+def test_a_torchvision_resnet18_state_dict_loads_and_ours_loads_into_torch(tmp_path):
+    torch = _resnet18_or_skip()
+    torch.manual_seed(0)
+    tv = _torchvision_resnet18(torch)
+    tv.train()
+    with torch.no_grad():
+        tv(torch.randn(4, 3, 32, 32))  # running statistics away from their init
+    tv.eval()
+    path = tmp_path / "resnet18.safetensors"
+    try:
+        from safetensors.torch import save_file
+        save_file(tv.state_dict(), str(path))
+    except ImportError:
+        W.write_safetensors(path, {k: v.numpy() for k, v in tv.state_dict().items()})
+    net = models.resnet18(embed_dim=8, input_shape=(3, 32, 32), seed=1)
+    head = net.state_arrays()["head.weight"]
+    report = W.load_weights(net, path)  # strict: fc.* and num_batches_tracked ignored, head kept
+    assert report["missing"] == ["head.weight", "head.bias"] and report["unexpected"] == []
+    assert sorted(report["ignored"])[:2] == ["bn1.num_batches_tracked", "fc.bias"]
+    assert np.array_equal(net.state_arrays()["head.weight"], head)
+    trunk = models.resnet18(embed_dim=None, weights=path, input_shape=(3, 32, 32))
+    x = np.random.default_rng(0).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    tv.fc = torch.nn.Identity()
+    with torch.no_grad():
+        expected = tv(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(trunk.eval().forward(x), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+    ours = models.resnet18(embed_dim=None, input_shape=(3, 32, 32), seed=2)
+    ours.forward(np.random.default_rng(1).standard_normal((3, 3, 32, 32)).astype(np.float32))
+    back = W.save_weights(ours, tmp_path / "ours.safetensors")
+    state = {k: torch.from_numpy(np.array(v)) for k, v in W.read_safetensors(back).items()}
+    strict_twin = _torchvision_resnet18(torch)
+    strict_twin.fc = torch.nn.Identity()
+    strict_twin.load_state_dict(state, strict=True)
+    with_fc = _torchvision_resnet18(torch)
+    keys = with_fc.load_state_dict(state, strict=False)
+    assert sorted(keys.missing_keys) == ["fc.bias", "fc.weight"] and keys.unexpected_keys == []
+    strict_twin.eval()
+    with torch.no_grad():
+        got = strict_twin(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(got, ours.eval().forward(x), rtol=1e-4, atol=1e-4 * np.abs(got).max())
