@@ -302,6 +302,20 @@ def test_a_torch_zip_checkpoint_is_refused(tmp_path):
         W.read_safetensors(path)
 
 
+def test_read_safetensors_points_an_npz_to_load_weights(tmp_path):
+    path = W.save_weights(_net(), tmp_path / "m.npz")
+    with pytest.raises(ValueError, match=_msg(path) + ".*an .npz archive, not a safetensors file"):
+        W.read_safetensors(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 not a zip"])
+def test_a_broken_npz_is_a_value_error(tmp_path, content):
+    path = tmp_path / "b.npz"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=_msg(path)):
+        W.load_weights(_net(), path)
+
+
 def test_save_weights_refuses_a_pickle_name(tmp_path):
     with pytest.raises(ValueError, match="m.pth"):
         W.save_weights(_net(), tmp_path / "m.pth")

@@ -72,6 +72,15 @@ def _looks_pickled(head: bytes) -> bool:
     return head[:4] == b"PK\x03\x04" or (len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5)
 
 
+def _zip_holds_pickle(path: str) -> bool:
+    """Whether the zip archive at ``path`` has a pickle member (torch.save's ``archive/data.pkl``)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            return any(name.endswith(".pkl") for name in z.namelist())
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return False
+
+
 class _Duplicate(Exception):
     pass
 
@@ -99,6 +108,9 @@ def _parse_header(path: str, f: Any, size: int) -> tuple[dict[str, tuple[str, tu
     (n,) = struct.unpack("<Q", head)
     first = f.read(1)
     if n > size - 8 or first != b"{":
+        if head[:4] == b"PK\x03\x04" and path.lower().endswith(".npz") and not _zip_holds_pickle(path):
+            raise ValueError(f"{path}: an .npz archive, not a safetensors file: load_weights reads it "
+                             f"(or numpy.load(path, allow_pickle=False))")
         if _looks_pickled(head):
             raise ValueError(_conversion_hint(path))
         if n > size - 8:
@@ -300,12 +312,7 @@ class _State:
     def __init__(self, path: str) -> None:
         self._npz: NpzEntries | None = None
         if path.lower().endswith(".npz"):
-            try:
-                with zipfile.ZipFile(path) as z:
-                    pickled = any(name.endswith(".pkl") for name in z.namelist())
-            except zipfile.BadZipFile as exc:
-                raise ValueError(f"{path}: not an .npz archive ({exc})") from None
-            if pickled:
+            if _zip_holds_pickle(path):
                 raise ValueError(_conversion_hint(path))
             try:
                 self._npz = NpzEntries(path)
