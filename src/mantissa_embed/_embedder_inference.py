@@ -30,13 +30,13 @@ class EmbedderInference:
         def _check_fitted(self) -> None: ...
 
     def embed(self, X: ArrayLike, batch_size: int = 256, normalize: bool = True) -> Float32Array:
-        """Embed images in chunks of ``batch_size`` (bounded memory).
+        """Embed images or feature vectors in chunks of ``batch_size`` (bounded memory).
 
         Parameters
         ----------
-        X : array_like, float, shape (n, C, H, W)
-            Images of the shape seen by ``fit``; converted to float32 chunk by chunk (no
-            full copy of ``X``). NaN/Inf are rejected.
+        X : array_like, float, shape (n, *input_shape_): (n, C, H, W) or (n, F)
+            Images, or feature vectors for a feature trunk, of the shape seen by ``fit``;
+            converted to float32 chunk by chunk (no full copy of ``X``). NaN/Inf are rejected.
         batch_size : int >= 1, default 256
         normalize : bool, default True
             Return L2-normalized rows (the space the loss trains and ``retrieve`` /
@@ -51,7 +51,7 @@ class EmbedderInference:
         RuntimeError
             Before ``fit`` (unless the Embedder was loaded with ``load``).
         TypeError / ValueError
-            Non-numeric ``X``; wrong ndim or image shape; NaN/Inf; a bad ``batch_size``.
+            Non-numeric ``X``; wrong ndim or per-sample shape; NaN/Inf; a bad ``batch_size``.
         ValueError
             A finite image whose embedding is not (the network overflowed float32: rescale the
             images); the message names it (``X[i]``). No numpy warning is shown.
@@ -69,13 +69,23 @@ class EmbedderInference:
         Parameters
         ----------
         query : array_like
-            One image ``(C, H, W)``, a batch of images ``(n, C, H, W)``, one embedding ``(D,)``
-            or a batch of embeddings ``(n, D)``.
+            One input, a batch of inputs, one embedding ``(D,)`` or a batch of embeddings
+            ``(n, D)``. Inputs have the shape ``fit`` saw (``input_shape_``): images ``(C, H,
+            W)`` / ``(n, C, H, W)``, or feature vectors ``(F,)`` / ``(n, F)`` for a feature
+            trunk.
         gallery : array_like or Index
-            Images ``(m, C, H, W)`` or embeddings ``(m, D)`` (e.g. ``embed(X_gallery)``, so a
-            fixed gallery is embedded once and reused), or an
+            Inputs ``(m, *input_shape_)`` or embeddings ``(m, D)`` (e.g. ``embed(X_gallery)``,
+            so a fixed gallery is embedded once and reused), or an
             ``Index`` (``build_index``): then the index's ids
             are returned instead of row indices.
+
+            Inputs or embeddings is decided by shape: an array of the input shape is inputs,
+            a 2-D ``(n, D)`` / 1-D ``(D,)`` array otherwise is embeddings (for an image trunk a
+            2-D array is always embeddings). For a feature trunk whose input width ``F``
+            equals the embedding size ``D``, such arrays are inputs (inputs win); search
+            precomputed embeddings then with an ``Index`` directly:
+            ``index.Index(D).add(Z).search(Zq, k)`` (``Z``, ``Zq`` from ``embed``, so
+            L2-normalized: the same distances).
         k : int, 1 <= k <= m, default 5
 
         Returns
@@ -101,8 +111,8 @@ class EmbedderInference:
 
     def build_index(self, X: ArrayLike, labels: ArrayLike | None = None, ids: ArrayLike | None = None,
                     **kwargs: Any) -> Index:
-        """An ``Index`` of the embeddings of ``X`` (images or
-        embeddings), searchable by ``retrieve``: ``Index(embed_dim_, "euclidean", **kwargs)``
+        """An ``Index`` of the embeddings of ``X`` (inputs or
+        embeddings, told apart as in ``retrieve``), searchable by ``retrieve``: ``Index(embed_dim_, "euclidean", **kwargs)``
         (``dtype=``, ``keep_float32=``) with ``add(embeddings, ids, labels)``. Raises as
         ``embed`` and ``Index``."""
         self._check_fitted()
@@ -119,9 +129,12 @@ class EmbedderInference:
         Parameters
         ----------
         a, b : array_like
-            Each one image ``(C, H, W)``, one embedding ``(D,)``, or a batch of either
-            (``(n, C, H, W)`` / ``(n, D)``). Two batches must have the same length (pairwise);
-            a single item against a batch is compared with every row.
+            Each one input (image ``(C, H, W)`` or, for a feature trunk, feature vector
+            ``(F,)``), one embedding ``(D,)``, or a batch of either (``(n, *input_shape_)`` /
+            ``(n, D)``). Two batches must have the same length (pairwise); a single item
+            against a batch is compared with every row. Inputs or embeddings: as ``retrieve``
+            (by shape; for a feature trunk with ``F == D``, arrays are inputs; compare
+            precomputed embeddings then directly: ``np.linalg.norm(Za - Zb, axis=-1)``).
         threshold : float >= 0, None or "calibrated", default "calibrated"
             ``"calibrated"``: ``threshold_`` from ``calibrate`` (saved with the model),
             or None when the Embedder was never calibrated. None: return the distances.
@@ -148,8 +161,9 @@ class EmbedderInference:
     def calibrate(self, X: ArrayLike, y: ArrayLike, *, target_far: float | None = None,
                   target_precision: float | None = None, max_accuracy: bool = False, n_pairs: int = 100_000,
                   seed: Seed = 0, batch_size: int = 256) -> dict[str, Any]:
-        """Choose the verification threshold on labelled data (images ``(n, C, H, W)`` or
-        embeddings ``(n, D)`` with int labels ``y``, best of identities held out from training)
+        """Choose the verification threshold on labelled data (inputs ``(n, *input_shape_)``:
+        images or feature vectors, or embeddings ``(n, D)``, told apart as in ``retrieve``, with
+        int labels ``y``, best of identities held out from training)
         and keep it as ``threshold_``: ``verify`` then answers with it, ``save``
         stores it. One rule: ``target_far`` (float in [0, 1]: the largest threshold with FAR <= it;
         the default, 1e-3, when none is given), ``target_precision`` (in (0, 1]: the largest

@@ -17,10 +17,29 @@ from ._validation import check_array, check_float, check_int, check_labels
 from .evaluation.retrieval import retrieval_metrics
 from .samplers import MPerClassSampler
 
-__all__ = ["METRICS", "split_validation", "param_groups", "fit"]
+__all__ = ["METRICS", "INPUT_NDIMS", "check_inputs", "split_validation", "param_groups", "fit"]
 
 #: the validation metrics ``fit(..., metrics=...)`` accepts (higher is better)
 METRICS = ("precision_at_1", "r_precision", "mean_average_precision_at_r")
+
+
+#: the ranks of ``fit``'s ``X``: 4 for images (N, C, H, W), 2 for feature vectors (N, F)
+INPUT_NDIMS = (4, 2)
+
+
+def check_inputs(X: object, name: str, input_shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """``X`` as float32, checked as ``fit``'s input: numeric, non-empty, finite, 4-D images
+    (N, C, H, W) or 2-D feature vectors (N, F), and of per-sample shape ``input_shape`` when
+    given (the trunk's, once built). TypeError / ValueError naming ``name``."""
+    X = check_array(X, name, allow_empty=False)
+    if input_shape is None and X.ndim not in INPUT_NDIMS:
+        raise ValueError(f"{name} must be 4-D images (N, C, H, W) or 2-D feature vectors (N, F), "
+                         f"got {X.ndim}-D shape {X.shape}")
+    if input_shape is not None and tuple(X.shape[1:]) != tuple(input_shape):
+        kind = "feature vectors" if len(input_shape) == 1 else "images"
+        raise ValueError(f"{name} must have shape (N, {', '.join(map(str, input_shape))}) ({kind}: the trunk was "
+                         f"built for that input), got {X.shape}")
+    return X
 
 
 def split_validation(X, y, validation, rng):
@@ -45,7 +64,7 @@ def split_validation(X, y, validation, rng):
         mask = np.isin(y, held)
         return X[~mask], y[~mask], X[mask], y[mask]
     if isinstance(validation, (tuple, list)) and len(validation) == 2:
-        Xv = check_array(validation[0], "validation[0]", ndim=4, allow_empty=False)
+        Xv = check_array(validation[0], "validation[0]", ndim=X.ndim, allow_empty=False)
         if Xv.shape[1:] != X.shape[1:]:
             raise ValueError(f"validation[0] must have shape (n, {', '.join(map(str, X.shape[1:]))}) like X, "
                              f"got {Xv.shape}")
@@ -121,6 +140,12 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
         lr = check_float(lr, "lr", minimum=0.0, strict=True)
     opt_name = _recipe.resolve_optimizer(emb.optimizer, lr)
     lr = _recipe.DEFAULTS["lr"].get(opt_name, 1e-3) if lr is None else lr
+    if X.ndim == 2 and isinstance(augment, str):  # the presets transform images
+        if augment in _recipe.AUGMENTS:
+            raise ValueError(f"augment={augment!r} transforms images; X holds feature vectors (N, F): pass "
+                             "augment=None, \"default\" (no augmentation for feature vectors) or a callable(X, rng)")
+        if augment == "default":
+            augment = None
     augment_fn = _recipe.make_augment(augment)
     schedule_obj = _recipe.make_schedule(schedule)
     state = emb.train_state_ if resume else None

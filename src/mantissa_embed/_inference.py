@@ -49,7 +49,8 @@ def _check_output(Z, name, start, single):
 
 
 def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool = False):
-    """``emb``'s trunk on images X (n, C, H, W), ``batch_size`` at a time: (n, D) float32.
+    """``emb``'s trunk on inputs X (n, *input_shape_): images (n, C, H, W) or feature vectors
+    (n, F), ``batch_size`` at a time: (n, D) float32.
     ValueError naming the image (``name[i]``, or ``name`` when ``single``) whose embedding
     overflowed; numpy's overflow warnings of the numpy backend are not shown (the error is)."""
     X = _check_images(emb, X, name, batched=True)
@@ -61,7 +62,7 @@ def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool 
         for s in range(0, n, batch_size):
             threads.step()
             # converted and checked (finite, and the shape by _check_images) once, here
-            chunk = check_array(X[s:s + batch_size], name, ndim=4)
+            chunk = check_array(X[s:s + batch_size], name, ndim=X.ndim)
             out[s:s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
             _check_output(out[s:s + chunk.shape[0]], name, s, single)
     if normalize and emb._normalizes() and n:
@@ -70,8 +71,14 @@ def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool 
 
 
 def as_embeddings(emb, a, name, allow_single: bool = True, batch_size=256):
-    """Images (embedded ``batch_size`` at a time) or embeddings -> (float32 (n, D) normalized as
-    trained, was_single)."""
+    """Inputs (embedded ``batch_size`` at a time) or embeddings -> (float32 (n, D) normalized as
+    trained, was_single).
+
+    Inputs are arrays of shape ``(n, *input_shape_)`` (or ``input_shape_`` for one); any other
+    2-D ``(n, D)`` (1-D ``(D,)``) array is embeddings. For an image trunk a 2-D array is always
+    embeddings. For a feature trunk (``input_shape_ == (F,)``) an array of width ``F`` is
+    inputs, so when ``F == embed_dim_`` every such array is inputs (inputs win); embeddings of
+    that width are searched with an ``Index`` of them (``Index.add`` / ``Index.search``)."""
     emb._check_fitted()
     if isinstance(a, (str, bytes)) or a is None:
         raise TypeError(f"{name} must be an array of numbers, got {type(a).__name__}")
@@ -85,7 +92,8 @@ def as_embeddings(emb, a, name, allow_single: bool = True, batch_size=256):
         return embed(emb, arr, name, batch_size), False
     if arr.ndim == img_nd and allow_single and img_ok:
         return embed(emb, arr[None], name, single=True), True
-    if arr.ndim == 2 or (arr.ndim == 1 and allow_single):
+    # (n, D) / (D,) embeddings; for a feature trunk a width that is neither F nor D falls to the error below
+    if (arr.ndim == 2 or (arr.ndim == 1 and allow_single)) and (img_nd != 1 or arr.shape[-1] == D):
         single = arr.ndim == 1
         Z = check_array(arr.reshape(1, -1) if single else arr, name, ndim=2)
         if Z.shape[1] != D:
@@ -95,9 +103,10 @@ def as_embeddings(emb, a, name, allow_single: bool = True, batch_size=256):
             l2_normalize(Z)
         return Z, single
     shape = ", ".join(map(str, emb.input_shape_))
-    forms = f"images (n, {shape}), embeddings (n, {D})"
+    kind = "feature vector" if img_nd == 1 else "image"
+    forms = f"{kind}s (n, {shape}), embeddings (n, {D})"
     if allow_single:
-        forms = f"one image ({shape}), " + forms + f" or one embedding ({D},)"
+        forms = f"one {kind} ({shape}), " + forms + f" or one embedding ({D},)"
     raise ValueError(f"{name} must be {forms}; got shape {arr.shape}")
 
 

@@ -21,7 +21,7 @@ from . import _fitting, _persistence, optim
 from ._embedder_inference import EmbedderInference
 from ._recipe import DEFAULTS, FACE_PRESET, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
 from ._training import profile_table
-from ._validation import as_generator, check_array, check_float, check_int, check_labels
+from ._validation import as_generator, check_float, check_int, check_labels
 from .backend import BACKENDS
 from ._typing import ArrayLike
 from .layers import Layer, Sequential
@@ -33,13 +33,19 @@ __all__ = ["Embedder", "DEFAULTS", "FACE_PRESET"]
 
 
 class Embedder(EmbedderInference):
-    """Metric learning on a CNN trunk: ``fit`` / ``embed`` / ``retrieve`` / ``verify``.
+    """Metric learning on a trunk: ``fit`` / ``embed`` / ``retrieve`` / ``verify``.
+
+    Inputs are images ``(N, C, H, W)`` for a CNN trunk, or feature vectors ``(N, F)`` (features
+    from any other model) for a trunk that takes them (``models.mlp_embedder``, or any trunk
+    starting with ``Dense``). The first ``fit`` decides which from ``X`` (``input_shape_``);
+    later calls must match it.
 
     Parameters
     ----------
     layers : list of Layer or Sequential
         The trunk. Its output must be 2-D ``(N, D)`` (end with ``Flatten``/``Dense``), e.g.
-        ``models.small_cnn_embedder(embed_dim=16)``. A list is wrapped in
+        ``models.small_cnn_embedder(embed_dim=16)`` for images or ``models.mlp_embedder(16)``
+        for feature vectors. A list is wrapped in
         ``Sequential(layers, seed=seed, backend=backend)``; a ``Sequential`` is used as is (its
         backend is set to ``backend``).
     loss : str or a loss object, default "default"
@@ -105,7 +111,8 @@ class Embedder(EmbedderInference):
         Where the last ``fit(..., profile=True)`` spent its time (see ``fit``); None
         otherwise. ``profile_summary`` prints it as a table.
     input_shape_ : tuple or None
-        Per-sample image shape ``(C, H, W)`` seen by ``fit`` (None before).
+        Per-sample input shape seen by the first ``fit`` (None before): ``(C, H, W)`` for
+        images, ``(F,)`` for feature vectors. Saved with the model.
     embed_dim_ : int or None
         ``D``, the embedding size (None before fit/load).
 
@@ -251,12 +258,16 @@ class Embedder(EmbedderInference):
             callback: Callable[[int, float], Any] | None = None, augment: str | Callable[..., Any] | None = "default",
             schedule: str | Callable[..., Any] | None = "default", resume: bool = False,
             profile: bool = False) -> Embedder:
-        """Train the trunk by metric learning on images ``X`` with class labels ``y``.
+        """Train the trunk by metric learning on images or feature vectors ``X`` with class
+        labels ``y``.
 
         Parameters
         ----------
-        X : array_like, float, shape (N, C, H, W)
-            Images (NCHW); converted to float32 once. NaN/Inf are rejected.
+        X : array_like, float, shape (N, C, H, W) or (N, F)
+            Images (NCHW) or feature vectors (for a trunk that takes them, e.g.
+            ``models.mlp_embedder``); converted to float32 once. NaN/Inf are rejected. The
+            first fit decides the input shape (``input_shape_``); later fits (and
+            ``validation`` data) must have the same per-sample shape.
         y : array_like of int, shape (N,)
             Class labels (any ints; mapped to ``0 .. C-1`` in sorted order, ``classes_``).
             At least two classes.
@@ -295,6 +306,8 @@ class Embedder(EmbedderInference):
         augment : "default", "affine", "hflip", "affine+hflip", None or callable, default "default"
             Batch augmentation ``t(X_batch, rng)`` drawn from the Embedder's generator
             (``mantissa_embed.transforms``; presets: ``mantissa_embed._recipe.make_augment``).
+            The presets transform images: for feature vectors ``(N, F)``, ``"default"`` means
+            no augmentation and a preset name is a ValueError; a callable is applied to either.
         schedule : "default", "cosine", "step", "constant", None or a schedule, default "default"
             Learning-rate schedule stepped per batch over ``epochs * ceil(N / batch_size)``
             steps (``mantissa_embed.optim``); None keeps ``lr`` constant.
@@ -322,15 +335,18 @@ class Embedder(EmbedderInference):
         TypeError
             Non-numeric ``X``, non-integer ``y``, wrongly typed arguments.
         ValueError
-            ``X`` not 4-D, empty, or containing NaN/Inf; ``y`` of another length or with fewer
+            ``X`` neither 4-D nor 2-D, empty, or containing NaN/Inf; ``X`` of a rank the trunk
+            does not take (feature vectors for a CNN, images for a trunk starting with
+            ``Dense``); ``y`` of another length or with fewer
             than two classes; ``epochs < 1``; a ``batch_size`` / ``m_per_class`` layout without
-            two classes of two images; ``lr <= 0``; an image shape other than the trunk's; a
-            trunk whose output is not 2-D; bad ``validation``, ``metrics``, ``augment``,
+            two classes of two images; ``lr <= 0``; a per-sample shape other than the trunk's
+            (``input_shape_``); a trunk whose output is not 2-D; bad ``validation``,
+            ``metrics``, ``augment`` (an image preset for feature vectors),
             ``schedule``; ``resume=True`` without a checkpoint.
         FloatingPointError
             Training diverged (the loss or the embeddings became NaN/Inf): lower ``lr``.
         """
-        X = check_array(X, "X", ndim=4, allow_empty=False)
+        X = _fitting.check_inputs(X, "X", tuple(self.net.input_shape) if self.net.built else None)
         y = check_labels(y, "y", n=X.shape[0])
         epochs = check_int(epochs, "epochs", minimum=1)
         batch_size = check_int(batch_size, "batch_size", minimum=2)
@@ -340,9 +356,13 @@ class Embedder(EmbedderInference):
             raise TypeError(f"callback must be callable(epoch, loss) or None, got {type(callback).__name__}")
         if not isinstance(profile, (bool, np.bool_)):
             raise TypeError(f"profile must be a bool, got {type(profile).__name__}")
-        if self.net.built and tuple(X.shape[1:]) != tuple(self.net.input_shape):
-            raise ValueError(f"X must have shape (N, {', '.join(map(str, self.net.input_shape))}) "
-                             f"(the trunk was built for that input), got {X.shape}")
+        try:  # the first fit decides the input rank; the trunk's layers say whether they take it
+            self.net.output_shape(tuple(X.shape[1:]))
+        except ValueError as exc:
+            if X.ndim == 2:
+                raise ValueError(f"X must be 4-D images (N, C, H, W) for this trunk, got feature vectors of shape "
+                                 f"{X.shape} ({exc})") from None
+            raise ValueError(f"X of shape {X.shape} does not fit the trunk ({exc})") from None
         self._check_trunk_output(X.shape[1:])
         if not self._fit_guard.acquire(blocking=False):
             raise RuntimeError("fit is already running on this Embedder (in another thread, or called from "
