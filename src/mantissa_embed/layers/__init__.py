@@ -41,3 +41,7 @@ __all__ += ["AvgPool2D", "GlobalAvgPool2D", "LeakyReLU", "Dropout", "Residual"]
 from .batch_norm import BatchNorm1D, BatchNorm2D  # noqa: E402
 
 __all__ += ["BatchNorm2D", "BatchNorm1D"]
+
+from .resnet_blocks import BasicBlock, Bottleneck  # noqa: E402
+
+__all__ += ["BasicBlock", "Bottleneck"]

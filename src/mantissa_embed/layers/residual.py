@@ -173,11 +173,11 @@ class Residual(Layer):
         shape = check_shape(input_shape)
         out, s = {}, shape
         for i, layer in enumerate(self.block):
-            out.update({f"block.{i}.{n}": v for n, v in getattr(layer, attr)(s).items()})
+            out.update({f"{self._child_name('block', i)}.{n}": v for n, v in getattr(layer, attr)(s).items()})
             s = layer.output_shape(s)
         s2 = shape
         for i, layer in enumerate(self._shortcut_for(shape, s)):
-            out.update({f"shortcut.{i}.{n}": v for n, v in getattr(layer, attr)(s2).items()})
+            out.update({f"{self._child_name('shortcut', i)}.{n}": v for n, v in getattr(layer, attr)(s2).items()})
             s2 = layer.output_shape(s2)
         return out
 
@@ -187,8 +187,13 @@ class Residual(Layer):
     def _buffer_shapes(self, input_shape):
         return self._child_shapes(input_shape, "_buffer_shapes")
 
+    def _child_name(self, branch, i):
+        """The name prefix of child ``i`` of ``branch`` ("block" or "shortcut"): ``"block.0"``;
+        subclasses (``BasicBlock``) name their children as torchvision does."""
+        return f"{branch}.{i}"
+
     def _named(self, attr):
-        return [(f"{branch}.{i}.{n}", v) for branch, layers in self._branches()
+        return [(f"{self._child_name(branch, i)}.{n}", v) for branch, layers in self._branches()
                 for i, layer in enumerate(layers) for n, v in getattr(layer, attr)()]
 
     def parameters(self):
