@@ -151,3 +151,8 @@ def mlp_embedder(embed_dim: int = 16, hidden: Sequence[int] = (64,), *, seed: in
     hidden = [check_int(h, f"hidden[{i}]", minimum=1) for i, h in enumerate(hidden)]
     return Sequential([Flatten()] + [Dense(h, act="relu") for h in hidden] + [Dense(embed_dim)],
                       seed=seed, backend=backend)
+
+
+from .resnet import resnet18, resnet34, resnet50  # noqa: E402  (torchvision-exact ResNets, issue 27)
+
+__all__ += ["resnet18", "resnet34", "resnet50"]
