@@ -233,6 +233,7 @@ def test_default_recipe_objects():
     ("default", 1e-3, "AdamW", 1e-4),   # README: fit(lr=1e-3) is AdamW's
     ("default", 0.0099, "AdamW", 1e-4),
     ("default", 0.01, "SGD", 0.0),      # an SGD step size (the seed's lr=0.05) runs SGD
+    ("default", np.float32(0.01), "SGD", 0.0),  # 0.01 rounded to float32 is still the threshold
     ("default", 0.05, "SGD", 0.0),
     ("adamw", 0.05, "AdamW", 1e-4),     # a named optimizer is used as given
     ("sgd", 1e-3, "SGD", 0.0),
@@ -264,6 +265,26 @@ def test_resume_runs_the_optimizer_the_lr_chose(tmp_path):
     resumed.fit(X, y, epochs=2, batch_size=16, lr=0.05, resume=True)
     for a, b in zip(full.net.parameters(), resumed.net.parameters()):
         np.testing.assert_array_equal(a.data, b.data)
+
+
+@pytest.mark.parametrize("loss", ["triplet", "default"])
+def test_custom_optimizer_saves_and_loads(tmp_path, loss):
+    """An optimizer callable cannot be saved: the file loads (with a warning), embeds as the
+    fitted model did, trains on with the default optimizer, and refuses resume=True."""
+    from mantissa_embed import optim
+
+    X, y = _toy()
+    emb = Embedder(models.small_cnn_embedder(4), loss=loss,
+                   optimizer=lambda p, lr: optim.SGD(p, lr=lr, momentum=0.9))
+    emb.fit(X, y, epochs=2, batch_size=16, lr=0.05, callbacks=[_StopAfterFirstEpoch()])
+    emb.save(tmp_path / "custom.npz")
+    with pytest.warns(UserWarning, match="optimizer callable"):
+        loaded = Embedder.load(tmp_path / "custom.npz")
+    np.testing.assert_array_equal(loaded.embed(X), emb.embed(X))
+    assert loaded.optimizer == "default" and loaded.optimizer_ is None
+    with pytest.raises(ValueError, match="resume=True needs a checkpoint"):
+        loaded.fit(X, y, epochs=2, batch_size=16, resume=True)
+    loaded.fit(X, y, epochs=1, batch_size=16)
 
 
 class _StopAfterFirstEpoch:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 import threading
 
@@ -38,6 +39,15 @@ def _unlink(path) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def require_regular_file(path) -> None:
+    """Raise unless ``path`` is a regular file (after symlinks): ``FileNotFoundError`` when it
+    does not exist, ``ValueError`` naming it for a directory, FIFO, socket or device, whose
+    ``open`` or read could block forever or never end."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{os.fspath(path)!r} is not a regular file (a directory, FIFO, socket or device)")
 
 
 def _naming_target(exc, path):

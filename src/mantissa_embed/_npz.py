@@ -18,6 +18,8 @@ import zipfile
 import numpy as np
 from numpy.lib import format as npy_format
 
+from ._io import require_regular_file
+
 __all__ = ["NpzEntries", "FLOAT_DTYPES"]
 
 #: the weight dtypes a file may hold (either byte order); they are cast to float32 (float64
@@ -38,9 +40,10 @@ class NpzEntries:
 
     def __init__(self, path) -> None:
         self.path = os.fspath(path)
+        require_regular_file(self.path)
         try:
             self._zip = zipfile.ZipFile(self.path)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
             raise ValueError(f"not a zip archive ({exc})") from None
         try:
             self.headers, self._members = self._read_headers(os.path.getsize(self.path))
@@ -85,7 +88,7 @@ class NpzEntries:
                 else:
                     raise ValueError(f"unsupported .npy format version {version}")
                 offset = f.tell()
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError) as exc:
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError, RuntimeError, NotImplementedError) as exc:
             raise ValueError(f"entry {key!r} has no valid .npy header ({exc})") from None
         if dtype.hasobject:
             raise ValueError(f"entry {key!r} holds Python objects (dtype {dtype}), which would need pickle")
@@ -109,7 +112,7 @@ class NpzEntries:
         try:
             with self._zip.open(self._members[key]) as f:
                 arr = npy_format.read_array(f, allow_pickle=False, max_header_size=_MAX_HEADER)
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:
             raise ValueError(f"entry {key!r} is unreadable ({exc})") from None
         if floats and arr.dtype != np.float32:
             with np.errstate(over="ignore"):  # out of float32 range: Inf, rejected by the caller

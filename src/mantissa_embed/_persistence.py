@@ -69,7 +69,7 @@ def _config(emb):
         "layer_rng_states": {str(i): layer.rng_state() for i, layer in enumerate(emb.net.layers)
                              if callable(getattr(layer, "rng_state", None)) and layer.built},
         "miner": miner_spec,
-        "optimizer": emb.optimizer if isinstance(emb.optimizer, str) else "default",
+        "optimizer": emb.optimizer if isinstance(emb.optimizer, str) else "callable",
         "momentum": emb.momentum,
         "weight_decay": emb.weight_decay,
         "m_per_class": emb.m_per_class,
@@ -95,7 +95,7 @@ def save(emb, path):
             arrays[f"{_LOSS_PARAM_PREFIX}{i}"] = np.array(p.data, copy=True)
     cfg = _config(emb)
     opt = emb.optimizer_
-    if emb.train_state_ is not None and callable(getattr(opt, "state_dict", None)):
+    if emb.train_state_ is not None and isinstance(emb.optimizer, str) and callable(getattr(opt, "state_dict", None)):
         opt_arrays, cfg["optimizer_state"] = optim.flatten_state_dict(opt.state_dict(), prefix=_OPTIM_PREFIX)
         arrays.update(opt_arrays)
     arrays[_CONFIG_KEY] = np.array(json.dumps(cfg))
@@ -244,8 +244,14 @@ def _from_config(cls, cfg, entries, backend):
         if isinstance(miner, dict):
             miner = "default"
     seed = cfg.get("seed")
+    optimizer = cfg.get("optimizer", "default")
+    if optimizer == "callable":
+        warnings.warn("the saved Embedder was trained with an optimizer callable, which a file cannot hold: "
+                      "further fits use optimizer='default' (give yours to a new Embedder), and resume=True "
+                      "is not available", stacklevel=4)
+        optimizer = "default"
     emb = cls(net, loss=loss, margin=margin, seed=0 if seed is None else seed, backend=backend, miner=miner,
-              optimizer=cfg.get("optimizer", "default"), momentum=cfg.get("momentum"),
+              optimizer=optimizer, momentum=cfg.get("momentum"),
               weight_decay=cfg.get("weight_decay"), m_per_class=cfg.get("m_per_class"),
               loss_lr_factor=cfg.get("loss_lr_factor"))
     shape = cfg.get("loss_shape")

@@ -155,7 +155,8 @@ def resolve_optimizer(optimizer, lr):
         return None
     if optimizer != "default":
         return optimizer
-    return "sgd" if lr is not None and lr >= DEFAULTS["sgd_min_lr"] else DEFAULTS["optimizer"]
+    # an lr that is the threshold rounded to float32 (np.float32(0.01) is 0.0099999998) counts as it
+    return "sgd" if lr is not None and lr >= DEFAULTS["sgd_min_lr"] * (1 - 1e-6) else DEFAULTS["optimizer"]
 
 
 def make_optimizer(optimizer, groups, momentum, weight_decay, backend):

@@ -636,3 +636,40 @@ def test_a_torchvision_resnet18_state_dict_loads_and_ours_loads_into_torch(tmp_p
     with torch.no_grad():
         got = strict_twin(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(got, ours.eval().forward(x), rtol=1e-4, atol=1e-4 * np.abs(got).max())
+
+
+@pytest.mark.parametrize("name", ["w.safetensors", "w.npz"])
+def test_a_fifo_or_directory_is_refused_without_blocking(tmp_path, name):
+    """open() of a FIFO blocks until a writer comes: the path is checked to be a regular file
+    first (a directory likewise)."""
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        W.load_weights(_net(), fifo)
+    (tmp_path / "d").mkdir()
+    with pytest.raises(ValueError, match="not a regular file"):
+        W.load_weights(_net(), tmp_path / "d" / ".." / "d")
+
+
+def test_an_npz_with_unsupported_zip_flags_is_a_value_error(tmp_path):
+    """An 'encrypted' or 'compressed patched data' member makes zipfile raise RuntimeError /
+    NotImplementedError: still a ValueError naming the file."""
+    net = _trained_net()
+    path = tmp_path / "w.npz"
+    W.save_weights(net, path)
+    data = bytearray(path.read_bytes())
+    cd = data.rfind(b"PK\x01\x02")  # the last central-directory record: its general-purpose flags
+    for flag in (0x1, 0x20):
+        bad = bytearray(data)
+        bad[cd + 8] |= flag
+        p = tmp_path / f"flag{flag}.npz"
+        p.write_bytes(bytes(bad))
+        with pytest.raises(ValueError, match=re.escape(str(p))):
+            W.load_weights(_net(), p)
+
+
+@pytest.mark.parametrize("shape", [[0, 2 ** 63], [0] + [1] * 40, [0, 2 ** 62, 2 ** 62]])
+def test_shapes_numpy_cannot_hold_name_the_entry(tmp_path, shape):
+    path = _raw(tmp_path / "s.safetensors", {"x": _entry("F32", shape, 0, 0)})
+    with pytest.raises(ValueError, match=_msg(path, "x")):
+        W.read_safetensors(path)

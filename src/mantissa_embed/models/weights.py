@@ -28,7 +28,7 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from .._io import atomic_write
+from .._io import atomic_write, require_regular_file
 from .._npz import NpzEntries
 
 __all__ = ["read_safetensors", "write_safetensors", "load_weights", "save_weights", "state_names"]
@@ -148,6 +148,9 @@ def _parse_header(path: str, f: Any, size: int) -> tuple[dict[str, tuple[str, tu
                              f"{', '.join(_UNSUPPORTED)})")
         if not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape):
             raise ValueError(f"{where}: shape must be a list of non-negative ints, got {shape!r}")
+        if len(shape) > 32 or any(s >= 1 << 62 for s in shape):  # beyond any numpy array
+            raise ValueError(f"{where}: shape {shape} has more than 32 dimensions or a dimension "
+                             "of 2**62 or more")
         if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)
                 or not 0 <= offsets[0] <= offsets[1]):
             raise ValueError(f"{where}: data_offsets must be [begin, end] with 0 <= begin <= end, got {offsets!r}")
@@ -189,6 +192,7 @@ def _read(path: Any) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     path = os.fspath(path)
     if str(path).lower().endswith(_PICKLE_EXTENSIONS):
         raise ValueError(_conversion_hint(path))
+    require_regular_file(path)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         entries, start = _parse_header(path, f, size)
@@ -312,6 +316,7 @@ class _State:
     def __init__(self, path: str) -> None:
         self._npz: NpzEntries | None = None
         if path.lower().endswith(".npz"):
+            require_regular_file(path)
             if _zip_holds_pickle(path):
                 raise ValueError(_conversion_hint(path))
             try:
@@ -369,9 +374,11 @@ def load_weights(net: _Net, path: str | os.PathLike[str], strict: bool = True) -
     ``.pt`` / ``.pth`` is refused with the command converting it).
     """
     path = os.fspath(path)
+    if not isinstance(strict, (bool, np.bool_)):
+        raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
     targets = _targets(net)
     with _State(path) as state:
-        return _load(targets, state, strict)
+        return _load(targets, state, bool(strict))
 
 
 def _load(targets: dict[str, np.ndarray], state: _State, strict: bool) -> dict[str, Any]:
