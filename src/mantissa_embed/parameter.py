@@ -29,9 +29,15 @@ class Parameter:
         float32 array of ``data.shape``, zeros at creation. Backward passes **accumulate**
         into it (as PyTorch does); ``zero_grad`` (or an optimizer's ``zero_grad()``)
         clears it in place.
+    requires_grad : bool
+        True at creation (as ``torch.nn.Parameter``). False freezes the parameter: the layers
+        compute no gradient into ``grad`` (it is left as it was), an ``Optimizer`` step skips
+        it (no update, no weight decay, no state), and ``Embedder.fit`` leaves it out of the
+        optimizer. ``Sequential.freeze`` / ``unfreeze`` set it by parameter name. A non-bool
+        raises ``TypeError``. Not saved with the weights (as torch's state dicts).
     """
 
-    __slots__ = ("data", "grad", "name")
+    __slots__ = ("data", "grad", "name", "_requires_grad")
 
     def __init__(self, data: ArrayLike, name: str = "") -> None:
         if not isinstance(name, str):
@@ -41,6 +47,18 @@ class Parameter:
         self.data = np.array(arr.reshape(np.shape(data)), dtype=np.float32, order="C", copy=True)
         self.grad = np.zeros_like(self.data)
         self.name = name
+        self._requires_grad = True
+
+    @property
+    def requires_grad(self) -> bool:
+        """False: frozen (no gradient computed, no optimizer update). Default True."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"requires_grad must be a bool, got {type(value).__name__}")
+        self._requires_grad = bool(value)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -70,4 +88,5 @@ class Parameter:
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
-        return f"Parameter{label}(shape={self.data.shape}, dtype=float32)"
+        frozen = "" if self._requires_grad else ", requires_grad=False"
+        return f"Parameter{label}(shape={self.data.shape}, dtype=float32{frozen})"

@@ -192,6 +192,17 @@ class Layer:
         for p in self.parameters():
             p.zero_grad()
 
+    def named_children(self) -> list[tuple[str, Layer]]:
+        """``[(name, layer), ...]``: the layers this layer holds, named as their parameters are
+        prefixed (``Residual``: ``"block.0"``; ``BasicBlock``: ``"conv1"``, ``"downsample.0"``).
+        Empty for a plain layer."""
+        return []
+
+    def _trainable(self) -> bool:
+        """True when a parameter of this layer (or of a layer it holds) has ``requires_grad``:
+        the backward then has a parameter gradient to compute."""
+        return any(p.requires_grad for p in self.parameters())
+
     # -- passes ----------------------------------------------------------------------------
     def _prep_input(self, X):
         if not (type(X) is np.ndarray and X.dtype == np.float32 and X.flags.c_contiguous):
@@ -226,10 +237,15 @@ class Layer:
 
     def backward(self, dY: ArrayLike, need_dx: bool = True) -> Float32Array | None:
         """Gradient w.r.t. the input of the last forward, for the upstream gradient dY
-        (the shape of that forward's output). Accumulates into the parameters' ``grad``.
-        Returns dX (a layer-owned buffer), or None when ``need_dx`` is False.
+        (the shape of that forward's output). Accumulates into the ``grad`` of the parameters
+        with ``requires_grad`` (a frozen parameter's ``grad`` is left as it was).
+        Returns dX (a layer-owned buffer), or None when ``need_dx`` is False (a layer with no
+        trainable parameter then computes nothing).
         Raises RuntimeError before any forward, ValueError for a wrong dY shape."""
-        return self._backward(self._check_dy(dY), bool(need_dx))
+        dY = self._check_dy(dY)
+        if not need_dx and not self._trainable():
+            return None
+        return self._backward(dY, bool(need_dx))
 
     def _forward(self, X):
         raise NotImplementedError
@@ -260,9 +276,27 @@ class AffineLayer(Layer):
         self._out = Workspace()
         self._dpre = Workspace()
         self._dx = Workspace()
+        self._gw = Workspace()  # scratch weight / bias gradients of a (partly) frozen layer
+        self._gb = Workspace()
 
     def fusion_tags(self):
         return ("relu_output",) if self.act == "relu" else ()
+
+    def _grad_targets(self):
+        """``(dw, db, accumulate)`` for the backward kernels: the parameters' own ``grad``,
+        accumulated into, when every parameter trains; otherwise layer-owned scratch buffers
+        (reused, overwritten) that ``_grads_done`` adds into the trainable parameters' grad,
+        so a frozen parameter's ``grad`` is never written. ``db`` is None without a bias."""
+        w, b = self.weight, self.bias
+        if w.requires_grad and (b is None or b.requires_grad):
+            return w.grad, (None if b is None else b.grad), True
+        return self._gw.get(w.shape), (None if b is None else self._gb.get(b.shape)), False
+
+    def _grads_done(self, dw, db) -> None:
+        """Add scratch gradients from ``_grad_targets`` into the trainable parameters' grad."""
+        for p, g in ((self.weight, dw), (self.bias, db)):
+            if p is not None and g is not None and g is not p.grad and p.requires_grad:
+                np.add(p.grad, g, out=p.grad)
 
     def parameters(self):
         return [p for p in (self.weight, self.bias) if p is not None] if self.built else []

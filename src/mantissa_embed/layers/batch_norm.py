@@ -30,6 +30,21 @@ class _BatchNorm(AffineLayer):
         self._save_mean: np.ndarray | None = None
         self._save_invstd: np.ndarray | None = None
         self._batch_stats = True  # the last forward normalized by the batch statistics
+        self.frozen_stats = False  # freeze_statistics(): running statistics in training too
+
+    def freeze_statistics(self, frozen: bool = True):
+        """Frozen statistics (``frozen=True``): normalize by ``running_mean`` / ``running_var``
+        in training mode too and leave them unchanged (torch: an eval-mode BatchNorm inside a
+        train-mode net, or torchvision's ``FrozenBatchNorm2d``), the usual way to fine-tune a
+        pretrained trunk on small batches. The backward is then the affine map's:
+        ``dx = dy * weight / sqrt(running_var + eps)``, ``d weight = sum(dy * x_hat)``,
+        ``d bias = sum(dy)``; ``weight`` and ``bias`` still train unless frozen themselves
+        (``requires_grad``). ``frozen=False`` restores batch statistics in training. Not saved
+        with the model (a training-time setting). Returns self; TypeError for a non-bool."""
+        if not isinstance(frozen, (bool, np.bool_)):
+            raise TypeError(f"frozen must be a bool, got {type(frozen).__name__}")
+        self.frozen_stats = bool(frozen)
+        return self
 
     def _config(self):
         return {"momentum": self.momentum, "eps": self.eps, "act": self.act, "num_features": self.num_features}
@@ -70,18 +85,25 @@ class _BatchNorm(AffineLayer):
 
     def _forward(self, X):
         out = self._out.get(X.shape)
+        batch = self.training and not self.frozen_stats
         self._backend().batchnorm_forward(X, self.weight.data, self.bias.data, self.running_mean, self.running_var,
-                                          self.training, self.momentum, self.eps, out=out,
+                                          batch, self.momentum, self.eps, out=out,
                                           save_mean=self._save_mean, save_invstd=self._save_invstd, act=self.act)
-        self._x, self._y, self._batch_stats = X, out, self.training
+        self._x, self._y, self._batch_stats = X, out, batch
         return out
 
     def _backward_act(self, dY, need_dx, act):
+        if not need_dx and not self._trainable():
+            return None
         dx = self._dx.get(self._x.shape) if need_dx else None
+        # the kernel computes d weight / d bias (with batch statistics dx needs them): a frozen
+        # parameter's go to a reused scratch buffer
+        dgamma, dbeta, acc = self._grad_targets()
         dx, _, _ = self._backend().batchnorm_backward(
             dY, self._x, self.weight.data, self._save_mean, self._save_invstd, training=self._batch_stats,
-            act=act, y=self._y, dx=dx, dgamma=self.weight.grad, dbeta=self.bias.grad, need_dx=need_dx,
-            accumulate=True)
+            act=act, y=self._y, dx=dx, dgamma=dgamma, dbeta=dbeta, need_dx=need_dx,
+            accumulate=acc)
+        self._grads_done(dgamma, dbeta)
         return dx
 
     def _backward(self, dY, need_dx):
@@ -113,7 +135,8 @@ class BatchNorm2D(_BatchNorm):
     mean and biased variance over N*H*W, update the running statistics (the variance unbiased;
     fewer than two values per channel raise ValueError); ``eval()``: normalize by the running
     statistics; after a Conv2D with no activation a Sequential folds it into the convolution's
-    weight and bias (``batchnorm_fold``). Kernels: ``engine.batchnorm_forward`` /
+    weight and bias (``batchnorm_fold``). ``freeze_statistics()``: the running statistics in
+    training too, left unchanged (fine-tuning; ``Sequential.freeze_batchnorm``). Kernels: ``engine.batchnorm_forward`` /
     ``batchnorm_backward``. Raises ValueError / TypeError naming a bad argument (momentum outside
     [0, 1], eps <= 0).
     """
@@ -146,7 +169,8 @@ class BatchNorm1D(_BatchNorm):
     (C,), saved by ``Sequential.state_arrays``. Training (``train()``): normalize by the batch's
     mean and biased variance over N (or N*L), update the running statistics (the variance
     unbiased; fewer than two values per channel raise ValueError); ``eval()``: normalize by the
-    running statistics. Kernels: ``engine.batchnorm_forward`` / ``batchnorm_backward``.
+    running statistics. ``freeze_statistics()``: the running statistics in training too, left
+    unchanged (fine-tuning; ``Sequential.freeze_batchnorm``). Kernels: ``engine.batchnorm_forward`` / ``batchnorm_backward``.
     Raises ValueError / TypeError naming a bad argument (momentum outside [0, 1], eps <= 0).
     """
 

@@ -206,10 +206,15 @@ class Conv2D(AffineLayer):
 
     def _backward_preact(self, dY, need_dx):
         """The backward from dY = d loss / d(pre-activation), the activation's already applied."""
+        if not need_dx and not self._trainable():
+            return None
         be = self._backend()
         dx = self._dx.get(self._x.shape) if need_dx else None
+        # conv2d_backward always computes dw: a frozen weight's goes to a reused scratch buffer
+        dw, db, acc = self._grad_targets()
         dx, _, _ = be.conv2d_backward(self._x, self.weight.data, dY, self.stride, self.pad, dx=dx,
-                                      dw=self.weight.grad, db=self._bias_grad(), need_dx=need_dx,
-                                      accumulate=True, workspace=self._workspace(self._x.shape),
+                                      dw=dw, db=db, need_dx=need_dx,
+                                      accumulate=acc, workspace=self._workspace(self._x.shape),
                                       need_db=self.use_bias)
+        self._grads_done(dw, db)
         return dx

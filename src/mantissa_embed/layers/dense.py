@@ -1,6 +1,8 @@
 """Fully connected layer: ``Dense``."""
 from __future__ import annotations
 
+import numpy as np
+
 from .._validation import check_int
 from ..parameter import Parameter
 from .base_layer import AffineLayer, check_shape, kaiming_uniform_default
@@ -60,7 +62,14 @@ class Dense(AffineLayer):
 
     def _backward_preact(self, dY, need_dx):
         """The backward from dY = d loss / d(pre-activation), the activation's already applied."""
+        trainable = self._trainable()
+        if not need_dx and not trainable:
+            return None
         dx = self._dx.get(self._x.shape) if need_dx else None
-        dx, _, _ = self._backend().dense_backward(self._x, self.weight.data, dY, dx=dx, dw=self.weight.grad,
-                                                  db=self.bias.grad, need_dx=need_dx, accumulate=True)
+        if not trainable:  # frozen: dx = dY @ W only, no weight gradient
+            return np.matmul(dY, self.weight.data, out=dx)
+        dw, db, acc = self._grad_targets()
+        dx, _, _ = self._backend().dense_backward(self._x, self.weight.data, dY, dx=dx, dw=dw,
+                                                  db=db, need_dx=need_dx, accumulate=acc)
+        self._grads_done(dw, db)
         return dx

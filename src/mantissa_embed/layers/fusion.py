@@ -14,7 +14,8 @@ Layers take part by declaration, never by the planner testing their types:
   before it (``tags[0]``): ``getattr(layer, method)(dY)`` returns the gradient with respect to
   that layer's pre-activation, and the plan continues with its ``_backward_preact``.
 
-Fused forwards leave no backward caches; the plans are bitwise equal to the layer-by-layer
+Frozen layers (no parameter with ``requires_grad``): ``run_backward`` stops the backward at the
+lowest trainable layer when no input gradient is wanted. Fused forwards leave no backward caches; the plans are bitwise equal to the layer-by-layer
 passes (tests/test_layers_fused.py, tests/engine/test_conv_pool_backward_fused.py).
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 from time import perf_counter
 from typing import NamedTuple
 
-__all__ = ["Fusion", "Step", "plan_forward", "plan_backward", "timed"]
+__all__ = ["Fusion", "Step", "plan_forward", "plan_backward", "lowest_trainable", "run_backward", "timed"]
 
 
 class Fusion(NamedTuple):
@@ -94,6 +95,30 @@ def plan_backward(layers):
             steps.append(Step(i, 1, "backward", lead.backward))
             i -= 1
     return steps
+
+
+def lowest_trainable(layers):
+    """The index of the first of ``layers`` with a trainable parameter (``requires_grad``),
+    ``len(layers)`` when none has one: below it a backward that needs no input gradient
+    has nothing to compute."""
+    for i, layer in enumerate(layers):
+        if layer._trainable():
+            return i
+    return len(layers)
+
+
+def run_backward(plan, layers, d, need_dx):
+    """Run the backward ``plan`` of ``layers`` on ``d``. With ``need_dx`` every step runs and
+    the input gradient is returned. Without it, the plan stops at the lowest trainable layer
+    (``lowest_trainable``): that layer's step gets ``need_dx=False`` and the steps of the
+    layers below it (frozen, no gradient to compute) do not run; returns None. A fused step
+    whose lead is above the lowest trainable layer still runs whole."""
+    lowest = 0 if need_dx else lowest_trainable(layers)
+    for step in plan:
+        if step.index < lowest:
+            return None
+        d = step.run(d, need_dx or step.index > lowest)
+    return d if need_dx else None
 
 
 def timed(plan, times, slot):

@@ -8,7 +8,7 @@ import numpy as np
 from .._workspace import Workspace
 from .base_layer import LAYER_TYPES, Layer, check_shape, layer_from_config
 from .conv2d import Conv2D
-from .fusion import plan_backward, plan_forward
+from .fusion import plan_backward, plan_forward, run_backward
 
 __all__ = ["Residual"]
 
@@ -199,6 +199,15 @@ class Residual(Layer):
     def parameters(self):
         return [p for _, p in self.named_parameters()]
 
+    def named_children(self):
+        """``[("block.0", layer), ..., ("shortcut.0", layer), ...]`` (torchvision's names in
+        ``BasicBlock`` / ``Bottleneck``); the projection shortcut once built."""
+        return [(self._child_name(branch, i), layer) for branch, layers in self._branches()
+                for i, layer in enumerate(layers)]
+
+    def _trainable(self):
+        return any(layer._trainable() for layer in self.children())
+
     def named_parameters(self):
         return self._named("named_parameters")
 
@@ -247,10 +256,8 @@ class Residual(Layer):
             self._run(X, "train")
         grads = []
         for branch, layers in self._branches():
-            g = d
-            for step in self._plan(branch, "backward") if layers else ():
-                g = step.run(g, need_dx or step.index > 0)
-            grads.append(g)
+            # without need_dx a branch stops at its lowest trainable layer (a frozen one: not run)
+            grads.append(run_backward(self._plan(branch, "backward"), layers, d, need_dx) if layers else d)
         if not need_dx:
             return None
         dx = self._dx.get(self._x_shape)

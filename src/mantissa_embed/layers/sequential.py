@@ -10,7 +10,8 @@ from .._typing import ArrayLike, Float32Array
 from .._validation import as_generator, check_array, check_int
 from ..backend import BACKENDS, get_backend
 from .base_layer import Layer, check_shape, layer_from_config
-from .fusion import Fusion, plan_backward, plan_forward, timed
+from ._finetune import FineTuning
+from .fusion import Fusion, plan_backward, plan_forward, run_backward, timed
 
 if TYPE_CHECKING:
     from ..parameter import Parameter
@@ -58,7 +59,7 @@ def _named_layers(layers: Any) -> tuple[list[str], list[Layer]]:
                 raise ValueError(f"layer name {n!r} extends the name {'.'.join(parts[:k])!r} of another layer")
     return names, [x for _, x in items]
 
-class Sequential:
+class Sequential(FineTuning):
     """A stack of layers applied in order, with explicit forward and backward.
 
     Parameters
@@ -303,9 +304,12 @@ class Sequential:
     def backward(self, dY: ArrayLike, need_dx: bool = True) -> Float32Array | None:
         """Backpropagate dY (N, *output_shape) = dL/dY through the last forward.
 
-        Accumulates into every ``Parameter.grad``. Returns dL/dX (a fresh (N, *input_shape)
-        float32 array), or None when ``need_dx`` is False (then the first layer skips its input
-        gradient, which saves work when only the parameter gradients are wanted).
+        Accumulates into the ``grad`` of every parameter with ``requires_grad`` (a frozen
+        parameter's is left as it was; see ``freeze``). Returns dL/dX (a fresh
+        (N, *input_shape) float32 array), or None when ``need_dx`` is False: then the backward
+        stops at the lowest layer with a trainable parameter, which skips its input gradient,
+        and the layers below it do not run (frozen layers above a trainable one still
+        propagate the gradient).
         Raises RuntimeError before any forward; ValueError for a wrong shape or NaN/Inf.
         """
         if self._n_last is None:
@@ -322,9 +326,7 @@ class Sequential:
             for step in self._plan("train"):
                 h = step.run(h)
         need_dx = bool(need_dx)
-        d = dY
-        for step in self._plan("backward"):
-            d = step.run(d, need_dx or step.index > 0)
+        d = run_backward(self._plan("backward"), self.layers, dY, need_dx)
         return np.array(d, dtype=np.float32, copy=True) if need_dx else None
 
     def _relu_pool_at(self):

@@ -179,7 +179,9 @@ class Optimizer:
 
     def step(self) -> None:
         """Update every parameter in place from its current ``grad``, group by group, with the
-        group's current options (validated: ValueError for an invalid one)."""
+        group's current options (validated: ValueError for an invalid one). A parameter with
+        ``requires_grad=False`` (frozen) is skipped: no update, no weight decay, its state (step
+        count, moments) untouched -- as torch skips a parameter whose ``grad`` is None."""
         k = 0
         for gi, group in enumerate(self.param_groups):
             opts = self._group_options(group, f"param_groups[{gi}]: ")
@@ -187,10 +189,12 @@ class Optimizer:
                 if k >= len(self.params) or self.params[k] is not p:
                     raise ValueError("param_groups[...]['params'] changed after construction; "
                                      "use add_param_group to add parameters")
-                if p.grad.shape != p.data.shape:
-                    raise ValueError(f"params[{k}].grad has shape {p.grad.shape}, expected {p.data.shape}")
-                self._update(p, self.state[k], opts)
                 k += 1
+                if not p.requires_grad:  # frozen: torch skips a parameter whose grad is None
+                    continue
+                if p.grad.shape != p.data.shape:
+                    raise ValueError(f"params[{k - 1}].grad has shape {p.grad.shape}, expected {p.data.shape}")
+                self._update(p, self.state[k - 1], opts)
         if k != len(self.params):
             raise ValueError("param_groups[...]['params'] changed after construction; "
                              "use add_param_group to add parameters")
