@@ -63,6 +63,7 @@ def _config(emb):
         "loss_shape": ({"num_classes": emb.loss_func.num_classes, "embedding_size": emb.loss_func.embedding_size}
                        if emb._loss_spec is not None and hasattr(emb.loss_func, "num_classes") else None),
         "loss_lr_factor": emb.loss_lr_factor,
+        "lr_groups": emb.lr_groups,
         "classes": None if emb.classes_ is None else [int(c) for c in emb.classes_],
         "train_state": emb.train_state_,
         "rng_state": emb._rng.bit_generator.state if isinstance(emb._rng.bit_generator, np.random.PCG64) else None,
@@ -253,7 +254,7 @@ def _from_config(cls, cfg, entries, backend):
     emb = cls(net, loss=loss, margin=margin, seed=0 if seed is None else seed, backend=backend, miner=miner,
               optimizer=optimizer, momentum=cfg.get("momentum"),
               weight_decay=cfg.get("weight_decay"), m_per_class=cfg.get("m_per_class"),
-              loss_lr_factor=cfg.get("loss_lr_factor"))
+              loss_lr_factor=cfg.get("loss_lr_factor"), lr_groups=cfg.get("lr_groups"))
     shape = cfg.get("loss_shape")
     if shape is not None and emb.loss_func is None:
         emb._ensure_loss(check_int(shape["num_classes"], "num_classes", minimum=1),

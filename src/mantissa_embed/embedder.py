@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import os
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -80,8 +80,8 @@ class Embedder(EmbedderInference):
         ``"default"``: decided at each ``fit`` from its ``lr``: ``"sgd"`` for an ``lr`` of at
         least ``DEFAULTS["sgd_min_lr"]`` (0.01, an SGD step size), else ``"adamw"``
         (``lr=None`` included). ``optim.AdamW`` / ``optim.Adam`` / ``optim.SGD`` (torch
-        semantics) over two parameter groups, the trunk's and the loss's; a callable
-        ``optimizer(params, lr)`` returning an object with ``zero_grad()`` and ``step()``.
+        semantics) over the trunk's groups (one per ``lr_groups`` multiplier) and the loss's;
+        a callable ``optimizer(params, lr)`` returning an object with ``zero_grad()``, ``step()``.
         A fresh optimizer is created at every ``fit`` (except ``resume=True``).
     momentum : float >= 0 or None, default None
         SGD momentum. None: ``DEFAULTS["momentum"]`` (0.0).
@@ -95,6 +95,12 @@ class Embedder(EmbedderInference):
     loss_lr_factor : float >= 0 or None, default None
         The loss's parameters learn at ``lr`` times this; None: ``DEFAULTS["loss_lr_factor"]``
         (100, as proxy losses usually need).
+    lr_groups : dict str -> float >= 0, or None, default None
+        lr multipliers by trunk parameter-name prefix (fine-tuning): ``{"head": 10.0}`` trains
+        ``"head"`` / ``"head.<...>"`` (``net.named_parameters()``) at ``10 * lr``, the longest
+        matching prefix winning, the rest at ``lr``; one optimizer group per multiplier, then
+        the loss's. A prefix matching no parameter: ValueError at ``fit``. Frozen parameters
+        (``net.freeze``) are left out of the optimizer (docs/weights.md, "Fine-tuning").
 
     Attributes
     ----------
@@ -158,7 +164,7 @@ class Embedder(EmbedderInference):
                  margin: float | None = None, seed: int | np.random.Generator = 0, backend: str = "mantissa",
                  miner: str | Callable[..., Any] | None = "default", optimizer: str | Callable[..., Any] = "default",
                  momentum: float | None = None, weight_decay: float | None = None, m_per_class: int | None = None,
-                 loss_lr_factor: float | None = None) -> None:
+                 loss_lr_factor: float | None = None, lr_groups: Mapping[str, float] | None = None) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
@@ -190,6 +196,7 @@ class Embedder(EmbedderInference):
         self.m_per_class = None if m_per_class is None else check_int(m_per_class, "m_per_class", minimum=1)
         self.loss_lr_factor = check_float(DEFAULTS["loss_lr_factor"] if loss_lr_factor is None else loss_lr_factor,
                                           "loss_lr_factor", minimum=0.0)
+        self.lr_groups = _fitting.check_lr_groups(lr_groups)
         self._rng = as_generator(seed)
         self.train_state_ = None
         self.classes_ = None
