@@ -1,4 +1,4 @@
-"""Steady-state epoch timing shared by the side-by-side fit benchmarks (issue 26).
+"""Steady-state epoch timing shared by the side-by-side fit benchmarks.
 
 The protocol of ``compare_torch.py``, ``compare_torch_fit.py`` and ``compare_torch_cnn_fit.py``,
 on both sides:

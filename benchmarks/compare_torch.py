@@ -309,7 +309,7 @@ def child_fit(side, seed, threads, data_dir, job="semihard", epochs=3):
 
 
 def plain_torch_epoch(X, y, seed, threads, job, m):
-    """The reference of issue 26: a plain torch loop written out here, not ``_torch_reference``'s
+    """The reference check: a plain torch loop written out here, not ``_torch_reference``'s
     training code. The model, PML's loss and miner and ``torch.optim.SGD`` are built before the
     clock, one untimed step runs on each batch size of the epoch, then one epoch is timed.
     Returns (epoch seconds, its mean loss, setup seconds, warm-up seconds)."""

@@ -1,4 +1,4 @@
-"""Embedder on feature vectors (N, F) (issue 27): a trunk that takes them (``models.mlp_embedder``,
+"""Embedder on feature vectors (N, F): a trunk that takes them (``models.mlp_embedder``,
 or one starting with ``Dense``) trains, embeds, retrieves, calibrates, verifies, saves, loads and
 resumes on 2-D arrays, and bad input names the argument.
 

@@ -1,4 +1,4 @@
-"""Embedder fine-tuning (issue 27): ``lr_groups`` multipliers by parameter-name prefix, frozen
+"""Embedder fine-tuning: ``lr_groups`` multipliers by parameter-name prefix, frozen
 parameters left out of the optimizer and unchanged by ``fit``, frozen BatchNorm statistics
 unchanged by ``fit``, ``lr_groups`` saved with the model."""
 import numpy as np

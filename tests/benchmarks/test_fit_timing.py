@@ -1,4 +1,4 @@
-"""The steady-state protocol of the side-by-side fit benchmarks (benchmarks/_fit_timing.py, issue 26):
+"""The steady-state protocol of the side-by-side fit benchmarks (benchmarks/_fit_timing.py):
 setup and a warm-up step before the clock, >= 2 timed epochs, and a check that fails the run when
 the first timed epoch stands out. No timing is asserted here, only the protocol and the checks."""
 import argparse

@@ -1,4 +1,4 @@
-"""Fine-tuning controls of the layers (issue 27): ``Parameter.requires_grad``,
+"""Fine-tuning controls of the layers: ``Parameter.requires_grad``,
 ``Sequential.freeze`` / ``unfreeze`` (no gradient into frozen parameters, no backward below
 the lowest trainable layer, frozen blocks above a trainable layer still propagate dx), the
 optimizers skipping frozen parameters, and BatchNorm's frozen statistics

@@ -1,4 +1,4 @@
-"""The fine-tuning methods of ``Sequential`` (issue 27): freezing parameters and BatchNorm
+"""The fine-tuning methods of ``Sequential``: freezing parameters and BatchNorm
 statistics by name prefix, and ``named_layers``."""
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ import numpy as np
 from .._validation import check_int
 from ..layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, Layer, MaxPool2D, Residual,
                      Sequential)
-from .weights import load_weights, save_weights  # pretrained weights (issue 27)
+from .resnet import resnet18, resnet34, resnet50
+from .weights import load_weights, save_weights
 
 __all__ = ["cnn_embedder", "resnet_embedder", "small_cnn_embedder", "mlp_embedder"]
 __all__ += ["load_weights", "save_weights"]  # models.weights
@@ -153,6 +154,5 @@ def mlp_embedder(embed_dim: int = 16, hidden: Sequence[int] = (64,), *, seed: in
                       seed=seed, backend=backend)
 
 
-from .resnet import resnet18, resnet34, resnet50  # noqa: E402  (torchvision-exact ResNets, issue 27)
 
 __all__ += ["resnet18", "resnet34", "resnet50"]

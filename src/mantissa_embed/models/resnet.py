@@ -10,6 +10,7 @@ import numpy as np
 from .._validation import check_int
 from ..layers import (BasicBlock, BatchNorm2D, Bottleneck, Conv2D, Dense, GlobalAvgPool2D, Layer, MaxPool2D,
                       Sequential)
+from .weights import load_weights
 
 __all__ = ["resnet18", "resnet34", "resnet50"]
 
@@ -38,7 +39,6 @@ def _resnet(block: type[BasicBlock] | type[Bottleneck], depths: Sequence[int], e
     if input_shape is not None:
         net.build(input_shape)
     if weights is not None:
-        from .weights import load_weights  # models/weights.py: safetensors / npz with torchvision's names
         load_weights(net, weights)
     return net
 
