@@ -84,7 +84,10 @@
 typedef struct {
     const float *base;
     int64_t khkw, kw, cs, rs;
+    int64_t plane; /* floats readable from base (the padded plane), for the finiteness check */
 } col_rows;
+
+static int wt_in_range(const float *x, int64_t n);
 
 static inline const float *col_row(const col_rows *cr, int64_t k) {
     const int64_t c = k / cr->khkw, r = k % cr->khkw;
@@ -196,7 +199,9 @@ static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, int6
 #if ME_CONV_X86
     if (dw_use_dot(wide, P)) {
         if (me_gemm_kernel_id() == 2) {
-            if (wide)
+            /* the wide grid's scratch columns hold dy = 0 against shifted pixels: summed only
+             * when those are finite (0 * Inf is NaN), which keeps whole vectors on short rows */
+            if (wide && !wt_in_range(cr->base, cr->plane))
                 dw_dot_avx512(F, K, HO, WO, Wp, dy, ldd, cr, dw, beta_one);
             else
                 dw_dot_avx512(F, K, 1, P, P, dy, ldd, cr, dw, beta_one);
@@ -981,7 +986,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
                     dyw_ready = 1;
                     /* the rows of the wide im2col are slices of the padded plane: read in place */
                     pad_image(xn, xp, C, H, W, pad, Hp, Wp, KW);
-                    const col_rows cr = {xp, KH * KW, KW, Hp * Wp, Wp};
+                    const col_rows cr = {xp, KH * KW, KW, Hp * Wp, Wp, C * Hp * Wp};
                     if (!dw_use_dot(1, PW)) {
                         /* the columns' scratch entries (wo >= WO) zeroed: dy is zero there, but
                          * 0 * a NaN or Inf pixel of a neighbouring tap would not be */
@@ -1035,7 +1040,7 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
             } else {
                 if (dw) {
                     im2col(xn, col, C, H, W, KH, KW, stride, pad, HO, WO);
-                    const col_rows cr = {col, K, 1, 0, P};
+                    const col_rows cr = {col, K, 1, 0, P, K * P};
                     dw_accumulate(F, K, P, dyn, P, &cr, col, dwg, dwg_used, 0, HO, WO, Wp);
                     dwg_used = 1;
                 }
