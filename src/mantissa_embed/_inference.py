@@ -62,7 +62,7 @@ def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool 
         for s in range(0, n, batch_size):
             threads.step()
             # converted and checked (finite, and the shape by _check_images) once, here
-            chunk = check_array(X[s:s + batch_size], name, ndim=X.ndim)
+            chunk = net.normalize_input(check_array(X[s:s + batch_size], name, ndim=X.ndim))
             out[s:s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
             _check_output(out[s:s + chunk.shape[0]], name, s, single)
     if normalize and emb._normalizes() and n:

@@ -256,6 +256,7 @@ def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_b
                 np.take(X, idx, axis=0, out=xbi)
                 if augment is not None:
                     xbi = augment(xbi, rng)
+                xbi = net.normalize_input(xbi)  # the trunk's input_mean / input_std, after augmenting
                 yb = y[idx]
                 hooks.lap("data")
                 emb = net.forward(xbi)

@@ -11,6 +11,7 @@ from .._validation import as_generator, check_array, check_int
 from ..backend import BACKENDS, get_backend
 from .base_layer import Layer, check_shape, layer_from_config
 from ._finetune import FineTuning
+from ._normalization import check_normalization, normalize_input
 from .fusion import Fusion, plan_backward, plan_forward, run_backward, timed
 
 if TYPE_CHECKING:
@@ -77,6 +78,12 @@ class Sequential(FineTuning):
         Seeds the initialization (a ``numpy.random.Generator``; the global RNG is never used).
     backend : {"mantissa", "numpy"}, default "mantissa"
         ``"mantissa"`` runs the C engine, ``"numpy"`` the reference twins.
+    input_mean, input_std : sequence of float (one per input channel) or None, keyword-only
+        The input normalization the trunk expects, ``(x - mean[c]) / std[c]`` per channel of
+        images in [0, 1] (ImageNet's for the pretrained ResNets, as torchvision's transforms
+        apply it). Part of the model's config (saved with it), applied by ``Embedder`` in
+        ``fit`` / ``embed`` (``normalize_input``), never by ``forward``, so ``forward`` equals
+        torch's forward on the same tensor. Both or neither; every ``std`` finite and > 0.
 
     Shapes are inferred at the first ``forward`` (or ``build``). ``forward``
     returns a fresh array; ``backward`` accumulates into every ``Parameter.grad`` and
@@ -93,7 +100,9 @@ class Sequential(FineTuning):
         Empty ``layers``, a layer given twice, a malformed or repeated name, an unknown ``backend``.
     """
 
-    def __init__(self, layers: LayersArg, seed: int | np.random.Generator = 0, backend: str = "mantissa") -> None:
+    def __init__(self, layers: LayersArg, seed: int | np.random.Generator = 0, backend: str = "mantissa", *,
+                 input_mean: Sequence[float] | None = None, input_std: Sequence[float] | None = None) -> None:
+        self.input_mean, self.input_std = check_normalization(input_mean, input_std)
         names, layers = _named_layers(layers)
         for i, layer in enumerate(layers):
             if not isinstance(layer, Layer):
@@ -370,7 +379,15 @@ class Sequential(FineTuning):
         }
         if self._named:
             cfg["names"] = list(self.names)
+        if self.input_mean is not None:
+            cfg["input_mean"], cfg["input_std"] = list(self.input_mean), list(self.input_std or ())
         return cfg
+
+    def normalize_input(self, X: np.ndarray) -> np.ndarray:
+        """``X`` (N, C, ...) float32 normalized per channel by ``input_mean`` / ``input_std``: a
+        new array; ``X`` itself when the model has none. ValueError when ``C`` differs from
+        their length."""
+        return normalize_input(X, self.input_mean, self.input_std)
 
     @property
     def _named(self) -> bool:
@@ -393,7 +410,8 @@ class Sequential(FineTuning):
                 raise ValueError(f"cfg['names'] must be a list of {len(layers)} layer names")
             layers = list(zip(names, layers))
         seed = cfg.get("seed", 0)
-        model = cls(layers, seed=0 if seed is None else seed, backend=cfg.get("backend", "mantissa"))
+        model = cls(layers, seed=0 if seed is None else seed, backend=cfg.get("backend", "mantissa"),
+                    input_mean=cfg.get("input_mean"), input_std=cfg.get("input_std"))
         if cfg.get("input_shape") is not None:
             model.build(tuple(cfg["input_shape"]))
         return model

@@ -16,6 +16,12 @@ __all__ = ["resnet18", "resnet34", "resnet50"]
 
 _WIDTHS = (64, 128, 256, 512)
 
+#: ImageNet's per-channel mean and std, the input normalization of torchvision's pretrained
+#: ResNets (their ``transforms.Normalize``): the ResNets carry them as ``input_mean`` /
+#: ``input_std``, applied by ``Embedder`` to images in [0, 1], not by ``forward``.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
 
 def _resnet(block: type[BasicBlock] | type[Bottleneck], depths: Sequence[int], embed_dim: int | None,
             weights: str | os.PathLike[str] | None, seed: int | np.random.Generator, backend: str,
@@ -33,7 +39,7 @@ def _resnet(block: type[BasicBlock] | type[Bottleneck], depths: Sequence[int], e
     layers.append(("avgpool", GlobalAvgPool2D()))  # AdaptiveAvgPool2d(1) + flatten: (N, C)
     if embed_dim is not None:
         layers.append(("head", Dense(embed_dim)))
-    net = Sequential(layers, seed=seed, backend=backend)
+    net = Sequential(layers, seed=seed, backend=backend, input_mean=IMAGENET_MEAN, input_std=IMAGENET_STD)
     if input_shape is None and weights is not None:
         input_shape = (3, 224, 224)
     if input_shape is not None:
@@ -60,7 +66,9 @@ def resnet18(embed_dim: int | None = 128, *, weights: str | os.PathLike[str] | N
     state-dict names (``conv1.weight``, ``bn1.running_mean``, ``layer1.0.conv1.weight``,
     ``layer2.0.downsample.0.weight``, ...) minus ``fc.*`` and ``*.num_batches_tracked``.
     Input normalization is not part of the network: ``forward(x)`` equals torchvision's
-    ``forward`` on the same (N, 3, H, W) float32 tensor (H, W >= 1).
+    ``forward`` on the same (N, 3, H, W) float32 tensor (H, W >= 1). The model carries
+    ImageNet's ``input_mean`` / ``input_std`` (``IMAGENET_MEAN``, ``IMAGENET_STD``) in its
+    config, which ``Embedder`` applies to images in [0, 1] in ``fit`` and ``embed``.
 
     Parameters
     ----------
@@ -103,7 +111,9 @@ def resnet34(embed_dim: int | None = 128, *, weights: str | os.PathLike[str] | N
     state-dict names (``conv1.weight``, ``bn1.running_mean``, ``layer1.0.conv1.weight``,
     ``layer2.0.downsample.0.weight``, ...) minus ``fc.*`` and ``*.num_batches_tracked``.
     Input normalization is not part of the network: ``forward(x)`` equals torchvision's
-    ``forward`` on the same (N, 3, H, W) float32 tensor (H, W >= 1).
+    ``forward`` on the same (N, 3, H, W) float32 tensor (H, W >= 1). The model carries
+    ImageNet's ``input_mean`` / ``input_std`` (``IMAGENET_MEAN``, ``IMAGENET_STD``) in its
+    config, which ``Embedder`` applies to images in [0, 1] in ``fit`` and ``embed``.
 
     Parameters
     ----------
@@ -146,7 +156,9 @@ def resnet50(embed_dim: int | None = 128, *, weights: str | os.PathLike[str] | N
     state-dict names (``conv1.weight``, ``bn1.running_mean``, ``layer1.0.conv1.weight``,
     ``layer2.0.downsample.0.weight``, ...) minus ``fc.*`` and ``*.num_batches_tracked``.
     Input normalization is not part of the network: ``forward(x)`` equals torchvision's
-    ``forward`` on the same (N, 3, H, W) float32 tensor (H, W >= 1).
+    ``forward`` on the same (N, 3, H, W) float32 tensor (H, W >= 1). The model carries
+    ImageNet's ``input_mean`` / ``input_std`` (``IMAGENET_MEAN``, ``IMAGENET_STD``) in its
+    config, which ``Embedder`` applies to images in [0, 1] in ``fit`` and ``embed``.
 
     Parameters
     ----------
