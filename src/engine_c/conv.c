@@ -288,6 +288,97 @@ static conv_geom conv_geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64
     return g;
 }
 
+/* Small output planes (the last stages of a ResNet: 7x7, 4x4): per-image GEMMs have P <= 64
+ * columns and run far below the machine's peak, so the backward takes the whole batch as two
+ * GEMMs over M = N*P rows instead ("im2row": row n*P + p is the patch of output pixel p of image
+ * n). Scratch: rows (M, K) then dy transposed (F, M); used while it fits ME_BATCHED_BUDGET. */
+#define ME_BATCHED_MAX_P 64
+#define ME_BATCHED_BUDGET (16 * 1024 * 1024)
+
+static int64_t conv_batched_floats(int64_t N, int64_t K, int64_t P, int64_t F) {
+    if (P > ME_BATCHED_MAX_P || K < 64) return 0;
+    const int64_t need = N * P * K + F * N * P;
+    return need <= ME_BATCHED_BUDGET ? need : 0;
+}
+
+/* rows (N*P, K) = the patches of x (N,C,H,W), (c, i, j) order, zeros outside the image */
+static void im2row(const float *x, float *rows, int64_t N, int64_t C, int64_t H, int64_t W, int64_t KH,
+                   int64_t KW, int64_t stride, int64_t pad, int64_t HO, int64_t WO) {
+    const int64_t K = C * KH * KW;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N > 1)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t ho = 0; ho < HO; ho++)
+            for (int64_t wo = 0; wo < WO; wo++) {
+                float *r = rows + ((n * HO + ho) * WO + wo) * K;
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t i = 0; i < KH; i++) {
+                        const int64_t h = ho * stride - pad + i;
+                        float *ri = r + (c * KH + i) * KW;
+                        if (h < 0 || h >= H) {
+                            for (int64_t j = 0; j < KW; j++) ri[j] = 0.0f;
+                            continue;
+                        }
+                        const float *xr = x + ((n * C + c) * H + h) * W;
+                        for (int64_t j = 0; j < KW; j++) {
+                            const int64_t ww = wo * stride - pad + j;
+                            ri[j] = ww >= 0 && ww < W ? xr[ww] : 0.0f;
+                        }
+                    }
+            }
+}
+
+/* dx (N,C,H,W) = the patches rows (N*P, K) added back at their pixels (im2row's transpose), each
+ * image by one thread in a fixed order */
+static void row2im(const float *rows, float *dx, int64_t N, int64_t C, int64_t H, int64_t W, int64_t KH,
+                   int64_t KW, int64_t stride, int64_t pad, int64_t HO, int64_t WO) {
+    const int64_t K = C * KH * KW;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N > 1)
+    for (int64_t n = 0; n < N; n++) {
+        float *dxn = dx + n * C * H * W;
+        memset(dxn, 0, (size_t)(C * H * W) * sizeof(float));
+        for (int64_t ho = 0; ho < HO; ho++)
+            for (int64_t wo = 0; wo < WO; wo++) {
+                const float *r = rows + ((n * HO + ho) * WO + wo) * K;
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t i = 0; i < KH; i++) {
+                        const int64_t h = ho * stride - pad + i;
+                        if (h < 0 || h >= H) continue;
+                        const float *ri = r + (c * KH + i) * KW;
+                        float *dr = dxn + (c * H + h) * W;
+                        for (int64_t j = 0; j < KW; j++) {
+                            const int64_t ww = wo * stride - pad + j;
+                            if (ww >= 0 && ww < W) dr[ww] += ri[j];
+                        }
+                    }
+            }
+    }
+}
+
+/* The backward of a small-plane convolution as whole-batch GEMMs (conv_batched_floats > 0):
+ * dyT (F, M) = dy transposed; db = its row sums; dw (F,K) (+)= dyT @ rows; drows (M,K) = dyT^T @ w,
+ * then row2im. me_sgemm threads internally with a shape-only split: bitwise the same for any
+ * thread count. */
+static void conv_backward_batched(const float *x, const float *w, const float *dy, float *dx, float *dw, float *db,
+                                  int64_t N, int64_t C, int64_t H, int64_t W, int64_t F, int64_t KH, int64_t KW,
+                                  int64_t stride, int64_t pad, int64_t HO, int64_t WO, int accumulate,
+                                  float *workspace) {
+    const int64_t K = C * KH * KW, P = HO * WO, M = N * P;
+    float *rows = workspace, *dyT = workspace + M * K;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (F * M >= 65536)
+    for (int64_t f = 0; f < F; f++)
+        for (int64_t n = 0; n < N; n++) memcpy(dyT + f * M + n * P, dy + (n * F + f) * P, (size_t)P * sizeof(float));
+    if (db)
+        for (int64_t f = 0; f < F; f++) db[f] = (accumulate ? db[f] : 0.0f) + me_row_sum(dyT + f * M, M);
+    if (dw) {
+        im2row(x, rows, N, C, H, W, KH, KW, stride, pad, HO, WO);
+        me_sgemm(0, 0, F, K, M, 1.0f, dyT, M, rows, K, accumulate ? 1.0f : 0.0f, dw, K);
+    }
+    if (dx) {
+        me_sgemm(1, 0, M, K, F, 1.0f, dyT, M, w, K, 0.0f, rows, K);
+        row2im(rows, dx, N, C, H, W, KH, KW, stride, pad, HO, WO);
+    }
+}
+
 static int wino_applies(int64_t C, int64_t F, int64_t KH, int64_t KW, int64_t stride, int64_t H,
                         int64_t W, int64_t pad);
 static int64_t avx2_pack_floats(int64_t C, int64_t F, int64_t KH, int64_t KW);
@@ -321,6 +412,8 @@ int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int
     if (H + 2 * pad < KH || W + 2 * pad < KW) return 0;
     const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
     int64_t need = g.G * g.per_group + avx2_pack_floats(C, F, KH, KW);
+    const int64_t batched = conv_batched_floats(N, g.K, g.P, F);
+    if (batched > need) need = batched;
     if (wino_applies(C, F, KH, KW, stride, H, W, pad)) { /* the Winograd inference's scratch */
         const int64_t tiles = g.G * wino_group_stride(&g, C);
         const int64_t images = wino8_slots(C, N) * wino8_slot(C, F, g.Hp, g.Wp, g.HO / 2, g.WO / 2);
@@ -937,6 +1030,10 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
     const int wtw = dw != NULL && conv_use_avx2() && wt_shape_applies(C, F, KH, KW, stride, pad);
     const int d2x = !wtx && dx != NULL && wide && !pointwise && C >= ME_D2_NF && KH == KW && tpad >= 0 &&
                     dyp_fits && C * ldx <= g.plane && conv_use_avx2();
+    if (!wtx && !wtw && conv_batched_floats(N, K, P, F) > 0) {
+        conv_backward_batched(x, w, dy, dx, dw, db, N, C, H, W, F, KH, KW, stride, pad, HO, WO, accumulate, workspace);
+        return;
+    }
     const int64_t Cpad = (C + 3) / 4 * 4;
     float *pk = workspace + G * g.per_group;
     /* per group: 1 if its dw partial sums (dwg) hold images, 2 if its Winograd sums (dU) do */
