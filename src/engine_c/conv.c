@@ -899,6 +899,23 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     const int d2 = wide && !pointwise && conv_use_avx2();
     /* AVX2, 3x3 pad 1: Winograd (wino_train_image), its transformed weights packed once */
     const int wt = d2 && wt_shape_applies(C, F, KH, KW, stride, pad) && wt_in_range(w, F * K);
+    if (!direct && !wt && conv_batched_floats(N, K, P, F) > 0) {
+        /* a small output plane: the whole batch as one GEMM over N*P rows (see im2row), then
+         * transposed into y with the bias and act */
+        const int64_t M = N * P;
+        float *rows = workspace, *yT = workspace + M * K;
+        im2row(x, rows, N, C, H, W, KH, KW, stride, pad, HO, WO);
+        me_sgemm(0, 1, M, F, K, 1.0f, rows, K, w, K, 0.0f, yT, F);
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (N > 1)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t f = 0; f < F; f++) {
+                const float bf = b ? b[f] : 0.0f;
+                const float *src = yT + n * P * F + f;
+                float *dst = y + (n * F + f) * P;
+                for (int64_t p = 0; p < P; p++) dst[p] = conv_act(src[p * F] + bf, act, slope);
+            }
+        return;
+    }
     const int64_t Fpad = (F + 3) / 4 * 4;
     float *pk = workspace + G * g.per_group;
     if (wt)

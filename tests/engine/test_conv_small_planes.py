@@ -1,5 +1,5 @@
-"""Small output planes (P = HO*WO <= 64: a ResNet's 7x7 and 4x4 stages) take the backward as
-whole-batch GEMMs (im2row): dx, dw and db against the numpy twin on every SGEMM kernel, with
+"""Small output planes (P = HO*WO <= 64: a ResNet's 7x7 and 4x4 stages) take the forward and the
+backward as whole-batch GEMMs (im2row): y, dx, dw and db against the numpy twin on every SGEMM kernel, with
 strides, paddings and kernel sizes of real backbones, accumulation, and bitwise thread-count
 independence."""
 import numpy as np
@@ -36,6 +36,19 @@ def test_small_plane_backward_matches_the_twin(kernel, N, C, H, W, F, k, stride,
     _, rdw, rdb = ref.conv2d_backward(x, w, dy, stride, pad)
     _close(dw, dw0 + rdw)
     _close(db, db0 + rdb)
+
+
+@pytest.mark.parametrize("act", ["identity", "relu", "leaky_relu"])
+@pytest.mark.parametrize("N, C, H, W, F, k, stride, pad", [
+    (5, 16, 4, 4, 24, 3, 1, 1), (3, 12, 7, 7, 8, 3, 2, 1), (4, 32, 7, 7, 16, 1, 2, 0), (3, 8, 5, 6, 9, 3, 1, 0),
+])
+def test_small_plane_forward_matches_the_twin(kernel, act, N, C, H, W, F, k, stride, pad):
+    rng = np.random.default_rng(N * 10 + F)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = (rng.standard_normal((F, C, k, k)) / np.sqrt(C * k * k)).astype(np.float32)
+    b = rng.standard_normal(F).astype(np.float32)
+    _close(engine.conv2d_forward(x, w, b, stride, pad, act=act), ref.conv2d_forward(x, w, b, stride, pad, act=act))
+    _close(engine.conv2d_forward(x, w, None, stride, pad), ref.conv2d_forward(x, w, None, stride, pad))
 
 
 def test_small_plane_backward_is_bitwise_the_same_for_any_thread_count():
