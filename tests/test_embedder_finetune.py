@@ -78,3 +78,36 @@ def test_lr_groups_errors_and_persistence(tmp_path):
     emb = Embedder(_net(), lr_groups={"head": 3.0}).fit(X, y, epochs=1, batch_size=20)
     again = Embedder.load(emb.save(tmp_path / "m.npz"))
     assert again.lr_groups == {"head": 3.0}
+
+
+def test_a_fine_tuning_run_saves_loads_and_resumes(tmp_path):
+    """Frozen parameters and frozen BatchNorm statistics are part of what an Embedder file
+    records: the optimizer state holds the trainable parameters only, so a load that forgot them
+    refused the file. The loaded run resumes bitwise as the uninterrupted one."""
+    from mantissa_embed import models
+
+    def make():
+        net = models.cnn_embedder(embed_dim=8, widths=(4, 8), seed=2).build((1, 12, 12))
+        net.freeze("0")
+        net.freeze_batchnorm()
+        return Embedder(net, seed=5)
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((64, 1, 12, 12), dtype=np.float32), np.arange(64) % 4
+    full = make().fit(X, y, epochs=2, batch_size=16)
+
+    class Stop:
+        def on_epoch_end(self, embedder, epoch, history):
+            return True
+
+    part = make().fit(X, y, epochs=2, batch_size=16, callbacks=[Stop()])
+    part.save(tmp_path / "ft.npz")
+    loaded = Embedder.load(tmp_path / "ft.npz")
+    frozen = [n for n, p in loaded.net.named_parameters() if not p.requires_grad]
+    assert frozen == [n for n, p in part.net.named_parameters() if not p.requires_grad] == ["0.weight"]
+    assert [n for n, x in loaded.net.named_layers() if getattr(x, "frozen_stats", False)] == ["1", "4"]
+    loaded.fit(X, y, epochs=2, batch_size=16, resume=True)
+    for a, b in zip(full.net.parameters(), loaded.net.parameters()):
+        np.testing.assert_array_equal(a.data, b.data)
+    for (_, a), (_, b) in zip(full.net.named_buffers(), loaded.net.named_buffers()):
+        np.testing.assert_array_equal(a, b)

@@ -64,6 +64,9 @@ def _config(emb):
                        if emb._loss_spec is not None and hasattr(emb.loss_func, "num_classes") else None),
         "loss_lr_factor": emb.loss_lr_factor,
         "lr_groups": emb.lr_groups,
+        # the fine-tuning state the optimizer state depends on (it holds the trainable ones only)
+        "frozen": [n for n, p in emb.net.named_parameters() if not p.requires_grad] if emb.net.built else [],
+        "frozen_batchnorm": [n for n, x in emb.net.named_layers() if getattr(x, "frozen_stats", False)],
         "classes": None if emb.classes_ is None else [int(c) for c in emb.classes_],
         "train_state": emb.train_state_,
         "rng_state": emb._rng.bit_generator.state if isinstance(emb._rng.bit_generator, np.random.PCG64) else None,
@@ -113,6 +116,25 @@ def _saved_optimizer(emb):
     if name is not None and name not in _recipe.OPTIMIZERS:
         raise ValueError(f"train_state names optimizer {name!r}, not one of {_recipe.OPTIMIZERS}")
     return name
+
+
+def _restore_frozen(net, cfg):
+    """Freeze the parameters and BatchNorm statistics the saved fit had frozen (``frozen``,
+    ``frozen_batchnorm``: exact names). ValueError for a name the trunk does not have."""
+    frozen, bns = cfg.get("frozen") or [], cfg.get("frozen_batchnorm") or []
+    for key, names in (("frozen", frozen), ("frozen_batchnorm", bns)):
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"the config's {key!r} must be a list of names")
+    params = dict(net.named_parameters()) if net.built else {}
+    layers = dict(net.named_layers())
+    for n in frozen:
+        if n not in params:
+            raise ValueError(f"the config freezes {n!r}, which is not a parameter of the trunk")
+        params[n].requires_grad = False
+    for n in bns:
+        if not callable(getattr(layers.get(n), "freeze_statistics", None)):
+            raise ValueError(f"the config freezes the statistics of {n!r}, which is not a BatchNorm layer of the trunk")
+        layers[n].freeze_statistics(True)
 
 
 def load(cls, path, backend=None):
@@ -280,6 +302,7 @@ def _from_config(cls, cfg, entries, backend):
         layer.set_rng_state(state)
     if cfg.get("classes") is not None:
         emb.classes_ = np.asarray(cfg["classes"], dtype=np.int64)
+    _restore_frozen(emb.net, cfg)
     emb.train_state_ = cfg.get("train_state")
     if cfg.get("optimizer_state") is not None and emb.train_state_ is not None:
         groups = param_groups(emb, float(emb.train_state_["base_lrs"][0]))

@@ -34,7 +34,7 @@ class Parameter:
         compute no gradient into ``grad`` (it is left as it was), an ``Optimizer`` step skips
         it (no update, no weight decay, no state), and ``Embedder.fit`` leaves it out of the
         optimizer. ``Sequential.freeze`` / ``unfreeze`` set it by parameter name. A non-bool
-        raises ``TypeError``. Not saved with the weights (as torch's state dicts).
+        raises ``TypeError``. Not saved with the weights (as torch's state dicts); ``Embedder.save`` records it.
     """
 
     __slots__ = ("data", "grad", "name", "_requires_grad")

@@ -39,8 +39,8 @@ class _BatchNorm(AffineLayer):
         pretrained trunk on small batches. The backward is then the affine map's:
         ``dx = dy * weight / sqrt(running_var + eps)``, ``d weight = sum(dy * x_hat)``,
         ``d bias = sum(dy)``; ``weight`` and ``bias`` still train unless frozen themselves
-        (``requires_grad``). ``frozen=False`` restores batch statistics in training. Not saved
-        with the model (a training-time setting). Returns self; TypeError for a non-bool."""
+        (``requires_grad``). ``frozen=False`` restores batch statistics in training. Not part of
+        the weights; ``Embedder.save`` records it. Returns self; TypeError for a non-bool."""
         if not isinstance(frozen, (bool, np.bool_)):
             raise TypeError(f"frozen must be a bool, got {type(frozen).__name__}")
         self.frozen_stats = bool(frozen)
