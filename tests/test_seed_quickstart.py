@@ -7,7 +7,7 @@ No optimizer is named and lr=0.05 is an SGD step size, so the fit runs SGD
 embedding collapsed (triplet: P@1 0.59, MAP@R 0.07, below the untrained network's 0.78 / 0.24).
 The bars: above the untrained network, and at least the mean of what the call scored when SGD
 was the only default (triplet 0.833 / 0.344, contrastive 0.796 / 0.284 over seeds 0-4). Seed 0
-(the call's own) measured 0.880 / 0.397 (triplet) and 0.862 / 0.411 (contrastive) on an AMD
+(the call's own) measured 0.891 / 0.402 (triplet) and 0.883 / 0.456 (contrastive) on an AMD
 EPYC Zen 4 (AVX-512); the spread over seeds is in docs/recipes/training.md."""
 from pathlib import Path
 

@@ -154,4 +154,7 @@ def parse_args(argv=None):
 
 if __name__ == "__main__":
     a = parse_args()
+    if a.weights is not None and not Path(a.weights).is_file():
+        raise SystemExit(f"--weights {a.weights}: no such file; {CONVERT_HINT} (or leave --weights off for a "
+                         "random stand-in)")
     main(data_dir=a.data_dir, epochs=a.epochs, weights=a.weights)
