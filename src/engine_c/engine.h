@@ -101,9 +101,11 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
 
 /* --------------------------------------------------------------- pool.c */
 /* x (N,C,H,W) -> y (N,C,HO,WO), argmax (N,C,HO,WO) int32 offset into the H*W plane;
- * HO = (H - size)/stride + 1 (floor, no padding). */
+ * HO = (H + 2*pad - size)/stride + 1 (floor); pad (0 <= 2*pad <= size): implicit -inf
+ * padding on every side, which never wins (torch's max_pool2d padding). */
 void me_maxpool2d_forward(const float *x, float *y, int32_t *argmax,
-                          int64_t N, int64_t C, int64_t H, int64_t W, int64_t size, int64_t stride);
+                          int64_t N, int64_t C, int64_t H, int64_t W, int64_t size, int64_t stride,
+                          int64_t pad);
 /* dy (N,C,HO,WO), argmax -> dx (N,C,H,W), overwritten. */
 void me_maxpool2d_backward(const float *dy, const int32_t *argmax, float *dx,
                            int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO);

@@ -122,9 +122,34 @@ static int64_t pool2x2_row_avx2(const float *r0, const float *r1, float *yr, int
  * Each output row is initialised from the window's first tap, then the other taps are visited
  * in row-major window order with branch-free selects over the row (vectorizable):
  * "v > best || v is NaN" replaces the running maximum, as torch's CPU kernel does. */
+/* One plane with implicit -inf padding: each output over the valid taps of its window in
+ * row-major order, with the unpadded rule (a larger value or a NaN replaces), so a padding tap
+ * never wins; offsets into the H*W input plane. */
+static void maxpool_padded_plane(const float *xp, float *yp, int32_t *ap, int64_t H, int64_t W, int64_t HO,
+                                 int64_t WO, int64_t size, int64_t stride, int64_t pad) {
+    for (int64_t ho = 0; ho < HO; ho++) {
+        const int64_t h0 = ho * stride - pad, hs = h0 > 0 ? h0 : 0, he = h0 + size < H ? h0 + size : H;
+        for (int64_t wo = 0; wo < WO; wo++) {
+            const int64_t w0 = wo * stride - pad, ws = w0 > 0 ? w0 : 0, we = w0 + size < W ? w0 + size : W;
+            float best = xp[hs * W + ws];
+            int32_t idx = (int32_t)(hs * W + ws);
+            for (int64_t h = hs; h < he; h++)
+                for (int64_t w = (h == hs ? ws + 1 : ws); w < we; w++) {
+                    const float v = xp[h * W + w];
+                    const int better = (v > best) | (v != v);
+                    best = better ? v : best;
+                    idx = better ? (int32_t)(h * W + w) : idx;
+                }
+            yp[ho * WO + wo] = best;
+            ap[ho * WO + wo] = idx;
+        }
+    }
+}
+
 void me_maxpool2d_forward(const float *x, float *y, int32_t *argmax,
-                          int64_t N, int64_t C, int64_t H, int64_t W, int64_t size, int64_t stride) {
-    const int64_t HO = (H - size) / stride + 1, WO = (W - size) / stride + 1;
+                          int64_t N, int64_t C, int64_t H, int64_t W, int64_t size, int64_t stride,
+                          int64_t pad) {
+    const int64_t HO = (H + 2 * pad - size) / stride + 1, WO = (W + 2 * pad - size) / stride + 1;
     const int64_t planes = N * C;
     const int kid = me_gemm_kernel_id(); /* follows the SGEMM kernel in use (tests force "generic") */
     const int avx512 = kid == 2, avx2 = kid == 1;
@@ -132,6 +157,10 @@ void me_maxpool2d_forward(const float *x, float *y, int32_t *argmax,
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (planes * HO * WO >= 16384)
     for (int64_t pl = 0; pl < planes; pl++) {
         const float *xp = x + pl * H * W;
+        if (pad > 0) {
+            maxpool_padded_plane(xp, y + pl * HO * WO, argmax + pl * HO * WO, H, W, HO, WO, size, stride, pad);
+            continue;
+        }
 #if ME_POOL_X86
         if (size == 2 && stride == 2 && avx512) {
             for (int64_t ho = 0; ho < HO; ho++)

@@ -135,30 +135,6 @@ def check_pool_pad(pad, size):
     return pad
 
 
-def pad_pool_input(x, pad):
-    """``x`` (N,C,H,W) float32 in a fresh (N,C,H+2*pad,W+2*pad) array with -inf borders: the
-    padding of a max pooling, which never wins a maximum."""
-    N, C, H, W = x.shape
-    xp = np.full((N, C, H + 2 * pad, W + 2 * pad), -np.inf, dtype=np.float32)
-    xp[:, :, pad:pad + H, pad:pad + W] = x
-    return xp
-
-
-def unpad_argmax(argmax, H, W, pad):
-    """Map, in place, argmax offsets into the padded (H+2*pad)x(W+2*pad) plane to offsets into the
-    HxW input plane. A window whose input values are all -inf has its maximum at its first
-    (padded) position; clamping the row and column then gives its first input position, as
-    torch's kernel does."""
-    Wp = W + 2 * pad
-    r = argmax // Wp - pad
-    c = argmax % Wp - pad
-    np.clip(r, 0, H - 1, out=r)
-    np.clip(c, 0, W - 1, out=c)
-    np.multiply(r, W, out=r)
-    np.add(r, c, out=argmax)
-    return argmax
-
-
 def check_dense_args(x, w, b):
     x = check_kernel_input(x, "x", 2)
     w = check_kernel_input(w, "w", 2)

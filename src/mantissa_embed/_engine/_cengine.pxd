@@ -43,7 +43,8 @@ cdef extern from "engine.h" nogil:
                             int accumulate, float *workspace)
     # pool.c
     void me_maxpool2d_forward(const float *x, float *y, int32_t *argmax,
-                              int64_t N, int64_t C, int64_t H, int64_t W, int64_t size, int64_t stride)
+                              int64_t N, int64_t C, int64_t H, int64_t W, int64_t size, int64_t stride,
+                              int64_t pad)
     void me_maxpool2d_backward(const float *dy, const int32_t *argmax, float *dx,
                                int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO)
     int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, float *dx,

@@ -7,8 +7,7 @@ from libc.stdint cimport int32_t, int64_t
 from mantissa_embed._checks.arrays import check_kernel_input, check_kernel_output, check_outs
 from mantissa_embed._checks.layers import (bad_argmax, check_argmax_range, check_avgpool_backward,
                                            check_global_pool_backward, check_pool_backward,
-                                           check_pool_pad, check_pool_relu_backward,
-                                           pad_pool_input, pool_geometry, unpad_argmax)
+                                           check_pool_pad, check_pool_relu_backward, pool_geometry)
 from mantissa_embed._engine._cengine cimport (me_avgpool2d_backward, me_avgpool2d_forward,
                                              me_global_avgpool2d_backward,
                                              me_global_avgpool2d_forward,
@@ -27,10 +26,10 @@ def maxpool2d_forward(x, size, stride, out=None, argmax=None, pad=0):
     x (N,C,H,W) float32 -> ``(out, argmax)``: out (N,C,HO,WO), ``HO = (H + 2*pad - size)//stride + 1``;
     argmax (N,C,HO,WO) int32, the offset of each maximum in its H*W input plane (ties: the first
     maximum in row-major window order; NaN propagates as in torch). ``pad`` (int,
-    0 <= 2*pad <= size): implicit -inf padding, which never wins; the kernel runs on a padded
-    copy of x and its offsets are mapped back. Raises ValueError/TypeError.
+    0 <= 2*pad <= size): implicit -inf padding, which never wins (the kernel skips the taps
+    outside the plane). Raises ValueError/TypeError.
     """
-    cdef int64_t N, C, H, W, HO, WO, sz, st, HP, WP
+    cdef int64_t N, C, H, W, HO, WO, sz, st, pd
     cdef const float[:, :, :, ::1] xv
     cdef float[:, :, :, ::1] ov
     cdef int[:, :, :, ::1] av
@@ -42,17 +41,13 @@ def maxpool2d_forward(x, size, stride, out=None, argmax=None, pad=0):
     check_outs([(out, "out"), (argmax, "argmax")], [(x, "x")])
     if out.size == 0:
         return out, argmax
-    xp = pad_pool_input(x, pad) if pad else x
-    HP = H + 2 * pad
-    WP = W + 2 * pad
-    xv = xp
+    pd = pad
+    xv = x
     ov = out
     av = argmax
     with nogil:
         me_maxpool2d_forward(&xv[0, 0, 0, 0], &ov[0, 0, 0, 0], <int32_t *> &av[0, 0, 0, 0],
-                             N, C, HP, WP, sz, st)
-    if pad:
-        unpad_argmax(argmax, H, W, pad)
+                             N, C, H, W, sz, st, pd)
     return out, argmax
 
 

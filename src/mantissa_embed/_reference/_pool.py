@@ -10,8 +10,8 @@ import numpy as np
 
 from .._checks.arrays import check_kernel_input, check_kernel_output, check_outs
 from .._checks.layers import (check_argmax_range, check_avgpool_backward, check_global_pool_backward,
-                              check_pool_backward, check_pool_pad, check_pool_relu_backward, pad_pool_input,
-                              pool_geometry, unpad_argmax)
+                              check_pool_backward, check_pool_pad, check_pool_relu_backward,
+                              pool_geometry)
 
 __all__ = [
     "maxpool2d_forward",
@@ -57,6 +57,30 @@ def _maxpool2d_grad(dy, argmax, x_shape):
     return dx.reshape(N, C, H, W)
 
 
+def _pad_input(x, pad):
+    """``x`` (N,C,H,W) float32 in a fresh (N,C,H+2*pad,W+2*pad) array with -inf borders: the
+    padding of a max pooling, which never wins a maximum."""
+    N, C, H, W = x.shape
+    xp = np.full((N, C, H + 2 * pad, W + 2 * pad), -np.inf, dtype=np.float32)
+    xp[:, :, pad:pad + H, pad:pad + W] = x
+    return xp
+
+
+def _unpad_argmax(argmax, H, W, pad):
+    """Map, in place, argmax offsets into the padded (H+2*pad)x(W+2*pad) plane to offsets into the
+    HxW input plane. A window whose input values are all -inf has its maximum at its first
+    (padded) position; clamping the row and column then gives its first input position, as
+    torch's kernel does."""
+    Wp = W + 2 * pad
+    r = argmax // Wp - pad
+    c = argmax % Wp - pad
+    np.clip(r, 0, H - 1, out=r)
+    np.clip(c, 0, W - 1, out=c)
+    np.multiply(r, W, out=r)
+    np.add(r, c, out=argmax)
+    return argmax
+
+
 def maxpool2d_forward(x, size, stride, out=None, argmax=None, pad=0):
     """2-D max pooling (floor mode), as ``torch.nn.functional.max_pool2d(x, size, stride, pad)``.
 
@@ -71,11 +95,11 @@ def maxpool2d_forward(x, size, stride, out=None, argmax=None, pad=0):
     out = check_kernel_output(out, "out", (N, C, HO, WO))
     argmax = check_kernel_output(argmax, "argmax", (N, C, HO, WO), dtype=np.int32)
     check_outs([(out, "out"), (argmax, "argmax")], [(x, "x")])
-    y, a = _maxpool2d(pad_pool_input(x, pad) if pad else x, size, stride)
+    y, a = _maxpool2d(_pad_input(x, pad) if pad else x, size, stride)
     out[...] = y
     argmax[...] = a
     if pad:
-        unpad_argmax(argmax, H, W, pad)
+        _unpad_argmax(argmax, H, W, pad)
     return out, argmax
 
 

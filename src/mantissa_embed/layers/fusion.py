@@ -15,8 +15,9 @@ Layers take part by declaration, never by the planner testing their types:
   that layer's pre-activation, and the plan continues with its ``_backward_preact``.
 
 Frozen layers (no parameter with ``requires_grad``): ``run_backward`` stops the backward at the
-lowest trainable layer when no input gradient is wanted. Fused forwards leave no backward caches; the plans are bitwise equal to the layer-by-layer
-passes (tests/test_layers_fused.py, tests/engine/test_conv_pool_backward_fused.py).
+lowest trainable layer when no input gradient is wanted. Fused forwards leave no backward
+caches; the plans are bitwise equal to the layer-by-layer passes (tests/test_layers_fused.py,
+tests/engine/test_conv_pool_backward_fused.py).
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ class MaxPool2D(_Pool2D):
     The backward routes each gradient to the argmax of its window (int32 offsets into the
     input plane kept by the forward; ties: the first maximum); after a layer whose output is a
     ReLU it applies that ReLU's mask in the same call (``maxpool2d_relu_backward``). With
-    ``pad > 0`` the kernel runs on a copy of the input with -inf borders. Configs saved before
+    ``pad > 0`` the taps outside the plane never win (as torch's -inf padding). Configs saved before
     ``pad`` existed load as ``pad=0``. Raises TypeError/ValueError for bad arguments and a
     window larger than the (padded) input.
     """
