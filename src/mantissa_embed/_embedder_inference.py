@@ -1,17 +1,19 @@
 """The inference half of ``Embedder``: ``embed``, ``retrieve``,
-``build_index``, ``verify`` and ``calibrate`` (bodies in ``mantissa_embed._inference`` and
+``build_index``, ``verify``, ``calibrate`` and ``evaluate`` (bodies in ``mantissa_embed._inference`` and
 ``mantissa_embed._calibration``). Each takes the Embedder's lock (see the class docstring).
 """
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from . import _calibration, _inference
 from ._validation import check_int
 from ._typing import ArrayLike, Float32Array, Int64Array, Seed
+from .datasets.image_dataset import ImageDataset
+from .evaluation.query_gallery import query_gallery_metrics
 from .index import Index
 
 __all__ = ["EmbedderInference"]
@@ -29,18 +31,24 @@ class EmbedderInference:
 
         def _check_fitted(self) -> None: ...
 
-    def embed(self, X: ArrayLike, batch_size: int = 256, normalize: bool = True) -> Float32Array:
+    def embed(self, X: ArrayLike | ImageDataset, batch_size: int = 256, normalize: bool = True, *,
+              verbose: bool = False) -> Float32Array:
         """Embed images or feature vectors in chunks of ``batch_size`` (bounded memory).
 
         Parameters
         ----------
-        X : array_like, float, shape (n, *input_shape_): (n, C, H, W) or (n, F)
+        X : array_like, float, shape (n, *input_shape_): (n, C, H, W) or (n, F); or an ImageDataset
             Images, or feature vectors for a feature trunk, of the shape seen by ``fit``;
             converted to float32 chunk by chunk (no full copy of ``X``). NaN/Inf are rejected.
+            A dataset (``datasets.ImageFolder`` / ``ImageCSV``) is decoded in eval mode, on
+            its ``num_workers`` threads while the previous chunk is embedded; the result
+            equals ``embed`` of the same images decoded into one array, bitwise.
         batch_size : int >= 1, default 256
         normalize : bool, default True
             Return L2-normalized rows (the space the loss trains and ``retrieve`` /
             ``verify`` measure). False: the trunk's raw output.
+        verbose : bool, default False
+            For a dataset: a tqdm bar with images/s.
 
         Returns
         -------
@@ -58,10 +66,11 @@ class EmbedderInference:
         """
         self._check_fitted()
         batch_size = check_int(batch_size, "batch_size", minimum=1)
-        if not isinstance(normalize, (bool, np.bool_)):
-            raise TypeError(f"normalize must be a bool, got {type(normalize).__name__}")
+        for name, v in (("normalize", normalize), ("verbose", verbose)):
+            if not isinstance(v, (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
         with self._lock:
-            return _inference.embed(self, X, "X", batch_size, normalize)
+            return _inference.embed(self, X, "X", batch_size, normalize, progress=bool(verbose))
 
     def retrieve(self, query: ArrayLike, gallery: ArrayLike, k: int = 5) -> tuple[Int64Array, Float32Array]:
         """The ``k`` nearest gallery items of each query, nearest first.
@@ -109,13 +118,16 @@ class EmbedderInference:
         with self._lock:
             return _inference.retrieve(self, query, gallery, k)
 
-    def build_index(self, X: ArrayLike, labels: ArrayLike | None = None, ids: ArrayLike | None = None,
-                    **kwargs: Any) -> Index:
+    def build_index(self, X: ArrayLike | ImageDataset, labels: ArrayLike | None = None,
+                    ids: ArrayLike | None = None, **kwargs: Any) -> Index:
         """An ``Index`` of the embeddings of ``X`` (inputs or
-        embeddings, told apart as in ``retrieve``), searchable by ``retrieve``: ``Index(embed_dim_, "euclidean", **kwargs)``
-        (``dtype=``, ``keep_float32=``) with ``add(embeddings, ids, labels)``. Raises as
-        ``embed`` and ``Index``."""
+        embeddings, told apart as in ``retrieve``, or an ``ImageDataset``, streamed), searchable
+        by ``retrieve``: ``Index(embed_dim_, "euclidean", **kwargs)`` (``dtype=``,
+        ``keep_float32=``) with ``add(embeddings, ids, labels)``; for a dataset ``labels``
+        defaults to ``X.labels``. Raises as ``embed`` and ``Index``."""
         self._check_fitted()
+        if isinstance(X, ImageDataset) and labels is None:
+            labels = X.labels
         with self._lock:
             Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False)
         dim: int = self.embed_dim_  # type: ignore[assignment]  # set once fitted (checked above)
@@ -158,12 +170,13 @@ class EmbedderInference:
         with self._lock:
             return _inference.verify(self, a, b, threshold)
 
-    def calibrate(self, X: ArrayLike, y: ArrayLike, *, target_far: float | None = None,
+    def calibrate(self, X: ArrayLike | ImageDataset, y: ArrayLike | None = None, *, target_far: float | None = None,
                   target_precision: float | None = None, max_accuracy: bool = False, n_pairs: int = 100_000,
                   seed: Seed = 0, batch_size: int = 256) -> dict[str, Any]:
         """Choose the verification threshold on labelled data (inputs ``(n, *input_shape_)``:
         images or feature vectors, or embeddings ``(n, D)``, told apart as in ``retrieve``, with
-        int labels ``y``, best of identities held out from training)
+        int labels ``y``; or an ``ImageDataset``, streamed, with ``y`` None: its labels; best
+        of identities held out from training)
         and keep it as ``threshold_``: ``verify`` then answers with it, ``save``
         stores it. One rule: ``target_far`` (float in [0, 1]: the largest threshold with FAR <= it;
         the default, 1e-3, when none is given), ``target_precision`` (in (0, 1]: the largest
@@ -182,9 +195,75 @@ class EmbedderInference:
         Source: TensorFlow Similarity's ``calibrate``; FAR / TAR as in NIST FRVT.
         """
         self._check_fitted()
+        if isinstance(X, ImageDataset):
+            if y is not None:
+                raise ValueError("y must be None when X is a dataset: its labels are the dataset's (X.labels)")
+            y = X.labels
+        elif y is None:
+            raise TypeError("y must be an integer array of labels (None only when X is an ImageDataset)")
         with self._lock:
             cal = _calibration.calibrate(self, X, y, target_far=target_far, target_precision=target_precision,
                                          max_accuracy=max_accuracy, n_pairs=n_pairs, seed=seed,
                                          batch_size=batch_size)
             self.threshold_, self.calibration_ = cal["threshold"], cal
             return dict(cal)
+
+    def evaluate(self, X: ArrayLike | ImageDataset, labels: ArrayLike | None = None, *,
+                 is_query: ArrayLike | None = None, is_gallery: ArrayLike | None = None,
+                 metrics: Sequence[str] = ("cmc_at_1", "cmc_at_5", "precision_at_5", "mean_average_precision_at_r"),
+                 batch_size: int = 256, verbose: bool = False) -> dict[str, float]:
+        """Retrieval quality in Open Metric Learning's query/gallery protocol.
+
+        Embeds ``X`` (``embed``: L2-normalized as trained), then each query ranks the gallery
+        by Euclidean distance, its own row excluded
+        (``evaluation.query_gallery_metrics``).
+
+        Parameters
+        ----------
+        X : ImageDataset, or inputs / embeddings (told apart as in ``retrieve``)
+            An ``ImageCSV`` with ``is_query`` / ``is_gallery`` columns uses its flags (pass
+            ``ds.split("validation")``); an ``ImageFolder`` (or a CSV without them): every
+            image queries all the others.
+        labels : array_like of int, shape (n,), or None
+            Required for arrays; None for a dataset (its labels).
+        is_query, is_gallery : array_like of bool, shape (n,), or None
+            Override the dataset's flags; None: the dataset's, or every item for arrays.
+        metrics : sequence of str, default ("cmc_at_1", "cmc_at_5", "precision_at_5", "mean_average_precision_at_r")
+            ``cmc_at_K`` (the fraction of queries with a same-class gallery item among the K
+            nearest), ``precision_at_K`` (OML's: same-class items among the K nearest over
+            min(K, their number)), ``precision_at_1``, ``r_precision``,
+            ``mean_average_precision_at_r``. Queries without a same-class gallery item are
+            left out (as pytorch-metric-learning's ``AccuracyCalculator``).
+        batch_size : int >= 1, default 256
+        verbose : bool, default False
+            A tqdm bar while a dataset is embedded.
+
+        Returns
+        -------
+        dict metric name -> float. The k-NN metrics equal ``AccuracyCalculator``'s on the
+        same embeddings.
+
+        Raises RuntimeError before fit / load; ValueError / TypeError for bad inputs, flags,
+        metric names, or no query with a same-class gallery item.
+        Source: Open Metric Learning (Shabanov et al.), ``calc_retrieval_metrics``; MAP@R:
+        Musgrave, Belongie & Lim 2020, "A Metric Learning Reality Check".
+        """
+        self._check_fitted()
+        batch_size = check_int(batch_size, "batch_size", minimum=1)
+        if not isinstance(verbose, (bool, np.bool_)):
+            raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
+        if isinstance(X, ImageDataset):
+            if labels is not None:
+                raise ValueError("labels must be None when X is a dataset: its labels are the dataset's")
+            labels = X.labels
+            q, g = X.query_gallery()
+            is_query = q if is_query is None else is_query
+            is_gallery = g if is_gallery is None else is_gallery
+            with self._lock:
+                Z = _inference.embed(self, X, "X", batch_size, progress=bool(verbose))
+        else:
+            if labels is None:
+                raise TypeError("labels must be an integer array (None only when X is an ImageDataset)")
+            with self._lock:
+                Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False, batch_size=batch_size)
+        return query_gallery_metrics(Z, labels, is_query, is_gallery, metrics=metrics, backend=self.backend)

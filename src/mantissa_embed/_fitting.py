@@ -13,12 +13,15 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _recipe
-from ._training import DeferredInterrupt, EpochCallback, HookList, Profiler, ProgressBar, ThreadAdapter, train_epochs
+from ._training import (ArrayBatches, DeferredInterrupt, EpochCallback, FileBatches, HookList, Profiler, ProgressBar,
+                        ThreadAdapter, train_epochs)
 from ._validation import check_array, check_float, check_int, check_labels
+from .datasets.image_dataset import ImageDataset
 from .evaluation.retrieval import retrieval_metrics
 from .samplers import MPerClassSampler
 
-__all__ = ["METRICS", "INPUT_NDIMS", "check_inputs", "split_validation", "check_lr_groups", "param_groups", "fit"]
+__all__ = ["METRICS", "INPUT_NDIMS", "check_inputs", "sample_shape", "take_rows", "check_dataset", "check_fit_data",
+           "split_validation", "check_lr_groups", "param_groups", "fit"]
 
 #: the validation metrics ``fit(..., metrics=...)`` accepts (higher is better)
 METRICS = ("precision_at_1", "r_precision", "mean_average_precision_at_r")
@@ -43,13 +46,60 @@ def check_inputs(X: object, name: str, input_shape: tuple[int, ...] | None = Non
     return X
 
 
+def sample_shape(X) -> tuple[int, ...]:
+    """The per-sample shape of ``fit``'s input: an array's ``shape[1:]``, a dataset's
+    ``image_shape``."""
+    return tuple(X.image_shape) if isinstance(X, ImageDataset) else tuple(X.shape[1:])
+
+
+def take_rows(X, mask):
+    """Rows ``mask`` (bool) of an array or an ``ImageDataset`` (its ``subset``)."""
+    return X.subset(mask) if isinstance(X, ImageDataset) else X[mask]
+
+
+def check_dataset(ds, name, input_shape=None):
+    """A non-empty ``ImageDataset`` whose ``image_shape`` is ``input_shape`` (when given)."""
+    if len(ds) == 0:
+        raise ValueError(f"{name} is an empty dataset")
+    if input_shape is not None and tuple(ds.image_shape) != tuple(input_shape):
+        raise ValueError(f"{name} gives images of shape {tuple(ds.image_shape)}; the trunk was built for "
+                         f"{tuple(input_shape)} (set the dataset's size= and channels= to match)")
+    return ds
+
+
+def check_fit_data(net, X, y):
+    """``fit``'s ``(X, y)`` checked against the trunk ``net``: an array (with labels ``y``) or
+    an ``ImageDataset`` (``y`` None: its labels), of a per-sample shape the trunk takes."""
+    built_shape = tuple(net.input_shape) if net.built else None
+    if isinstance(X, ImageDataset):
+        if y is not None:
+            raise ValueError("y must be None when X is a dataset: its labels are the dataset's (X.labels)")
+        X = check_dataset(X, "X", built_shape)
+        y = X.labels
+    else:
+        if y is None:
+            raise TypeError("y must be an integer array of labels (None only when X is an ImageDataset)")
+        X = check_inputs(X, "X", built_shape)
+        y = check_labels(y, "y", n=X.shape[0])
+    shape = sample_shape(X)
+    try:  # the first fit decides the input rank; the trunk's layers say whether they take it
+        net.output_shape(shape)
+    except ValueError as exc:
+        if len(shape) == 1:
+            raise ValueError(f"X must be 4-D images (N, C, H, W) for this trunk, got feature vectors of shape "
+                             f"{X.shape} ({exc})") from None
+        raise ValueError(f"X of per-sample shape {shape} does not fit the trunk ({exc})") from None
+    return X, y
+
+
 def split_validation(X, y, validation, rng):
     """``(X_train, y_train, X_val, y_val)`` for ``fit``'s ``validation`` argument.
 
     A float in (0, 1): that fraction of the *classes* (at least two, and at least two left for
     training), drawn with ``rng``, is held out with all its images, so that the validation
     metrics measure what metric learning is for: classes not trained on. A pair
-    ``(X_val, y_val)``: used as given. None: no validation (X_val None).
+    ``(X_val, y_val)``, or an ``ImageDataset`` (its labels): used as given. None: no
+    validation (X_val None). ``X`` may be an ``ImageDataset`` (then the split is two subsets).
     """
     if validation is None:
         return X, y, None, None
@@ -63,15 +113,20 @@ def split_validation(X, y, validation, rng):
             raise ValueError(f"validation={frac} leaves fewer than two of the {classes.shape[0]} classes to train on")
         held = rng.choice(classes, size=n_val, replace=False)
         mask = np.isin(y, held)
-        return X[~mask], y[~mask], X[mask], y[mask]
+        return take_rows(X, ~mask), y[~mask], take_rows(X, mask), y[mask]
+    shape = sample_shape(X)
+    if isinstance(validation, ImageDataset):
+        check_dataset(validation, "validation", shape)
+        return X, y, validation, validation.labels
     if isinstance(validation, (tuple, list)) and len(validation) == 2:
-        Xv = check_array(validation[0], "validation[0]", ndim=X.ndim, allow_empty=False)
-        if Xv.shape[1:] != X.shape[1:]:
-            raise ValueError(f"validation[0] must have shape (n, {', '.join(map(str, X.shape[1:]))}) like X, "
+        Xv = check_array(validation[0], "validation[0]", ndim=len(shape) + 1, allow_empty=False)
+        if Xv.shape[1:] != shape:
+            raise ValueError(f"validation[0] must have shape (n, {', '.join(map(str, shape))}) like X, "
                              f"got {Xv.shape}")
         yv = check_labels(validation[1], "validation[1]", n=Xv.shape[0])
         return X, y, Xv, yv
-    raise TypeError("validation must be None, a fraction of the classes in (0, 1), or a pair (X_val, y_val), "
+    raise TypeError("validation must be None, a fraction of the classes in (0, 1), a pair (X_val, y_val) or an "
+                    "ImageDataset, "
                     f"got {type(validation).__name__}")
 
 
@@ -182,13 +237,17 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
         lr = check_float(lr, "lr", minimum=0.0, strict=True)
     opt_name = _recipe.resolve_optimizer(emb.optimizer, lr)
     lr = _recipe.DEFAULTS["lr"].get(opt_name, 1e-3) if lr is None else lr
-    if X.ndim == 2 and isinstance(augment, str):  # the presets transform images
+    files = isinstance(X, ImageDataset)
+    if files and not (augment is None or (isinstance(augment, str) and augment == "default")):
+        raise ValueError("augment applies to array inputs; X is a dataset, whose train_transform augments its "
+                         "images (ImageFolder / ImageCSV train_transform=...): pass augment=\"default\" or None")
+    if not files and X.ndim == 2 and isinstance(augment, str):  # the presets transform images
         if augment in _recipe.AUGMENTS:
             raise ValueError(f"augment={augment!r} transforms images; X holds feature vectors (N, F): pass "
                              "augment=None, \"default\" (no augmentation for feature vectors) or a callable(X, rng)")
         if augment == "default":
             augment = None
-    augment_fn = _recipe.make_augment(augment)
+    augment_fn = None if files else _recipe.make_augment(augment)
     schedule_obj = _recipe.make_schedule(schedule)
     state = emb.train_state_ if resume else None
     if resume:
@@ -203,7 +262,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
 
     Xt, yt, Xv, yv = split_validation(X, y, validation, emb._rng) if state is None else (
         _resume_split(X, y, validation, state))
-    if state is not None and (state["batch_size"] != batch_size or state["n_train"] != Xt.shape[0]):
+    if state is not None and (state["batch_size"] != batch_size or state["n_train"] != len(Xt)):
         raise ValueError(f"resume=True needs the same X and batch_size as the checkpointed fit "
                          f"({state['n_train']} training images, batch_size {state['batch_size']})")
     classes, y_idx = np.unique(yt, return_inverse=True)
@@ -211,7 +270,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     if n_classes < 2:
         raise ValueError(f"y must contain at least 2 classes for metric learning, got {n_classes}")
     m = _recipe.choose_m(batch_size, n_classes, emb.m_per_class)
-    n_batches = math.ceil(Xt.shape[0] / batch_size)
+    n_batches = math.ceil(len(Xt) / batch_size)
     sampler = MPerClassSampler(y_idx, m, batch_size=batch_size, length_before_new_iter=n_batches * batch_size,
                                seed=emb._rng)
     if state is not None and state.get("sampler_labels") is not None:
@@ -219,9 +278,10 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     emb.sampler_ = sampler
     net = emb.net
     net.train()
+    shape = sample_shape(Xt)
     if not net.built:
-        net.build(Xt.shape[1:])
-    embed_dim = int(net.output_shape(tuple(Xt.shape[1:]))[0])
+        net.build(shape)
+    embed_dim = int(net.output_shape(shape)[0])
     emb._ensure_loss(n_classes, embed_dim)
     if state is None:
         groups = param_groups(emb, lr)
@@ -241,7 +301,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     for name in metrics if Xv is not None else ():
         history.setdefault("val_" + name, [])
     emb.profile_ = None
-    emb.input_shape_ = tuple(Xt.shape[1:])
+    emb.input_shape_ = shape
     emb.embed_dim_ = embed_dim
     emb.fitted_ = True
     emb.classes_ = classes
@@ -253,9 +313,10 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
         hooks.append(profiler)
     tracker = {"best": best, "best_epoch": None if best is None else state.get("best_epoch"), "weights": None,
                "bad_epochs": 0 if state is None else state.get("bad_epochs", 0)}
-    plan = {"epochs": epochs, "batch_size": batch_size, "n_train": int(Xt.shape[0]), "base_lrs": base_lrs,
+    plan = {"epochs": epochs, "batch_size": batch_size, "n_train": len(Xt), "base_lrs": base_lrs,
             "optimizer": opt_name if state is None else state.get("optimizer"),
-            "validation": None if Xv is None else ("fraction" if isinstance(validation, numbers.Real) else "given"),
+            "validation": None if Xv is None else ("fraction" if isinstance(validation, numbers.Real) and
+                                                   not isinstance(validation, bool) else "given"),
             "val_classes": None if Xv is None else [int(c) for c in np.unique(yv)]}
 
     def epoch_end(epoch, mean_loss, step):
@@ -283,10 +344,10 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
 
     try:
         with DeferredInterrupt() as interrupt:
-            train_epochs(net, emb.miner_func, emb.loss_func, opt, Xt, y_idx, sampler, epochs=epochs,
+            source = FileBatches(Xt, batch_size) if files else ArrayBatches(Xt, augment_fn, batch_size)
+            train_epochs(net, emb.miner_func, emb.loss_func, opt, source, y_idx, sampler, epochs=epochs,
                          n_batches=n_batches, batch_size=batch_size, lr=lr, losses=history["loss"],
-                         hooks=HookList(hooks), first_epoch=first_epoch, step=step, augment=augment_fn,
-                         rng=emb._rng, schedule=schedule_obj, base_lrs=base_lrs, epoch_end=epoch_end,
+                         hooks=HookList(hooks), first_epoch=first_epoch, step=step, rng=emb._rng, schedule=schedule_obj, base_lrs=base_lrs, epoch_end=epoch_end,
                          interrupt=interrupt)
     finally:
         net.eval()
@@ -304,5 +365,5 @@ def _resume_split(X, y, validation, state):
         return split_validation(X, y, validation if not isinstance(validation, numbers.Real) else None, None)
     if isinstance(validation, numbers.Real):
         mask = np.isin(y, np.asarray(state["val_classes"]))
-        return X[~mask], y[~mask], X[mask], y[mask]
+        return take_rows(X, ~mask), y[~mask], take_rows(X, mask), y[mask]
     return split_validation(X, y, validation, None)

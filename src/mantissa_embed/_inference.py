@@ -7,9 +7,11 @@ import numpy as np
 from ._threads import AdaptiveThreads
 from ._validation import check_array, check_float, check_int
 from ._exact_knn import exact_knn
+from .datasets._stream import eval_batches
+from .datasets.image_dataset import ImageDataset
 from .index import Index
 
-__all__ = ["l2_normalize", "embed", "as_embeddings", "retrieve", "verify"]
+__all__ = ["l2_normalize", "check_dataset_input", "embed", "as_embeddings", "retrieve", "verify"]
 
 _EPS = 1e-12  # torch.nn.functional.normalize's eps, used by PML's LpDistance
 
@@ -48,23 +50,54 @@ def _check_output(Z, name, start, single):
                      "rescale the images")
 
 
-def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool = False):
+def _array_chunks(X, name, batch_size):
+    """``(start, chunk)`` of an input array, each chunk converted and checked (finite; the
+    shape was checked by ``_check_images``) once, here."""
+    for s in range(0, X.shape[0], batch_size):
+        yield s, check_array(X[s:s + batch_size], name, ndim=X.ndim)
+
+
+def _dataset_chunks(ds, batch_size, progress):
+    """``(start, chunk)`` of an ``ImageDataset`` in eval mode, decoded on its threads while the
+    previous chunk is embedded."""
+    for idx, xb in eval_batches(ds, batch_size, progress=progress):
+        yield int(idx[0]), xb
+
+
+def check_dataset_input(emb, ds, name):
+    """ValueError unless the dataset ``ds`` gives images of ``emb.input_shape_``."""
+    if tuple(ds.image_shape) != tuple(emb.input_shape_):
+        shape = ", ".join(map(str, emb.input_shape_))
+        raise ValueError(f"{name} gives images of shape {tuple(ds.image_shape)}; the Embedder takes ({shape}) "
+                         "(set the dataset's size= and channels= to match)")
+
+
+def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool = False, progress: bool = False):
     """``emb``'s trunk on inputs X (n, *input_shape_): images (n, C, H, W) or feature vectors
-    (n, F), ``batch_size`` at a time: (n, D) float32.
-    ValueError naming the image (``name[i]``, or ``name`` when ``single``) whose embedding
-    overflowed; numpy's overflow warnings of the numpy backend are not shown (the error is)."""
-    X = _check_images(emb, X, name, batched=True)
-    n = X.shape[0]
+    (n, F), or an ``ImageDataset`` streamed in eval mode, ``batch_size`` at a time: (n, D)
+    float32. ValueError naming the image (``name[i]``, or ``name`` when ``single``) whose
+    embedding overflowed; numpy's overflow warnings of the numpy backend are not shown (the
+    error is). ``progress``: a tqdm bar (datasets only)."""
+    if isinstance(X, ImageDataset):
+        check_dataset_input(emb, X, name)
+        n = len(X)
+        chunks = _dataset_chunks(X, batch_size, progress)
+    else:
+        X = _check_images(emb, X, name, batched=True)
+        n = X.shape[0]
+        chunks = _array_chunks(X, name, batch_size)
     out = np.empty((n, emb.embed_dim_), dtype=np.float32)
     net = emb.net
     net.eval()
-    with AdaptiveThreads() as threads, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for s in range(0, n, batch_size):
-            threads.step()
-            # converted and checked (finite, and the shape by _check_images) once, here
-            chunk = net.normalize_input(check_array(X[s:s + batch_size], name, ndim=X.ndim))
-            out[s:s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
-            _check_output(out[s:s + chunk.shape[0]], name, s, single)
+    try:
+        with AdaptiveThreads() as threads, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for s, chunk in chunks:
+                threads.step()
+                chunk = net.normalize_input(chunk)
+                out[s:s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
+                _check_output(out[s:s + chunk.shape[0]], name, s, single)
+    finally:
+        chunks.close()
     if normalize and emb._normalizes() and n:
         l2_normalize(out)
     return out
@@ -80,6 +113,8 @@ def as_embeddings(emb, a, name, allow_single: bool = True, batch_size=256):
     inputs, so when ``F == embed_dim_`` every such array is inputs (inputs win); embeddings of
     that width are searched with an ``Index`` of them (``Index.add`` / ``Index.search``)."""
     emb._check_fitted()
+    if isinstance(a, ImageDataset):
+        return embed(emb, a, name, batch_size), False
     if isinstance(a, (str, bytes)) or a is None:
         raise TypeError(f"{name} must be an array of numbers, got {type(a).__name__}")
     arr = np.asarray(a)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._threads import AdaptiveThreads
+from .datasets._stream import stream_batches
 
 __all__ = ["TrainingHook", "HookList", "ProgressBar", "EpochCallback", "Profiler", "DeferredInterrupt",
            "train_epochs", "profile_table"]
@@ -224,13 +225,48 @@ class DeferredInterrupt:
         return False
 
 
-def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_batches, batch_size, lr,
-                 losses, hooks, first_epoch=0, step=0, augment=None, rng=None, schedule=None, base_lrs=None,
+class ArrayBatches:
+    """``fit``'s batches from an in-memory ``X``: ``X[idx]`` gathered into one reused buffer,
+    then ``augment(xb, rng)`` when given (``rng`` drawn after each batch's indices)."""
+
+    def __init__(self, X, augment, batch_size) -> None:
+        self.X, self.augment = X, augment
+        self.buf = np.empty((batch_size,) + X.shape[1:], dtype=np.float32)
+
+    def epoch(self, index_batches, rng):
+        for idx in index_batches:
+            xb = self.buf[:idx.shape[0]]
+            np.take(self.X, idx, axis=0, out=xb)
+            yield idx, (xb if self.augment is None else self.augment(xb, rng))
+
+
+class FileBatches:
+    """``fit``'s batches from an ``ImageDataset``: each batch's indices, then its images'
+    ``train_transform`` parameters, drawn in the main thread in that order (``ds.prefetch``
+    batches ahead), the images decoded on ``ds.workers()`` threads
+    (``datasets._stream.stream_batches``): the same batches for any thread count."""
+
+    def __init__(self, ds, batch_size) -> None:
+        self.ds, self.batch_size = ds, batch_size
+
+    def epoch(self, index_batches, rng):
+        ds, t = self.ds, self.ds.train_transform
+
+        def draws():
+            for idx in index_batches:
+                yield idx, [t.draw(rng, ds.source_size(int(i))) for i in idx]
+
+        return stream_batches(ds, draws(), self.batch_size)
+
+
+def train_epochs(net, miner, loss_func, optimizer, source, y, sampler, *, epochs, n_batches, batch_size, lr,
+                 losses, hooks, first_epoch=0, step=0, rng=None, schedule=None, base_lrs=None,
                  epoch_end=None, interrupt=None):
     """Train ``net`` for epochs ``first_epoch .. epochs - 1`` of ``n_batches`` batches drawn
     from ``sampler``; returns the number of optimizer steps taken in all (``step`` + new ones).
 
-    Per batch: ``xb = augment(X[idx], rng)`` (when given); ``E = net.forward(xb)``;
+    Per batch: ``(idx, xb)`` from ``source.epoch(iter(sampler), rng)`` (``ArrayBatches``:
+    ``augment(X[idx], rng)``; ``FileBatches``: decoded files); ``E = net.forward(xb)``;
     ``tuples = miner(E, y[idx])`` (None: no miner); ``optimizer.zero_grad()``;
     ``out = loss_func(E, y[idx], indices_tuple=tuples)`` (after the zeroing: a loss with its own
     parameters writes their gradients here); ``net.backward(out.grad)``; with a ``schedule``,
@@ -241,54 +277,19 @@ def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_b
     ``hooks``: a ``TrainingHook``. Raises FloatingPointError when the embeddings or the
     loss stop being finite.
     """
-    xb = np.empty((batch_size,) + X.shape[1:], dtype=np.float32)
     total_steps = epochs * n_batches
     groups = getattr(optimizer, "param_groups", None) if schedule is not None else None
     try:
         hooks.begin()
         for epoch in range(first_epoch, epochs):
-            total = 0.0
-            no_pairs = 0
-            batches = hooks.epoch_begin(epoch, epochs, iter(sampler), n_batches)
-            for i, idx in enumerate(batches):
-                hooks.start()
-                xbi = xb[:idx.shape[0]]
-                np.take(X, idx, axis=0, out=xbi)
-                if augment is not None:
-                    xbi = augment(xbi, rng)
-                xbi = net.normalize_input(xbi)  # the trunk's input_mean / input_std, after augmenting
-                yb = y[idx]
-                hooks.lap("data")
-                emb = net.forward(xbi)
-                if not np.isfinite(emb).all():  # X is finite: the weights diverged
-                    raise FloatingPointError(
-                        f"the embeddings became NaN/Inf at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
-                hooks.start()
-                tuples = None if miner is None else miner(emb, yb)
-                hooks.lap("miner")
-                optimizer.zero_grad()
-                hooks.lap("optimizer")
-                out = loss_func(emb, yb, indices_tuple=tuples)
-                hooks.lap("loss")
-                loss = float(out.loss)
-                if not np.isfinite(loss):
-                    raise FloatingPointError(
-                        f"the loss became {loss} at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
-                if np.unique(yb).shape[0] == yb.shape[0]:
-                    no_pairs += 1
-                net.backward(out.grad, need_dx=False)
-                hooks.start()
-                if groups is not None:
-                    f = schedule.factor(step, total_steps)
-                    for g, base in zip(groups, base_lrs):
-                        g["lr"] = base * f
-                optimizer.step()
-                step += 1
-                hooks.lap("optimizer")
-                total += loss
-                hooks.batch_end(i, total)
-                if interrupt is not None and interrupt.pending:
-                    raise KeyboardInterrupt
+            data = source.epoch(iter(sampler), rng)
+            try:
+                done = _run_batches(net, miner, loss_func, optimizer, data, y, hooks.epoch_begin(
+                    epoch, epochs, range(n_batches), n_batches), hooks, epoch=epoch, lr=lr, groups=groups,
+                    schedule=schedule, base_lrs=base_lrs, step=step, total_steps=total_steps, interrupt=interrupt)
+            finally:
+                data.close()
+            step, total, no_pairs = done
             if no_pairs == n_batches:
                 warnings.warn(f"epoch {epoch + 1} saw no positive pair (every batch has distinct labels): "
                               "the loss cannot learn; check y and m_per_class", RuntimeWarning, stacklevel=3)
@@ -299,6 +300,53 @@ def train_epochs(net, miner, loss_func, optimizer, X, y, sampler, *, epochs, n_b
     finally:
         hooks.end()
     return step
+
+
+def _run_batches(net, miner, loss_func, optimizer, data, y, batches, hooks, *, epoch, lr, groups, schedule, base_lrs,
+         step, total_steps, interrupt):
+    """One epoch's batches: ``(step, loss sum, batches without a positive pair)``."""
+    total = 0.0
+    no_pairs = 0
+    for i in batches:
+        hooks.start()
+        item = next(data, None)
+        if item is None:
+            break
+        idx, xbi = item
+        xbi = net.normalize_input(xbi)  # the trunk's input_mean / input_std, after augmenting
+        yb = y[idx]
+        hooks.lap("data")
+        emb = net.forward(xbi)
+        if not np.isfinite(emb).all():  # X is finite: the weights diverged
+            raise FloatingPointError(
+                f"the embeddings became NaN/Inf at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
+        hooks.start()
+        tuples = None if miner is None else miner(emb, yb)
+        hooks.lap("miner")
+        optimizer.zero_grad()
+        hooks.lap("optimizer")
+        out = loss_func(emb, yb, indices_tuple=tuples)
+        hooks.lap("loss")
+        loss = float(out.loss)
+        if not np.isfinite(loss):
+            raise FloatingPointError(
+                f"the loss became {loss} at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
+        if np.unique(yb).shape[0] == yb.shape[0]:
+            no_pairs += 1
+        net.backward(out.grad, need_dx=False)
+        hooks.start()
+        if groups is not None:
+            f = schedule.factor(step, total_steps)
+            for g, base in zip(groups, base_lrs):
+                g["lr"] = base * f
+        optimizer.step()
+        step += 1
+        hooks.lap("optimizer")
+        total += loss
+        hooks.batch_end(i, total)
+        if interrupt is not None and interrupt.pending:
+            raise KeyboardInterrupt
+    return step, total, no_pairs
 
 
 def profile_table(p):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import _fitting, _persistence, optim
+from . import _fitting, _persistence, datasets, optim
 from ._embedder_inference import EmbedderInference
 from ._recipe import DEFAULTS, FACE_PRESET, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
 from ._training import profile_table
@@ -258,7 +258,7 @@ class Embedder(EmbedderInference):
             params += list(loss_params())
         return params
 
-    def fit(self, X: ArrayLike, y: ArrayLike, epochs: int = 1, batch_size: int = 64, lr: float | None = None,
+    def fit(self, X: ArrayLike | datasets.ImageDataset, y: ArrayLike | None = None, epochs: int = 1, batch_size: int = 64, lr: float | None = None,
             verbose: bool = False, *, validation: float | tuple[ArrayLike, ArrayLike] | None = None,
             metrics: Sequence[str] = ("precision_at_1", "mean_average_precision_at_r"), restore_best: bool = False,
             early_stopping: int | None = None, callbacks: Sequence[Any] = (),
@@ -270,14 +270,19 @@ class Embedder(EmbedderInference):
 
         Parameters
         ----------
-        X : array_like, float, shape (N, C, H, W) or (N, F)
+        X : array_like, float, shape (N, C, H, W) or (N, F); or an ImageDataset
             Images (NCHW) or feature vectors (for a trunk that takes them, e.g.
             ``models.mlp_embedder``); converted to float32 once. NaN/Inf are rejected. The
             first fit decides the input shape (``input_shape_``); later fits (and
-            ``validation`` data) must have the same per-sample shape.
-        y : array_like of int, shape (N,)
+            ``validation`` data) must have the same per-sample shape. A dataset
+            (``datasets.ImageFolder`` / ``ImageCSV``) is streamed from its files: each batch
+            decoded on ``X.num_workers`` threads while the previous one trains, with
+            ``X.train_transform`` (its parameters drawn from the Embedder's generator, so the
+            result does not depend on the thread count) in place of ``augment``; the sampler
+            reads ``X.labels`` only.
+        y : array_like of int, shape (N,), or None
             Class labels (any ints; mapped to ``0 .. C-1`` in sorted order, ``classes_``).
-            At least two classes.
+            At least two classes. None (and only None) when ``X`` is a dataset: its labels.
         epochs : int >= 1, default 1
         batch_size : int, 4 <= batch_size <= 65536, default 64
             Images per batch; each epoch is ``ceil(N / batch_size)`` class-balanced batches of
@@ -290,9 +295,10 @@ class Embedder(EmbedderInference):
             seed README's ``lr=0.05``), less (or None) AdamW; the one run is ``optimizer_``.
         verbose : bool, default False
             A tqdm progress bar per epoch with the running loss and the last validation metric.
-        validation : None, float in (0, 1) or (X_val, y_val), keyword-only, default None
+        validation : None, float in (0, 1), (X_val, y_val) or an ImageDataset, keyword-only, default None
             Evaluated after every epoch. A float holds out that fraction of the *classes* of
-            ``y`` (at least two, drawn with the Embedder's generator) with all their images.
+            ``y`` (at least two, drawn with the Embedder's generator) with all their images
+            (of a dataset ``X``: a ``subset`` of it, decoded in eval mode).
         metrics : sequence of str, default ("precision_at_1", "mean_average_precision_at_r")
             Validation metrics among ``"precision_at_1"``, ``"r_precision"``,
             ``"mean_average_precision_at_r"`` (each validation image queries the others,
@@ -315,6 +321,9 @@ class Embedder(EmbedderInference):
             (``mantissa_embed.transforms``; presets: ``mantissa_embed._recipe.make_augment``).
             The presets transform images: for feature vectors ``(N, F)``, ``"default"`` means
             no augmentation and a preset name is a ValueError; a callable is applied to either.
+            For a dataset ``X`` its ``train_transform`` is the augmentation and replaces this
+            one (the two never stack): only ``"default"`` and None are accepted, both meaning
+            "the dataset's".
         schedule : "default", "cosine", "step", "constant", None or a schedule, default "default"
             Learning-rate schedule stepped per batch over ``epochs * ceil(N / batch_size)``
             steps (``mantissa_embed.optim``); None keeps ``lr`` constant.
@@ -353,8 +362,7 @@ class Embedder(EmbedderInference):
         FloatingPointError
             Training diverged (the loss or the embeddings became NaN/Inf): lower ``lr``.
         """
-        X = _fitting.check_inputs(X, "X", tuple(self.net.input_shape) if self.net.built else None)
-        y = check_labels(y, "y", n=X.shape[0])
+        X, y = _fitting.check_fit_data(self.net, X, y)
         epochs = check_int(epochs, "epochs", minimum=1)
         batch_size = check_int(batch_size, "batch_size", minimum=2)
         if not isinstance(verbose, (bool, np.bool_)):
@@ -363,14 +371,7 @@ class Embedder(EmbedderInference):
             raise TypeError(f"callback must be callable(epoch, loss) or None, got {type(callback).__name__}")
         if not isinstance(profile, (bool, np.bool_)):
             raise TypeError(f"profile must be a bool, got {type(profile).__name__}")
-        try:  # the first fit decides the input rank; the trunk's layers say whether they take it
-            self.net.output_shape(tuple(X.shape[1:]))
-        except ValueError as exc:
-            if X.ndim == 2:
-                raise ValueError(f"X must be 4-D images (N, C, H, W) for this trunk, got feature vectors of shape "
-                                 f"{X.shape} ({exc})") from None
-            raise ValueError(f"X of shape {X.shape} does not fit the trunk ({exc})") from None
-        self._check_trunk_output(X.shape[1:])
+        self._check_trunk_output(_fitting.sample_shape(X))
         if not self._fit_guard.acquire(blocking=False):
             raise RuntimeError("fit is already running on this Embedder (in another thread, or called from "
                                "one of its callbacks): training is single-caller")

@@ -1,0 +1,122 @@
+"""Reading image files with Pillow: the header check a dataset runs when it is built, and the
+decode a worker thread runs per image.
+
+A header read (``Image.open``: the format and the size, no pixels) finds a missing file, an
+empty one, one that is not an image Pillow reads, and one over Pillow's decompression-bomb
+limit (``PIL.Image.MAX_IMAGE_PIXELS``). Only a full decode finds a truncated or corrupt body.
+Every error is an ``ImageFileError`` naming the file (and the CSV line when there is one).
+"""
+from __future__ import annotations
+
+import os
+import stat
+import warnings
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+__all__ = ["ImageFileError", "image_extensions", "read_header", "decode", "to_chw"]
+
+
+class ImageFileError(ValueError):
+    """A file a dataset cannot use. ``path`` names it, ``line`` is its CSV line (1-based, the
+    header being line 1) or None, ``reason`` the cause without the location."""
+
+    def __init__(self, path, reason, line=None) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        self.line = line
+        where = f"{self.path!r}" + (f" (CSV line {line})" if line is not None else "")
+        super().__init__(f"{where}: {reason}")
+
+
+def image_extensions() -> frozenset[str]:
+    """The lower-case file extensions (with the dot) of every format Pillow can open here."""
+    return frozenset(ext for ext, fmt in Image.registered_extensions().items() if fmt in Image.OPEN)
+
+
+def _bomb_limit():
+    return Image.MAX_IMAGE_PIXELS
+
+
+def read_header(path, line=None) -> tuple[int, int]:
+    """``(width, height)`` of the image at ``path`` from its header (no pixels decoded).
+
+    Raises ImageFileError for a missing path, a non-regular file, an empty file, a file Pillow
+    cannot identify, and an image over ``PIL.Image.MAX_IMAGE_PIXELS`` pixels."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ImageFileError(path, "no such file", line) from None
+    except OSError as exc:
+        raise ImageFileError(path, f"cannot read: {exc.strerror or exc}", line) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ImageFileError(path, "not a regular file (a directory, FIFO, socket or device)", line)
+    if st.st_size == 0:
+        raise ImageFileError(path, "empty file (0 bytes)", line)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                w, h = im.size
+    except Image.DecompressionBombError as exc:
+        raise ImageFileError(path, f"over Pillow's decompression-bomb limit ({exc})", line) from None
+    except UnidentifiedImageError:
+        raise ImageFileError(path, "not an image Pillow can read", line) from None
+    except OSError as exc:
+        raise ImageFileError(path, f"cannot read the image header: {exc}", line) from None
+    limit = _bomb_limit()
+    if limit is not None and w * h > limit:
+        raise ImageFileError(path, f"{w}x{h} = {w * h} pixels is over Pillow's decompression-bomb limit "
+                             f"(PIL.Image.MAX_IMAGE_PIXELS = {limit})", line)
+    if w < 1 or h < 1:
+        raise ImageFileError(path, f"the image has no pixels ({w}x{h})", line)
+    return int(w), int(h)
+
+
+def _to_8bit(im):
+    """16- and 32-bit integer images to 8-bit grey, scaled (65535 -> 255, rounded): Pillow's
+    own conversion clips them instead."""
+    a = np.asarray(im)
+    if im.mode == "I" and a.size and int(a.max()) > 65535:  # 32-bit data: scale its range
+        a = a.astype(np.float64) * (255.0 / float(a.max()))
+        return Image.fromarray(np.clip(np.rint(a), 0, 255).astype(np.uint8), "L")
+    a = np.clip(a.astype(np.int64), 0, 65535)
+    return Image.fromarray(((a * 255 + 32767) // 65535).astype(np.uint8), "L")
+
+
+def decode(path, channels, box=None, line=None):
+    """The image at ``path`` decoded, cropped to ``box`` ``(x1, y1, x2, y2)`` (pixels, right and
+    bottom exclusive) when given, and converted to ``"RGB"`` (``channels=3``: every mode,
+    alpha dropped as ``Image.convert`` does) or ``"L"`` (``channels=1``); 16-bit images are
+    scaled to 8 bits first. Raises ImageFileError naming the file when it cannot be decoded."""
+    try:
+        with Image.open(path) as im:
+            im.load()
+            if im.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I"):
+                im = _to_8bit(im)
+            elif im.mode == "F":
+                im = Image.fromarray(np.clip(np.rint(np.asarray(im)), 0, 255).astype(np.uint8), "L")
+            if box is not None:
+                im = im.crop(box)
+            mode = "RGB" if channels == 3 else "L"
+            return im.convert(mode) if im.mode != mode else im.copy()
+    except ImageFileError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise ImageFileError(path, f"over Pillow's decompression-bomb limit ({exc})", line) from None
+    except FileNotFoundError:
+        raise ImageFileError(path, "no such file (it was there when the dataset was built)", line) from None
+    except (OSError, SyntaxError, ValueError) as exc:  # Pillow's errors for truncated / corrupt data
+        raise ImageFileError(path, f"cannot decode: {exc}", line) from None
+
+
+def to_chw(im, out) -> None:
+    """Write the 8-bit ``"L"`` / ``"RGB"`` image ``im`` into ``out`` (C, H, W) float32 as
+    ``value / 255`` (numpy's float32 division: the same bits as
+    ``np.asarray(im, np.float32) / 255``)."""
+    a = np.asarray(im)
+    if a.ndim == 2:
+        np.divide(a, np.float32(255), out=out[0], dtype=np.float32)
+    else:
+        np.divide(a.transpose(2, 0, 1), np.float32(255), out=out, dtype=np.float32)
