@@ -1,5 +1,6 @@
 """Evaluation: exact tiled k-NN, pytorch-metric-learning's AccuracyCalculator and retrieval
-metrics, and verification metrics (ROC AUC, EER, TAR at FAR).
+metrics, Open Metric Learning's query/gallery protocol, and verification metrics (ROC AUC, EER,
+TAR at FAR).
 
 ``AccuracyCalculator``, ``SklearnKMeans`` and ``verification_metrics`` load on first access
 (PEP 562): their modules import scikit-learn, which ``Embedder`` (it needs only ``knn``)
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .faiss_knn import FaissKNN
 from .knn import METRICS, knn
+from .query_gallery import query_gallery_metrics
 from .retrieval import (
     mean_average_precision_at_r,
     metrics_from_knn_labels,
@@ -37,6 +39,7 @@ __all__ = [
     "mean_average_precision_at_r",
     "retrieval_metrics",
     "metrics_from_knn_labels",
+    "query_gallery_metrics",
     "verification_metrics",
 ]
 
