@@ -23,7 +23,8 @@ on two cores. ``mnist``: the IDX files from ``--data-dir`` or ``$MANTISSA_EMBED_
 10,000-image test set: digits 0-4 train, 5-9 unseen. ``orl_faces``: ORL / AT&T faces at 56x46
 from ``--data-dir``: subjects 1-30 train, 31-40 unseen; also prints ROC AUC and EER over every
 pair of unseen faces. It trains with the face preset (``embedder.FACE_PRESET``:
-``Embedder(..., m_per_class=5).fit(..., batch_size=40, augment="hflip")``).
+``Embedder(..., m_per_class=5).fit(..., batch_size=40, augment="hflip")``). ``folder``: any
+image folder at ``--data-dir``, streamed from its files (``mantissa_embed._demo_folder``).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from . import datasets, engine, models, viz
+from ._demo_folder import run_folder_demo
 from ._recipe import FACE_PRESET, LOSSES
 from .embedder import Embedder
 from .evaluation import retrieval_metrics
@@ -79,6 +81,16 @@ def _positive_float(s):
     return v
 
 
+def _image_size(s):
+    try:
+        parts = [int(v) for v in s.lower().split("x")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int or HxW, got {s!r}") from None
+    if len(parts) not in (1, 2) or min(parts) < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1 or HxW, got {s!r}")
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m mantissa_embed",
@@ -90,10 +102,14 @@ def build_parser():
                      "precision@1 / R-precision / MAP@R (self excluded) on unseen classes and on held-out images "
                      "of the training classes, next to raw pixels and the untrained network, and write "
                      "embedding_manifold.png and retrieval_gallery.png."))
-    demo.add_argument("--dataset", choices=tuple(PROTOCOLS), default="digits",
+    demo.add_argument("--dataset", choices=tuple(PROTOCOLS) + ("folder",), default="digits",
                       help="digits: scikit-learn's bundled 8x8 digits upsampled to 28x28 (no download; default); "
                            "mnist: IDX files from --data-dir, else $MANTISSA_EMBED_DATA, else ~/.cache/mantissa-embed; orl_faces: ORL faces at "
-                           "56x46 from --data-dir")
+                           "56x46 from --data-dir; folder: any image folder (one sub-folder per class) at --data-dir, "
+                           "streamed from the files")
+    demo.add_argument("--image-size", type=_image_size, default=112,
+                      help="folder: an int S (shorter side to S, central square; default 112) or HxW (exact)")
+    demo.add_argument("--channels", type=int, choices=(1, 3), default=3, help="folder: 3 (RGB, default) or 1 (grey)")
     demo.add_argument("--data-dir", default=None,
                       help="data directory (the IDX files, the ORL s1..s40 folders, or their parent); "
                            "default $MANTISSA_EMBED_DATA, else ~/.cache/mantissa-embed")
@@ -176,6 +192,11 @@ def run_demo(args, out=sys.stdout) -> int:
         return 2
     if args.threads is not None:
         engine.set_num_threads(args.threads)
+    if args.dataset == "folder":
+        if args.data_dir is None:
+            print("error: --dataset folder needs --data-dir DIR (one sub-folder of images per class)", file=sys.stderr)
+            return 2
+        return run_folder_demo(args, say, _fmt, HELD_OUT)
     try:
         Xtr, ytr, Xte, yte = load_demo_data(args.dataset, args.data_dir, args.split)
     except (FileNotFoundError, ValueError) as exc:

@@ -25,6 +25,7 @@ class EmbedderInference:
 
     if TYPE_CHECKING:
         _lock: threading.RLock
+        backend: str
         embed_dim_: int | None
         threshold_: float | None
         calibration_: dict[str, Any] | None

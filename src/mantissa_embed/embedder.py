@@ -10,7 +10,6 @@ retrieval and verification ``mantissa_embed._inference``.
 """
 from __future__ import annotations
 
-
 import threading
 import os
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence

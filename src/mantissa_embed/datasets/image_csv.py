@@ -109,8 +109,9 @@ class ImageCSV(ImageDataset):
         bbox_cols = [c for c in BBOX_COLUMNS if c in cols]
         if bbox_cols and len(bbox_cols) != 4:
             raise ValueError(f"{path!r}: bounding boxes need all four columns {BBOX_COLUMNS}, found {bbox_cols}")
-        raw_labels, paths = [], []
-        splits = [] if has_split else None
+        raw_labels: list[str] = []
+        paths: list[str] = []
+        splits: list[str] = []
         qflags = np.full(len(rows), -1, np.int8)
         gflags = np.full(len(rows), -1, np.int8)
         boxes = np.full((len(rows), 4), -1, np.int64) if bbox_cols else None
@@ -140,18 +141,16 @@ class ImageCSV(ImageDataset):
                     raise ValueError(f"{path!r} line {line}: a bounding box needs all of {BBOX_COLUMNS}, got {vals}")
                 if all(vals):
                     boxes[r] = [_bbox_value(v, c, path, line) for v, c in zip(vals, BBOX_COLUMNS)]
+        classes: list[int] | list[str]
         try:
-            ints = [int(v) for v in raw_labels]
-        except ValueError:
-            ints = None
-        if ints is not None:
-            labels = np.asarray(ints, dtype=np.int64)
+            labels = np.asarray([int(v) for v in raw_labels], dtype=np.int64)
             classes = [int(c) for c in np.unique(labels)]
-        else:
-            classes = sorted(set(raw_labels))
-            index = {c: i for i, c in enumerate(classes)}
+        except ValueError:
+            names = sorted(set(raw_labels))
+            index = {c: i for i, c in enumerate(names)}
             labels = np.asarray([index[v] for v in raw_labels], dtype=np.int64)
-        self.splits = None if splits is None else np.asarray(splits, dtype=object)
+            classes = names
+        self.splits = np.asarray(splits, dtype=object) if has_split else None
         self._qflags, self._gflags = qflags, gflags
         self._has_query = "is_query" in cols
         self._has_gallery = "is_gallery" in cols

@@ -23,6 +23,7 @@ import numpy as np
 from .. import engine
 from .._typing import Float32Array
 from ._pillow import ImageFileError, decode, read_header, to_chw
+from ._stream import eval_batches
 from .image_transforms import ImageTransform, _size_hw, default_train_transform, eval_transform
 
 __all__ = ["ImageDataset"]
@@ -244,8 +245,6 @@ class ImageDataset:
     def load_all(self) -> Float32Array:
         """Every image in eval mode as one (N, C, H, W) float32 array (for data that fits in
         memory), decoded on ``workers()`` threads."""
-        from ._stream import eval_batches
-
         out = np.empty((len(self),) + self.image_shape, dtype=np.float32)
         for idx, xb in eval_batches(self, 256):
             out[idx] = xb
