@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Workspace"]
+__all__ = ["Workspace", "Arena"]
 
 
 class Workspace:
@@ -38,3 +38,40 @@ class Workspace:
             self._n = size()
             self._key = n
         return self.get((self._n,))
+
+
+class Arena:
+    """A region of memory lent to a different user at each call: ``get(shape)`` returns an
+    array of exactly ``shape`` over the start of the region ``buf`` (1-D float32), whatever the
+    previous user's shape (a ``Workspace`` reallocates when the trailing shape changes). Every
+    array handed out shares that memory: it stays valid only until the next ``get`` (or
+    another user of the region). ``Sequential`` lends such regions to steps whose output only
+    the next step reads.
+    """
+
+    __slots__ = ("_buf",)
+
+    def __init__(self, buf) -> None:
+        self._buf = buf
+
+    def holds(self, a) -> bool:
+        """True when ``a`` (an array or None) may overlap the region."""
+        return a is not None and np.may_share_memory(a, self._buf)
+
+    def starts(self, a) -> bool:
+        """True when ``a`` is float32, C-contiguous from the start of the region (what
+        ``get(a.shape)`` returns)."""
+        return (a.dtype == np.float32 and a.flags.c_contiguous and a.size <= self._buf.size
+                and a.ctypes.data == self._buf.ctypes.data)
+
+    def get(self, shape, dtype=None):
+        """An array of ``shape`` (float32) over the start of the region. ValueError when it
+        does not fit, TypeError for another dtype."""
+        if dtype is not None and np.dtype(dtype) != np.float32:
+            raise TypeError("an Arena lends float32 arrays only")
+        n = 1
+        for s in shape:
+            n *= int(s)
+        if n > self._buf.size:
+            raise ValueError(f"an array of shape {tuple(shape)} does not fit the region of {self._buf.size} floats")
+        return self._buf[:n].reshape(shape)

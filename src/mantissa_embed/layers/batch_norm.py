@@ -17,6 +17,8 @@ class _BatchNorm(AffineLayer):
 
     #: the per-sample ranks the layer accepts
     _ndims: tuple[int, ...] = ()
+    #: the backward kernel may write dx over dy (per channel, the sums over dy come first)
+    _dx_may_alias_dy = True
 
     def __init__(self, momentum: float = 0.1, eps: float = 1e-5, act: str | None = None,
                  num_features: int | None = None) -> None:

@@ -108,17 +108,19 @@ def lowest_trainable(layers):
     return len(layers)
 
 
-def run_backward(plan, layers, d, need_dx):
+def run_backward(plan, layers, d, need_dx, call=None):
     """Run the backward ``plan`` of ``layers`` on ``d``. With ``need_dx`` every step runs and
     the input gradient is returned. Without it, the plan stops at the lowest trainable layer
     (``lowest_trainable``): that layer's step gets ``need_dx=False`` and the steps of the
     layers below it (frozen, no gradient to compute) do not run; returns None. A fused step
-    whose lead is above the lowest trainable layer still runs whole."""
+    whose lead is above the lowest trainable layer still runs whole. ``call(step, d, need_dx)``
+    (default ``step.run(d, need_dx)``) runs a step."""
     lowest = 0 if need_dx else lowest_trainable(layers)
     for step in plan:
         if step.index < lowest:
             return None
-        d = step.run(d, need_dx or step.index > lowest)
+        flag = need_dx or step.index > lowest
+        d = step.run(d, flag) if call is None else call(step, d, flag)
     return d if need_dx else None
 
 

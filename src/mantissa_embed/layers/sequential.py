@@ -8,6 +8,7 @@ import numpy as np
 
 from .._typing import ArrayLike, Float32Array
 from .._validation import as_generator, check_array, check_int
+from .._workspace import Arena
 from ..backend import BACKENDS, get_backend
 from .base_layer import Layer, check_shape, layer_from_config
 from ._finetune import FineTuning
@@ -123,6 +124,8 @@ class Sequential(FineTuning):
         self._plans: dict[str, Any] = {}
         self._allow: Callable[[int, Fusion], bool] | None = None
         self._fused_x = None
+        self._lent_memory = None  # the memory lent to steps read only by the next one (``_lend_regions``)
+        self._arenas = ()
         self.set_backend(backend)
         if all(layer.built for layer in layers):
             shape = layers[0].input_shape
@@ -267,15 +270,98 @@ class Sequential(FineTuning):
         """The pass of ``forward`` on an X it would accept unchanged (float32, C-contiguous,
         finite, the built input shape, N >= 1), without checking it again. Returns the last
         layer's buffer, overwritten by the next pass. In eval mode the plan runs the layers'
-        inference fusions; a later backward then redoes the plain forward first."""
+        inference fusions, each step's output in one of two lent regions (the one not holding
+        its input), so only two activations exist at a time; a later backward then redoes the
+        plain forward first (a layer's own ``backward`` after an eval pass is not supported).
+        In training the outputs the backward never reads (``_dead_outputs``) go to lent regions,
+        one each, which the backward reuses for its input gradients."""
         self._fused_x = None
-        plan = self._plan("train" if self.training else "inference")
-        h = X
-        for step in plan:
-            h = step.run(h)
-        self._fused_x = X if len(plan) < len(self.layers) else None
-        self._n_last = X.shape[0]
+        n = X.shape[0]
+        if self.training:
+            h = self._run_train(X)
+        else:
+            plan = self._plan("inference")
+            shapes = self._sample_shapes()
+            size = max(n * int(np.prod(shapes[s.index + s.width])) for s in plan)
+            self._arenas = self._lend_regions([size, size])
+            h = X
+            for step in plan:
+                h = self._lend(self.layers[step.index + step.width - 1], "_out", self._free_arena(h), step.run, h)
+            self._arenas = ()
+            self._fused_x = X
+        self._n_last = n
         return h
+
+    def _run_train(self, X):
+        """The training forward (layer by layer), each dead output in a lent region of its own."""
+        dead = sorted(self._dead_outputs())
+        shapes = self._sample_shapes()
+        regions = dict(zip(dead, self._lend_regions([X.shape[0] * int(np.prod(shapes[i + 1])) for i in dead])))
+        h = X
+        for step in self._plan("train"):
+            region = regions.get(step.index)
+            h = step.run(h) if region is None else self._lend(self.layers[step.index], "_out", region, step.run, h)
+        return h
+
+    def _dead_outputs(self):
+        """Indices of the layers whose training output only the next layer's forward reads: a
+        layer with an output ReLU followed by a MaxPool2D (the pooling's fused backward takes the
+        mask from its own output and argmax; the layer's ``_backward_preact`` reads its input,
+        never its output)."""
+        return self._relu_pool_at()
+
+    def _sample_shapes(self):
+        """``[input_shape, output shape of layer 0, ...]`` per sample (the built shape's)."""
+        cached = self.__dict__.get("_shapes_cache")
+        if cached is None or cached[0] != self.input_shape:
+            shapes = [self.input_shape]
+            for layer in self.layers:
+                shapes.append(layer.output_shape(shapes[-1]))
+            cached = self._shapes_cache = (self.input_shape, shapes)
+        return cached[1]
+
+    def _lend_regions(self, sizes):
+        """``Arena`` regions of ``sizes`` float32 values laid end to end (64-byte aligned) over
+        the lent memory, which grows to hold them (never shrinks; untouched pages cost no
+        memory). Every pass lays its regions from the start again: the forward's dead outputs,
+        then the backward's two gradient regions over them."""
+        offsets, total = [], 0
+        for size in sizes:
+            offsets.append(total)
+            total += -(-int(size) // 16) * 16
+        if self._lent_memory is None or self._lent_memory.size < total:
+            self._lent_memory = None  # free the smaller one first
+            self._lent_memory = np.empty(total, dtype=np.float32)
+        return tuple(Arena(self._lent_memory[o:o + int(size)]) for o, size in zip(offsets, sizes))
+
+    def _free_arena(self, h):
+        """The lent region of the pair ``_arenas`` that does not hold ``h``."""
+        a, b = self._arenas
+        return b if a.holds(h) else a
+
+    @staticmethod
+    def _lend(layer, attr, arena, run, *args):
+        """``run(*args)`` with ``layer``'s buffer ``attr`` (a ``Workspace``) replaced by ``arena``."""
+        own = layer.__dict__.get(attr)
+        if own is None:
+            return run(*args)
+        setattr(layer, attr, arena)
+        try:
+            return run(*args)
+        finally:
+            setattr(layer, attr, own)
+
+    def _backward_step(self, step, d, need_dx):
+        """One backward step, its input gradient into the lent region not holding ``d``, or into
+        ``d`` itself (in place) for a layer whose kernel allows it (``_dx_may_alias_dy``) when
+        ``d`` is a lent region's."""
+        layer = self.layers[step.index]
+        held = [a for a in self._arenas if a.holds(d)]
+        if held and getattr(layer, "_dx_may_alias_dy", False) and held[0].starts(d):
+            arena = held[0]
+        else:
+            arena = self._free_arena(d)
+        return self._lend(layer, "_dx", arena, step.run, d, need_dx)
 
     def _plan(self, kind):
         """The cached plan ("train", "inference" or "backward"; see ``.fusion``)."""
@@ -330,12 +416,18 @@ class Sequential(FineTuning):
         if self._n_last == 0:
             return np.zeros((0,) + self.input_shape, dtype=np.float32) if need_dx else None
         if self._fused_x is not None:
-            # the last forward was a fused inference pass (no caches): redo it layer by layer
+            # the last forward was an inference pass (no caches): redo it layer by layer
             h, self._fused_x = self._fused_x, None
-            for step in self._plan("train"):
-                h = step.run(h)
+            self._run_train(h)
         need_dx = bool(need_dx)
-        d = run_backward(self._plan("backward"), self.layers, dY, need_dx)
+        plan = self._plan("backward")
+        shapes = self._sample_shapes()
+        size = max(self._n_last * int(np.prod(shapes[s.index])) for s in plan)
+        self._arenas = self._lend_regions([size, size])
+        try:
+            d = run_backward(plan, self.layers, dY, need_dx, call=self._backward_step)
+        finally:
+            self._arenas = ()
         return np.array(d, dtype=np.float32, copy=True) if need_dx else None
 
     def _relu_pool_at(self):
@@ -457,7 +549,7 @@ class Sequential(FineTuning):
         return self
 
     def __getstate__(self):  # copies rebuild their plans (a plan holds this model's layers)
-        return {**self.__dict__, "_plans": {}}
+        return {**self.__dict__, "_plans": {}, "_lent_memory": None, "_arenas": ()}
 
     # -- container protocol -------------------------------------------------------------------
     def __len__(self) -> int:
