@@ -305,7 +305,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     emb.embed_dim_ = embed_dim
     emb.fitted_ = True
     emb.classes_ = classes
-    bar = ProgressBar() if verbose else None
+    bar = ProgressBar(batch_size) if verbose else None
     hooks = ([bar] if bar is not None else []) + ([EpochCallback(callback)] if callback is not None else [])
     hooks.append(ThreadAdapter())
     profiler = Profiler(net) if profile else None

@@ -103,10 +103,13 @@ class HookList(TrainingHook):
 
 
 class ProgressBar(TrainingHook):
-    """A tqdm bar per epoch showing the running mean batch loss and ``last``, the text of the
-    last validation metric (set by the fit; tqdm: an optional dependency)."""
+    """A tqdm bar per epoch showing the running mean batch loss, images/s (``batch_size``
+    images per batch) and ``last``, the text of the last validation metric (set by the fit)."""
 
     last = None
+
+    def __init__(self, batch_size: int = 0) -> None:
+        self.batch_size = batch_size
 
     def epoch_begin(self, epoch, epochs, batches, n_batches):
         from tqdm.auto import tqdm
@@ -116,6 +119,9 @@ class ProgressBar(TrainingHook):
 
     def batch_end(self, batch, loss_sum) -> None:
         extra: dict[str, Any] = {} if self.last is None else {"val": self.last}
+        elapsed = self.bar.format_dict.get("elapsed") or 0.0
+        if self.batch_size and elapsed > 0:
+            extra["img/s"] = f"{(batch + 1) * self.batch_size / elapsed:.0f}"
         self.bar.set_postfix(loss=f"{loss_sum / (batch + 1):.4f}", **extra, refresh=False)
 
     def epoch_end(self, epoch, mean_loss) -> None:
