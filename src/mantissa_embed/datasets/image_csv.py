@@ -160,9 +160,10 @@ class ImageCSV(ImageDataset):
 
     @staticmethod
     def _read(path):
+        reader = None
         try:
             with open(path, newline="", encoding="utf-8-sig") as f:
-                reader = csv.DictReader(f)
+                reader = csv.DictReader(f, strict=True)  # an unclosed quote is an error, not a field to EOF
                 header = reader.fieldnames
                 if not header:
                     raise ValueError(f"{path!r}: empty CSV (expected a header row with label and path)")
@@ -188,7 +189,8 @@ class ImageCSV(ImageDataset):
         except UnicodeDecodeError as exc:
             raise ValueError(f"{path!r} is not a UTF-8 CSV file ({exc})") from None
         except csv.Error as exc:
-            raise ValueError(f"{path!r}: malformed CSV ({exc})") from None
+            where = f" line {reader.reader.line_num}" if reader is not None else ""  # where it was noticed
+            raise ValueError(f"{path!r}{where}: malformed CSV ({exc})") from None
         if not rows:
             raise ValueError(f"{path!r}: no rows after the header")
         return rows, lines

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._pillow import image_extensions
+from ._pillow import ImageFileError, image_extensions
 from .image_dataset import ImageDataset
 from .image_transforms import ImageTransform
 
@@ -45,8 +45,9 @@ class ImageFolder(ImageDataset):
         Batches decoded ahead of the one in use.
     skip_bad : bool, default False
         Leave out (with a RuntimeWarning each, listed in ``skipped``) the files that fail the
-        header read or a full decode, which then runs once for every file at build time. By
-        default the first bad file raises.
+        header read or a full decode, which then runs once for every file at build time, and
+        the class folders without image files (their classes stay in ``classes``, with no
+        image). By default the first bad file raises.
 
     Raises
     ------
@@ -94,6 +95,8 @@ class ImageFolder(ImageDataset):
                              f"{', '.join(repr(os.path.join(root, e)) for e in empty[:5])}"
                              + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
                              + " (remove them, or pass skip_bad=True)")
+        for e in empty:  # skip_bad: reported like a bad file; the class keeps its label
+            self._skip(ImageFileError(os.path.join(root, e), "class folder without image files"))
         self._set_items(paths, np.asarray(labels, dtype=np.int64), classes, skip_bad=skip_bad)
         if not len(self):
             raise ValueError(f"ImageFolder root {root!r}: every image file was bad (see skipped)")
