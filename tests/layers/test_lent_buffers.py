@@ -152,3 +152,29 @@ def test_layer_backward_after_sequential_forward():
     for layer, layer_ref in zip(reversed(net.layers), reversed(ref.layers)):
         d, d_ref = layer.backward(d).copy(), layer_ref.backward(d_ref).copy()
         np.testing.assert_array_equal(d, d_ref)
+
+
+def test_max_batch_for_is_a_function_of_the_shapes_and_budget():
+    net = models.cnn_embedder(embed_dim=8, widths=(4, 8, 16))
+    shape = (3, 32, 32)
+    with pytest.raises(RuntimeError):
+        net.max_batch_for(1 << 20)
+    with pytest.raises(ValueError):
+        net.max_batch_for(0, shape)
+    sizes = [net.max_batch_for(b, shape) for b in (1, 1 << 16, 1 << 20, 1 << 22, 1 << 24)]
+    assert sizes[0] == 1 and sizes == sorted(sizes) and sizes[-1] > 8
+    for b, n in zip((1 << 20, 1 << 22, 1 << 24), sizes[2:]):
+        assert n < 8 or n % 8 == 0
+        assert net._inference_bytes(n, shape) <= b < net._inference_bytes(n + 8, shape)
+    net.build(shape)
+    assert net.max_batch_for(1 << 22) == sizes[3]  # the built shape by default, nothing else
+
+
+def test_inference_bytes_counts_the_largest_step():
+    """A fused conv + BN + pool step: its input, its pooled output, the convolution's
+    workspace and the unpooled output a fallback path materializes."""
+    from mantissa_embed import engine
+    net = Sequential([Conv2D(8, 3, pad=1, bias=False), BatchNorm2D(act="relu"), MaxPool2D(2)])
+    n, shape = 5, (3, 16, 16)
+    ws = 4 * engine.conv2d_workspace_size((n,) + shape, (8, 3, 3, 3), 1, 1)
+    assert net._inference_bytes(n, shape) == 4 * n * (3 * 16 * 16 + 8 * 8 * 8 + 8 * 16 * 16) + ws

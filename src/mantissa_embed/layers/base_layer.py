@@ -198,6 +198,12 @@ class Layer:
         Empty for a plain layer."""
         return []
 
+    def _inference_scratch(self, n, input_shape) -> int:
+        """Bytes of scratch the layer's inference forward of ``n`` samples of the per-sample
+        ``input_shape`` allocates besides its input and output (an estimate, a function of the
+        shapes only; 0 by default)."""
+        return 0
+
     def _trainable(self) -> bool:
         """True when a parameter of this layer (or of a layer it holds) has ``requires_grad``:
         the backward then has a parameter gradient to compute."""

@@ -133,6 +133,12 @@ class Conv2D(AffineLayer):
         return self._ws.sized(x_shape[0], lambda: self._backend().conv2d_workspace_size(
             x_shape, self.weight.shape, self.stride, self.pad))
 
+    def _inference_scratch(self, n, input_shape):
+        """The kernels' workspace for ``n`` images (allocated whole; the threads touch their slots only)."""
+        w_shape = self._param_shapes(input_shape)["weight"]
+        return 4 * int(self._backend().conv2d_workspace_size((n,) + tuple(input_shape), w_shape,
+                                                               self.stride, self.pad))
+
     def _forward(self, X):
         out = self._out.get((X.shape[0],) + self._out_shape)
         self._backend().conv2d_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad, out=out,

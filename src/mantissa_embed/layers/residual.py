@@ -215,6 +215,18 @@ class Residual(Layer):
         """The children's buffers (e.g. BatchNorm2D running statistics), named as the parameters."""
         return self._named("named_buffers")
 
+    def _inference_scratch(self, n, input_shape):
+        """Every child's output and scratch (each branch keeps its layers' own buffers)."""
+        total, shape = 0, check_shape(input_shape)
+        out = _chain_shape(self.block, shape)
+        for layers in (self.block, self._shortcut_for(shape, out)):
+            s = shape
+            for layer in layers:
+                total += layer._inference_scratch(n, s)
+                s = layer.output_shape(s)
+                total += 4 * n * int(np.prod(s))
+        return total
+
     # -- passes ----------------------------------------------------------------------------------
     def _plan(self, branch, kind):
         key = (branch, kind)

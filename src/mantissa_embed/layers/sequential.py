@@ -363,6 +363,53 @@ class Sequential(FineTuning):
             arena = self._free_arena(d)
         return self._lend(layer, "_dx", arena, step.run, d, need_dx)
 
+    def _inference_bytes(self, n, input_shape=None):
+        """Estimated peak bytes of an eval-mode ``forward`` of ``n`` samples: the largest over the
+        inference plan's steps of its input, its output (two lent regions), its layers' scratch
+        (``_inference_scratch``, e.g. a convolution's workspace) and, for a fused step, its largest
+        intermediate output (the unfused path a kernel may fall back to materializes it). A
+        function of the model, the shape and ``n`` only."""
+        shapes = [check_shape(self.input_shape if input_shape is None else input_shape)]
+        for layer in self.layers:
+            shapes.append(layer.output_shape(shapes[-1]))
+        size = [4 * n * int(np.prod(sh)) for sh in shapes]
+        peak = 0
+        for step in plan_forward(self.layers, fuse=True, allow=self._allow):
+            i, j = step.index, step.index + step.width
+            scratch = sum(self.layers[k]._inference_scratch(n, shapes[k]) for k in range(i, j))
+            inner = max((size[k] for k in range(i + 1, j)), default=0)
+            peak = max(peak, size[i] + size[j] + scratch + inner)
+        return peak
+
+    def max_batch_for(self, budget: int, input_shape: Sequence[int] | None = None) -> int:
+        """The largest batch whose eval-mode ``forward`` stays within ``budget`` bytes of network
+        buffers (estimated by ``_inference_bytes``: the two activations of the largest step, its
+        workspace and fallback scratch; not the parameters nor buffers a training pass left), at
+        least 1. Depends on the model, ``input_shape`` (default: the built one) and ``budget``
+        only, never on the thread count or the free memory: chunking a stream of ``n`` inputs
+        by ``min(batch_size, max_batch_for(budget))`` is deterministic in ``n`` (a sample's float32
+        rounding can depend on the batch size it runs in, see ``forward``). Raises TypeError /
+        ValueError for a bad ``budget`` or shape, RuntimeError for an unbuilt model without
+        ``input_shape``. A result of 8 or more is a multiple of 8 (the Winograd kernels work on
+        blocks of 8 images)."""
+        budget = check_int(budget, "budget", minimum=1)
+        if input_shape is None and not self.built:
+            raise RuntimeError("the model is not built: pass input_shape or call build(input_shape) first")
+        if self._inference_bytes(1, input_shape) > budget:
+            return 1
+        lo, hi = 1, 2
+        while self._inference_bytes(hi, input_shape) <= budget:
+            lo, hi = hi, 2 * hi
+            if hi > 1 << 24:
+                return lo
+        while hi - lo > 1:  # the estimate grows with n: the largest n within the budget
+            mid = (lo + hi) // 2
+            if self._inference_bytes(mid, input_shape) <= budget:
+                lo = mid
+            else:
+                hi = mid
+        return lo - lo % 8 if lo >= 8 else lo  # whole blocks of 8 images for the Winograd kernels
+
     def _plan(self, kind):
         """The cached plan ("train", "inference" or "backward"; see ``.fusion``)."""
         plan = self._plans.get(kind)
