@@ -98,10 +98,10 @@ def test_embed_equals_hand_decoded(tree):
     assert emb.embed(ds.subset([])).shape == (0, 4)
 
 
-def test_fit_same_weights_for_any_thread_count(tree):
+def test_fit_same_weights_for_any_thread_count_and_prefetch(tree):
     runs = []
-    for nw in (1, 4, 6):
-        ds = ImageFolder(tree, size=(12, 16), channels=1, num_workers=nw)
+    for nw, prefetch in ((1, 1), (4, 2), (6, 3)):
+        ds = ImageFolder(tree, size=(12, 16), channels=1, num_workers=nw, prefetch=prefetch)
         emb = Embedder(models.small_cnn_embedder(4), seed=5).fit(ds, epochs=2, batch_size=8)
         runs.append(_weights(emb))
     for other in runs[1:]:

@@ -137,3 +137,20 @@ def test_bom_blank_lines_and_whitespace(tmp_path, files):
     ds = ImageCSV(p, size=8)
     assert len(ds) == 2 and ds.paths[0].endswith("img/0.png")
     assert ds._line(1) == 5  # lines are counted in the file, blank ones included
+
+
+@pytest.mark.parametrize("labels, classes", [
+    (["7", "07", "7"], ["07", "7"]),  # two distinct strings, not one int
+    (["1_0", "10"], ["10", "1_0"]),  # Python's int() reads "1_0" as 10: not a decimal label here
+    (["\u0663", "3"], ["3", "\u0663"]),  # an Arabic-Indic digit three is a string label
+    (["99999999999999999999", "1"], ["1", "99999999999999999999"]),  # beyond int64: strings, not a crash
+    (["-2", "+5", "007"], [-2, 5, 7]),  # a sign and zero padding are ints while no two strings collide
+])
+def test_int_detection_keeps_distinct_labels_apart(tmp_path, files, labels, classes):
+    p = _csv(tmp_path / "d.csv", ["label", "path"], zip(labels, files))
+    ds = ImageCSV(p, size=8)
+    assert ds.classes == classes
+    if isinstance(classes[0], str):
+        assert [ds.classes[k] for k in ds.labels] == labels
+    else:
+        np.testing.assert_array_equal(ds.labels, [int(v) for v in labels])

@@ -169,3 +169,13 @@ def test_root_errors(tmp_path):
         ImageFolder(f)
     with pytest.raises(TypeError):
         ImageFolder(b"/tmp")
+
+
+def test_symlink_loop_lists_each_file_once(image_tree):
+    try:
+        os.symlink(image_tree / "a", image_tree / "a" / "loop")
+    except (OSError, NotImplementedError):
+        pytest.skip("cannot make symbolic links here")
+    ds = ImageFolder(image_tree, size=8)
+    assert len(ds) == 12 and len(set(ds.paths)) == 12
+    assert not any(os.path.join("a", "loop", "") in p for p in ds.paths)

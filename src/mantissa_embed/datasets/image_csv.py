@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 from typing import Sequence
 
 import numpy as np
@@ -19,6 +20,7 @@ SPLITS = ("train", "validation")
 BBOX_COLUMNS = ("x_1", "y_1", "x_2", "y_2")
 _TRUE = ("1", "true", "1.0")
 _FALSE = ("0", "false", "0.0")
+_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def _flag(v, column, path, line):
@@ -47,9 +49,11 @@ class ImageCSV(ImageDataset):
 
     Columns (a header row names them; other columns are ignored):
 
-    - ``label`` (required): the class, an int or any string. Labels that all read as ints
-      are kept as those ints (``classes`` their sorted distinct values); otherwise they are
-      strings mapped to ``0 .. C-1`` in sorted order, ``classes[label]`` giving the string back.
+    - ``label`` (required): the class, an int or any string. Labels that are all decimal
+      integers (ASCII digits, an optional sign) in int64's range, no two distinct strings
+      naming the same int, are kept as those ints (``classes`` their sorted distinct values);
+      otherwise they are strings mapped to ``0 .. C-1`` in sorted order, ``classes[label]``
+      giving the string back.
     - ``path`` (required): the image file; a relative path resolves against ``root``, or the
       CSV's folder when ``root`` is None.
     - ``split`` (optional): ``train`` or ``validation`` (``split(...)`` selects one).
@@ -142,10 +146,12 @@ class ImageCSV(ImageDataset):
                 if all(vals):
                     boxes[r] = [_bbox_value(v, c, path, line) for v, c in zip(vals, BBOX_COLUMNS)]
         classes: list[int] | list[str]
-        try:
-            labels = np.asarray([int(v) for v in raw_labels], dtype=np.int64)
+        ints = [int(v) for v in raw_labels] if all(_INT.fullmatch(v) for v in raw_labels) else None
+        if ints is not None and len(set(ints)) == len(set(raw_labels)) and all(  # "7" and "07": two classes
+                -2**63 <= v < 2**63 for v in ints):
+            labels = np.asarray(ints, dtype=np.int64)
             classes = [int(c) for c in np.unique(labels)]
-        except ValueError:
+        else:
             names = sorted(set(raw_labels))
             index = {c: i for i, c in enumerate(names)}
             labels = np.asarray([index[v] for v in raw_labels], dtype=np.int64)

@@ -18,8 +18,9 @@ class ImageFolder(ImageDataset):
 
     Classes are the sub-folders of ``root``, sorted by name (label ``i`` is ``classes[i]``),
     as torchvision's ``ImageFolder``. The images of a class are its files, searched
-    recursively (symbolic links followed) and sorted by path, whose extension is one Pillow
-    opens (``PIL.Image.registered_extensions()``, case-insensitive); other files are ignored.
+    recursively (symbolic links followed, each folder once) and sorted by path, whose
+    extension is one Pillow opens (``PIL.Image.registered_extensions()``, case-insensitive);
+    other files are ignored.
     Hidden files and folders (names starting with ".") are ignored.
 
     Parameters
@@ -77,8 +78,13 @@ class ImageFolder(ImageDataset):
         exts = image_extensions()
         paths, labels, empty = [], [], []
         for c, name in enumerate(classes):
-            files = []
+            files, seen = [], set()
             for dirpath, dirnames, filenames in os.walk(os.path.join(root, name), followlinks=True):
+                real = os.path.realpath(dirpath)
+                if real in seen:  # a folder reached again through a symbolic link (a loop): listed once
+                    dirnames[:] = []
+                    continue
+                seen.add(real)
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
                 files += [os.path.join(dirpath, f) for f in filenames
                           if not f.startswith(".") and os.path.splitext(f)[1].lower() in exts]
