@@ -88,7 +88,8 @@ def check_fit_data(net, X, y):
         if len(shape) == 1:
             raise ValueError(f"X must be 4-D images (N, C, H, W) for this trunk, got feature vectors of shape "
                              f"{X.shape} ({exc})") from None
-        raise ValueError(f"X of per-sample shape {shape} does not fit the trunk ({exc})") from None
+        what = f"images of shape {shape}" if isinstance(X, ImageDataset) else f"shape {X.shape}"
+        raise ValueError(f"X of {what} does not fit the trunk ({exc})") from None
     return X, y
 
 
