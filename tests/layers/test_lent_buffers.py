@@ -127,7 +127,9 @@ def test_training_gradients_share_two_buffers():
     net = models.cnn_embedder(embed_dim=8, widths=(4, 8, 16))
     X = np.ones((4, 3, 16, 16), np.float32)
     E = net.forward(X)
+    lent = net._lent_memory  # sized by the forward for the backward too: never regrown while in use
     net.backward(np.ones_like(E), need_dx=True)
+    assert net._lent_memory is lent
     for i, layer in enumerate(net.layers):
         if hasattr(layer, "_dx"):
             assert layer._dx._arr is None, i

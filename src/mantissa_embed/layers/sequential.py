@@ -296,7 +296,10 @@ class Sequential(FineTuning):
         """The training forward (layer by layer), each dead output in a lent region of its own."""
         dead = sorted(self._dead_outputs())
         shapes = self._sample_shapes()
-        regions = dict(zip(dead, self._lend_regions([X.shape[0] * int(np.prod(shapes[i + 1])) for i in dead])))
+        # sized for the backward's two gradient regions too: growing the memory there would keep
+        # this one alive (the layers' caches hold views of it) next to the new one
+        regions = dict(zip(dead, self._lend_regions([X.shape[0] * int(np.prod(shapes[i + 1])) for i in dead],
+                                                    reserve=2 * self._gradient_size(X.shape[0]))))
         h = X
         for step in self._plan("train"):
             region = regions.get(step.index)
@@ -320,15 +323,21 @@ class Sequential(FineTuning):
             cached = self._shapes_cache = (self.input_shape, shapes)
         return cached[1]
 
-    def _lend_regions(self, sizes):
+    def _gradient_size(self, n):
+        """The largest input gradient of the backward of ``n`` samples (float32 values)."""
+        shapes = self._sample_shapes()
+        return max(n * int(np.prod(shapes[s.index])) for s in self._plan("backward"))
+
+    def _lend_regions(self, sizes, reserve=0):
         """``Arena`` regions of ``sizes`` float32 values laid end to end (64-byte aligned) over
         the lent memory, which grows to hold them (never shrinks; untouched pages cost no
-        memory). Every pass lays its regions from the start again: the forward's dead outputs,
-        then the backward's two gradient regions over them."""
+        memory), to ``reserve`` values at least. Every pass lays its regions from the start
+        again: the forward's dead outputs, then the backward's two gradient regions over them."""
         offsets, total = [], 0
         for size in sizes:
             offsets.append(total)
             total += -(-int(size) // 16) * 16
+        total = max(total, -(-int(reserve) // 16) * 16)
         if self._lent_memory is None or self._lent_memory.size < total:
             self._lent_memory = None  # free the smaller one first
             self._lent_memory = np.empty(total, dtype=np.float32)
@@ -468,8 +477,7 @@ class Sequential(FineTuning):
             self._run_train(h)
         need_dx = bool(need_dx)
         plan = self._plan("backward")
-        shapes = self._sample_shapes()
-        size = max(self._n_last * int(np.prod(shapes[s.index])) for s in plan)
+        size = self._gradient_size(self._n_last)
         self._arenas = self._lend_regions([size, size])
         try:
             d = run_backward(plan, self.layers, dY, need_dx, call=self._backward_step)
