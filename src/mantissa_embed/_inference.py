@@ -11,9 +11,12 @@ from .datasets._stream import eval_batches
 from .datasets.image_dataset import ImageDataset
 from .index import Index
 
-__all__ = ["l2_normalize", "check_dataset_input", "embed", "as_embeddings", "retrieve", "verify"]
+__all__ = ["EMBED_BUDGET", "l2_normalize", "check_dataset_input", "embed", "as_embeddings", "retrieve", "verify"]
 
 _EPS = 1e-12  # torch.nn.functional.normalize's eps, used by PML's LpDistance
+#: bytes of network buffers an ``embed`` chunk may take (``Sequential.max_batch_for``); the
+#: decode ring of a dataset holds ``prefetch + 1`` chunks of images on top
+EMBED_BUDGET = 512 << 20
 
 
 def l2_normalize(Z):
@@ -74,10 +77,15 @@ def check_dataset_input(emb, ds, name):
 
 def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool = False, progress: bool = False):
     """``emb``'s trunk on inputs X (n, *input_shape_): images (n, C, H, W) or feature vectors
-    (n, F), or an ``ImageDataset`` streamed in eval mode, ``batch_size`` at a time: (n, D)
+    (n, F), or an ``ImageDataset`` streamed in eval mode, in chunks of
+    ``min(batch_size, net.max_batch_for(EMBED_BUDGET))`` (a function of the model and the
+    input shape only, so the chunks, and the bits, are the same for arrays and datasets): (n, D)
     float32. ValueError naming the image (``name[i]``, or ``name`` when ``single``) whose
     embedding overflowed; numpy's overflow warnings of the numpy backend are not shown (the
     error is). ``progress``: a tqdm bar (datasets only)."""
+    net = emb.net
+    if net.built:  # chunks bounded in bytes as well: large images run a few at a time
+        batch_size = min(batch_size, net.max_batch_for(EMBED_BUDGET, emb.input_shape_))
     if isinstance(X, ImageDataset):
         check_dataset_input(emb, X, name)
         n = len(X)
@@ -87,7 +95,6 @@ def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool 
         n = X.shape[0]
         chunks = _array_chunks(X, name, batch_size)
     out = np.empty((n, emb.embed_dim_), dtype=np.float32)
-    net = emb.net
     net.eval()
     try:
         with AdaptiveThreads() as threads, np.errstate(over="ignore", invalid="ignore", divide="ignore"):

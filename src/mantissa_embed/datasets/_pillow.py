@@ -8,6 +8,7 @@ Every error is an ``ImageFileError`` naming the file (and the CSV line when ther
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import warnings
@@ -39,11 +40,14 @@ def _bomb_limit():
     return Image.MAX_IMAGE_PIXELS
 
 
-def read_header(path, line=None) -> tuple[int, int]:
+def read_header(path, line=None, *, catch_warnings=True) -> tuple[int, int]:
     """``(width, height)`` of the image at ``path`` from its header (no pixels decoded).
 
     Raises ImageFileError for a missing path, a non-regular file, an empty file, a file Pillow
-    cannot identify, and an image over ``PIL.Image.MAX_IMAGE_PIXELS`` pixels."""
+    cannot identify, and an image over ``PIL.Image.MAX_IMAGE_PIXELS`` pixels. Pillow's
+    ``DecompressionBombWarning`` is silenced (the error replaces it); ``catch_warnings=False``
+    leaves that to the caller, as threads must (``warnings.catch_warnings`` is process-wide
+    state: entering it in several threads at once can leave a filter behind)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -55,8 +59,9 @@ def read_header(path, line=None) -> tuple[int, int]:
     if st.st_size == 0:
         raise ImageFileError(path, "empty file (0 bytes)", line)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with warnings.catch_warnings() if catch_warnings else contextlib.nullcontext():
+            if catch_warnings:
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(path) as im:
                 w, h = im.size
     except Image.DecompressionBombError as exc:
@@ -100,7 +105,7 @@ def decode(path, channels, box=None, line=None):
             if box is not None:
                 im = im.crop(box)
             mode = "RGB" if channels == 3 else "L"
-            return im.convert(mode) if im.mode != mode else im.copy()
+            return im.convert(mode) if im.mode != mode else im  # loaded: valid once the file is closed
     except ImageFileError:
         raise
     except Image.DecompressionBombError as exc:

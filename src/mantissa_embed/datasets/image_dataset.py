@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 import numpy as np
+from PIL import Image
 
 from .. import engine
 from .._typing import Float32Array
@@ -100,23 +101,14 @@ class ImageDataset:
         n = len(paths)
         sizes = np.zeros((n, 2), dtype=np.int64)
         keep = np.ones(n, dtype=bool)
-        for i, p in enumerate(paths):
-            line = None if lines is None else int(lines[i])
-            try:
-                w, h = read_header(p, line)
-                if boxes is not None and boxes[i, 0] >= 0:
-                    x1, y1, x2, y2 = (int(v) for v in boxes[i])
-                    if not (0 <= x1 < x2 <= w and 0 <= y1 < y2 <= h):
-                        raise ImageFileError(p, f"bounding box (x_1, y_1, x_2, y_2) = {(x1, y1, x2, y2)} is not "
-                                             f"inside the {w}x{h} image with x_1 < x_2 and y_1 < y_2", line)
-                    w, h = x2 - x1, y2 - y1
-            except ImageFileError as exc:
+        for i, res in enumerate(self._read_headers(paths, boxes, lines)):
+            if isinstance(res, ImageFileError):
                 if not skip_bad:
-                    raise
+                    raise res
                 keep[i] = False
-                self._skip(exc)
-                continue
-            sizes[i] = (w, h)
+                self._skip(res)
+            else:
+                sizes[i] = res
         self.paths = list(paths)
         self.labels = np.ascontiguousarray(np.asarray(labels, dtype=np.int64))
         self.classes = list(classes)
@@ -127,6 +119,35 @@ class ImageDataset:
             self._take_rows(np.flatnonzero(keep))
         if skip_bad and len(self.paths):
             self._drop_undecodable()
+
+    def _read_headers(self, paths, boxes, lines):
+        """Per file, in order: ``(width, height)`` after its box, or the ImageFileError its header
+        read (or box check) gave. Read on ``workers()`` threads, in contiguous chunks; Pillow's
+        decompression-bomb warning is silenced for the duration (``read_header`` reports it)."""
+        def header(i):
+            p, line = paths[i], None if lines is None else int(lines[i])
+            try:
+                w, h = read_header(p, line, catch_warnings=False)
+                if boxes is not None and boxes[i, 0] >= 0:
+                    x1, y1, x2, y2 = (int(v) for v in boxes[i])
+                    if not (0 <= x1 < x2 <= w and 0 <= y1 < y2 <= h):
+                        raise ImageFileError(p, f"bounding box (x_1, y_1, x_2, y_2) = {(x1, y1, x2, y2)} is not "
+                                             f"inside the {w}x{h} image with x_1 < x_2 and y_1 < y_2", line)
+                    w, h = x2 - x1, y2 - y1
+            except ImageFileError as exc:
+                return exc
+            return (w, h)
+
+        def chunk(bounds):
+            return [header(i) for i in range(*bounds)]
+
+        n = len(paths)
+        step = max(1, -(-n // (4 * self.workers())))
+        with warnings.catch_warnings():  # one filter for every thread, set and restored here only
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with ThreadPoolExecutor(self.workers()) as pool:
+                parts = list(pool.map(chunk, [(s, min(s + step, n)) for s in range(0, n, step)]))
+        return [r for part in parts for r in part]
 
     def _skip(self, exc):
         self.skipped.append((exc.path, str(exc)))
