@@ -471,7 +471,7 @@ def part_memory(args, data_dir, root, tenth):
                   f"ru_maxrss {d['ru_maxrss_mb']:.0f} MB", file=sys.stderr, flush=True)
         if os.path.exists(model):
             os.remove(model)
-    print(f"\n## memory: cnn_embedder at {CROP} px, default batch sizes (fit 64, embed 256), "
+    print(f"\n## memory: cnn_embedder at {CROP} px, default batch sizes (fit 64, embed 256, run in byte-bounded chunks), "
           f"one fresh subprocess per row, {args.threads} threads\n")
     print("| job | images | samples | seconds | samples/s | peak RSS ru_maxrss | VmHWM | < 1 GB |")
     print("|---|---|---|---|---|---|---|---|")
@@ -485,10 +485,15 @@ def part_memory(args, data_dir, root, tenth):
         a, b = (next(d for d in rows if d["job"] == job and d["scale"] == s) for s in ("N", "N/10"))
         small = " (N/10 is below one batch: not comparable)" if b["images"] < (BATCH if job == "fit" else 256) else ""
         print(f"\n{job}: peak at N / peak at N/10 = {a['ru_maxrss_mb'] / b['ru_maxrss_mb']:.2f}{small}", end="")
-    ring = {b: 3 * b * 3 * CROP * CROP * 4 / 2**20 for b in (BATCH, 256)}
+    from mantissa_embed import models
+    from mantissa_embed._inference import EMBED_BUDGET
+
+    chunk = min(256, models.cnn_embedder().build((3, CROP, CROP)).max_batch_for(EMBED_BUDGET))
+    ring = {b: 3 * b * 3 * CROP * CROP * 4 / 2**20 for b in (BATCH, chunk)}
     print(f"\n(fit: the class-balanced sampler fills every batch, so an epoch draws ceil(N / 64) * 64 "
           f"samples; samples/s counts them. The decode ring of prefetch + 1 = 3 float32 batches is "
-          f"{ring[BATCH]:.0f} MB of the fit's peak, {ring[256]:.0f} MB of the embed's)")
+          f"{ring[BATCH]:.0f} MB of the fit's peak, {ring[chunk]:.0f} MB of the embed's, whose chunks are "
+          f"min(256, max_batch_for(EMBED_BUDGET)) = {chunk} images)")
     return {"rows": rows, "target_mb": 1024}
 
 

@@ -190,3 +190,51 @@ def test_fit_interrupted_mid_stream_leaves_no_thread(tree, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         emb.fit(ds, epochs=2, batch_size=4)
     assert _threads_settle(baseline) == baseline
+
+
+def test_evaluate_equals_accuracy_calculator_on_the_same_embeddings(tree, tmp_path):
+    from mantissa_embed.evaluation import AccuracyCalculator, query_gallery_metrics
+
+    ds = ImageFolder(tree, size=(12, 16), channels=1, num_workers=2)
+    emb = Embedder(models.small_cnn_embedder(4), seed=1).fit(ds, epochs=1, batch_size=8)
+    Z = emb.embed(ds)
+    got = emb.evaluate(ds, metrics=("precision_at_1", "r_precision", "mean_average_precision_at_r", "cmc_at_1"))
+    want = AccuracyCalculator(include=("precision_at_1", "r_precision", "mean_average_precision_at_r"),
+                              k="max_bin_count").get_accuracy(Z, ds.labels)
+    for name, value in want.items():
+        assert got[name] == value, name
+    assert got["cmc_at_1"] == got["precision_at_1"]
+    # a CSV's flags: the same numbers as the array function with those flags
+    q = np.arange(len(ds)) % 3 != 0
+    g = np.arange(len(ds)) % 2 == 0
+    csv = tmp_path / "qg.csv"
+    csv.write_text("label,path,split,is_query,is_gallery\n" + "".join(
+        f"{k},{p},validation,{int(a)},{'True' if b else 'False'}\n"
+        for p, k, a, b in zip(ds.paths, ds.labels, q, g)))
+    dc = ImageCSV(csv, size=(12, 16), channels=1)
+    metrics = ("cmc_at_1", "cmc_at_3", "precision_at_3", "mean_average_precision_at_r")
+    assert emb.evaluate(dc, metrics=metrics) == query_gallery_metrics(Z, ds.labels, q, g, metrics=metrics)
+    # arrays: labels required; the dataset's labels may not be given twice
+    assert emb.evaluate(Z, ds.labels, metrics=metrics) == query_gallery_metrics(Z, ds.labels, metrics=metrics)
+    with pytest.raises(TypeError, match="labels"):
+        emb.evaluate(Z)
+    with pytest.raises(ValueError, match="labels must be None"):
+        emb.evaluate(ds, ds.labels)
+
+
+def test_the_folder_demo_streams_any_image_folder(tree, tmp_path):
+    import io
+
+    from mantissa_embed.__main__ import build_parser, run_demo
+
+    out = io.StringIO()
+    args = build_parser().parse_args(["demo", "--dataset", "folder", "--data-dir", str(tree), "--image-size", "12x16",
+                                      "--channels", "1", "--epochs", "1", "--batch-size", "8", "--embed-dim", "8",
+                                      "--out", str(tmp_path / "o")])
+    code = run_demo(args, out=out)
+    text = out.getvalue()
+    assert code == 0, text
+    assert "unseen classes (12 images" in text and "raw pixels (192-D)" in text, text
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["embedding_manifold.png", "retrieval_gallery.png"]
+    bad = build_parser().parse_args(["demo", "--dataset", "folder", "--out", str(tmp_path / "o")])
+    assert run_demo(bad, out=io.StringIO()) == 2  # no --data-dir
