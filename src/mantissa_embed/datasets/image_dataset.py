@@ -215,7 +215,7 @@ class ImageDataset:
         path, line = self.paths[i], self._line(i)
         im = decode(path, self.channels, self._box(i), line)
         im = self.train_transform.apply(im, params) if train else self.transform.apply(im, None)
-        C, H, W = self.image_shape
+        _, H, W = self.image_shape
         if im.size != (W, H):
             which = "train_transform" if train else "the eval transform"
             raise ImageFileError(path, f"{which} gave a {im.size[0]}x{im.size[1]} image; the dataset's images "
