@@ -291,3 +291,46 @@ def test_resume_with_a_validation_fraction(tmp_path):
     assert resumed.history_ == full.history_
     for k, v in _weights(full).items():
         np.testing.assert_array_equal(_weights(resumed)[k], v)
+
+
+def test_resume_after_a_fit_stopped_inside_an_epoch_is_refused(tmp_path):
+    """A fit stopped between two checkpoints (an error in a batch, Ctrl-C, a raising callback)
+    leaves weights past its last checkpoint: resume=True would silently differ from an
+    uninterrupted run, so it is a ValueError, also after save/load; a new fit starts clean."""
+    X, y = _toy()
+    calls = []
+
+    def miner(E, labels):
+        calls.append(1)
+        if len(calls) == 8:  # the second batch of the second epoch (6 batches per epoch)
+            raise RuntimeError("boom")
+        return None
+
+    emb = _emb(loss="triplet", miner=miner)
+    with pytest.raises(RuntimeError, match="boom"):
+        emb.fit(X, y, epochs=3, batch_size=16)
+    assert emb.train_state_["epoch"] == 1 and "RuntimeError: boom" in emb.train_state_["stale"]
+    with pytest.raises(ValueError, match=r"stopped inside epoch 2 \(RuntimeError: boom\)"):
+        emb.fit(X, y, epochs=3, batch_size=16, resume=True)
+    path = emb.save(tmp_path / "stale.npz")
+    with pytest.raises(ValueError, match="stopped inside epoch 2"):
+        Embedder.load(path).fit(X, y, epochs=3, batch_size=16, resume=True)
+
+    def cb(epoch, loss):  # fit's callback= runs before the epoch's checkpoint
+        if epoch == 1:
+            raise KeyError("cb")
+
+    emb = _emb()
+    with pytest.raises(KeyError):
+        emb.fit(X, y, epochs=3, batch_size=16, callback=cb)
+    with pytest.raises(ValueError, match="stopped inside epoch 2"):
+        emb.fit(X, y, epochs=3, batch_size=16, resume=True)
+    # a finished fit, then a new one failing in its first epoch: no checkpoint left to resume
+    emb = _emb(loss="triplet", miner=miner)
+    calls.clear()
+    emb.fit(X, y, epochs=1, batch_size=16)
+    calls[:] = [1] * 6  # the new fit's second batch raises
+    with pytest.raises(RuntimeError):
+        emb.fit(X, y, epochs=1, batch_size=16)
+    with pytest.raises(ValueError, match="needs a checkpoint"):
+        emb.fit(X, y, epochs=1, batch_size=16, resume=True)

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _recipe
 from ._training import (ArrayBatches, DeferredInterrupt, EpochCallback, FileBatches, HookList, Profiler, ProgressBar,
-                        ThreadAdapter, train_epochs)
+                        ThreadAdapter, TrainingHook, train_epochs)
 from ._validation import check_array, check_float, check_int, check_labels
 from .datasets.image_dataset import ImageDataset
 from .evaluation.retrieval import retrieval_metrics
@@ -258,6 +258,12 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
         if state["epochs"] != epochs:
             raise ValueError(f"epochs must be the epochs of the checkpointed fit ({state['epochs']}) to resume it, "
                              f"got {epochs}")
+        if state.get("stale"):
+            raise ValueError(f"resume=True: the checkpointed fit stopped inside epoch {state['epoch'] + 1} "
+                             f"({state['stale']}), after its checkpoint at the end of epoch {state['epoch']}; the "
+                             "weights, optimizer and random streams have moved past that checkpoint, so resuming "
+                             "would not equal an uninterrupted run. Resume from a file saved at an epoch end "
+                             "(Embedder.save in a callback), or start a new fit")
     if (restore_best or early_stopping) and validation is None:
         raise ValueError("restore_best and early_stopping need validation data (validation=...)")
 
@@ -312,6 +318,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     profiler = Profiler(net) if profile else None
     if profiler is not None:
         hooks.append(profiler)
+    guard = CheckpointGuard()
     tracker = {"best": best, "best_epoch": None if best is None else state.get("best_epoch"), "weights": None,
                "bad_epochs": 0 if state is None else state.get("bad_epochs", 0)}
     plan = {"epochs": epochs, "batch_size": batch_size, "n_train": len(Xt), "base_lrs": base_lrs,
@@ -339,10 +346,14 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
         emb.train_state_ = {**plan, "epoch": epoch + 1, "step": step, "sampler_labels": list(sampler.labels),
                             "best": tracker["best"], "best_epoch": tracker["best_epoch"],
                             "bad_epochs": tracker["bad_epochs"]}
+        guard.current = True
         for c in callbacks:
             stop = _call_callback(c, emb, epoch, history) or stop
         return stop
 
+    if state is None:
+        emb.train_state_ = None  # a new fit: an earlier fit's checkpoint no longer matches the weights
+    hooks.append(guard)
     try:
         with DeferredInterrupt() as interrupt:
             source = FileBatches(Xt, batch_size) if files else ArrayBatches(Xt, augment_fn, batch_size)
@@ -350,6 +361,10 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
                          n_batches=n_batches, batch_size=batch_size, lr=lr, losses=history["loss"],
                          hooks=HookList(hooks), first_epoch=first_epoch, step=step, rng=emb._rng, schedule=schedule_obj, base_lrs=base_lrs, epoch_end=epoch_end,
                          interrupt=interrupt)
+    except BaseException as exc:
+        if not guard.current and emb.train_state_ is not None:  # stopped between two checkpoints
+            emb.train_state_ = {**emb.train_state_, "stale": f"{type(exc).__name__}: {exc}"[:200]}
+        raise
     finally:
         net.eval()
     if profiler is not None:
@@ -359,6 +374,18 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     if emb.train_state_ is not None and emb.train_state_["epoch"] >= epochs:
         emb.train_state_ = {**emb.train_state_, "finished": True}
     return emb
+
+
+class CheckpointGuard(TrainingHook):
+    """Whether ``train_state_`` matches the weights: False from the start of an epoch until
+    its checkpoint is written at its end (a fit stopped in between marks it stale)."""
+
+    def __init__(self) -> None:
+        self.current = True
+
+    def epoch_begin(self, epoch, epochs, batches, n_batches):
+        self.current = False
+        return batches
 
 
 def _resume_split(X, y, validation, state):
