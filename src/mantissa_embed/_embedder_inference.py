@@ -257,9 +257,10 @@ class EmbedderInference:
             if labels is not None:
                 raise ValueError("labels must be None when X is a dataset: its labels are the dataset's")
             labels = X.labels
-            q, g = X.query_gallery()
-            is_query = q if is_query is None else is_query
-            is_gallery = g if is_gallery is None else is_gallery
+            if is_query is None or is_gallery is None:  # the dataset's flags, unless both are given
+                q, g = X.query_gallery()
+                is_query = q if is_query is None else is_query
+                is_gallery = g if is_gallery is None else is_gallery
             with self._lock:
                 Z = _inference.embed(self, X, "X", batch_size, progress=bool(verbose))
         else:

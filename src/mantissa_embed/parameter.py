@@ -45,7 +45,7 @@ class Parameter:
         arr = check_array(data, "data")
         # check_array returns at least 1-D; keep the caller's shape (0-D scalars included)
         self.data = np.array(arr.reshape(np.shape(data)), dtype=np.float32, order="C", copy=True)
-        self.grad = np.zeros_like(self.data)
+        self.grad = np.zeros(self.data.shape, dtype=self.data.dtype)  # calloc: no memory until written
         self.name = name
         self._requires_grad = True
 

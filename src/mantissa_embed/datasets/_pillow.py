@@ -11,12 +11,27 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import threading
 import warnings
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-__all__ = ["ImageFileError", "image_extensions", "read_header", "decode", "to_chw"]
+__all__ = ["ImageFileError", "image_extensions", "read_header", "decode", "to_chw", "quiet_bomb_warnings"]
+
+#: held while this module's filter for Pillow's DecompressionBombWarning is in place:
+#: ``warnings.catch_warnings`` saves and restores process-wide state, so two overlapping ones in
+#: different threads can leave a filter behind
+_WARNINGS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def quiet_bomb_warnings():
+    """Pillow's DecompressionBombWarning silenced (the header check reports such an image as an
+    error), one holder at a time."""
+    with _WARNINGS_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        yield
 
 
 class ImageFileError(ValueError):
@@ -52,16 +67,14 @@ def read_header(path, line=None, *, catch_warnings=True) -> tuple[int, int]:
         st = os.stat(path)
     except FileNotFoundError:
         raise ImageFileError(path, "no such file", line) from None
-    except OSError as exc:
-        raise ImageFileError(path, f"cannot read: {exc.strerror or exc}", line) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise ImageFileError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}", line) from None
     if not stat.S_ISREG(st.st_mode):
         raise ImageFileError(path, "not a regular file (a directory, FIFO, socket or device)", line)
     if st.st_size == 0:
         raise ImageFileError(path, "empty file (0 bytes)", line)
     try:
-        with warnings.catch_warnings() if catch_warnings else contextlib.nullcontext():
-            if catch_warnings:
-                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with quiet_bomb_warnings() if catch_warnings else contextlib.nullcontext():
             with Image.open(path) as im:
                 w, h = im.size
     except Image.DecompressionBombError as exc:
@@ -80,11 +93,19 @@ def read_header(path, line=None, *, catch_warnings=True) -> tuple[int, int]:
 
 
 def _to_8bit(im):
-    """16- and 32-bit integer images to 8-bit grey, scaled (65535 -> 255, rounded): Pillow's
-    own conversion clips them instead."""
+    """Integer and float images to 8-bit grey (Pillow's own conversion clips them): 16-bit
+    modes ``I;16*`` scaled 65535 -> 255 (rounded); mode ``I`` (32-bit) as 8-bit values when
+    they all lie in 0..255, as 16-bit when in 0..65535, else scaled by its maximum; mode ``F``
+    as [0, 1] when it lies there, else clipped to 0..255."""
     a = np.asarray(im)
-    if im.mode == "I" and a.size and int(a.max()) > 65535:  # 32-bit data: scale its range
-        a = a.astype(np.float64) * (255.0 / float(a.max()))
+    top = float(a.max()) if a.size else 0.0
+    if im.mode == "F":
+        a = a.astype(np.float64) * (255.0 if 0.0 <= float(a.min(initial=0.0)) and top <= 1.0 else 1.0)
+        return Image.fromarray(np.clip(np.rint(a), 0, 255).astype(np.uint8), "L")
+    if im.mode == "I" and top <= 255:
+        return Image.fromarray(np.clip(a, 0, 255).astype(np.uint8), "L")
+    if im.mode == "I" and top > 65535:
+        a = a.astype(np.float64) * (255.0 / top)
         return Image.fromarray(np.clip(np.rint(a), 0, 255).astype(np.uint8), "L")
     a = np.clip(a.astype(np.int64), 0, 65535)
     return Image.fromarray(((a * 255 + 32767) // 65535).astype(np.uint8), "L")
@@ -98,10 +119,8 @@ def decode(path, channels, box=None, line=None):
     try:
         with Image.open(path) as im:
             im.load()
-            if im.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I"):
+            if im.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I", "F"):
                 im = _to_8bit(im)
-            elif im.mode == "F":
-                im = Image.fromarray(np.clip(np.rint(np.asarray(im)), 0, 255).astype(np.uint8), "L")
             if box is not None:
                 im = im.crop(box)
             mode = "RGB" if channels == 3 else "L"

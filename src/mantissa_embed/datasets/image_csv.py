@@ -19,6 +19,7 @@ SPLITS = ("train", "validation")
 #: the optional bounding-box columns, in pixels (x_2, y_2 exclusive)
 BBOX_COLUMNS = ("x_1", "y_1", "x_2", "y_2")
 _TRUE = ("1", "true", "1.0")
+_MAX_PIXELS = 2**31 - 1  # a coordinate beyond any image Pillow opens
 _FALSE = ("0", "false", "0.0")
 _INT = re.compile(r"[+-]?[0-9]+")
 
@@ -39,8 +40,9 @@ def _bbox_value(v, column, path, line):
         f = float(v)
     except ValueError:
         raise ValueError(f"{path!r} line {line}: {column} must be a number of pixels, got {v!r}") from None
-    if not math.isfinite(f) or f < 0:
-        raise ValueError(f"{path!r} line {line}: {column} must be a finite number >= 0, got {v!r}")
+    if not math.isfinite(f) or not 0 <= f <= _MAX_PIXELS:
+        raise ValueError(f"{path!r} line {line}: {column} must be a number of pixels in [0, {_MAX_PIXELS}], "
+                         f"got {v!r}")
     return int(round(f))
 
 
@@ -104,7 +106,7 @@ class ImageCSV(ImageDataset):
                 raise FileNotFoundError(f"CSV file {path!r} does not exist")
             raise ValueError(f"{path!r} is not a regular file")
         self.csv_path = path
-        base = os.fspath(root) if root is not None else os.path.dirname(os.path.abspath(path))
+        base = os.path.abspath(os.fspath(root)) if root is not None else os.path.dirname(os.path.abspath(path))
         self.root = base
         rows, lines = self._read(path)
         cols = rows[0].keys() if rows else ()

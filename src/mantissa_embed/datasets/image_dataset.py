@@ -19,11 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 import numpy as np
-from PIL import Image
 
 from .. import engine
 from .._typing import Float32Array
-from ._pillow import ImageFileError, decode, read_header, to_chw
+from ._pillow import ImageFileError, decode, quiet_bomb_warnings, read_header, to_chw
 from ._stream import eval_batches
 from .image_transforms import ImageTransform, _size_hw, default_train_transform, eval_transform
 
@@ -87,8 +86,8 @@ class ImageDataset:
                             f"None, got {type(train_transform).__name__}")
         self.train_transform = train_transform
         self.num_workers = _check_workers(num_workers)
-        if isinstance(prefetch, bool) or not isinstance(prefetch, numbers.Integral) or prefetch < 1:
-            raise ValueError(f"prefetch must be an int >= 1, got {prefetch!r}")
+        if isinstance(prefetch, bool) or not isinstance(prefetch, numbers.Integral) or not 1 <= prefetch <= 64:
+            raise ValueError(f"prefetch must be an int in [1, 64] (batches decoded ahead), got {prefetch!r}")
         self.prefetch = int(prefetch)
         self.skipped: list[tuple[str, str]] = []
 
@@ -143,8 +142,7 @@ class ImageDataset:
 
         n = len(paths)
         step = max(1, -(-n // (4 * self.workers())))
-        with warnings.catch_warnings():  # one filter for every thread, set and restored here only
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with quiet_bomb_warnings():  # one filter for every decode thread, set and restored here only
             with ThreadPoolExecutor(self.workers()) as pool:
                 parts = list(pool.map(chunk, [(s, min(s + step, n)) for s in range(0, n, step)]))
         return [r for part in parts for r in part]
@@ -214,6 +212,10 @@ class ImageDataset:
         file (and CSV line) when it cannot be decoded or the transform gives another size."""
         path, line = self.paths[i], self._line(i)
         im = decode(path, self.channels, self._box(i), line)
+        if im.size != self.source_size(i):
+            raise ImageFileError(path, f"the image is {im.size[0]}x{im.size[1]}, but was "
+                                 f"{self.source_size(i)[0]}x{self.source_size(i)[1]} when the dataset was built: the "
+                                 "file changed since (build the dataset again)", line)
         im = self.train_transform.apply(im, params) if train else self.transform.apply(im, None)
         _, H, W = self.image_shape
         if im.size != (W, H):
@@ -246,6 +248,8 @@ class ImageDataset:
             idx = idx.astype(np.int64)
         elif idx.dtype.kind not in "iu":
             raise TypeError(f"indices must be ints or a boolean mask, got dtype {idx.dtype}")
+        if idx.size and idx.dtype.kind == "u" and int(idx.max()) >= len(self):
+            raise IndexError(f"indices must be in [-{len(self)}, {len(self)}), got {int(idx.max())}")
         idx = idx.reshape(-1).astype(np.int64)
         if idx.size and (idx.min() < -len(self) or idx.max() >= len(self)):
             raise IndexError(f"indices must be in [-{len(self)}, {len(self)}), got {idx.min()}..{idx.max()}")

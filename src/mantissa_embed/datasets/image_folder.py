@@ -71,6 +71,7 @@ class ImageFolder(ImageDataset):
             raise FileNotFoundError(f"ImageFolder root {root!r} does not exist")
         if not os.path.isdir(root):
             raise NotADirectoryError(f"ImageFolder root {root!r} is not a folder")
+        root = os.path.abspath(root)  # the paths stay valid after a chdir
         self.root = root
         classes = sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
         if not classes:

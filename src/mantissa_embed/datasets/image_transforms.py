@@ -25,7 +25,7 @@ from PIL import Image
 from ..transforms.base import check_pair
 
 __all__ = ["ImageTransform", "Resize", "CenterCrop", "RandomResizedCrop", "RandomHorizontalFlip", "Compose",
-           "eval_transform", "default_train_transform"]
+           "ResizeCenterCrop", "eval_transform", "default_train_transform"]
 
 
 def _size_hw(size, name="size") -> tuple[int, int] | int:
@@ -211,11 +211,41 @@ class Compose(ImageTransform):
         return image
 
 
+class ResizeCenterCrop(Compose):
+    """``Resize(size)`` then ``CenterCrop(size)`` (``size`` an int): the same pixels, except
+    that an image whose resized long side would exceed ``MAX_STRIP`` times ``size`` (a 1 x 4000
+    strip would become 224 x 896,000) is resized from the preimage of the central crop only
+    (``Image.resize(box=...)``), so memory stays bounded by the crop."""
+
+    MAX_STRIP = 4
+
+    def __init__(self, size: int) -> None:
+        size = _size_hw(size)
+        if not isinstance(size, int):
+            raise TypeError(f"size must be an int, got {size!r}")
+        super().__init__([Resize(size), CenterCrop(size)])
+        self.size = size
+
+    def apply(self, image, params):
+        w, h = image.size
+        rw, rh = self.transforms[0].output_size((w, h))
+        s = self.size
+        if max(rw, rh) <= self.MAX_STRIP * s:
+            return super().apply(image, params)
+        top, left = int(round((rh - s) / 2.0)), int(round((rw - s) / 2.0))
+        sx, sy = w / rw, h / rh  # source pixels per resized pixel
+        box = (left * sx, top * sy, (left + s) * sx, (top + s) * sy)
+        return image.resize((s, s), Image.BILINEAR, box=box)
+
+    def __repr__(self) -> str:
+        return f"Compose(transforms=[Resize(size={self.size}), CenterCrop(size={self.size})])"
+
+
 def eval_transform(size) -> ImageTransform:
     """The eval-mode transform of a dataset's ``size``: an int ``s`` is ``Resize(s)`` then
-    ``CenterCrop(s)``; a pair ``(H, W)`` is ``Resize((H, W))``."""
+    ``CenterCrop(s)`` (``ResizeCenterCrop``); a pair ``(H, W)`` is ``Resize((H, W))``."""
     size = _size_hw(size)
-    return Compose([Resize(size), CenterCrop(size)]) if isinstance(size, int) else Resize(size)
+    return ResizeCenterCrop(size) if isinstance(size, int) else Resize(size)
 
 
 def default_train_transform(size) -> ImageTransform:
