@@ -110,6 +110,8 @@ def build_parser():
     demo.add_argument("--image-size", type=_image_size, default=112,
                       help="folder: an int S (shorter side to S, central square; default 112) or HxW (exact)")
     demo.add_argument("--channels", type=int, choices=(1, 3), default=3, help="folder: 3 (RGB, default) or 1 (grey)")
+    demo.add_argument("--skip-bad", action="store_true",
+                      help="folder: leave out (and report) files that cannot be read, instead of stopping")
     demo.add_argument("--data-dir", default=None,
                       help="data directory (the IDX files, the ORL s1..s40 folders, or their parent); "
                            "default $MANTISSA_EMBED_DATA, else ~/.cache/mantissa-embed")
@@ -117,7 +119,7 @@ def build_parser():
                       help="MNIST split to use (default: test, the 10,000-image set)")
     demo.add_argument("--out", default="demo_out", help="output directory for the two PNGs (default: demo_out/)")
     demo.add_argument("--epochs", type=_positive_int, default=None,
-                      help="training epochs (default 8; 200 for orl_faces)")
+                      help="training epochs (default 8; 200 for orl_faces; 20 for folder)")
     demo.add_argument("--batch-size", type=_positive_int, default=None,
                       help="batch size (default 64; 40 for orl_faces, the face preset)")
     demo.add_argument("--lr", type=_positive_float, default=None,

@@ -1,8 +1,8 @@
 """The demo on any image folder: ``python -m mantissa_embed demo --dataset folder --data-dir DIR``.
 
 ``DIR`` is an ``ImageFolder`` (one sub-folder per class). The last quarter of the classes in
-sorted order (at least two) are the unseen classes; the others train, with 20% of each held
-out. The images are streamed from the files (never loaded as one array), at ``--image-size``
+natural order (at least two; ``s31`` .. ``s40`` of ``s1`` .. ``s40``) are the unseen classes;
+the others train, with 20% of each held out. The images are streamed from the files (never loaded as one array), at ``--image-size``
 (default 112: shorter side resized, central square) with ``--channels`` (default 3).
 Reported as the other demos: precision@1, R-precision and MAP@R of the trained embedding and
 of the untrained network on the unseen classes and on the held-out images, and raw pixels
@@ -11,6 +11,7 @@ when the set has at most ``RAW_PIXELS_MAX`` images.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 
@@ -31,13 +32,20 @@ UNSEEN_FRACTION = 0.25
 RAW_PIXELS_MAX = 4000
 
 
+def _natural_key(name):
+    """``"s10"`` after ``"s9"``: digit runs compare as numbers."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", name)]
+
+
 def split_folder(ds, seed, held_out):
-    """``(fit, held, unseen)`` subsets of the ImageFolder ``ds``."""
+    """``(fit, held, unseen)`` subsets of the ImageFolder ``ds``: the last ``UNSEEN_FRACTION``
+    of the classes in natural order (``s31`` .. ``s40`` of ``s1`` .. ``s40``) are unseen."""
     n_classes = len(ds.classes)
     n_unseen = max(2, int(round(UNSEEN_FRACTION * n_classes)))
     if n_classes - n_unseen < 2:
         raise ValueError(f"the folder needs at least 4 classes (2 to train, 2 unseen), got {n_classes}")
-    seen = ds.labels < n_classes - n_unseen
+    order = sorted(range(n_classes), key=lambda c: _natural_key(ds.classes[c]))
+    seen = np.isin(ds.labels, order[:n_classes - n_unseen])
     idx = np.flatnonzero(seen)
     fit_i, held_i = train_test_split(idx, test_size=held_out, stratify=ds.labels[idx], random_state=seed)
     return ds.subset(np.sort(fit_i)), ds.subset(np.sort(held_i)), ds.subset(~seen)
@@ -51,7 +59,8 @@ def _untrained(net, ds):
 def run_folder_demo(args, say, fmt, held_out) -> int:
     """The folder demo for parsed ``args``; returns the exit code."""
     try:
-        ds = datasets.ImageFolder(args.data_dir, size=args.image_size, channels=args.channels)
+        ds = datasets.ImageFolder(args.data_dir, size=args.image_size, channels=args.channels,
+                                  skip_bad=args.skip_bad)
         fit_ds, held_ds, unseen_ds = split_folder(ds, args.seed, held_out)
     except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -297,7 +297,7 @@ class Embedder(EmbedderInference):
         validation : None, float in (0, 1), (X_val, y_val) or an ImageDataset, keyword-only, default None
             Evaluated after every epoch. A float holds out that fraction of the *classes* of
             ``y`` (at least two, drawn with the Embedder's generator) with all their images
-            (of a dataset ``X``: a ``subset`` of it, decoded in eval mode).
+            (of a dataset: a ``subset``); each image queries all others (CSV flags: ``evaluate``).
         metrics : sequence of str, default ("precision_at_1", "mean_average_precision_at_r")
             Validation metrics among ``"precision_at_1"``, ``"r_precision"``,
             ``"mean_average_precision_at_r"`` (each validation image queries the others,

@@ -77,8 +77,9 @@ def read_header(path, line=None, *, catch_warnings=True) -> tuple[int, int]:
         with quiet_bomb_warnings() if catch_warnings else contextlib.nullcontext():
             with Image.open(path) as im:
                 w, h = im.size
-    except Image.DecompressionBombError as exc:
-        raise ImageFileError(path, f"over Pillow's decompression-bomb limit ({exc})", line) from None
+    except Image.DecompressionBombError:
+        raise ImageFileError(path, "over Pillow's decompression-bomb limit (PIL.Image.MAX_IMAGE_PIXELS = "
+                             f"{Image.MAX_IMAGE_PIXELS} pixels)", line) from None
     except UnidentifiedImageError:
         raise ImageFileError(path, "not an image Pillow can read", line) from None
     except OSError as exc:

@@ -86,7 +86,7 @@ class ImageDataset:
                             f"None, got {type(train_transform).__name__}")
         self.train_transform = train_transform
         self.num_workers = _check_workers(num_workers)
-        if isinstance(prefetch, bool) or not isinstance(prefetch, numbers.Integral) or not 1 <= prefetch <= 64:
+        if isinstance(prefetch, bool) or not isinstance(prefetch, numbers.Integral) or not 1 <= int(prefetch) <= 64:
             raise ValueError(f"prefetch must be an int in [1, 64] (batches decoded ahead), got {prefetch!r}")
         self.prefetch = int(prefetch)
         self.skipped: list[tuple[str, str]] = []
@@ -103,7 +103,7 @@ class ImageDataset:
         for i, res in enumerate(self._read_headers(paths, boxes, lines)):
             if isinstance(res, ImageFileError):
                 if not skip_bad:
-                    raise res
+                    raise ImageFileError(res.path, res.reason + " (skip_bad=True leaves bad files out)", res.line)
                 keep[i] = False
                 self._skip(res)
             else:
@@ -118,6 +118,23 @@ class ImageDataset:
             self._take_rows(np.flatnonzero(keep))
         if skip_bad and len(self.paths):
             self._drop_undecodable()
+        self._check_train_transform()
+
+    def _check_train_transform(self):
+        """ValueError when ``train_transform`` would not give ``image_shape`` for a source size of
+        this dataset (e.g. ``Resize(s)`` alone keeps the aspect ratio: use ``eval_transform(s)``).
+        Transforms without ``output_size`` are checked per image instead, at decode."""
+        _, H, W = self.image_shape
+        for w, h in {tuple(int(v) for v in sz) for sz in self._sizes[:4096]}:
+            try:
+                out = self.train_transform.output_size((w, h))
+            except NotImplementedError:
+                return
+            if tuple(out) != (W, H):
+                raise ValueError(f"train_transform {self.train_transform!r} turns a {w}x{h} image of this dataset "
+                                 f"into {out[0]}x{out[1]}, not the {W}x{H} of size={self.size!r}; end it with a crop "
+                                 "or resize to that size (datasets.image_transforms.eval_transform(size) is the "
+                                 "eval transform)")
 
     def _read_headers(self, paths, boxes, lines):
         """Per file, in order: ``(width, height)`` after its box, or the ImageFileError its header
@@ -264,8 +281,9 @@ class ImageDataset:
         return None, None
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}({len(self)} images, {len(self.classes)} classes, "
-                f"image_shape={self.image_shape})")
+        present = int(np.unique(self.labels).size)
+        of = "" if present == len(self.classes) else f" (of {len(self.classes)})"
+        return f"{type(self).__name__}({len(self)} images, {present} classes{of}, image_shape={self.image_shape})"
 
     def load_all(self) -> Float32Array:
         """Every image in eval mode as one (N, C, H, W) float32 array (for data that fits in

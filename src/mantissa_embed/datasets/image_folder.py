@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -77,6 +78,11 @@ class ImageFolder(ImageDataset):
         if not classes:
             raise ValueError(f"ImageFolder root {root!r} has no class sub-folders (expected root/<class>/<image>)")
         exts = image_extensions()
+        loose = [e.name for e in os.scandir(root) if e.is_file() and os.path.splitext(e.name)[1].lower() in exts]
+        if loose:
+            warnings.warn(f"ImageFolder: {len(loose)} image file(s) directly in {root!r} (e.g. {loose[0]!r}) are not "
+                          "in a class folder and are ignored (the layout is root/<class>/<image>)",
+                          RuntimeWarning, stacklevel=2)
         paths, labels, empty = [], [], []
         for c, name in enumerate(classes):
             files, seen = [], set()
@@ -96,7 +102,7 @@ class ImageFolder(ImageDataset):
             labels += [c] * len(files)
         if not paths:
             raise ValueError(f"ImageFolder root {root!r} holds no image files (extensions Pillow opens, e.g. "
-                             ".jpg, .png, .pgm) in its {len(classes)} class folders")
+                             f".jpg, .png, .pgm) in its {len(classes)} class folders")
         if empty and not skip_bad:
             raise ValueError(f"ImageFolder: class folder(s) without image files: "
                              f"{', '.join(repr(os.path.join(root, e)) for e in empty[:5])}"

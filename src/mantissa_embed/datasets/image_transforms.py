@@ -220,10 +220,11 @@ class ResizeCenterCrop(Compose):
     MAX_STRIP = 4
 
     def __init__(self, size: int) -> None:
-        size = _size_hw(size)
-        if not isinstance(size, int):
+        checked = _size_hw(size)
+        if not isinstance(checked, int):
             raise TypeError(f"size must be an int, got {size!r}")
-        super().__init__([Resize(size), CenterCrop(size)])
+        super().__init__([Resize(checked), CenterCrop(checked)])
+        size = checked
         self.size = size
 
     def apply(self, image, params):
