@@ -57,3 +57,4 @@ def busy_neighbour(enabled=True, limit_s=3600):
     finally:
         proc.kill()
         proc.wait()
+

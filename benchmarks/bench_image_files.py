@@ -89,7 +89,6 @@ import json
 import math
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -101,6 +100,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from _rss import LAUNCHER, peaks_mb  # noqa: E402
 
 PX = 256  # generated images are PX x PX
 QUALITY = 90
@@ -111,7 +112,6 @@ SCALE = (0.16, 1.0)
 RATIO = (3.0 / 4.0, 4.0 / 3.0)
 MARKER = "bench_image_files.json"
 #: starts a child from a ~15 MB process, so that the child's ru_maxrss is not the parent's
-LAUNCHER = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"
 
 
 # --------------------------------------------------------------------------- data
@@ -405,19 +405,6 @@ def part_fit(args, root):
 
 
 # --------------------------------------------------------------------------- memory
-def peaks_mb():
-    """(ru_maxrss, VmHWM) of this process in MB."""
-    ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    ru = ru / 2**20 if sys.platform == "darwin" else ru / 1024.0
-    hwm = None
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return ru, hwm
 
 
 def child_memory(args):

@@ -59,7 +59,6 @@ import gc
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -71,10 +70,10 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from _rss import LAUNCHER, peaks_mb  # noqa: E402
 
 SIDES = ("ours", "torch", "ort")
 #: starts a child from a small process, so that the child's ru_maxrss is not the parent's
-LAUNCHER = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"
 LR, MOMENTUM = 1e-3, 0.9
 CHECK_RTOL = 1e-3
 LABELS = {"ours": "ours", "torch": "torch", "ort": "ORT"}
@@ -372,19 +371,6 @@ def run_inprocess(args, name, size, ort_ok, tmp):
 
 
 # --------------------------------------------------------------------------- --rss children
-def peaks_mb():
-    """(ru_maxrss, VmHWM) of this process in MB."""
-    ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    ru = ru / 2**20 if sys.platform == "darwin" else ru / 1024.0
-    hwm = None
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return ru, hwm
 
 
 def child(args):

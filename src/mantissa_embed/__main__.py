@@ -31,14 +31,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 from sklearn.model_selection import train_test_split
 
 from . import datasets, engine, models, viz
-from ._demo_folder import run_folder_demo
+from ._demo_folder import fit_saying_epochs, run_folder_demo
 from ._recipe import FACE_PRESET, LOSSES
 from .embedder import Embedder
 from .evaluation import retrieval_metrics
@@ -230,17 +229,9 @@ def run_demo(args, out=sys.stdout) -> int:
     say(f"  training: {epochs} epochs, batch {fit_kw['batch_size']}, lr {'default' if args.lr is None else args.lr}, "
         f"seed {args.seed}, backend {args.backend}")
 
-    t0 = time.perf_counter()
-
-    def on_epoch(epoch, loss) -> None:
-        say(f"  epoch {epoch + 1:>2}/{epochs}  loss {loss:.4f}  ({time.perf_counter() - t0:.1f}s)")
-
-    try:
-        emb.fit(Xfit, yfit, epochs=epochs, lr=args.lr, callback=on_epoch, **fit_kw)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    fit_s = fit_saying_epochs(emb, say, Xfit, yfit, epochs=epochs, lr=args.lr, **fit_kw)
+    if fit_s is None:
         return 2
-    fit_s = time.perf_counter() - t0
 
     def untrained_embed(X):
         Z0 = np.concatenate([untrained.forward(X[i:i + 256]) for i in range(0, len(X), 256)])

@@ -24,7 +24,7 @@ from .datasets._stream import eval_batches
 from .embedder import Embedder
 from .evaluation import retrieval_metrics
 
-__all__ = ["UNSEEN_FRACTION", "RAW_PIXELS_MAX", "split_folder", "run_folder_demo"]
+__all__ = ["UNSEEN_FRACTION", "RAW_PIXELS_MAX", "split_folder", "fit_saying_epochs", "run_folder_demo"]
 
 #: the fraction of the classes (the last ones in sorted order, at least two) kept unseen
 UNSEEN_FRACTION = 0.25
@@ -49,6 +49,22 @@ def split_folder(ds, seed, held_out):
     idx = np.flatnonzero(seen)
     fit_i, held_i = train_test_split(idx, test_size=held_out, stratify=ds.labels[idx], random_state=seed)
     return ds.subset(np.sort(fit_i)), ds.subset(np.sort(held_i)), ds.subset(~seen)
+
+
+def fit_saying_epochs(emb, say, *data, epochs, **fit_kw):
+    """``emb.fit(*data, epochs=epochs, **fit_kw)``, saying each epoch's loss and time; the
+    seconds it took, or None after printing a ValueError (the demo then exits with 2)."""
+    t0 = time.perf_counter()
+
+    def on_epoch(epoch, loss) -> None:
+        say(f"  epoch {epoch + 1:>2}/{epochs}  loss {loss:.4f}  ({time.perf_counter() - t0:.1f}s)")
+
+    try:
+        emb.fit(*data, epochs=epochs, callback=on_epoch, **fit_kw)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    return time.perf_counter() - t0
 
 
 def _untrained(net, ds):
@@ -80,17 +96,9 @@ def run_folder_demo(args, say, fmt, held_out) -> int:
     untrained = trunk().eval()
     say(f"  model: cnn_embedder(embed_dim={args.embed_dim}), {emb.net.num_parameters():,} parameters; "
         f"{epochs} epochs, batch {batch}, train transform {ds.train_transform!r}")
-    t0 = time.perf_counter()
-
-    def on_epoch(epoch, loss) -> None:
-        say(f"  epoch {epoch + 1:>2}/{epochs}  loss {loss:.4f}  ({time.perf_counter() - t0:.1f}s)")
-
-    try:
-        emb.fit(fit_ds, epochs=epochs, batch_size=batch, lr=args.lr, callback=on_epoch)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    fit_s = fit_saying_epochs(emb, say, fit_ds, epochs=epochs, batch_size=batch, lr=args.lr)
+    if fit_s is None:
         return 2
-    fit_s = time.perf_counter() - t0
     Z = emb.embed(unseen_ds)
     for title, part, Ze in (("unseen classes", unseen_ds, Z), ("held-out images of the training classes",
                                                                   held_ds, emb.embed(held_ds))):

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 from PIL import Image
 
-from ..transforms.base import check_pair
+from ..transforms.base import check_pair, check_size_pair
 
 __all__ = ["ImageTransform", "Resize", "CenterCrop", "RandomResizedCrop", "RandomHorizontalFlip", "Compose",
            "ResizeCenterCrop", "eval_transform", "default_train_transform"]
@@ -34,19 +34,8 @@ def _size_hw(size, name="size") -> tuple[int, int] | int:
         if size < 1:
             raise ValueError(f"{name} must be >= 1, got {size}")
         return int(size)
-    if isinstance(size, (str, bytes, bool)) or not hasattr(size, "__len__"):
-        raise TypeError(f"{name} must be an int or a pair (H, W) of ints, got {type(size).__name__}")
-    if len(size) != 2:
-        raise ValueError(f"{name} must be an int or a pair (H, W), got {tuple(size)}")
-    out = []
-    for i, a in enumerate(size):
-        if isinstance(a, bool) or not isinstance(a, numbers.Integral):
-            raise TypeError(f"{name}[{i}] must be an int, got {type(a).__name__}")
-        if a < 1:
-            raise ValueError(f"{name} entries must be >= 1, got {tuple(size)}")
-        out.append(int(a))
-    return (out[0], out[1])
-
+    h, w = check_size_pair(size, name, 1)
+    return (h, w)
 
 def _square(size):
     return (size, size) if isinstance(size, int) else size
