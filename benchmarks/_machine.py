@@ -57,4 +57,3 @@ def busy_neighbour(enabled=True, limit_s=3600):
     finally:
         proc.kill()
         proc.wait()
-
