@@ -52,6 +52,7 @@
  */
 #include "engine.h"
 #include "row_sum.h"
+#include "dot4x4_avx512.h"
 
 #include <math.h>
 #include <string.h>
@@ -78,97 +79,7 @@
  * along P (16 zmm accumulators, 8 loads per 16 FMAs, masked tail); otherwise by me_sgemm_st. The
  * choice follows the SGEMM micro-kernel in use (me_gemm_kernel_id), so forcing the generic
  * kernel also disables this one. */
-/* Row k of the (K, P) column matrix, without materializing it: row (c, i, j) (k = (c*KH + i)*KW
- * + j) starts at base + c*cs + i*rs + j. An im2col'd matrix is {col, K, 1, 0, P} (row k at
- * col + k*P); the wide layout reads the padded plane in place: {xp, KH*KW, KW, Hp*Wp, Wp}. */
-typedef struct {
-    const float *base;
-    int64_t khkw, kw, cs, rs;
-    int64_t plane; /* floats readable from base (the padded plane), for the finiteness check */
-} col_rows;
-
 static int wt_in_range(const float *x, int64_t n);
-
-static inline const float *col_row(const col_rows *cr, int64_t k) {
-    const int64_t c = k / cr->khkw, r = k % cr->khkw;
-    return cr->base + c * cr->cs + (r / cr->kw) * cr->rs + r % cr->kw;
-}
-
-#if ME_CONV_X86
-/* The 16 horizontal sums of acc[i][j] in one vector, lane 4*j + i = sum of acc[i][j]: a
- * transpose-and-add tree (4 levels, 15 adds) instead of 16 separate reductions. */
-__attribute__((target("avx512f"))) static inline __m512 hsum16_transposed(__m512 acc[4][4]) {
-    const __m512 *v = &acc[0][0];
-    __m512 t[8], u[4], w[2];
-    for (int m = 0; m < 8; m++) /* 512 -> 256: lanes 0-7 from v[2m], 8-15 from v[2m+1] */
-        t[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44),
-                             _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xEE));
-    for (int q = 0; q < 4; q++) /* -> 128: chunk c holds v[4q + c] */
-        u[q] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * q], t[2 * q + 1], 0x88),
-                             _mm512_shuffle_f32x4(t[2 * q], t[2 * q + 1], 0xDD));
-    for (int r = 0; r < 2; r++) /* -> 64: chunk c, lanes 0-1 v[8r + c], lanes 2-3 v[8r + 4 + c] */
-        w[r] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * r], u[2 * r + 1], 0x44),
-                             _mm512_shuffle_ps(u[2 * r], u[2 * r + 1], 0xEE));
-    /* -> 32: chunk c, lane l holds v[4l + c] = acc[l][c] */
-    return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
-}
-
-/* dw (F,K) (+)= dy (F, HO rows of WO at stride Wp; row stride ldd) @ col^T over the valid
- * columns only: on the wide grid (Wp > WO) the scratch columns of dy are zero, but 0 times a NaN or
- * Inf pixel that a shifted row reads there would not be. A contiguous (F,P) dy is HO = 1, WO = Wp = P. */
-__attribute__((target("avx512f,fma")))
-static void dw_dot_avx512(int64_t F, int64_t K, int64_t HO, int64_t WO, int64_t Wp, const float *dy, int64_t ldd,
-                          const col_rows *cr, float *dw, int beta_one) {
-    const int64_t W16 = WO & ~(int64_t)15;
-    const __mmask16 tail = (__mmask16)((1u << (WO - W16)) - 1u);
-    for (int64_t f0 = 0; f0 < F; f0 += 4) {
-        const float *a[4];
-        for (int i = 0; i < 4; i++) a[i] = dy + (f0 + i < F ? f0 + i : F - 1) * ldd;
-        for (int64_t k0 = 0; k0 < K; k0 += 4) {
-            const float *b[4];
-            for (int j = 0; j < 4; j++) b[j] = col_row(cr, k0 + j < K ? k0 + j : K - 1);
-            __m512 acc[4][4];
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++)
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
-            for (int64_t r = 0; r < HO * Wp; r += Wp) {
-                for (int64_t p = r; p < r + W16; p += 16) {
-                    __m512 va[4], vb[4];
-#pragma GCC unroll 4
-                    for (int i = 0; i < 4; i++) va[i] = _mm512_loadu_ps(a[i] + p);
-#pragma GCC unroll 4
-                    for (int j = 0; j < 4; j++) vb[j] = _mm512_loadu_ps(b[j] + p);
-#pragma GCC unroll 4
-                    for (int i = 0; i < 4; i++)
-#pragma GCC unroll 4
-                        for (int j = 0; j < 4; j++) acc[i][j] = _mm512_fmadd_ps(va[i], vb[j], acc[i][j]);
-                }
-                if (tail) {
-                    __m512 va[4], vb[4];
-#pragma GCC unroll 4
-                    for (int i = 0; i < 4; i++) va[i] = _mm512_maskz_loadu_ps(tail, a[i] + r + W16);
-#pragma GCC unroll 4
-                    for (int j = 0; j < 4; j++) vb[j] = _mm512_maskz_loadu_ps(tail, b[j] + r + W16);
-#pragma GCC unroll 4
-                    for (int i = 0; i < 4; i++)
-#pragma GCC unroll 4
-                        for (int j = 0; j < 4; j++) acc[i][j] = _mm512_fmadd_ps(va[i], vb[j], acc[i][j]);
-                }
-            }
-            float out[16] __attribute__((aligned(64)));
-            _mm512_store_ps(out, hsum16_transposed(acc));
-            for (int i = 0; i < 4 && f0 + i < F; i++) {
-                float *d = dw + (f0 + i) * K + k0;
-                for (int j = 0; j < 4 && k0 + j < K; j++) {
-                    const float v = out[4 * j + i];
-                    d[j] = beta_one ? d[j] + v : v;
-                }
-            }
-        }
-    }
-}
-#endif
 
 #if ME_CONV_X86
 static void dw_dot_avx2(int64_t F, int64_t K, int64_t HO, int64_t WO, int64_t Wp, const float *dy, int64_t ldd,
@@ -202,9 +113,9 @@ static void dw_accumulate(int64_t F, int64_t K, int64_t P, const float *dy, int6
             /* the wide grid's scratch columns hold dy = 0 against shifted pixels: summed only
              * when those are finite (0 * Inf is NaN), which keeps whole vectors on short rows */
             if (wide && !wt_in_range(cr->base, cr->plane))
-                dw_dot_avx512(F, K, HO, WO, Wp, dy, ldd, cr, dw, beta_one);
+                me_dot4x4_avx512(F, K, HO, WO, Wp, dy, ldd, cr, 1.0f, beta_one ? 1.0f : 0.0f, dw, K);
             else
-                dw_dot_avx512(F, K, 1, P, P, dy, ldd, cr, dw, beta_one);
+                me_dot4x4_avx512(F, K, 1, P, P, dy, ldd, cr, 1.0f, beta_one ? 1.0f : 0.0f, dw, K);
         } else {
             dw_dot_avx2(F, K, HO, WO, Wp, dy, ldd, cr, dw, beta_one);
         }

@@ -58,6 +58,7 @@
  * Calls made from inside an OpenMP parallel region run single-threaded.
  */
 #include "engine.h"
+#include "dot4x4_avx512.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -489,87 +490,11 @@ static ME_AVX512 void pack_b_avx512(int trans_b, const float *B, int64_t ldb, in
     }
 }
 
-/* ------------------------------------------------- avx512 dot-product path (A @ B^T) */
-/* For trans_b with A untransposed both operands are contiguous along K, so a small output
- * with a long reduction (conv weight gradients (8x9)@(9x784)^T, (16x72)@(72x196)^T) is
- * computed as 4x4 blocks of dot products: 16 zmm accumulators, lane l summing k = l mod 16
- * (masked tail), then one transposing tree reduction of the 16 accumulators. No packing.
- * Rows/columns past the edge reuse the last valid row (computed, never stored). */
-
-/* v[4j + i] = acc(i, j) -> lane 4i + j = sum of the lanes of acc(i, j). */
-static inline __attribute__((always_inline)) ME_AVX512 __m512 me_reduce16(__m512 v[16]) {
-    __m512 t[8], u[4], w[2];
-#pragma GCC unroll 8
-    for (int p = 0; p < 8; p++)
-        t[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44),
-                             _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; q++)
-        u[q] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * q], t[2 * q + 1], 0x88),
-                             _mm512_shuffle_f32x4(t[2 * q], t[2 * q + 1], 0xDD));
-#pragma GCC unroll 2
-    for (int r = 0; r < 2; r++)
-        w[r] = _mm512_add_ps(_mm512_unpacklo_ps(u[2 * r], u[2 * r + 1]),
-                             _mm512_unpackhi_ps(u[2 * r], u[2 * r + 1]));
-    return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 2, 3, 2)));
-}
-
-/* C (M,N) = alpha * A (M,K) @ B(N,K)^T + beta * C, rows [0,M) of A and B given. */
-static ME_AVX512 void gemm_dot_avx512(int64_t M, int64_t N, int64_t K, float alpha,
-                                      const float *A, int64_t lda, const float *B, int64_t ldb,
-                                      float beta, float *C, int64_t ldc) {
-    const int64_t K16 = K & ~(int64_t)15;
-    const __mmask16 tail = me_mask16(K - K16);
-    for (int64_t i0 = 0; i0 < M; i0 += 4) {
-        const float *a[4];
-        for (int i = 0; i < 4; i++) a[i] = A + (i0 + i < M ? i0 + i : M - 1) * lda;
-        for (int64_t j0 = 0; j0 < N; j0 += 4) {
-            const float *b[4];
-            for (int j = 0; j < 4; j++) b[j] = B + (j0 + j < N ? j0 + j : N - 1) * ldb;
-            __m512 acc[16];
-#pragma GCC unroll 16
-            for (int q = 0; q < 16; q++) acc[q] = _mm512_setzero_ps();
-            for (int64_t k = 0; k < K16; k += 16) {
-                __m512 va[4], vb[4];
-#pragma GCC unroll 4
-                for (int i = 0; i < 4; i++) va[i] = _mm512_loadu_ps(a[i] + k);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) vb[j] = _mm512_loadu_ps(b[j] + k);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++)
-#pragma GCC unroll 4
-                    for (int i = 0; i < 4; i++)
-                        acc[4 * j + i] = _mm512_fmadd_ps(va[i], vb[j], acc[4 * j + i]);
-            }
-            if (tail) {
-                __m512 va[4], vb[4];
-#pragma GCC unroll 4
-                for (int i = 0; i < 4; i++) va[i] = _mm512_maskz_loadu_ps(tail, a[i] + K16);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) vb[j] = _mm512_maskz_loadu_ps(tail, b[j] + K16);
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++)
-#pragma GCC unroll 4
-                    for (int i = 0; i < 4; i++)
-                        acc[4 * j + i] = _mm512_fmadd_ps(va[i], vb[j], acc[4 * j + i]);
-            }
-            __m512 r = me_reduce16(acc);
-            if (alpha != 1.0f) r = _mm512_mul_ps(_mm512_set1_ps(alpha), r);
-            float out[16] __attribute__((aligned(64)));
-            _mm512_store_ps(out, r);
-            const int ni = (int)(M - i0 < 4 ? M - i0 : 4), nj = (int)(N - j0 < 4 ? N - j0 : 4);
-            for (int i = 0; i < ni; i++) {
-                float *ci = C + (i0 + i) * ldc + j0;
-                if (beta == 0.0f)
-                    for (int j = 0; j < nj; j++) ci[j] = out[4 * i + j];
-                else
-                    for (int j = 0; j < nj; j++) ci[j] = fmaf(beta, ci[j], out[4 * i + j]);
-            }
-        }
-    }
-}
 #endif /* ME_GEMM_X86 */
+
+/* AVX-512 dot-product path (A @ B^T): for trans_b with A untransposed both operands are
+ * contiguous along K, so a small output with a long reduction ((8x9)@(9x784)^T) runs as 4x4
+ * blocks of dot products, me_dot4x4_avx512 (dot4x4_avx512.h, shared with conv.c). */
 
 /* Use the dot-product path? Decided on the whole problem's shape only (never on a thread's
  * share of it), so the result does not depend on the thread count. */
@@ -712,7 +637,8 @@ static void gemm_sub(const me_gemm_cfg *cfg, int trans_a, int trans_b, int64_t i
     const float *Bs = trans_b ? B + j0 * ldb : B + j0;
 #if ME_GEMM_X86
     if (cfg->dot) {
-        gemm_dot_avx512(m, n, K, alpha, As, lda, Bs, ldb, beta, C + i0 * ldc + j0, ldc);
+        const col_rows rows = {Bs, n, 1, 0, ldb, 0}; /* row j of B at Bs + j*ldb */
+        me_dot4x4_avx512(m, n, 1, K, K, As, lda, &rows, alpha, beta, C + i0 * ldc + j0, ldc);
         return;
     }
 #endif
