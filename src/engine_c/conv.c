@@ -922,15 +922,222 @@ static void fill_dy_wide(const float *dyn, float *dyw, int64_t F, int64_t HO, in
     }
 }
 
-/* dy (N,F,HO,WO) -> dx (N,C,H,W) | NULL (overwritten), dw (F,C,KH,KW) | NULL, db (F) | NULL
- * (overwritten, or added to when accumulate != 0; NULL skips it, e.g. a convolution without bias) */
+/* The plan of one backward call, decided on the shapes (and the weights' range) only:
+ * which kernel computes each image's dw and dx. Named after the functions that run them. */
+typedef struct {
+    conv_geom g;
+    int64_t N, C, H, W, F, KH, KW, stride, pad;
+    int64_t tpad, Hpt, Wpt, ldx, Cpad; /* the direct dx's padded dy plane and dx grid */
+    int wide;      /* stride 1: the wide-row layout (pad_image, im2col_wide) */
+    int pointwise; /* 1x1 unpadded: dx = w^T @ dy straight into dx */
+    int batched;   /* small planes: conv_backward_batched for the whole call */
+    int wtw, wtx;  /* AVX2 3x3: dw by wt_dw_image, dx by wino_train_image */
+    int dxd, d2x;  /* dx by direct_dx_image (AVX-512) / direct_wide_avx2 (AVX2) */
+} conv_bw_plan;
+
+static conv_bw_plan conv_bw_plan_make(const float *w, int has_dx, int has_dw, int64_t N, int64_t C, int64_t H,
+                                      int64_t W, int64_t F, int64_t KH, int64_t KW, int64_t stride, int64_t pad) {
+    conv_bw_plan p = {conv_geometry(N, C, H, W, F, KH, KW, stride, pad), N, C, H, W, F, KH, KW, stride, pad};
+    const conv_geom *g = &p.g;
+    p.wide = stride == 1;
+    p.pointwise = KH == 1 && KW == 1 && pad == 0;
+    p.tpad = KH - 1 - pad;
+    p.Hpt = g->HO + 2 * p.tpad;
+    p.Wpt = g->WO + 2 * p.tpad;
+    p.ldx = H * p.Wpt + ME_SLACK;
+    p.Cpad = (C + 3) / 4 * 4;
+    /* the direct dx's padded dy plane reuses the col and dyw scratch (dyw is dead once dw is done) */
+    const int dyp_fits = F * p.Hpt * p.Wpt + KW + ME_SLACK <= g->K * g->PW + F * g->ldw;
+    p.dxd = has_dx && p.wide && C >= 8 && KH == KW && p.tpad >= 0 && conv_use_direct(C, F * KH * KW, 1) && dyp_fits;
+    p.wtx = has_dx && conv_use_avx2() && wt_shape_applies(F, C, KH, KW, stride, pad) && wt_in_range(w, F * g->K);
+    p.wtw = has_dw && conv_use_avx2() && wt_shape_applies(C, F, KH, KW, stride, pad);
+    p.d2x = !p.wtx && has_dx && p.wide && !p.pointwise && C >= ME_D2_NF && KH == KW && p.tpad >= 0 && dyp_fits &&
+            C * p.ldx <= g->plane && conv_use_avx2();
+    p.batched = !p.wtx && !p.wtw && conv_batched_floats(N, g->K, g->P, F) > 0;
+    return p;
+}
+
+/* A group's scratch: the thread slot's (col, dyw, xp; dyp over col) and the group's own partial
+ * sums (dwg, dbg, dU), summed in group order by conv_bw_reduce. */
+typedef struct {
+    float *col, *dyw, *xp, *dyp, *dwg, *dbg, *dU;
+    int du_used, dwg_used; /* have dU / dwg been written */
+} conv_bw_slot;
+
+/* dw of image n on the wide grid: Winograd (wtw), else the dot products / GEMM over the wide
+ * im2col rows read in place from the padded plane. Returns whether dyw holds dy on the grid. */
+static int conv_bw_dw_wide(const conv_bw_plan *p, conv_bw_slot *s, const float *xn, const float *dyn) {
+    const conv_geom *g = &p->g;
+#if ME_CONV_X86
+    if (p->wtw && wt_dw_image(xn, dyn, p->C, p->H, p->W, p->F, s->dU, !s->du_used, s->col)) {
+        s->du_used = 1;
+        return 0;
+    }
+#endif
+    fill_dy_wide(dyn, s->dyw, p->F, g->HO, g->WO, g->Wp, g->PW, g->ldw);
+    pad_image(xn, s->xp, p->C, p->H, p->W, p->pad, g->Hp, g->Wp, p->KW);
+    const col_rows cr = {s->xp, p->KH * p->KW, p->KW, g->Hp * g->Wp, g->Wp, p->C * g->Hp * g->Wp};
+    if (!dw_use_dot(1, g->PW)) {
+        /* the columns' scratch entries (wo >= WO) zeroed: dy is zero there, but 0 * a NaN or
+         * Inf pixel of a neighbouring tap would not be */
+        im2col_wide(s->xp, s->col, p->C, p->KH, p->KW, g->Hp, g->Wp, g->PW);
+        if (g->Wp > g->WO)
+            for (int64_t r = 0; r < g->K * g->HO; r++)
+                memset(s->col + r * g->Wp + g->WO, 0, (size_t)(g->Wp - g->WO) * sizeof(float));
+    }
+    dw_accumulate(p->F, g->K, g->PW, s->dyw, g->ldw, &cr, s->col, s->dwg, s->dwg_used, 1, g->HO, g->WO, g->Wp);
+    s->dwg_used = 1;
+    return 1;
+}
+
+/* dx of image n by a direct kernel, when the plan has one: Winograd (wtx; a dy out of its
+ * range declines), the AVX2 direct kernel on dx's wide grid (d2x), or the AVX-512 direct
+ * correlation (dxd), each of dy padded by KH-1-pad with the flipped, channel-swapped weights
+ * (pk: packed once per call; wtpk: per group). Returns whether it wrote dx_n. */
+static int conv_bw_dx_direct(const conv_bw_plan *p, conv_bw_slot *s, const float *pk, const float *wtpk,
+                             const float *dyn, float *dxn) {
+#if ME_CONV_X86
+    const conv_geom *g = &p->g;
+    if (p->wtx && wino_train_image(dyn, p->F, g->HO, g->WO, pk, p->Cpad, p->C, NULL, ME_ACT_IDENTITY, 0.0f, dxn,
+                                   s->col))
+        return 1;
+    if (p->d2x) { /* on dx's wide grid, in the plane (free once dw is done), then cropped */
+        pad_image(dyn, s->dyp, p->F, g->HO, g->WO, p->tpad, p->Hpt, p->Wpt, p->KW);
+        direct_wide_avx2(s->dyp, pk, s->xp, p->ldx, p->C, p->F, p->KH, p->KW, p->Hpt, p->Wpt, p->H, p->W);
+        for (int64_t c = 0; c < p->C; c++)
+            for (int64_t h = 0; h < p->H; h++)
+                memcpy(dxn + (c * p->H + h) * p->W, s->xp + c * p->ldx + h * p->Wpt, (size_t)p->W * sizeof(float));
+        return 1;
+    }
+    if (p->dxd) {
+        pad_image(dyn, s->dyp, p->F, g->HO, g->WO, p->tpad, p->Hpt, p->Wpt, p->KW);
+        direct_dx_image(s->dyp, wtpk, dxn, p->C, p->F, p->KH, p->KW, p->Hpt, p->Wpt, p->H, p->W);
+        return 1;
+    }
+#else
+    (void)p; (void)s; (void)pk; (void)wtpk; (void)dyn; (void)dxn;
+#endif
+    return 0;
+}
+
+/* dx of image n on the wide grid by GEMM: w^T @ dy straight into dx (pointwise), else dcol =
+ * w^T @ dyw scattered into the padded plane (col2im_wide) and cropped. */
+static void conv_bw_dx_gemm_wide(const conv_bw_plan *p, conv_bw_slot *s, const float *w, const float *dyn,
+                                 float *dxn, int dyw_ready) {
+    const conv_geom *g = &p->g;
+    if (p->pointwise) {
+        me_sgemm_st(1, 0, g->K, g->P, p->F, 1.0f, w, g->K, dyn, g->P, 0.0f, dxn, g->P);
+        return;
+    }
+    if (!dyw_ready) fill_dy_wide(dyn, s->dyw, p->F, g->HO, g->WO, g->Wp, g->PW, g->ldw);
+    me_sgemm_st(1, 0, g->K, g->PW, p->F, 1.0f, w, g->K, s->dyw, g->ldw, 0.0f, s->col, g->PW);
+    col2im_wide(s->col, s->xp, p->C, p->KH, p->KW, g->Hp, g->Wp, g->PW);
+    for (int64_t c = 0; c < p->C; c++)
+        for (int64_t h = 0; h < p->H; h++)
+            memcpy(dxn + (c * p->H + h) * p->W, s->xp + (c * g->Hp + h + p->pad) * g->Wp + p->pad,
+                   (size_t)p->W * sizeof(float));
+}
+
+/* stride > 1: dw over the classic im2col, dx by dcol = w^T @ dy_n and col2im. */
+static void conv_bw_image_strided(const conv_bw_plan *p, conv_bw_slot *s, const float *w, const float *xn,
+                                  const float *dyn, float *dxn, int want_dw) {
+    const conv_geom *g = &p->g;
+    if (want_dw) {
+        im2col(xn, s->col, p->C, p->H, p->W, p->KH, p->KW, p->stride, p->pad, g->HO, g->WO);
+        const col_rows cr = {s->col, g->K, 1, 0, g->P, g->K * g->P};
+        dw_accumulate(p->F, g->K, g->P, dyn, g->P, &cr, s->col, s->dwg, s->dwg_used, 0, g->HO, g->WO, g->Wp);
+        s->dwg_used = 1;
+    }
+    if (dxn) {
+        me_sgemm_st(1, 0, g->K, g->P, p->F, 1.0f, w, g->K, dyn, g->P, 0.0f, s->col, g->P);
+        col2im(s->col, dxn, p->C, p->H, p->W, p->KH, p->KW, p->stride, p->pad, g->HO, g->WO);
+    }
+}
+
+/* The images of group gi; returns what its partial sums hold (1: dwg, 2: dU). */
+static int conv_bw_group(const conv_bw_plan *p, int64_t gi, const float *x, const float *w, const float *dy,
+                         float *dx, int want_dw, int want_db, const float *pk, float *workspace) {
+    const conv_geom *g = &p->g;
+    float *col = workspace + conv_slot() * g->per_group; /* the thread slot's, warm in its L2 */
+    float *part = workspace + gi * g->per_group;          /* the group's own partial sums */
+    conv_bw_slot s = {col, col + g->K * g->PW, col + g->K * g->PW + p->F * g->ldw, col,
+                      part + g->part, part + g->part + p->F * g->K, part + g->wtu, 0, 0};
+    const int64_t n0 = gi * p->N / g->G, n1 = (gi + 1) * p->N / g->G;
+    const float *wtpk = NULL;
+#if ME_CONV_X86
+    float wtpk_buf[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
+    if (p->dxd) pack_direct_weights_flipped(w, wtpk_buf, p->F, p->C, p->KH, p->KW, p->C <= 8 ? 8 : 16);
+    wtpk = wtpk_buf;
+#endif
+    for (int64_t n = n0; n < n1; n++) {
+        const float *xn = x + n * p->C * p->H * p->W;
+        const float *dyn = dy + n * p->F * g->P;
+        float *dxn = dx ? dx + n * p->C * p->H * p->W : NULL;
+        if (want_db)
+            for (int64_t f = 0; f < p->F; f++) {
+                const float sum = me_row_sum(dyn + f * g->P, g->P);
+                s.dbg[f] = (n == n0) ? sum : s.dbg[f] + sum;
+            }
+        if (!p->wide) {
+            conv_bw_image_strided(p, &s, w, xn, dyn, dxn, want_dw);
+            continue;
+        }
+        const int dyw_ready = want_dw ? conv_bw_dw_wide(p, &s, xn, dyn) : 0;
+        if (dxn && !conv_bw_dx_direct(p, &s, pk, wtpk, dyn, dxn)) conv_bw_dx_gemm_wide(p, &s, w, dyn, dxn, dyw_ready);
+    }
+    return (s.dwg_used ? 1 : 0) | (s.du_used ? 2 : 0);
+}
+
+/* The groups' partial sums into dw and db, in group order (deterministic for any thread
+ * count); the Winograd dw sums added up into the first group's, then transformed once. */
+static void conv_bw_reduce(const conv_bw_plan *p, const int *gkind, float *dw, float *db, int accumulate,
+                           float *workspace) {
+    const conv_geom *g = &p->g;
+    const int nthreads = me_get_num_threads();
+    const int64_t G = g->G, F = p->F, FK = p->F * g->K;
+    if (dw) {
+#pragma omp parallel for num_threads(nthreads) schedule(static) if (FK >= 4096)
+        for (int64_t e = 0; e < FK; e++) {
+            float sum = accumulate ? dw[e] : 0.0f;
+            for (int64_t gi = 0; gi < G; gi++)
+                if (gkind[gi] & 1) sum += workspace[gi * g->per_group + g->part + e];
+            dw[e] = sum;
+        }
+#if ME_CONV_X86
+        int64_t first = -1;
+        for (int64_t gi = 0; gi < G && first < 0; gi++)
+            if (gkind[gi] & 2) first = gi;
+        if (first >= 0) {
+            float *du0 = workspace + first * g->per_group + g->wtu;
+            const int64_t nu = 16 * ((F + 3) / 4 * 4) * ((p->C + 7) / 8 * 8);
+#pragma omp parallel for num_threads(nthreads) schedule(static) if (nu >= 4096)
+            for (int64_t e = 0; e < nu; e++) {
+                float sum = du0[e];
+                for (int64_t gi = first + 1; gi < G; gi++)
+                    if (gkind[gi] & 2) sum += workspace[gi * g->per_group + g->wtu + e];
+                du0[e] = sum;
+            }
+            wt_dw_finish(du0, F, p->C, dw, 1);
+        }
+#endif
+    }
+    if (db)
+        for (int64_t f = 0; f < F; f++) {
+            float sum = accumulate ? db[f] : 0.0f;
+            for (int64_t gi = 0; gi < G; gi++) sum += workspace[gi * g->per_group + g->part + F * g->K + f];
+            db[f] = sum;
+        }
+}
+
+/* dy (N,F,HO,WO) -> dx (N,C,H,W) | NULL (overwritten), dw (F,C,KH,KW) | NULL, db (F) | NULL:
+ * the plan's kernels per image over G groups of images, then the groups' sums in order. */
 void me_conv2d_backward(const float *x, const float *w, const float *dy,
                         float *dx, float *dw, float *db,
                         int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                         int64_t KH, int64_t KW, int64_t stride, int64_t pad,
                         int accumulate, float *workspace) {
-    const conv_geom g = conv_geometry(N, C, H, W, F, KH, KW, stride, pad);
-    const int64_t G = g.G, K = g.K, P = g.P, PW = g.PW, HO = g.HO, WO = g.WO, Hp = g.Hp, Wp = g.Wp;
+    const conv_bw_plan p = conv_bw_plan_make(w, dx != NULL, dw != NULL, N, C, H, W, F, KH, KW, stride, pad);
+    const int64_t G = p.g.G;
     if (G <= 0) {
         if (!accumulate) {
             if (dw) memset(dw, 0, (size_t)(F * C * KH * KW) * sizeof(float));
@@ -938,183 +1145,23 @@ void me_conv2d_backward(const float *x, const float *w, const float *dy,
         }
         return;
     }
-    const int nthreads = me_get_num_threads();
-    const int wide = stride == 1; /* the wide-row layout whenever it applies */
-    /* dx by the direct kernel (see direct_dx_image): its padded dy plane reuses the col and dyw
-     * scratch (dyw is dead once dw is done), so it must fit there */
-    const int64_t tpad = KH - 1 - pad;
-    const int64_t Hpt = HO + 2 * tpad, Wpt = WO + 2 * tpad, ldw = g.ldw, ldx = H * Wpt + ME_SLACK;
-    const int pointwise = KH == 1 && KW == 1 && pad == 0;
-    const int dyp_fits = F * Hpt * Wpt + KW + ME_SLACK <= K * PW + F * ldw;
-    const int dxd = dx != NULL && wide && C >= 8 && KH == KW && tpad >= 0 && conv_use_direct(C, F * KH * KW, 1) &&
-                    dyp_fits;
-    /* AVX2: the direct kernel on the wide grid of dx (written to the free plane, then cropped),
-     * its flipped weights packed once (after the groups) */
-    /* AVX2, 3x3 pad 1: dx by Winograd (wino_train_image on dy with the flipped weights), in the
-     * slot's scratch (free once the image's dw is done) */
-    const int wtx = dx != NULL && conv_use_avx2() && wt_shape_applies(F, C, KH, KW, stride, pad) &&
-                    wt_in_range(w, F * K);
-    /* and dw by Winograd (wt_dw_image), its sums dU in the slot at g.wtu */
-    const int wtw = dw != NULL && conv_use_avx2() && wt_shape_applies(C, F, KH, KW, stride, pad);
-    const int d2x = !wtx && dx != NULL && wide && !pointwise && C >= ME_D2_NF && KH == KW && tpad >= 0 &&
-                    dyp_fits && C * ldx <= g.plane && conv_use_avx2();
-    if (!wtx && !wtw && conv_batched_floats(N, K, P, F) > 0) {
-        conv_backward_batched(x, w, dy, dx, dw, db, N, C, H, W, F, KH, KW, stride, pad, HO, WO, accumulate, workspace);
+    if (p.batched) {
+        conv_backward_batched(x, w, dy, dx, dw, db, N, C, H, W, F, KH, KW, stride, pad, p.g.HO, p.g.WO, accumulate,
+                              workspace);
         return;
     }
-    const int64_t Cpad = (C + 3) / 4 * 4;
-    float *pk = workspace + G * g.per_group;
-    /* per group: 1 if its dw partial sums (dwg) hold images, 2 if its Winograd sums (dU) do */
+    float *pk = workspace + G * p.g.per_group; /* the flipped weights of the direct / Winograd dx */
+#if ME_CONV_X86
+    if (p.wtx) wino_pack_weights_flipped(w, pk, F, C, p.Cpad);
+    if (p.d2x) pack_direct_weights_flipped(w, pk, F, C, KH, KW, ME_D2_NF);
+#endif
     int gkind[ME_CONV_GROUPS];
-#if ME_CONV_X86
-    if (wtx) wino_pack_weights_flipped(w, pk, F, C, Cpad);
-    if (d2x) pack_direct_weights_flipped(w, pk, F, C, KH, KW, ME_D2_NF);
-#else
-    (void)Cpad;
-#endif
+    if (dw || dx || db) {
 #pragma omp parallel for num_threads(conv_team(G)) schedule(dynamic, 1)
-    for (int64_t gi = 0; gi < G; gi++) {
-        /* the scratch of the thread's slot (stays in its L2 from group to group); the partial
-         * sums of the group's own slot (summed in group order below) */
-        float *col = workspace + conv_slot() * g.per_group; /* K*PW */
-        float *dyw = col + K * PW;                            /* F*ldw */
-        float *xp = dyw + F * ldw;                            /* plane */
-        float *dwg = workspace + gi * g.per_group + g.part; /* F*K */
-        float *dbg = dwg + F * K;                                              /* F */
-        float *dyp = col;                                     /* padded dy plane of the direct dx */
-        float *dU = workspace + gi * g.per_group + g.wtu;     /* the group's Winograd dw sums */
-        int du_used = 0, dwg_used = 0;                        /* have dU / dwg been written */
-        const int64_t n0 = gi * N / G, n1 = (gi + 1) * N / G;
-#if ME_CONV_X86
-        float wtpk[ME_DIRECT_MAX_WPK] __attribute__((aligned(64)));
-        if (dxd) pack_direct_weights_flipped(w, wtpk, F, C, KH, KW, C <= 8 ? 8 : 16);
-#endif
-        for (int64_t n = n0; n < n1; n++) {
-            const float *xn = x + n * C * H * W;
-            const float *dyn = dy + n * F * P;
-            if (db) {
-                for (int64_t f = 0; f < F; f++) {
-                    const float s = me_row_sum(dyn + f * P, P);
-                    dbg[f] = (n == n0) ? s : dbg[f] + s;
-                }
-            }
-            if (!dw && !dx) continue;
-            if (wide) {
-                int dyw_ready = 0; /* dy on the wide grid in dyw (for the direct dw and the GEMM dx) */
-#if ME_CONV_X86
-                if (dw && wtw && wt_dw_image(xn, dyn, C, H, W, F, dU, !du_used, col)) {
-                    du_used = 1;
-                } else
-#endif
-                if (dw) {
-                    fill_dy_wide(dyn, dyw, F, HO, WO, Wp, PW, ldw);
-                    dyw_ready = 1;
-                    /* the rows of the wide im2col are slices of the padded plane: read in place */
-                    pad_image(xn, xp, C, H, W, pad, Hp, Wp, KW);
-                    const col_rows cr = {xp, KH * KW, KW, Hp * Wp, Wp, C * Hp * Wp};
-                    if (!dw_use_dot(1, PW)) {
-                        /* the columns' scratch entries (wo >= WO) zeroed: dy is zero there, but
-                         * 0 * a NaN or Inf pixel of a neighbouring tap would not be */
-                        im2col_wide(xp, col, C, KH, KW, Hp, Wp, PW);
-                        if (Wp > WO)
-                            for (int64_t r = 0; r < K * HO; r++)
-                                memset(col + r * Wp + WO, 0, (size_t)(Wp - WO) * sizeof(float));
-                    }
-                    dw_accumulate(F, K, PW, dyw, ldw, &cr, col, dwg, dwg_used, 1, HO, WO, Wp);
-                    dwg_used = 1;
-                }
-#if ME_CONV_X86
-                /* dy out of Winograd's range (wt_in_range) takes the GEMM dx below */
-                if (dx && wtx &&
-                    wino_train_image(dyn, F, HO, WO, pk, Cpad, C, NULL, ME_ACT_IDENTITY, 0.0f, dx + n * C * H * W, col))
-                    continue;
-                if (dx && d2x) {
-                    /* dx_n = direct correlation of dy_n, padded by KH-1-pad, with the flipped,
-                     * channel-swapped weights, on dx's wide grid (in the plane, free once dw is done) */
-                    pad_image(dyn, dyp, F, HO, WO, tpad, Hpt, Wpt, KW);
-                    direct_wide_avx2(dyp, pk, xp, ldx, C, F, KH, KW, Hpt, Wpt, H, W);
-                    float *dxn = dx + n * C * H * W;
-                    for (int64_t c = 0; c < C; c++)
-                        for (int64_t h = 0; h < H; h++)
-                            memcpy(dxn + (c * H + h) * W, xp + c * ldx + h * Wpt, (size_t)W * sizeof(float));
-                    continue;
-                }
-                if (dx && dxd) {
-                    /* dx_n = direct correlation of dy_n, padded by KH-1-pad, with the flipped,
-                     * channel-swapped weights (packed once per group) */
-                    pad_image(dyn, dyp, F, HO, WO, tpad, Hpt, Wpt, KW);
-                    direct_dx_image(dyp, wtpk, dx + n * C * H * W, C, F, KH, KW, Hpt, Wpt, H, W);
-                    continue;
-                }
-#else
-                (void)dyp; (void)pk;
-#endif
-                if (dx && pointwise) {
-                    /* 1x1 unpadded: dx_n (C,P) = w^T (C,F) @ dy_n (F,P), straight into dx */
-                    me_sgemm_st(1, 0, K, P, F, 1.0f, w, K, dyn, P, 0.0f, dx + n * C * H * W, P);
-                } else if (dx) {
-                    /* dcol (K,PW) = w^T (K,F) @ dyw (F,PW); scatter into the padded plane; crop */
-                    if (!dyw_ready) fill_dy_wide(dyn, dyw, F, HO, WO, Wp, PW, ldw);
-                    me_sgemm_st(1, 0, K, PW, F, 1.0f, w, K, dyw, ldw, 0.0f, col, PW);
-                    col2im_wide(col, xp, C, KH, KW, Hp, Wp, PW);
-                    float *dxn = dx + n * C * H * W;
-                    for (int64_t c = 0; c < C; c++)
-                        for (int64_t h = 0; h < H; h++)
-                            memcpy(dxn + (c * H + h) * W, xp + (c * Hp + h + pad) * Wp + pad, (size_t)W * sizeof(float));
-                }
-            } else {
-                if (dw) {
-                    im2col(xn, col, C, H, W, KH, KW, stride, pad, HO, WO);
-                    const col_rows cr = {col, K, 1, 0, P, K * P};
-                    dw_accumulate(F, K, P, dyn, P, &cr, col, dwg, dwg_used, 0, HO, WO, Wp);
-                    dwg_used = 1;
-                }
-                if (dx) {
-                    /* dcol (K,P) = w^T (K,F) @ dy_n (F,P); then scatter back to the image */
-                    me_sgemm_st(1, 0, K, P, F, 1.0f, w, K, dyn, P, 0.0f, col, P);
-                    col2im(col, dx + n * C * H * W, C, H, W, KH, KW, stride, pad, HO, WO);
-                }
-            }
-        }
-        gkind[gi] = (dwg_used ? 1 : 0) | (du_used ? 2 : 0);
+        for (int64_t gi = 0; gi < G; gi++) gkind[gi] = conv_bw_group(&p, gi, x, w, dy, dx, dw != NULL, db != NULL,
+                                                                     pk, workspace);
     }
-    /* deterministic reduction over the groups, in group order */
-    if (dw) {
-        const int64_t FK = F * K;
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (FK >= 4096)
-        for (int64_t e = 0; e < FK; e++) {
-            float s = accumulate ? dw[e] : 0.0f;
-            for (int64_t gi = 0; gi < G; gi++)
-                if (gkind[gi] & 1) s += workspace[gi * g.per_group + g.part + e];
-            dw[e] = s;
-        }
-#if ME_CONV_X86
-        /* the Winograd sums: added up over the groups in group order (into the first group's),
-         * then transformed once and added to dw */
-        int64_t first = -1;
-        for (int64_t gi = 0; gi < G && first < 0; gi++)
-            if (gkind[gi] & 2) first = gi;
-        if (first >= 0) {
-            float *du0 = workspace + first * g.per_group + g.wtu;
-            const int64_t nu = 16 * ((F + 3) / 4 * 4) * ((C + 7) / 8 * 8);
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (nu >= 4096)
-            for (int64_t e = 0; e < nu; e++) {
-                float s = du0[e];
-                for (int64_t gi = first + 1; gi < G; gi++)
-                    if (gkind[gi] & 2) s += workspace[gi * g.per_group + g.wtu + e];
-                du0[e] = s;
-            }
-            wt_dw_finish(du0, F, C, dw, 1);
-        }
-#endif
-    }
-    if (db) {
-        for (int64_t f = 0; f < F; f++) {
-            float s = accumulate ? db[f] : 0.0f;
-            for (int64_t gi = 0; gi < G; gi++) s += workspace[gi * g.per_group + g.part + F * K + f];
-            db[f] = s;
-        }
-    }
+    conv_bw_reduce(&p, gkind, dw, db, accumulate, workspace);
 }
 
 /* ------------------------------------------------------------ Winograd F(2x2, 3x3) + pool
