@@ -53,6 +53,7 @@
 #include "engine.h"
 #include "row_sum.h"
 #include "dot4x4_avx512.h"
+#include "simd_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -527,12 +528,6 @@ static void direct_dx_image(const float *dyp, const float *wtpk, float *dxn, int
         direct_image_16(dyp, wtpk, NULL, dxn, C, F, KH, KW, Hpt, Wpt, H, W, ME_ACT_IDENTITY, 0.0f);
 }
 
-/* max with NaN propagation (torch's max_pool2d: a NaN in the window wins) */
-__attribute__((target("avx512f"))) static inline __m512 max_nan(__m512 a, __m512 b) {
-    const __m512 r = _mm512_max_ps(a, b);                           /* b when either is NaN */
-    return _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
-}
-
 /* Direct convolution + bias (+ ReLU) + 2x2/2 max pooling of one image (inference: no argmax,
  * the full-resolution output is never stored). Output rows 2r and 2r+1 are computed as in
  * direct_image_NF (row 2r parked in an L1 buffer of NF vectors), maxed vertically, then the
@@ -563,8 +558,8 @@ __attribute__((target("avx512f"))) static inline __m512 max_nan(__m512 a, __m512
                             if (relu) r = _mm512_max_ps(_mm512_setzero_ps(), r); /* NaN kept */      \
                             if (half == 0) park[f] = r;                                              \
                             else {                                                                   \
-                                const __m512 v = max_nan(park[f], r);                                \
-                                const __m512 h = max_nan(v, _mm512_permute_ps(v, 0xB1));             \
+                                const __m512 v = me_max_nan16(park[f], r);                                \
+                                const __m512 h = me_max_nan16(v, _mm512_permute_ps(v, 0xB1));             \
                                 if (f < nf)                                                          \
                                     _mm512_mask_storeu_ps(yn + ((f0 + f) * HQ + hq) * WQ + wo / 2, mq, \
                                                           _mm512_maskz_compress_ps(0x5555, h));      \
@@ -673,8 +668,7 @@ __attribute__((target("avx2,fma")))
 static void dw_dot_avx2(int64_t F, int64_t K, int64_t HO, int64_t WO, int64_t Wp, const float *dy, int64_t ldd,
                         const col_rows *cr, float *dw, int beta_one) {
     const int64_t W8 = WO & ~(int64_t)7, rem = WO - W8;
-    const __m256 tail = _mm256_castsi256_ps(
-        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+    const __m256 tail = _mm256_castsi256_ps(me_lanes8(rem));
     /* the rows' addresses once per call (col_row divides; with short rows that would dominate) */
     const float *rowp[ME_D2_DOT_ROWS];
     const int table = K <= ME_D2_DOT_ROWS;
@@ -1397,11 +1391,6 @@ static void wino_deinterleave_portable(const float *x, float *xd, int64_t C, int
         }
 }
 
-/* the lanes 0 .. n-1 (0 < n < 8) of a masked store */
-__attribute__((target("avx2"), always_inline)) static inline __m256i wt_mask(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 #define WP_SFX(name) name##_avx512
 #define WP_TARGET "avx512f,avx512vl,fma"
 #define WP_AVX512 1
@@ -2030,7 +2019,7 @@ static void wt_output(const float *M, int64_t Fpad, float *yt, const float *b, i
                     if (n >= 8)
                         _mm256_storeu_ps(dst + w0 + 8 * k, v);
                     else
-                        _mm256_maskstore_ps(dst + w0 + 8 * k, wt_mask(n), v);
+                        _mm256_maskstore_ps(dst + w0 + 8 * k, me_lanes8(n), v);
                 }
             }
         }
@@ -2050,11 +2039,11 @@ static void wt_output_pool(const float *M, int64_t Fpad, const float *b, int rel
         for (int64_t v = 0; v < nv; v++) {
             __m256 e[4];
             wt_tile_out(M, Fpad, f, tc, v, e);
-            __m256 q = _mm256_add_ps(max_nan8_avx2(max_nan8_avx2(e[0], e[1]), max_nan8_avx2(e[2], e[3])), bf);
+            __m256 q = _mm256_add_ps(me_max_nan8(me_max_nan8(e[0], e[1]), me_max_nan8(e[2], e[3])), bf);
             if (relu) q = _mm256_max_ps(zero, q); /* NaN kept */
             if (t->pairs) { /* tile rows 2(r0+v) (lanes 0-3) and 2(r0+v)+1 (lanes 4-7), 4 tiles each */
                 const int64_t ty = 2 * (r0 + v), n = WQ < 4 ? WQ : 4;
-                const __m128i mk = _mm256_castsi256_si128(wt_mask(n < 8 ? n : 7));
+                const __m128i mk = _mm256_castsi256_si128(me_lanes8(n < 8 ? n : 7));
                 if (ty < HQ) _mm_maskstore_ps(y + (f * HQ + ty) * WQ, mk, _mm256_castps256_ps128(q));
                 if (ty + 1 < HQ) _mm_maskstore_ps(y + (f * HQ + ty + 1) * WQ, mk, _mm256_extractf128_ps(q, 1));
             } else {
@@ -2064,7 +2053,7 @@ static void wt_output_pool(const float *M, int64_t Fpad, const float *b, int rel
                 if (n >= 8)
                     _mm256_storeu_ps(dst, q);
                 else
-                    _mm256_maskstore_ps(dst, wt_mask(n), q);
+                    _mm256_maskstore_ps(dst, me_lanes8(n), q);
             }
         }
     }

@@ -23,7 +23,7 @@ static inline void WP_SFX(store_lanes)(float *p, int nl, __m256 v) {
 #if WP_AVX512
     _mm256_mask_storeu_ps(p, (__mmask8)((1u << nl) - 1u), v);
 #else
-    _mm256_maskstore_ps(p, wt_mask(nl), v);
+    _mm256_maskstore_ps(p, me_lanes8(nl), v);
 #endif
 }
 
@@ -34,16 +34,7 @@ static inline __m256 WP_SFX(load_lanes)(const float *p, int nl) {
 #if WP_AVX512
     return _mm256_maskz_loadu_ps((__mmask8)((1u << nl) - 1u), p);
 #else
-    return _mm256_maskload_ps(p, wt_mask(nl));
-#endif
-}
-
-__attribute__((target(WP_TARGET))) static inline __m256 WP_SFX(max_nan8)(__m256 a, __m256 b) {
-    const __m256 r = _mm256_max_ps(a, b); /* b when either is NaN */
-#if WP_AVX512
-    return _mm256_mask_mov_ps(r, _mm256_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
-#else
-    return _mm256_blendv_ps(r, a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+    return _mm256_maskload_ps(p, me_lanes8(nl));
 #endif
 }
 
@@ -56,7 +47,7 @@ static inline __m256 WP_SFX(wino_pool_out)(const __m256 s0[4], const __m256 s1[4
     const __m256 y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
     const __m256 y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
     const __m256 y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
-    __m256 r = WP_SFX(max_nan8)(WP_SFX(max_nan8)(y00, y01), WP_SFX(max_nan8)(y10, y11));
+    __m256 r = me_max_nan8(me_max_nan8(y00, y01), me_max_nan8(y10, y11));
     if (b) r = _mm256_add_ps(r, _mm256_set1_ps(*b));
     if (relu) r = _mm256_max_ps(_mm256_setzero_ps(), r);
     return r;

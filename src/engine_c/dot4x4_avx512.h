@@ -34,6 +34,8 @@ static inline const float *col_row(const col_rows *cr, int64_t k) {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+#include "simd_internal.h"
+
 /* The 16 horizontal sums of acc[i][j] in one vector, lane 4*j + i = sum of acc[i][j]: a
  * transpose-and-add tree (4 levels, 15 adds) instead of 16 separate reductions. */
 __attribute__((target("avx512f"))) static inline __m512 me_hsum16_transposed(__m512 acc[4][4]) {
@@ -62,7 +64,7 @@ __attribute__((target("avx512f,fma")))
 static void me_dot4x4_avx512(int64_t M, int64_t N, int64_t HO, int64_t WO, int64_t Wp, const float *A,
                              int64_t lda, const col_rows *cr, float alpha, float beta, float *C, int64_t ldc) {
     const int64_t W16 = WO & ~(int64_t)15;
-    const __mmask16 tail = (__mmask16)((1u << (WO - W16)) - 1u);
+    const __mmask16 tail = me_lanes16(WO - W16);
     for (int64_t i0 = 0; i0 < M; i0 += 4) {
         const float *a[4];
         for (int i = 0; i < 4; i++) a[i] = A + (i0 + i < M ? i0 + i : M - 1) * lda;

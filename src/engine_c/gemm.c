@@ -59,6 +59,7 @@
  */
 #include "engine.h"
 #include "dot4x4_avx512.h"
+#include "simd_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -408,10 +409,6 @@ static inline __attribute__((always_inline)) ME_AVX512 void me_tr16x16(__m512 r[
     for (int i = 0; i < 16; i++) r[i] = t[i];
 }
 
-static inline __mmask16 me_mask16(int64_t n) {
-    return (__mmask16)(n >= 16 ? 0xFFFFu : ((1u << n) - 1u));
-}
-
 /* Transpose-pack `rows` (<= 16) source rows of `kc` floats (row stride ld, from src) into
  * dst[k*dstride + r] for r < 16 (rows >= `rows` zero), storing `width` lanes per k. */
 static inline __attribute__((always_inline)) ME_AVX512 void
@@ -419,7 +416,7 @@ me_pack_transpose16(const float *src, int64_t ld, int rows, int64_t kc, float *d
                     __mmask16 wmask) {
     for (int64_t k = 0; k < kc; k += 16) {
         const int64_t kk = kc - k < 16 ? kc - k : 16;
-        const __mmask16 lm = me_mask16(kk);
+        const __mmask16 lm = me_lanes16(kk);
         __m512 r[16];
 #pragma GCC unroll 16
         for (int i = 0; i < 16; i++)
@@ -439,7 +436,7 @@ static ME_AVX512 void pack_a_avx512(int trans_a, const float *A, int64_t lda, in
         const int mr = (int)(mc - s * V5_MR < V5_MR ? mc - s * V5_MR : V5_MR);
         float *d = dst + s * V5_MR * kc;
         if (trans_a) { /* A is (K, M): a contiguous run of mr floats per k */
-            const __mmask16 lm = me_mask16(mr);
+            const __mmask16 lm = me_lanes16(mr);
             const float *src = A + p0 * lda + r0;
             for (int64_t k = 0; k < kc; k++)
                 _mm512_mask_storeu_ps(d + k * V5_MR, m14, _mm512_maskz_loadu_ps(lm, src + k * lda));
@@ -465,8 +462,8 @@ static ME_AVX512 void pack_b_avx512(int trans_b, const float *B, int64_t ldb, in
                     _mm512_storeu_ps(d + 16, _mm512_loadu_ps(src + n0 + 16));
                 } else {
                     const int64_t rem = nc - n0;
-                    _mm512_storeu_ps(d, _mm512_maskz_loadu_ps(me_mask16(rem), src + n0));
-                    _mm512_storeu_ps(d + 16, _mm512_maskz_loadu_ps(me_mask16(rem > 16 ? rem - 16 : 0),
+                    _mm512_storeu_ps(d, _mm512_maskz_loadu_ps(me_lanes16(rem), src + n0));
+                    _mm512_storeu_ps(d + 16, _mm512_maskz_loadu_ps(me_lanes16(rem - 16),
                                                                    src + n0 + 16));
                 }
             }

@@ -5,6 +5,7 @@
  * a NaN in a window is propagated (the last NaN wins, as in torch: `val > max || isnan(val)`). */
 #include "engine.h"
 #include "row_sum.h"
+#include "simd_internal.h"
 
 #include <string.h>
 
@@ -28,9 +29,7 @@ static void pool2x2_row_avx512(const float *r0, const float *r1, float *yr, int3
     for (int64_t wo = 0; wo < WO; wo += 16) {
         const int64_t n = WO - wo < 16 ? WO - wo : 16;    /* outputs this step */
         const int64_t n2 = 2 * n;                          /* input floats per row */
-        const __mmask16 mlo = (__mmask16)(n2 >= 16 ? 0xFFFFu : ((1u << n2) - 1u));
-        const __mmask16 mhi = (__mmask16)(n2 <= 16 ? 0u : (n2 >= 32 ? 0xFFFFu : ((1u << (n2 - 16)) - 1u)));
-        const __mmask16 mout = (__mmask16)(n >= 16 ? 0xFFFFu : ((1u << n) - 1u));
+        const __mmask16 mlo = me_lanes16(n2), mhi = me_lanes16(n2 - 16), mout = me_lanes16(n);
         const float *p0 = r0 + 2 * wo, *p1 = r1 + 2 * wo;
         const __m512 lo0 = _mm512_maskz_loadu_ps(mlo, p0), hi0 = _mm512_maskz_loadu_ps(mhi, p0 + 16);
         const __m512 lo1 = _mm512_maskz_loadu_ps(mlo, p1), hi1 = _mm512_maskz_loadu_ps(mhi, p1 + 16);
@@ -62,12 +61,6 @@ __attribute__((target("avx2"))) static inline __m256 pool_take(__m256 v, __m256 
     return _mm256_blendv_ps(best, v, *mask);
 }
 
-/* lanes 0 .. n-1 set (n <= 0: none, n >= 8: all) */
-__attribute__((target("avx2"))) static inline __m256i pool_mask(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n > 8 ? 8 : n)),
-                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* outputs wo .. wo+7 of the row (the first nout of them stored; nout == 8: unmasked) */
 __attribute__((target("avx2"), always_inline))
 static inline void pool2x2_step_avx2(const float *r0, const float *r1, float *yr, int32_t *ar, int64_t wo,
@@ -79,7 +72,7 @@ static inline void pool2x2_step_avx2(const float *r0, const float *r1, float *yr
         lo0 = _mm256_loadu_ps(p0), hi0 = _mm256_loadu_ps(p0 + 8);
         lo1 = _mm256_loadu_ps(p1), hi1 = _mm256_loadu_ps(p1 + 8);
     } else {
-        const __m256i ml = pool_mask(2 * nout), mh = pool_mask(2 * nout - 8);
+        const __m256i ml = me_lanes8(2 * nout), mh = me_lanes8(2 * nout - 8);
         lo0 = _mm256_maskload_ps(p0, ml), hi0 = _mm256_maskload_ps(p0 + 8, mh);
         lo1 = _mm256_maskload_ps(p1, ml), hi1 = _mm256_maskload_ps(p1 + 8, mh);
     }
@@ -102,7 +95,7 @@ static inline void pool2x2_step_avx2(const float *r0, const float *r1, float *yr
         _mm256_storeu_ps(yr + wo, best);
         _mm256_storeu_si256((__m256i *)(ar + wo), _mm256_castps_si256(idx));
     } else {
-        const __m256i mo = pool_mask(nout);
+        const __m256i mo = me_lanes8(nout);
         _mm256_maskstore_ps(yr + wo, mo, best);
         _mm256_maskstore_epi32((int *)(ar + wo), mo, _mm256_castps_si256(idx));
     }
