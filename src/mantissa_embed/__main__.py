@@ -37,7 +37,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from . import datasets, engine, models, viz
-from ._demo_folder import fit_saying_epochs, run_folder_demo
+from ._demo_folder import fit_saying_epochs, gallery_neighbours, run_folder_demo
 from ._recipe import FACE_PRESET, LOSSES
 from .embedder import Embedder
 from .evaluation import retrieval_metrics
@@ -261,8 +261,7 @@ def run_demo(args, out=sys.stdout) -> int:
             Z, yte, os.path.join(args.out, "embedding_manifold.png"),
             title=f"unseen {unseen_name}: 2-D PCA of the {Z.shape[1]}-D embeddings ({args.dataset})")
         q = _gallery_queries(yte, args.seed)
-        idx, _ = emb.retrieve(Z[q], Z, k=6)
-        nbrs = np.array([[j for j in row if j != qi][:5] for qi, row in zip(q, idx)], dtype=np.int64)
+        nbrs = gallery_neighbours(emb, Z, q)
         p2 = viz.plot_retrieval_gallery(Xte, yte, q, nbrs, os.path.join(args.out, "retrieval_gallery.png"))
     except ImportError as exc:
         print(f"error: {exc}", file=sys.stderr)

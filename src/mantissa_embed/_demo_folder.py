@@ -24,7 +24,7 @@ from .datasets._stream import eval_batches
 from .embedder import Embedder
 from .evaluation import retrieval_metrics
 
-__all__ = ["UNSEEN_FRACTION", "RAW_PIXELS_MAX", "split_folder", "fit_saying_epochs", "run_folder_demo"]
+__all__ = ["UNSEEN_FRACTION", "RAW_PIXELS_MAX", "split_folder", "fit_saying_epochs", "gallery_neighbours", "run_folder_demo"]
 
 #: the fraction of the classes (the last ones in sorted order, at least two) kept unseen
 UNSEEN_FRACTION = 0.25
@@ -65,6 +65,13 @@ def fit_saying_epochs(emb, say, *data, epochs, **fit_kw):
         print(f"error: {exc}", file=sys.stderr)
         return None
     return time.perf_counter() - t0
+
+
+def gallery_neighbours(emb, Z, q, n=5):
+    """The ``n`` nearest items of each query ``q`` among the rows of ``Z``, itself left out:
+    (len(q), n) int64 (fewer columns when ``Z`` is small)."""
+    idx, _ = emb.retrieve(Z[q], Z, k=min(n + 1, Z.shape[0]))
+    return np.array([[j for j in row if j != qi][:n] for qi, row in zip(q, idx)], dtype=np.int64)
 
 
 def _untrained(net, ds):
@@ -117,8 +124,7 @@ def run_folder_demo(args, say, fmt, held_out) -> int:
         rng = np.random.default_rng(args.seed)
         q = np.array([int(rng.choice(np.flatnonzero(unseen_ds.labels == c)))
                       for c in np.unique(unseen_ds.labels)[:5]], dtype=np.int64)
-        idx, _ = emb.retrieve(Z[q], Z, k=min(6, len(unseen_ds)))
-        nbrs = np.array([[j for j in row if j != qi][:5] for qi, row in zip(q, idx)], dtype=np.int64)
+        nbrs = gallery_neighbours(emb, Z, q)
         shown = np.unique(np.concatenate([q, nbrs.ravel()]))
         X = np.stack([unseen_ds[int(i)] for i in shown])  # only the pictured images are decoded
         remap = {int(i): k for k, i in enumerate(shown)}

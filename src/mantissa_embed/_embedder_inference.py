@@ -196,12 +196,7 @@ class EmbedderInference:
         Source: TensorFlow Similarity's ``calibrate``; FAR / TAR as in NIST FRVT.
         """
         self._check_fitted()
-        if isinstance(X, ImageDataset):
-            if y is not None:
-                raise ValueError("y must be None when X is a dataset: its labels are the dataset's (X.labels)")
-            y = X.labels
-        elif y is None:
-            raise TypeError("y must be an integer array of labels (None only when X is an ImageDataset)")
+        y = _inference.labels_for(X, y, "y")
         with self._lock:
             cal = _calibration.calibrate(self, X, y, target_far=target_far, target_precision=target_precision,
                                          max_accuracy=max_accuracy, n_pairs=n_pairs, seed=seed,
@@ -253,10 +248,8 @@ class EmbedderInference:
         batch_size = check_int(batch_size, "batch_size", minimum=1)
         if not isinstance(verbose, (bool, np.bool_)):
             raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
+        labels = _inference.labels_for(X, labels, "labels")
         if isinstance(X, ImageDataset):
-            if labels is not None:
-                raise ValueError("labels must be None when X is a dataset: its labels are the dataset's")
-            labels = X.labels
             if is_query is None or is_gallery is None:  # the dataset's flags, unless both are given
                 q, g = X.query_gallery()
                 is_query = q if is_query is None else is_query
@@ -264,8 +257,6 @@ class EmbedderInference:
             with self._lock:
                 Z = _inference.embed(self, X, "X", batch_size, progress=bool(verbose))
         else:
-            if labels is None:
-                raise TypeError("labels must be an integer array (None only when X is an ImageDataset)")
             with self._lock:
                 Z, _ = _inference.as_embeddings(self, X, "X", allow_single=False, batch_size=batch_size)
         return query_gallery_metrics(Z, labels, is_query, is_gallery, metrics=metrics, backend=self.backend)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _recipe
+from ._inference import labels_for
 from ._training import (ArrayBatches, DeferredInterrupt, EpochCallback, FileBatches, HookList, Profiler, ProgressBar,
                         ThreadAdapter, TrainingHook, train_epochs)
 from ._validation import check_array, check_float, check_int, check_labels
@@ -71,14 +72,10 @@ def check_fit_data(net, X, y):
     """``fit``'s ``(X, y)`` checked against the trunk ``net``: an array (with labels ``y``) or
     an ``ImageDataset`` (``y`` None: its labels), of a per-sample shape the trunk takes."""
     built_shape = tuple(net.input_shape) if net.built else None
+    y = labels_for(X, y, "y")
     if isinstance(X, ImageDataset):
-        if y is not None:
-            raise ValueError("y must be None when X is a dataset: its labels are the dataset's (X.labels)")
         X = check_dataset(X, "X", built_shape)
-        y = X.labels
     else:
-        if y is None:
-            raise TypeError("y must be an integer array of labels (None only when X is an ImageDataset)")
         X = check_inputs(X, "X", built_shape)
         y = check_labels(y, "y", n=X.shape[0])
     shape = sample_shape(X)

@@ -11,7 +11,7 @@ from .datasets._stream import eval_batches
 from .datasets.image_dataset import ImageDataset
 from .index import Index
 
-__all__ = ["EMBED_BUDGET", "l2_normalize", "check_dataset_input", "embed", "as_embeddings", "retrieve", "verify"]
+__all__ = ["EMBED_BUDGET", "l2_normalize", "labels_for", "check_dataset_input", "embed", "as_embeddings", "retrieve", "verify"]
 
 _EPS = 1e-12  # torch.nn.functional.normalize's eps, used by PML's LpDistance
 #: bytes of network buffers an ``embed`` chunk may take (``Sequential.max_batch_for``); the
@@ -65,6 +65,18 @@ def _dataset_chunks(ds, batch_size, progress):
     previous chunk is embedded."""
     for idx, xb in eval_batches(ds, batch_size, progress=progress):
         yield int(idx[0]), xb
+
+
+def labels_for(X, labels, name):
+    """The labels that go with ``X``: a dataset's own (``labels`` must be None), else
+    ``labels`` (required: TypeError when None), unchecked."""
+    if isinstance(X, ImageDataset):
+        if labels is not None:
+            raise ValueError(f"{name} must be None when X is a dataset: its labels are the dataset's (X.labels)")
+        return X.labels
+    if labels is None:
+        raise TypeError(f"{name} must be an integer array of labels (None only when X is an ImageDataset)")
+    return labels
 
 
 def check_dataset_input(emb, ds, name):

@@ -118,17 +118,25 @@ class LentMemory:
         (``_inference_scratch``, e.g. a convolution's workspace) and, for a fused step, its largest
         intermediate output (the unfused path a kernel may fall back to materializes it). A
         function of the model, the shape and ``n`` only."""
+        return self._inference_estimate(input_shape)(n)
+
+    def _inference_estimate(self, input_shape=None):
+        """``n -> _inference_bytes(n, input_shape)``, with the shapes and the plan computed once."""
         shapes = [check_shape(self.input_shape if input_shape is None else input_shape)]
         for layer in self.layers:
             shapes.append(layer.output_shape(shapes[-1]))
-        size = [4 * n * int(np.prod(sh)) for sh in shapes]
-        peak = 0
-        for step in plan_forward(self.layers, fuse=True, allow=self._allow):
-            i, j = step.index, step.index + step.width
-            scratch = sum(self.layers[k]._inference_scratch(n, shapes[k]) for k in range(i, j))
-            inner = max((size[k] for k in range(i + 1, j)), default=0)
-            peak = max(peak, size[i] + size[j] + scratch + inner)
-        return peak
+        per_sample = [4 * int(np.prod(sh)) for sh in shapes]
+        steps = [(s.index, s.index + s.width) for s in plan_forward(self.layers, fuse=True, allow=self._allow)]
+
+        def estimate(n):
+            peak = 0
+            for i, j in steps:
+                scratch = sum(self.layers[k]._inference_scratch(n, shapes[k]) for k in range(i, j))
+                inner = max((n * per_sample[k] for k in range(i + 1, j)), default=0)
+                peak = max(peak, n * per_sample[i] + n * per_sample[j] + scratch + inner)
+            return peak
+
+        return estimate
 
     def max_batch_for(self, budget: int, input_shape: Sequence[int] | None = None) -> int:
         """The largest batch whose eval-mode ``forward`` stays within ``budget`` bytes of network
@@ -144,16 +152,17 @@ class LentMemory:
         budget = check_int(budget, "budget", minimum=1)
         if input_shape is None and not self.built:
             raise RuntimeError("the model is not built: pass input_shape or call build(input_shape) first")
-        if self._inference_bytes(1, input_shape) > budget:
+        estimate = self._inference_estimate(input_shape)
+        if estimate(1) > budget:
             return 1
         lo, hi = 1, 2
-        while self._inference_bytes(hi, input_shape) <= budget:
+        while estimate(hi) <= budget:
             lo, hi = hi, 2 * hi
             if hi > 1 << 24:
                 return lo
         while hi - lo > 1:  # the estimate grows with n: the largest n within the budget
             mid = (lo + hi) // 2
-            if self._inference_bytes(mid, input_shape) <= budget:
+            if estimate(mid) <= budget:
                 lo = mid
             else:
                 hi = mid
