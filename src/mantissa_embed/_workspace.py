@@ -1,9 +1,12 @@
-"""Reusable scratch arrays: ``Workspace``."""
+"""Reusable scratch arrays: ``Workspace``, ``Arena`` and the per-thread ``scratch_frame``."""
 from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
 
 import numpy as np
 
-__all__ = ["Workspace", "Arena"]
+__all__ = ["Workspace", "Arena", "ScratchFrame", "scratch_frame"]
 
 
 class Workspace:
@@ -75,3 +78,62 @@ class Arena:
         if n > self._buf.size:
             raise ValueError(f"an array of shape {tuple(shape)} does not fit the region of {self._buf.size} floats")
         return self._buf[:n].reshape(shape)
+
+
+class _ScratchStack:
+    """One thread's scratch memory, handed out last-in first-out by ``scratch_frame``."""
+
+    __slots__ = ("buf", "top")
+
+    def __init__(self) -> None:
+        self.buf = np.empty(0, dtype=np.float32)
+        self.top = 0
+
+
+_LOCAL = threading.local()
+
+
+class ScratchFrame:
+    """The arrays of one ``scratch_frame``: ``take(n)`` returns n float32 values (1-D,
+    uninitialized) after the frame's earlier ones, valid until the frame ends."""
+
+    __slots__ = ("_stack",)
+
+    def __init__(self, stack) -> None:
+        self._stack = stack
+
+    def take(self, n):
+        """A 1-D float32 array of ``n`` values (64-byte steps between the frame's arrays)."""
+        s = self._stack
+        n = int(n)
+        step = -(-n // 16) * 16
+        if s.top + step > s.buf.size:
+            # the arrays already handed out keep the old memory alive until their frames end;
+            # later frames start from the new one's beginning
+            s.buf = np.empty(max(s.top + step, s.buf.size + s.buf.size // 2), dtype=np.float32)
+        a = s.buf[s.top:s.top + n]
+        s.top += step
+        return a
+
+    def arena(self, n):
+        """An ``Arena`` over ``take(n)``."""
+        return Arena(self.take(n))
+
+
+@contextmanager
+def scratch_frame():
+    """Scratch memory for the duration of a ``with`` block, from a per-thread stack (as
+    oneDNN's per-thread scratchpad): the layers' kernel workspaces and the gradients that live
+    only inside one backward call share it instead of each holding a buffer of its own, so the
+    memory is the deepest nesting's, not the sum over the layers. Frames nest (a residual
+    block's backward holds its frame while its children take theirs); each thread has its own
+    stack, so models may run on several threads. The memory is kept for the thread's next
+    frames (untouched pages cost nothing)."""
+    stack = getattr(_LOCAL, "stack", None)
+    if stack is None:
+        stack = _LOCAL.stack = _ScratchStack()
+    mark = stack.top
+    try:
+        yield ScratchFrame(stack)
+    finally:
+        stack.top = mark

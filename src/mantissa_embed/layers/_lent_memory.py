@@ -16,7 +16,31 @@ from .._workspace import Arena
 from .base_layer import check_shape
 from .fusion import plan_forward
 
-__all__ = ["LentMemory"]
+__all__ = ["LentMemory", "backward_lent", "lend"]
+
+
+def lend(layer, attr, arena, run, *args):
+    """``run(*args)`` with ``layer``'s buffer ``attr`` (a ``Workspace``) replaced by ``arena``."""
+    own = layer.__dict__.get(attr)
+    if own is None:
+        return run(*args)
+    setattr(layer, attr, arena)
+    try:
+        return run(*args)
+    finally:
+        setattr(layer, attr, own)
+
+
+def backward_lent(layer, step, d, need_dx, arenas):
+    """``step.run(d, need_dx)`` (a backward step led by ``layer``) with the input gradient in
+    the first of ``arenas`` not holding ``d``, or in ``d`` itself (in place) for a layer whose
+    kernel allows it (``_dx_may_alias_dy``) when ``d`` starts one of ``arenas``."""
+    held = [a for a in arenas if a.holds(d)]
+    if held and getattr(layer, "_dx_may_alias_dy", False) and held[0].starts(d):
+        arena = held[0]
+    else:
+        arena = next(a for a in arenas if not a.holds(d))
+    return lend(layer, "_dx", arena, step.run, d, need_dx)
 
 
 class LentMemory:
@@ -88,29 +112,11 @@ class LentMemory:
         a, b = self._arenas
         return b if a.holds(h) else a
 
-    @staticmethod
-    def _lend(layer, attr, arena, run, *args):
-        """``run(*args)`` with ``layer``'s buffer ``attr`` (a ``Workspace``) replaced by ``arena``."""
-        own = layer.__dict__.get(attr)
-        if own is None:
-            return run(*args)
-        setattr(layer, attr, arena)
-        try:
-            return run(*args)
-        finally:
-            setattr(layer, attr, own)
+    _lend = staticmethod(lend)
 
     def _backward_step(self, step, d, need_dx):
-        """One backward step, its input gradient into the lent region not holding ``d``, or into
-        ``d`` itself (in place) for a layer whose kernel allows it (``_dx_may_alias_dy``) when
-        ``d`` is a lent region's."""
-        layer = self.layers[step.index]
-        held = [a for a in self._arenas if a.holds(d)]
-        if held and getattr(layer, "_dx_may_alias_dy", False) and held[0].starts(d):
-            arena = held[0]
-        else:
-            arena = self._free_arena(d)
-        return self._lend(layer, "_dx", arena, step.run, d, need_dx)
+        """One backward step, its input gradient in one of the lent regions (``backward_lent``)."""
+        return backward_lent(self.layers[step.index], step, d, need_dx, self._arenas)
 
     def _inference_bytes(self, n, input_shape=None):
         """Estimated peak bytes of an eval-mode ``forward`` of ``n`` samples: the largest over the

@@ -11,7 +11,7 @@ from .._checks.layers import act_flag, check_negative_slope
 from .._registry import build_from_config
 from .._typing import ArrayLike, Float32Array, Seed
 from .._validation import as_generator, check_array, check_int
-from .._workspace import Workspace
+from .._workspace import Workspace, scratch_frame
 from ..backend import get_backend
 
 if TYPE_CHECKING:
@@ -85,6 +85,9 @@ class Layer:
     forward_fusions: tuple[Fusion, ...] = ()
     #: backward fusions this layer leads with the layer before it (``fusion.Fusion``)
     backward_fusions: tuple[Fusion, ...] = ()
+    #: whether ``_backward`` reads the layer's forward output; a parent may write over the
+    #: output of a layer whose backward does not (``Residual`` adds its shortcut into it)
+    _backward_reads_output = True
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -280,13 +283,16 @@ class AffineLayer(Layer):
         self.weight: Parameter | None = None
         self.bias: Parameter | None = None
         self._out = Workspace()
-        self._dpre = Workspace()
         self._dx = Workspace()
         self._gw = Workspace()  # scratch weight / bias gradients of a (partly) frozen layer
         self._gb = Workspace()
 
     def fusion_tags(self):
         return ("relu_output",) if self.act == "relu" else ()
+
+    @property
+    def _backward_reads_output(self):
+        return self.act is not None  # the activation's mask
 
     def _grad_targets(self):
         """``(dw, db, accumulate)`` for the backward kernels: the parameters' own ``grad``,
@@ -330,11 +336,15 @@ class AffineLayer(Layer):
         return f", act={self.act!r}" if self.act else ""
 
     def _backward(self, dY, need_dx):
-        if self.act == "relu":
-            dY = self._backend().relu_backward(dY, self._y, dx=self._dpre.get(dY.shape))
-        elif self.act == "leaky_relu":
-            dY = self._backend().leaky_relu_backward(dY, self._y, self.negative_slope, dx=self._dpre.get(dY.shape))
-        return self._backward_preact(dY, need_dx)
+        if self.act is None:
+            return self._backward_preact(dY, need_dx)
+        with scratch_frame() as frame:  # the pre-activation gradient lives for this call only
+            dpre = frame.take(dY.size).reshape(dY.shape)
+            if self.act == "relu":
+                dY = self._backend().relu_backward(dY, self._y, dx=dpre)
+            else:
+                dY = self._backend().leaky_relu_backward(dY, self._y, self.negative_slope, dx=dpre)
+            return self._backward_preact(dY, need_dx)
 
     def _backward_preact(self, dY, need_dx):
         raise NotImplementedError

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_int
-from .._workspace import Workspace
+from .._workspace import Workspace, scratch_frame
 from ..parameter import Parameter
 from .base_layer import AffineLayer, check_shape, kaiming_uniform_default
 from .fusion import Fusion
@@ -74,7 +74,7 @@ class Conv2D(AffineLayer):
             raise TypeError(f"bias must be a bool, got {type(bias).__name__}")
         self.use_bias = bool(bias)
         super().__init__(act, negative_slope)
-        self._ws = Workspace()
+        self._ws_size = (None, 0)  # (input shape, workspace floats) of the last call
         self._chain_ws = Workspace()
         self._fold_w = Workspace()
         self._fold_b = Workspace()
@@ -129,9 +129,14 @@ class Conv2D(AffineLayer):
         self.weight = Parameter(w, name="weight")
         self.bias = None if b is None else Parameter(b, name="bias")
 
-    def _workspace(self, x_shape):
-        return self._ws.sized(x_shape[0], lambda: self._backend().conv2d_workspace_size(
-            x_shape, self.weight.shape, self.stride, self.pad))
+    def _workspace(self, frame, x_shape):
+        """The kernels' workspace for input ``x_shape``, taken from ``frame`` (a ``scratch_frame``
+        shared by every layer of the thread: it lives for one kernel call only)."""
+        key, n = self._ws_size
+        if key != (tuple(x_shape), self.weight.shape):
+            n = int(self._backend().conv2d_workspace_size(x_shape, self.weight.shape, self.stride, self.pad))
+            self._ws_size = ((tuple(x_shape), self.weight.shape), n)
+        return frame.take(n)
 
     def _inference_scratch(self, n, input_shape):
         """The kernels' workspace for ``n`` images (allocated whole; the threads touch their slots only)."""
@@ -141,8 +146,9 @@ class Conv2D(AffineLayer):
 
     def _forward(self, X):
         out = self._out.get((X.shape[0],) + self._out_shape)
-        self._backend().conv2d_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad, out=out,
-                                       workspace=self._workspace(X.shape), **self._act_kwargs())
+        with scratch_frame() as frame:
+            self._backend().conv2d_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad, out=out,
+                                           workspace=self._workspace(frame, X.shape), **self._act_kwargs())
         self._x, self._y = X, out
         return out
 
@@ -154,8 +160,10 @@ class Conv2D(AffineLayer):
         if not pool.built:
             pool.build(self._out_shape)
         out = pool._out.get((X.shape[0],) + pool._out_shape)
-        self._backend().conv2d_pool2_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad,
-                                             out=out, workspace=self._workspace(X.shape), **self._act_kwargs())
+        with scratch_frame() as frame:
+            self._backend().conv2d_pool2_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad,
+                                                 out=out, workspace=self._workspace(frame, X.shape),
+                                                 **self._act_kwargs())
         self._x = self._y = None
         pool._y = pool._x = None
         return out
@@ -188,7 +196,8 @@ class Conv2D(AffineLayer):
         out = last._out.get((X.shape[0],) + last._out_shape)
         w, b = self._folded(bn)
         call = self._backend().conv2d_forward if pool is None else self._backend().conv2d_pool2_forward
-        call(X, w, b, self.stride, self.pad, out=out, workspace=self._workspace(X.shape), act=bn.act)
+        with scratch_frame() as frame:
+            call(X, w, b, self.stride, self.pad, out=out, workspace=self._workspace(frame, X.shape), act=bn.act)
         for layer in layers:
             layer._x = layer._y = None
         return out
@@ -218,9 +227,10 @@ class Conv2D(AffineLayer):
         dx = self._dx.get(self._x.shape) if need_dx else None
         # conv2d_backward always computes dw: a frozen weight's goes to a reused scratch buffer
         dw, db, acc = self._grad_targets()
-        dx, _, _ = be.conv2d_backward(self._x, self.weight.data, dY, self.stride, self.pad, dx=dx,
-                                      dw=dw, db=db, need_dx=need_dx,
-                                      accumulate=acc, workspace=self._workspace(self._x.shape),
-                                      need_db=self.use_bias)
+        with scratch_frame() as frame:
+            dx, _, _ = be.conv2d_backward(self._x, self.weight.data, dY, self.stride, self.pad, dx=dx,
+                                          dw=dw, db=db, need_dx=need_dx,
+                                          accumulate=acc, workspace=self._workspace(frame, self._x.shape),
+                                          need_db=self.use_bias)
         self._grads_done(dw, db)
         return dx

@@ -5,9 +5,10 @@ from typing import Any
 
 import numpy as np
 
-from .._workspace import Workspace
+from .._workspace import Workspace, scratch_frame
 from .base_layer import LAYER_TYPES, Layer, check_shape, layer_from_config
 from .conv2d import Conv2D
+from ._lent_memory import backward_lent
 from .fusion import plan_backward, plan_forward, run_backward
 
 __all__ = ["Residual"]
@@ -77,7 +78,6 @@ class Residual(Layer):
         self._plans: dict[Any, Any] = {}
         self._fused_x = None
         self._out = Workspace()
-        self._dpre = Workspace()
         self._dx = Workspace()
 
     @classmethod
@@ -251,27 +251,56 @@ class Residual(Layer):
         fused = any(len(self._plan(br, kind)) < len(layers) for br, layers in self._branches() if layers)
         self._fused_x = X if fused else None
         self._x_shape = X.shape
-        out = self._out.get(b.shape)
+        if (isinstance(self._out, Workspace) and not self.block[-1]._backward_reads_output
+                and not np.may_share_memory(b, X) and not np.may_share_memory(b, s)):
+            out = b  # the block's last output, read by no backward: the sum goes over it
+        else:
+            out = self._out.get(b.shape)
         np.add(b, s, out=out)
         self._y = self._backend().relu_forward(out, out=out)
         return out
 
+    def _gradient_floats(self, n):
+        """The largest input gradient of a child's backward for a batch of ``n``."""
+        key = (n,) + tuple(self._x_shape[1:])
+        cached = self.__dict__.get("_grad_size")
+        if cached is None or cached[0] != key:
+            shape, sizes = tuple(self._x_shape[1:]), []
+            for _, layers in self._branches():
+                s = shape
+                for layer in layers:
+                    sizes.append(n * int(np.prod(s)))
+                    s = layer.output_shape(s)
+            cached = self._grad_size = (key, max(sizes))
+        return cached[1]
+
     def _backward(self, dY, need_dx):
-        d = self._backend().relu_backward(dY, self._y, dx=self._dpre.get(dY.shape))
-        return self._backward_preact(d, need_dx)
+        with scratch_frame() as frame:  # the ReLU's gradient lives for this call only
+            d = self._backend().relu_backward(dY, self._y, dx=frame.take(dY.size).reshape(dY.shape))
+            return self._backward_preact(d, need_dx)
 
     def _backward_preact(self, d, need_dx):
         """The backward from d = d loss / d(block(x) + shortcut(x)): both branches, their input
-        gradients added."""
+        gradients added. The children's input gradients ping-pong in scratch regions (a third
+        one keeps the block's result while the shortcut runs), so the block holds no gradient
+        buffer per child."""
         if self._fused_x is not None:  # the last forward was a fused inference pass: no caches
             X, self._fused_x = self._fused_x, None
             self._run(X, "train")
-        grads = []
-        for branch, layers in self._branches():
-            # without need_dx a branch stops at its lowest trainable layer (a frozen one: not run)
-            grads.append(run_backward(self._plan(branch, "backward"), layers, d, need_dx) if layers else d)
-        if not need_dx:
-            return None
-        dx = self._dx.get(self._x_shape)
-        np.add(grads[0], grads[1], out=dx)
-        return dx
+        branches = [(br, layers) for br, layers in self._branches() if layers]
+        with scratch_frame() as frame:
+            size = self._gradient_floats(d.shape[0])
+            regions = [frame.arena(size) for _ in range(len(branches) + 1)]
+            grads = {}
+            for branch, layers in branches:
+                free = [a for a in regions if not any(a.holds(g) for g in grads.values())]
+
+                def call(step, dd, flag, layers=layers, free=free):
+                    return backward_lent(layers[step.index], step, dd, flag, free)
+                # without need_dx a branch stops at its lowest trainable layer (a frozen one: not run)
+                grads[branch] = run_backward(self._plan(branch, "backward"), layers, d, need_dx, call=call)
+            if not need_dx:
+                return None
+            dx = self._dx.get(self._x_shape)
+            np.add(grads.get("block", d), grads.get("shortcut", d), out=dx)
+            return dx

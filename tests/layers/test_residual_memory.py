@@ -1,0 +1,92 @@
+"""Residual's memory: the block's last output takes the sum when its backward does not read it,
+and the children's input gradients ping-pong in per-call scratch instead of a buffer per child.
+Checked bitwise against the children run one by one through their own ``forward`` /
+``backward`` (each writing its own buffers), with the sum and ReLU in numpy."""
+import numpy as np
+import pytest
+
+from mantissa_embed.layers import BatchNorm2D, Bottleneck, Conv2D, Dense, Flatten, Residual, Sequential
+
+
+def _twin(net):
+    return Sequential.from_config(net.get_config()).load_state_arrays(net.state_arrays())
+
+
+def _by_hand_forward(res, X):
+    b = X
+    for layer in res.block:
+        b = layer.forward(b).copy()
+    s = X
+    for layer in res.children()[len(res.block):]:
+        s = layer.forward(s).copy()
+    return np.maximum(b + s, 0)
+
+
+def _by_hand_backward(res, y, dY):
+    d = np.where(y > 0, dY, 0).astype(np.float32)
+    g = d
+    for layer in reversed(res.block):
+        g = layer.backward(g).copy()
+    s = d
+    for layer in reversed(res.children()[len(res.block):]):
+        s = layer.backward(s).copy()
+    return g + s
+
+
+def _nets():
+    return {
+        "bottleneck_projection": (Sequential([Bottleneck(4, stride=2), Flatten(), Dense(3)], seed=1), (8, 9, 8)),
+        "bottleneck_identity": (Sequential([Bottleneck(2), Flatten(), Dense(3)], seed=2), (8, 6, 6)),
+        "relu_last": (Sequential([Residual([Conv2D(3, 3, pad=1), Conv2D(3, 3, pad=1, act="relu")]),
+                                  Flatten(), Dense(2)], seed=3), (3, 5, 5)),
+        "nested": (Sequential([Residual([Residual([Conv2D(3, 3, pad=1), BatchNorm2D()]), Conv2D(3, 1)]),
+                               Flatten(), Dense(2)], seed=4), (3, 6, 5)),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_nets()))
+def test_training_step_bitwise_as_children_one_by_one(name):
+    net, shape = _nets()[name]
+    net.build(shape)
+    ref = _twin(net)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4,) + shape).astype(np.float32)
+    E = net.forward(X)
+    res_ref = ref.layers[0]
+    h = _by_hand_forward(res_ref, X)
+    h2 = h
+    for layer in ref.layers[1:]:
+        h2 = layer.forward(h2).copy()
+    np.testing.assert_array_equal(E, h2)
+    dE = rng.standard_normal(E.shape).astype(np.float32)
+    net.zero_grad()
+    ref.zero_grad()
+    dX = net.backward(dE)
+    d = dE
+    for layer in reversed(ref.layers[1:]):
+        d = layer.backward(d).copy()
+    np.testing.assert_array_equal(dX, _by_hand_backward(res_ref, h, d))
+    for (k, p), (_, q) in zip(net.named_parameters(), ref.named_parameters()):
+        np.testing.assert_array_equal(p.grad, q.grad, err_msg=k)
+
+
+def test_no_gradient_buffer_per_child_and_sum_over_the_last_output():
+    net = Sequential([Bottleneck(4, stride=2), Bottleneck(4), Flatten(), Dense(3)], seed=0)
+    X = np.random.default_rng(1).standard_normal((3, 8, 8, 8)).astype(np.float32)
+    E = net.forward(X)
+    net.backward(np.ones_like(E), need_dx=True)
+    for res in net.layers[:2]:
+        for layer in res.children():
+            assert layer._dx._arr is None, layer  # the input gradients lived in scratch
+        assert res._out._arr is None  # the sum went over bn3's output, which its backward never reads
+        assert np.shares_memory(res._y, res.block[-1]._out._arr)
+
+
+def test_sum_not_written_over_an_output_the_backward_reads():
+    """A block ending in a ReLU'd convolution keeps its output (the ReLU's mask): the sum gets
+    the Residual's own buffer."""
+    net, shape = _nets()["relu_last"]
+    E = net.forward(np.ones((2,) + shape, np.float32))
+    res = net.layers[0]
+    assert res._out._arr is not None and not np.shares_memory(res._y, res.block[-1]._y)
+    net.backward(np.ones_like(E))
