@@ -90,3 +90,40 @@ def test_sum_not_written_over_an_output_the_backward_reads():
     res = net.layers[0]
     assert res._out._arr is not None and not np.shares_memory(res._y, res.block[-1]._y)
     net.backward(np.ones_like(E))
+
+
+@pytest.mark.parametrize("name", sorted(_nets()))
+def test_eval_forward_in_scratch_bitwise_as_children_one_by_one(name):
+    """At inference the children's outputs live in scratch regions: none keeps a buffer, and
+    the result is the children's own passes (their fused inference plan) with the sum in numpy;
+    a backward after it redoes the training pass."""
+    net, shape = _nets()[name]
+    net.build(shape)
+    ref = _twin(net)
+    net.eval()
+    ref.eval()
+    X = np.random.default_rng(2).standard_normal((3,) + shape).astype(np.float32)
+    E = net.forward(X).copy()
+    res, res_ref = net.layers[0], ref.layers[0]
+    b = X
+    for step in res_ref._plan("block", "inference"):
+        b = step.run(b).copy()
+    s = X
+    for step in res_ref._plan("shortcut", "inference") if res_ref._shortcut_layers() else ():
+        s = step.run(s).copy()
+    h = np.maximum(b + s, 0)
+    for layer in ref.layers[1:]:
+        h = layer.forward(h)
+    np.testing.assert_array_equal(E, h)
+    for layer in res.children():
+        if hasattr(layer, "_out") and not hasattr(layer, "block"):
+            assert layer._out._arr is None, layer
+    dX = net.backward(np.ones_like(E))
+    y = _by_hand_forward(res_ref, X)  # the eval-mode layer passes, with their caches
+    h2 = y
+    for layer in ref.layers[1:]:
+        h2 = layer.forward(h2)
+    d = np.ones_like(E)
+    for layer in reversed(ref.layers[1:]):
+        d = layer.backward(d).copy()
+    np.testing.assert_array_equal(dX, _by_hand_backward(res_ref, y, d))

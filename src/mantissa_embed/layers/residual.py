@@ -8,7 +8,7 @@ import numpy as np
 from .._workspace import Workspace, scratch_frame
 from .base_layer import LAYER_TYPES, Layer, check_shape, layer_from_config
 from .conv2d import Conv2D
-from ._lent_memory import backward_lent
+from ._lent_memory import backward_lent, lend
 from .fusion import plan_backward, plan_forward, run_backward
 
 __all__ = ["Residual"]
@@ -216,16 +216,17 @@ class Residual(Layer):
         return self._named("named_buffers")
 
     def _inference_scratch(self, n, input_shape):
-        """Every child's output and scratch (each branch keeps its layers' own buffers)."""
-        total, shape = 0, check_shape(input_shape)
-        out = _chain_shape(self.block, shape)
-        for layers in (self.block, self._shortcut_for(shape, out)):
+        """The children's outputs at inference (three scratch regions of the largest: the
+        block's ping-pong pair and the shortcut's) and the largest child's own scratch."""
+        shape = check_shape(input_shape)
+        largest, scratch = 0, 0
+        for layers in (self.block, self._shortcut_for(shape, _chain_shape(self.block, shape))):
             s = shape
             for layer in layers:
-                total += layer._inference_scratch(n, s)
+                scratch = max(scratch, layer._inference_scratch(n, s))
                 s = layer.output_shape(s)
-                total += 4 * n * int(np.prod(s))
-        return total
+                largest = max(largest, 4 * n * int(np.prod(s)))
+        return 3 * largest + scratch
 
     # -- passes ----------------------------------------------------------------------------------
     def _plan(self, branch, kind):
@@ -236,21 +237,38 @@ class Residual(Layer):
                                 else plan_forward(layers, fuse=kind == "inference"))
         return self._plans[key]
 
-    def _run(self, X, kind):
+    def _run(self, X, kind, frame=None):
+        """Both branches' outputs on X. With a ``scratch_frame``, every step's output goes to
+        a region of it (the block's ping-pong between two, the shortcut's in the third): an
+        inference pass, whose children's outputs only the next step reads."""
         outs = []
+        regions = None if frame is None else [frame.arena(self._child_floats(X.shape, "output"))
+                                              for _ in range(3)]
         for branch, layers in self._branches():
             h = X
+            free = None if regions is None else [a for a in regions if not any(a.holds(o) for o in outs)]
             for step in self._plan(branch, kind) if layers else ():
-                h = step.run(h)
+                if free is None:
+                    h = step.run(h)
+                else:
+                    arena = next(a for a in free if not a.holds(h))
+                    h = lend(layers[step.index + step.width - 1], "_out", arena, step.run, h)
             outs.append(h)
         return outs
 
     def _forward(self, X):
-        kind = "train" if self.training else "inference"
-        b, s = self._run(X, kind)
-        fused = any(len(self._plan(br, kind)) < len(layers) for br, layers in self._branches() if layers)
-        self._fused_x = X if fused else None
         self._x_shape = X.shape
+        if not self.training:
+            # the children's outputs live in scratch for this call: a backward redoes the pass
+            self._fused_x = X
+            with scratch_frame() as frame:
+                b, s = self._run(X, "inference", frame)
+                out = self._out.get(b.shape)
+                np.add(b, s, out=out)
+            self._y = self._backend().relu_forward(out, out=out)
+            return out
+        b, s = self._run(X, "train")
+        self._fused_x = None
         if (isinstance(self._out, Workspace) and not self.block[-1]._backward_reads_output
                 and not np.may_share_memory(b, X) and not np.may_share_memory(b, s)):
             out = b  # the block's last output, read by no backward: the sum goes over it
@@ -260,19 +278,25 @@ class Residual(Layer):
         self._y = self._backend().relu_forward(out, out=out)
         return out
 
-    def _gradient_floats(self, n):
-        """The largest input gradient of a child's backward for a batch of ``n``."""
-        key = (n,) + tuple(self._x_shape[1:])
-        cached = self.__dict__.get("_grad_size")
-        if cached is None or cached[0] != key:
-            shape, sizes = tuple(self._x_shape[1:]), []
+    def _child_floats(self, x_shape, which):
+        """The largest child ``"input"`` (its input gradient) or ``"output"`` for a batch of
+        input shape ``x_shape``, in float32 values."""
+        key = (tuple(x_shape), which)
+        cache = self.__dict__.setdefault("_child_sizes", {})
+        if key not in cache:
+            n, sizes = x_shape[0], []
             for _, layers in self._branches():
-                s = shape
+                s = tuple(x_shape[1:])
                 for layer in layers:
-                    sizes.append(n * int(np.prod(s)))
+                    if which == "input":
+                        sizes.append(n * int(np.prod(s)))
                     s = layer.output_shape(s)
-            cached = self._grad_size = (key, max(sizes))
-        return cached[1]
+                    if which == "output":
+                        sizes.append(n * int(np.prod(s)))
+            if len(cache) > 8:
+                cache.clear()
+            cache[key] = max(sizes)
+        return cache[key]
 
     def _backward(self, dY, need_dx):
         with scratch_frame() as frame:  # the ReLU's gradient lives for this call only
@@ -289,7 +313,7 @@ class Residual(Layer):
             self._run(X, "train")
         branches = [(br, layers) for br, layers in self._branches() if layers]
         with scratch_frame() as frame:
-            size = self._gradient_floats(d.shape[0])
+            size = self._child_floats(self._x_shape, "input")
             regions = [frame.arena(size) for _ in range(len(branches) + 1)]
             grads = {}
             for branch, layers in branches:
