@@ -1,12 +1,12 @@
 /* conv_wino_pool.h: the Winograd F(2x2, 3x3) conv + bias + ReLU + 2x2 max-pool inference
  * kernels (wino_pool_* / wino1_pool_*) and the image (de)interleaves of their images layout, for
- * one instruction set. conv.c includes it twice, with
+ * one instruction set. conv_wino_pool.c includes it twice, with
  *   WP_SFX(name)  the suffixed name (name##_avx512, name##_avx2),
  *   WP_TARGET     the target attribute string,
  *   WP_AVX512     1: AVX-512VL (32 ymm registers, mask registers); 0: AVX2 + FMA,
- * after wino_layout, transpose8x8 and ME_WINO_KB. Both builds do the same float operations in the
- * same order per lane (the AVX2 one computes a block of 16 filters as two halves of 8, each
- * filter's sum over channels in the same order), so they give the same bits. */
+ * after wino_layout, ME_WINO_KB and conv_internal.h (conv_transpose8x8). Both builds do the same
+ * float operations in the same order per lane (the AVX2 one computes a block of 16 filters as two
+ * halves of 8, each filter's sum over channels in the same order), so they give the same bits. */
 #if WP_AVX512
 #define WP_KB ME_WINO_KB /* filters per register block: 16 accumulators of 32 ymm */
 #else
@@ -205,7 +205,7 @@ static void WP_SFX(wino_interleave8)(const float *x, int64_t nimg, float *xi, in
         const int64_t nk = L - k0 < 8 ? L - k0 : 8;
         __m256 r[8];
         for (int i = 0; i < 8; i++) r[i] = i < nimg ? WP_SFX(load_lanes)(x + i * L + k0, (int)nk) : _mm256_setzero_ps();
-        transpose8x8(r);
+        conv_transpose8x8(r);
         for (int64_t j = 0; j < nk; j++) {
             _mm256_storeu_ps(xi + ((c * Hp + h + pad) * Wp + w + pad) * 8, r[j]);
             if (++w == W) {
@@ -223,7 +223,7 @@ static void WP_SFX(wino_deinterleave8)(const float *yb, float *y, int64_t L, int
         const int64_t nk = L - k0 < 8 ? L - k0 : 8;
         __m256 r[8];
         for (int64_t j = 0; j < 8; j++) r[j] = j < nk ? _mm256_loadu_ps(yb + (k0 + j) * 8) : _mm256_setzero_ps();
-        transpose8x8(r);
+        conv_transpose8x8(r);
         for (int64_t i = 0; i < nimg; i++) WP_SFX(store_lanes)(y + i * L + k0, (int)nk, r[i]);
     }
 }
