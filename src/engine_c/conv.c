@@ -206,6 +206,28 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     const int d2 = wide && !pointwise && conv_use_avx2();
     /* AVX2, 3x3 pad 1: Winograd (conv_wino_train_image), its transformed weights packed once */
     const int wt = d2 && conv_wt_shape_applies(C, F, KH, KW, stride, pad) && conv_wt_in_range(w, F * K);
+    if (pointwise && P >= ME_POINTWISE_MIN_P && !(direct && K < 32)) {
+        /* one GEMM per (image, panel of PB output pixels) on the NCHW plane itself, no copy:
+         * y_n[:, p0:p1] (F,PB) = w (F,C) @ x_n[:, p0:p1]; the bias before and the act after,
+         * while the panel is in L2 */
+        int64_t PB = ME_POINTWISE_PANEL / F / 16 * 16;
+        if (PB < 64) PB = 64;
+        if (PB > P) PB = P;
+        const int64_t nb = (P + PB - 1) / PB;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(dynamic, 1) if (N * nb > 1)
+        for (int64_t t = 0; t < N * nb; t++) {
+            const int64_t n = t / nb, p0 = (t % nb) * PB, pw = P - p0 < PB ? P - p0 : PB;
+            float *yn = y + n * F * P + p0;
+            if (b)
+                for (int64_t f = 0; f < F; f++)
+                    for (int64_t p = 0; p < pw; p++) yn[f * P + p] = b[f];
+            me_sgemm_st(0, 0, F, pw, K, 1.0f, w, K, x + n * C * H * W + p0, P, b ? 1.0f : 0.0f, yn, P);
+            if (act != ME_ACT_IDENTITY)
+                for (int64_t f = 0; f < F; f++)
+                    for (int64_t p = 0; p < pw; p++) yn[f * P + p] = conv_act(yn[f * P + p], act, slope);
+        }
+        return;
+    }
     if (!direct && !wt && conv_batched_floats(N, K, P, F) > 0) {
         /* a small output plane: the whole batch as one GEMM over N*P rows (see im2row), then
          * transposed into y with the bias and act */

@@ -29,6 +29,8 @@
 
 #define ME_DIRECT_MAX_K 288
 #define ME_DIRECT_MAX_WPK 16384 /* floats of packed weights (on the stack) */
+#define ME_POINTWISE_PANEL (128 * 1024) /* floats of a 1x1 forward's output panel (L2) */
+#define ME_POINTWISE_MIN_P 1024          /* output pixels from which a 1x1 forward runs by panels */
 
 typedef struct {
     int64_t HO, WO, Hp, Wp, K, P, PW, ldw, plane, wtu, part, per_group, G;
