@@ -205,7 +205,7 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
     /* AVX2: the direct kernel on the wide grid, its weights packed once (after the groups) */
     const int d2 = wide && !pointwise && conv_use_avx2();
     /* AVX2, 3x3 pad 1: Winograd (conv_wino_train_image), its transformed weights packed once */
-    const int wt = d2 && conv_wt_shape_applies(C, F, KH, KW, stride, pad) && conv_wt_in_range(w, F * K);
+    const int wt = !direct && conv_use_wt(C, F, H, W, KH, KW, stride, pad) && conv_wt_in_range(w, F * K);
     if (pointwise && P >= ME_POINTWISE_MIN_P && !(direct && K < 32)) {
         /* one GEMM per (image, panel of PB output pixels) on the NCHW plane itself, no copy:
          * y_n[:, p0:p1] (F,PB) = w (F,C) @ x_n[:, p0:p1]; the bias before and the act after,
@@ -367,9 +367,9 @@ static conv_bw_plan conv_bw_plan_make(const float *w, int has_dx, int has_dw, in
     /* the direct dx's padded dy plane reuses the col and dyw scratch (dyw is dead once dw is done) */
     const int dyp_fits = F * p.Hpt * p.Wpt + KW + ME_SLACK <= g->K * g->PW + F * g->ldw;
     p.dxd = has_dx && p.wide && C >= 8 && KH == KW && p.tpad >= 0 && conv_use_direct(C, F * KH * KW, 1) && dyp_fits;
-    p.wtx = has_dx && conv_use_avx2() && conv_wt_shape_applies(F, C, KH, KW, stride, pad) &&
+    p.wtx = has_dx && conv_use_wt(F, C, g->HO, g->WO, KH, KW, stride, pad) &&
             conv_wt_in_range(w, F * g->K);
-    p.wtw = has_dw && conv_use_avx2() && conv_wt_shape_applies(C, F, KH, KW, stride, pad);
+    p.wtw = has_dw && conv_use_wt(C, F, H, W, KH, KW, stride, pad);
     p.d2x = !p.wtx && has_dx && p.wide && !p.pointwise && C >= ME_D2_NF && KH == KW && p.tpad >= 0 && dyp_fits &&
             C * p.ldx <= g->plane && conv_use_avx2();
     p.batched = !p.wtx && !p.wtw && conv_batched_floats(N, g->K, g->P, F) > 0;

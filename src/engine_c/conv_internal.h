@@ -149,6 +149,7 @@ void conv_wino_pack_weights_par(const float *w, float *upk, int64_t F, int64_t C
 int64_t conv_wt_slot_floats(int64_t C, int64_t H, int64_t W, int64_t F, int64_t KH, int64_t KW, int64_t stride,
                             int64_t pad);
 int conv_wt_shape_applies(int64_t C, int64_t F, int64_t KH, int64_t KW, int64_t stride, int64_t pad);
+int conv_use_wt(int64_t C, int64_t F, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t stride, int64_t pad);
 void conv_wt_dw_geometry(int64_t C, int64_t H, int64_t W, int64_t F, int64_t *scratch, int64_t *du);
 int conv_wt_in_range(const float *x, int64_t n);
 #if ME_CONV_X86

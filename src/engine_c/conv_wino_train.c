@@ -31,6 +31,7 @@
 
 #define ME_WT_MIN_C 8 /* fewer input channels: the transforms cost more than the products save */
 #define ME_WT_MIN_F 8
+#define ME_WT_AVX512_MIN_HW 196 /* pixels per plane from which the AVX-512 kernel trains by Winograd */
 #define ME_WT_CHUNK 8 /* vectors of tiles per chunk (at least one tile row) */
 
 typedef struct {
@@ -71,6 +72,15 @@ static int64_t wt_scratch(int64_t C, int64_t H, int64_t W, int64_t F) {
  * the AVX2 kernels are in use? A function of the shapes only (it sizes the workspace). */
 int conv_wt_shape_applies(int64_t C, int64_t F, int64_t KH, int64_t KW, int64_t stride, int64_t pad) {
     return KH == 3 && KW == 3 && stride == 1 && pad == 1 && C >= ME_WT_MIN_C && F >= ME_WT_MIN_F;
+}
+
+/* Do the Winograd training kernels run for these shapes on this CPU? Always where they apply
+ * with the AVX2 SGEMM kernel; with the AVX-512 one from ME_WT_AVX512_MIN_HW pixels per plane
+ * (below it that kernel's im2col + GEMM and direct paths are faster). */
+int conv_use_wt(int64_t C, int64_t F, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t stride, int64_t pad) {
+    if (!conv_wt_shape_applies(C, F, KH, KW, stride, pad)) return 0;
+    if (conv_use_avx2()) return 1;
+    return me_gemm_kernel_id() == 2 && H * W >= ME_WT_AVX512_MIN_HW;
 }
 
 /* the scratch floats a group slot needs for the Winograd forward and input gradient (0: none) */

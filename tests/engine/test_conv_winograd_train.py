@@ -4,7 +4,8 @@ every SGEMM kernel of this CPU (the shapes take Winograd on avx2, the direct or 
 the others): hypothesis over odd planes (rows and pairs lane layouts, one tile, many tile rows),
 batch 1, channel counts that are not multiples of the register blocks; accumulation into dw; and
 images with a NaN, Inf or huge value, which take the direct path and so keep its non-finite
-pattern exactly."""
+pattern exactly. With the AVX-512 kernel the same kernels train planes of at least 196 pixels,
+the forward when the channels are too many for the direct kernel (9 * C > 288)."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -40,6 +41,42 @@ def test_winograd_shapes_match_twin(kernel, c):
             assert a is None
         else:
             _close(a, r)
+
+
+wide = st.fixed_dictionaries({
+    "N": st.integers(1, 3), "C": st.integers(33, 48), "F": st.integers(8, 40),
+    "H": st.integers(14, 18), "W": st.integers(11, 21), "bias": st.booleans(),
+    "act": st.sampled_from([None, "relu"]), "bad": st.sampled_from([None, np.nan, np.inf, 3e36]),
+    "seed": st.integers(0, 2**31 - 1),
+})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(c=wide)
+def test_wide_channels_on_large_planes_match_twin(kernel, c):
+    """Forward, dx and dw on planes of 154-378 pixels with 33-48 input channels, one image
+    holding a NaN, Inf or huge value (that image takes the direct path): non-finite exactly
+    where the twin's are, the finite entries close."""
+    rng = np.random.default_rng(c["seed"])
+    x = rng.standard_normal((c["N"], c["C"], c["H"], c["W"])).astype(np.float32)
+    if c["bad"] is not None:
+        x[-1, c["C"] // 2, c["H"] // 3, c["W"] - 1] = c["bad"]
+    w = (rng.standard_normal((c["F"], c["C"], 3, 3)) / np.sqrt(9 * c["C"])).astype(np.float32)
+    b = rng.standard_normal(c["F"]).astype(np.float32) if c["bias"] else None
+    with np.errstate(all="ignore"):
+        want = [ref.conv2d_forward(x, w, b, 1, 1, act=c["act"])]
+        dy = rng.standard_normal(want[0].shape).astype(np.float32)
+        want += list(ref.conv2d_backward(x, w, dy, 1, 1, need_db=c["bias"]))
+    got = [engine.conv2d_forward(x, w, b, 1, 1, act=c["act"])] + list(
+        engine.conv2d_backward(x, w, dy, 1, 1, need_db=c["bias"]))
+    for name, a, r in zip(("y", "dx", "dw", "db"), got, want):
+        if r is None:
+            assert a is None
+            continue
+        assert np.array_equal(np.isfinite(a), np.isfinite(r)), name
+        fin = np.isfinite(r)
+        np.testing.assert_allclose(a[fin], r[fin], rtol=1e-4,
+                                   atol=1e-4 * (1 + float(np.abs(r[fin]).max(initial=0))), err_msg=name)
 
 
 def test_weight_gradient_accumulates(kernel):

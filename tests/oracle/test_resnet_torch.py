@@ -2,6 +2,8 @@
 is not a dependency): same state-dict names, eval outputs, and (ResNet-18, ResNet-50) the
 train-mode forward, input gradient and parameter gradients, with torch's weights and random
 BatchNorm running statistics copied in by name."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -145,30 +147,39 @@ def test_eval_outputs_match_torchvision_layout(name, hw):
 
 
 # ResNet-50 ends each of its 16 residual branches with a BatchNorm whose weight is drawn small,
-# as trained ResNets have them (and torchvision's zero_init_residual sets them to 0): with
-# weights near 1 there, train-mode BatchNorm on a batch of 2 at 2x2 in layer4 is so
-# ill-conditioned that torch's own float32 gradients are 4% (input) to 25% (layer4 weights)
-# away from its float64 ones. The reference is torch in float64 on the same weights.
+# as trained ResNets have them (and torchvision's zero_init_residual sets them to 0). Even so,
+# train-mode BatchNorm on a batch of 2 at 2x2 in layer4 is ill-conditioned: float32 rounding
+# decides some ReLU masks there differently from float64, and torch's own float32 gradients are
+# 2% (input) to 36% (layer4) away from its float64 ones, in the same places as ours. The
+# reference is torch in float64 on the same weights; each gradient must be within 1e-3 of it,
+# or within twice torch's float32 distance from it where that is larger.
 @pytest.mark.parametrize("name,hw,branch_gamma", [("resnet18", (112, 92), (0.5, 1.5)),
                                                   ("resnet50", (64, 64), (0.1, 0.3))])
 def test_train_forward_and_gradients_match_torchvision_layout(name, hw, branch_gamma):
     ours, tv = _pair(name, (3,) + hw, seed=5, branch_gamma=branch_gamma)
+    tv32 = copy.deepcopy(tv)
     tv = tv.double()
     x = _x((2, 3) + hw, seed=4)
-    ours.train(), tv.train()
+    ours.train(), tv.train(), tv32.train()
     tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
     ref = tv.trunk(tx)
     y = ours.forward(x)
     assert _rel(y, ref.detach().numpy()) <= 1e-3
     dy = _x(y.shape, seed=6)
     ref.backward(torch.from_numpy(dy).double())
+    tx32 = torch.tensor(x, requires_grad=True)
+    tv32.trunk(tx32).backward(torch.from_numpy(dy))
     ours.zero_grad()
     dx = ours.backward(dy)
-    assert _rel(dx, tx.grad.numpy()) <= 1e-3
-    tparams = dict(tv.named_parameters())
-    errors = {n: _rel(p.grad, tparams[n].grad.numpy()) for n, p in ours.named_parameters()}
+
+    def tolerance(ref32, ref64):
+        return max(1e-3, 2 * _rel(ref32, ref64))
+    assert _rel(dx, tx.grad.numpy()) <= tolerance(tx32.grad.numpy(), tx.grad.numpy())
+    tparams, t32 = dict(tv.named_parameters()), dict(tv32.named_parameters())
+    errors = {n: _rel(p.grad, tparams[n].grad.numpy()) / tolerance(t32[n].grad.numpy(), tparams[n].grad.numpy())
+              for n, p in ours.named_parameters()}
     assert len(errors) == len(tparams) - 2  # every parameter but fc's
-    assert max(errors.values()) <= 1e-3, max(errors.items(), key=lambda kv: kv[1])
+    assert max(errors.values()) <= 1, max(errors.items(), key=lambda kv: kv[1])
     # the running statistics moved as torch's did (momentum 0.1, unbiased batch variance)
     tbufs = dict(tv.named_buffers())
     for n, a in ours.named_buffers():
