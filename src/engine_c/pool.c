@@ -115,27 +115,58 @@ static int64_t pool2x2_row_avx2(const float *r0, const float *r1, float *yr, int
  * Each output row is initialised from the window's first tap, then the other taps are visited
  * in row-major window order with branch-free selects over the row (vectorizable):
  * "v > best || v is NaN" replaces the running maximum, as torch's CPU kernel does. */
-/* One plane with implicit -inf padding: each output over the valid taps of its window in
+/* output (ho, wo) of a plane with implicit -inf padding: the valid taps of its window in
  * row-major order, with the unpadded rule (a larger value or a NaN replaces), so a padding tap
- * never wins; offsets into the H*W input plane. */
+ * never wins; the offset into the H*W input plane */
+static inline void maxpool_padded_one(const float *xp, float *yp, int32_t *ap, int64_t ho, int64_t wo, int64_t H,
+                                      int64_t W, int64_t WO, int64_t size, int64_t stride, int64_t pad) {
+    const int64_t h0 = ho * stride - pad, hs = h0 > 0 ? h0 : 0, he = h0 + size < H ? h0 + size : H;
+    const int64_t w0 = wo * stride - pad, ws = w0 > 0 ? w0 : 0, we = w0 + size < W ? w0 + size : W;
+    float best = xp[hs * W + ws];
+    int32_t idx = (int32_t)(hs * W + ws);
+    for (int64_t h = hs; h < he; h++)
+        for (int64_t w = (h == hs ? ws + 1 : ws); w < we; w++) {
+            const float v = xp[h * W + w];
+            const int better = (v > best) | (v != v);
+            best = better ? v : best;
+            idx = better ? (int32_t)(h * W + w) : idx;
+        }
+    yp[ho * WO + wo] = best;
+    ap[ho * WO + wo] = idx;
+}
+
+/* One plane with implicit -inf padding, as maxpool_padded_one for every output: the columns
+ * whose window lies inside the plane [wlo, whi) row by row over the taps in window order
+ * (vectorizable, the same visiting order and rule), the border columns one by one. */
 static void maxpool_padded_plane(const float *xp, float *yp, int32_t *ap, int64_t H, int64_t W, int64_t HO,
                                  int64_t WO, int64_t size, int64_t stride, int64_t pad) {
+    int64_t wlo = (pad + stride - 1) / stride, whi = W + pad >= size ? (W + pad - size) / stride + 1 : 0;
+    if (wlo > WO) wlo = WO;
+    if (whi > WO) whi = WO;
+    if (whi < wlo) whi = wlo;
     for (int64_t ho = 0; ho < HO; ho++) {
+        for (int64_t wo = 0; wo < wlo; wo++) maxpool_padded_one(xp, yp, ap, ho, wo, H, W, WO, size, stride, pad);
+        for (int64_t wo = whi; wo < WO; wo++) maxpool_padded_one(xp, yp, ap, ho, wo, H, W, WO, size, stride, pad);
+        if (whi == wlo) continue;
         const int64_t h0 = ho * stride - pad, hs = h0 > 0 ? h0 : 0, he = h0 + size < H ? h0 + size : H;
-        for (int64_t wo = 0; wo < WO; wo++) {
-            const int64_t w0 = wo * stride - pad, ws = w0 > 0 ? w0 : 0, we = w0 + size < W ? w0 + size : W;
-            float best = xp[hs * W + ws];
-            int32_t idx = (int32_t)(hs * W + ws);
-            for (int64_t h = hs; h < he; h++)
-                for (int64_t w = (h == hs ? ws + 1 : ws); w < we; w++) {
-                    const float v = xp[h * W + w];
-                    const int better = (v > best) | (v != v);
-                    best = better ? v : best;
-                    idx = better ? (int32_t)(h * W + w) : idx;
-                }
-            yp[ho * WO + wo] = best;
-            ap[ho * WO + wo] = idx;
+        float *yr = yp + ho * WO;
+        int32_t *ar = ap + ho * WO;
+        const float *x0 = xp + hs * W - pad;
+        for (int64_t wo = wlo; wo < whi; wo++) {
+            yr[wo] = x0[wo * stride];
+            ar[wo] = (int32_t)(hs * W - pad + wo * stride);
         }
+        for (int64_t h = hs; h < he; h++)
+            for (int64_t j = (h == hs); j < size; j++) {
+                const float *xr = xp + h * W - pad + j;
+                const int32_t base = (int32_t)(h * W - pad + j);
+                for (int64_t wo = wlo; wo < whi; wo++) {
+                    const float v = xr[wo * stride], best = yr[wo];
+                    const int better = (v > best) | (v != v);
+                    yr[wo] = better ? v : best;
+                    ar[wo] = better ? base + (int32_t)(wo * stride) : ar[wo];
+                }
+            }
     }
 }
 
