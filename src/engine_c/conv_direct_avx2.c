@@ -13,10 +13,7 @@
 #include "simd_internal.h"
 /* for col_rows and col_row; the static AVX-512 kernel of that header (me_dot4x4_avx512) runs in
  * conv.c, not here */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include "dot4x4_avx512.h"
-#pragma GCC diagnostic pop
 #include "conv_internal.h"
 
 #define ME_D2_NV 3 /* AVX2 direct kernels: 8-float output vectors per register block */

@@ -20,6 +20,11 @@
 #define ME_CONV_X86 0
 #endif
 
+/* the conv_ functions are internal to the library: hidden from the shared object's exports */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
+
 #define ME_CONV_GROUPS 16 /* at most this many image groups */
 
 /* floats of zeroed slack after a padded plane and after each wide output row: the AVX2 kernels
@@ -161,6 +166,10 @@ int conv_wino_pool_image(const float *x, int64_t C, int64_t H, int64_t W, const 
 int conv_wt_dw_image(const float *x, const float *dy, int64_t C, int64_t H, int64_t W, int64_t F, float *dU,
                      int first, float *scratch);
 void conv_wt_dw_finish(const float *dU, int64_t F, int64_t C, float *dwg, int beta_one);
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
 #endif
 
 #endif /* ME_CONV_INTERNAL_H */

@@ -7,8 +7,8 @@
  * masked tail), then one transpose-and-add tree gives the 16 sums. No packing, no scratch.
  *
  * Rows of B are given as col_rows (the rows of a column matrix that need not exist: the
- * convolution reads its im2col rows in place from the padded plane). Used by conv.c (weight
- * gradients) and gemm.c (the dot-product path of me_sgemm).
+ * convolution reads its im2col rows in place from the padded plane). Used by conv.c and
+ * conv_direct_avx2.c (weight gradients) and gemm.c (the dot-product path of me_sgemm).
  */
 #ifndef ME_DOT4X4_AVX512_H
 #define ME_DOT4X4_AVX512_H
@@ -61,7 +61,7 @@ __attribute__((target("avx512f"))) static inline __m512 me_hsum16_transposed(__m
  * beta == 0 writes C without reading it; rows or columns past the edge reuse the last valid
  * one (computed, never stored). */
 __attribute__((target("avx512f,fma")))
-static void me_dot4x4_avx512(int64_t M, int64_t N, int64_t HO, int64_t WO, int64_t Wp, const float *A,
+static inline void me_dot4x4_avx512(int64_t M, int64_t N, int64_t HO, int64_t WO, int64_t Wp, const float *A,
                              int64_t lda, const col_rows *cr, float alpha, float beta, float *C, int64_t ldc) {
     const int64_t W16 = WO & ~(int64_t)15;
     const __mmask16 tail = me_lanes16(WO - W16);

@@ -56,9 +56,10 @@ void me_sgemm_st(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, floa
 /* the activation codes of the conv / dense forward epilogues (issue 13: leaky ReLU) */
 enum { ME_ACT_IDENTITY = 0, ME_ACT_RELU = 1, ME_ACT_LEAKY_RELU = 2 };
 
-/* --------------------------------------------------------------- conv.c */
-/* im2col + SGEMM per group of images (the group split depends on the shapes only, so results
- * are bitwise identical for any thread count); see conv.c for the layouts and the workspace.
+/* --------------------------------------------------------------- conv.c, conv_*.c */
+/* Per group of images (the group split depends on the shapes only, so results are bitwise
+ * identical for any thread count); conv.c's header gives the layouts, the workspace and which
+ * conv_*.c file holds each path.
  * x (N,C,H,W), w (F,C,KH,KW), b (F) or NULL -> y (N,F,HO,WO); HO = (H + 2*pad - KH)/stride + 1 */
 int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                                  int64_t KH, int64_t KW, int64_t stride, int64_t pad);
@@ -66,15 +67,17 @@ void me_conv2d_forward(const float *x, const float *w, const float *b, float *y,
                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                        int64_t KH, int64_t KW, int64_t stride, int64_t pad, float *workspace);
 /* the same, then the activation act (ME_ACT_IDENTITY, ME_ACT_RELU, ME_ACT_LEAKY_RELU with
- * negative slope `slope`; activations.c) fused into the store (bias and activation in registers).
- * Stride 1 with K = C*KH*KW <= 288 uses a direct convolution (AVX-512; same result up to float32
- * rounding), otherwise im2col + SGEMM. */
+ * negative slope `slope`; activations.c) fused into the store. The path follows the shapes and
+ * the SGEMM kernel in use: direct kernels (shallow K), Winograd F(2x2, 3x3) (3x3 stride 1),
+ * GEMMs on the plane itself (1x1 stride 1), im2col + SGEMM otherwise; the same result up to
+ * float32 rounding. */
 void me_conv2d_forward_act(const float *x, const float *w, const float *b, float *y,
                            int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                            int64_t KH, int64_t KW, int64_t stride, int64_t pad, int act,
                            float slope, float *workspace);
 /* inference: y (N,F,HO/2,WO/2) = maxpool 2x2 stride 2 (floor) of the above, in one pass, no
- * argmax. Returns 1, or 0 (nothing written) when the direct path does not apply (see conv.c). */
+ * argmax. Returns 1, or 0 when no fused path applies (then y may hold partial results: the
+ * caller runs the convolution and the pooling instead). */
 int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, float *y,
                             int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                             int64_t KH, int64_t KW, int64_t stride, int64_t pad, int relu,
@@ -82,7 +85,7 @@ int me_conv2d_pool2_forward(const float *x, const float *w, const float *b, floa
 /* Two 3x3 stride-1 conv + bias + act + 2x2 max pool stages in one pass (inference):
  * x (N,C,H,W) -> stage 1 (w1 (F1,C,3,3), b1 (F1) or NULL, pad1) -> (N,F1,H2,W2) -> stage 2
  * (w2 (F2,F1,3,3), b2, pad2) -> y (N,F2,TH2,TW2), H2 = (H + 2*pad1 - 2)/2, TH2 = (H2 + 2*pad2 - 2)/2
- * (W likewise). Returns 0 (nothing written) when unsupported (see conv.c), 1 when done; the
+ * (W likewise). Returns 0 when unsupported (y may then hold partial results), 1 when done; the
  * result is bitwise that of two me_conv2d_pool2_forward calls. workspace:
  * me_conv2d_pool2_chain_workspace_size floats (0 when unsupported by shape). */
 int me_conv2d_pool2_chain_forward(const float *x, const float *w1, const float *b1, const float *w2,

@@ -491,7 +491,7 @@ static ME_AVX512 void pack_b_avx512(int trans_b, const float *B, int64_t ldb, in
 
 /* AVX-512 dot-product path (A @ B^T): for trans_b with A untransposed both operands are
  * contiguous along K, so a small output with a long reduction ((8x9)@(9x784)^T) runs as 4x4
- * blocks of dot products, me_dot4x4_avx512 (dot4x4_avx512.h, shared with conv.c). */
+ * blocks of dot products, me_dot4x4_avx512 (dot4x4_avx512.h, shared with the convolution's weight gradient). */
 
 /* Use the dot-product path? Decided on the whole problem's shape only (never on a thread's
  * share of it), so the result does not depend on the thread count. */

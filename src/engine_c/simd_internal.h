@@ -1,5 +1,5 @@
-/* simd_internal.h (private): the lane masks and the NaN-propagating max that gemm.c, pool.c,
- * conv.c and its Winograd pooling kernels share. x86 only (GCC / Clang target attributes);
+/* simd_internal.h (private): the lane masks and the NaN-propagating max that gemm.c, pool.c
+ * and the convolution's files (conv_*.c, the Winograd pooling kernels) share. x86 only (GCC / Clang target attributes);
  * each helper carries the smallest ISA it needs, so any wider kernel may inline it. */
 #ifndef ME_SIMD_INTERNAL_H
 #define ME_SIMD_INTERNAL_H
