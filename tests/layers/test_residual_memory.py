@@ -127,3 +127,32 @@ def test_eval_forward_in_scratch_bitwise_as_children_one_by_one(name):
     for layer in reversed(ref.layers[1:]):
         d = layer.backward(d).copy()
     np.testing.assert_array_equal(dX, _by_hand_backward(res_ref, y, d))
+
+
+def test_eval_forward_leaves_no_child_cache_into_scratch():
+    """After an inference pass the children hold no reference into the scratch regions (which
+    the next pass reuses, and which would otherwise stay allocated): a child's own backward
+    raises instead of reading stale memory, and the block's backward redoes the pass."""
+    inner = Residual([Conv2D(3, 3, pad=1, act="relu"), Conv2D(3, 3, pad=1)])
+    net = Sequential([Residual([inner, Conv2D(3, 3, pad=1, act="relu"), Conv2D(3, 3, pad=1)]), Flatten(),
+                      Dense(2)], seed=0)
+    X = np.random.default_rng(0).standard_normal((2, 3, 5, 5)).astype(np.float32)
+    net.build((3, 5, 5))
+    net.eval()
+    E = net.forward(X)
+    res = net.layers[0]
+    for layer in res.children():
+        assert layer._x is None and layer._y is None
+    assert inner._fused_x is None
+    with pytest.raises(RuntimeError, match="before forward"):
+        res.block[1].backward(np.ones((2, 3, 5, 5), np.float32))
+    dX = net.backward(np.ones_like(E))
+    ref = Sequential.from_config(net.get_config()).load_state_arrays(net.state_arrays())
+    ref.eval()
+    h = X
+    for layer in ref.layers:  # the layer passes of eval mode, each with its own caches
+        h = layer.forward(h).copy() if layer is not ref.layers[0] else _by_hand_forward(layer, h)
+    d = np.ones_like(E)
+    for layer in reversed(ref.layers[1:]):
+        d = layer.backward(d).copy()
+    np.testing.assert_array_equal(dX, _by_hand_backward(ref.layers[0], _by_hand_forward(ref.layers[0], X), d))

@@ -265,6 +265,10 @@ class Residual(Layer):
                 b, s = self._run(X, "inference", frame)
                 out = self._out.get(b.shape)
                 np.add(b, s, out=out)
+            for layer in self.children():  # their caches point into the scratch: let it go
+                layer._x = layer._y = None
+                if isinstance(layer, Residual):
+                    layer._fused_x = None
             self._y = self._backend().relu_forward(out, out=out)
             return out
         b, s = self._run(X, "train")
