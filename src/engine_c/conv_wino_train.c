@@ -32,6 +32,7 @@
 #define ME_WT_MIN_C 8 /* fewer input channels: the transforms cost more than the products save */
 #define ME_WT_MIN_F 8
 #define ME_WT_AVX512_MIN_HW 196 /* pixels per plane from which the AVX-512 kernel trains by Winograd */
+#define ME_WT_AVX512_MIN_C 32   /* and input and output channels */
 #define ME_WT_CHUNK 8 /* vectors of tiles per chunk (at least one tile row) */
 
 typedef struct {
@@ -76,11 +77,13 @@ int conv_wt_shape_applies(int64_t C, int64_t F, int64_t KH, int64_t KW, int64_t 
 
 /* Do the Winograd training kernels run for these shapes on this CPU? Always where they apply
  * with the AVX2 SGEMM kernel; with the AVX-512 one from ME_WT_AVX512_MIN_HW pixels per plane
- * (below it that kernel's im2col + GEMM and direct paths are faster). */
+ * and ME_WT_AVX512_MIN_C channels on both sides (below them that kernel's im2col + GEMM,
+ * direct and dot-product paths are faster). */
 int conv_use_wt(int64_t C, int64_t F, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t stride, int64_t pad) {
     if (!conv_wt_shape_applies(C, F, KH, KW, stride, pad)) return 0;
     if (conv_use_avx2()) return 1;
-    return me_gemm_kernel_id() == 2 && H * W >= ME_WT_AVX512_MIN_HW;
+    return me_gemm_kernel_id() == 2 && H * W >= ME_WT_AVX512_MIN_HW && C >= ME_WT_AVX512_MIN_C &&
+           F >= ME_WT_AVX512_MIN_C;
 }
 
 /* the scratch floats a group slot needs for the Winograd forward and input gradient (0: none) */
