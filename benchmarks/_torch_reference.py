@@ -327,7 +327,7 @@ def evaluate(Z, y):
 
 def run_recipe(recipe, seed, data_dir=None, train_classes=(0, 1, 2, 3, 4),
                test_classes=(5, 6, 7, 8, 9)):
-    """Full protocol of issue 2: train on digits 0-4 of the MNIST test set, evaluate on 5-9."""
+    """The seed recipe's full protocol: train on digits 0-4 of the MNIST test set, evaluate on 5-9."""
     import torch
 
     X, y = load_mnist(data_dir, "test")

@@ -1,6 +1,6 @@
 """Forward + backward time of losses and a miner, mantissa-embed vs pytorch-metric-learning, side by side.
 
-Issue 3's benchmark. For N in ``--n`` (default 256 and 1024), D = 128, 16 classes, seeded
+The losses against pytorch-metric-learning. For N in ``--n`` (default 256 and 1024), D = 128, 16 classes, seeded
 standard-normal embeddings, it times:
 
 =============================  =============================================================
@@ -33,7 +33,7 @@ Usage::
     python benchmarks/bench_losses_pml.py --all --threads 1 --n 256 --repeats 3
     python benchmarks/bench_losses_pml.py --all --losses SoftTripleLoss ArcFaceLoss
 
-``--all`` (issue 6: "not slower for any loss that both libraries have") builds every class of
+``--all`` (every loss both libraries have) builds every class of
 ``mantissa_embed.losses.__all__`` that ``pytorch_metric_learning.losses`` also has, with the same
 default arguments: proxy / classifier losses get ``num_classes=--classes`` (default 32 with
 ``--all``) and ``embedding_size=D``, and our initial weights are copied into PML's (transposed
@@ -143,7 +143,7 @@ def _alternate(run_ours, run_theirs, repeats):
 
 
 # ---------------------------------------------------------------------------------------------
-# --all: every loss both libraries have (issue 6, "not slower for any loss that both have")
+# --all: every loss both libraries have
 # ---------------------------------------------------------------------------------------------
 
 #: required constructor arguments that have no default, filled for both sides
@@ -418,7 +418,7 @@ def main(argv=None):
                     help="skip PML's NTXent-like losses when their pair-by-pair (or N^3) "
                          "intermediate exceeds this many entries")
     ap.add_argument("--all", action="store_true",
-                    help="every loss of mantissa_embed.losses.__all__ that PML also has (issue 6)")
+                    help="every loss of mantissa_embed.losses.__all__ that PML also has")
     ap.add_argument("--losses", nargs="+", default=None, metavar="NAME",
                     help="with --all: only these class names")
     args = ap.parse_args(argv)

@@ -1,5 +1,5 @@
 """Embedder.load checks every entry's .npy header (shape, dtype, size) and the config's
-plausibility before reading or allocating anything (issue 17, item 5)."""
+plausibility before reading or allocating anything."""
 import io
 import json
 import math

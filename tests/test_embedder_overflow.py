@@ -1,5 +1,5 @@
 """A finite image the network overflows on (3e38) is a ValueError naming that image in embed,
-retrieve and verify, on both backends, with no numpy RuntimeWarning (issue 17, item 5)."""
+retrieve and verify, on both backends, with no numpy RuntimeWarning."""
 import numpy as np
 import pytest
 

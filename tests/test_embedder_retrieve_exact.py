@@ -1,5 +1,5 @@
 """Embedder.retrieve ranks its final k by exactly computed distances: on near-duplicate gallery
-rows with large norms it equals a float64 brute force, on both backends (issue 17, item 5)."""
+rows with large norms it equals a float64 brute force, on both backends."""
 import numpy as np
 import pytest
 

@@ -1,6 +1,6 @@
 """``_exact_knn.exact_knn`` (the search of ``Embedder.retrieve``) equals a float64 brute force,
 ties aside, where the float32 ``|a|^2 + |b|^2 - 2ab`` ranking of ``evaluation.knn`` does not:
-near-duplicate references with large norms (issue 17, item 5)."""
+near-duplicate references with large norms."""
 import numpy as np
 import pytest
 from hypothesis import given, settings

@@ -1,4 +1,4 @@
-"""Adversarial inputs for mantissa_embed.samplers (issue 4): bad labels/weights/sizes raise a
+"""Adversarial inputs for mantissa_embed.samplers: bad labels/weights/sizes raise a
 ValueError/TypeError naming the argument; extreme but valid weights sample correctly; bad model
 or miner outputs in TuplesToWeightsSampler are reported, never an IndexError or silent misuse."""
 import warnings

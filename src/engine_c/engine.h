@@ -53,7 +53,7 @@ void me_sgemm_st(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, floa
                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                  float *C, int64_t ldc);
 
-/* the activation codes of the conv / dense forward epilogues (issue 13: leaky ReLU) */
+/* the activation codes of the conv / dense forward epilogues */
 enum { ME_ACT_IDENTITY = 0, ME_ACT_RELU = 1, ME_ACT_LEAKY_RELU = 2 };
 
 /* --------------------------------------------------------------- conv.c, conv_*.c */
@@ -434,7 +434,7 @@ void me_angular_mine_fill(const int64_t *labels, const int64_t *ref_labels, int6
                           int exclude_self, const int64_t *tri_offsets, const uint8_t *keep,
                           const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n);
 
-/* ------------------- pool.c, activations.c: issue 13 layers (avg pooling, leaky ReLU, dropout) */
+/* ------------------- pool.c, activations.c: average pooling, leaky ReLU, dropout */
 /* x (N,C,H,W) -> y (N,C,HO,WO), HO = (H - size)/stride + 1: window means (avg_pool2d, no padding,
  * floor mode); the backward overwrites dx (N,C,H,W) with dy / size^2 spread over each window. */
 void me_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W,

@@ -74,7 +74,7 @@ def test_pml_helpers():
 
 
 def test_constructor_errors():
-    with pytest.raises(ValueError, match="p must be >= 1"):  # any p >= 1 is implemented (issue 3)
+    with pytest.raises(ValueError, match="p must be >= 1"):  # any p >= 1 is implemented
         LpDistance(p=0.5)
     with pytest.raises(ValueError, match="p=3"):
         DotProductSimilarity(p=3)

@@ -1,6 +1,6 @@
 """``MANTISSA_EMBED_NUM_THREADS`` holding something other than an integer from 1 to 4096 gives a
 RuntimeWarning naming the variable and the value, at import, and both backends use their default
-(issue 17, item 5). Each case runs in a fresh interpreter: the variable is read once per process."""
+Each case runs in a fresh interpreter: the variable is read once per process."""
 import json
 import os
 import subprocess

@@ -1,5 +1,5 @@
 """TripletMarginLoss over all triplets, NTXentLoss and SupConLoss at N=1024, D=128 run
-forward+backward in well under 100 MB of extra memory (issue 3; pytorch-metric-learning's
+forward+backward in well under 100 MB of extra memory (pytorch-metric-learning's
 NTXentLoss asks for ~66 GB there): the fused engine kernels keep one (N, N) matrix and its
 gradient, never materialize the pairs or the O(N^3) triplets, and allocate nothing themselves.
 Measured with tracemalloc, which traces numpy's allocations; no timing assertion."""

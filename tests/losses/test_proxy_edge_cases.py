@@ -1,4 +1,4 @@
-"""Adversarial inputs for the losses that own class weights (issue 4): bad dtypes/shapes/values
+"""Adversarial inputs for the losses that own class weights: bad dtypes/shapes/values
 raise a ValueError/TypeError naming the argument; NaN/Inf or reshaped weights (e.g. after a
 diverged optimizer step) are rejected; float32 overflow is reported, not returned as inf/NaN;
 valid edge cases give finite values equal to an independent float64 numpy computation."""

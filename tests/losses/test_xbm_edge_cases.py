@@ -1,4 +1,4 @@
-"""Adversarial inputs for CrossBatchMemory (issue 4): bad arguments raise a ValueError/TypeError
+"""Adversarial inputs for CrossBatchMemory: bad arguments raise a ValueError/TypeError
 naming the argument before the queue changes; the ring buffer stays exact after wrapping many
 times, after reset_queue and with enqueue masks; the loss equals an independent float64
 computation of ContrastiveLoss over (query, memory) pairs without self-comparisons."""

@@ -74,7 +74,7 @@ def test_weights_and_helpers():
     np.testing.assert_array_equal(utils.convert_to_weights(None, y), np.ones(4))
     w = utils.convert_to_weights((np.array([0, 0]), np.array([1, 1]), np.array([2, 3])), y)
     np.testing.assert_allclose(w, [1, 1, 0.5, 0.5])
-    # issue 4 / the seed's mining-weights contract: an empty mined tuple gives all zeros ...
+    # the seed's mining-weights contract: an empty mined tuple gives all zeros ...
     empty = (np.array([], np.int64),) * 3
     np.testing.assert_array_equal(utils.convert_to_weights(empty, y), np.zeros(4))
     # ... while the losses keep PML's rule (uniform weights) for it

@@ -185,7 +185,7 @@ cdef extern from "engine.h" nogil:
     void me_angular_mine_fill(const int64_t *labels, const int64_t *ref_labels, int64_t N, int64_t M,
                               int exclude_self, const int64_t *tri_offsets, const uint8_t *keep,
                               const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n)
-    # issue 13 layers: pool.c (average pooling), activations.c (leaky ReLU, dropout)
+    # pool.c (average pooling), activations.c (leaky ReLU, dropout)
     void me_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
                               int64_t size, int64_t stride)
     void me_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W,

@@ -29,7 +29,7 @@ from .sequential import Sequential
 
 __all__ = ["Layer", "Conv2D", "MaxPool2D", "Flatten", "Dense", "ReLU", "Sequential"]
 
-# issue 13 layers
+# the pooling, activation and regularization layers beyond the first set
 from .avg_pool2d import AvgPool2D  # noqa: E402
 from .global_avg_pool2d import GlobalAvgPool2D  # noqa: E402
 from .leaky_relu import LeakyReLU  # noqa: E402
