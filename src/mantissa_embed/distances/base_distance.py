@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks.arrays import check_bool
 from .._typing import ArrayLike, Float32Array
 from .._validation import check_array, check_float
 from ..backend import BACKENDS, get_backend
@@ -71,8 +72,8 @@ class BaseDistance:
         self.power: float = check_float(power, "power", minimum=0.0, strict=True)
         if self.power == int(self.power):
             self.power = int(self.power)
-        self.normalize_embeddings: bool = _check_bool(normalize_embeddings, "normalize_embeddings")
-        self.is_inverted: bool = _check_bool(is_inverted, "is_inverted")
+        self.normalize_embeddings: bool = check_bool(normalize_embeddings, "normalize_embeddings")
+        self.is_inverted: bool = check_bool(is_inverted, "is_inverted")
         self.backend: str = _check_backend(backend)
         self._ctx: DistanceContext | None = None
         self._ws: dict[Any, Any] = {}
@@ -247,12 +248,6 @@ class BaseDistance:
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(normalize_embeddings={self.normalize_embeddings}, "
                 f"p={self.p}, power={self.power}, is_inverted={self.is_inverted})")
-
-
-def _check_bool(v: Any, name: str) -> bool:
-    if not isinstance(v, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
-    return bool(v)
 
 
 def _check_backend(backend: str) -> str:
