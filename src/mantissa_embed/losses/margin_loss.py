@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import utils
+from .._checks.arrays import check_bool
 from .._validation import as_generator, check_float, check_int
-from ..distances.base_distance import _check_bool
 from ..parameter import Parameter
 from ..reducers import DivisorReducer
 from .base_metric_loss_function import BaseMetricLossFunction
@@ -37,7 +37,7 @@ class MarginLoss(BaseMetricLossFunction):
         self.margin = check_float(margin, "margin")
         self.nu = check_float(nu, "nu")
         beta = check_float(beta, "beta")
-        self.learn_beta = _check_bool(learn_beta, "learn_beta")
+        self.learn_beta = check_bool(learn_beta, "learn_beta")
         if num_classes is not None:
             if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
                 raise TypeError(f"num_classes must be an int or None, got {num_classes!r}")

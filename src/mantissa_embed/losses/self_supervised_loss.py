@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks.arrays import check_bool
 from .._typing import ArrayLike
 from .._validation import check_array
-from ..distances.base_distance import _check_bool
 from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
 
 
@@ -25,7 +25,7 @@ class SelfSupervisedLoss:
     def __init__(self, loss: BaseMetricLossFunction, symmetric: bool = True) -> None:
         self.check_loss_support(type(loss).__name__)
         self.loss = loss
-        self.symmetric = _check_bool(symmetric, "symmetric")
+        self.symmetric = check_bool(symmetric, "symmetric")
 
     @staticmethod
     def supported_losses():

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import utils
+from .._checks.arrays import check_bool
 from .._validation import as_generator, check_float
-from ..distances.base_distance import _check_bool
 from ..reducers import AvgNonZeroReducer
 from .base_metric_loss_function import BaseMetricLossFunction
 
@@ -63,8 +63,8 @@ class TripletMarginLoss(BaseMetricLossFunction):
                  triplets_per_anchor: int | str = "all", *, seed: Seed = None,
                  **kwargs) -> None:
         self.margin = check_float(margin, "margin")
-        self.swap = _check_bool(swap, "swap")
-        self.smooth_loss = _check_bool(smooth_loss, "smooth_loss")
+        self.swap = check_bool(swap, "swap")
+        self.smooth_loss = check_bool(smooth_loss, "smooth_loss")
         self.triplets_per_anchor = utils._check_t_per_anchor(triplets_per_anchor)
         self._rng = as_generator(seed)
         super().__init__(**kwargs)
