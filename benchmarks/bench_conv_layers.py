@@ -32,21 +32,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def conv_shapes(net):
     """``{(input (C, H, W), weight shape, stride, pad): count}`` of every Conv2D of a built net."""
-    from mantissa_embed.layers import Conv2D, Residual
+    from compare_torch_backbones import leaf_layers
+    from mantissa_embed.layers import Conv2D
 
-    shapes = collections.Counter()
-
-    def walk(layers, shape):
-        for layer in layers:
-            if isinstance(layer, Residual):
-                walk(layer.block, shape)
-                walk(layer._shortcut_for(shape, layer.output_shape(shape)), shape)
-            elif isinstance(layer, Conv2D):
-                shapes[(shape, layer.weight.shape, layer.stride, layer.pad)] += 1
-            shape = layer.output_shape(shape)
-
-    walk(net.layers, net.input_shape)
-    return shapes
+    return collections.Counter((shape, layer.weight.shape, layer.stride, layer.pad)
+                               for layer, shape in leaf_layers(net) if isinstance(layer, Conv2D))
 
 
 def best_ms(fn, repeats):

@@ -92,36 +92,40 @@ def csv(kind):
 
 
 # --------------------------------------------------------------------------- work counting
-def forward_macs(net):
-    """Multiply-adds of one sample's forward through the built ``Sequential`` ``net``: every
-    Conv2D (output elements x C_in x kh x kw) and Dense (weight size), recursing into residual
-    blocks (their block and shortcut layers, from ``children()``)."""
-    from mantissa_embed.layers import Conv2D, Dense
-
-    def layer_macs(layer, shape):
-        block = getattr(layer, "block", None)
-        if block is not None:  # Residual: block then shortcut, both from the block's input
-            kids = layer.children()
-            m1, out = chain(kids[:len(block)], shape)
-            m2, _ = chain(kids[len(block):], shape)
-            return m1 + m2, out
-        out = layer.output_shape(shape)
-        params = dict(layer.named_parameters())
-        if isinstance(layer, Conv2D):
-            w = params["weight"].data
-            return int(np.prod(out)) * int(np.prod(w.shape[1:])), out
-        if isinstance(layer, Dense):
-            return int(params["weight"].data.size), out
-        return 0, out
+def leaf_layers(net):
+    """``[(layer, per-sample input shape), ...]`` of every layer of the built ``Sequential``
+    ``net`` that holds no layers, in order, recursing into residual blocks (their block, then
+    their shortcut, both from the block's input; from ``children()``)."""
+    out = []
 
     def chain(layers, shape):
-        total = 0
         for layer in layers:
-            m, shape = layer_macs(layer, shape)
-            total += m
-        return total, shape
+            block = getattr(layer, "block", None)
+            if block is not None:
+                kids = layer.children()
+                chain(kids[:len(block)], shape)
+                chain(kids[len(block):], shape)
+            else:
+                out.append((layer, shape))
+            shape = layer.output_shape(shape)
 
-    return chain(net.layers, tuple(net.input_shape))[0]
+    chain(net.layers, tuple(net.input_shape))
+    return out
+
+
+def forward_macs(net):
+    """Multiply-adds of one sample's forward through the built ``Sequential`` ``net``: every
+    Conv2D (output elements x C_in x kh x kw) and Dense (weight size) of ``leaf_layers``."""
+    from mantissa_embed.layers import Conv2D, Dense
+
+    total = 0
+    for layer, shape in leaf_layers(net):
+        w = dict(layer.named_parameters()).get("weight")
+        if isinstance(layer, Conv2D):
+            total += int(np.prod(layer.output_shape(shape))) * int(np.prod(w.shape[1:]))
+        elif isinstance(layer, Dense):
+            total += int(w.data.size)
+    return total
 
 
 def torch_macs(model, x):

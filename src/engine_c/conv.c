@@ -188,6 +188,19 @@ static inline float conv_act(float v, int act, float slope) {
     return v;
 }
 
+/* y (F, n), rows ldy apart = w (F,K) @ cols (K, n), rows ldc apart, + b (F) or NULL, then act:
+ * the bias written first and the GEMM adding to it (beta 1), the act over the fresh output */
+static void gemm_bias_act(const float *w, const float *b, const float *cols, int64_t ldc, float *y, int64_t ldy,
+                          int64_t F, int64_t n, int64_t K, int act, float slope) {
+    if (b)
+        for (int64_t f = 0; f < F; f++)
+            for (int64_t p = 0; p < n; p++) y[f * ldy + p] = b[f];
+    me_sgemm_st(0, 0, F, n, K, 1.0f, w, K, cols, ldc, b ? 1.0f : 0.0f, y, ldy);
+    if (act != ME_ACT_IDENTITY)
+        for (int64_t f = 0; f < F; f++)
+            for (int64_t p = 0; p < n; p++) y[f * ldy + p] = conv_act(y[f * ldy + p], act, slope);
+}
+
 /* as me_conv2d_forward, then the activation act (ME_ACT_*, slope: the leaky ReLU's negative
  * slope) fused into the store (applied before it) */
 void me_conv2d_forward_act(const float *x, const float *w, const float *b, float *y,
@@ -217,14 +230,7 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(dynamic, 1) if (N * nb > 1)
         for (int64_t t = 0; t < N * nb; t++) {
             const int64_t n = t / nb, p0 = (t % nb) * PB, pw = P - p0 < PB ? P - p0 : PB;
-            float *yn = y + n * F * P + p0;
-            if (b)
-                for (int64_t f = 0; f < F; f++)
-                    for (int64_t p = 0; p < pw; p++) yn[f * P + p] = b[f];
-            me_sgemm_st(0, 0, F, pw, K, 1.0f, w, K, x + n * C * H * W + p0, P, b ? 1.0f : 0.0f, yn, P);
-            if (act != ME_ACT_IDENTITY)
-                for (int64_t f = 0; f < F; f++)
-                    for (int64_t p = 0; p < pw; p++) yn[f * P + p] = conv_act(yn[f * P + p], act, slope);
+            gemm_bias_act(w, b, x + n * C * H * W + p0, P, y + n * F * P + p0, P, F, pw, K, act, slope);
         }
         return;
     }
@@ -306,20 +312,8 @@ void me_conv2d_forward_act(const float *x, const float *w, const float *b, float
                 }
             } else {
                 if (!pointwise) conv_im2col(xn, col, C, H, W, KH, KW, stride, pad, HO, WO);
-                const float *cols = pointwise ? xn : col; /* a 1x1 image is its own (C, P) column matrix */
-                float beta = 0.0f;
-                if (b) {
-                    for (int64_t f = 0; f < F; f++) {
-                        const float bf = b[f];
-                        float *yr = yn + f * P;
-                        for (int64_t p = 0; p < P; p++) yr[p] = bf;
-                    }
-                    beta = 1.0f;
-                }
-                /* y_n (F,P) = w (F,K) @ col (K,P) + beta * y_n */
-                me_sgemm_st(0, 0, F, P, K, 1.0f, w, K, cols, P, beta, yn, P);
-                if (act != ME_ACT_IDENTITY)
-                    for (int64_t e = 0; e < F * P; e++) yn[e] = conv_act(yn[e], act, slope);
+                /* y_n (F,P) = w (F,K) @ col (K,P) (a 1x1 image is its own (C, P) column matrix) */
+                gemm_bias_act(w, b, pointwise ? xn : col, P, yn, P, F, P, K, act, slope);
             }
         }
     }

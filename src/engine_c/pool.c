@@ -1,4 +1,4 @@
-/* pool.c: 2-D max and average pooling (no padding, floor mode), as torch.nn.functional.max_pool2d
+/* pool.c: 2-D max pooling (implicit -inf padding, floor mode) and average pooling (no padding), as torch.nn.functional.max_pool2d
  * and avg_pool2d, and the global average pooling.
  * Planes (n, c) are independent: OpenMP over the N*C planes, schedule(static).
  * Ties: the first maximum in row-major window order wins (torch's CPU kernel does the same);
@@ -135,9 +135,10 @@ static inline void maxpool_padded_one(const float *xp, float *yp, int32_t *ap, i
     ap[ho * WO + wo] = idx;
 }
 
-/* One plane with implicit -inf padding, as maxpool_padded_one for every output: the columns
- * whose window lies inside the plane [wlo, whi) row by row over the taps in window order
- * (vectorizable, the same visiting order and rule), the border columns one by one. */
+/* One plane with implicit -inf padding (pad >= 0), as maxpool_padded_one for every output: the
+ * columns whose window lies inside the plane [wlo, whi) row by row over the taps in window order,
+ * each row initialised from the window's first tap (vectorizable, the same visiting order and
+ * rule), the border columns one by one. */
 static void maxpool_padded_plane(const float *xp, float *yp, int32_t *ap, int64_t H, int64_t W, int64_t HO,
                                  int64_t WO, int64_t size, int64_t stride, int64_t pad) {
     int64_t wlo = (pad + stride - 1) / stride, whi = W + pad >= size ? (W + pad - size) / stride + 1 : 0;
@@ -181,19 +182,15 @@ void me_maxpool2d_forward(const float *x, float *y, int32_t *argmax,
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) if (planes * HO * WO >= 16384)
     for (int64_t pl = 0; pl < planes; pl++) {
         const float *xp = x + pl * H * W;
-        if (pad > 0) {
-            maxpool_padded_plane(xp, y + pl * HO * WO, argmax + pl * HO * WO, H, W, HO, WO, size, stride, pad);
-            continue;
-        }
 #if ME_POOL_X86
-        if (size == 2 && stride == 2 && avx512) {
+        if (size == 2 && stride == 2 && pad == 0 && avx512) {
             for (int64_t ho = 0; ho < HO; ho++)
                 pool2x2_row_avx512(xp + 2 * ho * W, xp + (2 * ho + 1) * W, y + (pl * HO + ho) * WO,
                                    argmax + (pl * HO + ho) * WO, WO, (int32_t)(2 * ho * W), (int32_t)W);
             continue;
         }
 #endif
-        if (size == 2 && stride == 2) { /* the common case: one pass over the four taps */
+        if (size == 2 && stride == 2 && pad == 0) { /* the common case: one pass over the four taps */
             for (int64_t ho = 0; ho < HO; ho++) {
                 float *yr = y + (pl * HO + ho) * WO;
                 int32_t *ar = argmax + (pl * HO + ho) * WO;
@@ -225,31 +222,8 @@ void me_maxpool2d_forward(const float *x, float *y, int32_t *argmax,
             }
             continue;
         }
-        for (int64_t ho = 0; ho < HO; ho++) {
-            float *yr = y + (pl * HO + ho) * WO;
-            int32_t *ar = argmax + (pl * HO + ho) * WO;
-            const int64_t h0 = ho * stride;
-            {
-                const float *xr = xp + h0 * W;
-                for (int64_t wo = 0; wo < WO; wo++) {
-                    yr[wo] = xr[wo * stride];
-                    ar[wo] = (int32_t)(h0 * W + wo * stride);
-                }
-            }
-            for (int64_t i = 0; i < size; i++) {
-                const float *xr = xp + (h0 + i) * W;
-                for (int64_t j = (i == 0); j < size; j++) {
-                    const int32_t base = (int32_t)((h0 + i) * W + j);
-                    for (int64_t wo = 0; wo < WO; wo++) {
-                        const float v = xr[wo * stride + j];
-                        const float best = yr[wo];
-                        const int better = (v > best) | (v != v);
-                        yr[wo] = better ? v : best;
-                        ar[wo] = better ? base + (int32_t)(wo * stride) : ar[wo];
-                    }
-                }
-            }
-        }
+        /* any other window, stride and padding (with pad 0 every column is interior) */
+        maxpool_padded_plane(xp, y + pl * HO * WO, argmax + pl * HO * WO, H, W, HO, WO, size, stride, pad);
     }
 }
 

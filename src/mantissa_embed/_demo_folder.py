@@ -24,7 +24,8 @@ from .datasets._stream import eval_batches
 from .embedder import Embedder
 from .evaluation import retrieval_metrics
 
-__all__ = ["UNSEEN_FRACTION", "RAW_PIXELS_MAX", "split_folder", "fit_saying_epochs", "gallery_neighbours", "run_folder_demo"]
+__all__ = ["UNSEEN_FRACTION", "RAW_PIXELS_MAX", "split_folder", "fit_saying_epochs", "gallery_neighbours",
+           "run_folder_demo"]
 
 #: the fraction of the classes (the last ones in sorted order, at least two) kept unseen
 UNSEEN_FRACTION = 0.25

@@ -11,7 +11,8 @@ from .datasets._stream import eval_batches
 from .datasets.image_dataset import ImageDataset
 from .index import Index
 
-__all__ = ["EMBED_BUDGET", "l2_normalize", "labels_for", "check_dataset_input", "embed", "as_embeddings", "retrieve", "verify"]
+__all__ = ["EMBED_BUDGET", "l2_normalize", "labels_for", "check_dataset_input", "embed", "as_embeddings", "retrieve",
+           "verify"]
 
 _EPS = 1e-12  # torch.nn.functional.normalize's eps, used by PML's LpDistance
 #: bytes of network buffers an ``embed`` chunk may take (``Sequential.max_batch_for``); the

@@ -14,18 +14,15 @@ class Workspace:
 
     ``get(shape)`` returns the leading ``shape[0]`` rows of a C-contiguous capacity array of
     ``dtype`` (default float32): a batch no larger than the largest one seen reuses the
-    memory; another trailing shape or dtype reallocates. ``sized(n, size)`` returns a 1-D
-    array of ``size()`` elements, calling ``size`` only when the key ``n`` (e.g. the batch
-    size) changes. The contents are uninitialized and overwritten by the next user.
+    memory; another trailing shape or dtype reallocates. The contents are uninitialized and
+    overwritten by the next user.
     """
 
-    __slots__ = ("_arr", "_dtype", "_key", "_n")
+    __slots__ = ("_arr", "_dtype")
 
     def __init__(self, dtype=np.float32) -> None:
         self._arr = None
         self._dtype = np.dtype(dtype)
-        self._key = None
-        self._n = 0
 
     def get(self, shape, dtype=None):
         """An array of ``shape`` (and ``dtype``, default the workspace's)."""
@@ -34,13 +31,6 @@ class Workspace:
         if a is None or a.shape[1:] != tuple(shape[1:]) or a.shape[0] < shape[0] or a.dtype != dtype:
             a = self._arr = np.empty(shape, dtype=dtype)
         return a[:shape[0]]
-
-    def sized(self, n, size):
-        """A 1-D array of ``size()`` elements; ``size`` is called again only when ``n`` changes."""
-        if self._key != n:
-            self._n = size()
-            self._key = n
-        return self.get((self._n,))
 
 
 class Arena:

@@ -16,7 +16,13 @@ from .._workspace import Arena
 from .base_layer import check_shape
 from .fusion import plan_forward
 
-__all__ = ["LentMemory", "backward_lent", "lend"]
+__all__ = ["LentMemory", "backward_lent", "free_arena", "lend"]
+
+
+def free_arena(arenas, h):
+    """The first of ``arenas`` (``Arena``s) that does not hold ``h``: where a step whose input
+    is ``h`` writes its output (ping-pong)."""
+    return next(a for a in arenas if not a.holds(h))
 
 
 def lend(layer, attr, arena, run, *args):
@@ -39,7 +45,7 @@ def backward_lent(layer, step, d, need_dx, arenas):
     if held and getattr(layer, "_dx_may_alias_dy", False) and held[0].starts(d):
         arena = held[0]
     else:
-        arena = next(a for a in arenas if not a.holds(d))
+        arena = free_arena(arenas, d)
     return lend(layer, "_dx", arena, step.run, d, need_dx)
 
 
@@ -62,7 +68,7 @@ class LentMemory:
         h = X
         for step in self._plan("train"):
             region = regions.get(step.index)
-            h = step.run(h) if region is None else self._lend(self.layers[step.index], "_out", region, step.run, h)
+            h = step.run(h) if region is None else lend(self.layers[step.index], "_out", region, step.run, h)
         return h
 
     def _relu_pool_at(self):
@@ -106,13 +112,6 @@ class LentMemory:
             self._lent_memory = None  # free the smaller one first
             self._lent_memory = np.empty(total, dtype=np.float32)
         return tuple(Arena(self._lent_memory[o:o + int(size)]) for o, size in zip(offsets, sizes))
-
-    def _free_arena(self, h):
-        """The lent region of the pair ``_arenas`` that does not hold ``h``."""
-        a, b = self._arenas
-        return b if a.holds(h) else a
-
-    _lend = staticmethod(lend)
 
     def _backward_step(self, step, d, need_dx):
         """One backward step, its input gradient in one of the lent regions (``backward_lent``)."""

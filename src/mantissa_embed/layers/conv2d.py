@@ -74,8 +74,7 @@ class Conv2D(AffineLayer):
             raise TypeError(f"bias must be a bool, got {type(bias).__name__}")
         self.use_bias = bool(bias)
         super().__init__(act, negative_slope)
-        self._ws_size = (None, 0)  # (input shape, workspace floats) of the last call
-        self._chain_ws = Workspace()
+        self._ws_size = (None, 0)  # (key, workspace floats) of the last kernel call (_scratch)
         self._fold_w = Workspace()
         self._fold_b = Workspace()
 
@@ -129,14 +128,18 @@ class Conv2D(AffineLayer):
         self.weight = Parameter(w, name="weight")
         self.bias = None if b is None else Parameter(b, name="bias")
 
+    def _scratch(self, frame, key, size):
+        """``frame.take(size())``: a kernel's workspace from the thread's ``scratch_frame``
+        (shared by every layer; it lives for one call), ``size()`` computed again only when
+        ``key`` changes."""
+        if self._ws_size[0] != key:
+            self._ws_size = (key, int(size()))
+        return frame.take(self._ws_size[1])
+
     def _workspace(self, frame, x_shape):
-        """The kernels' workspace for input ``x_shape``, taken from ``frame`` (a ``scratch_frame``
-        shared by every layer of the thread: it lives for one kernel call only)."""
-        key, n = self._ws_size
-        if key != (tuple(x_shape), self.weight.shape):
-            n = int(self._backend().conv2d_workspace_size(x_shape, self.weight.shape, self.stride, self.pad))
-            self._ws_size = ((tuple(x_shape), self.weight.shape), n)
-        return frame.take(n)
+        """The convolution kernels' workspace for input ``x_shape``, from ``frame``."""
+        return self._scratch(frame, ("conv", tuple(x_shape), self.weight.shape), lambda: self._backend(
+            ).conv2d_workspace_size(x_shape, self.weight.shape, self.stride, self.pad))
 
     def _inference_scratch(self, n, input_shape):
         """The kernels' workspace for ``n`` images (allocated whole; the threads touch their slots only)."""
@@ -209,12 +212,15 @@ class Conv2D(AffineLayer):
         X = self._prep_input(X)
         out = pool2._out.get((X.shape[0],) + pool2._out_shape)
         be = self._backend()
-        ws = self._chain_ws.sized(X.shape[0], lambda: be.conv2d_pool2_chain_workspace_size(
-            X.shape, self.weight.shape, self.stride, self.pad, conv.weight.shape, conv.stride, conv.pad))
-        be.conv2d_pool2_chain_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad,
-                                      conv.weight.data, conv._bias_data(), conv.stride, conv.pad,
-                                      act1=self.act, act2=conv.act, out=out, workspace=ws,
-                                      negative_slope1=self.negative_slope, negative_slope2=conv.negative_slope)
+        with scratch_frame() as frame:
+            ws = self._scratch(frame, ("chain", X.shape, self.weight.shape, conv.weight.shape),
+                               lambda: be.conv2d_pool2_chain_workspace_size(X.shape, self.weight.shape, self.stride,
+                                                                           self.pad, conv.weight.shape, conv.stride,
+                                                                           conv.pad))
+            be.conv2d_pool2_chain_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad,
+                                          conv.weight.data, conv._bias_data(), conv.stride, conv.pad,
+                                          act1=self.act, act2=conv.act, out=out, workspace=ws,
+                                          negative_slope1=self.negative_slope, negative_slope2=conv.negative_slope)
         for layer in (self, pool, conv, pool2):
             layer._x = layer._y = None
         return out

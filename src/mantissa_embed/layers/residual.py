@@ -8,7 +8,7 @@ import numpy as np
 from .._workspace import Workspace, scratch_frame
 from .base_layer import LAYER_TYPES, Layer, check_shape, layer_from_config
 from .conv2d import Conv2D
-from ._lent_memory import backward_lent, lend
+from ._lent_memory import backward_lent, free_arena, lend
 from .fusion import plan_backward, plan_forward, run_backward
 
 __all__ = ["Residual"]
@@ -216,17 +216,18 @@ class Residual(Layer):
         return self._named("named_buffers")
 
     def _inference_scratch(self, n, input_shape):
-        """The children's outputs at inference (three scratch regions of the largest: the
-        block's ping-pong pair and the shortcut's) and the largest child's own scratch."""
+        """The children's outputs at inference (the ``_regions``, each of the largest output)
+        and the largest child's own scratch."""
         shape = check_shape(input_shape)
+        shortcut = self._shortcut_for(shape, _chain_shape(self.block, shape))
         largest, scratch = 0, 0
-        for layers in (self.block, self._shortcut_for(shape, _chain_shape(self.block, shape))):
+        for layers in (self.block, shortcut):
             s = shape
             for layer in layers:
                 scratch = max(scratch, layer._inference_scratch(n, s))
                 s = layer.output_shape(s)
                 largest = max(largest, 4 * n * int(np.prod(s)))
-        return 3 * largest + scratch
+        return (3 if shortcut else 2) * largest + scratch
 
     # -- passes ----------------------------------------------------------------------------------
     def _plan(self, branch, kind):
@@ -242,8 +243,7 @@ class Residual(Layer):
         a region of it (the block's ping-pong between two, the shortcut's in the third): an
         inference pass, whose children's outputs only the next step reads."""
         outs = []
-        regions = None if frame is None else [frame.arena(self._child_floats(X.shape, "output"))
-                                              for _ in range(3)]
+        regions = None if frame is None else self._regions(frame, self._child_floats(X.shape, "output"))
         for branch, layers in self._branches():
             h = X
             free = None if regions is None else [a for a in regions if not any(a.holds(o) for o in outs)]
@@ -251,8 +251,7 @@ class Residual(Layer):
                 if free is None:
                     h = step.run(h)
                 else:
-                    arena = next(a for a in free if not a.holds(h))
-                    h = lend(layers[step.index + step.width - 1], "_out", arena, step.run, h)
+                    h = lend(layers[step.index + step.width - 1], "_out", free_arena(free, h), step.run, h)
             outs.append(h)
         return outs
 
@@ -281,6 +280,12 @@ class Residual(Layer):
         np.add(b, s, out=out)
         self._y = self._backend().relu_forward(out, out=out)
         return out
+
+    def _regions(self, frame, size):
+        """Scratch regions of ``size`` floats from ``frame`` for the children's outputs or input
+        gradients: a ping-pong pair for the block, and a third that keeps the block's result
+        while a non-identity shortcut runs."""
+        return [frame.arena(size) for _ in range(3 if self._shortcut_layers() else 2)]
 
     def _child_floats(self, x_shape, which):
         """The largest child ``"input"`` (its input gradient) or ``"output"`` for a batch of
@@ -318,7 +323,7 @@ class Residual(Layer):
         branches = [(br, layers) for br, layers in self._branches() if layers]
         with scratch_frame() as frame:
             size = self._child_floats(self._x_shape, "input")
-            regions = [frame.arena(size) for _ in range(len(branches) + 1)]
+            regions = self._regions(frame, size)
             grads = {}
             for branch, layers in branches:
                 free = [a for a in regions if not any(a.holds(g) for g in grads.values())]

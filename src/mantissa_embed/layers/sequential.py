@@ -11,7 +11,7 @@ from .._validation import as_generator, check_array, check_int
 from ..backend import BACKENDS, get_backend
 from .base_layer import Layer, check_shape, layer_from_config
 from ._finetune import FineTuning
-from ._lent_memory import LentMemory
+from ._lent_memory import LentMemory, free_arena, lend
 from ._normalization import check_normalization, normalize_input
 from .fusion import Fusion, plan_backward, plan_forward, run_backward, timed
 
@@ -286,7 +286,7 @@ class Sequential(LentMemory, FineTuning):
             self._arenas = self._lend_regions([size, size])
             h = X
             for step in plan:
-                h = self._lend(self.layers[step.index + step.width - 1], "_out", self._free_arena(h), step.run, h)
+                h = lend(self.layers[step.index + step.width - 1], "_out", free_arena(self._arenas, h), step.run, h)
             self._arenas = ()
             self._fused_x = X
         self._n_last = n
