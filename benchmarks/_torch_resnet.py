@@ -1,5 +1,5 @@
 """torchvision's ResNet-18/34/50 in torch, with torchvision's module names (torchvision itself
-does not load here): the layout written in ``tests/oracle/test_resnet_torch.py`` (imported from
+does not load here): the layout written in ``tests/models/test_resnet_torch.py`` (imported from
 there, one copy), with an embedding ``head`` (``nn.Linear``) in place of ``fc``, as
 ``mantissa_embed.models.resnet*`` have it. ``state_dict()`` names equal ``mantissa_embed``'s
 ``state_names(net)`` plus torch's ``*.num_batches_tracked``. Imports torch and pytest: the
@@ -12,7 +12,7 @@ import sys
 
 from torch import nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "oracle"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "models"))
 from test_resnet_torch import TvBasicBlock, TvBottleneck  # noqa: E402
 from test_resnet_torch import TvResNet as _TvResNet  # noqa: E402
 

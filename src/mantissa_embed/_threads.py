@@ -12,7 +12,7 @@ CPU time the *other* processes take on the CPUs this process may use:
 sampled from ``/proc/stat`` (Linux) at batch boundaries, over windows of at least ``WINDOW_S``
 seconds (between them, and in a short ``embed`` that follows, the last choice holds);
 steal time (a hypervisor's other guests) counts as busy. The engine's results are bitwise the
-same for any thread count (tests/engine/test_threads.py, tests/test_threads_adaptive.py), so
+same for any thread count (tests/engine/test_threads.py, tests/embedder/test_threads_adaptive.py), so
 the adaptation changes timings, never numbers. The user's count is restored when the last
 running ``fit`` / ``embed`` returns. ``MANTISSA_EMBED_ADAPTIVE_THREADS=0`` turns it off; it is
 also off where ``/proc/stat`` cannot be read.

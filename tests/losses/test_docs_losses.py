@@ -1,4 +1,4 @@
-"""docs/losses.md has a section for every public loss (tests/test_docs_blocks.py runs its code
+"""docs/losses.md has a section for every public loss (tests/docs/test_docs_blocks.py runs its code
 blocks, each on its own)."""
 from _helpers import DOCS
 

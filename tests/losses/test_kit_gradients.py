@@ -48,7 +48,7 @@ LOSSES = {
 }
 # Not here, by design: their gradient is not the derivative of their value, as in PML. CircleLoss
 # detaches its weights alpha_p, alpha_n; P2SGradLoss replaces the gradient (its paper's point);
-# CrossBatchMemory enqueues detached copies of the batch. tests/oracle compares them with PML.
+# CrossBatchMemory enqueues detached copies of the batch. tests/losses/test_xbm_pml.py compares them with PML.
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))

@@ -1,4 +1,4 @@
-"""docs/miners.md has a section for every public miner (tests/test_docs_blocks.py runs its code
+"""docs/miners.md has a section for every public miner (tests/docs/test_docs_blocks.py runs its code
 blocks, each on its own)."""
 from _helpers import DOCS
 

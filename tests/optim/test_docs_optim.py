@@ -1,4 +1,4 @@
-"""docs/optim.md names every public name of mantissa_embed.optim (tests/test_docs_blocks.py runs
+"""docs/optim.md names every public name of mantissa_embed.optim (tests/docs/test_docs_blocks.py runs
 its code blocks, each on its own)."""
 from _helpers import DOCS
 

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(
     not (ORL_DIR / "s1").is_dir(),
     reason=f"ORL faces not found: checked {ORL_DIR} (expected s1/ ... s40/ there, i.e. the repository "
            "cloned next to shared/); the recipe's steps are tested without data in "
-           "tests/models/ and tests/test_embedder*.py")
+           "tests/models/ and tests/embedder/")
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ Layers take part by declaration, never by the planner testing their types:
 
 Frozen layers (no parameter with ``requires_grad``): ``run_backward`` stops the backward at the
 lowest trainable layer when no input gradient is wanted. Fused forwards leave no backward
-caches; the plans are bitwise equal to the layer-by-layer passes (tests/test_layers_fused.py,
+caches; the plans are bitwise equal to the layer-by-layer passes (tests/layers/test_fused.py,
 tests/engine/test_conv_pool_backward_fused.py).
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mantissa_embed import Embedder
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _api_section():

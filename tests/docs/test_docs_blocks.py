@@ -20,7 +20,7 @@ import pytest
 
 import mantissa_embed  # noqa: F401 - an editable install rebuilds here, once, not in two blocks at a time
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 TIMEOUT = 120  # seconds per block; a block should take a few
 WORKERS = max(1, min(2, os.cpu_count() or 1))

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from mantissa_embed import datasets
 from mantissa_embed.datasets import _download
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
 MNIST_DIR = SHARED_DATA / "mnist"
 ORL_DIR = SHARED_DATA / "orl_faces"

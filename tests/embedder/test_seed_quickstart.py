@@ -17,7 +17,7 @@ import pytest
 from mantissa_embed import Embedder, datasets, models
 from mantissa_embed.evaluation import retrieval_metrics
 
-MNIST_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
+MNIST_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mnist"
 
 pytestmark = pytest.mark.skipif(
     not MNIST_DIR.is_dir(),

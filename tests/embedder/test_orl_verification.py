@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ORL_DIR = REPO.parent / "shared" / "data" / "orl_faces"
 
 pytestmark = pytest.mark.skipif(

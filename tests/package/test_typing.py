@@ -13,7 +13,7 @@ import pytest
 
 import mantissa_embed
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "src" / "mantissa_embed" / "_engine"
 STUBS = sorted(ENGINE.glob("_*.pyi"))
 

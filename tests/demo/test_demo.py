@@ -138,7 +138,7 @@ def test_demo_orl_faces_protocol(tmp_path):
     """--dataset orl_faces: subjects 1-30 train, 31-40 unseen, with verification metrics."""
     from pathlib import Path
 
-    orl = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "orl_faces"
+    orl = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "orl_faces"
     if not orl.is_dir():
         pytest.skip(f"ORL faces not found at {orl} (clone the repository next to shared/)")
     out = io.StringIO()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 PKG = SRC / "mantissa_embed"
 OPTIONAL = {"faiss", "matplotlib", "tqdm", "torch", "pytorch_metric_learning", "dask", "distributed", "hypothesis"}

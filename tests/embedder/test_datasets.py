@@ -16,7 +16,7 @@ from PIL import Image
 from mantissa_embed import Embedder, models
 from mantissa_embed.datasets import ImageCSV, ImageFileError, ImageFolder
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ORL_DIR = REPO.parent / "shared" / "data" / "orl_faces"
 needs_orl = pytest.mark.skipif(
     not (ORL_DIR / "s1").is_dir(),
