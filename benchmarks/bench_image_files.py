@@ -17,7 +17,7 @@ Parts (``--part``, default ``all``):
     Decoding, random-resized-cropping (scale (0.16, 1), ratio (3/4, 4/3)) to 224x224 and flipping
     every image into batches of 64, 2 decode workers (``--workers``) on each side.
     mantissa: ``ImageFolder(root, size=224, num_workers=2)`` (default train transform) driven by
-    ``fit``'s own machinery, ``_training.FileBatches(ds, 64).epoch(index_batches, rng)`` over a
+    ``fit``'s own machinery, ``embedder._training.FileBatches(ds, 64).epoch(index_batches, rng)`` over a
     random permutation (transform parameters drawn in the main thread, images decoded on the
     dataset's thread pool, ``prefetch`` = 2 batches ahead).
     torch: ``DataLoader(TorchStyleFolder(root), batch_size=64, num_workers=2, shuffle=True,
@@ -252,7 +252,7 @@ class TorchStyleFolder:
 # --------------------------------------------------------------------------- throughput
 def mantissa_epoch(ds, seed):
     """(images, seconds) of one pass of ``fit``'s file batches over ``ds`` in a random order."""
-    from mantissa_embed._training import FileBatches
+    from mantissa_embed.embedder._training import FileBatches
 
     t = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -473,7 +473,7 @@ def part_memory(args, data_dir, root, tenth):
         small = " (N/10 is below one batch: not comparable)" if b["images"] < (BATCH if job == "fit" else 256) else ""
         print(f"\n{job}: peak at N / peak at N/10 = {a['ru_maxrss_mb'] / b['ru_maxrss_mb']:.2f}{small}", end="")
     from mantissa_embed import models
-    from mantissa_embed._inference import EMBED_BUDGET
+    from mantissa_embed.embedder._inference import EMBED_BUDGET
 
     chunk = min(256, models.cnn_embedder().build((3, CROP, CROP)).max_batch_for(EMBED_BUDGET))
     ring = {b: 3 * b * 3 * CROP * CROP * 4 / 2**20 for b in (BATCH, chunk)}

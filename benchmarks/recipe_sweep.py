@@ -1,7 +1,7 @@
 """Sweep of training recipes on a validation split of the *training* classes only.
 
 The default recipe (``Embedder(models.cnn_embedder())`` with every argument at its default,
-``_recipe.DEFAULTS``) was chosen with this script; the evaluation classes (MNIST 5-9, ORL
+``mantissa_embed.embedder.DEFAULTS``) was chosen with this script; the evaluation classes (MNIST 5-9, ORL
 subjects 31-40) are never loaded here.
 
 * ``--dataset mnist``: the MNIST test set's digits 0-2 train, 3-4 validate (each validation

@@ -33,13 +33,12 @@ import os
 import sys
 
 import numpy as np
-
 from sklearn.model_selection import train_test_split
 
 from . import datasets, engine, models, viz
 from ._demo_folder import fit_saying_epochs, gallery_neighbours, run_folder_demo
-from ._recipe import FACE_PRESET, LOSSES
-from .embedder import Embedder
+from .embedder import FACE_PRESET, Embedder
+from .embedder._recipe import LOSSES
 from .evaluation import retrieval_metrics
 from .evaluation.verification import verification_metrics
 

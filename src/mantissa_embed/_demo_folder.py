@@ -19,9 +19,9 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from . import datasets, engine, models, viz
-from ._inference import l2_normalize
 from .datasets._stream import eval_batches
 from .embedder import Embedder
+from .embedder._inference import l2_normalize
 from .evaluation import retrieval_metrics
 
 __all__ = ["UNSEEN_FRACTION", "RAW_PIXELS_MAX", "split_folder", "fit_saying_epochs", "gallery_neighbours",

@@ -1,5 +1,5 @@
 """Reading an ``.npz`` archive entry by entry, checking every entry's ``.npy`` header before
-any data is read (the reader of ``mantissa_embed._persistence.load``).
+any data is read (the reader of ``mantissa_embed.embedder._persistence.load``).
 
 ``NpzEntries`` opens the archive and reads each member's magic and header
 (``numpy.lib.format.read_magic`` / ``read_array_header_1_0`` / ``_2_0``), never its data. A

@@ -3,7 +3,8 @@ candidate threshold, verify's calibrated default, and the threshold saved with t
 import numpy as np
 import pytest
 
-from mantissa_embed import Embedder, _calibration, models
+from mantissa_embed import Embedder, models
+from mantissa_embed.embedder import _calibration
 
 
 # ----------------------------------------------------------------------------- the pair draw

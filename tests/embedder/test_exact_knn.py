@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mantissa_embed import _exact_knn
-from mantissa_embed._exact_knn import exact_knn
+from mantissa_embed.embedder import _exact_knn
+from mantissa_embed.embedder._exact_knn import exact_knn
 from mantissa_embed.evaluation import knn
 
 BACKENDS = ["mantissa", "numpy"]

@@ -1,10 +1,11 @@
-"""The busy-aware thread count of fit / embed (mantissa_embed._threads): the rule, the user's
+"""The busy-aware thread count of fit / embed (mantissa_embed.embedder._threads): the rule, the user's
 count restored, the switch off, and fit / embed results that do not depend on the switching."""
 import numpy as np
 import pytest
 
 import mantissa_embed as me
-from mantissa_embed import Embedder, _threads, models
+from mantissa_embed import Embedder, models
+from mantissa_embed.embedder import _threads
 
 
 @pytest.fixture
@@ -139,7 +140,7 @@ def test_a_count_set_during_fit_is_kept(two_threads, monkeypatch, adaptive, othe
 def test_a_failing_hook_leaves_no_state(two_threads, monkeypatch):
     """A hook whose begin raises: every hook's end still runs and the adapter's state is
     cleared (a leaked context would pin later fits to the busy-machine count)."""
-    from mantissa_embed import _training
+    from mantissa_embed.embedder import _training
     _fake_load(monkeypatch, 1.0)
     monkeypatch.setattr(_training.Profiler, "begin", lambda self: 1 / 0)
     rng = np.random.default_rng(0)

@@ -187,7 +187,7 @@ def test_early_stopping_and_restore_best(monkeypatch):
         def on_epoch_end(self, embedder, epoch, history):
             snapshots.append(_weights(embedder))
 
-    import mantissa_embed._fitting as fitting
+    import mantissa_embed.embedder._fitting as fitting
 
     # validation scores scripted per epoch: best at epoch 1, then two epochs without a gain
     monkeypatch.setattr(fitting, "_validate", lambda e, Xv, yv, metrics: {

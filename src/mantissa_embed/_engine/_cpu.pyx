@@ -42,7 +42,7 @@ _generation = 0
 
 
 def _adapt_num_threads(n):
-    """set_num_threads for mantissa_embed._threads: the same, not counted as the user's choice."""
+    """set_num_threads for mantissa_embed.embedder._threads: the same, not counted as the user's choice."""
     me_set_num_threads(<int>check_num_threads(n))
 
 

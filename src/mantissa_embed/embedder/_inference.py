@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._threads import AdaptiveThreads
-from ._validation import check_array, check_float, check_int
+from .._validation import check_array, check_float, check_int
+from ..datasets._stream import eval_batches
+from ..datasets.image_dataset import ImageDataset
+from ..index import Index
 from ._exact_knn import exact_knn
-from .datasets._stream import eval_batches
-from .datasets.image_dataset import ImageDataset
-from .index import Index
+from ._threads import AdaptiveThreads
 
 __all__ = ["EMBED_BUDGET", "l2_normalize", "labels_for", "check_dataset_input", "embed", "as_embeddings", "retrieve",
            "verify"]

@@ -1,20 +1,21 @@
 """The inference half of ``Embedder``: ``embed``, ``retrieve``,
-``build_index``, ``verify``, ``calibrate`` and ``evaluate`` (bodies in ``mantissa_embed._inference`` and
-``mantissa_embed._calibration``). Each takes the Embedder's lock (see the class docstring).
+``build_index``, ``verify``, ``calibrate`` and ``evaluate`` (bodies in ``mantissa_embed.embedder._inference`` and
+``mantissa_embed.embedder._calibration``). Each takes the Embedder's lock (see the class docstring).
 """
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._typing import ArrayLike, Float32Array, Int64Array, Seed
+from .._validation import check_int
+from ..datasets.image_dataset import ImageDataset
+from ..evaluation.query_gallery import query_gallery_metrics
+from ..index import Index
 from . import _calibration, _inference
-from ._validation import check_int
-from ._typing import ArrayLike, Float32Array, Int64Array, Seed
-from .datasets.image_dataset import ImageDataset
-from .evaluation.query_gallery import query_gallery_metrics
-from .index import Index
 
 __all__ = ["EmbedderInference"]
 
@@ -106,7 +107,7 @@ class EmbedderInference:
             Euclidean distances between L2-normalized embeddings (the trained distance). The
             k are ranked by distances computed exactly (float64 differences): the answer of a
             float64 brute force, ties by lower index (SGEMM-ranked candidates with a certified
-            margin, ``mantissa_embed._exact_knn``). An Index gallery ranks as
+            margin, ``mantissa_embed.embedder._exact_knn``). An Index gallery ranks as
             ``Index.search``.
 
         Raises
@@ -184,7 +185,7 @@ class EmbedderInference:
         threshold whose precision, pairs weighted to their share among all pairs of ``y``,
         reaches it) or ``max_accuracy=True`` (best balanced accuracy). ``n_pairs`` (>= 1, default
         100000) positive and as many negative pairs are drawn with ``seed`` (uniform per kind,
-        without building the n^2 pairs; every ordered pair when there are at most 2 ``n_pairs``). Rules and the draw: ``mantissa_embed._calibration``.
+        without building the n^2 pairs; every ordered pair when there are at most 2 ``n_pairs``). Rules and the draw: ``mantissa_embed.embedder._calibration``.
 
         Returns a dict, also stored as ``calibration_``: ``threshold``, ``far``, ``tar``,
         ``precision`` (None when nothing is accepted), ``balanced_accuracy``, ``rule``,

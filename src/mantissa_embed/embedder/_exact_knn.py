@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_array, check_int
-from .evaluation.knn import knn
+from .._validation import check_array, check_int
+from ..evaluation.knn import knn
 
 __all__ = ["exact_knn"]
 

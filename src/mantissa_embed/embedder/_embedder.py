@@ -4,31 +4,31 @@ One network, run once per batch: a class-balanced batch (``MPerClassSampler``) g
 trunk, a miner picks pairs or triplets among the batch's embeddings, the loss returns its
 gradient with respect to the embeddings, ``Sequential.backward`` turns it into parameter
 gradients and the optimizer steps. A "Siamese" or "triplet" network is this same network
-applied to the rows of one batch; no second copy of the weights exists. The loop is
-``mantissa_embed._training``, files ``mantissa_embed._persistence``, and embedding,
-retrieval and verification ``mantissa_embed._inference``.
+applied to the rows of one batch; no second copy of the weights exists.
 """
 from __future__ import annotations
 
-import threading
 import os
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from . import _fitting, _persistence, datasets, optim
-from ._embedder_inference import EmbedderInference
-from ._recipe import DEFAULTS, FACE_PRESET, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
+from .. import datasets, optim
+from .._typing import ArrayLike
+from .._validation import as_generator, check_float, check_int
+from ..backend import BACKENDS
+from ..layers import Layer, Sequential
+from . import _fitting, _persistence
+from ._inference_methods import EmbedderInference
+from ._recipe import DEFAULTS, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
 from ._training import profile_table
-from ._validation import as_generator, check_float, check_int, check_labels
-from .backend import BACKENDS
-from ._typing import ArrayLike
-from .layers import Layer, Sequential
 
 if TYPE_CHECKING:
-    from .parameter import Parameter
+    from ..parameter import Parameter
 
-__all__ = ["Embedder", "DEFAULTS", "FACE_PRESET"]
+__all__ = ["Embedder"]
 
 
 class Embedder(EmbedderInference):
@@ -127,7 +127,7 @@ class Embedder(EmbedderInference):
     batch_size)`` (``m`` images of each of ``batch_size // m`` random classes). Per batch:
     ``xb = augment(X[idx])``; ``E = net.forward(xb)``; ``tuples = miner(E, y[idx])``;
     ``optimizer.zero_grad()``; ``out = loss(E, y[idx], tuples)``; ``net.backward(out.grad)``;
-    the schedule sets the lr; ``optimizer.step()`` (``mantissa_embed._training``).
+    the schedule sets the lr; ``optimizer.step()`` (``mantissa_embed.embedder._training``).
 
     Distance
     --------
@@ -317,7 +317,7 @@ class Embedder(EmbedderInference):
             Called as ``callback(epoch, mean_loss)`` after every epoch.
         augment : "default", "affine", "hflip", "affine+hflip", None or callable, default "default"
             Batch augmentation ``t(X_batch, rng)`` drawn from the Embedder's generator
-            (``mantissa_embed.transforms``; presets: ``mantissa_embed._recipe.make_augment``).
+            (``mantissa_embed.transforms``; presets: ``mantissa_embed.embedder._recipe.make_augment``).
             The presets transform images: for feature vectors ``(N, F)``, ``"default"`` means
             no augmentation and a preset name is a ValueError; a callable is applied to either.
             For a dataset ``X`` its ``train_transform`` is the augmentation and replaces this

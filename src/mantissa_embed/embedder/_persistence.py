@@ -14,13 +14,14 @@ import warnings
 
 import numpy as np
 
-from . import _recipe, losses, optim
+from .. import losses, optim
+from .._io import atomic_write
+from .._npz import NpzEntries
+from .._validation import check_int
+from ..backend import BACKENDS
+from ..layers import Sequential
+from . import _recipe
 from ._fitting import param_groups
-from ._io import atomic_write
-from ._npz import NpzEntries
-from ._validation import check_int
-from .backend import BACKENDS
-from .layers import Sequential
 
 __all__ = ["save", "load", "MAX_SAMPLE_ELEMENTS", "MAX_EMBED_DIM"]
 

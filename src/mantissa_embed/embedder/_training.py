@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..datasets._stream import stream_batches
 from ._threads import AdaptiveThreads
-from .datasets._stream import stream_batches
 
 __all__ = ["TrainingHook", "HookList", "ProgressBar", "EpochCallback", "Profiler", "DeferredInterrupt",
            "train_epochs", "profile_table"]

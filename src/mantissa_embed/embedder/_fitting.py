@@ -2,7 +2,7 @@
 (validation split, parameter groups, schedule, augmentation), the work at every epoch end
 (validation metrics, callbacks, early stopping, the checkpoint state) and resuming.
 
-The loop itself is ``mantissa_embed._training.train_epochs``.
+The loop itself is ``mantissa_embed.embedder._training.train_epochs``.
 """
 from __future__ import annotations
 
@@ -12,14 +12,24 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._validation import check_array, check_float, check_int, check_labels
+from ..datasets.image_dataset import ImageDataset
+from ..evaluation.retrieval import retrieval_metrics
+from ..samplers import MPerClassSampler
 from . import _recipe
 from ._inference import labels_for
-from ._training import (ArrayBatches, DeferredInterrupt, EpochCallback, FileBatches, HookList, Profiler, ProgressBar,
-                        ThreadAdapter, TrainingHook, train_epochs)
-from ._validation import check_array, check_float, check_int, check_labels
-from .datasets.image_dataset import ImageDataset
-from .evaluation.retrieval import retrieval_metrics
-from .samplers import MPerClassSampler
+from ._training import (
+    ArrayBatches,
+    DeferredInterrupt,
+    EpochCallback,
+    FileBatches,
+    HookList,
+    Profiler,
+    ProgressBar,
+    ThreadAdapter,
+    TrainingHook,
+    train_epochs,
+)
 
 __all__ = ["METRICS", "INPUT_NDIMS", "check_inputs", "sample_shape", "take_rows", "check_dataset", "check_fit_data",
            "split_validation", "check_lr_groups", "param_groups", "fit"]

@@ -25,7 +25,7 @@ import time
 import warnings
 from typing import Any, Literal
 
-from . import engine
+from .. import engine
 
 #: the shortest window (seconds) over which the other processes' CPU use is measured: /proc/stat
 #: counts in clock ticks (usually 10 ms), so shorter windows are mostly rounding.

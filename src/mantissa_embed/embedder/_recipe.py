@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from . import losses, miners, optim, transforms
-from ._validation import check_float
+from .. import losses, miners, optim, transforms
+from .._validation import check_float
 
 __all__ = ["DEFAULTS", "FACE_PRESET", "LOSSES", "OPTIMIZERS", "AUGMENTS", "MAX_BATCH_SIZE", "make_loss", "build_loss",
            "make_miner", "resolve_optimizer", "make_optimizer", "make_augment", "make_schedule", "choose_m"]

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import check_float, check_int, check_labels
 from . import _inference
-from ._validation import check_float, check_int, check_labels
 
 __all__ = ["sample_pairs", "choose_threshold", "calibrate"]
 
