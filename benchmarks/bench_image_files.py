@@ -17,7 +17,7 @@ Parts (``--part``, default ``all``):
     Decoding, random-resized-cropping (scale (0.16, 1), ratio (3/4, 4/3)) to 224x224 and flipping
     every image into batches of 64, 2 decode workers (``--workers``) on each side.
     mantissa: ``ImageFolder(root, size=224, num_workers=2)`` (default train transform) driven by
-    ``fit``'s own machinery, ``embedder._training.FileBatches(ds, 64).epoch(index_batches, rng)`` over a
+    ``fit``'s own machinery, ``embedder._batch_sources.FileBatches(ds, 64).epoch(index_batches, rng)`` over a
     random permutation (transform parameters drawn in the main thread, images decoded on the
     dataset's thread pool, ``prefetch`` = 2 batches ahead).
     torch: ``DataLoader(TorchStyleFolder(root), batch_size=64, num_workers=2, shuffle=True,
@@ -252,7 +252,7 @@ class TorchStyleFolder:
 # --------------------------------------------------------------------------- throughput
 def mantissa_epoch(ds, seed):
     """(images, seconds) of one pass of ``fit``'s file batches over ``ds`` in a random order."""
-    from mantissa_embed.embedder._training import FileBatches
+    from mantissa_embed.embedder._batch_sources import FileBatches
 
     t = time.perf_counter()
     rng = np.random.default_rng(seed)

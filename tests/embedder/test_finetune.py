@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from mantissa_embed import Embedder
-from mantissa_embed.embedder._fitting import param_groups
+from mantissa_embed.embedder._param_groups import param_groups
 from mantissa_embed.layers import BatchNorm1D, Dense, Sequential
 
 

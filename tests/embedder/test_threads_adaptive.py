@@ -140,9 +140,9 @@ def test_a_count_set_during_fit_is_kept(two_threads, monkeypatch, adaptive, othe
 def test_a_failing_hook_leaves_no_state(two_threads, monkeypatch):
     """A hook whose begin raises: every hook's end still runs and the adapter's state is
     cleared (a leaked context would pin later fits to the busy-machine count)."""
-    from mantissa_embed.embedder import _training
+    from mantissa_embed.embedder import _hooks
     _fake_load(monkeypatch, 1.0)
-    monkeypatch.setattr(_training.Profiler, "begin", lambda self: 1 / 0)
+    monkeypatch.setattr(_hooks.Profiler, "begin", lambda self: 1 / 0)
     rng = np.random.default_rng(0)
     X = rng.random((32, 1, 12, 12), dtype=np.float32)
     y = np.repeat(np.arange(2), 16)

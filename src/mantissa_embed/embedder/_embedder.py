@@ -15,15 +15,17 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .. import datasets, optim
+from .. import datasets
 from .._typing import ArrayLike
 from .._validation import as_generator, check_float, check_int
 from ..backend import BACKENDS
 from ..layers import Layer, Sequential
-from . import _fitting, _persistence
+from . import _fit_data, _fitting, _persistence
+from ._hooks import profile_table
 from ._inference_methods import EmbedderInference
+from ._param_groups import check_lr_groups
 from ._recipe import DEFAULTS, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
-from ._training import profile_table
+from ._summary import describe
 
 if TYPE_CHECKING:
     from ..parameter import Parameter
@@ -195,7 +197,7 @@ class Embedder(EmbedderInference):
         self.m_per_class = None if m_per_class is None else check_int(m_per_class, "m_per_class", minimum=1)
         self.loss_lr_factor = check_float(DEFAULTS["loss_lr_factor"] if loss_lr_factor is None else loss_lr_factor,
                                           "loss_lr_factor", minimum=0.0)
-        self.lr_groups = _fitting.check_lr_groups(lr_groups)
+        self.lr_groups = check_lr_groups(lr_groups)
         self._rng = as_generator(seed)
         self.train_state_ = None
         self.classes_ = None
@@ -361,7 +363,7 @@ class Embedder(EmbedderInference):
         FloatingPointError
             Training diverged (the loss or the embeddings became NaN/Inf): lower ``lr``.
         """
-        X, y = _fitting.check_fit_data(self.net, X, y)
+        X, y = _fit_data.check_fit_data(self.net, X, y)
         epochs = check_int(epochs, "epochs", minimum=1)
         batch_size = check_int(batch_size, "batch_size", minimum=2)
         if not isinstance(verbose, (bool, np.bool_)):
@@ -370,7 +372,7 @@ class Embedder(EmbedderInference):
             raise TypeError(f"callback must be callable(epoch, loss) or None, got {type(callback).__name__}")
         if not isinstance(profile, (bool, np.bool_)):
             raise TypeError(f"profile must be a bool, got {type(profile).__name__}")
-        self._check_trunk_output(_fitting.sample_shape(X))
+        self._check_trunk_output(_fit_data.sample_shape(X))
         if not self._fit_guard.acquire(blocking=False):
             raise RuntimeError("fit is already running on this Embedder (in another thread, or called from "
                                "one of its callbacks): training is single-caller")
@@ -411,44 +413,7 @@ class Embedder(EmbedderInference):
 
         Returns the string (print it).
         """
-        lines = []
-        if self.net.built:
-            lines.append(self.net.summary())
-        else:
-            lines.append(repr(self.net) + "\n(not built: shapes are inferred at the first fit)")
-        lines.append(f"Loss: {self._describe(self.loss_func)}" if self.loss_func is not None else
-                     f"Loss: {self._loss_spec} (built at the first fit, from the classes and the embedding size)")
-        lines.append(f"Miner: {self._describe(self.miner_func) if self.miner_func is not None else 'None (all pairs/triplets)'}")
-        lines.append(f"Optimizer: {self._describe_optimizer()}")
-        dist = "Euclidean between L2-normalized embeddings" if self._normalizes() else "Euclidean between raw embeddings"
-        lines.append(f"Distance: {dist}; backend={self.backend!r}; fitted={self.fitted_}")
-        return "\n".join(lines)
-
-    def _describe_optimizer(self) -> str:
-        if self.optimizer_ is not None:  # what the last fit ran
-            name = type(self.optimizer_).__name__
-            if isinstance(self.optimizer_, optim.Optimizer):
-                g = self.optimizer_.param_groups[0]
-                extra = ", ".join(f"{k}={g[k]:g}" for k in ("momentum", "weight_decay") if k in g)
-                return f"{name}({extra})" if extra else name
-            return name
-        if not isinstance(self.optimizer, str):
-            return getattr(self.optimizer, "__name__", "callable")
-        if self.optimizer == "default":
-            return (f"default: {DEFAULTS['optimizer']}, or sgd when fit's lr >= {DEFAULTS['sgd_min_lr']:g} "
-                    "(decided at fit)")
-        wd = DEFAULTS["weight_decay"].get(self.optimizer, 0.0) if self.weight_decay is None else self.weight_decay
-        extra = f", momentum={self.momentum:g}" if self.optimizer == "sgd" else ""
-        return f"{self.optimizer}{extra}, weight_decay={wd:g}"
-
-    @staticmethod
-    def _describe(obj: object) -> str:
-        attrs = []
-        for name in ("margin", "pos_margin", "neg_margin", "type_of_triplets"):
-            v = getattr(obj, name, None)
-            if v is not None:
-                attrs.append(f"{name}={v!r}" if isinstance(v, str) else f"{name}={float(v):g}")
-        return f"{type(obj).__name__}({', '.join(attrs)})"
+        return describe(self)
 
     def __repr__(self) -> str:
         loss = self._loss_spec if self._loss_spec is not None else type(self.loss_func).__name__

@@ -2,140 +2,30 @@
 (validation split, parameter groups, schedule, augmentation), the work at every epoch end
 (validation metrics, callbacks, early stopping, the checkpoint state) and resuming.
 
-The loop itself is ``mantissa_embed.embedder._training.train_epochs``.
+The loop itself is ``_training.train_epochs``; the data checks ``_fit_data``.
 """
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
 
 import numpy as np
 
-from .._validation import check_array, check_float, check_int, check_labels
+from .._validation import check_float, check_int
 from ..datasets.image_dataset import ImageDataset
 from ..evaluation.retrieval import retrieval_metrics
 from ..samplers import MPerClassSampler
 from . import _recipe
-from ._inference import labels_for
-from ._training import (
-    ArrayBatches,
-    DeferredInterrupt,
-    EpochCallback,
-    FileBatches,
-    HookList,
-    Profiler,
-    ProgressBar,
-    ThreadAdapter,
-    TrainingHook,
-    train_epochs,
-)
+from ._batch_sources import ArrayBatches, FileBatches
+from ._fit_data import sample_shape, split_validation, take_rows
+from ._hooks import EpochCallback, HookList, Profiler, ProgressBar, ThreadAdapter, TrainingHook
+from ._param_groups import param_groups
+from ._training import DeferredInterrupt, train_epochs
 
-__all__ = ["METRICS", "INPUT_NDIMS", "check_inputs", "sample_shape", "take_rows", "check_dataset", "check_fit_data",
-           "split_validation", "check_lr_groups", "param_groups", "fit"]
+__all__ = ["METRICS", "fit"]
 
 #: the validation metrics ``fit(..., metrics=...)`` accepts (higher is better)
 METRICS = ("precision_at_1", "r_precision", "mean_average_precision_at_r")
-
-
-#: the ranks of ``fit``'s ``X``: 4 for images (N, C, H, W), 2 for feature vectors (N, F)
-INPUT_NDIMS = (4, 2)
-
-
-def check_inputs(X: object, name: str, input_shape: tuple[int, ...] | None = None) -> np.ndarray:
-    """``X`` as float32, checked as ``fit``'s input: numeric, non-empty, finite, 4-D images
-    (N, C, H, W) or 2-D feature vectors (N, F), and of per-sample shape ``input_shape`` when
-    given (the trunk's, once built). TypeError / ValueError naming ``name``."""
-    X = check_array(X, name, allow_empty=False)
-    if input_shape is None and X.ndim not in INPUT_NDIMS:
-        raise ValueError(f"{name} must be 4-D images (N, C, H, W) or 2-D feature vectors (N, F), "
-                         f"got {X.ndim}-D shape {X.shape}")
-    if input_shape is not None and tuple(X.shape[1:]) != tuple(input_shape):
-        kind = "feature vectors" if len(input_shape) == 1 else "images"
-        raise ValueError(f"{name} must have shape (N, {', '.join(map(str, input_shape))}) ({kind}: the trunk was "
-                         f"built for that input), got {X.shape}")
-    return X
-
-
-def sample_shape(X) -> tuple[int, ...]:
-    """The per-sample shape of ``fit``'s input: an array's ``shape[1:]``, a dataset's
-    ``image_shape``."""
-    return tuple(X.image_shape) if isinstance(X, ImageDataset) else tuple(X.shape[1:])
-
-
-def take_rows(X, mask):
-    """Rows ``mask`` (bool) of an array or an ``ImageDataset`` (its ``subset``)."""
-    return X.subset(mask) if isinstance(X, ImageDataset) else X[mask]
-
-
-def check_dataset(ds, name, input_shape=None):
-    """A non-empty ``ImageDataset`` whose ``image_shape`` is ``input_shape`` (when given)."""
-    if len(ds) == 0:
-        raise ValueError(f"{name} is an empty dataset")
-    if input_shape is not None and tuple(ds.image_shape) != tuple(input_shape):
-        raise ValueError(f"{name} gives images of shape {tuple(ds.image_shape)}; the trunk was built for "
-                         f"{tuple(input_shape)} (set the dataset's size= and channels= to match)")
-    return ds
-
-
-def check_fit_data(net, X, y):
-    """``fit``'s ``(X, y)`` checked against the trunk ``net``: an array (with labels ``y``) or
-    an ``ImageDataset`` (``y`` None: its labels), of a per-sample shape the trunk takes."""
-    built_shape = tuple(net.input_shape) if net.built else None
-    y = labels_for(X, y, "y")
-    if isinstance(X, ImageDataset):
-        X = check_dataset(X, "X", built_shape)
-    else:
-        X = check_inputs(X, "X", built_shape)
-        y = check_labels(y, "y", n=X.shape[0])
-    shape = sample_shape(X)
-    try:  # the first fit decides the input rank; the trunk's layers say whether they take it
-        net.output_shape(shape)
-    except ValueError as exc:
-        if len(shape) == 1:
-            raise ValueError(f"X must be 4-D images (N, C, H, W) for this trunk, got feature vectors of shape "
-                             f"{X.shape} ({exc})") from None
-        what = f"images of shape {shape}" if isinstance(X, ImageDataset) else f"shape {X.shape}"
-        raise ValueError(f"X of {what} does not fit the trunk ({exc})") from None
-    return X, y
-
-
-def split_validation(X, y, validation, rng):
-    """``(X_train, y_train, X_val, y_val)`` for ``fit``'s ``validation`` argument.
-
-    A float in (0, 1): that fraction of the *classes* (at least two, and at least two left for
-    training), drawn with ``rng``, is held out with all its images, so that the validation
-    metrics measure what metric learning is for: classes not trained on. A pair
-    ``(X_val, y_val)``, or an ``ImageDataset`` (its labels): used as given. None: no
-    validation (X_val None). ``X`` may be an ``ImageDataset`` (then the split is two subsets).
-    """
-    if validation is None:
-        return X, y, None, None
-    if isinstance(validation, numbers.Real) and not isinstance(validation, (bool, np.bool_)):
-        frac = check_float(validation, "validation")
-        if not 0.0 < frac < 1.0:
-            raise ValueError(f"validation must be in (0, 1) as a fraction of the classes, got {frac}")
-        classes = np.unique(y)
-        n_val = max(2, int(round(frac * classes.shape[0])))
-        if classes.shape[0] - n_val < 2:
-            raise ValueError(f"validation={frac} leaves fewer than two of the {classes.shape[0]} classes to train on")
-        held = rng.choice(classes, size=n_val, replace=False)
-        mask = np.isin(y, held)
-        return take_rows(X, ~mask), y[~mask], take_rows(X, mask), y[mask]
-    shape = sample_shape(X)
-    if isinstance(validation, ImageDataset):
-        check_dataset(validation, "validation", shape)
-        return X, y, validation, validation.labels
-    if isinstance(validation, (tuple, list)) and len(validation) == 2:
-        Xv = check_array(validation[0], "validation[0]", ndim=len(shape) + 1, allow_empty=False)
-        if Xv.shape[1:] != shape:
-            raise ValueError(f"validation[0] must have shape (n, {', '.join(map(str, shape))}) like X, "
-                             f"got {Xv.shape}")
-        yv = check_labels(validation[1], "validation[1]", n=Xv.shape[0])
-        return X, y, Xv, yv
-    raise TypeError("validation must be None, a fraction of the classes in (0, 1), a pair (X_val, y_val) or an "
-                    "ImageDataset, "
-                    f"got {type(validation).__name__}")
 
 
 def _check_metrics(metrics):
@@ -172,57 +62,6 @@ def _check_callbacks(callbacks):
 def _call_callback(c, emb, epoch, history):
     f = getattr(c, "on_epoch_end", None)
     return bool((f if callable(f) else c)(emb, epoch, history))
-
-
-def check_lr_groups(lr_groups):
-    """``lr_groups`` as a new dict prefix -> float multiplier (None stays None). TypeError for a
-    non-mapping or a non-str / empty prefix, ValueError for a negative or non-finite multiplier."""
-    if lr_groups is None:
-        return None
-    if not isinstance(lr_groups, Mapping):
-        raise TypeError(f"lr_groups must be a dict parameter-name prefix -> lr multiplier, "
-                        f"got {type(lr_groups).__name__}")
-    out = {}
-    for prefix, m in lr_groups.items():
-        if not isinstance(prefix, str) or not prefix:
-            raise TypeError(f"lr_groups keys must be non-empty str (parameter name prefixes), got {prefix!r}")
-        out[prefix] = check_float(m, f"lr_groups[{prefix!r}]", minimum=0.0)
-    return out
-
-
-def _prefix_of(name, prefixes):
-    """The longest of ``prefixes`` that ``name`` is or starts with (then a dot), or None."""
-    best = None
-    for p in prefixes:
-        if (name == p or name.startswith(p + ".")) and (best is None or len(p) > len(best)):
-            best = p
-    return best
-
-
-def param_groups(emb, lr):
-    """The optimizer's parameter groups: the trunk's trainable parameters (``requires_grad``;
-    frozen ones are left out) at ``lr`` times their ``emb.lr_groups`` multiplier (the longest
-    matching name prefix; 1 for the others), one group per multiplier in the order the
-    parameters come, then the loss's at ``lr * loss_lr_factor``. Raises ValueError for an
-    ``lr_groups`` prefix that names no parameter of the trunk."""
-    mults = emb.lr_groups or {}
-    named = emb.net.named_parameters()
-    for prefix in mults:
-        if not any(n == prefix or n.startswith(prefix + ".") for n, _ in named):
-            raise ValueError(f"lr_groups: prefix {prefix!r} matches no parameter of the trunk "
-                             f"(names like {named[0][0]!r})" if named else
-                             f"lr_groups: prefix {prefix!r} matches no parameter: the trunk has none")
-    by_mult = {}  # multiplier -> parameters, in the order they come
-    for name, p in named:
-        if p.requires_grad:
-            prefix = _prefix_of(name, mults)
-            by_mult.setdefault(1.0 if prefix is None else mults[prefix], []).append(p)
-    groups = [{"params": params, "lr": lr * m} for m, params in by_mult.items()]
-    loss_params = getattr(emb.loss_func, "parameters", None)
-    loss_params = list(loss_params()) if callable(loss_params) else []
-    if loss_params:
-        groups.append({"params": loss_params, "lr": lr * emb.loss_lr_factor})
-    return [g for g in groups if g["params"]]
 
 
 def _validate(emb, Xv, yv, metrics):

@@ -21,7 +21,7 @@ from .._validation import check_int
 from ..backend import BACKENDS
 from ..layers import Sequential
 from . import _recipe
-from ._fitting import param_groups
+from ._param_groups import param_groups
 
 __all__ = ["save", "load", "MAX_SAMPLE_ELEMENTS", "MAX_EMBED_DIM"]
 
