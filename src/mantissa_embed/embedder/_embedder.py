@@ -21,6 +21,7 @@ from .._validation import as_generator, check_float, check_int
 from ..backend import BACKENDS
 from ..layers import Layer, Sequential
 from . import _fit_data, _fitting, _persistence
+from ._fit_settings import FitSettings
 from ._hooks import profile_table
 from ._inference_methods import EmbedderInference
 from ._param_groups import check_lr_groups
@@ -364,24 +365,17 @@ class Embedder(EmbedderInference):
             Training diverged (the loss or the embeddings became NaN/Inf): lower ``lr``.
         """
         X, y = _fit_data.check_fit_data(self.net, X, y)
-        epochs = check_int(epochs, "epochs", minimum=1)
-        batch_size = check_int(batch_size, "batch_size", minimum=2)
-        if not isinstance(verbose, (bool, np.bool_)):
-            raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
-        if callback is not None and not callable(callback):
-            raise TypeError(f"callback must be callable(epoch, loss) or None, got {type(callback).__name__}")
-        if not isinstance(profile, (bool, np.bool_)):
-            raise TypeError(f"profile must be a bool, got {type(profile).__name__}")
+        settings = FitSettings(epochs=epochs, batch_size=batch_size, lr=lr, verbose=verbose, validation=validation,
+                               metrics=metrics, restore_best=restore_best, early_stopping=early_stopping,
+                               callbacks=callbacks, callback=callback, augment=augment, schedule=schedule,
+                               resume=resume, profile=profile, X=X)
         self._check_trunk_output(_fit_data.sample_shape(X))
         if not self._fit_guard.acquire(blocking=False):
             raise RuntimeError("fit is already running on this Embedder (in another thread, or called from "
                                "one of its callbacks): training is single-caller")
         try:
             with self._lock:
-                return _fitting.fit(self, X, y, epochs=epochs, batch_size=batch_size, lr=lr, verbose=verbose,
-                                    validation=validation, metrics=metrics, restore_best=restore_best,
-                                    early_stopping=early_stopping, callbacks=callbacks, callback=callback,
-                                    augment=augment, schedule=schedule, resume=resume, profile=profile)
+                return _fitting.fit(self, X, y, settings)
         finally:
             self._fit_guard.release()
 

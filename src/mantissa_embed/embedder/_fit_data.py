@@ -3,16 +3,14 @@ per-sample shape, and the split of ``validation`` into training and validation s
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from .._validation import check_array, check_float, check_labels
+from .._validation import check_array, check_labels
 from ..datasets.image_dataset import ImageDataset
 from ._inference import labels_for
 
 __all__ = ["INPUT_NDIMS", "check_inputs", "sample_shape", "take_rows", "check_dataset", "check_fit_data",
-           "split_validation"]
+           "check_validation_data", "split_validation"]
 
 
 #: the ranks of ``fit``'s ``X``: 4 for images (N, C, H, W), 2 for feature vectors (N, F)
@@ -77,10 +75,26 @@ def check_fit_data(net, X, y):
     return X, y
 
 
-def split_validation(X, y, validation, rng):
-    """``(X_train, y_train, X_val, y_val)`` for ``fit``'s ``validation`` argument.
+def check_validation_data(validation, X):
+    """``fit``'s ``validation`` data checked against ``X``'s per-sample shape: an
+    ``ImageDataset`` (returned as is) or a pair ``(X_val, y_val)``, returned converted (float32,
+    int64). ValueError / TypeError naming ``validation``, ``validation[0]`` or ``validation[1]``."""
+    shape = sample_shape(X)
+    if isinstance(validation, ImageDataset):
+        return check_dataset(validation, "validation", shape)
+    Xv = check_array(validation[0], "validation[0]", ndim=len(shape) + 1, allow_empty=False)
+    if Xv.shape[1:] != shape:
+        raise ValueError(f"validation[0] must have shape (n, {', '.join(map(str, shape))}) like X, "
+                         f"got {Xv.shape}")
+    yv = check_labels(validation[1], "validation[1]", n=Xv.shape[0])
+    return Xv, yv
 
-    A float in (0, 1): that fraction of the *classes* (at least two, and at least two left for
+
+def split_validation(X, y, validation, rng):
+    """``(X_train, y_train, X_val, y_val)`` for ``fit``'s ``validation`` (``FitSettings.validation``,
+    checked).
+
+    A float: that fraction of the *classes* (at least two, and at least two left for
     training), drawn with ``rng``, is held out with all its images, so that the validation
     metrics measure what metric learning is for: classes not trained on. A pair
     ``(X_val, y_val)``, or an ``ImageDataset`` (its labels): used as given. None: no
@@ -88,28 +102,15 @@ def split_validation(X, y, validation, rng):
     """
     if validation is None:
         return X, y, None, None
-    if isinstance(validation, numbers.Real) and not isinstance(validation, (bool, np.bool_)):
-        frac = check_float(validation, "validation")
-        if not 0.0 < frac < 1.0:
-            raise ValueError(f"validation must be in (0, 1) as a fraction of the classes, got {frac}")
-        classes = np.unique(y)
-        n_val = max(2, int(round(frac * classes.shape[0])))
-        if classes.shape[0] - n_val < 2:
-            raise ValueError(f"validation={frac} leaves fewer than two of the {classes.shape[0]} classes to train on")
-        held = rng.choice(classes, size=n_val, replace=False)
-        mask = np.isin(y, held)
-        return take_rows(X, ~mask), y[~mask], take_rows(X, mask), y[mask]
-    shape = sample_shape(X)
     if isinstance(validation, ImageDataset):
-        check_dataset(validation, "validation", shape)
         return X, y, validation, validation.labels
-    if isinstance(validation, (tuple, list)) and len(validation) == 2:
-        Xv = check_array(validation[0], "validation[0]", ndim=len(shape) + 1, allow_empty=False)
-        if Xv.shape[1:] != shape:
-            raise ValueError(f"validation[0] must have shape (n, {', '.join(map(str, shape))}) like X, "
-                             f"got {Xv.shape}")
-        yv = check_labels(validation[1], "validation[1]", n=Xv.shape[0])
+    if not isinstance(validation, float):
+        Xv, yv = validation
         return X, y, Xv, yv
-    raise TypeError("validation must be None, a fraction of the classes in (0, 1), a pair (X_val, y_val) or an "
-                    "ImageDataset, "
-                    f"got {type(validation).__name__}")
+    classes = np.unique(y)
+    n_val = max(2, int(round(validation * classes.shape[0])))
+    if classes.shape[0] - n_val < 2:
+        raise ValueError(f"validation={validation} leaves fewer than two of the {classes.shape[0]} classes to train on")
+    held = rng.choice(classes, size=n_val, replace=False)
+    mask = np.isin(y, held)
+    return take_rows(X, ~mask), y[~mask], take_rows(X, mask), y[mask]

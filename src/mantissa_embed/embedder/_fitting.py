@@ -7,11 +7,9 @@ The loop itself is ``_training.train_epochs``; the data checks ``_fit_data``.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
-from .._validation import check_float, check_int
 from ..datasets.image_dataset import ImageDataset
 from ..evaluation.retrieval import retrieval_metrics
 from ..samplers import MPerClassSampler
@@ -22,41 +20,7 @@ from ._hooks import EpochCallback, HookList, Profiler, ProgressBar, ThreadAdapte
 from ._param_groups import param_groups
 from ._training import DeferredInterrupt, train_epochs
 
-__all__ = ["METRICS", "fit"]
-
-#: the validation metrics ``fit(..., metrics=...)`` accepts (higher is better)
-METRICS = ("precision_at_1", "r_precision", "mean_average_precision_at_r")
-
-
-def _check_metrics(metrics):
-    if isinstance(metrics, str):
-        metrics = (metrics,)
-    try:
-        metrics = tuple(metrics)
-    except TypeError:
-        raise TypeError(f"metrics must be a sequence of metric names, got {type(metrics).__name__}") from None
-    if not metrics:
-        raise ValueError("metrics must name at least one metric")
-    for m in metrics:
-        if m not in METRICS:
-            raise ValueError(f"metrics must be among {METRICS}, got {m!r}")
-    return metrics
-
-
-def _check_callbacks(callbacks):
-    if callbacks is None:
-        return ()
-    if hasattr(callbacks, "on_epoch_end") or callable(callbacks):
-        callbacks = (callbacks,)
-    try:
-        callbacks = tuple(callbacks)
-    except TypeError:
-        raise TypeError(f"callbacks must be a sequence of callbacks, got {type(callbacks).__name__}") from None
-    for i, c in enumerate(callbacks):
-        if not (callable(getattr(c, "on_epoch_end", None)) or callable(c)):
-            raise TypeError(f"callbacks[{i}] must have on_epoch_end(embedder, epoch, history) or be callable "
-                            f"with those arguments, got {type(c).__name__}")
-    return callbacks
+__all__ = ["fit"]
 
 
 def _call_callback(c, emb, epoch, history):
@@ -70,51 +34,18 @@ def _validate(emb, Xv, yv, metrics):
     return retrieval_metrics(Z, yv, include=metrics, backend=emb.backend)
 
 
-def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, restore_best, early_stopping,
-        callbacks, callback, augment, schedule, resume, profile):
-    """Train ``emb`` (arguments validated and documented by ``Embedder.fit``)."""
-    metrics = _check_metrics(metrics)
-    callbacks = _check_callbacks(callbacks)
-    if early_stopping is not None:
-        early_stopping = check_int(early_stopping, "early_stopping", minimum=1)
-    for name, v in (("restore_best", restore_best), ("resume", resume)):
-        if not isinstance(v, (bool, np.bool_)):
-            raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
-    if lr is not None:
-        lr = check_float(lr, "lr", minimum=0.0, strict=True)
-    opt_name = _recipe.resolve_optimizer(emb.optimizer, lr)
-    lr = _recipe.DEFAULTS["lr"].get(opt_name, 1e-3) if lr is None else lr
+def fit(emb, X, y, settings):
+    """Train ``emb`` on the checked ``X``, ``y`` with the options ``settings`` (a ``FitSettings``,
+    checked; documented by ``Embedder.fit``)."""
+    opt_name = _recipe.resolve_optimizer(emb.optimizer, settings.lr)
+    lr = _recipe.DEFAULTS["lr"].get(opt_name, 1e-3) if settings.lr is None else settings.lr
     files = isinstance(X, ImageDataset)
-    if files and not (augment is None or (isinstance(augment, str) and augment == "default")):
-        raise ValueError("augment applies to array inputs; X is a dataset, whose train_transform augments its "
-                         "images (ImageFolder / ImageCSV train_transform=...): pass augment=\"default\" or None")
-    if not files and X.ndim == 2 and isinstance(augment, str):  # the presets transform images
-        if augment in _recipe.AUGMENTS:
-            raise ValueError(f"augment={augment!r} transforms images; X holds feature vectors (N, F): pass "
-                             "augment=None, \"default\" (no augmentation for feature vectors) or a callable(X, rng)")
-        if augment == "default":
-            augment = None
-    augment_fn = None if files else _recipe.make_augment(augment)
-    schedule_obj = _recipe.make_schedule(schedule)
-    state = emb.train_state_ if resume else None
-    if resume:
-        if state is None or emb.optimizer_ is None:
-            raise ValueError("resume=True needs a checkpoint: a fit interrupted or stopped early in this "
-                             "process, or an Embedder.load of a file saved during or after a fit")
-        if state["epochs"] != epochs:
-            raise ValueError(f"epochs must be the epochs of the checkpointed fit ({state['epochs']}) to resume it, "
-                             f"got {epochs}")
-        if state.get("stale"):
-            raise ValueError(f"resume=True: the checkpointed fit stopped inside epoch {state['epoch'] + 1} "
-                             f"({state['stale']}), after its checkpoint at the end of epoch {state['epoch']}; the "
-                             "weights, optimizer and random streams have moved past that checkpoint, so resuming "
-                             "would not equal an uninterrupted run. Resume from a file saved at an epoch end "
-                             "(Embedder.save in a callback), or start a new fit")
-    if (restore_best or early_stopping) and validation is None:
-        raise ValueError("restore_best and early_stopping need validation data (validation=...)")
+    augment_fn = None if files else _recipe.make_augment(settings.augment)
+    state = _checkpoint_to_resume(emb, settings) if settings.resume else None
+    epochs, batch_size, metrics = settings.epochs, settings.batch_size, settings.metrics
 
-    Xt, yt, Xv, yv = split_validation(X, y, validation, emb._rng) if state is None else (
-        _resume_split(X, y, validation, state))
+    Xt, yt, Xv, yv = split_validation(X, y, settings.validation, emb._rng) if state is None else (
+        _resume_split(X, y, settings.validation, state))
     if state is not None and (state["batch_size"] != batch_size or state["n_train"] != len(Xt)):
         raise ValueError(f"resume=True needs the same X and batch_size as the checkpointed fit "
                          f"({state['n_train']} training images, batch_size {state['batch_size']})")
@@ -148,7 +79,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
         base_lrs = list(state["base_lrs"])
         first_epoch, step, best = state["epoch"], state["step"], state.get("best")
     opt = emb.optimizer_
-    if schedule_obj is not None and not hasattr(opt, "param_groups"):
+    if settings.schedule is not None and not hasattr(opt, "param_groups"):
         raise ValueError("schedule needs an optimizer with param_groups (a custom optimizer: pass schedule=None)")
     history = emb.history_
     for name in metrics if Xv is not None else ():
@@ -158,19 +89,20 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     emb.embed_dim_ = embed_dim
     emb.fitted_ = True
     emb.classes_ = classes
-    bar = ProgressBar(batch_size) if verbose else None
-    hooks = ([bar] if bar is not None else []) + ([EpochCallback(callback)] if callback is not None else [])
+    bar = ProgressBar(batch_size) if settings.verbose else None
+    hooks = [bar] if bar is not None else []
+    if settings.callback is not None:
+        hooks.append(EpochCallback(settings.callback))
     hooks.append(ThreadAdapter())
-    profiler = Profiler(net) if profile else None
+    profiler = Profiler(net) if settings.profile else None
     if profiler is not None:
         hooks.append(profiler)
     guard = CheckpointGuard()
     tracker = {"best": best, "best_epoch": None if best is None else state.get("best_epoch"), "weights": None,
                "bad_epochs": 0 if state is None else state.get("bad_epochs", 0)}
-    plan = {"epochs": epochs, "batch_size": batch_size, "n_train": len(Xt), "base_lrs": base_lrs,
+    plan = {**settings.checkpointed(), "n_train": len(Xt), "base_lrs": base_lrs,
             "optimizer": opt_name if state is None else state.get("optimizer"),
-            "validation": None if Xv is None else ("fraction" if isinstance(validation, numbers.Real) and
-                                                   not isinstance(validation, bool) else "given"),
+            "validation": None if Xv is None else settings.validation_kind,
             "val_classes": None if Xv is None else [int(c) for c in np.unique(yv)]}
 
     def epoch_end(epoch, mean_loss, step):
@@ -184,16 +116,16 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
             score = float(scores[metrics[0]])
             if tracker["best"] is None or score > tracker["best"]:
                 tracker.update(best=score, best_epoch=epoch, bad_epochs=0)
-                if restore_best:
+                if settings.restore_best:
                     tracker["weights"] = net.state_arrays()
             else:
                 tracker["bad_epochs"] += 1
-                stop = early_stopping is not None and tracker["bad_epochs"] >= early_stopping
+                stop = settings.early_stopping is not None and tracker["bad_epochs"] >= settings.early_stopping
         emb.train_state_ = {**plan, "epoch": epoch + 1, "step": step, "sampler_labels": list(sampler.labels),
                             "best": tracker["best"], "best_epoch": tracker["best_epoch"],
                             "bad_epochs": tracker["bad_epochs"]}
         guard.current = True
-        for c in callbacks:
+        for c in settings.callbacks:
             stop = _call_callback(c, emb, epoch, history) or stop
         return stop
 
@@ -203,9 +135,9 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     try:
         with DeferredInterrupt() as interrupt:
             source = FileBatches(Xt, batch_size) if files else ArrayBatches(Xt, augment_fn, batch_size)
-            train_epochs(net, emb.miner_func, emb.loss_func, opt, source, y_idx, sampler, epochs=epochs,
-                         n_batches=n_batches, batch_size=batch_size, lr=lr, losses=history["loss"],
-                         hooks=HookList(hooks), first_epoch=first_epoch, step=step, rng=emb._rng, schedule=schedule_obj, base_lrs=base_lrs, epoch_end=epoch_end,
+            train_epochs(net, emb.miner_func, emb.loss_func, opt, source, y_idx, sampler, settings,
+                         n_batches=n_batches, lr=lr, losses=history["loss"], hooks=HookList(hooks),
+                         first_epoch=first_epoch, step=step, rng=emb._rng, base_lrs=base_lrs, epoch_end=epoch_end,
                          interrupt=interrupt)
     except BaseException as exc:
         if not guard.current and emb.train_state_ is not None:  # stopped between two checkpoints
@@ -215,7 +147,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
         net.eval()
     if profiler is not None:
         emb.profile_ = profiler.result(epochs - first_epoch)
-    if restore_best and tracker["weights"] is not None:
+    if settings.restore_best and tracker["weights"] is not None:
         net.load_state_arrays(tracker["weights"])
     if emb.train_state_ is not None and emb.train_state_["epoch"] >= epochs:
         emb.train_state_ = {**emb.train_state_, "finished": True}
@@ -234,10 +166,31 @@ class CheckpointGuard(TrainingHook):
         return batches
 
 
+def _checkpoint_to_resume(emb, settings):
+    """The checkpoint state ``resume=True`` continues, after checking that it can: there is one,
+    ``settings`` has its epochs (its batch size is compared once the training set is known), and
+    it matches the weights (not stale)."""
+    state = emb.train_state_
+    if state is None or emb.optimizer_ is None:
+        raise ValueError("resume=True needs a checkpoint: a fit interrupted or stopped early in this "
+                         "process, or an Embedder.load of a file saved during or after a fit")
+    if state["epochs"] != settings.epochs:
+        raise ValueError(f"epochs must be the epochs of the checkpointed fit ({state['epochs']}) to resume it, "
+                         f"got {settings.epochs}")
+    if state.get("stale"):
+        raise ValueError(f"resume=True: the checkpointed fit stopped inside epoch {state['epoch'] + 1} "
+                         f"({state['stale']}), after its checkpoint at the end of epoch {state['epoch']}; the "
+                         "weights, optimizer and random streams have moved past that checkpoint, so resuming "
+                         "would not equal an uninterrupted run. Resume from a file saved at an epoch end "
+                         "(Embedder.save in a callback), or start a new fit")
+    return state
+
+
 def _resume_split(X, y, validation, state):
+    """The split of the checkpointed fit: a fraction's held-out classes are the recorded ones."""
     if validation is None or state.get("val_classes") is None:
-        return split_validation(X, y, validation if not isinstance(validation, numbers.Real) else None, None)
-    if isinstance(validation, numbers.Real):
+        return split_validation(X, y, None if isinstance(validation, float) else validation, None)
+    if isinstance(validation, float):
         mask = np.isin(y, np.asarray(state["val_classes"]))
         return take_rows(X, ~mask), y[~mask], take_rows(X, mask), y[mask]
     return split_validation(X, y, validation, None)

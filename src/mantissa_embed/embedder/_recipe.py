@@ -178,7 +178,7 @@ def make_optimizer(optimizer, groups, momentum, weight_decay, backend):
     return opt
 
 
-#: the largest batch ``choose_m`` accepts (a batch is gathered into one array)
+#: the largest ``fit`` batch (a batch is gathered into one array)
 MAX_BATCH_SIZE = 1 << 16
 
 
@@ -190,9 +190,8 @@ def choose_m(batch_size, n_classes, m_per_class=None):
     ``batch_size`` with ``m * n_classes >= batch_size`` and ``batch_size // m >= 2``. Raises
     ValueError naming ``batch_size`` or ``m_per_class`` when no such layout exists (a prime
     ``batch_size``, one class per batch), so that every batch has positive and negative pairs.
+    ``batch_size`` is at most ``MAX_BATCH_SIZE`` (``FitSettings`` checks it).
     """
-    if batch_size > MAX_BATCH_SIZE:
-        raise ValueError(f"batch_size must be <= {MAX_BATCH_SIZE}, got {batch_size}")
     if m_per_class is not None:
         if batch_size % m_per_class:
             raise ValueError(f"m_per_class ({m_per_class}) must divide batch_size ({batch_size})")
@@ -217,35 +216,32 @@ AUGMENTS = ("affine", "hflip", "affine+hflip")
 
 
 def make_augment(augment):
-    """The batch transform ``t(X, rng) -> X`` for ``fit``'s ``augment``, or None.
+    """The batch transform ``t(X, rng) -> X`` for ``fit``'s ``augment`` (``FitSettings.augment``,
+    checked there), or None.
 
     ``"default"``: ``DEFAULTS["augment"]``. ``"affine"``: ``transforms.RandomAffine(degrees=12,
     translate=(0.09, 0.09), scale=(0.9, 1.1))`` (about +-2.5 px on 28 px digits); ``"hflip"``:
     ``transforms.RandomHorizontalFlip()``; ``"affine+hflip"``: both; None: no augmentation; a
-    callable ``t(X, rng)`` is used as is. Raises ValueError/TypeError naming ``augment``.
+    callable ``t(X, rng)`` is used as is. A new transform at every call (it owns its buffers).
     """
-    if isinstance(augment, str):
-        if augment == "default":
-            augment = DEFAULTS["augment"]
-        parts = augment.split("+")
-        if augment not in AUGMENTS:
-            raise ValueError(f"augment must be one of {('default',) + AUGMENTS}, None or a callable(X, rng), "
-                             f"got {augment!r}")
-        ts = []
-        if "affine" in parts:
-            ts.append(transforms.RandomAffine(degrees=12, translate=(0.09, 0.09), scale=(0.9, 1.1)))
-        if "hflip" in parts:
-            ts.append(transforms.RandomHorizontalFlip())
-        return ts[0] if len(ts) == 1 else transforms.Compose(ts)
-    if augment is None:
-        return None
-    if not callable(augment):
-        raise TypeError(f"augment must be a string, None or a callable(X, rng), got {type(augment).__name__}")
-    return augment
+    if not isinstance(augment, str):
+        return augment
+    if augment == "default":
+        augment = DEFAULTS["augment"]
+    if augment not in AUGMENTS:  # pragma: no cover - checked by FitSettings
+        raise ValueError(f"unknown augment {augment!r}")
+    parts = augment.split("+")
+    ts = []
+    if "affine" in parts:
+        ts.append(transforms.RandomAffine(degrees=12, translate=(0.09, 0.09), scale=(0.9, 1.1)))
+    if "hflip" in parts:
+        ts.append(transforms.RandomHorizontalFlip())
+    return ts[0] if len(ts) == 1 else transforms.Compose(ts)
 
 
 def make_schedule(schedule):
-    """The learning-rate schedule for ``fit``'s ``schedule``, or None (a constant lr).
+    """The learning-rate schedule for ``fit``'s ``schedule``, or None (a constant lr); the check
+    of ``FitSettings.schedule``.
 
     ``"default"``: ``DEFAULTS["schedule"]``; a string of ``mantissa_embed.optim.make_schedule``
     (``"cosine"``, ``"step"``, ``"constant"``); an object with ``factor(step, total_steps)``.

@@ -40,17 +40,18 @@ class DeferredInterrupt:
         return False
 
 
-def train_epochs(net, miner, loss_func, optimizer, source, y, sampler, *, epochs, n_batches, batch_size, lr,
-                 losses, hooks, first_epoch=0, step=0, rng=None, schedule=None, base_lrs=None,
-                 epoch_end=None, interrupt=None):
-    """Train ``net`` for epochs ``first_epoch .. epochs - 1`` of ``n_batches`` batches drawn
-    from ``sampler``; returns the number of optimizer steps taken in all (``step`` + new ones).
+def train_epochs(net, miner, loss_func, optimizer, source, y, sampler, settings, *, n_batches, lr, losses, hooks,
+                 first_epoch=0, step=0, rng=None, base_lrs=None, epoch_end=None, interrupt=None):
+    """Train ``net`` for epochs ``first_epoch .. settings.epochs - 1`` of ``n_batches`` batches
+    drawn from ``sampler``; returns the number of optimizer steps taken in all (``step`` + new
+    ones). ``settings``: the fit's ``FitSettings`` (its ``epochs`` and ``schedule``); ``lr``: the
+    trunk's learning rate the fit resolved (named in the divergence errors).
 
     Per batch: ``(idx, xb)`` from ``source.epoch(iter(sampler), rng)`` (``ArrayBatches``:
     ``augment(X[idx], rng)``; ``FileBatches``: decoded files); ``E = net.forward(xb)``;
     ``tuples = miner(E, y[idx])`` (None: no miner); ``optimizer.zero_grad()``;
     ``out = loss_func(E, y[idx], indices_tuple=tuples)`` (after the zeroing: a loss with its own
-    parameters writes their gradients here); ``net.backward(out.grad)``; with a ``schedule``,
+    parameters writes their gradients here); ``net.backward(out.grad)``; with a schedule,
     each parameter group's lr is ``base_lrs[g] * schedule.factor(step, epochs * n_batches)``;
     ``optimizer.step()``. Appends each epoch's mean batch loss to ``losses``, then calls
     ``epoch_end(epoch, mean_loss, step)``; a true result stops training. ``interrupt``: a
@@ -58,6 +59,7 @@ def train_epochs(net, miner, loss_func, optimizer, source, y, sampler, *, epochs
     ``hooks``: a ``TrainingHook``. Raises FloatingPointError when the embeddings or the
     loss stop being finite.
     """
+    epochs, schedule = settings.epochs, settings.schedule
     total_steps = epochs * n_batches
     groups = getattr(optimizer, "param_groups", None) if schedule is not None else None
     try:
