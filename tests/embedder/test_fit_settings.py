@@ -72,7 +72,7 @@ def test_a_validation_pair_is_checked_against_x_and_stored_converted():
 
 
 X_TOY, Y_TOY = _toy()
-#: one bad value per option, with the exact error fit raised before the settings object existed
+#: one bad value per option, with the exact error fit raises for it
 BAD = [
     (dict(epochs=0), ValueError, "epochs must be >= 1, got 0"),
     (dict(epochs=1.5), TypeError, "epochs must be an int, got float"),

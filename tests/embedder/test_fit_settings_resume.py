@@ -1,6 +1,6 @@
 """``FitSettings`` through a checkpoint: the options ``resume=True`` must be given again
 (``checkpointed()``) are what ``save`` writes and ``load`` reads back, and resuming with the same
-settings continues the run bitwise, with other ones refused as before."""
+settings continues the run bitwise, and other epochs or batch sizes are refused."""
 import numpy as np
 import pytest
 
