@@ -16,7 +16,7 @@ from . import _recipe
 from ._inference import labels_for
 from ._training import (ArrayBatches, DeferredInterrupt, EpochCallback, FileBatches, HookList, Profiler, ProgressBar,
                         ThreadAdapter, TrainingHook, train_epochs)
-from ._validation import check_array, check_float, check_int, check_labels
+from ._validation import check_array, check_bool, check_float, check_int, check_labels
 from .datasets.image_dataset import ImageDataset
 from .evaluation.retrieval import retrieval_metrics
 from .samplers import MPerClassSampler
@@ -229,8 +229,7 @@ def fit(emb, X, y, *, epochs, batch_size, lr, verbose, validation, metrics, rest
     if early_stopping is not None:
         early_stopping = check_int(early_stopping, "early_stopping", minimum=1)
     for name, v in (("restore_best", restore_best), ("resume", resume)):
-        if not isinstance(v, (bool, np.bool_)):
-            raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
+        check_bool(v, name)
     if lr is not None:
         lr = check_float(lr, "lr", minimum=0.0, strict=True)
     opt_name = _recipe.resolve_optimizer(emb.optimizer, lr)

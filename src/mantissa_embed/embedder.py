@@ -20,7 +20,7 @@ from . import _fitting, _persistence, datasets, optim
 from ._embedder_inference import EmbedderInference
 from ._recipe import DEFAULTS, FACE_PRESET, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
 from ._training import profile_table
-from ._validation import as_generator, check_float, check_int, check_labels
+from ._validation import as_generator, check_bool, check_float, check_int, check_labels
 from .backend import BACKENDS
 from ._typing import ArrayLike
 from .layers import Layer, Sequential
@@ -364,12 +364,10 @@ class Embedder(EmbedderInference):
         X, y = _fitting.check_fit_data(self.net, X, y)
         epochs = check_int(epochs, "epochs", minimum=1)
         batch_size = check_int(batch_size, "batch_size", minimum=2)
-        if not isinstance(verbose, (bool, np.bool_)):
-            raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
+        check_bool(verbose, "verbose")
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable(epoch, loss) or None, got {type(callback).__name__}")
-        if not isinstance(profile, (bool, np.bool_)):
-            raise TypeError(f"profile must be a bool, got {type(profile).__name__}")
+        check_bool(profile, "profile")
         self._check_trunk_output(_fitting.sample_shape(X))
         if not self._fit_guard.acquire(blocking=False):
             raise RuntimeError("fit is already running on this Embedder (in another thread, or called from "

@@ -27,7 +27,7 @@ import numpy as np
 
 from ._io import atomic_write
 from ._typing import ArrayLike, Float32Array, Int64Array
-from ._validation import check_array, check_int
+from ._validation import check_array, check_bool, check_int
 from .evaluation.knn import knn
 
 __all__ = ["Index", "DTYPES", "METRICS"]
@@ -106,9 +106,7 @@ class Index:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-        if not isinstance(keep_float32, (bool, np.bool_)):
-            raise TypeError(f"keep_float32 must be a bool, got {type(keep_float32).__name__}")
-        self.metric, self.dtype, self.keep_float32 = metric, dtype, bool(keep_float32)
+        self.metric, self.dtype, self.keep_float32 = metric, dtype, check_bool(keep_float32, "keep_float32")
         self._codes = np.empty((0, self.dim), _STORE[dtype])
         self._scales = np.empty(0, np.float32) if dtype == "int8" else None
         self._f32 = np.empty((0, self.dim), np.float32) if self.keep_float32 else None

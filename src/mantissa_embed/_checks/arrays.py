@@ -136,6 +136,9 @@ def check_outs(outs, ins, inplace_ok=()) -> None:
 
 
 def check_bool(v: Any, name: str) -> bool:
+    """A bool argument (``bool`` or ``numpy.bool_``; ints are refused, unlike ``check_flag``),
+    returned as ``bool``; ``TypeError`` naming ``name`` otherwise. The one bool check of the
+    package: ``_validation`` re-exports it for the public classes."""
     if not isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
     return bool(v)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._typing import ArrayLike, Float32Array, Int64Array
-from .._validation import check_array, check_int
+from .._validation import check_array, check_bool, check_int
 from ..backend import BACKENDS, get_backend
 
 __all__ = ["knn", "METRICS"]
@@ -34,8 +34,7 @@ def _check_knn_args(query, reference, k, exclude_self, metric, tile, backend):
     if q.shape[1] == 0:
         raise ValueError("query and reference must have at least one column (embedding dimension 0)")
     k = check_int(k, "k", minimum=1)
-    if not isinstance(exclude_self, (bool, np.bool_)):
-        raise TypeError(f"exclude_self must be a bool, got {type(exclude_self).__name__}")
+    check_bool(exclude_self, "exclude_self")
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     tile = check_int(tile, "tile", minimum=1)
