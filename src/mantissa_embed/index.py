@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ._checks.distance import l2_normalize_rows
 from ._io import atomic_write
 from ._typing import ArrayLike, Float32Array, Int64Array
 from ._validation import check_array, check_bool, check_int
@@ -72,11 +73,6 @@ def _decode(codes, scales, dtype):
     if dtype == "bfloat16":
         return (codes.astype(np.uint32) << 16).view(np.float32)
     return codes.astype(np.float32) * scales[:, None]
-
-
-def _l2_rows(x):
-    n = np.sqrt(np.einsum("ij,ij->i", x.astype(np.float64), x.astype(np.float64)))
-    return (x / np.where(n > 0, n, 1.0)[:, None]).astype(np.float32)
 
 
 class Index:
@@ -156,7 +152,7 @@ class Index:
             elif self._labels is not None:
                 raise ValueError("labels missing: earlier additions had labels")
             if self.metric == "cosine":
-                x = _l2_rows(x)
+                x = l2_normalize_rows(x.astype(np.float64), eps=0.0)[0].astype(np.float32)
             codes, scales = _encode(x, self.dtype)
             self._codes = np.concatenate([self._codes, codes])
             if scales is not None:
@@ -383,8 +379,7 @@ def _rank_exact(Q, X, pos, metric):
     """Re-rank the candidate positions pos (nq, c) by float64 distances to the rows X."""
     q = Q.astype(np.float64)
     if metric == "cosine":
-        nq = np.linalg.norm(q, axis=1)
-        q = q / np.where(nq > 0, nq, 1.0)[:, None]
+        q = l2_normalize_rows(q, eps=0.0)[0]
     C = np.asarray(X[pos.ravel()], dtype=np.float64).reshape(pos.shape + (X.shape[1],))
     if metric == "cosine":
         d = np.clip(1.0 - np.einsum("qd,qcd->qc", q, C), 0.0, 2.0)
