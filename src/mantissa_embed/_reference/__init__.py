@@ -12,11 +12,11 @@ from ._distance import *  # noqa: F401,F403
 from ._pair_losses import *  # noqa: F401,F403
 from ._scatter import *  # noqa: F401,F403
 from ._knn import *  # noqa: F401,F403
-from ._softmax import *  # noqa: F401,F403
-from ._pairw import *  # noqa: F401,F403
-from ._tuple import *  # noqa: F401,F403
-from ._ranking import *  # noqa: F401,F403
-from ._proxy import *  # noqa: F401,F403
+from ._softmax_losses import *  # noqa: F401,F403
+from ._pair_weighting import *  # noqa: F401,F403
+from ._tuple_losses import *  # noqa: F401,F403
+from ._ranking_losses import *  # noqa: F401,F403
+from ._proxy_losses import *  # noqa: F401,F403
 from ._mining import *  # noqa: F401,F403
 from ._transforms import *  # noqa: F401,F403
 from ._norm import *  # noqa: F401,F403

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks.proxy_losses import check_p2sgrad_args, check_softmax_xent_args, check_xent_scales
-from ._softmax import softmax_nll_backward, softmax_nll_forward
+from ._softmax_losses import softmax_nll_backward, softmax_nll_forward
 
 __all__ = ["p2sgrad_forward_backward", "softmax_xent_forward_backward", "softmax_nll_fast_forward",
            "softmax_nll_fast_backward"]
