@@ -4,11 +4,11 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
-from mantissa_embed._checks.arrays import check_kernel_output, check_outs
-from mantissa_embed._checks.layers import (act_flag, check_act_args, check_act_backward_args,
-                                           check_adam_args, check_dense_args, check_dropout_args,
-                                           check_dense_backward_args, check_negative_slope,
-                                           check_sgd_args, store_grad)
+from mantissa_embed._checks.activations import (act_flag, check_act_args, check_act_backward_args,
+                                                check_dropout_args, check_negative_slope)
+from mantissa_embed._checks.arrays import check_kernel_output, check_outs, store_grad
+from mantissa_embed._checks.dense import check_dense_args, check_dense_backward_args
+from mantissa_embed._checks.optim import check_adam_args, check_sgd_args
 from mantissa_embed._engine._cengine cimport (me_adam_step, me_all_finite, me_dense_backward,
                                              me_dense_forward, me_dropout_apply,
                                              me_leaky_relu_backward,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.arrays import check_kernel_output, check_outs
-from .._checks.layers import (act_flag, check_act_args, check_act_backward_args, check_adam_args,
-                              check_dense_args, check_dense_backward_args, check_dropout_args,
-                              check_negative_slope,
-                              check_sgd_args, store_grad)
+from .._checks.activations import (act_flag, check_act_args, check_act_backward_args, check_dropout_args,
+                                   check_negative_slope)
+from .._checks.arrays import check_kernel_output, check_outs, store_grad
+from .._checks.dense import check_dense_args, check_dense_backward_args
+from .._checks.optim import check_adam_args, check_sgd_args
 
 __all__ = [
     "relu_forward",
