@@ -9,7 +9,9 @@ from mantissa_embed._engine._cpu import *  # noqa: F401,F403
 from mantissa_embed._engine._gemm import *  # noqa: F401,F403
 from mantissa_embed._engine._conv import *  # noqa: F401,F403
 from mantissa_embed._engine._pool import *  # noqa: F401,F403
+from mantissa_embed._engine._activations import *  # noqa: F401,F403
 from mantissa_embed._engine._dense import *  # noqa: F401,F403
+from mantissa_embed._engine._optim import *  # noqa: F401,F403
 from mantissa_embed._engine._distance import *  # noqa: F401,F403
 from mantissa_embed._engine._pair_losses import *  # noqa: F401,F403
 from mantissa_embed._engine._scatter import *  # noqa: F401,F403

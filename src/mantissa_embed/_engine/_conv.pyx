@@ -15,7 +15,7 @@ from mantissa_embed._engine._cengine cimport (me_conv2d_backward, me_conv2d_forw
                                              me_conv2d_pool2_chain_forward,
                                              me_conv2d_pool2_chain_workspace_size,
                                              me_conv2d_pool2_forward, me_conv2d_workspace_size)
-from mantissa_embed._engine._dense import _act_inplace
+from mantissa_embed._engine._activations import _act_inplace
 from mantissa_embed._engine._pool import maxpool2d_forward
 
 

@@ -8,7 +8,9 @@ from ._cpu import *  # noqa: F401,F403
 from ._gemm import *  # noqa: F401,F403
 from ._conv import *  # noqa: F401,F403
 from ._pool import *  # noqa: F401,F403
+from ._activations import *  # noqa: F401,F403
 from ._dense import *  # noqa: F401,F403
+from ._optim import *  # noqa: F401,F403
 from ._distance import *  # noqa: F401,F403
 from ._pair_losses import *  # noqa: F401,F403
 from ._scatter import *  # noqa: F401,F403
