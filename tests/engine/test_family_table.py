@@ -86,7 +86,8 @@ def test_every_named_file_exists():
             for name in files[layer]:
                 if not (DIRS[layer] / name).is_file():
                     missing.append(f"{family}: {DIRS[layer].relative_to(ROOT)}/{name}")
-                if layer == "cython" and name.endswith(".pyx") and not (DIRS[layer] / name).with_suffix(".pyi").is_file():
+                stub = (DIRS[layer] / name).with_suffix(".pyi")
+                if layer == "cython" and name.endswith(".pyx") and not stub.is_file():
                     missing.append(f"{family}: the stub of {name}")
     assert not missing, missing
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .arrays import F32_MAX, check_f32, check_kernel_input, check_kernel_output, check_outs
 
-
 #: the activation codes of the conv / dense kernels (engine.h's ME_ACT_*)
 ACT_CODES = {"identity": 0, "relu": 1, "leaky_relu": 2}
 

@@ -6,7 +6,6 @@ import numpy as np
 
 from .arrays import MAX_FLOATS, check_int, check_kernel_input, check_shape
 
-
 _MAX_PLANE = 2**31 - 1
 
 
