@@ -15,7 +15,7 @@ from .._checks.proxy_losses import (
     p2sgrad64,
     softmax_xent64,
 )
-from ._softmax import softmax_nll_backward, softmax_nll_forward
+from ._softmax_losses import softmax_nll_backward, softmax_nll_forward
 
 __all__ = ["p2sgrad_forward_backward", "softmax_xent_forward_backward", "softmax_nll_fast_forward",
            "softmax_nll_fast_backward"]
