@@ -1,6 +1,6 @@
 """Exact k-NN throughput and peak extra memory: mantissa's engine vs faiss IndexFlatL2.
 
-    python benchmarks/bench_knn_faiss.py                       # the issue's case (~3-5 min)
+    python benchmarks/bench_knn_faiss.py                       # the default case (~3-5 min)
     python benchmarks/bench_knn_faiss.py --n 1000 --m 100000   # a quick run
 
 Both sides search the same seeded random float32 arrays (standard normal) for the exact

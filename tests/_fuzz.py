@@ -99,6 +99,13 @@ def dim(draw, lo=0, hi=17, large=None):
     return draw(st.sampled_from(choices))
 
 
+def any_shape(draw):
+    """0-D to 4-D, at most one large (1031: the vector loops' tails) dimension."""
+    nd = draw(st.integers(0, 4))
+    big = draw(st.integers(-1, 3))
+    return tuple(dim(draw, large=1031) if i == big else dim(draw, hi=9) for i in range(nd))
+
+
 def rng(draw):
     return np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
 

@@ -53,7 +53,7 @@
  *                         two-stage chain; its kernels in conv_wino_pool.h, built once per ISA
  *   conv_wino_train.c     AVX2 Winograd F(2x2, 3x3) training kernels (forward, dx, dw)
  *
- * Why these paths, with their measurements: docs/performance.md, "Engine changes, measured".
+ * Which path runs for which shape, and the measured figures: docs/performance.md, "Kernel choices".
  */
 #include "engine.h"
 #include "row_sum.h"

@@ -53,9 +53,6 @@ void me_sgemm_st(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, floa
                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                  float *C, int64_t ldc);
 
-/* the activation codes of the conv / dense forward epilogues */
-enum { ME_ACT_IDENTITY = 0, ME_ACT_RELU = 1, ME_ACT_LEAKY_RELU = 2 };
-
 /* --------------------------------------------------------------- conv.c, conv_*.c */
 /* Per group of images (the group split depends on the shapes only, so results are bitwise
  * identical for any thread count); conv.c's header gives the layouts, the workspace and which
@@ -121,14 +118,33 @@ int64_t me_maxpool2d_backward_checked(const float *dy, const int32_t *argmax, fl
  * Untrusted argmax as above (returns the number of skipped entries). */
 int64_t me_maxpool2d_relu_backward(const float *dy, const int32_t *argmax, const float *y, float *dx,
                                    int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO);
+/* x (N,C,H,W) -> y (N,C,HO,WO), HO = (H - size)/stride + 1: window means (avg_pool2d, no padding,
+ * floor mode); the backward overwrites dx (N,C,H,W) with dy / size^2 spread over each window. */
+void me_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
+                          int64_t size, int64_t stride);
+void me_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W,
+                           int64_t size, int64_t stride);
+/* x (N,C,H,W) -> y (N,C), the mean of each plane; backward: dx (N,C,H,W) = dy / (H*W), overwritten */
+void me_global_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W);
+void me_global_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W);
 
 /* -------------------------------------------------------- activations.c */
+/* the activation codes of the conv / dense forward epilogues */
+enum { ME_ACT_IDENTITY = 0, ME_ACT_RELU = 1, ME_ACT_LEAKY_RELU = 2 };
+
 /* x (n) -> y (n) = max(x, 0); y may alias x */
 void me_relu_forward(const float *x, float *y, int64_t n);
 /* dy (n), y (n) (the forward output) -> dx (n) = dy * (y > 0); dx may alias dy */
 void me_relu_backward(const float *dy, const float *y, float *dx, int64_t n);
 /* x (n) -> 1 when every value is finite (no NaN, no +-Inf), else 0 */
 int me_all_finite(const float *x, int64_t n);
+/* x (n) -> y (n) = x < 0 ? slope * x : x; y may alias x */
+void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope);
+/* dy (n), y (n) the forward output (slope >= 0) -> dx (n) = y > 0 ? dy : slope * dy; dx may alias dy */
+void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope);
+/* inverted dropout, forward and backward: x (n), mask (n) (0 or 1/(1-p)) -> y (n) = x * mask;
+ * y may alias x */
+void me_dropout_apply(const float *x, const float *mask, float *y, int64_t n);
 
 /* -------------------------------------------------------------- dense.c */
 /* x (N,I), w (O,I), b (O) or NULL -> y (N,O) = x @ w^T + b, then the activation act (ME_ACT_*,
@@ -433,24 +449,6 @@ void me_angular_mine_count(const float *x, const float *r, const int64_t *labels
 void me_angular_mine_fill(const int64_t *labels, const int64_t *ref_labels, int64_t N, int64_t M,
                           int exclude_self, const int64_t *tri_offsets, const uint8_t *keep,
                           const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n);
-
-/* ------------------- pool.c, activations.c: average pooling, leaky ReLU, dropout */
-/* x (N,C,H,W) -> y (N,C,HO,WO), HO = (H - size)/stride + 1: window means (avg_pool2d, no padding,
- * floor mode); the backward overwrites dx (N,C,H,W) with dy / size^2 spread over each window. */
-void me_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
-                          int64_t size, int64_t stride);
-void me_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W,
-                           int64_t size, int64_t stride);
-/* x (N,C,H,W) -> y (N,C), the mean of each plane; backward: dx (N,C,H,W) = dy / (H*W), overwritten */
-void me_global_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W);
-void me_global_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W);
-/* x (n) -> y (n) = x < 0 ? slope * x : x; y may alias x */
-void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope);
-/* dy (n), y (n) the forward output (slope >= 0) -> dx (n) = y > 0 ? dy : slope * dy; dx may alias dy */
-void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope);
-/* inverted dropout, forward and backward: x (n), mask (n) (0 or 1/(1-p)) -> y (n) = x * mask;
- * y may alias x */
-void me_dropout_apply(const float *x, const float *mask, float *y, int64_t n);
 
 /* ---------------------------------------------------------- transforms.c */
 /* x (N,C,H,W), theta (N,2,3) (output -> input, normalized coordinates) -> y (N,C,H,W): each image

@@ -36,6 +36,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from . import datasets, engine, models, viz
+from ._checks.distance import l2_normalize_rows
 from ._demo_folder import fit_saying_epochs, gallery_neighbours, run_folder_demo
 from .embedder import FACE_PRESET, Embedder
 from .embedder._recipe import LOSSES
@@ -234,7 +235,7 @@ def run_demo(args, out=sys.stdout) -> int:
 
     def untrained_embed(X):
         Z0 = np.concatenate([untrained.forward(X[i:i + 256]) for i in range(0, len(X), 256)])
-        return Z0 / np.maximum(np.linalg.norm(Z0, axis=1, keepdims=True), 1e-12)
+        return l2_normalize_rows(Z0, out=Z0)[0]
 
     Z = emb.embed(Xte)
     for title, Xe, ye, Ze in ((f"unseen {unseen_name}", Xte, yte, Z),

@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from ._checks.distance import l2_normalize_rows
 from ._io import atomic_write
 from ._typing import ArrayLike, Float32Array, Int64Array
-from ._validation import check_array, check_int
+from ._validation import check_array, check_bool, check_int
 from .evaluation.knn import knn
 
 __all__ = ["Index", "DTYPES", "METRICS"]
@@ -74,11 +75,6 @@ def _decode(codes, scales, dtype):
     return codes.astype(np.float32) * scales[:, None]
 
 
-def _l2_rows(x):
-    n = np.sqrt(np.einsum("ij,ij->i", x.astype(np.float64), x.astype(np.float64)))
-    return (x / np.where(n > 0, n, 1.0)[:, None]).astype(np.float32)
-
-
 class Index:
     """An exact k-NN gallery of ``dim``-dimensional embeddings.
 
@@ -106,9 +102,7 @@ class Index:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-        if not isinstance(keep_float32, (bool, np.bool_)):
-            raise TypeError(f"keep_float32 must be a bool, got {type(keep_float32).__name__}")
-        self.metric, self.dtype, self.keep_float32 = metric, dtype, bool(keep_float32)
+        self.metric, self.dtype, self.keep_float32 = metric, dtype, check_bool(keep_float32, "keep_float32")
         self._codes = np.empty((0, self.dim), _STORE[dtype])
         self._scales = np.empty(0, np.float32) if dtype == "int8" else None
         self._f32 = np.empty((0, self.dim), np.float32) if self.keep_float32 else None
@@ -158,7 +152,7 @@ class Index:
             elif self._labels is not None:
                 raise ValueError("labels missing: earlier additions had labels")
             if self.metric == "cosine":
-                x = _l2_rows(x)
+                x = l2_normalize_rows(x.astype(np.float64), eps=0.0)[0].astype(np.float32)
             codes, scales = _encode(x, self.dtype)
             self._codes = np.concatenate([self._codes, codes])
             if scales is not None:
@@ -385,8 +379,7 @@ def _rank_exact(Q, X, pos, metric):
     """Re-rank the candidate positions pos (nq, c) by float64 distances to the rows X."""
     q = Q.astype(np.float64)
     if metric == "cosine":
-        nq = np.linalg.norm(q, axis=1)
-        q = q / np.where(nq > 0, nq, 1.0)[:, None]
+        q = l2_normalize_rows(q, eps=0.0)[0]
     C = np.asarray(X[pos.ravel()], dtype=np.float64).reshape(pos.shape + (X.shape[1],))
     if metric == "cosine":
         d = np.clip(1.0 - np.einsum("qd,qcd->qc", q, C), 0.0, 2.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._typing import ArrayLike
-from ._validation import check_array
+from ._validation import check_array, check_bool
 
 __all__ = ["Parameter"]
 
@@ -56,9 +56,7 @@ class Parameter:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"requires_grad must be a bool, got {type(value).__name__}")
-        self._requires_grad = bool(value)
+        self._requires_grad = check_bool(value, "requires_grad")
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -520,7 +520,7 @@ def test_maxpool2d_paths_match_twin(kernel, shape, size, stride):
 def test_conv_absurd_pad_stride_and_shapes_are_value_errors(be):
     x = np.ones((1, 1, 2, 2), np.float32)
     w = np.ones((1, 1, 3, 3), np.float32)
-    for pad in (2**40, 2**62, 2**70):  # used to be a numpy "array is too big" / OverflowError
+    for pad in (2**40, 2**62, 2**70):  # not numpy's "array is too big" nor an OverflowError
         with pytest.raises(ValueError, match=r"convolution is too large"):
             be.conv2d_forward(x, w, None, 1, pad)
     for stride in (2**63, 2**70):

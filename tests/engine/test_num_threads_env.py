@@ -13,8 +13,8 @@ import json, warnings
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     from mantissa_embed import engine
-    from mantissa_embed._reference import _core
-    threads = {"engine": engine.get_num_threads(), "numpy": _core.get_num_threads()}
+    from mantissa_embed._reference import _cpu
+    threads = {"engine": engine.get_num_threads(), "numpy": _cpu.get_num_threads()}
 print(json.dumps({"warnings": [[w.category.__name__, str(w.message)] for w in caught], **threads}))
 """
 

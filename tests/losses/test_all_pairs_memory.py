@@ -32,6 +32,6 @@ def test_all_pairs_memory_bound(cls, with_ref):
         tracemalloc.stop()
     assert np.isfinite(out.loss) and out.loss > 0
     assert out.grad.shape == (N, D) and np.abs(out.grad).max() > 0
-    # a handful of (N, N) float32 matrices is 4 MiB each; the bound in the issue is 100 MB
+    # a handful of (N, N) float32 matrices is 4 MiB each; the bound (LIMIT) is 100 MB
     assert peak < LIMIT, f"peak traced allocation {peak / 2**20:.1f} MiB"
     assert peak < 12 * N * N * 4  # and nothing like N^3 or a pair list of N^2 int64 pairs x many

@@ -1,5 +1,5 @@
 """The pair-weighting row kernels (src/engine_c/pair_weighting.c) equal their numpy twins
-(mantissa_embed._reference._pairw) on random shapes, labels and masks, and check their inputs
+(mantissa_embed._reference._pair_weighting) on random shapes, labels and masks, and check their inputs
 the same way."""
 import numpy as np
 import pytest

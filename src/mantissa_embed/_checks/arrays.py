@@ -20,6 +20,10 @@ MAX_FLOATS = 1 << 56
 
 def check_int(v: Any, name: str, minimum: int | None = None) -> int:
     """Validate an integer scalar (bool rejected); return it as ``int``."""
+    if type(v) is int:  # the common case first: the kernel wrappers check their ints on every call
+        if minimum is not None and v < minimum:
+            raise ValueError(f"{name} must be >= {minimum}, got {v}")
+        return v
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(v).__name__}")
     v = int(v)
@@ -136,6 +140,9 @@ def check_outs(outs, ins, inplace_ok=()) -> None:
 
 
 def check_bool(v: Any, name: str) -> bool:
+    """A bool argument (``bool`` or ``numpy.bool_``; ints are refused, unlike ``check_flag``),
+    returned as ``bool``; ``TypeError`` naming ``name`` otherwise. The one bool check of the
+    package: ``_validation`` re-exports it for the public classes."""
     if not isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
     return bool(v)
@@ -174,3 +181,43 @@ def check_flag(v: Any, name: str) -> bool:
     if not isinstance(v, (bool, np.bool_, numbers.Integral)):
         raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
     return bool(v)
+
+
+def check_shape(shape, name, ndim):
+    """A shape argument as a tuple of ``ndim`` ints >= 0 (``x_shape``, ``w.shape``)."""
+    if isinstance(shape, (str, bytes)):
+        raise TypeError(f"{name} must be a tuple of {ndim} ints, got {type(shape).__name__}")
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{name} must be a tuple of {ndim} ints, got {type(shape).__name__}") from None
+    if len(shape) != ndim:
+        raise ValueError(f"{name} must have {ndim} entries, got {shape}")
+    if all(type(s) is int and s >= 0 for s in shape):
+        return shape
+    return tuple(check_int(s, f"{name}[{i}]", minimum=0) for i, s in enumerate(shape))
+
+
+def check_bias(b, n, name: str = "b"):
+    """An optional bias: None, or a 1-D float32 array of ``n`` values."""
+    if b is None:
+        return None
+    b = check_kernel_input(b, name, 1)
+    if b.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},), got {b.shape}")
+    return b
+
+
+def grad_buf(a, name, shape, accumulate):
+    """A gradient output: the caller's buffer, or a new one (zeros when accumulating into it)."""
+    if a is None:
+        return np.zeros(shape, dtype=np.float32) if accumulate else np.empty(shape, dtype=np.float32)
+    return check_kernel_output(a, name, shape)
+
+
+def store_grad(buf, value, accumulate) -> None:
+    """Write a gradient into its buffer, or add it when accumulating."""
+    if accumulate:
+        buf += value
+    else:
+        buf[...] = value

@@ -9,6 +9,57 @@ from .arrays import MAX_FLOATS, check_float, check_int, check_kernel_input, chec
 NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's default
 
 
+def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None):
+    """Rows of ``x`` divided by their L2 norm, with the backward of that map: the numpy L2
+    normalization of the production code (losses, regularizers, inference, the index, k-NN). It
+    sits in ``_checks`` with ``NORMALIZE_EPS`` so that ``proxy_losses.p2sgrad64``, which the numpy
+    twin shares, can use it; the twin of ``distance.c``'s kernel keeps its own reference
+    (``_reference._distance``).
+
+    ``x``: (N, D) float32 or float64 ndarray, any strides. Returns ``(y, backward)``: ``y`` (N, D)
+    in the dtype of ``x`` (written to ``out`` when given: an (N, D) array of that dtype, which may
+    be ``x`` itself to normalize in place); ``backward(dy)`` takes dL/dy (N, D) and returns dL/dx
+    (N, D), in the dtype numpy promotes ``dy`` and ``y`` to.
+
+    The norms are summed in float64 (``np.einsum``), so a float32 row neither overflows nor rounds
+    its squared norm; the divisor is then rounded to the dtype of ``x`` and the division runs in it.
+
+    eps rule: ``eps > 0`` is ``torch.nn.functional.normalize``'s, ``y_i = x_i / max(||x_i||,
+    eps)`` (a row shorter than eps is divided by eps; a zero row stays zero). ``eps == 0``
+    divides every row of nonzero norm by its norm and leaves zero rows unchanged (zeros, no NaN).
+    The backward is ``(dy_i - y_i <y_i, dy_i>) / den_i`` on rows with ``||x_i|| > eps`` and
+    ``dy_i / den_i`` on the others (torch's: the clamped divisor is a constant there).
+
+    ``scratch``: None, or a callable ``name -> array or None`` giving (N, D) arrays of the dtype
+    of ``x`` for the backward's temporaries ``"t"`` and ``"dx"`` (its result is then the ``"dx"``
+    array); None from it allocates.
+
+    Raises ``TypeError`` for an ``x`` that is not a float32 / float64 ndarray, ``ValueError`` for
+    an ``x`` that is not 2-D or an ``eps`` that is negative or not finite.
+    """
+    if not isinstance(x, np.ndarray) or x.dtype not in (np.float32, np.float64):
+        raise TypeError(f"x must be a float32 or float64 numpy array, got "
+                        f"{x.dtype if isinstance(x, np.ndarray) else type(x).__name__}")
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-D (N, D), got shape {x.shape}")
+    eps = check_float(eps, "eps", minimum=0.0)
+    nrm = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
+    den = np.maximum(nrm, eps) if eps > 0 else np.where(nrm > 0, nrm, 1.0)
+    den = den[:, None].astype(x.dtype, copy=False)
+    y = np.divide(x, den, out=out)
+
+    def backward(dy):
+        s = np.einsum("ij,ij->i", y, dy)
+        s = np.where(nrm > eps, s, 0.0).astype(y.dtype, copy=False)
+        buf = (lambda name: None) if scratch is None else scratch
+        t = np.multiply(y, s[:, None], out=buf("t"))
+        dx = np.subtract(dy, t, out=buf("dx"))
+        dx /= den
+        return dx
+
+    return y, backward
+
+
 def check_same_cols(x, r, xname: str = "x", rname: str = "r"):
     if x.shape[1] != r.shape[1]:
         raise ValueError(f"{xname} and {rname} must have the same number of columns, "

@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from .arrays import check_kernel_input, check_kernel_output, check_no_overlap
+from .arrays import check_bool, check_kernel_input, check_kernel_output, check_no_overlap
 
 
 KNN_METRICS = ("sqeuclidean", "euclidean", "inner_product")
@@ -31,8 +31,7 @@ def check_knn_search(query, reference, k, metric, exclude_self, tile_q, tile_r, 
                          f"got {tile_q} * {tile_r}")
     if metric not in KNN_METRICS:
         raise ValueError(f"metric must be one of {KNN_METRICS}, got {metric!r}")
-    if not isinstance(exclude_self, (bool, np.bool_)):
-        raise TypeError(f"exclude_self must be a bool, got {type(exclude_self).__name__}")
+    check_bool(exclude_self, "exclude_self")
     n, M = q.shape[0], r.shape[0]
     if exclude_self and n > M:
         raise ValueError(f"exclude_self=True needs query rows <= reference rows, got {n} > {M}")

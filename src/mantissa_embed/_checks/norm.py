@@ -1,8 +1,9 @@
 """Argument checks of the batch-normalization kernels (``engine.batchnorm_*`` and their twins)."""
 from __future__ import annotations
 
-from .arrays import check_bool, check_float, check_inplace, check_kernel_input, check_kernel_output, check_outs
-from .layers import act_flag, grad_buf
+from .activations import act_flag
+from .arrays import (check_bool, check_float, check_inplace, check_kernel_input, check_kernel_output,
+                     check_outs, grad_buf)
 
 
 def bn_geometry(shape, name: str = "x"):

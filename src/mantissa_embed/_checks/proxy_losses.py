@@ -1,9 +1,12 @@
-"""Argument checks of the classifier softmax cross-entropy and P2SGrad kernels."""
+"""Argument checks of the classifier softmax cross-entropy and P2SGrad kernels, and the float64
+P2SGrad and softmax cross-entropy that the losses and the numpy twin share (``p2sgrad64``,
+``softmax_xent64``)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .arrays import check_f32, check_kernel_input, check_kernel_output, check_no_overlap
+from .distance import l2_normalize_rows
 
 
 def check_class_labels(labels, N, C):
@@ -50,3 +53,65 @@ def check_p2sgrad_args(x, w, labels, dx, dw):
     check_no_overlap(dxo, "dx", (xx, "x"), (ww, "w"), (lab, "labels"))
     check_no_overlap(dwo, "dw", (xx, "x"), (ww, "w"), (dxo, "dx"), (lab, "labels"))
     return xx, ww, lab, dxo, dwo
+
+
+def p2sgrad64(x, w, labels):
+    """float64 P2SGrad: ``(loss, dx (N, D), dw (C, D))`` for x (N, D), w (C, D) float64 and labels
+    (N,) int64 in [0, C): ``cos_ij = clamp(<x_i / max(|x_i|, 1e-12), w_j>, -1, 1)``, ``loss =
+    1/(N C) sum_ij (cos_ij - [j = y_i])^2``, ``dw`` with ``w`` held as given. N = 0: zeros.
+
+    The one implementation of two users: ``P2SGradLoss.compute64`` (the loss's float64 path, which
+    the finite-difference tests run) and the numpy twin ``p2sgrad_forward_backward`` (the reference
+    the C kernel of ``proxy_losses.c`` is tested against). It lives here because ``_checks`` is the
+    one package both may import: production code never imports ``_reference``, and ``_reference``
+    imports only numpy, ``_checks`` and the engine's workspace sizes. The C kernel is still checked
+    against an independent computation, since this numpy code shares nothing with it; this function
+    is in turn checked against finite differences and the paper's closed-form gradient.
+    """
+    N, D = x.shape
+    C = w.shape[0]
+    if N == 0:
+        return 0.0, np.zeros((N, D)), np.zeros((C, D))
+    xn, back = l2_normalize_rows(x)
+    raw = xn @ w.T
+    cos = np.clip(raw, -1.0, 1.0)
+    diff = cos.copy()
+    diff[np.arange(N), labels] -= 1.0
+    loss = float(np.sum(diff * diff) / (N * C))
+    dcos = (2.0 / (N * C)) * diff
+    dcos[(raw < -1.0) | (raw > 1.0)] = 0.0
+    return loss, back(dcos @ w), dcos.T @ xn
+
+
+def softmax_xent64(z, labels, scratch=None):
+    """Row softmax cross-entropy of logits z (N, C) float64 with labels (N,) int64 in [0, C):
+    ``(losses (N,) = logsumexp(z_i) - z_{i,y_i}, backward(dlosses (N,)) -> dz (N, C))``.
+
+    ``scratch``: None, or a callable ``name -> array or None`` giving (N, C) arrays of the dtype of
+    ``z`` for ``"e"`` (the softmax, kept for the backward) and ``"dz"`` (the backward's result);
+    None from it allocates.
+
+    Shared as ``p2sgrad64`` is, for the same reason: the proxy losses' float64 path
+    (``BaseProxyLoss._xent``) and the numpy twin ``softmax_xent_forward_backward``, the reference
+    of the C kernel, compute it.
+    """
+    N = z.shape[0]
+    if N == 0:
+        return np.zeros(0), (lambda dl: np.zeros_like(z))
+    buf = (lambda name: None) if scratch is None else scratch
+    m = z.max(axis=1, keepdims=True)
+    e = np.subtract(z, m, out=buf("e"))
+    np.exp(e, out=e)
+    s = e.sum(axis=1, keepdims=True)
+    lse = (m + np.log(s))[:, 0]
+    rows = np.arange(N)
+    losses = lse - z[rows, labels]
+    p = e
+    p /= s
+
+    def backward(dl):
+        dz = np.multiply(p, dl[:, None], out=buf("dz"))
+        dz[rows, labels] -= dl
+        return dz
+
+    return losses, backward

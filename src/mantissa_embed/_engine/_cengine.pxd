@@ -1,4 +1,5 @@
-# The C declarations of src/engine_c/engine.h, once, for every typed module of this package.
+# The C declarations of src/engine_c/engine.h, once, for every typed module of this package: one
+# section per kernel family, in engine.h's order, named by the family's C file(s).
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 cdef extern from "engine.h" nogil:
@@ -16,7 +17,7 @@ cdef extern from "engine.h" nogil:
     void me_sgemm_st(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                      float *C, int64_t ldc)
-    # conv.c
+    # conv.c, conv_*.c
     int64_t me_conv2d_workspace_size(int64_t N, int64_t C, int64_t H, int64_t W, int64_t F,
                                      int64_t KH, int64_t KW, int64_t stride, int64_t pad)
     void me_conv2d_forward(const float *x, const float *w, const float *b, float *y,
@@ -51,10 +52,19 @@ cdef extern from "engine.h" nogil:
                                           int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO)
     int64_t me_maxpool2d_relu_backward(const float *dy, const int32_t *argmax, const float *y, float *dx,
                                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t HO, int64_t WO)
+    void me_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
+                              int64_t size, int64_t stride)
+    void me_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W,
+                               int64_t size, int64_t stride)
+    void me_global_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W)
+    void me_global_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W)
     # activations.c
     void me_relu_forward(const float *x, float *y, int64_t n)
     void me_relu_backward(const float *dy, const float *y, float *dx, int64_t n)
     int me_all_finite(const float *x, int64_t n)
+    void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope)
+    void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope)
+    void me_dropout_apply(const float *x, const float *mask, float *y, int64_t n)
     # dense.c
     void me_dense_forward(const float *x, const float *w, const float *b, float *y,
                           int64_t N, int64_t I, int64_t O, int act, float slope)
@@ -185,16 +195,6 @@ cdef extern from "engine.h" nogil:
     void me_angular_mine_fill(const int64_t *labels, const int64_t *ref_labels, int64_t N, int64_t M,
                               int exclude_self, const int64_t *tri_offsets, const uint8_t *keep,
                               const int64_t *offsets, int64_t *a, int64_t *p, int64_t *n)
-    # pool.c (average pooling), activations.c (leaky ReLU, dropout)
-    void me_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W,
-                              int64_t size, int64_t stride)
-    void me_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W,
-                               int64_t size, int64_t stride)
-    void me_global_avgpool2d_forward(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W)
-    void me_global_avgpool2d_backward(const float *dy, float *dx, int64_t N, int64_t C, int64_t H, int64_t W)
-    void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope)
-    void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope)
-    void me_dropout_apply(const float *x, const float *mask, float *y, int64_t n)
     # transforms.c
     void me_affine_resample_forward(const float *x, const float *theta, float *y,
                                     int64_t N, int64_t C, int64_t H, int64_t W)

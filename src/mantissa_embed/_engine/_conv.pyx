@@ -6,16 +6,16 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
-from mantissa_embed._checks.arrays import check_kernel_output, check_outs
-from mantissa_embed._checks.layers import (act_flag, chain_geometries, check_chain_args,
-                                           check_conv_args, check_conv_backward_args,
-                                           check_negative_slope, check_pool2_output,
-                                           check_workspace, conv_geometry, store_grad)
+from mantissa_embed._checks.activations import act_flag, check_negative_slope
+from mantissa_embed._checks.arrays import check_kernel_output, check_outs, store_grad
+from mantissa_embed._checks.conv import (chain_geometries, check_chain_args, check_conv_args,
+                                         check_conv_backward_args, check_pool2_output, check_workspace,
+                                         conv_geometry)
 from mantissa_embed._engine._cengine cimport (me_conv2d_backward, me_conv2d_forward_act,
                                              me_conv2d_pool2_chain_forward,
                                              me_conv2d_pool2_chain_workspace_size,
                                              me_conv2d_pool2_forward, me_conv2d_workspace_size)
-from mantissa_embed._engine._dense import _act_inplace
+from mantissa_embed._engine._activations import _act_inplace
 from mantissa_embed._engine._pool import maxpool2d_forward
 
 

@@ -1,6 +1,6 @@
 """Thread count, CPU features and the SGEMM micro-kernel choice (``src/engine_c/cpu.c``): process-wide
 state of the engine's one shared library, seen by every kernel module."""
-from mantissa_embed._checks.gemm import check_num_threads, env_num_threads
+from mantissa_embed._checks.cpu import check_num_threads, env_num_threads
 
 from mantissa_embed._engine._cengine cimport (me_cpu_features, me_gemm_kernel_name, me_get_num_threads,
                                              me_set_gemm_kernel, me_set_num_threads)

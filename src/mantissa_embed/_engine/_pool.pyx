@@ -5,9 +5,9 @@ import numpy as np
 from libc.stdint cimport int32_t, int64_t
 
 from mantissa_embed._checks.arrays import check_kernel_input, check_kernel_output, check_outs
-from mantissa_embed._checks.layers import (bad_argmax, check_argmax_range, check_avgpool_backward,
-                                           check_global_pool_backward, check_pool_backward,
-                                           check_pool_pad, check_pool_relu_backward, pool_geometry)
+from mantissa_embed._checks.pool import (bad_argmax, check_argmax_range, check_avgpool_backward,
+                                         check_global_pool_backward, check_pool_backward,
+                                         check_pool_pad, check_pool_relu_backward, pool_geometry)
 from mantissa_embed._engine._cengine cimport (me_avgpool2d_backward, me_avgpool2d_forward,
                                              me_global_avgpool2d_backward,
                                              me_global_avgpool2d_forward,

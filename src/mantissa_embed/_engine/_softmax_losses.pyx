@@ -94,10 +94,21 @@ def supcon_all(sim, labels, ref_labels, temperature, exclude_self=False, inverte
                            reduction, weights, losses, grad)
 
 
-def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
-                        max_loss=np.inf):
-    """Row softmax negative log-likelihood (NCA / NPairs / Instance). See
-    ``mantissa_embed._reference.softmax_nll_forward``."""
+# the float-exp kernels of proxy_losses.c share the contract, and the signatures, of the
+# double-exp ones of softmax_losses.c: one argument path each for the forward and the backward
+ctypedef int64_t (*_nll_forward_kernel)(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                        float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
+                                        float scale, int exclude_self, int inverted,
+                                        double max_loss) noexcept nogil
+ctypedef void (*_nll_backward_kernel)(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                      const double *lse, const float *weights, float *dsim, int64_t N,
+                                      int64_t M, float scale, int exclude_self, int inverted) noexcept nogil
+
+
+cdef object _nll_forward(_nll_forward_kernel kernel, sim, labels, ref_labels, scale, exclude_self, inverted,
+                         max_loss):
+    """Check the arguments, run ``kernel`` without the GIL -> (losses (N,) float32, lse (N, 2)
+    float64, valid (N,) bool)."""
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float sc = check_f32(scale, "scale")
     cdef double ml = check_max_loss(max_loss)
@@ -106,7 +117,7 @@ def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, 
     lse = np.full((N, 2), -np.inf, dtype=np.float64)
     valid = np.zeros(N, dtype=np.uint8)
     if N == 0 or M == 0:
-        return losses, lse, valid.astype(bool)
+        return losses, lse, valid.view(bool)
     cdef const float[:, ::1] sv = sim
     cdef const int64_t[::1] lv = labels
     cdef const int64_t[::1] rv = ref_labels
@@ -116,68 +127,14 @@ def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, 
     cdef int64_t n = N, m = M
     cdef int excl = exclude_self, inv = bool(inverted)
     with nogil:
-        me_softmax_nll_forward(&sv[0, 0], &lv[0], &rv[0], &ov[0], &ev[0, 0], &vv[0], n, m, sc,
-                               excl, inv, ml)
-    return losses, lse, valid.astype(bool)
-
-
-def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
-                         inverted=True):
-    """Gradient of ``sum_i weights[i] * l_i`` w.r.t. ``sim``. See
-    ``mantissa_embed._reference.softmax_nll_backward``."""
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
-    cdef float sc = check_f32(scale, "scale")
-    N, M = sim.shape
-    lse = check_lse(lse, N)
-    weights = check_row_weights(weights, N)
-    dsim = np.zeros((N, M), dtype=np.float32)
-    if N == 0 or M == 0:
-        return dsim
-    cdef const float[:, ::1] sv = sim
-    cdef const int64_t[::1] lv = labels
-    cdef const int64_t[::1] rv = ref_labels
-    cdef const double[:, ::1] ev = lse
-    cdef const float[::1] wv = weights
-    cdef float[:, ::1] gv = dsim
-    cdef int64_t n = N, m = M
-    cdef int excl = exclude_self, inv = bool(inverted)
-    with nogil:
-        me_softmax_nll_backward(&sv[0, 0], &lv[0], &rv[0], &ev[0, 0], &wv[0], &gv[0, 0], n, m, sc,
-                                excl, inv)
-    return dsim
-
-
-def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
-                             max_loss=np.inf):
-    """``softmax_nll_forward`` with one vectorized float exp per entry (C kernel; equal up to
-    float32 rounding of the logits). See ``mantissa_embed._reference.softmax_nll_fast_forward``."""
-    sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
-    cdef float sc = check_f32(scale, "scale")
-    cdef double ml = check_max_loss(max_loss)
-    N, M = sim.shape
-    losses = np.zeros(N, dtype=np.float32)
-    lse = np.full((N, 2), -np.inf, dtype=np.float64)
-    valid = np.zeros(N, dtype=np.uint8)
-    if N == 0 or M == 0:
-        return losses, lse, valid.astype(bool)
-    cdef const float[:, ::1] sv = sim
-    cdef const int64_t[::1] lv = labels
-    cdef const int64_t[::1] rv = ref_labels
-    cdef float[::1] ov = losses
-    cdef double[:, ::1] ev = lse
-    cdef uint8_t[::1] vv = valid
-    cdef int64_t n = N, m = M
-    cdef int excl = exclude_self, inv = bool(inverted)
-    with nogil:
-        me_softmax_nll_fast_forward(&sv[0, 0], &lv[0], &rv[0], &ov[0], &ev[0, 0], &vv[0], n, m, sc,
-                                    excl, inv, ml)
+        kernel(&sv[0, 0], &lv[0], &rv[0], &ov[0], &ev[0, 0], &vv[0], n, m, sc, excl, inv, ml)
     return losses, lse, valid.view(bool)
 
 
-def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
-                              inverted=True):
-    """``softmax_nll_backward`` with one vectorized float exp per entry (C kernel). See
-    ``mantissa_embed._reference.softmax_nll_fast_backward``."""
+cdef object _nll_backward(_nll_backward_kernel kernel, sim, labels, ref_labels, lse, weights, scale,
+                          exclude_self, inverted):
+    """Check the arguments, run ``kernel`` without the GIL -> dsim (N, M) float32 (every entry
+    written by the kernel)."""
     sim, labels, ref_labels, exclude_self = check_common(sim, labels, ref_labels, exclude_self, inverted)
     cdef float sc = check_f32(scale, "scale")
     N, M = sim.shape
@@ -195,9 +152,40 @@ def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, 
     cdef int64_t n = N, m = M
     cdef int excl = exclude_self, inv = bool(inverted)
     with nogil:
-        me_softmax_nll_fast_backward(&sv[0, 0], &lv[0], &rv[0], &ev[0, 0], &wv[0], &gv[0, 0], n, m, sc,
-                                     excl, inv)
+        kernel(&sv[0, 0], &lv[0], &rv[0], &ev[0, 0], &wv[0], &gv[0, 0], n, m, sc, excl, inv)
     return dsim
+
+
+def softmax_nll_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
+                        max_loss=np.inf):
+    """Row softmax negative log-likelihood (NCA / NPairs / Instance). See
+    ``mantissa_embed._reference.softmax_nll_forward``."""
+    return _nll_forward(me_softmax_nll_forward, sim, labels, ref_labels, scale, exclude_self, inverted,
+                        max_loss)
+
+
+def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
+                         inverted=True):
+    """Gradient of ``sum_i weights[i] * l_i`` w.r.t. ``sim``. See
+    ``mantissa_embed._reference.softmax_nll_backward``."""
+    return _nll_backward(me_softmax_nll_backward, sim, labels, ref_labels, lse, weights, scale,
+                         exclude_self, inverted)
+
+
+def softmax_nll_fast_forward(sim, labels, ref_labels, scale=1.0, exclude_self=False, inverted=True,
+                             max_loss=np.inf):
+    """``softmax_nll_forward`` with one vectorized float exp per entry (C kernel; equal up to
+    float32 rounding of the logits). See ``mantissa_embed._reference.softmax_nll_fast_forward``."""
+    return _nll_forward(me_softmax_nll_fast_forward, sim, labels, ref_labels, scale, exclude_self, inverted,
+                        max_loss)
+
+
+def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale=1.0, exclude_self=False,
+                              inverted=True):
+    """``softmax_nll_backward`` with one vectorized float exp per entry (C kernel). See
+    ``mantissa_embed._reference.softmax_nll_fast_backward``."""
+    return _nll_backward(me_softmax_nll_fast_backward, sim, labels, ref_labels, lse, weights, scale,
+                         exclude_self, inverted)
 
 
 def softmax_xent_rows_forward(sim, target, scale=1.0):

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import engine
 from .._typing import Float32Array
+from .._validation import check_bool
 from ._pillow import ImageFileError, decode, quiet_bomb_warnings, read_header, to_chw
 from ._stream import eval_batches
 from .image_transforms import ImageTransform, _size_hw, default_train_transform, eval_transform
@@ -95,8 +96,7 @@ class ImageDataset:
     def _set_items(self, paths, labels, classes, boxes=None, lines=None, skip_bad=False):
         """Read every header (sizes, boxes checked), drop the bad files when ``skip_bad`` (after
         a full decode of each, so that streaming never meets one), and store the rows."""
-        if not isinstance(skip_bad, (bool, np.bool_)):
-            raise TypeError(f"skip_bad must be a bool, got {type(skip_bad).__name__}")
+        check_bool(skip_bad, "skip_bad")
         n = len(paths)
         sizes = np.zeros((n, 2), dtype=np.int64)
         keep = np.ones(n, dtype=bool)

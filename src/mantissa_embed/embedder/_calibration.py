@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_float, check_int, check_labels
+from .._validation import check_bool, check_float, check_int, check_labels
 from . import _inference
 
 __all__ = ["sample_pairs", "choose_threshold", "calibrate"]
@@ -102,8 +102,7 @@ def calibrate(emb, X, y, *, target_far=None, target_precision=None, max_accuracy
     """The body of ``Embedder.calibrate`` (the
     caller holds the Embedder's lock): the calibration dict, not yet stored."""
     rules = [target_far is not None, target_precision is not None, bool(max_accuracy)]
-    if not isinstance(max_accuracy, (bool, np.bool_)):
-        raise TypeError(f"max_accuracy must be a bool, got {type(max_accuracy).__name__}")
+    check_bool(max_accuracy, "max_accuracy")
     if sum(rules) > 1:
         raise ValueError("give one of target_far, target_precision, max_accuracy=True")
     if sum(rules) == 0:

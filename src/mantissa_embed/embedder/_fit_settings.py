@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_float, check_int
+from .._validation import check_bool, check_float, check_int
 from ..datasets.image_dataset import ImageDataset
 from ._fit_data import check_validation_data
 from ._recipe import AUGMENTS, MAX_BATCH_SIZE, make_schedule
@@ -105,16 +105,16 @@ class FitSettings:
         if batch_size > MAX_BATCH_SIZE:
             raise ValueError(f"batch_size must be <= {MAX_BATCH_SIZE}, got {batch_size}")
         put("batch_size", batch_size)
-        put("verbose", _check_bool(self.verbose, "verbose"))
+        put("verbose", check_bool(self.verbose, "verbose"))
         if self.callback is not None and not callable(self.callback):
             raise TypeError(f"callback must be callable(epoch, loss) or None, got {type(self.callback).__name__}")
-        put("profile", _check_bool(self.profile, "profile"))
+        put("profile", check_bool(self.profile, "profile"))
         put("metrics", _check_metrics(self.metrics))
         put("callbacks", _check_callbacks(self.callbacks))
         if self.early_stopping is not None:
             put("early_stopping", check_int(self.early_stopping, "early_stopping", minimum=1))
-        put("restore_best", _check_bool(self.restore_best, "restore_best"))
-        put("resume", _check_bool(self.resume, "resume"))
+        put("restore_best", check_bool(self.restore_best, "restore_best"))
+        put("resume", check_bool(self.resume, "resume"))
         if self.lr is not None:
             put("lr", check_float(self.lr, "lr", minimum=0.0, strict=True))
         put("augment", _check_augment(self.augment, X))
@@ -135,12 +135,6 @@ class FitSettings:
         """The options a checkpoint records and ``resume=True`` must be given again:
         ``{"epochs", "batch_size"}`` (the checkpoint state's keys)."""
         return {"epochs": self.epochs, "batch_size": self.batch_size}
-
-
-def _check_bool(v: Any, name: str) -> bool:
-    if not isinstance(v, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
-    return bool(v)
 
 
 def _check_metrics(metrics: str | Sequence[str]) -> tuple[str, ...]:

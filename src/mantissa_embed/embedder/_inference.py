@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks.distance import l2_normalize_rows
 from .._validation import check_array, check_float, check_int
 from ..datasets._stream import eval_batches
 from ..datasets.image_dataset import ImageDataset
@@ -22,10 +23,7 @@ EMBED_BUDGET = 512 << 20
 
 def l2_normalize(Z):
     """Rows of Z (n, D) float32 divided by max(||row||, 1e-12), in place; returns Z."""
-    norms = np.sqrt(np.einsum("ij,ij->i", Z, Z, dtype=np.float64))
-    np.maximum(norms, _EPS, out=norms)
-    Z /= norms[:, None].astype(np.float32)
-    return Z
+    return l2_normalize_rows(Z, _EPS, out=Z)[0]
 
 
 def _check_images(emb, X, name, batched):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._typing import ArrayLike, Float32Array, Int64Array, Seed
-from .._validation import check_int
+from .._validation import check_bool, check_int
 from ..datasets.image_dataset import ImageDataset
 from ..evaluation.query_gallery import query_gallery_metrics
 from ..index import Index
@@ -69,8 +69,7 @@ class EmbedderInference:
         self._check_fitted()
         batch_size = check_int(batch_size, "batch_size", minimum=1)
         for name, v in (("normalize", normalize), ("verbose", verbose)):
-            if not isinstance(v, (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
+            check_bool(v, name)
         with self._lock:
             return _inference.embed(self, X, "X", batch_size, normalize, progress=bool(verbose))
 
@@ -247,8 +246,7 @@ class EmbedderInference:
         """
         self._check_fitted()
         batch_size = check_int(batch_size, "batch_size", minimum=1)
-        if not isinstance(verbose, (bool, np.bool_)):
-            raise TypeError(f"verbose must be a bool, got {type(verbose).__name__}")
+        check_bool(verbose, "verbose")
         labels = _inference.labels_for(X, labels, "labels")
         if isinstance(X, ImageDataset):
             if is_query is None or is_gallery is None:  # the dataset's flags, unless both are given

@@ -15,7 +15,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_score
 
 from .._typing import ArrayLike
-from .._validation import check_array, check_int
+from .._validation import check_array, check_bool, check_int
 from . import knn_metrics
 from .knn import knn as _default_knn
 from .knn_metrics import (
@@ -162,13 +162,12 @@ class AccuracyCalculator:
         self.original_function_dict = self.get_function_dict(include, exclude)
         self.curr_function_dict = self.get_function_dict()
 
-        for flag, nm in ((avg_of_avgs, "avg_of_avgs"), (return_per_class, "return_per_class")):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise TypeError(f"{nm} must be a bool, got {type(flag).__name__}")
+        avg_of_avgs = check_bool(avg_of_avgs, "avg_of_avgs")
+        return_per_class = check_bool(return_per_class, "return_per_class")
         if avg_of_avgs and return_per_class:
             raise ValueError("avg_of_avgs and return_per_class are mutually exclusive")
-        self.avg_of_avgs = bool(avg_of_avgs)
-        self.return_per_class = bool(return_per_class)
+        self.avg_of_avgs = avg_of_avgs
+        self.return_per_class = return_per_class
 
         if isinstance(k, str):
             if k not in ("max_bin_count", "all"):
@@ -326,10 +325,7 @@ class AccuracyCalculator:
             if reference_labels is not None:
                 raise ValueError("reference_labels given without reference")
             reference, reference_labels, ref_includes_query = query, query_labels, True
-        if not isinstance(ref_includes_query, (bool, np.bool_)):
-            raise TypeError(f"ref_includes_query must be a bool, got "
-                            f"{type(ref_includes_query).__name__}")
-        ref_includes_query = bool(ref_includes_query)
+        ref_includes_query = check_bool(ref_includes_query, "ref_includes_query")
         q = check_array(query, "query", ndim=2, allow_empty=False)
         r = check_array(reference, "reference", ndim=2, allow_empty=False)
         if q.shape[1] != r.shape[1]:

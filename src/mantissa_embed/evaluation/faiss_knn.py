@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._typing import ArrayLike
-from .._validation import check_array, check_int
+from .._validation import check_array, check_bool, check_int
 from .knn import METRICS, _unit_rows
 
 __all__ = ["FaissKNN"]
@@ -76,12 +76,9 @@ class FaissKNN:
         self._faiss = _import_faiss()
         if index_init_fn is not None and not callable(index_init_fn):
             raise TypeError(f"index_init_fn must be callable or None, got {type(index_init_fn).__name__}")
-        for v, name in ((reset_before, "reset_before"), (reset_after, "reset_after")):
-            if not isinstance(v, (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {type(v).__name__}")
         self.index_init_fn = index_init_fn
-        self.reset_before = bool(reset_before)
-        self.reset_after = bool(reset_after)
+        self.reset_before = check_bool(reset_before, "reset_before")
+        self.reset_after = check_bool(reset_after, "reset_after")
         self.index: Any = None
 
     # -- index management (PML's FaissKNN methods) --------------------------------------
@@ -136,8 +133,7 @@ class FaissKNN:
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
         k = check_int(k, "k", minimum=1)
-        if not isinstance(exclude_self, (bool, np.bool_)):
-            raise TypeError(f"exclude_self must be a bool, got {type(exclude_self).__name__}")
+        check_bool(exclude_self, "exclude_self")
         r = None
         if reference is not None:
             r = check_array(reference, "reference", ndim=2)

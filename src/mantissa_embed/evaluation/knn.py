@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks.distance import l2_normalize_rows
 from .._typing import ArrayLike, Float32Array, Int64Array
-from .._validation import check_array, check_int
+from .._validation import check_array, check_bool, check_int
 from ..backend import BACKENDS, get_backend
 
 __all__ = ["knn", "METRICS"]
@@ -34,8 +35,7 @@ def _check_knn_args(query, reference, k, exclude_self, metric, tile, backend):
     if q.shape[1] == 0:
         raise ValueError("query and reference must have at least one column (embedding dimension 0)")
     k = check_int(k, "k", minimum=1)
-    if not isinstance(exclude_self, (bool, np.bool_)):
-        raise TypeError(f"exclude_self must be a bool, got {type(exclude_self).__name__}")
+    check_bool(exclude_self, "exclude_self")
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     tile = check_int(tile, "tile", minimum=1)
@@ -114,8 +114,8 @@ def knn(query: ArrayLike, reference: ArrayLike, k: int, *, exclude_self: bool = 
     if n == 0:
         return np.empty((0, k), dtype=np.int64), np.empty((0, k), dtype=np.float32)
     if metric == "cosine":
-        q = _unit_rows(q, qsq)
-        r = _unit_rows(r, rsq)
+        q = _unit_rows(q)
+        r = _unit_rows(r)
         qsq = rsq = np.ones(1)
     qmax = float(np.sqrt(np.max(qsq)))
     rmax = float(np.sqrt(np.max(rsq)))
@@ -154,13 +154,10 @@ def _sq_norms64(x: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
-def _unit_rows(x: np.ndarray, sq: np.ndarray | None = None) -> Float32Array:
-    """Rows of x (n, D) divided by their norm (computed in float64; zero rows stay 0), float32."""
-    if sq is None:
-        sq = _sq_norms64(x, "x")
-    norms = np.sqrt(sq)
-    norms[norms == 0.0] = 1.0
+def _unit_rows(x: np.ndarray) -> Float32Array:
+    """Rows of finite x (n, D) float32 divided by their norm, float32: ``l2_normalize_rows`` with
+    ``eps=0`` (zero rows stay 0) in float64, by chunks of rows (bounded scratch)."""
     out = np.empty(x.shape, dtype=np.float32)
     for s in range(0, x.shape[0], _CHUNK_ROWS):
-        out[s:s + _CHUNK_ROWS] = x[s:s + _CHUNK_ROWS] / norms[s:s + _CHUNK_ROWS, None]
+        out[s:s + _CHUNK_ROWS] = l2_normalize_rows(x[s:s + _CHUNK_ROWS].astype(np.float64), eps=0.0)[0]
     return out

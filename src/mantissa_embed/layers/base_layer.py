@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .._checks.layers import act_flag, check_negative_slope
+from .._checks.activations import act_flag, check_negative_slope
 from .._registry import build_from_config
 from .._typing import ArrayLike, Float32Array, Seed
 from .._validation import as_generator, check_array, check_int

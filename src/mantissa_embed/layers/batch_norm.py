@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks.norm import bn_act_flag, check_eps, check_momentum
-from .._validation import check_int
+from .._validation import check_bool, check_int
 from ..parameter import Parameter
 from .base_layer import AffineLayer, check_shape
 
@@ -43,9 +43,7 @@ class _BatchNorm(AffineLayer):
         ``d bias = sum(dy)``; ``weight`` and ``bias`` still train unless frozen themselves
         (``requires_grad``). ``frozen=False`` restores batch statistics in training. Not part of
         the weights; ``Embedder.save`` records it. Returns self; TypeError for a non-bool."""
-        if not isinstance(frozen, (bool, np.bool_)):
-            raise TypeError(f"frozen must be a bool, got {type(frozen).__name__}")
-        self.frozen_stats = bool(frozen)
+        self.frozen_stats = check_bool(frozen, "frozen")
         return self
 
     def _config(self):

@@ -1,9 +1,7 @@
 """2-D convolution: ``Conv2D``."""
 from __future__ import annotations
 
-import numpy as np
-
-from .._validation import check_int
+from .._validation import check_bool, check_int
 from .._workspace import Workspace, scratch_frame
 from ..parameter import Parameter
 from .base_layer import AffineLayer, check_shape, kaiming_uniform_default
@@ -70,9 +68,7 @@ class Conv2D(AffineLayer):
         self._k = (kh, kw)
         self.stride = check_int(stride, "stride", minimum=1)
         self.pad = check_int(pad, "pad", minimum=0)
-        if not isinstance(bias, (bool, np.bool_)):
-            raise TypeError(f"bias must be a bool, got {type(bias).__name__}")
-        self.use_bias = bool(bias)
+        self.use_bias = check_bool(bias, "bias")
         super().__init__(act, negative_slope)
         self._ws_size = (None, 0)  # (key, workspace floats) of the last kernel call (_scratch)
         self._fold_w = Workspace()

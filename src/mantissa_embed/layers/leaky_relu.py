@@ -1,7 +1,7 @@
 """Leaky rectified linear unit: ``LeakyReLU``."""
 from __future__ import annotations
 
-from .._checks.layers import check_negative_slope
+from .._checks.activations import check_negative_slope
 from .._workspace import Workspace
 from .base_layer import Layer, check_shape
 

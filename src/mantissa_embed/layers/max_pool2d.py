@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.layers import check_pool_pad
+from .._checks.pool import check_pool_pad
 from .._workspace import Workspace
 from ._pool_base import _Pool2D
 from .base_layer import check_shape

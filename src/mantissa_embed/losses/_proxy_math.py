@@ -5,25 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks.distance import l2_normalize_rows
+from .._checks.proxy_losses import softmax_xent64
 from ..distances import DotProductSimilarity, LpDistance
 from ._scratch import scratch
-
-
-def p2sgrad64(x, w, labels):
-    """float64 P2SGrad: (loss, dx, dw) for x (N, D), w (C, D), labels (N,)."""
-    N, D = x.shape
-    C = w.shape[0]
-    if N == 0:
-        return 0.0, np.zeros((N, D)), np.zeros((C, D))
-    xn, back = l2_normalize64(x)
-    raw = xn @ w.T
-    cos = np.clip(raw, -1.0, 1.0)
-    diff = cos.copy()
-    diff[np.arange(N), labels] -= 1.0
-    loss = float(np.sum(diff * diff) / (N * C))
-    dcos = (2.0 / (N * C)) * diff
-    dcos[(raw < -1.0) | (raw > 1.0)] = 0.0
-    return loss, back(dcos @ w), dcos.T @ xn
 
 
 def max_over_centers(S3):
@@ -35,27 +20,17 @@ def max_over_centers(S3):
     return m
 
 
-def l2_normalize64(x, eps: float = 1e-12, role=None):
-    """Rows of x (N, D) divided by max(||x_i||, eps) (torch.nn.functional.normalize) and its backward.
+def _in_scratch(prefix, shape, dtype):
+    """The ``scratch`` argument of the shared float64 kernels: name -> the scratch array
+    ``prefix.name`` of ``shape`` and ``dtype`` (None outside ``using_workspace``)."""
+    return lambda name: scratch(f"{prefix}.{name}", shape, dtype)
 
-    ``role``: a name for the scratch arrays (see ``using_workspace``); None allocates."""
-    nrm = np.sqrt(np.einsum("ij,ij->i", x, x))
-    den = np.maximum(nrm, eps)[:, None]
-    y = np.divide(x, den, out=None if role is None else scratch(role + ".y", x.shape, x.dtype))
 
-    def backward(dy):
-        # (dy - y <y, dy>) / den on rows with ||x_i|| > eps, dy / den elsewhere (no copies)
-        s = np.einsum("ij,ij->i", y, dy)
-        s = np.where(nrm > eps, s, 0.0).astype(y.dtype, copy=False)
-        if role is None:
-            dx = dy - y * s[:, None]
-        else:
-            t = np.multiply(y, s[:, None], out=scratch(role + ".t", y.shape, y.dtype))
-            dx = np.subtract(dy, t, out=scratch(role + ".dx", y.shape, y.dtype))
-        dx /= den
-        return dx
-
-    return y, backward
+def _normalize_in_scratch(x, role):
+    """``l2_normalize_rows(x)`` with its output and backward temporaries in the scratch arrays
+    ``role.y``, ``role.t`` and ``role.dx``."""
+    buf = _in_scratch(role, x.shape, x.dtype)
+    return l2_normalize_rows(x, out=buf("y"), scratch=buf)
 
 
 def check_distance64(distance, name: str = "distance"):
@@ -90,8 +65,8 @@ def similarity64(distance, X, R, gemm=None):
     if distance.normalize_embeddings and isinstance(distance, DotProductSimilarity):
         return _cosine64(X, R, distance.power, gemm=gemm)
     if distance.normalize_embeddings:
-        Xn, bx = l2_normalize64(X, role="sim.X")
-        Rn, br = l2_normalize64(R, role="sim.R")
+        Xn, bx = _normalize_in_scratch(X, "sim.X")
+        Rn, br = _normalize_in_scratch(R, "sim.R")
     else:
         Xn, Rn, bx, br = X, R, None, None
     dot = isinstance(distance, DotProductSimilarity)
@@ -147,7 +122,7 @@ def _cosine64(X, R, pw, eps: float = 1e-12, gemm=_np_gemm):
     """
     nrm = np.sqrt(np.einsum("ij,ij->i", X, X))
     den = np.maximum(nrm, eps)[:, None]
-    Rn, br = l2_normalize64(R, role="sim.R")
+    Rn, br = _normalize_in_scratch(R, "sim.R")
     Rn = np.ascontiguousarray(Rn)
     base = gemm(X, Rn, scratch("sim.base", (X.shape[0], Rn.shape[0]), X.dtype), trans_b=True)
     base /= den
@@ -166,27 +141,10 @@ def _cosine64(X, R, pw, eps: float = 1e-12, gemm=_np_gemm):
     return mat, backward
 
 
-def softmax_xent64(z, labels):
-    """Row softmax cross-entropy of z (N, C) float64: ``(losses (N,), backward(dlosses) -> dz)``."""
-    N = z.shape[0]
-    if N == 0:
-        return np.zeros(0), (lambda dl: np.zeros_like(z))
-    m = z.max(axis=1, keepdims=True)
-    e = np.subtract(z, m, out=scratch("xent.e", z.shape, z.dtype))
-    np.exp(e, out=e)
-    s = e.sum(axis=1, keepdims=True)
-    lse = (m + np.log(s))[:, 0]
-    rows = np.arange(N)
-    losses = lse - z[rows, labels]
-    p = e
-    p /= s
-
-    def backward(dl):
-        dz = np.multiply(p, dl[:, None], out=scratch("xent.dz", p.shape, p.dtype))
-        dz[rows, labels] -= dl
-        return dz
-
-    return losses, backward
+def xent_in_scratch(z, labels):
+    """``softmax_xent64(z, labels)`` with its arrays in the scratch arrays ``xent.e`` and
+    ``xent.dz``."""
+    return softmax_xent64(z, labels, scratch=_in_scratch("xent", z.shape, z.dtype))
 
 
 def logsumexp_masked64(x, keep, add_one: bool = True, axis=0):

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from .._checks.distance import l2_normalize_rows
 from .large_margin_softmax_loss import LargeMarginSoftmaxLoss
 
 __all__ = ["ArcFaceLoss"]
@@ -44,7 +45,7 @@ class ArcFaceLoss(LargeMarginSoftmaxLoss):
         idx = np.nonzero(np.abs(c) > self._REFINE_COS)[0]
         if idx.size:
             xi = x[idx].astype(np.float64)
-            xi /= np.maximum(np.sqrt(np.einsum("ij,ij->i", xi, xi)), 1e-12)[:, None]
+            l2_normalize_rows(xi, out=xi)
             w = W[:, self._target_columns(labels[idx])]               # (D, n, K)
             w = w / np.maximum(np.sqrt(np.einsum("dnk,dnk->nk", w, w)), 1e-12)
             c[idx] = np.einsum("nd,dnk->nk", xi, w).max(axis=1)

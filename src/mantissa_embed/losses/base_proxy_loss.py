@@ -10,7 +10,7 @@ from .._validation import as_generator, check_array, check_int
 from ..parameter import Parameter
 from ..utils import _miner_weights, check_indices_tuple
 from ._class_weights import check_class_batch, normal_init, place_parameter
-from ._proxy_math import check_distance64, similarity64, softmax_xent64
+from ._proxy_math import check_distance64, similarity64, xent_in_scratch
 from ._scratch import using_workspace
 from .base_metric_loss_function import BaseMetricLossFunction, _Batch
 from .mixins import WeightRegularizerMixin
@@ -126,7 +126,7 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
         ``z`` runs the engine's fast row softmax NLL.
         """
         if z.dtype != np.float32:
-            return softmax_xent64(z, labels)
+            return xent_in_scratch(z, labels)
         eng, cols = self.engine, np.arange(z.shape[1])
         z = np.ascontiguousarray(z)
         losses, lse, valid = eng.softmax_nll_fast_forward(z, labels, cols)

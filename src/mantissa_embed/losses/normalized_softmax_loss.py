@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks.distance import l2_normalize_rows
 from .._typing import ArrayLike
 from .._validation import check_float
 from ..distances import DotProductSimilarity
-from ._proxy_math import l2_normalize64
 from .base_proxy_loss import BaseProxyLoss
 
 __all__ = ["NormalizedSoftmaxLoss"]
@@ -33,7 +33,7 @@ class NormalizedSoftmaxLoss(BaseProxyLoss):
         return DotProductSimilarity(backend=self.backend)
 
     def _logits64(self, x, W):
-        R, bR = l2_normalize64(W.T)
+        R, bR = l2_normalize_rows(W.T)
         mat, back = self._similarity(x, R)
         sign = 1.0 if self.distance.is_inverted else -1.0
         T = self.temperature

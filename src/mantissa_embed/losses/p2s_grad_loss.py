@@ -5,12 +5,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._checks.distance import l2_normalize_rows
+from .._checks.proxy_losses import p2sgrad64
 from .._typing import ArrayLike, IndicesTuple
 from .._validation import as_generator, check_array, check_int
 from ..backend import get_backend
 from ..parameter import Parameter
 from ._class_weights import check_class_batch, place_parameter
-from ._proxy_math import p2sgrad64
 from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
 
 if TYPE_CHECKING:
@@ -50,8 +51,7 @@ class P2SGradLoss(BaseMetricLossFunction):
         self.embedding_size = check_int(embedding_size, "embedding_size", minimum=1)
         rng = as_generator(seed)
         w = rng.uniform(-1.0, 1.0, (self.num_classes, self.embedding_size))
-        nrm = np.linalg.norm(w, axis=1, keepdims=True)
-        self.weight = Parameter(w / np.where(nrm > 0, nrm, 1.0), name="weight")
+        self.weight = Parameter(l2_normalize_rows(w, eps=0.0)[0], name="weight")
 
     def parameters(self):
         """``[weight]``."""
@@ -59,9 +59,7 @@ class P2SGradLoss(BaseMetricLossFunction):
 
     def renormalize_(self) -> None:
         """Rescale every row of ``weight.data`` to unit L2 norm, in place (zero rows stay zero)."""
-        w = self.weight.data
-        nrm = np.sqrt(np.sum(w.astype(np.float64) ** 2, axis=1, keepdims=True))
-        w *= (1.0 / np.where(nrm > 0, nrm, 1.0)).astype(np.float32)
+        l2_normalize_rows(self.weight.data, eps=0.0, out=self.weight.data)
 
     def compute64(self, x, labels: ArrayLike, W=None):
         """float64 ``(loss, dx, dW)`` for embeddings x (N, D), labels, weight W (default the current

@@ -5,7 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .._validation import check_int
+from .._validation import check_bool, check_int
 from ..layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, Layer, MaxPool2D, Residual,
                      Sequential)
 from .resnet import resnet18, resnet34, resnet50
@@ -63,8 +63,7 @@ def cnn_embedder(embed_dim: int = 64, widths: Sequence[int] = (32, 64, 128), bat
     """
     embed_dim = check_int(embed_dim, "embed_dim", minimum=1)
     widths = _widths(widths)
-    if not isinstance(batch_norm, bool):
-        raise TypeError(f"batch_norm must be a bool, got {type(batch_norm).__name__}")
+    batch_norm = check_bool(batch_norm, "batch_norm")
     layers = []
     for i, w in enumerate(widths):
         layers += _conv_block(w, batch_norm)

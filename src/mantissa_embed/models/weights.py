@@ -30,6 +30,7 @@ import numpy as np
 
 from .._io import atomic_write, require_regular_file
 from .._npz import NpzEntries
+from .._validation import check_bool
 
 __all__ = ["read_safetensors", "write_safetensors", "load_weights", "save_weights", "state_names"]
 
@@ -374,11 +375,10 @@ def load_weights(net: _Net, path: str | os.PathLike[str], strict: bool = True) -
     ``.pt`` / ``.pth`` is refused with the command converting it).
     """
     path = os.fspath(path)
-    if not isinstance(strict, (bool, np.bool_)):
-        raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
+    strict = check_bool(strict, "strict")
     targets = _targets(net)
     with _State(path) as state:
-        return _load(targets, state, bool(strict))
+        return _load(targets, state, strict)
 
 
 def _load(targets: dict[str, np.ndarray], state: _State, strict: bool) -> dict[str, Any]:

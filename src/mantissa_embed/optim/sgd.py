@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
+from .._validation import check_bool
 from .optimizer import Optimizer, nonnegative, real
 
 if TYPE_CHECKING:
@@ -47,8 +48,7 @@ class SGD(Optimizer):
 
     def _check_options(self, o, where):
         nesterov = o["nesterov"]
-        if not isinstance(nesterov, (bool, np.bool_)):
-            raise TypeError(f"{where}nesterov must be a bool, got {type(nesterov).__name__}")
+        check_bool(nesterov, f"{where}nesterov")
         out = dict(lr=nonnegative(o["lr"], where, "lr", "learning rate"),
                    momentum=nonnegative(o["momentum"], where, "momentum", "momentum value"),
                    dampening=real(o["dampening"], f"{where}dampening"),

@@ -89,21 +89,6 @@ def _lp_norm(x, p):
     return nrm, (lambda dn: dn[:, None] * jac)
 
 
-def _normalize(x, eps: float = 1e-12):
-    """``torch.nn.functional.normalize``: ``x / max(||x||_2, eps)`` and its backward."""
-    nrm = np.sqrt(np.sum(x * x, axis=1))
-    den = np.maximum(nrm, eps)
-    y = x / den[:, None]
-
-    def backward(dy):
-        dx = dy / den[:, None]
-        big = nrm > eps
-        dx[big] -= y[big] * np.sum(y[big] * dy[big], axis=1, keepdims=True) / den[big, None]
-        return dx
-
-    return y, backward
-
-
 def _check_cosine(distance, name):
     if type(distance) is not CosineSimilarity or distance.power != 1 or distance.p != 2:
         raise ValueError(f"{name} requires distance=CosineSimilarity() (p=2, power=1), got {distance!r}")

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks.distance import l2_normalize_rows
 from ..distances import CosineSimilarity
-from .base_regularizer import BaseRegularizer, _check_cosine, _normalize
+from .base_regularizer import BaseRegularizer, _check_cosine
 
 
 class RegularFaceRegularizer(BaseRegularizer):
@@ -23,7 +24,7 @@ class RegularFaceRegularizer(BaseRegularizer):
 
     def compute_loss(self, w):
         k = w.shape[0]
-        y, nback = _normalize(w)
+        y, nback = l2_normalize_rows(w)
         cos = y @ y.T
         c1 = cos.copy()
         np.fill_diagonal(c1, -np.inf)

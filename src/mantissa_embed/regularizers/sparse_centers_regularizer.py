@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks.distance import l2_normalize_rows
 from .._validation import check_int
 from ..reducers import DivisorReducer
 from ..distances import CosineSimilarity
-from .base_regularizer import BaseRegularizer, _check_cosine, _normalize
+from .base_regularizer import BaseRegularizer, _check_cosine
 
 # PML's small_val for float32 weights; float64's tiny would make 1/loss_ij overflow float32
 _TINY = float(np.finfo(np.float32).tiny)
@@ -44,7 +45,7 @@ class SparseCentersRegularizer(BaseRegularizer):
         total = self.num_classes * self.centers_per_class
         if w.shape[0] != total:
             raise ValueError(f"x must have num_classes * centers_per_class = {total} rows, got {w.shape[0]}")
-        y, nback = _normalize(w)
+        y, nback = l2_normalize_rows(w)
         cos = y @ y.T
         i, j = self._i, self._j
         s = 2.0 * cos[i, j]

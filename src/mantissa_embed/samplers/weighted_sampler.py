@@ -7,7 +7,7 @@ from typing import Iterator
 import numpy as np
 
 from .._typing import ArrayLike, Int64Array, Seed
-from .._validation import as_generator, check_array, check_int
+from .._validation import as_generator, check_array, check_bool, check_int
 from ._common import split_batches
 
 
@@ -47,8 +47,7 @@ class WeightedSampler:
             raise ValueError("weights must not be empty")
         if (w < 0).any():
             raise ValueError("weights must be non-negative")
-        if not isinstance(replacement, (bool, np.bool_)):
-            raise TypeError(f"replacement must be a bool, got {type(replacement).__name__}")
+        check_bool(replacement, "replacement")
         self.num_samples = check_int(num_samples, "num_samples", minimum=1)
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
         self.replacement = bool(replacement)

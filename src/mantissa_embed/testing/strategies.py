@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 from hypothesis import assume, strategies as st
 
+from .._checks.distance import l2_normalize_rows
+
 
 __all__ = ["Batch", "batches", "embeddings", "labels", "pair_tuples", "triplet_tuples"]
 
@@ -48,8 +50,7 @@ def embeddings(draw: st.DrawFn, n: Any = st.integers(1, 8), dim: Any = st.intege
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     x = rng.standard_normal((n, dim))
     norm = np.exp(draw(st.floats(np.log(min_norm), np.log(max_norm))))
-    rows = np.linalg.norm(x, axis=1, keepdims=True)
-    x = x / np.where(rows > 0, rows, 1.0) * norm * rng.uniform(0.5, 1.0, (n, 1))
+    x = l2_normalize_rows(x, eps=0.0)[0] * norm * rng.uniform(0.5, 1.0, (n, 1))
     if near_duplicates and n >= 2:
         for _ in range(draw(st.integers(0, n // 2))):
             i, j = draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))

@@ -1,14 +1,21 @@
 """Numpy twins of the proxy-loss kernels (``mantissa_embed._engine._proxy_losses``).
 
-Same signatures as the engine; they compute in float64 and return float32 gradients, from the
-private float64 helpers below (plain numpy, independent of the losses' own float64 paths).
+Same signatures as the engine; they compute in float64 and return float32 gradients, with
+``_checks.proxy_losses.p2sgrad64`` and ``softmax_xent64``, which the losses' float64 paths share
+(``p2sgrad64``'s docstring says why).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .._checks.proxy_losses import check_p2sgrad_args, check_softmax_xent_args, check_xent_scales
-from ._softmax import softmax_nll_backward, softmax_nll_forward
+from .._checks.proxy_losses import (
+    check_p2sgrad_args,
+    check_softmax_xent_args,
+    check_xent_scales,
+    p2sgrad64,
+    softmax_xent64,
+)
+from ._softmax_losses import softmax_nll_backward, softmax_nll_forward
 
 __all__ = ["p2sgrad_forward_backward", "softmax_xent_forward_backward", "softmax_nll_fast_forward",
            "softmax_nll_fast_backward"]
@@ -66,62 +73,3 @@ def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale: floa
     """Twin of the engine's fast row softmax NLL backward: the float64 ``softmax_nll_backward``."""
     return softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=scale,
                                 exclude_self=exclude_self, inverted=inverted)
-
-
-# --------------------------------------------------------------------------------------------
-# float64 building blocks (value, backward closure)
-# --------------------------------------------------------------------------------------------
-def p2sgrad64(x, w, labels):
-    """float64 P2SGrad: (loss, dx, dw) for x (N, D), w (C, D), labels (N,)."""
-    N, D = x.shape
-    C = w.shape[0]
-    if N == 0:
-        return 0.0, np.zeros((N, D)), np.zeros((C, D))
-    xn, back = l2_normalize64(x)
-    raw = xn @ w.T
-    cos = np.clip(raw, -1.0, 1.0)
-    diff = cos.copy()
-    diff[np.arange(N), labels] -= 1.0
-    loss = float(np.sum(diff * diff) / (N * C))
-    dcos = (2.0 / (N * C)) * diff
-    dcos[(raw < -1.0) | (raw > 1.0)] = 0.0
-    return loss, back(dcos @ w), dcos.T @ xn
-
-
-def l2_normalize64(x, eps: float = 1e-12):
-    """Rows of x (N, D) divided by max(||x_i||, eps) (torch.nn.functional.normalize) and its backward."""
-    nrm = np.sqrt(np.einsum("ij,ij->i", x, x))
-    den = np.maximum(nrm, eps)[:, None]
-    y = x / den
-
-    def backward(dy):
-        # (dy - y <y, dy>) / den on rows with ||x_i|| > eps, dy / den elsewhere
-        s = np.where(nrm > eps, np.einsum("ij,ij->i", y, dy), 0.0).astype(y.dtype, copy=False)
-        return (dy - y * s[:, None]) / den
-
-    return y, backward
-
-
-def softmax_xent64(z, labels):
-    """Per-row softmax cross-entropy of logits z (N, C) float64 with integer labels.
-
-    -> (losses (N,) = logsumexp(z_i) - z_{i,y_i}, backward(dlosses (N,)) -> dz (N, C)).
-    """
-    N = z.shape[0]
-    if N == 0:
-        return np.zeros(0), (lambda dl: np.zeros_like(z))
-    m = z.max(axis=1, keepdims=True)
-    e = np.exp(z - m)
-    s = e.sum(axis=1, keepdims=True)
-    lse = (m + np.log(s))[:, 0]
-    rows = np.arange(N)
-    losses = lse - z[rows, labels]
-    p = e
-    p /= s
-
-    def backward(dl):
-        dz = p * dl[:, None]
-        dz[rows, labels] -= dl
-        return dz
-
-    return losses, backward

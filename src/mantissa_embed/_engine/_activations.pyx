@@ -1,0 +1,137 @@
+"""ReLU, leaky ReLU, dropout's mask product and the finiteness check (``src/engine_c/activations.c``),
+element-wise over arrays of any shape."""
+import numpy as np
+
+from libc.stdint cimport int64_t
+
+from mantissa_embed._checks.activations import (check_act_args, check_act_backward_args, check_dropout_args,
+                                                check_negative_slope)
+from mantissa_embed._engine._cengine cimport (me_all_finite, me_dropout_apply, me_leaky_relu_backward,
+                                             me_leaky_relu_forward, me_relu_backward, me_relu_forward)
+
+
+__all__ = ['relu_forward', 'relu_backward', 'all_finite', 'leaky_relu_forward', 'leaky_relu_backward',
+           'dropout_forward', 'dropout_backward']
+
+
+ctypedef void (*_binary_map)(const float *a, const float *b, float *out, int64_t n) noexcept nogil
+
+
+cdef object _map2(_binary_map fn, a, b, out):
+    """out = fn(a, b) element-wise over the flattened (checked, same-size) arrays; ``out``."""
+    cdef const float[::1] av
+    cdef const float[::1] bv
+    cdef float[::1] ov
+    cdef int64_t n = a.size
+    if n == 0:
+        return out
+    av = a.reshape(-1)
+    bv = b.reshape(-1)
+    ov = out.reshape(-1)
+    with nogil:
+        fn(&av[0], &bv[0], &ov[0], n)
+    return out
+
+
+def _act_inplace(out, code, slope):
+    """``out`` after the activation ``code`` (``act_flag``) in place: the epilogue of the kernels'
+    empty-input paths (conv, dense), where the output is the bias alone."""
+    if code == 1:
+        relu_forward(out, out=out)
+    elif code == 2:
+        leaky_relu_forward(out, slope, out=out)
+    return out
+
+
+def relu_forward(x, out=None):
+    """out = max(x, 0), element-wise, any shape, float32. ``out`` may be ``x`` (in place)."""
+    cdef const float[::1] xv
+    cdef float[::1] ov
+    cdef int64_t n
+    x, out = check_act_args(x, out)
+    n = x.size
+    if n == 0:
+        return out
+    xv = x.reshape(-1)
+    ov = out.reshape(-1)
+    with nogil:
+        me_relu_forward(&xv[0], &ov[0], n)
+    return out
+
+
+def relu_backward(dy, y, dx=None):
+    """dx = dy * (y > 0), y the forward *output*; any shape, float32. ``dx`` may be ``dy``."""
+    dy, y, dx = check_act_backward_args(dy, y, dx)
+    return _map2(me_relu_backward, dy, y, dx)
+
+
+def all_finite(x):
+    """True when no value of x (float32, C-contiguous, any shape) is NaN or +-Inf (OpenMP over
+    blocks above 65,536 values); numpy.isfinite(x).all() in one read, no boolean temporary.
+    Raises TypeError for another dtype or layout."""
+    cdef const float[::1] xv
+    cdef int64_t n
+    cdef int ok
+    if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.flags.c_contiguous):
+        raise TypeError("x must be a C-contiguous float32 numpy.ndarray")
+    n = x.size
+    if n == 0:
+        return True
+    xv = x.reshape(-1)
+    with nogil:
+        ok = me_all_finite(&xv[0], n)
+    return ok != 0
+
+
+def leaky_relu_forward(x, negative_slope=0.01, out=None):
+    """out = x where x >= 0, else ``negative_slope * x`` (``torch.nn.functional.leaky_relu``),
+    element-wise, any shape, float32; ``out`` may be ``x`` (in place). ``negative_slope``: a
+    finite float >= 0 (default 0.01, torch's). Raises ValueError/TypeError."""
+    cdef const float[::1] xv
+    cdef float[::1] ov
+    cdef int64_t n
+    cdef float slope = check_negative_slope(negative_slope)
+    x, out = check_act_args(x, out)
+    n = x.size
+    if n == 0:
+        return out
+    xv = x.reshape(-1)
+    ov = out.reshape(-1)
+    with nogil:
+        me_leaky_relu_forward(&xv[0], &ov[0], n, slope)
+    return out
+
+
+def leaky_relu_backward(dy, y, negative_slope=0.01, dx=None):
+    """dx = dy where y > 0, else ``negative_slope * dy``, y the forward *output* (torch's rule:
+    the slope at 0); any shape, float32. ``dx`` may be ``dy``. Raises ValueError/TypeError."""
+    cdef const float[::1] dyv
+    cdef const float[::1] yv
+    cdef float[::1] dxv
+    cdef int64_t n
+    cdef float slope = check_negative_slope(negative_slope)
+    dy, y, dx = check_act_backward_args(dy, y, dx)
+    n = dy.size
+    if n == 0:
+        return dx
+    dyv = dy.reshape(-1)
+    yv = y.reshape(-1)
+    dxv = dx.reshape(-1)
+    with nogil:
+        me_leaky_relu_backward(&dyv[0], &yv[0], &dxv[0], n, slope)
+    return dx
+
+
+def dropout_forward(x, mask, out=None):
+    """Inverted dropout with a drawn mask: out = x * mask, any shape, float32; ``mask`` holds 0
+    (dropped) or ``1/(1 - p)`` (kept), as ``torch.nn.functional.dropout`` in training (the
+    layer ``Dropout`` draws it). ``out`` may be ``x``. Raises ValueError/TypeError."""
+    x, mask, out = check_dropout_args(x, mask, out)
+    return _map2(me_dropout_apply, x, mask, out)
+
+
+def dropout_backward(dy, mask, dx=None):
+    """Gradient of ``dropout_forward``: dx = dy * mask (the forward's mask). ``dx`` may be ``dy``.
+    Raises ValueError/TypeError."""
+    dy, mask, dx = check_dropout_args(dy, mask, dx, "dy", "dx")
+    return _map2(me_dropout_apply, dy, mask, dx)

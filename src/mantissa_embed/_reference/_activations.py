@@ -1,0 +1,85 @@
+"""Numpy twins of the ReLU, leaky ReLU, dropout and finiteness kernels
+(``mantissa_embed._engine._activations``). Same names, signatures, checks and errors as the engine.
+``_act`` (the activation of the conv / dense epilogues) keeps its input dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks.activations import (check_act_args, check_act_backward_args, check_dropout_args,
+                                   check_negative_slope)
+
+__all__ = [
+    "relu_forward",
+    "relu_backward",
+    "all_finite",
+    "leaky_relu_forward",
+    "leaky_relu_backward",
+    "dropout_forward",
+    "dropout_backward",
+]
+
+
+def _act(y, code, slope):
+    """The activation ``code`` (``act_flag``: 0 identity, 1 ReLU, 2 leaky ReLU with ``slope``)
+    of y, in its dtype; NaN stays NaN."""
+    if code == 1:
+        return np.maximum(y, y.dtype.type(0))
+    if code == 2:
+        return np.where(y < 0, y * y.dtype.type(slope), y)
+    return y
+
+
+def relu_forward(x, out=None):
+    """out = max(x, 0), any shape, float32; ``out`` may be ``x`` itself (in place)."""
+    x, out = check_act_args(x, out)
+    np.maximum(x, np.float32(0), out=out)
+    return out
+
+
+def relu_backward(dy, y, dx=None):
+    """dx = dy * (y > 0) where y is the forward *output*; ``dx`` may be ``dy`` itself."""
+    dy, y, dx = check_act_backward_args(dy, y, dx)
+    np.copyto(dx, np.where(y > 0, dy, np.float32(0)))
+    return dx
+
+
+def all_finite(x):
+    """True when no value of x (float32, C-contiguous, any shape) is NaN or +-Inf.
+    Raises TypeError for another dtype or layout."""
+    if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.flags.c_contiguous):
+        raise TypeError("x must be a C-contiguous float32 numpy.ndarray")
+    return bool(np.isfinite(x).all())
+
+
+def leaky_relu_forward(x, negative_slope: float = 0.01, out=None):
+    """out = x where x >= 0, else ``negative_slope * x`` (``torch.nn.functional.leaky_relu``), any
+    shape, float32; ``out`` may be ``x`` itself. ``negative_slope``: finite, >= 0."""
+    slope = check_negative_slope(negative_slope)
+    x, out = check_act_args(x, out)
+    np.copyto(out, _act(x, 2, slope))
+    return out
+
+
+def leaky_relu_backward(dy, y, negative_slope: float = 0.01, dx=None):
+    """dx = dy where y > 0, else ``negative_slope * dy`` (y the forward *output*; torch's rule,
+    the slope at 0); ``dx`` may be ``dy`` itself."""
+    slope = check_negative_slope(negative_slope)
+    dy, y, dx = check_act_backward_args(dy, y, dx)
+    np.copyto(dx, np.where(y > 0, dy, dy * np.float32(slope)))
+    return dx
+
+
+def dropout_forward(x, mask, out=None):
+    """Inverted dropout with a drawn mask (0 or ``1/(1 - p)``): out = x * mask, float32;
+    ``out`` may be ``x``."""
+    x, mask, out = check_dropout_args(x, mask, out)
+    np.multiply(x, mask, out=out)
+    return out
+
+
+def dropout_backward(dy, mask, dx=None):
+    """Gradient of ``dropout_forward``: dx = dy * mask; ``dx`` may be ``dy``."""
+    dy, mask, dx = check_dropout_args(dy, mask, dx, "dy", "dx")
+    np.multiply(dy, mask, out=dx)
+    return dx
