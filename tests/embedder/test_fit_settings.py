@@ -51,7 +51,7 @@ def test_normalized_at_construction():
     assert s.validation == 0.25 and s.validation_kind == "fraction"
     assert FitSettings().validation_kind is None
     assert s.checkpointed() == {"epochs": 3, "batch_size": 64}
-    assert FitSettings() == FitSettings(metrics=list(FitSettings().metrics))  # a value: equal settings compare equal
+    assert FitSettings() == FitSettings(metrics=list(FitSettings().metrics))  # equal settings compare equal
 
 
 def test_augment_is_read_for_the_input():
@@ -72,6 +72,7 @@ def test_a_validation_pair_is_checked_against_x_and_stored_converted():
 
 
 X_TOY, Y_TOY = _toy()
+NEEDS_VALIDATION = "restore_best and early_stopping need validation data (validation=...)"
 #: one bad value per option, with the exact error fit raises for it
 BAD = [
     (dict(epochs=0), ValueError, "epochs must be >= 1, got 0"),
@@ -87,7 +88,8 @@ BAD = [
     (dict(metrics=3), TypeError, "metrics must be a sequence of metric names, got int"),
     (dict(metrics=("nmi",)), ValueError, f"metrics must be among {METRICS}, got 'nmi'"),
     (dict(callbacks=[3]), TypeError,
-     "callbacks[0] must have on_epoch_end(embedder, epoch, history) or be callable with those arguments, got int"),
+     "callbacks[0] must have on_epoch_end(embedder, epoch, history) or be callable with those arguments, "
+     "got int"),
     (dict(callbacks=3), TypeError, "callbacks must be a sequence of callbacks, got int"),
     (dict(validation=0.5, early_stopping=0), ValueError, "early_stopping must be >= 1, got 0"),
     (dict(restore_best=1), TypeError, "restore_best must be a bool, got int"),
@@ -99,12 +101,12 @@ BAD = [
     (dict(schedule=3), TypeError,
      "schedule must be a string, None or an object with factor(step, total_steps), got int"),
     (dict(schedule="warmup"), ValueError, "schedule must be one of"),
-    (dict(early_stopping=2), ValueError, "restore_best and early_stopping need validation data (validation=...)"),
-    (dict(restore_best=True), ValueError, "restore_best and early_stopping need validation data (validation=...)"),
+    (dict(early_stopping=2), ValueError, NEEDS_VALIDATION),
+    (dict(restore_best=True), ValueError, NEEDS_VALIDATION),
     (dict(validation=1.5), ValueError, "validation must be in (0, 1) as a fraction of the classes, got 1.5"),
     (dict(validation="x"), TypeError,
-     "validation must be None, a fraction of the classes in (0, 1), a pair (X_val, y_val) or an ImageDataset, "
-     "got str"),
+     "validation must be None, a fraction of the classes in (0, 1), a pair (X_val, y_val) or an "
+     "ImageDataset, got str"),
     (dict(validation=(np.zeros((4, 1, 8, 8), np.float32), np.arange(3))), ValueError,
      "validation[1] must have length 4 (one per embedding), got 3"),
 ]
@@ -126,19 +128,22 @@ def test_checked_once_per_fit_and_passed_down_as_one_object(monkeypatch):
     X, y = _toy()
     checked = []
     check_int = _fit_settings.check_int
-    monkeypatch.setattr(_fit_settings, "check_int", lambda v, name, **kw: checked.append(name) or check_int(v, name, **kw))
+    monkeypatch.setattr(_fit_settings, "check_int",
+                        lambda v, name, **kw: checked.append(name) or check_int(v, name, **kw))
     schedules = []
     make_schedule = _fit_settings.make_schedule
     monkeypatch.setattr(_fit_settings, "make_schedule", lambda s: schedules.append(s) or make_schedule(s))
     seen = []
     fit = _fitting.fit
-    monkeypatch.setattr(_fitting, "fit", lambda emb, X, y, settings: seen.append(settings) or fit(emb, X, y, settings))
+    monkeypatch.setattr(_fitting, "fit",
+                        lambda emb, X, y, settings: seen.append(settings) or fit(emb, X, y, settings))
 
     _emb().fit(X, y, epochs=2, batch_size=16, validation=0.5, early_stopping=3, schedule="step")
     assert sorted(checked) == ["batch_size", "early_stopping", "epochs"]
     assert schedules == ["step"]
     assert len(seen) == 1 and isinstance(seen[0], FitSettings)
-    assert seen[0] == FitSettings(epochs=2, batch_size=16, validation=0.5, early_stopping=3, schedule="step", X=X)
+    assert seen[0] == FitSettings(epochs=2, batch_size=16, validation=0.5, early_stopping=3, schedule="step",
+                                  X=X)
 
 
 def test_a_bad_option_fails_before_any_training():

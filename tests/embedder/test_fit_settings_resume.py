@@ -19,7 +19,8 @@ def _emb():
     return Embedder(models.small_cnn_embedder(8, seed=1), seed=0)
 
 
-OPTIONS = dict(epochs=3, batch_size=16, validation=0.5, metrics=("r_precision",), schedule="step", augment="hflip")
+OPTIONS = dict(epochs=3, batch_size=16, validation=0.5, metrics=("r_precision",), schedule="step",
+               augment="hflip")
 
 
 @pytest.fixture(scope="module")

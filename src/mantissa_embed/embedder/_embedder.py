@@ -365,10 +365,10 @@ class Embedder(EmbedderInference):
             Training diverged (the loss or the embeddings became NaN/Inf): lower ``lr``.
         """
         X, y = _fit_data.check_fit_data(self.net, X, y)
-        settings = FitSettings(epochs=epochs, batch_size=batch_size, lr=lr, verbose=verbose, validation=validation,
-                               metrics=metrics, restore_best=restore_best, early_stopping=early_stopping,
-                               callbacks=callbacks, callback=callback, augment=augment, schedule=schedule,
-                               resume=resume, profile=profile, X=X)
+        settings = FitSettings(epochs=epochs, batch_size=batch_size, lr=lr, verbose=verbose,
+                               validation=validation, metrics=metrics, restore_best=restore_best,
+                               early_stopping=early_stopping, callbacks=callbacks, callback=callback,
+                               augment=augment, schedule=schedule, resume=resume, profile=profile, X=X)
         self._check_trunk_output(_fit_data.sample_shape(X))
         if not self._fit_guard.acquire(blocking=False):
             raise RuntimeError("fit is already running on this Embedder (in another thread, or called from "

@@ -27,8 +27,8 @@ def check_inputs(X: object, name: str, input_shape: tuple[int, ...] | None = Non
                          f"got {X.ndim}-D shape {X.shape}")
     if input_shape is not None and tuple(X.shape[1:]) != tuple(input_shape):
         kind = "feature vectors" if len(input_shape) == 1 else "images"
-        raise ValueError(f"{name} must have shape (N, {', '.join(map(str, input_shape))}) ({kind}: the trunk was "
-                         f"built for that input), got {X.shape}")
+        raise ValueError(f"{name} must have shape (N, {', '.join(map(str, input_shape))}) ({kind}: the "
+                         f"trunk was built for that input), got {X.shape}")
     return X
 
 
@@ -68,7 +68,7 @@ def check_fit_data(net, X, y):
         net.output_shape(shape)
     except ValueError as exc:
         if len(shape) == 1:
-            raise ValueError(f"X must be 4-D images (N, C, H, W) for this trunk, got feature vectors of shape "
+            raise ValueError("X must be 4-D images (N, C, H, W) for this trunk, got feature vectors of shape "
                              f"{X.shape} ({exc})") from None
         what = f"images of shape {shape}" if isinstance(X, ImageDataset) else f"shape {X.shape}"
         raise ValueError(f"X of {what} does not fit the trunk ({exc})") from None
@@ -110,7 +110,8 @@ def split_validation(X, y, validation, rng):
     classes = np.unique(y)
     n_val = max(2, int(round(validation * classes.shape[0])))
     if classes.shape[0] - n_val < 2:
-        raise ValueError(f"validation={validation} leaves fewer than two of the {classes.shape[0]} classes to train on")
+        raise ValueError(f"validation={validation} leaves fewer than two of the {classes.shape[0]} classes "
+                         "to train on")
     held = rng.choice(classes, size=n_val, replace=False)
     mask = np.isin(y, held)
     return take_rows(X, ~mask), y[~mask], take_rows(X, mask), y[mask]

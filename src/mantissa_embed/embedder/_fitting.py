@@ -120,7 +120,8 @@ def fit(emb, X, y, settings):
                     tracker["weights"] = net.state_arrays()
             else:
                 tracker["bad_epochs"] += 1
-                stop = settings.early_stopping is not None and tracker["bad_epochs"] >= settings.early_stopping
+                patience = settings.early_stopping
+                stop = patience is not None and tracker["bad_epochs"] >= patience
         emb.train_state_ = {**plan, "epoch": epoch + 1, "step": step, "sampler_labels": list(sampler.labels),
                             "best": tracker["best"], "best_epoch": tracker["best_epoch"],
                             "bad_epochs": tracker["bad_epochs"]}
@@ -137,8 +138,8 @@ def fit(emb, X, y, settings):
             source = FileBatches(Xt, batch_size) if files else ArrayBatches(Xt, augment_fn, batch_size)
             train_epochs(net, emb.miner_func, emb.loss_func, opt, source, y_idx, sampler, settings,
                          n_batches=n_batches, lr=lr, losses=history["loss"], hooks=HookList(hooks),
-                         first_epoch=first_epoch, step=step, rng=emb._rng, base_lrs=base_lrs, epoch_end=epoch_end,
-                         interrupt=interrupt)
+                         first_epoch=first_epoch, step=step, rng=emb._rng, base_lrs=base_lrs,
+                         epoch_end=epoch_end, interrupt=interrupt)
     except BaseException as exc:
         if not guard.current and emb.train_state_ is not None:  # stopped between two checkpoints
             emb.train_state_ = {**emb.train_state_, "stale": f"{type(exc).__name__}: {exc}"[:200]}

@@ -8,7 +8,8 @@ from typing import Any
 
 from ._threads import AdaptiveThreads
 
-__all__ = ["TrainingHook", "HookList", "ProgressBar", "EpochCallback", "ThreadAdapter", "Profiler", "profile_table"]
+__all__ = ["TrainingHook", "HookList", "ProgressBar", "EpochCallback", "ThreadAdapter", "Profiler",
+           "profile_table"]
 
 
 class TrainingHook:
@@ -52,7 +53,8 @@ class HookList(TrainingHook):
 
     def __init__(self, hooks=()) -> None:
         self.hooks = tuple(hooks)
-        self._begin, self._epoch_begin, self._start, self._lap, self._batch_end, self._epoch_end, self._end = (
+        (self._begin, self._epoch_begin, self._start, self._lap, self._batch_end, self._epoch_end,
+         self._end) = (
             _overriding(self.hooks, name) for name in
             ("begin", "epoch_begin", "start", "lap", "batch_end", "epoch_end", "end"))
 
@@ -192,7 +194,8 @@ class Profiler(TrainingHook):
         known = sum(d["forward_s"] + d["backward_s"] for d in layers) + sum(self.phases.values())
         p = self.phases
         return {"epochs": epochs, "batches": self.batches, "total_s": float(self.total), "layers": layers,
-                "miner_s": float(p["miner"]), "loss_s": float(p["loss"]), "optimizer_s": float(p["optimizer"]),
+                "miner_s": float(p["miner"]), "loss_s": float(p["loss"]),
+                "optimizer_s": float(p["optimizer"]),
                 "data_s": float(p["data"]), "other_s": float(max(self.total - known, 0.0))}
 
 
@@ -209,6 +212,6 @@ def profile_table(p):
     w = max(len(r[0]) for r in rows)
     out = [f"{'where':<{w}}  {'seconds':>9}  {'share':>6}", "-" * (w + 19)]
     out += [f"{name:<{w}}  {sec:>9.4f}  {100 * sec / total:>5.1f}%" for name, sec in rows]
-    out += ["-" * (w + 19),
-            f"{'total (' + str(p['epochs']) + ' epochs, ' + str(p['batches']) + ' batches)':<{w}}  {total:>9.4f}"]
+    label = f"total ({p['epochs']} epochs, {p['batches']} batches)"
+    out += ["-" * (w + 19), f"{label:<{w}}  {total:>9.4f}"]
     return "\n".join(out)

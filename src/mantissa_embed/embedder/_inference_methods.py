@@ -1,6 +1,6 @@
 """The inference half of ``Embedder``: ``embed``, ``retrieve``,
-``build_index``, ``verify``, ``calibrate`` and ``evaluate`` (bodies in ``mantissa_embed.embedder._inference`` and
-``mantissa_embed.embedder._calibration``). Each takes the Embedder's lock (see the class docstring).
+``build_index``, ``verify``, ``calibrate`` and ``evaluate`` (bodies in ``_inference`` and
+``_calibration``). Each takes the Embedder's lock (see the class docstring).
 """
 from __future__ import annotations
 

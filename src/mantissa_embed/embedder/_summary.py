@@ -24,9 +24,10 @@ def describe(emb: Embedder) -> str:
         lines.append(repr(emb.net) + "\n(not built: shapes are inferred at the first fit)")
     lines.append(f"Loss: {_describe(emb.loss_func)}" if emb.loss_func is not None else
                  f"Loss: {emb._loss_spec} (built at the first fit, from the classes and the embedding size)")
-    lines.append(f"Miner: {_describe(emb.miner_func) if emb.miner_func is not None else 'None (all pairs/triplets)'}")
+    miner = _describe(emb.miner_func) if emb.miner_func is not None else "None (all pairs/triplets)"
+    lines.append(f"Miner: {miner}")
     lines.append(f"Optimizer: {_describe_optimizer(emb)}")
-    dist = "Euclidean between L2-normalized embeddings" if emb._normalizes() else "Euclidean between raw embeddings"
+    dist = f"Euclidean between {'L2-normalized' if emb._normalizes() else 'raw'} embeddings"
     lines.append(f"Distance: {dist}; backend={emb.backend!r}; fitted={emb.fitted_}")
     return "\n".join(lines)
 

@@ -40,8 +40,8 @@ class DeferredInterrupt:
         return False
 
 
-def train_epochs(net, miner, loss_func, optimizer, source, y, sampler, settings, *, n_batches, lr, losses, hooks,
-                 first_epoch=0, step=0, rng=None, base_lrs=None, epoch_end=None, interrupt=None):
+def train_epochs(net, miner, loss_func, optimizer, source, y, sampler, settings, *, n_batches, lr, losses,
+                 hooks, first_epoch=0, step=0, rng=None, base_lrs=None, epoch_end=None, interrupt=None):
     """Train ``net`` for epochs ``first_epoch .. settings.epochs - 1`` of ``n_batches`` batches
     drawn from ``sampler``; returns the number of optimizer steps taken in all (``step`` + new
     ones). ``settings``: the fit's ``FitSettings`` (its ``epochs`` and ``schedule``); ``lr``: the
