@@ -13,8 +13,11 @@ import sys
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "models"))
-from test_resnet_torch import TvBasicBlock, TvBottleneck  # noqa: E402
-from test_resnet_torch import TvResNet as _TvResNet  # noqa: E402
+from test_resnet_torch import (  # noqa: E402
+    TvBasicBlock,
+    TvBottleneck,
+    TvResNet as _TvResNet,  # noqa: E402
+)
 
 __all__ = ["SPECS", "TvBasicBlock", "TvBottleneck", "TvResNet", "torch_resnet"]
 

@@ -21,10 +21,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _torch_reference as R  # noqa: E402
+import mantissa_embed as me  # noqa: E402
 from _machine import busy_neighbour, describe  # noqa: E402
 from compare_torch import MARGIN, load_data  # noqa: E402
-
-import mantissa_embed as me  # noqa: E402
 from mantissa_embed import Embedder, models  # noqa: E402
 
 

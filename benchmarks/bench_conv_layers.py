@@ -61,8 +61,8 @@ def main():
     args = p.parse_args()
 
     import mantissa_embed as me
-    from mantissa_embed import engine, models
     from _machine import cpu_model
+    from mantissa_embed import engine, models
 
     me.set_num_threads(args.threads)
     peak = None

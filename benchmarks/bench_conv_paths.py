@@ -87,7 +87,8 @@ def main(argv=None):
             f, dw, b = (best[k, shape, n] for n in ("forward", "dw", "backward"))
             dx = max(b - dw, 1e-9)
             g = [2 * macs / t / 1e9 for t in (f, dw, dx)]
-            print(f"{'%dx%dx%d->%d' % (shape[0], shape[1], shape[1], shape[2]):>16} {k:>8} {f * 1e3:>11.2f} "
+            name = f"{shape[0]}x{shape[1]}x{shape[1]}->{shape[2]}"
+            print(f"{name:>16} {k:>8} {f * 1e3:>11.2f} "
                   f"{dw * 1e3:>8.2f} {dx * 1e3:>8.2f} {g[0]:>9.0f} {g[1]:>8.0f} {g[2]:>8.0f} {100 * g[0] / peak:>9.0f}%")
     return 0
 

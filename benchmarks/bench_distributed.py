@@ -62,9 +62,9 @@ def main(argv=None):
 
     import dask
     import dask.array as da
-    from distributed import Client, LocalCluster, wait
 
     from _machine import describe
+    from distributed import Client, LocalCluster, wait
     from mantissa_embed import distributed as med
 
     print(describe(args.workers))

@@ -527,9 +527,9 @@ def main(argv=None):
 
     sys.path.insert(0, HERE)
     import PIL
-    from _machine import cpu_model, describe
 
     import mantissa_embed
+    from _machine import cpu_model, describe
 
     print(f"# bench_image_files: mantissa_embed {mantissa_embed.__version__}, numpy {np.__version__}, "
           f"Pillow {PIL.__version__}, python {platform.python_version()}")

@@ -72,8 +72,8 @@ def _child(args):
             index.add(ref)
             t = time.perf_counter()
             rss0 = _vm("VmRSS")
-            _, I = index.search(qry, args.k)
-            return I, (time.perf_counter() - t, rss0)
+            _, ids = index.search(qry, args.k)
+            return ids, (time.perf_counter() - t, rss0)
 
     base_rss = _vm("VmRSS")
     exact_reset = _reset_peak()

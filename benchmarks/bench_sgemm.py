@@ -27,7 +27,6 @@ import numpy as np
 
 from mantissa_embed import engine
 
-
 SETTLE = 0.2  # seconds of pause before each timed block
 
 

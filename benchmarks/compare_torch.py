@@ -89,8 +89,7 @@ sys.path.insert(0, HERE)
 import _fit_timing as FT  # noqa: E402
 import _torch_reference as R  # noqa: E402
 from _machine import busy_neighbour, describe  # noqa: E402
-from suite.common import embeddings as make_embeddings  # noqa: E402
-from suite.common import synthetic_mnist  # noqa: E402
+from suite.common import embeddings as make_embeddings, synthetic_mnist  # noqa: E402
 
 N_IMAGES = 6000
 MARGIN = 0.1
@@ -134,8 +133,7 @@ def make_jobs(args, X, torch_ok):
     if torch_ok:
         import torch
         import torch.nn.functional as F
-        from pytorch_metric_learning import losses as pml_l
-        from pytorch_metric_learning import miners as pml_m
+        from pytorch_metric_learning import losses as pml_l, miners as pml_m
 
         T = torch
         torch.set_num_threads(args.threads)

@@ -161,6 +161,7 @@ def build_ours(name, size, embed_dim, seed=0):
 
 def build_torch(name, embed_dim, state=None):
     import torch
+
     from _torch_resnet import torch_resnet
 
     torch.manual_seed(0)

@@ -88,7 +88,6 @@ def _embed_warm_rows(n):
 def run_mantissa(threads, epochs):
     """(seconds of each timed epoch, embed seconds)."""
     import _fit_timing as FT
-
     from mantissa_embed import Embedder, engine, models
 
     engine.set_num_threads(threads)

@@ -233,8 +233,8 @@ def _load():
 def main(argv=None):
     args = parse_args(argv)
     try:
-        import torch  # noqa: F401
         import pytorch_metric_learning  # noqa: F401
+        import torch  # noqa: F401
         have_torch = True
     except ImportError as exc:
         have_torch = False

@@ -26,8 +26,7 @@ import time
 import numpy as np
 
 from mantissa_embed import Embedder
-from mantissa_embed.evaluation import AccuracyCalculator
-from mantissa_embed.evaluation import accuracy_calculator as ac
+from mantissa_embed.evaluation import AccuracyCalculator, accuracy_calculator as ac
 from mantissa_embed.layers import Dense, Flatten
 
 N_CLASSES = 12

@@ -21,8 +21,27 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what the lazy attributes below are, for type checkers and editors
-    from . import (backend, datasets, distances, embedder, engine, evaluation, layers, losses, miners, models,
-                   optim, parameter, reducers, samplers, testing, transforms, utils, viz)
+    # (`name as name`: the explicit re-export form, so linters read them as the public names)
+    from . import (
+        backend as backend,
+        datasets as datasets,
+        distances as distances,
+        embedder as embedder,
+        engine as engine,
+        evaluation as evaluation,
+        layers as layers,
+        losses as losses,
+        miners as miners,
+        models as models,
+        optim as optim,
+        parameter as parameter,
+        reducers as reducers,
+        samplers as samplers,
+        testing as testing,
+        transforms as transforms,
+        utils as utils,
+        viz as viz,
+    )
     from .embedder import Embedder
     from .engine import get_num_threads, set_num_threads
     from .layers import Sequential

@@ -2,7 +2,7 @@
 beyond building the aliases)."""
 from __future__ import annotations
 
-from typing import Any, Tuple, Union
+from typing import Any, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -19,4 +19,4 @@ Int64Array = npt.NDArray[np.int64]
 Seed = Union[int, np.random.Generator, None]
 #: a loss's ``indices_tuple``: pairs ``(a1, p, a2, n)`` or triplets ``(a, p, n)`` of int arrays
 #: (or sequences of ints); the items stay ``Any`` as the tuple is often passed through unchanged
-IndicesTuple = Tuple[Any, ...]
+IndicesTuple = tuple[Any, ...]

@@ -10,8 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from ._checks.arrays import (as_numeric_array, check_bool, check_float, check_int,  # noqa: F401
-                             check_kernel_input, check_kernel_output, check_no_overlap)
+from ._checks.arrays import (  # noqa: F401
+    as_numeric_array,
+    check_bool,
+    check_float,
+    check_int,
+    check_kernel_input,
+    check_kernel_output,
+    check_no_overlap,
+)
 from ._typing import Int64Array, Seed
 from .engine import all_finite
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_array, check_int
 from ._typing import ArrayLike, Float32Array, Int64Array
+from ._validation import check_array, check_int
 from .embedder import Embedder
 from .evaluation.knn import knn as _exact_knn
 from .index import DTYPES, METRICS, Index
@@ -39,6 +39,7 @@ def _dask():
     try:
         import dask
         import dask.array as da
+
         from distributed import get_client
     except ImportError as e:  # pragma: no cover - exercised without the extra
         raise ImportError('mantissa_embed.distributed needs dask and distributed: pip install ".[dask]"') from e

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 from sklearn.decomposition import PCA
 
-from ._typing import ArrayLike
 from ._io import atomic_write
+from ._typing import ArrayLike
 from ._validation import check_array, check_int, check_labels
 
 __all__ = ["plot_embedding_manifold", "plot_retrieval_gallery", "gallery_layout", "plot_roc", "GREEN", "RED",

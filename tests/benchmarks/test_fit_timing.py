@@ -98,13 +98,13 @@ def test_torch_trainer_sets_up_and_warms_up_before_the_epochs():
     code = r"""
 import json, sys
 import numpy as np
-sys.path.insert(0, %r)
+sys.path.insert(0, BENCH_DIR)
 import torch
 import _torch_reference as R
 torch.set_num_threads(1)
 rng = np.random.default_rng(0)
 X = rng.random((100, 1, 28, 28)).astype(np.float32)
-y = np.arange(100) %% 5
+y = np.arange(100) % 5
 rec = R.Recipe(loss="triplet", margin=0.1, miner="semihard", sampler="random", epochs=2, batch_size=64, lr=0.05)
 torch.manual_seed(0)
 tr = R.Trainer(R.small_cnn_embedder(16), X, y, rec, seed=0)
@@ -116,7 +116,7 @@ torch.manual_seed(0)
 t2 = R.Trainer(R.small_cnn_embedder(16), X, y, rec, seed=0)
 out["same"] = a == [t2.epoch(), t2.epoch()]
 print(json.dumps(out))
-""" % BENCH
+""".replace("BENCH_DIR", repr(BENCH))
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])

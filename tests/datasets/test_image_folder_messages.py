@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 from mantissa_embed._demo_folder import split_folder
-from mantissa_embed.datasets import ImageFileError, ImageFolder
-from mantissa_embed.datasets import image_transforms as T
+from mantissa_embed.datasets import ImageFileError, ImageFolder, image_transforms as T
 
 
 def test_a_train_transform_of_another_size_is_refused_at_build(image_tree):

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from _helpers import central_diff
 from mantissa_embed._reference import _distance as T
 from mantissa_embed.distances import CosineSimilarity, DotProductSimilarity, LpDistance
-from _helpers import central_diff
 
 
 def _fd(f, x, h=1e-6):

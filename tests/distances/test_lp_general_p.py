@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from mantissa_embed.distances import LpDistance
-from mantissa_embed.distances import _numpy_ops as O
 from _helpers import central_diff
+from mantissa_embed.distances import LpDistance, _numpy_ops as O
 
 INF = float("inf")
 PS = [1, 1.5, 3, INF]

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from mantissa_embed.distances import SNRDistance
-from mantissa_embed.distances import _numpy_ops as O
 from _helpers import central_diff
+from mantissa_embed.distances import SNRDistance, _numpy_ops as O
 
 
 def _fd(f, x, h=1e-6):

@@ -3,8 +3,7 @@ ties aside, where the float32 ``|a|^2 + |b|^2 - 2ab`` ranking of ``evaluation.kn
 near-duplicate references with large norms."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from mantissa_embed.embedder import _exact_knn
 from mantissa_embed.embedder._exact_knn import exact_knn

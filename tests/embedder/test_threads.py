@@ -75,4 +75,4 @@ def test_fit_from_its_own_callback_is_refused():
     y = np.repeat(np.arange(4), 16)
     emb = Embedder(models.small_cnn_embedder(8), loss="triplet", seed=0)
     with pytest.raises(RuntimeError, match="already running"):
-        emb.fit(X, y, epochs=1, batch_size=32, callback=lambda e, l: emb.fit(X, y, epochs=1))
+        emb.fit(X, y, epochs=1, batch_size=32, callback=lambda e, lab: emb.fit(X, y, epochs=1))

@@ -3,12 +3,10 @@ its numpy twin: one non-finite value anywhere (block edges, the tail, a single v
 with one and two threads."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import mantissa_embed
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 from mantissa_embed._validation import check_array
 
 

@@ -3,12 +3,10 @@ odd sizes, batch 1, stride 2, overlapping and gapped windows), the twin's gradie
 float64 finite differences, and bad input."""
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from _helpers import central_diff
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 from mantissa_embed._reference import _pool as pref
 
 FAST = settings(max_examples=40, deadline=None)

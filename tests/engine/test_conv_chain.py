@@ -3,15 +3,10 @@ the two conv2d_pool2_forward calls it replaces, close to the numpy twin, the wor
 twin computes, and the same errors on both backends."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from _helpers import close_scaled as _close
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
-
-
-
+from mantissa_embed import _reference as ref, engine
 
 
 def _stages(rng, N, C, H, W, F1, F2, K1=3, K2=3, bias=True):

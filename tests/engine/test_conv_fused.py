@@ -3,16 +3,10 @@ C*KH*KW <= 288, AVX-512) against the numpy twin, on both SGEMM kernels (the dire
 only with the avx512 kernel, the im2col path otherwise)."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from _helpers import close_scaled as _close
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
-
-
-
-
+from mantissa_embed import _reference as ref, engine
 
 case = st.fixed_dictionaries({
     "N": st.integers(1, 4), "C": st.integers(1, 9), "F": st.sampled_from([1, 3, 8, 9, 16, 17, 33]),

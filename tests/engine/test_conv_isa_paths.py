@@ -4,11 +4,9 @@ hypothesis over odd sizes, batch 1, filter counts that are not multiples of the 
 blocks, planes narrower and wider than one vector, short and long weight-gradient reductions."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 from .conftest import CONV_KERNELS
 

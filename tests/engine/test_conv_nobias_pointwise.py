@@ -3,11 +3,9 @@ engine against the numpy twin (hypothesis: odd sizes, batch 1, stride 2), on eve
 of this CPU; bad input."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 FAST = settings(max_examples=30, deadline=None)
 

@@ -3,11 +3,9 @@ GEMMs over (image, panel of output pixels) on the NCHW plane: engine against the
 (hypothesis: channel counts around the panel width's steps, bias or none, each activation), on
 every SGEMM kernel of this CPU, bitwise the same on 1 and 2 threads."""
 import numpy as np
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 case = st.fixed_dictionaries({
     "N": st.integers(1, 3), "C": st.integers(1, 40), "F": st.sampled_from([1, 7, 16, 100, 129, 513, 2100]),

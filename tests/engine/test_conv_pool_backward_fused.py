@@ -10,12 +10,10 @@ numpy twins:
 """
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from _helpers import close_scaled as _close
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 from mantissa_embed.layers import Conv2D, Dense, Flatten, MaxPool2D, Sequential
 
 BACKENDS = [engine, ref]

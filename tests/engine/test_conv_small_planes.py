@@ -5,8 +5,7 @@ independence."""
 import numpy as np
 import pytest
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 
 def _close(a, r):

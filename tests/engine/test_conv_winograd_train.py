@@ -9,11 +9,9 @@ with at least 32 input and output channels, the forward when the channels are to
 direct kernel (9 * C > 288)."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 case = st.fixed_dictionaries({
     "N": st.integers(1, 4), "C": st.integers(8, 19), "F": st.integers(8, 21),

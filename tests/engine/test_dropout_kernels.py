@@ -2,12 +2,10 @@
 against float64 finite differences, in place, and bad input."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from _helpers import central_diff
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 
 def _mask(rng, shape, p):

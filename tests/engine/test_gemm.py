@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 SUPPORTED = ["generic"]
 if engine.cpu_features()["avx2"] and engine.cpu_features()["fma"]:
@@ -160,7 +159,6 @@ def test_new_output_and_beta(backend):
 def _bad_calls():
     f = np.ones((3, 4), np.float32)
     g = np.ones((4, 5), np.float32)
-    c = np.zeros((3, 5), np.float32)
     ro = np.zeros((3, 5), np.float32)
     ro.flags.writeable = False
     return [

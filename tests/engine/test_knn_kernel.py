@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 KMETRICS = ("sqeuclidean", "euclidean", "inner_product")
 IMPLS = [engine, ref]
@@ -156,11 +155,11 @@ def test_deterministic_and_thread_count_independent(restore_threads):
 def test_output_buffers_written_in_place():
     r = np.arange(12, dtype=np.float32).reshape(6, 2)
     for impl in IMPLS:
-        I = np.empty((3, 2), np.int64)
+        idx = np.empty((3, 2), np.int64)
         Dd = np.empty((3, 2), np.float32)
-        oi, od = impl.knn_search(r[:3], r, 2, exclude_self=True, indices=I, distances=Dd)
-        assert oi is I and od is Dd
-        assert I.tolist() == [[1, 2], [0, 2], [1, 3]]
+        oi, od = impl.knn_search(r[:3], r, 2, exclude_self=True, indices=idx, distances=Dd)
+        assert oi is idx and od is Dd
+        assert idx.tolist() == [[1, 2], [0, 2], [1, 3]]
         np.testing.assert_array_equal(Dd, [[8, 32], [8, 8], [8, 8]])
 
 

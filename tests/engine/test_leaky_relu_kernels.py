@@ -3,12 +3,10 @@ against the numpy twin (hypothesis: odd shapes, batch 1, stride 2), the fused co
 points, float64 finite differences of the backward, and bad input."""
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from _helpers import central_diff
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 FAST = settings(max_examples=40, deadline=None)
 slopes = st.sampled_from([0.0, 0.01, 0.2, 1.0, 3.0])
@@ -95,11 +93,11 @@ def test_conv2d_pool2_leaky_matches_twin(kernel, shape, wshape):
 
 @FAST
 @given(st.integers(1, 7), st.integers(0, 40), st.integers(1, 30), slopes, st.booleans(), st.integers(0, 2**31 - 1))
-def test_dense_leaky_epilogue_matches_twin(N, I, O, slope, bias, seed):
+def test_dense_leaky_epilogue_matches_twin(N, n_in, n_out, slope, bias, seed):
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((N, I)).astype(np.float32)
-    w = rng.standard_normal((O, I)).astype(np.float32)
-    b = rng.standard_normal(O).astype(np.float32) if bias else None
+    x = rng.standard_normal((N, n_in)).astype(np.float32)
+    w = rng.standard_normal((n_out, n_in)).astype(np.float32)
+    b = rng.standard_normal(n_out).astype(np.float32) if bias else None
     y = engine.dense_forward(x, w, b, act="leaky_relu", negative_slope=slope)
     _close(y, ref.dense_forward(x, w, b, act="leaky_relu", negative_slope=slope))
     plain = engine.dense_forward(x, w, b)

@@ -3,8 +3,7 @@ numpy twin (which pools a -inf-padded copy and maps the offsets back): values an
 with ties, -inf windows and NaN, on every SGEMM kernel (pooling follows it)."""
 import numpy as np
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 
 def test_padded_max_pool_equals_the_twin_on_ties_inf_and_nan(kernel):

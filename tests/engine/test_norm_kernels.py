@@ -4,11 +4,9 @@ the fused ReLU) on every kernel path of this CPU (portable and AVX2 + FMA bodies
 bad-input errors, and thread-count invariance."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 BACKENDS = [pytest.param(engine, id="engine"), pytest.param(ref, id="numpy")]
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

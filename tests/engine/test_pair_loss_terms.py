@@ -6,11 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mantissa_embed import _reference as R
-from mantissa_embed import engine as E
-from mantissa_embed import utils
-from mantissa_embed._reference import _pair_losses as PL
 from _helpers import central_diff
+from mantissa_embed import _reference as R, engine as E, utils
+from mantissa_embed._reference import _pair_losses as PL
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -122,16 +120,16 @@ def test_fused_reduction_is_the_weighted_mode_with_the_reducer_weights(mod, nonz
     kw = dict(exclude_self=True, nonzero_only=nonzero_only)
     for fn, args in ((mod.triplet_loss_all, dict(margin=0.2, swap=True)),
                      (mod.triplet_loss_all, dict(margin=0.2, smooth=True))):
-        v, g, _, l = fn(dist, lab, lab, return_losses=True, **args, **kw)
-        w = ((l > 0) if nonzero_only else np.ones_like(l)) / max(((l > 0) if nonzero_only else l >= 0).sum(), 1)
+        v, g, _, terms = fn(dist, lab, lab, return_losses=True, **args, **kw)
+        w = ((terms > 0) if nonzero_only else np.ones_like(terms)) / max(((terms > 0) if nonzero_only else terms >= 0).sum(), 1)
         v2, g2, _ = fn(dist, lab, lab, weights=w, **args, **kw)
         assert v2 == pytest.approx(v, rel=1e-5)
         _close(g2, g, atol=1e-6)
-    v, g, st_, l = mod.contrastive_loss_all(dist, lab, lab, 0.1, 0.6, return_losses=True, **kw)
+    v, g, st_, terms = mod.contrastive_loss_all(dist, lab, lab, 0.1, 0.6, return_losses=True, **kw)
     pos = (lab[:, None] == lab[None, :]) & ~np.eye(17, dtype=bool)
-    w = np.zeros_like(l)
+    w = np.zeros_like(terms)
     for mask in (pos, ~(lab[:, None] == lab[None, :])):
-        keep = mask & (l > 0) if nonzero_only else mask
+        keep = mask & (terms > 0) if nonzero_only else mask
         w[keep] = 1.0 / max(keep.sum(), 1)
     v2, g2, _ = mod.contrastive_loss_all(dist, lab, lab, 0.1, 0.6, weights=w, **kw)
     assert v2 == pytest.approx(v, rel=1e-5)
@@ -142,17 +140,17 @@ def test_empty_and_single_inputs():
     for mod in (E, R):
         d1 = _dist(0, 1, None)
         lab = np.zeros(1, np.int64)
-        v, g, st_, l = mod.triplet_loss_all(d1, lab, lab, exclude_self=True, weights=np.zeros(0),
+        v, g, st_, terms = mod.triplet_loss_all(d1, lab, lab, exclude_self=True, weights=np.zeros(0),
                                             return_losses=True)
-        assert v == 0 and l.shape == (0,) and not g.any() and st_["num_triplets"] == 0
-        v, g, st_, l = mod.triplet_loss_triplets(d1, [], [], [], weights=np.zeros(0), return_losses=True)
-        assert v == 0 and l.shape == (0,) and not g.any()
-        v, g, st_, l = mod.contrastive_loss_pairs(d1, [], [], [], [], weights=np.zeros(0),
+        assert v == 0 and terms.shape == (0,) and not g.any() and st_["num_triplets"] == 0
+        v, g, st_, terms = mod.triplet_loss_triplets(d1, [], [], [], weights=np.zeros(0), return_losses=True)
+        assert v == 0 and terms.shape == (0,) and not g.any()
+        v, g, st_, terms = mod.contrastive_loss_pairs(d1, [], [], [], [], weights=np.zeros(0),
                                                   return_losses=True)
-        assert v == 0 and l.shape == (0,) and not g.any()
-        v, g, st_, l = mod.contrastive_loss_all(np.zeros((0, 3), np.float32), [], [0, 1, 2],
+        assert v == 0 and terms.shape == (0,) and not g.any()
+        v, g, st_, terms = mod.contrastive_loss_all(np.zeros((0, 3), np.float32), [], [0, 1, 2],
                                                 weights=np.zeros((0, 3)), return_losses=True)
-        assert v == 0 and g.shape == (0, 3) and l.shape == (0, 3)
+        assert v == 0 and g.shape == (0, 3) and terms.shape == (0, 3)
         with pytest.raises(ValueError, match="weights must have shape"):
             mod.triplet_loss_triplets(d1, [0], [0], [0], weights=np.zeros(2))
 

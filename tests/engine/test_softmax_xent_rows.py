@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import mantissa_embed
-from mantissa_embed import _reference as R
-from mantissa_embed import engine as E
+from mantissa_embed import _reference as R, engine as E
 
 
 def _data(seed, n, m, spread=1.0):
@@ -63,8 +62,10 @@ def test_xent_rows_value_and_gradient_independent():
     fd = np.zeros((n, m))
     for i in range(n):
         for j in range(m):
-            sp = sim.astype(np.float64).copy(); sp[i, j] += h
-            sm = sim.astype(np.float64).copy(); sm[i, j] -= h
+            sp = sim.astype(np.float64).copy()
+            sp[i, j] += h
+            sm = sim.astype(np.float64).copy()
+            sm[i, j] -= h
             fd[i, j] = (w @ f(sp) - w @ f(sm)) / (2 * h)
     np.testing.assert_allclose(g, fd, rtol=1e-3, atol=1e-5)
 
@@ -95,11 +96,11 @@ def test_xent_rows_bitwise_for_fixed_threads(n, m):
         outs = {}
         for nt in (1, 2, 3):
             mantissa_embed.set_num_threads(nt)
-            l, e = E.softmax_xent_rows_forward(sim, t, 64.0)
+            row_losses, e = E.softmax_xent_rows_forward(sim, t, 64.0)
             g = E.softmax_xent_rows_backward(sim, t, e, w, 64.0)
             l2, e2 = E.softmax_xent_rows_forward(sim, t, 64.0)
-            assert np.array_equal(l, l2) and np.array_equal(e, e2)
-            outs[nt] = (l, e, g)
+            assert np.array_equal(row_losses, l2) and np.array_equal(e, e2)
+            outs[nt] = (row_losses, e, g)
         for nt in (2, 3):  # rows are independent: even the thread count does not matter
             for a, b in zip(outs[1], outs[nt]):
                 assert np.array_equal(a, b)
@@ -123,5 +124,5 @@ def test_xent_rows_checks(mod):
         mod.softmax_xent_rows_backward(sim, t, lse.astype(np.float64), w, 1.0)
     with pytest.raises(ValueError, match="weights must have shape"):
         mod.softmax_xent_rows_backward(sim, t, lse, w[:3], 1.0)
-    l, e = mod.softmax_xent_rows_forward(np.zeros((0, 3), np.float32), np.zeros(0, np.int64), 1.0)
-    assert l.shape == e.shape == (0,)
+    row_losses, e = mod.softmax_xent_rows_forward(np.zeros((0, 3), np.float32), np.zeros(0, np.int64), 1.0)
+    assert row_losses.shape == e.shape == (0,)

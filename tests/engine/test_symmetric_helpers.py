@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import mantissa_embed
-from mantissa_embed import _reference as R
-from mantissa_embed import engine as E
+from mantissa_embed import _reference as R, engine as E
 from mantissa_embed.distances import CosineSimilarity, DotProductSimilarity
 
 

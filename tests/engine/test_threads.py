@@ -7,8 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 
 @pytest.fixture

@@ -3,11 +3,9 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
-from mantissa_embed.evaluation import AccuracyCalculator, knn
-from mantissa_embed.evaluation import accuracy_calculator as ac
+from mantissa_embed.evaluation import AccuracyCalculator, accuracy_calculator as ac, knn
 
 KNN_METRICS = ("precision_at_1", "r_precision", "mean_average_precision_at_r",
                "mean_average_precision", "mean_reciprocal_rank")

@@ -32,9 +32,9 @@ def test_exclude_self_follows_pml_return_results():
     """k + 1 are searched; the query itself is removed, or the last one when it is absent."""
     r = np.zeros((5, 2), np.float32)  # all duplicates: self may be out of the first k + 1
     idx, dist = FaissKNN()(r, r, 2, exclude_self=True)
-    I = faiss.IndexFlatL2(2)
-    I.add(r)
-    _, raw = I.search(r, 3)
+    ids = faiss.IndexFlatL2(2)
+    ids.add(r)
+    _, raw = ids.search(r, 3)
     for i in range(5):
         row = raw[i].tolist()
         want = [j for j in row if j != i] if i in row else row[:-1]

@@ -6,8 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from mantissa_embed.evaluation import AccuracyCalculator, query_gallery_metrics
 

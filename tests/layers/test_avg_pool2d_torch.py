@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
+from mantissa_embed import _reference as ref, engine
+from mantissa_embed.layers import AvgPool2D, GlobalAvgPool2D
+
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from mantissa_embed import _reference as ref  # noqa: E402
-from mantissa_embed import engine  # noqa: E402
-from mantissa_embed.layers import AvgPool2D, GlobalAvgPool2D  # noqa: E402
 
 BACKENDS = [pytest.param(engine, id="engine"), pytest.param(ref, id="numpy")]
 

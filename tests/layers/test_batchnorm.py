@@ -5,8 +5,16 @@ import numpy as np
 import pytest
 
 from mantissa_embed import Embedder
-from mantissa_embed.layers import (BatchNorm1D, BatchNorm2D, Conv2D, Dense, Flatten, MaxPool2D, ReLU,
-                                   Sequential)
+from mantissa_embed.layers import (
+    BatchNorm1D,
+    BatchNorm2D,
+    Conv2D,
+    Dense,
+    Flatten,
+    MaxPool2D,
+    ReLU,
+    Sequential,
+)
 from mantissa_embed.layers.base_layer import layer_from_config
 
 

@@ -3,8 +3,8 @@
 with and without the output ReLU; odd shapes, batch 1 where training allows it."""
 import numpy as np
 import pytest
-from _helpers import central_diff
 
+from _helpers import central_diff
 from mantissa_embed._reference import _norm as nref
 
 

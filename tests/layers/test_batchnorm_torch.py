@@ -5,12 +5,12 @@ several training steps, then in eval; 1e-4 relative."""
 import numpy as np
 import pytest
 
+from mantissa_embed import _reference as ref, engine
+from mantissa_embed.layers import BatchNorm1D, BatchNorm2D, Conv2D, MaxPool2D, Sequential
+
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from mantissa_embed import _reference as ref  # noqa: E402
-from mantissa_embed import engine  # noqa: E402
-from mantissa_embed.layers import BatchNorm1D, BatchNorm2D, Conv2D, MaxPool2D, Sequential  # noqa: E402
 
 BACKENDS = [pytest.param(engine, id="engine"), pytest.param(ref, id="numpy")]
 RTOL = 1e-4

@@ -44,6 +44,7 @@ def test_stream_reproducible_from_the_model_seed():
     a, b, c = _net(7), _net(7), _net(8)
     ya, yb, yc = a.forward(x), b.forward(x), c.forward(x)
     np.testing.assert_array_equal(ya, yb)
+    assert not np.array_equal(ya, yc)  # another seed, another mask
     np.testing.assert_array_equal(a.forward(x), b.forward(x))  # the second batch too
     assert not np.array_equal(a[2]._m, c[2]._m)
     # spawning the child does not consume the model's stream: the Dense inits are unchanged

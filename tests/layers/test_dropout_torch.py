@@ -3,11 +3,11 @@ scale give torch's values and gradients; eval is the identity in both; the kept 
 import numpy as np
 import pytest
 
+from mantissa_embed import _reference as ref, engine
+from mantissa_embed.layers import Dropout
+
 torch = pytest.importorskip("torch")
 
-from mantissa_embed import _reference as ref  # noqa: E402
-from mantissa_embed import engine  # noqa: E402
-from mantissa_embed.layers import Dropout  # noqa: E402
 
 
 @pytest.mark.parametrize("be", [engine, ref], ids=["engine", "numpy"])

@@ -6,12 +6,19 @@ optimizers skipping frozen parameters, and BatchNorm's frozen statistics
 import numpy as np
 import pytest
 
-from mantissa_embed import optim
-from mantissa_embed.layers import (BasicBlock, BatchNorm1D, BatchNorm2D, Conv2D, Dense, GlobalAvgPool2D, MaxPool2D,
-                                   Sequential)
-from mantissa_embed.parameter import Parameter
-
 from layers._layer_fd import check_layer_gradients
+from mantissa_embed import optim
+from mantissa_embed.layers import (
+    BasicBlock,
+    BatchNorm1D,
+    BatchNorm2D,
+    Conv2D,
+    Dense,
+    GlobalAvgPool2D,
+    MaxPool2D,
+    Sequential,
+)
+from mantissa_embed.parameter import Parameter
 
 
 def _net(backend="mantissa"):

@@ -291,8 +291,8 @@ def test_summary_and_shapes():
     assert f"{model.num_parameters():,}" in text
     assert model.output_shape() == (3,)
     assert len(model) == 7 and isinstance(model[0], Conv2D)
-    assert model.train() is model and all(l.training for l in model)
-    assert model.eval() is model and not any(l.training for l in model)
+    assert model.train() is model and all(layer.training for layer in model)
+    assert model.eval() is model and not any(layer.training for layer in model)
 
 
 # ------------------------------------------------------------------------------- validation
@@ -386,7 +386,7 @@ def test_prebuilt_layers_are_kept():
 def test_layer_is_a_layer_and_parameters_are_parameters():
     model = _small_net()
     model.build((2, 9, 8))
-    assert all(isinstance(l, Layer) for l in model)
+    assert all(isinstance(layer, Layer) for layer in model)
     assert all(isinstance(p, Parameter) for p in model.parameters())
     assert [n for n, _ in model.named_parameters()][:2] == ["0.weight", "0.bias"]
 

@@ -6,8 +6,11 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from mantissa_embed import _reference as ref  # noqa: E402
-from mantissa_embed import engine, models  # noqa: E402
+from mantissa_embed import (  # noqa: E402
+    _reference as ref,  # noqa: E402
+    engine,
+    models,
+)
 
 BACKENDS = [pytest.param(engine, id="engine"), pytest.param(ref, id="numpy")]
 
@@ -87,11 +90,11 @@ def test_small_cnn_embedder_matches_torch_network(backend):
         torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Flatten(), torch.nn.Linear(784, 64), torch.nn.ReLU(), torch.nn.Linear(64, 16)).double()
     torch_params = [m for m in net if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
-    ours = [l for l in model.layers if hasattr(l, "weight")]
+    ours = [layer for layer in model.layers if hasattr(layer, "weight")]
     with torch.no_grad():
-        for tm, l in zip(torch_params, ours):
-            tm.weight.copy_(torch.from_numpy(l.weight.data.astype(np.float64)))
-            tm.bias.copy_(torch.from_numpy(l.bias.data.astype(np.float64)))
+        for tm, layer in zip(torch_params, ours):
+            tm.weight.copy_(torch.from_numpy(layer.weight.data.astype(np.float64)))
+            tm.bias.copy_(torch.from_numpy(layer.bias.data.astype(np.float64)))
     tx = _t(X, True)
     tz = net(tx)
     _close(Z, tz.detach().numpy(), rtol=1e-4)
@@ -99,9 +102,9 @@ def test_small_cnn_embedder_matches_torch_network(backend):
     tz.backward(_t(dZ))
     dX = model.backward(dZ)
     _close(dX, tx.grad.numpy(), rtol=1e-4)
-    for tm, l in zip(torch_params, ours):
-        _close(l.weight.grad, tm.weight.grad.numpy(), rtol=1e-4)
-        _close(l.bias.grad, tm.bias.grad.numpy(), rtol=1e-4)
+    for tm, layer in zip(torch_params, ours):
+        _close(layer.weight.grad, tm.weight.grad.numpy(), rtol=1e-4)
+        _close(layer.bias.grad, tm.bias.grad.numpy(), rtol=1e-4)
 
 
 def test_default_initialization_matches_torch_distribution():

@@ -40,11 +40,11 @@ def test_conv2d_leaky_matches_torch(backend, shape, F_, k, stride, pad, slope):
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
-@pytest.mark.parametrize("N,I,O,slope", [(1, 5, 3, 0.01), (64, 128, 64, 0.2)])
-def test_dense_leaky_matches_torch(backend, N, I, O, slope):
+@pytest.mark.parametrize("N,n_in,n_out,slope", [(1, 5, 3, 0.01), (64, 128, 64, 0.2)])
+def test_dense_leaky_matches_torch(backend, N, n_in, n_out, slope):
     rng = np.random.default_rng(N)
-    layer = Dense(O, act="leaky_relu", negative_slope=slope).set_backend(backend)
-    x = rng.standard_normal((N, I)).astype(np.float32)
+    layer = Dense(n_out, act="leaky_relu", negative_slope=slope).set_backend(backend)
+    x = rng.standard_normal((N, n_in)).astype(np.float32)
     y = layer.forward(x)
     tx, tw, tb = _t(x), _t(layer.weight.data), _t(layer.bias.data)
     ty = F.leaky_relu(F.linear(tx, tw, tb), slope)

@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 
 from mantissa_embed import models
-from mantissa_embed.layers import (BatchNorm2D, Conv2D, Dense, Dropout, Flatten, GlobalAvgPool2D, MaxPool2D,
-                                   ReLU, Residual, Sequential)
+from mantissa_embed.layers import (
+    BatchNorm2D,
+    Conv2D,
+    Dense,
+    Dropout,
+    Flatten,
+    MaxPool2D,
+    ReLU,
+    Residual,
+    Sequential,
+)
 from mantissa_embed.layers.fusion import run_backward
 
 

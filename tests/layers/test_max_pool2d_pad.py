@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from layers._layer_fd import check_layer_gradients
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 from mantissa_embed.layers import Conv2D, MaxPool2D, Sequential
 
 CASES = [((2, 3, 8, 8), 3, 2, 1), ((1, 2, 7, 9), 3, 2, 1), ((2, 1, 5, 5), 2, 2, 1),

@@ -3,12 +3,12 @@ gradients, kernels (both backends) and the layer."""
 import numpy as np
 import pytest
 
+from mantissa_embed import _reference as ref, engine
+from mantissa_embed.layers import MaxPool2D
+
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from mantissa_embed import _reference as ref  # noqa: E402
-from mantissa_embed import engine  # noqa: E402
-from mantissa_embed.layers import MaxPool2D  # noqa: E402
 
 BACKENDS = [pytest.param(engine, id="engine"), pytest.param(ref, id="numpy")]
 

@@ -8,10 +8,17 @@ import pytest
 
 from _helpers import central_diff, central_diff_inplace
 from mantissa_embed._reference import _conv as lref
+from mantissa_embed.layers import (
+    Conv2D,
+    Dense,
+    Flatten,
+    GlobalAvgPool2D,
+    MaxPool2D,
+    ReLU,
+    Residual,
+    Sequential,
+)
 from mantissa_embed.layers.base_layer import LAYER_TYPES
-from mantissa_embed.layers import (Conv2D, Dense, Flatten, GlobalAvgPool2D, MaxPool2D, ReLU,
-                                   Residual, Sequential)
-
 
 
 def _net(backend="mantissa"):

@@ -6,8 +6,16 @@ import json
 import numpy as np
 import pytest
 
-from mantissa_embed.layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, MaxPool2D, Residual,
-                                   Sequential)
+from mantissa_embed.layers import (
+    BatchNorm2D,
+    Conv2D,
+    Dense,
+    Flatten,
+    GlobalAvgPool2D,
+    MaxPool2D,
+    Residual,
+    Sequential,
+)
 
 
 def _named():

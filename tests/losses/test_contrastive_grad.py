@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from mantissa_embed.losses import ContrastiveLoss
 from _helpers import central_diff, grad_batch
+from mantissa_embed.losses import ContrastiveLoss
 
 BACKENDS = ["mantissa", "numpy"]
 H = 1e-6

@@ -80,7 +80,7 @@ def test_memory_holds_copies_not_views():
     x += 100.0
     np.testing.assert_array_equal(xbm.embedding_memory, before)
     assert not np.shares_memory(xbm.embedding_memory, x)
-    e, l = xbm.get_memory()
+    e, lab = xbm.get_memory()
     e[:] = 0
     np.testing.assert_array_equal(xbm.embedding_memory, before)
 
@@ -171,9 +171,9 @@ def test_miner_sees_queries_against_memory():
     calls = []
 
     class Spy(miners.PairMarginMiner):
-        def mine(self, e, l, r, rl):
+        def mine(self, e, lab, r, rl):
             calls.append((e.shape, None if r is None else r.shape))
-            return super().mine(e, l, r, rl)
+            return super().mine(e, lab, r, rl)
 
     rng = np.random.default_rng(5)
     xbm = CrossBatchMemory(ContrastiveLoss(), 3, memory_size=10, miner=Spy())
@@ -201,7 +201,7 @@ def test_losses_owning_weights_are_rejected():
     with pytest.raises(TypeError, match="does not support _Unsupported"):
         CrossBatchMemory(_Unsupported(), 2)
     with pytest.raises(TypeError, match="metric loss"):
-        CrossBatchMemory(lambda e, l: 0.0, 2)
+        CrossBatchMemory(lambda e, lab: 0.0, 2)
 
 
 @pytest.mark.parametrize("name", ["NormalizedSoftmaxLoss", "ProxyAnchorLoss", "ProxyNCALoss",

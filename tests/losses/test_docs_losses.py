@@ -1,7 +1,6 @@
 """docs/losses.md has a section for every public loss (tests/docs/test_docs_blocks.py runs its code
 blocks, each on its own)."""
 from _helpers import DOCS
-
 from mantissa_embed import losses
 
 

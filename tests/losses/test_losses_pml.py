@@ -10,9 +10,9 @@ pml_dist = pytest.importorskip("pytorch_metric_learning.distances")
 pml_red = pytest.importorskip("pytorch_metric_learning.reducers")
 pml_miners = pytest.importorskip("pytorch_metric_learning.miners")
 
-from mantissa_embed import distances, losses, reducers, utils  # noqa: E402
 from _helpers import labelled_batch as _data  # noqa: E402
 from _pml_oracle import compare, pml_call  # noqa: E402
+from mantissa_embed import distances, losses, reducers, utils  # noqa: E402
 
 KINK = 1e-5  # examples with a hinge within this of its kink are skipped (float32 may decide either way)
 

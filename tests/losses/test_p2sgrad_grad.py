@@ -1,12 +1,10 @@
 """P2SGradLoss gradients: finite differences in float64 (embeddings and weight), C kernel vs numpy twin."""
 import numpy as np
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
-from mantissa_embed import _reference as R
-from mantissa_embed import engine
-from mantissa_embed.losses import P2SGradLoss
 from _helpers import central_diff_inplace
+from mantissa_embed import _reference as R, engine
+from mantissa_embed.losses import P2SGradLoss
 
 
 def _fd(f, a, eps=1e-6):

@@ -7,8 +7,7 @@ import pytest
 
 from mantissa_embed import utils
 from mantissa_embed.distances import CosineSimilarity
-from mantissa_embed.losses import (ContrastiveLoss, LiftedStructureLoss, NTXentLoss,
-                                   TripletMarginLoss)
+from mantissa_embed.losses import ContrastiveLoss, LiftedStructureLoss, NTXentLoss, TripletMarginLoss
 from mantissa_embed.reducers import AvgNonZeroReducer, MeanReducer, ThresholdReducer
 
 BACKENDS = ["mantissa", "numpy"]

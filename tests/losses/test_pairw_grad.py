@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from mantissa_embed import losses
 from _helpers import central_diff, grad_batch
+from mantissa_embed import losses
 
 BACKENDS = ["mantissa", "numpy"]
 KINK = 2e-3

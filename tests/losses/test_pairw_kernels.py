@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mantissa_embed import _reference as R
-from mantissa_embed import engine as E
+from mantissa_embed import _reference as R, engine as E
 
 KINDS = {"multi_similarity": (2.0, 50.0, 0.5), "circle": (0.4, 80.0), "generalized_lifted": (0.0, 1.0),
          "neg_lse": (1.0,)}

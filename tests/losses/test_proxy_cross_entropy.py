@@ -1,11 +1,9 @@
 """CrossEntropyLoss (softmax cross-entropy over logits) and its C kernel vs the numpy twin."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from mantissa_embed import _reference as R
-from mantissa_embed import engine, layers, losses
+from mantissa_embed import _reference as R, engine, layers, losses
 
 
 def _ce64(z, y):

@@ -1,13 +1,12 @@
 """Proxy / classifier losses: finite differences in float64 for the embeddings and the weights."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
+from _helpers import central_diff_inplace
 from mantissa_embed import losses
 from mantissa_embed.distances import DotProductSimilarity, LpDistance
 from mantissa_embed.regularizers import LpRegularizer
-from _helpers import central_diff_inplace
 
 FACTORIES = {
     "NormalizedSoftmax": lambda c, d, s: losses.NormalizedSoftmaxLoss(c, d, temperature=0.5, seed=s),

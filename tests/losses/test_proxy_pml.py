@@ -5,8 +5,7 @@ autograd gives the reference gradients. Tolerance: 1e-4 relative.
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 torch = pytest.importorskip("torch")
 pml_losses = pytest.importorskip("pytorch_metric_learning.losses")
@@ -96,8 +95,9 @@ def test_with_weight_regularizer_matches_pml(name):
 
 
 def test_nondefault_options_match_pml():
-    from mantissa_embed.distances import LpDistance
     from pytorch_metric_learning.distances import LpDistance as PLpD
+
+    from mantissa_embed.distances import LpDistance
     ours = losses.ProxyAnchorLoss(4, 5, margin=0.2, alpha=16, distance=LpDistance(), seed=5)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, 5)).astype(np.float32)
@@ -144,8 +144,9 @@ def test_cross_entropy_matches_torch():
 
 
 def test_reducers_match_pml():
-    from mantissa_embed.reducers import MeanReducer, MultipleReducers, SumReducer
     from pytorch_metric_learning import reducers as pr
+
+    from mantissa_embed.reducers import MeanReducer, MultipleReducers, SumReducer
     rng = np.random.default_rng(6)
     x = rng.standard_normal((10, 5)).astype(np.float32)
     y = rng.integers(0, 4, 10)

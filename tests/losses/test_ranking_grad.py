@@ -11,8 +11,9 @@ from hypothesis import assume, given, settings, strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
 import _ranking_brute as B  # noqa: E402
-from mantissa_embed import losses  # noqa: E402
+
 from _helpers import central_diff, grad_batch
+from mantissa_embed import losses  # noqa: E402
 
 H = 1e-6
 KINK = 1e-4

@@ -11,9 +11,9 @@ pml_losses = pytest.importorskip("pytorch_metric_learning.losses")
 pml_red = pytest.importorskip("pytorch_metric_learning.reducers")
 pml_dist = pytest.importorskip("pytorch_metric_learning.distances")
 
-from mantissa_embed import distances, losses, reducers  # noqa: E402
 from _helpers import labelled_batch as _data, mat64  # noqa: E402
 from _pml_oracle import pml_call  # noqa: E402
+from mantissa_embed import distances, losses, reducers  # noqa: E402
 
 KINK = 1e-4
 

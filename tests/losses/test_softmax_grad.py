@@ -6,10 +6,16 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from mantissa_embed import distances
-from mantissa_embed.losses import (InstanceLoss, NCALoss, NPairsLoss, NTXentLoss,
-                                   SelfSupervisedLoss, SupConLoss)
 from _helpers import central_diff, grad_batch
+from mantissa_embed import distances
+from mantissa_embed.losses import (
+    InstanceLoss,
+    NCALoss,
+    NPairsLoss,
+    NTXentLoss,
+    SelfSupervisedLoss,
+    SupConLoss,
+)
 
 BACKENDS = ["mantissa", "numpy"]
 H = 1e-6

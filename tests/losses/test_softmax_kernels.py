@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mantissa_embed import _reference as R
-from mantissa_embed import engine as E
 from _helpers import similarity_batch
+from mantissa_embed import _reference as R, engine as E
 
 shapes = dict(seed=st.integers(0, 2**31), n=st.integers(0, 40), m=st.integers(0, 40),
               k=st.integers(1, 6), square=st.booleans(), inverted=st.booleans(),
@@ -57,8 +56,8 @@ def test_supcon_keeps_losses_below_float_epsilon():
     which float32 rounding of 1 + e^-18 would turn into 0 (and drop from AvgNonZeroReducer)."""
     sim = np.array([[-0.9, 0.9]], np.float32)
     for mod in (E, R):
-        v, _, l, st = mod.supcon_all(sim, np.array([1]), np.array([0, 1]), 0.1, losses=True)
-        assert l[0] == pytest.approx(np.log1p(np.exp(-18.0)), rel=1e-4)
+        v, _, row_losses, st = mod.supcon_all(sim, np.array([1]), np.array([0, 1]), 0.1, losses=True)
+        assert row_losses[0] == pytest.approx(np.log1p(np.exp(-18.0)), rel=1e-4)
         assert st["num_nonzero"] == 1
 
 
@@ -85,8 +84,8 @@ def test_large_logits_stay_finite():
     sim, lab, rlab = similarity_batch(0, 30, 30, 3, True, scale=1e4)
     for fn in (E.ntxent_all, R.ntxent_all, E.supcon_all, R.supcon_all):
         for inv in (True, False):
-            v, g, l, _ = fn(sim, lab, rlab, 0.01, exclude_self=True, inverted=inv, losses=True)
-            assert np.isfinite(v) and np.isfinite(g).all() and np.isfinite(l).all()
+            v, g, row_losses, _ = fn(sim, lab, rlab, 0.01, exclude_self=True, inverted=inv, losses=True)
+            assert np.isfinite(v) and np.isfinite(g).all() and np.isfinite(row_losses).all()
     # a hopeless positive saturates at -log(tiny) (PML's + tiny), with a vanishing gradient
     sim = np.array([[0.0, -1e4, 1e4]], np.float32)
     v, g, _, _ = E.ntxent_all(sim, np.array([0]), np.array([0, 0, 1]), 1.0)

@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import mantissa_embed
-from mantissa_embed import _reference as R
-from mantissa_embed import engine as E
 from _helpers import similarity_batch
+from mantissa_embed import _reference as R, engine as E
 
 
 def _close(a, b, rtol=2e-5):

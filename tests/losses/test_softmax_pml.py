@@ -11,9 +11,9 @@ pml_losses = pytest.importorskip("pytorch_metric_learning.losses")
 pml_dist = pytest.importorskip("pytorch_metric_learning.distances")
 pml_red = pytest.importorskip("pytorch_metric_learning.reducers")
 
-from mantissa_embed import distances, losses, reducers  # noqa: E402
 from _helpers import labelled_batch as _data  # noqa: E402
 from _pml_oracle import compare, pml_call  # noqa: E402
+from mantissa_embed import distances, losses, reducers  # noqa: E402
 
 DISTANCES = {
     "default": (lambda: None, lambda: None),

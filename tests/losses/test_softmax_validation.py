@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 
 from mantissa_embed import distances, reducers
-from mantissa_embed.losses import (ContrastiveLoss, InstanceLoss, NCALoss, NPairsLoss, NTXentLoss,
-                                   SelfSupervisedLoss, SupConLoss)
+from mantissa_embed.losses import (
+    ContrastiveLoss,
+    InstanceLoss,
+    NCALoss,
+    NPairsLoss,
+    NTXentLoss,
+    SelfSupervisedLoss,
+    SupConLoss,
+)
 
 ALL = [NTXentLoss, SupConLoss, NCALoss, NPairsLoss, InstanceLoss]
 rng = np.random.default_rng(0)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
+from _helpers import central_diff, grad_batch
 from mantissa_embed.distances import CosineSimilarity
 from mantissa_embed.losses import TripletMarginLoss
-from _helpers import central_diff, grad_batch
 
 BACKENDS = ["mantissa", "numpy"]
 H = 1e-6

@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from mantissa_embed.distances import CosineSimilarity
-from mantissa_embed.losses import (AngularLoss, IntraPairVarianceLoss, MarginLoss, TupletMarginLoss,
-                                   VICRegLoss)
 from _helpers import central_diff, grad_batch
+from mantissa_embed.distances import CosineSimilarity
+from mantissa_embed.losses import AngularLoss, IntraPairVarianceLoss, MarginLoss, TupletMarginLoss, VICRegLoss
 
 BACKENDS = ["mantissa", "numpy"]
 H = 1e-6

@@ -171,9 +171,9 @@ def test_valid_edge_batches_are_finite(kind):
 
 
 @pytest.mark.parametrize("miner,exc", [
-    (lambda e, l, r, rl: (np.array([0]), np.array([99]), np.array([1])), ValueError),
-    (lambda e, l, r, rl: (np.array([0.]), np.array([1.]), np.array([2.])), TypeError),
-    (lambda e, l, r, rl: None, TypeError),
+    (lambda e, lab, r, rl: (np.array([0]), np.array([99]), np.array([1])), ValueError),
+    (lambda e, lab, r, rl: (np.array([0.]), np.array([1.]), np.array([2.])), TypeError),
+    (lambda e, lab, r, rl: None, TypeError),
 ])
 @pytest.mark.parametrize("masked", [False, True])
 def test_failing_miner_leaves_queue_unchanged(miner, exc, masked):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from _helpers import labelled_batch as _batch
 from mantissa_embed.distances import CosineSimilarity, LpDistance
 from mantissa_embed.miners import AngularMiner
-from _helpers import labelled_batch as _batch
 
 
 @settings(max_examples=50, deadline=None)
@@ -30,14 +30,14 @@ def test_definition(seed, n, m, d, k, angle):
         for j in range(len(ry_)):
             if ry_[j] != y[i] or (same and i == j):
                 continue
-            for l in range(len(ry_)):
-                if ry_[l] == y[i]:
+            for q in range(len(ry_)):
+                if ry_[q] == y[i]:
                     continue
                 # the paper's angle at the negative, on the embeddings as given (PML)
                 ang = math.atan2(np.linalg.norm(x64[i] - ref[j]),
-                                 2 * np.linalg.norm(ref[l] - (x64[i] + ref[j]) / 2))
+                                 2 * np.linalg.norm(ref[q] - (x64[i] + ref[j]) / 2))
                 if abs(ang - math.radians(angle)) > 1e-4:
-                    assert ((i, j, l) in got) == (ang > math.radians(angle)), (i, j, l, ang)
+                    assert ((i, j, q) in got) == (ang > math.radians(angle)), (i, j, q, ang)
     if len(a):
         assert miner.stats["num_triplets"] == len(a)
         assert miner.stats["min_angle"] <= miner.stats["average_angle"] <= miner.stats["max_angle"]

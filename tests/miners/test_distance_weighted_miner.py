@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from _helpers import labelled_batch as _batch
 from mantissa_embed.distances import CosineSimilarity, LpDistance
 from mantissa_embed.miners import DistanceWeightedMiner
-from _helpers import labelled_batch as _batch
 
 
 def _weights64(x, y, r, ry, cutoff, nz):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from _helpers import labelled_batch as _batch, mat64 as _mat64
 from mantissa_embed.distances import CosineSimilarity
 from mantissa_embed.miners import HDCMiner, TripletMarginMiner
-from _helpers import labelled_batch as _batch, mat64 as _mat64
 
 TOL = 1e-5
 
@@ -66,7 +66,7 @@ def test_candidates_are_filtered(seed, n, k, fp, as_pairs):
     miner.set_idx_externally(cand, y)
     assert all(np.array_equal(u, v) for u, v in zip(miner(x, y), out))
     miner.reset_idx()
-    assert len(miner(x, y)[0]) == math.ceil(fp * int(((y[:, None] == y[None]).sum() - n)))
+    assert len(miner(x, y)[0]) == math.ceil(fp * int((y[:, None] == y[None]).sum() - n))
 
 
 def test_errors():

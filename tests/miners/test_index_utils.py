@@ -5,7 +5,6 @@ from hypothesis import given, settings, strategies as st
 
 from mantissa_embed import utils
 
-
 labels = st.lists(st.integers(0, 3), min_size=0, max_size=12).map(lambda v: np.array(v, dtype=np.int64))
 
 

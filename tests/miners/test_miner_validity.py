@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from _helpers import labelled_batch as _batch, mat64 as _mat64
 from mantissa_embed.distances import CosineSimilarity
 from mantissa_embed.miners import BatchHardMiner, PairMarginMiner, TripletMarginMiner
-from _helpers import labelled_batch as _batch, mat64 as _mat64
 
 TOL = 1e-5  # float32 distances may fall on either side of a threshold within this
 

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from _helpers import labelled_batch as _data, mat64 as _mat64
+from mantissa_embed import distances, miners
+
 torch = pytest.importorskip("torch")
 pml_miners = pytest.importorskip("pytorch_metric_learning.miners")
 pml_dist = pytest.importorskip("pytorch_metric_learning.distances")
 
-from mantissa_embed import distances, miners  # noqa: E402
-from _helpers import labelled_batch as _data, mat64 as _mat64
 
 TOL = 1e-5
 
@@ -102,9 +103,9 @@ def test_angular_miner(angle, seed, n, m, d, k):
     a, b = set(zip(*(t.tolist() for t in ours))), set(zip(*(t.tolist() for t in theirs)))
     ref = (x if r is None else r).astype(np.float64)
     x64 = x.astype(np.float64)
-    for (i, j, l) in a ^ b:
-        ang = math.atan(np.linalg.norm(x64[i] - ref[j]) / (2 * np.linalg.norm(ref[l] - (x64[i] + ref[j]) / 2)))
-        assert abs(ang - math.radians(angle)) < 1e-4, (i, j, l)
+    for (i, j, q) in a ^ b:
+        ang = math.atan(np.linalg.norm(x64[i] - ref[j]) / (2 * np.linalg.norm(ref[q] - (x64[i] + ref[j]) / 2)))
+        assert abs(ang - math.radians(angle)) < 1e-4, (i, j, q)
     assert list(zip(*ours)) == sorted(zip(*ours))
 
 

@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from _helpers import labelled_batch as _data, mat64 as _mat64
+from mantissa_embed import distances, miners
+
 torch = pytest.importorskip("torch")
 pml_miners = pytest.importorskip("pytorch_metric_learning.miners")
 pml_dist = pytest.importorskip("pytorch_metric_learning.distances")
 
-from mantissa_embed import distances, miners  # noqa: E402
-from _helpers import labelled_batch as _data, mat64 as _mat64
 
 TOL = 1e-5
 

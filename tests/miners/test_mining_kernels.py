@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mantissa_embed import _reference as R
-from mantissa_embed import engine as E
+from mantissa_embed import _reference as R, engine as E
 
 KINDS = ["every", "all", "hard", "semihard", "easy"]
 

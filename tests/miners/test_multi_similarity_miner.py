@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from _helpers import labelled_batch as _batch, mat64 as _mat64
 from mantissa_embed.distances import CosineSimilarity, LpDistance
 from mantissa_embed.miners import MultiSimilarityMiner
-from _helpers import labelled_batch as _batch, mat64 as _mat64
 
 TOL = 1e-5
 

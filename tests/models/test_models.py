@@ -9,7 +9,7 @@ from mantissa_embed.layers import Conv2D, Dense, Flatten, MaxPool2D, Sequential
 def test_small_cnn_embedder_architecture_and_parameter_count():
     m = models.small_cnn_embedder()
     assert isinstance(m, Sequential)
-    kinds = [type(l) for l in m.layers]
+    kinds = [type(layer) for layer in m.layers]
     assert kinds == [Conv2D, MaxPool2D, Conv2D, MaxPool2D, Flatten, Dense, Dense]
     assert [m.layers[0].out_channels, m.layers[2].out_channels] == [8, 16]
     assert m.layers[0].act == "relu" and m.layers[2].act == "relu"

@@ -6,8 +6,15 @@ import math
 import numpy as np
 import pytest
 
-from mantissa_embed.optim import (SGD, ConstantSchedule, CosineSchedule, Schedule, StepSchedule,
-                                  make_schedule, schedule_from_config)
+from mantissa_embed.optim import (
+    SGD,
+    ConstantSchedule,
+    CosineSchedule,
+    Schedule,
+    StepSchedule,
+    make_schedule,
+    schedule_from_config,
+)
 from mantissa_embed.parameter import Parameter
 
 

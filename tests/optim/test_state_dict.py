@@ -6,8 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from mantissa_embed.optim import (SGD, Adam, AdamW, CosineSchedule, flatten_state_dict,
-                                  unflatten_state_dict)
+from mantissa_embed.optim import SGD, Adam, AdamW, CosineSchedule, flatten_state_dict, unflatten_state_dict
 from mantissa_embed.parameter import Parameter
 
 SHAPES = [(3, 4), (5,), ()]

@@ -14,6 +14,7 @@ import inspect
 import re
 
 import pytest
+
 from _helpers import DOCS
 
 MODULES = ["models", "datasets", "layers", "losses", "miners", "evaluation"]
@@ -51,7 +52,7 @@ def _documenting_text(text):
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _documented():
     pages = sorted(DOCS.rglob("*.md"))
     assert pages, DOCS

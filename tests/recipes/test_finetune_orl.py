@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from docs.recipes import finetune_orl
+
 from mantissa_embed.datasets.orl_faces import read_pgm
 from mantissa_embed.models.weights import read_safetensors
 

@@ -3,8 +3,14 @@ import numpy as np
 import pytest
 
 from mantissa_embed import losses
-from mantissa_embed.reducers import (AvgNonZeroReducer, DivisorReducer, MeanReducer, MultipleReducers, SumReducer,
-                                     ThresholdReducer)
+from mantissa_embed.reducers import (
+    AvgNonZeroReducer,
+    DivisorReducer,
+    MeanReducer,
+    MultipleReducers,
+    SumReducer,
+    ThresholdReducer,
+)
 
 
 def test_loss_dict_value_and_grads():

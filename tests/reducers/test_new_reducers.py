@@ -4,8 +4,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from mantissa_embed.reducers import (ClassWeightedReducer, MeanReducer, PerAnchorReducer, SumReducer,
-                                     ThresholdReducer)
+from mantissa_embed.reducers import (
+    ClassWeightedReducer,
+    MeanReducer,
+    PerAnchorReducer,
+    SumReducer,
+    ThresholdReducer,
+)
 
 losses = arrays(np.float64, st.integers(0, 30), elements=st.floats(-1, 3))
 KINDS = ["element", "pos_pair", "neg_pair", "triplet"]

@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from mantissa_embed import distances, losses, reducers
-from mantissa_embed import regularizers as R
+from mantissa_embed import distances, losses, reducers, regularizers as R
 
 
 def test_bad_arguments():

@@ -8,8 +8,11 @@ pml_reg = pytest.importorskip("pytorch_metric_learning.regularizers")
 pml_losses = pytest.importorskip("pytorch_metric_learning.losses")
 pml_red = pytest.importorskip("pytorch_metric_learning.reducers")
 
-from mantissa_embed import losses, reducers  # noqa: E402
-from mantissa_embed import regularizers as R  # noqa: E402
+from mantissa_embed import (  # noqa: E402
+    losses,
+    reducers,
+    regularizers as R,  # noqa: E402
+)
 
 
 def _pml(reg, x):

@@ -7,8 +7,13 @@ import numpy as np
 import pytest
 
 from mantissa_embed import miners
-from mantissa_embed.samplers import (FixedSetOfTriplets, HierarchicalSampler, MPerClassSampler,
-                                     TuplesToWeightsSampler, WeightedSampler)
+from mantissa_embed.samplers import (
+    FixedSetOfTriplets,
+    HierarchicalSampler,
+    MPerClassSampler,
+    TuplesToWeightsSampler,
+    WeightedSampler,
+)
 
 Y = np.repeat(np.arange(4), 3)
 
@@ -119,9 +124,9 @@ X = np.random.default_rng(0).standard_normal((12, 3)).astype(np.float32)
     (lambda a: a * np.nan, miners.MultiSimilarityMiner(), ValueError, "model"),
     (lambda a: a[:, 0], miners.MultiSimilarityMiner(), ValueError, "model"),
     (lambda a: "x", miners.MultiSimilarityMiner(), TypeError, "model"),
-    (lambda a: a, lambda e, l: (np.array([99]), np.array([0]), np.array([1])), ValueError, "miner output"),
-    (lambda a: a, lambda e, l: (np.array([1.]), np.array([0.]), np.array([2.])), TypeError, "miner output"),
-    (lambda a: a, lambda e, l: (np.array([1]), np.array([0])), ValueError, "miner output"),
+    (lambda a: a, lambda e, lab: (np.array([99]), np.array([0]), np.array([1])), ValueError, "miner output"),
+    (lambda a: a, lambda e, lab: (np.array([1.]), np.array([0.]), np.array([2.])), TypeError, "miner output"),
+    (lambda a: a, lambda e, lab: (np.array([1]), np.array([0])), ValueError, "miner output"),
 ])
 def test_tuples_to_weights_bad_model_or_miner_output(model, miner, exc, word):
     s = TuplesToWeightsSampler(model, miner, (X, Y), 6)
@@ -131,7 +136,7 @@ def test_tuples_to_weights_bad_model_or_miner_output(model, miner, exc, word):
 
 def test_tuples_to_weights_valid_edges():
     # a miner returning nothing: uniform over the subset, zero outside
-    s = TuplesToWeightsSampler(lambda a: a, lambda e, l: tuple(np.zeros(0, np.int64) for _ in range(3)),
+    s = TuplesToWeightsSampler(lambda a: a, lambda e, lab: tuple(np.zeros(0, np.int64) for _ in range(3)),
                                (X, Y), 6, seed=1)
     batch = np.concatenate(list(s))
     assert set(batch) <= set(s.subset_indices.tolist())

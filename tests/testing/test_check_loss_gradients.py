@@ -3,10 +3,10 @@ entry (embeddings, ref_emb, parameters), skips kinks, rejects bad input, leaves 
 import numpy as np
 import pytest
 
+from _helpers import CentersLoss
 from mantissa_embed import losses
 from mantissa_embed.losses import LossOutput
 from mantissa_embed.testing import check_loss_gradients
-from _helpers import CentersLoss
 
 
 def _quadratic(scale_grad=1.0, scale_ref=1.0):

@@ -7,7 +7,7 @@ from mantissa_embed.testing import check_miner_invariants
 
 X = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
 Y = np.array([0, 0, 1, 1, 2, 2])
-I = lambda *v: np.array(v, dtype=np.int64)  # noqa: E731
+ints = lambda *v: np.array(v, dtype=np.int64)  # noqa: E731
 
 
 class Fixed:
@@ -25,16 +25,16 @@ def test_real_miners_pass():
 
 
 @pytest.mark.parametrize("out, match", [
-    ([I(0), I(1), I(2)], "must return a tuple"),
-    ((I(0), I(1)), "tuple of 3 or 4 arrays, got tuple of 2"),
-    ((I(0), I(1), np.array([2], np.int32)), r"output\[2\] must be a 1-D int64"),
-    ((I(0, 1), I(1), I(2, 3)), "a and p differ in length"),
-    ((I(0), I(1), I(2), I(3, 4)), "a2 and n differ in length"),
-    ((I(0), I(6), I(2)), r"p\[0\] = 6 is out of range 0..5"),
-    ((I(-1), I(1), I(2)), r"a\[0\] = -1 is out of range"),
-    ((I(0), I(2), I(3)), "positive #0 .* does not share its anchor's label"),
-    ((I(0), I(1), I(1)), "negative #0 .* shares its anchor's label"),
-    ((I(1), I(1), I(2)), "positive #0 pairs anchor 1 with itself"),
+    ([ints(0), ints(1), ints(2)], "must return a tuple"),
+    ((ints(0), ints(1)), "tuple of 3 or 4 arrays, got tuple of 2"),
+    ((ints(0), ints(1), np.array([2], np.int32)), r"output\[2\] must be a 1-D int64"),
+    ((ints(0, 1), ints(1), ints(2, 3)), "a and p differ in length"),
+    ((ints(0), ints(1), ints(2), ints(3, 4)), "a2 and n differ in length"),
+    ((ints(0), ints(6), ints(2)), r"p\[0\] = 6 is out of range 0..5"),
+    ((ints(-1), ints(1), ints(2)), r"a\[0\] = -1 is out of range"),
+    ((ints(0), ints(2), ints(3)), "positive #0 .* does not share its anchor's label"),
+    ((ints(0), ints(1), ints(1)), "negative #0 .* shares its anchor's label"),
+    ((ints(1), ints(1), ints(2)), "positive #0 pairs anchor 1 with itself"),
 ])
 def test_each_broken_rule_is_named(out, match):
     with pytest.raises(AssertionError, match=match):
@@ -42,6 +42,6 @@ def test_each_broken_rule_is_named(out, match):
 
 
 def test_self_pairs_are_allowed_against_a_reference():
-    check_miner_invariants(Fixed((I(1), I(1), I(2))), X, Y, X, Y)
+    check_miner_invariants(Fixed((ints(1), ints(1), ints(2))), X, Y, X, Y)
     with pytest.raises(AssertionError, match="with itself"):
-        check_miner_invariants(Fixed((I(1), I(1), I(2))), X, Y, X, Y, allow_self_pairs=False)
+        check_miner_invariants(Fixed((ints(1), ints(1), ints(2))), X, Y, X, Y, allow_self_pairs=False)

@@ -9,10 +9,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mantissa_embed.losses import LossOutput
-from mantissa_embed.testing import (assert_loss_close, check_loss_gradients, check_miner_invariants, embeddings,
-                                    labels)
 from _helpers import CentersLoss
+from mantissa_embed.losses import LossOutput
+from mantissa_embed.testing import (
+    assert_loss_close,
+    check_loss_gradients,
+    check_miner_invariants,
+    embeddings,
+    labels,
+)
 
 
 def _pull(embeddings, labels, indices_tuple=None, factor=4.0):
@@ -41,7 +46,7 @@ def _returning(loss=None, grad="true"):
     (_returning(grad=lambda g: None), TypeError, r"returned grad None, expected an array of shape \(6, 3\)"),
     (_returning(grad=lambda g: g + 0j), TypeError, r"grad of dtype complex128"),
     (_returning(grad=lambda g: "abc"), TypeError, r"grad of dtype <U3"),
-    (lambda e, l, indices_tuple=None: np.zeros_like(e), TypeError, r"must return an object with \.loss and \.grad"),
+    (lambda e, lab, indices_tuple=None: np.zeros_like(e), TypeError, r"must return an object with \.loss and \.grad"),
 ])
 def test_nan_or_missing_loss_output_is_reported_not_passed(loss_func, err, match):
     with pytest.raises(err, match=match):
@@ -110,7 +115,7 @@ def test_messages_name_a_partial_and_a_lambda_miner():
     with pytest.raises(AssertionError, match=r"^partial\(_pull\): 18 of 18"):
         check_loss_gradients(functools.partial(_pull, factor=2.0), X, Y)
     with pytest.raises(AssertionError, match=r"^<lambda>: must return a tuple"):
-        check_miner_invariants(lambda e, l: [], X, Y)
+        check_miner_invariants(lambda e, lab: [], X, Y)
 
 
 def test_assert_loss_close_accepts_an_output_without_ref_grad():

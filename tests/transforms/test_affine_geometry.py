@@ -3,8 +3,7 @@ right and down, scale about the centre) against transformations numpy does exact
 import numpy as np
 import pytest
 
-from mantissa_embed import engine
-from mantissa_embed import transforms as T
+from mantissa_embed import engine, transforms as T
 
 
 def _img(seed, shape=(1, 2, 6, 6)):

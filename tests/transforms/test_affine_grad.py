@@ -2,8 +2,8 @@
 differences of the forward, for the engine's float32 backward and the twin's float64 one."""
 import numpy as np
 import pytest
-from _helpers import central_diff
 
+from _helpers import central_diff
 from mantissa_embed import engine
 from mantissa_embed._reference import _transforms as tref
 

@@ -2,12 +2,10 @@
 (hypothesis: any N, C, odd H and W, batch 1, random matrices), and thread-count independence."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from _helpers import close_scaled
+from hypothesis import given, settings, strategies as st
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from _helpers import close_scaled
+from mantissa_embed import _reference as ref, engine
 
 FAST = settings(max_examples=40, deadline=None)
 

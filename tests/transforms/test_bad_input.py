@@ -3,9 +3,7 @@ TypeError naming the argument."""
 import numpy as np
 import pytest
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
-from mantissa_embed import transforms as T
+from mantissa_embed import _reference as ref, engine, transforms as T
 
 X = np.zeros((2, 1, 5, 5), np.float32)
 

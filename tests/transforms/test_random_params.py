@@ -3,8 +3,7 @@ generator, different per image, and the ones the call applies."""
 import numpy as np
 import pytest
 
-from mantissa_embed import engine
-from mantissa_embed import transforms as T
+from mantissa_embed import engine, transforms as T
 
 N, H, W = 4000, 28, 20
 

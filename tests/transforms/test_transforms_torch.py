@@ -4,13 +4,13 @@ padding_mode="zeros", align_corners=False)``, values and the gradients for x and
 import numpy as np
 import pytest
 
+from _helpers import close_scaled
+from mantissa_embed import _reference as ref, engine
+
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from _helpers import close_scaled  # noqa: E402
 
-from mantissa_embed import _reference as ref  # noqa: E402
-from mantissa_embed import engine  # noqa: E402
 
 BACKENDS = [pytest.param(engine, id="engine"), pytest.param(ref, id="numpy")]
 

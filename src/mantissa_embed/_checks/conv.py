@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import (MAX_FLOATS, check_bias, check_bool, check_int, check_kernel_input, check_kernel_output,
-                     check_shape, grad_buf)
+from .arrays import (
+    MAX_FLOATS,
+    check_bias,
+    check_bool,
+    check_int,
+    check_kernel_input,
+    check_kernel_output,
+    check_shape,
+    grad_buf,
+)
 
 
 def conv_geometry(x_shape, w_shape, stride, pad, suffix: str = ""):

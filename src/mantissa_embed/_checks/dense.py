@@ -18,13 +18,13 @@ def check_dense_backward_args(x, w, dy, dx, dw, db, need_dx, accumulate):
     (zeros when accumulating) when None."""
     x, w, _ = check_dense_args(x, w, None)
     dy = check_kernel_input(dy, "dy", 2)
-    N, O = x.shape[0], w.shape[0]
-    if dy.shape != (N, O):
-        raise ValueError(f"dy must have shape {(N, O)}, got {dy.shape}")
+    N, n_out = x.shape[0], w.shape[0]
+    if dy.shape != (N, n_out):
+        raise ValueError(f"dy must have shape {(N, n_out)}, got {dy.shape}")
     need_dx = check_bool(need_dx, "need_dx")
     accumulate = check_bool(accumulate, "accumulate")
     dx = check_kernel_output(dx, "dx", x.shape) if need_dx else None
     dw = grad_buf(dw, "dw", w.shape, accumulate)
-    db = grad_buf(db, "db", (O,), accumulate)
+    db = grad_buf(db, "db", (n_out,), accumulate)
     check_outs([(dx, "dx"), (dw, "dw"), (db, "db")], [(x, "x"), (w, "w"), (dy, "dy")])
     return x, w, dy, dx, dw, db, need_dx, accumulate

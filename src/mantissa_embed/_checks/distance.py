@@ -3,8 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import MAX_FLOATS, check_float, check_int, check_kernel_input, check_kernel_output, check_no_overlap, check_outs
-
+from .arrays import (
+    MAX_FLOATS,
+    check_float,
+    check_int,
+    check_kernel_input,
+    check_kernel_output,
+    check_no_overlap,
+    check_outs,
+)
 
 NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's default
 

@@ -7,7 +7,6 @@ import numpy as np
 
 from .arrays import check_bool, check_kernel_input, check_kernel_output, check_no_overlap
 
-
 KNN_METRICS = ("sqeuclidean", "euclidean", "inner_product")
 
 #: the largest tile_q * tile_r (32 times the default 256 x 2048): the scratch of one thread

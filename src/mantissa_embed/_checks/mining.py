@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from .arrays import check_f32, check_flag, check_float, check_int_array, check_kernel_input
 
-
 TRIPLET_KINDS = {"every": 0, "all": 1, "hard": 2, "semihard": 3, "easy": 4}
 
 

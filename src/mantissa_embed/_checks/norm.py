@@ -2,8 +2,15 @@
 from __future__ import annotations
 
 from .activations import act_flag
-from .arrays import (check_bool, check_float, check_inplace, check_kernel_input, check_kernel_output,
-                     check_outs, grad_buf)
+from .arrays import (
+    check_bool,
+    check_float,
+    check_inplace,
+    check_kernel_input,
+    check_kernel_output,
+    check_outs,
+    grad_buf,
+)
 
 
 def bn_geometry(shape, name: str = "x"):

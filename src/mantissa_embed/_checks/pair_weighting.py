@@ -3,8 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import check_f32, check_flag, check_int_array, check_kernel_input, check_kernel_output, check_outs
-
+from .arrays import (
+    check_f32,
+    check_flag,
+    check_int_array,
+    check_kernel_input,
+    check_kernel_output,
+    check_outs,
+)
 
 #: kind name -> (engine.h enum value, parameter names)
 PAIRW_KINDS = {

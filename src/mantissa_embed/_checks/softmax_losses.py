@@ -7,7 +7,6 @@ import numpy as np
 
 from .arrays import check_f32, check_flag, check_kernel_input
 
-
 REDUCTIONS = {"mean": 0, "avg_non_zero": 1, "weights": 2}
 
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.activations import (check_act_args, check_act_backward_args, check_dropout_args,
-                                   check_negative_slope)
+from .._checks.activations import (
+    check_act_args,
+    check_act_backward_args,
+    check_dropout_args,
+    check_negative_slope,
+)
 
 __all__ = [
     "relu_forward",

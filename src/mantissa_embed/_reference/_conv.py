@@ -11,8 +11,13 @@ import numpy as np
 
 from .._checks.activations import act_flag, check_negative_slope
 from .._checks.arrays import check_kernel_output, check_outs, store_grad
-from .._checks.conv import (check_chain_args, check_conv_args, check_conv_backward_args, check_pool2_output,
-                            check_workspace)
+from .._checks.conv import (
+    check_chain_args,
+    check_conv_args,
+    check_conv_backward_args,
+    check_pool2_output,
+    check_workspace,
+)
 from ..engine import conv2d_pool2_chain_workspace_size, conv2d_workspace_size
 from ._activations import _act
 from ._pool import _maxpool2d

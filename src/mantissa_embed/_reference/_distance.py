@@ -10,10 +10,18 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks.arrays import check_flag, check_kernel_input, check_kernel_output, check_outs
-from .._checks.distance import (NORMALIZE_EPS, check_add_transpose, check_eps,
-                                check_dot_similarity_backward, check_dot_similarity_forward,
-                                check_euclidean_workspace, check_gram,
-                                check_l2_normalize_backward_args, check_matrix, check_pair_inputs)
+from .._checks.distance import (
+    NORMALIZE_EPS,
+    check_add_transpose,
+    check_dot_similarity_backward,
+    check_dot_similarity_forward,
+    check_eps,
+    check_euclidean_workspace,
+    check_gram,
+    check_l2_normalize_backward_args,
+    check_matrix,
+    check_pair_inputs,
+)
 from ..engine import euclidean_workspace_size
 
 __all__ = [
@@ -249,7 +257,7 @@ def dot_similarity_backward(x, r, dsim, dx=None, dr=None):
     (dx, dr) : ((N, D) float32, (M, D) float32)
     """
     x, r, dsim, dx, dr = check_dot_similarity_backward(x, r, dsim, dx, dr)
-    N, M, D = x.shape[0], r.shape[0], x.shape[1]
+    N, M = x.shape[0], r.shape[0]
     if N == 0 or M == 0:
         dx[...] = 0
         dr[...] = 0

@@ -12,7 +12,6 @@ import numpy as np
 
 from .._checks.knn import KNN_METRICS, check_knn_search
 
-
 __all__ = ["knn_search", "KNN_METRICS"]
 
 

@@ -9,7 +9,6 @@ import numpy as np
 
 from .._checks.mining import check_angular_mine_args, check_triplet_mine_args
 
-
 __all__ = ["triplet_margin_mine", "angular_mine"]
 
 _TILE = 1 << 22  # elements of one (positive pairs x M) tile

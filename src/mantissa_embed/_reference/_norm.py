@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.norm import (check_batchnorm_backward_args, check_batchnorm_forward_args,
-                            check_batchnorm_fold_args)
+from .._checks.norm import (
+    check_batchnorm_backward_args,
+    check_batchnorm_fold_args,
+    check_batchnorm_forward_args,
+)
 
 __all__ = ["batchnorm_forward", "batchnorm_backward", "batchnorm_fold"]
 

@@ -16,8 +16,14 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks.arrays import check_f32, check_flag, check_int_array
-from .._checks.pair_losses import (check_ddist_overlap, check_label_pair, check_pair_args, check_self,
-                                   check_swap_all, check_terms)
+from .._checks.pair_losses import (
+    check_ddist_overlap,
+    check_label_pair,
+    check_pair_args,
+    check_self,
+    check_swap_all,
+    check_terms,
+)
 
 __all__ = [
     "contrastive_loss_all",

@@ -10,7 +10,6 @@ import numpy as np
 
 from .._checks.pair_weighting import check_backward_args, check_rows_args
 
-
 __all__ = ["pairw_rows_forward", "pairw_rows_backward"]
 
 

@@ -9,8 +9,15 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks.arrays import check_kernel_input, check_kernel_output, check_outs
-from .._checks.pool import (check_argmax_range, check_avgpool_backward, check_global_pool_backward,
-                            check_pool_backward, check_pool_pad, check_pool_relu_backward, pool_geometry)
+from .._checks.pool import (
+    check_argmax_range,
+    check_avgpool_backward,
+    check_global_pool_backward,
+    check_pool_backward,
+    check_pool_pad,
+    check_pool_relu_backward,
+    pool_geometry,
+)
 
 __all__ = [
     "maxpool2d_forward",

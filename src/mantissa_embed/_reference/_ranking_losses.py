@@ -13,7 +13,6 @@ import numpy as np
 
 from .._checks.ranking_losses import check_cdf, check_dsm, check_f64, check_nb, check_pnp, check_real
 
-
 __all__ = [
     "pnp_rank_forward", "pnp_rank_backward",
     "dsm_triplet_hist", "dsm_triplet_loss", "dsm_triplet_backward",

@@ -9,9 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks.arrays import check_f32
-from .._checks.softmax_losses import (check_common, check_lse, check_max_loss, check_reduction, check_row_weights,
-                                      check_temperature, check_xent_lse, check_xent_rows)
-
+from .._checks.softmax_losses import (
+    check_common,
+    check_lse,
+    check_max_loss,
+    check_reduction,
+    check_row_weights,
+    check_temperature,
+    check_xent_lse,
+    check_xent_rows,
+)
 
 _check_temperature = check_temperature
 

@@ -9,7 +9,6 @@ import numpy as np
 from .._checks.arrays import check_kernel_input
 from .._checks.tuple_losses import check_angular_args
 
-
 __all__ = ["angular_loss_forward", "angular_loss_backward"]
 
 _TILE = 1 << 20  # elements of one (pairs x M) tile

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import shutil
 import urllib.request
 import zlib
 from pathlib import Path
-import os
 from typing import Any, Callable
 
 from .._io import atomic_write

@@ -10,8 +10,9 @@ parameters drawn beforehand, so the bytes of a batch do not depend on the thread
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -5,7 +5,7 @@ import csv
 import math
 import os
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import copy
 import numbers
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import gzip
+import os
 import zlib
 from pathlib import Path
-import os
 from typing import Any
 
 import numpy as np

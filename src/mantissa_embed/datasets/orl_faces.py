@@ -1,9 +1,9 @@
 """The ORL / AT&T faces (Samaria & Harter 1994): 40 subjects x 10 binary PGM images, 92x112 (W x H)."""
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
-import os
 
 import numpy as np
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable
 
 import numpy as np
 from sklearn.cluster import KMeans
@@ -22,8 +23,6 @@ from .knn_metrics import (
     EQUALITY,
     get_label_match_counts,
     get_lone_query_labels,
-    get_relevance_mask,
-    maybe_get_avg_of_avgs,
     mean_average_precision,
     mean_reciprocal_rank,
     nan_accuracy,

@@ -176,16 +176,16 @@ class FaissKNN:
             if n == 0:
                 return np.empty((0, k), dtype=np.int64), np.empty((0, k), dtype=np.float32)
             kk = k + int(bool(exclude_self))
-            D, I = index.search(q, kk)
+            D, ids = index.search(q, kk)
         finally:
             if self.reset_after:
                 self.reset()
         D = np.asarray(D, dtype=np.float32)
-        I = np.asarray(I, dtype=np.int64)
+        ids = np.asarray(ids, dtype=np.int64)
         if exclude_self:
-            self_hit = I == np.arange(n)[:, None]
+            self_hit = ids == np.arange(n)[:, None]
             self_hit[~self_hit.any(axis=1), -1] = True
-            I = I[~self_hit].reshape(n, k)
+            ids = ids[~self_hit].reshape(n, k)
             D = D[~self_hit].reshape(n, k)
         if euclid:
             np.maximum(D, 0.0, out=D)
@@ -193,4 +193,4 @@ class FaissKNN:
                 np.sqrt(D, out=D)
         elif metric == "cosine":
             D = np.maximum(np.float32(1.0) - D, 0.0)
-        return np.ascontiguousarray(I), np.ascontiguousarray(D, dtype=np.float32)
+        return np.ascontiguousarray(ids), np.ascontiguousarray(D, dtype=np.float32)

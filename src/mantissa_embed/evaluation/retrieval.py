@@ -10,22 +10,23 @@ default ``k``.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from .._typing import ArrayLike
 from .._validation import check_array, check_int, check_labels
+from .knn import knn as _knn
 from .knn_metrics import (
     EQUALITY,
     get_label_match_counts,
     get_lone_query_labels,
     mean_average_precision,
     precision_at_k,
+    r_precision as _r_precision,
     try_getting_not_lone_labels,
 )
-from .knn_metrics import r_precision as _r_precision
-from .knn import knn as _knn
 
 __all__ = [
     "METRIC_NAMES",

@@ -31,9 +31,9 @@ __all__ = ["Layer", "Conv2D", "MaxPool2D", "Flatten", "Dense", "ReLU", "Sequenti
 
 # the pooling, activation and regularization layers beyond the first set
 from .avg_pool2d import AvgPool2D  # noqa: E402
+from .dropout import Dropout  # noqa: E402
 from .global_avg_pool2d import GlobalAvgPool2D  # noqa: E402
 from .leaky_relu import LeakyReLU  # noqa: E402
-from .dropout import Dropout  # noqa: E402
 from .residual import Residual  # noqa: E402
 
 __all__ += ["AvgPool2D", "GlobalAvgPool2D", "LeakyReLU", "Dropout", "Residual"]

@@ -7,7 +7,8 @@ ping-pong in two regions laid over them. ``max_batch_for`` bounds an eval batch 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -6,9 +6,9 @@ from typing import Any
 import numpy as np
 
 from .._workspace import Workspace, scratch_frame
+from ._lent_memory import backward_lent, free_arena, lend
 from .base_layer import LAYER_TYPES, Layer, check_shape, layer_from_config
 from .conv2d import Conv2D
-from ._lent_memory import backward_lent, free_arena, lend
 from .fusion import plan_backward, plan_forward, run_backward
 
 __all__ = ["Residual"]

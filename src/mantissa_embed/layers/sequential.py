@@ -2,17 +2,18 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 import numpy as np
 
 from .._typing import ArrayLike, Float32Array
 from .._validation import as_generator, check_array, check_int
 from ..backend import BACKENDS, get_backend
-from .base_layer import Layer, check_shape, layer_from_config
 from ._finetune import FineTuning
 from ._lent_memory import LentMemory, free_arena, lend
 from ._normalization import check_normalization, normalize_input
+from .base_layer import Layer, check_shape, layer_from_config
 from .fusion import Fusion, plan_backward, plan_forward, run_backward, timed
 
 if TYPE_CHECKING:

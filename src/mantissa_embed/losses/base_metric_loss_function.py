@@ -4,7 +4,7 @@ from __future__ import annotations
 import inspect
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

@@ -5,8 +5,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._typing import ArrayLike, IndicesTuple
 from .. import utils
+from .._typing import ArrayLike, IndicesTuple
 from .._validation import check_array, check_int, check_labels
 from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
 

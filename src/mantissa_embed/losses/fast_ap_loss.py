@@ -5,8 +5,8 @@ import numbers
 
 import numpy as np
 
-from .._typing import ArrayLike, IndicesTuple
 from .. import utils
+from .._typing import ArrayLike, IndicesTuple
 from ..distances import LpDistance
 from ._ranking_math import fast_ap_backward, fast_ap_forward
 from .base_metric_loss_function import BaseMetricLossFunction

@@ -5,8 +5,8 @@ import numbers
 
 import numpy as np
 
-from .._typing import ArrayLike, IndicesTuple
 from .. import utils
+from .._typing import ArrayLike, IndicesTuple
 from ..distances import CosineSimilarity
 from ._ranking_math import histogram_loss_forward_backward
 from .base_metric_loss_function import BaseMetricLossFunction

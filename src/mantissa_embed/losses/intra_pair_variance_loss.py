@@ -9,7 +9,6 @@ from ..distances import CosineSimilarity
 from .generic_pair_loss import GenericPairLoss
 
 
-
 def _hinge_coefs(eps, increase):
     """(dv/dmu, dv/ds) of a pair's hinge argument v = dv/dmu * mu + dv/ds * s: positive pairs
     (``increase``) v = (1 - eps) mu - s, negative pairs v = s - (1 + eps) mu (Yu & Tao 2019)."""

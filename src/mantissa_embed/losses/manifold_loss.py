@@ -86,8 +86,16 @@ class ManifoldLoss(BaseMetricLossFunction):
         without meta-classes.
     """
 
-    def __init__(self, l: int, K: int = 50, lambdaC: float = 1.0, alpha: float = 0.8, margin: float = 5e-4,
-                 seed: Seed = None, **kwargs) -> None:
+    def __init__(
+        self,
+        l: int,  # noqa: E741 - pytorch-metric-learning's name for it, kept for keyword calls
+        K: int = 50,
+        lambdaC: float = 1.0,
+        alpha: float = 0.8,
+        margin: float = 5e-4,
+        seed: Seed = None,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         if isinstance(lambdaC, bool) or not isinstance(lambdaC, numbers.Real) or np.isnan(lambdaC):
             raise TypeError(f"lambdaC must be a number, got {lambdaC!r}")

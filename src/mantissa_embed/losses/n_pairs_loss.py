@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._typing import ArrayLike, IndicesTuple
 from .. import utils
+from .._typing import ArrayLike, IndicesTuple
 from ..distances import DotProductSimilarity
 from .base_metric_loss_function import BaseMetricLossFunction
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import utils
-from ..backend import get_backend
 from .._validation import check_float
+from ..backend import get_backend
 from ..distances import LpDistance
 from .base_miner import BaseMiner
-
 
 
 def _require_unit_euclidean(miner):

@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 
-from .._typing import ArrayLike, IndicesTuple
 from .. import utils
+from .._typing import ArrayLike, IndicesTuple
 from .._validation import check_float
 from .base_miner import BaseMiner
 

@@ -1,7 +1,7 @@
 """MaximumLossMiner (pytorch-metric-learning 0.9's subset-batch miner)."""
 from __future__ import annotations
 
-from typing import Any, Callable, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import utils
-from ..backend import get_backend
 from .._validation import check_float
+from ..backend import get_backend
 from .base_miner import BaseMiner
 
 TYPES_OF_TRIPLETS = ("all", "hard", "semihard", "easy")

@@ -1,13 +1,22 @@
 """Ready-made trunks (embedding networks) built from ``mantissa_embed.layers``."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from .._validation import check_bool, check_int
-from ..layers import (BatchNorm2D, Conv2D, Dense, Flatten, GlobalAvgPool2D, Layer, MaxPool2D, Residual,
-                     Sequential)
+from ..layers import (
+    BatchNorm2D,
+    Conv2D,
+    Dense,
+    Flatten,
+    GlobalAvgPool2D,
+    Layer,
+    MaxPool2D,
+    Residual,
+    Sequential,
+)
 from .resnet import resnet18, resnet34, resnet50
 from .weights import load_weights, save_weights
 

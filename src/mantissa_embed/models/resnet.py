@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from .._validation import check_int
-from ..layers import (BasicBlock, BatchNorm2D, Bottleneck, Conv2D, Dense, GlobalAvgPool2D, Layer, MaxPool2D,
-                      Sequential)
+from ..layers import (
+    BasicBlock,
+    BatchNorm2D,
+    Bottleneck,
+    Conv2D,
+    Dense,
+    GlobalAvgPool2D,
+    Layer,
+    MaxPool2D,
+    Sequential,
+)
 from .weights import load_weights
 
 __all__ = ["resnet18", "resnet34", "resnet50"]

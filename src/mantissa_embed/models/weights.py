@@ -24,7 +24,8 @@ import os
 import struct
 import warnings
 import zipfile
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import numpy as np
 

@@ -1,7 +1,8 @@
 """AdamW, as ``torch.optim.AdamW``: Adam with decoupled weight decay."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from .adam import Adam
 

@@ -1,7 +1,8 @@
 """Stochastic gradient descent, as ``torch.optim.SGD``."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

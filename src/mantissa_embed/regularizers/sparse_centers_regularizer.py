@@ -5,8 +5,8 @@ import numpy as np
 
 from .._checks.distance import l2_normalize_rows
 from .._validation import check_int
-from ..reducers import DivisorReducer
 from ..distances import CosineSimilarity
+from ..reducers import DivisorReducer
 from .base_regularizer import BaseRegularizer, _check_cosine
 
 # PML's small_val for float32 weights; float64's tiny would make 1/loss_ij overflow float32

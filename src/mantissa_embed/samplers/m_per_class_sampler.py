@@ -1,7 +1,7 @@
 """MPerClassSampler: ``m`` samples of each of ``batch_size // m`` classes per batch."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

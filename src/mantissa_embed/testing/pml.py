@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import unittest
 import warnings
-
 from typing import Any, Callable
 
 import numpy as np
@@ -17,8 +16,8 @@ __all__ = ["assert_loss_close", "check_matches_pml", "pml_reference"]
 
 def _torch() -> Any:
     try:
-        import torch
         import pytorch_metric_learning  # noqa: F401
+        import torch
     except ImportError as e:
         # unittest.SkipTest: a skip under pytest and unittest alike
         raise unittest.SkipTest("check_matches_pml needs torch and pytorch-metric-learning "

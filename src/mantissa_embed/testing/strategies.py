@@ -9,7 +9,6 @@ from hypothesis import assume, strategies as st
 
 from .._checks.distance import l2_normalize_rows
 
-
 __all__ = ["Batch", "batches", "embeddings", "labels", "pair_tuples", "triplet_tuples"]
 
 

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import numbers
 
-import numpy as np
-
 from .base import Transform, check_size_pair
 
 

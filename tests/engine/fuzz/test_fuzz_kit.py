@@ -2,8 +2,7 @@
 undocumented exception."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from _fuzz import Guards, Spec, fuzz_wrapper
 

@@ -1,5 +1,4 @@
 """Fuzz of the contrastive and triplet margin wrappers (``_engine/_pair_losses.pyx``)."""
-import numpy as np
 from hypothesis import strategies as st
 
 from _fuzz import Spec, alias_test, dim, f32, family_test, index, labels, maybe_out

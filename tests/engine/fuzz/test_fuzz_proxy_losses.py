@@ -1,5 +1,4 @@
 """Fuzz of the P2SGrad and classifier cross-entropy wrappers (``_engine/_proxy_losses.pyx``)."""
-import numpy as np
 from hypothesis import strategies as st
 
 from _fuzz import Spec, alias_test, dim, f32, family_test, index, maybe_out

@@ -3,8 +3,7 @@ where the twin shares the check."""
 import numpy as np
 import pytest
 
-from mantissa_embed import _reference as ref
-from mantissa_embed import engine
+from mantissa_embed import _reference as ref, engine
 
 BACKENDS = [engine, ref]
 LAB = np.array([0, 0, 1, 1])

@@ -1,5 +1,4 @@
 """Fuzz of the AngularLoss wrappers (``_engine/_tuple_losses.pyx``)."""
-from hypothesis import strategies as st
 
 from _fuzz import Spec, dim, f32, family_test, index, labels
 from mantissa_embed import engine
