@@ -27,6 +27,7 @@ check compares medians over the rounds, so one interrupted epoch does not trip i
 above the noise and well below the defects. A machine busy with other work does trip it (2-thread
 OpenMP epochs then swing by up to 10x): re-run on an idle one.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -60,8 +61,14 @@ def mantissa_epochs(emb, X, y, epochs, batch_size=64, **fit_kw):
     emb.fit(Xw, yw, epochs=1, batch_size=batch_size, **fit_kw)
     stamps = []
     t0 = time.perf_counter()
-    emb.fit(X, y, epochs=epochs, batch_size=batch_size,
-            callback=lambda epoch, loss: stamps.append(time.perf_counter()), **fit_kw)
+    emb.fit(
+        X,
+        y,
+        epochs=epochs,
+        batch_size=batch_size,
+        callback=lambda epoch, loss: stamps.append(time.perf_counter()),
+        **fit_kw,
+    )
     if len(stamps) != epochs:
         raise RuntimeError(f"fit's callback ran {len(stamps)} times for {epochs} epochs")
     return np.diff([t0] + stamps).tolist()
@@ -93,10 +100,18 @@ def check_steady(name, rounds, tol=STEADY_TOL):
     first, later, _ = split(rounds)
     ratio = first / later
     ok = ratio <= 1.0 + tol
-    verdict = "ok" if ok else (f"FAILED: more than {tol:.0%} slower than the later epochs, a one-time "
-                               "cost is inside the timed region")
-    return (f"{name}: first timed epoch {first * 1e3:.1f} ms, later epochs {later * 1e3:.1f} ms "
-            f"(medians over {len(rounds)} round(s)), first/later {ratio:.2f} - {verdict}"), ok
+    verdict = (
+        "ok"
+        if ok
+        else (
+            f"FAILED: more than {tol:.0%} slower than the later epochs, a one-time "
+            "cost is inside the timed region"
+        )
+    )
+    return (
+        f"{name}: first timed epoch {first * 1e3:.1f} ms, later epochs {later * 1e3:.1f} ms "
+        f"(medians over {len(rounds)} round(s)), first/later {ratio:.2f} - {verdict}"
+    ), ok
 
 
 def check_agree(name, value, reference, tol=PLAIN_TOL):
@@ -116,7 +131,10 @@ def finish(messages):
     if failed:
         import sys
 
-        print(f"CHECK FAILED ({len(failed)} of {len(messages)}); the timings above do not measure "
-              "steady-state epochs. On a busy machine re-run on an idle one.", file=sys.stderr)
+        print(
+            f"CHECK FAILED ({len(failed)} of {len(messages)}); the timings above do not measure "
+            "steady-state epochs. On a busy machine re-run on an idle one.",
+            file=sys.stderr,
+        )
         return 1
     return 0

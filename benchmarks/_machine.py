@@ -6,6 +6,7 @@ peak (``fma_peak.py``). ``busy_neighbour()``: a context manager that starts one 
 to the last CPU spinning in a loop (stopped at exit, and by itself after ``limit_s`` seconds if
 the benchmark dies), the "something else is running" case of a laptop.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -39,8 +40,10 @@ def describe(threads, peak=None):
     isa = ", ".join(k for k in ("avx2", "fma", "avx512f", "avx512vl") if feats.get(k))
     if peak is None:
         peak = fma_peak.measure(threads)
-    return (f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs; {isa or 'no AVX2'}); engine path: "
-            f"{engine.gemm_kernel_name()}; float32 FMA peak {peak:.0f} GFLOP/s on {threads} thread(s)")
+    return (
+        f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs; {isa or 'no AVX2'}); engine path: "
+        f"{engine.gemm_kernel_name()}; float32 FMA peak {peak:.0f} GFLOP/s on {threads} thread(s)"
+    )
 
 
 @contextlib.contextmanager

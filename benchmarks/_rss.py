@@ -4,6 +4,7 @@ library must not load another.
 Linux carries ``ru_maxrss`` over from the parent into a child, so a measured child is started
 through ``LAUNCHER``, a small process that runs ``argv[1:]`` and exits with its status.
 """
+
 from __future__ import annotations
 
 import resource

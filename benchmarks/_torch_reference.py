@@ -107,7 +107,7 @@ def batch_indices(y, batch_size, rng, sampler="random", m=None):
     n = len(y)
     if sampler == "random":
         perm = rng.permutation(n)
-        return [perm[i:i + batch_size] for i in range(0, n, batch_size)]
+        return [perm[i : i + batch_size] for i in range(0, n, batch_size)]
     if sampler != "mperclass":
         raise ValueError(f"sampler must be 'random' or 'mperclass', got {sampler!r}")
     classes = np.unique(y)
@@ -129,7 +129,7 @@ def batch_indices(y, batch_size, rng, sampler="random", m=None):
                 queues[c] = rng.permutation(pools[c])
                 pos[c] = 0
             take = min(count, len(queues[c]) - pos[c])
-            out.append(queues[c][pos[c]:pos[c] + take])
+            out.append(queues[c][pos[c] : pos[c] + take])
             pos[c] += take
             count -= take
         return np.concatenate(out)
@@ -148,10 +148,15 @@ def small_cnn_embedder(embed_dim=16):
     import torch.nn as nn
 
     return nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
         nn.Flatten(),
-        nn.Linear(16 * 7 * 7, 64), nn.ReLU(),
+        nn.Linear(16 * 7 * 7, 64),
+        nn.ReLU(),
         nn.Linear(64, embed_dim),
     )
 
@@ -159,17 +164,17 @@ def small_cnn_embedder(embed_dim=16):
 # --------------------------------------------------------------------------- recipe
 @dataclasses.dataclass
 class Recipe:
-    loss: str = "triplet"            # "triplet" | "contrastive"
-    margin: float = 0.05             # triplet margin
-    pos_margin: float = 0.0          # contrastive
-    neg_margin: float = 1.0          # contrastive
-    miner: str | None = "semihard"   # semihard|hard|all|easy (TripletMarginMiner), batchhard,
-                                     # pairmargin, or None (every pair/triplet of the batch)
+    loss: str = "triplet"  # "triplet" | "contrastive"
+    margin: float = 0.05  # triplet margin
+    pos_margin: float = 0.0  # contrastive
+    neg_margin: float = 1.0  # contrastive
+    miner: str | None = "semihard"  # semihard|hard|all|easy (TripletMarginMiner), batchhard,
+    # pairmargin, or None (every pair/triplet of the batch)
     miner_margin: float | None = None  # TripletMarginMiner margin (default: the loss margin)
-    sampler: str = "random"          # random | mperclass
+    sampler: str = "random"  # random | mperclass
     m: int | None = None
     momentum: float = 0.0
-    normalize_input: bool = False    # (x - 0.1307) / 0.3081
+    normalize_input: bool = False  # (x - 0.1307) / 0.3081
     epochs: int = 8
     batch_size: int = 64
     lr: float = 0.05
@@ -264,8 +269,10 @@ class Trainer:
 
     def warm_up(self):
         """One untimed step per batch size of an epoch (see the class docstring)."""
-        sizes = sorted({len(b) for b in self.batches(np.random.default_rng(self.seed + 1_000_003))
-                        if len(b) >= 2}, reverse=True)
+        sizes = sorted(
+            {len(b) for b in self.batches(np.random.default_rng(self.seed + 1_000_003)) if len(b) >= 2},
+            reverse=True,
+        )
         pool = self.batches(np.random.default_rng(self.seed + 2_000_003))[0]
         for n in sizes:
             self.step(pool[:n])
@@ -302,7 +309,7 @@ def embed(model, X, recipe=None, batch_size=1000):
     with torch.no_grad():
         Xt = _prep(X, recipe)
         for i in range(0, len(Xt), batch_size):
-            out.append(model(Xt[i:i + batch_size]))
+            out.append(model(Xt[i : i + batch_size]))
     model.train()
     return torch.cat(out).numpy()
 
@@ -317,16 +324,19 @@ def evaluate(Z, y):
 
     calc = AccuracyCalculator(
         include=("precision_at_1", "mean_average_precision_at_r", "r_precision"),
-        k="max_bin_count", device=torch.device("cpu"),
+        k="max_bin_count",
+        device=torch.device("cpu"),
         knn_func=CustomKNN(LpDistance(normalize_embeddings=True)),
     )
     res = calc.get_accuracy(torch.from_numpy(Z), torch.from_numpy(y))
-    return {"p@1": res["precision_at_1"], "MAP@R": res["mean_average_precision_at_r"],
-            "R-prec": res["r_precision"]}
+    return {
+        "p@1": res["precision_at_1"],
+        "MAP@R": res["mean_average_precision_at_r"],
+        "R-prec": res["r_precision"],
+    }
 
 
-def run_recipe(recipe, seed, data_dir=None, train_classes=(0, 1, 2, 3, 4),
-               test_classes=(5, 6, 7, 8, 9)):
+def run_recipe(recipe, seed, data_dir=None, train_classes=(0, 1, 2, 3, 4), test_classes=(5, 6, 7, 8, 9)):
     """The seed recipe's full protocol: train on digits 0-4 of the MNIST test set, evaluate on 5-9."""
     import torch
 

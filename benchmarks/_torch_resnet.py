@@ -5,6 +5,7 @@ there, one copy), with an embedding ``head`` (``nn.Linear``) in place of ``fc``,
 ``state_names(net)`` plus torch's ``*.num_batches_tracked``. Imports torch and pytest: the
 benchmark scripts import this module lazily.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,9 @@ import sys
 
 from torch import nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "models"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "models")
+)
 from test_resnet_torch import (  # noqa: E402
     TvBasicBlock,
     TvBottleneck,
@@ -37,8 +40,11 @@ class TvResNet(_TvResNet):
         return x if self.head is None else self.head(x)
 
 
-SPECS = {"resnet18": (TvBasicBlock, (2, 2, 2, 2)), "resnet34": (TvBasicBlock, (3, 4, 6, 3)),
-         "resnet50": (TvBottleneck, (3, 4, 6, 3))}
+SPECS = {
+    "resnet18": (TvBasicBlock, (2, 2, 2, 2)),
+    "resnet34": (TvBasicBlock, (3, 4, 6, 3)),
+    "resnet50": (TvBottleneck, (3, 4, 6, 3)),
+}
 
 
 def torch_resnet(name, embed_dim=128):

@@ -9,6 +9,7 @@ files (``--data-dir`` / ``$MANTISSA_EMBED_DATA``), else seeded synthetic digits.
 
     python benchmarks/bench_busy_threads.py --rounds 3
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,16 @@ from mantissa_embed import Embedder, models  # noqa: E402
 
 def one(X, y, m, threads):
     me.set_num_threads(threads)
-    emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", margin=MARGIN, miner="semihard",
-                   seed=0, m_per_class=m, optimizer="sgd", momentum=0.0)
+    emb = Embedder(
+        models.small_cnn_embedder(embed_dim=16),
+        loss="triplet",
+        margin=MARGIN,
+        miner="semihard",
+        seed=0,
+        m_per_class=m,
+        optimizer="sgd",
+        momentum=0.0,
+    )
     t = time.perf_counter()
     emb.fit(X, y, epochs=1, batch_size=64, lr=0.05, augment=None, schedule=None)
     fit_s = time.perf_counter() - t
@@ -61,8 +70,10 @@ def main(argv=None):
     print(f"{'machine':<14} {'threads':>7} {'adaptive':>8} {'fit s':>8} {'embed ms':>9}")
     for (busy, threads, adaptive), v in sorted(res.items()):
         v = np.array(v)
-        print(f"{'one core busy' if busy else 'idle':<14} {threads:>7} {'on' if adaptive == '1' else 'off':>8} "
-              f"{np.median(v[:, 0]):>8.3f} {np.median(v[:, 1]) * 1e3:>9.1f}")
+        print(
+            f"{'one core busy' if busy else 'idle':<14} {threads:>7} {'on' if adaptive == '1' else 'off':>8} "
+            f"{np.median(v[:, 0]):>8.3f} {np.median(v[:, 1]) * 1e3:>9.1f}"
+        )
     return 0
 
 

@@ -17,6 +17,7 @@ Usage::
 
 Run on an idle machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,11 @@ def conv_shapes(net):
     from compare_torch_backbones import leaf_layers
     from mantissa_embed.layers import Conv2D
 
-    return collections.Counter((shape, layer.weight.shape, layer.stride, layer.pad)
-                               for layer, shape in leaf_layers(net) if isinstance(layer, Conv2D))
+    return collections.Counter(
+        (shape, layer.weight.shape, layer.stride, layer.pad)
+        for layer, shape in leaf_layers(net)
+        if isinstance(layer, Conv2D)
+    )
 
 
 def best_ms(fn, repeats):
@@ -68,12 +72,15 @@ def main():
     peak = None
     if not args.no_peak:
         import fma_peak
+
         peak = fma_peak.measure(args.threads)
     net = getattr(models, args.model)(128, input_shape=(3, args.size, args.size), seed=0)
     net.build((3, args.size, args.size))
-    print(f"# bench_conv_layers: {args.model}, {args.size} px, batch {args.batch}, {args.threads} threads; "
-          f"CPU {cpu_model()}; SGEMM kernel {engine.gemm_kernel_name()}; FMA peak "
-          f"{'not measured' if peak is None else f'{peak:.0f} GFLOP/s'}")
+    print(
+        f"# bench_conv_layers: {args.model}, {args.size} px, batch {args.batch}, {args.threads} threads; "
+        f"CPU {cpu_model()}; SGEMM kernel {engine.gemm_kernel_name()}; FMA peak "
+        f"{'not measured' if peak is None else f'{peak:.0f} GFLOP/s'}"
+    )
     rng = np.random.default_rng(0)
     agg = collections.defaultdict(lambda: [0.0, 0.0])  # kind -> [flops, seconds]
     n = args.batch
@@ -84,27 +91,38 @@ def main():
         y = np.empty((n, ws[0], ho, wo), np.float32)
         work = np.empty(engine.conv2d_workspace_size(x.shape, ws, stride, pad), np.float32)
         flops = 2.0 * n * ws[0] * ws[1] * ws[2] * ws[3] * ho * wo
-        fwd = best_ms(lambda: engine.conv2d_forward(x, w, None, stride, pad, out=y, workspace=work, act="relu"),
-                      args.repeats)
+        fwd = best_ms(
+            lambda: engine.conv2d_forward(x, w, None, stride, pad, out=y, workspace=work, act="relu"),
+            args.repeats,
+        )
         kind = "stem" if xs[0] == 3 else f"{ws[2]}x{ws[3]}"
         agg[kind][0] += flops * count
         agg[kind][1] += fwd * count / 1e3
-        line = (f"x{count:<2d} {str(xs):>16} -> {ws[0]:4d} {ws[2]}x{ws[3]}/{stride}: fwd {fwd:7.2f} ms "
-                f"{flops / fwd / 1e6:6.1f} GFLOP/s")
+        line = (
+            f"x{count:<2d} {str(xs):>16} -> {ws[0]:4d} {ws[2]}x{ws[3]}/{stride}: fwd {fwd:7.2f} ms "
+            f"{flops / fwd / 1e6:6.1f} GFLOP/s"
+        )
         if peak:
             line += f" {100 * flops / fwd / 1e6 / peak:4.0f}%"
         if args.train:
             dy = rng.standard_normal(y.shape).astype(np.float32)
             dx = None if xs[0] == 3 else np.empty_like(x)
             dw = np.empty(ws, np.float32)
-            bwd = best_ms(lambda: engine.conv2d_backward(x, w, dy, stride, pad, dx=dx, dw=dw, need_dx=dx is not None,
-                                                         need_db=False, workspace=work), args.repeats)
+            bwd = best_ms(
+                lambda: engine.conv2d_backward(
+                    x, w, dy, stride, pad, dx=dx, dw=dw, need_dx=dx is not None, need_db=False, workspace=work
+                ),
+                args.repeats,
+            )
             bflops = flops * (1 if dx is None else 2)
             agg[kind + " bwd"][0] += bflops * count
             agg[kind + " bwd"][1] += bwd * count / 1e3
             line += f" | bwd {bwd:7.2f} ms {bflops / bwd / 1e6:6.1f} GFLOP/s"
         print(line)
-    for kinds, label in ((("3x3", "1x1"), "3x3 and 1x1 forward"), (("3x3 bwd", "1x1 bwd"), "3x3 and 1x1 backward")):
+    for kinds, label in (
+        (("3x3", "1x1"), "3x3 and 1x1 forward"),
+        (("3x3 bwd", "1x1 bwd"), "3x3 and 1x1 backward"),
+    ):
         flops = sum(agg[k][0] for k in kinds if k in agg)
         secs = sum(agg[k][1] for k in kinds if k in agg)
         if secs:

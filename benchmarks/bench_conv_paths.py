@@ -10,6 +10,7 @@ that ``benchmarks/fma_peak.py`` measures on the same thread count.
 
     python benchmarks/bench_conv_paths.py --threads 2 --rounds 5
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,11 +36,17 @@ def _cases(rng):
         dy = rng.standard_normal(y.shape, dtype=np.float32)
         dx, dw = np.empty_like(x), np.empty_like(w)
         ws = np.empty(engine.conv2d_workspace_size(x.shape, w.shape, 1, 1), np.float32)
-        ops = {"forward": lambda x=x, w=w, y=y, ws=ws: engine.conv2d_forward(x, w, None, 1, 1, out=y, workspace=ws),
-               "dw": lambda x=x, w=w, dy=dy, dw=dw, ws=ws: engine.conv2d_backward(
-                   x, w, dy, 1, 1, dw=dw, need_dx=False, need_db=False, workspace=ws),
-               "backward": lambda x=x, w=w, dy=dy, dx=dx, dw=dw, ws=ws: engine.conv2d_backward(
-                   x, w, dy, 1, 1, dx=dx, dw=dw, need_db=False, workspace=ws)}
+        ops = {
+            "forward": lambda x=x, w=w, y=y, ws=ws: engine.conv2d_forward(
+                x, w, None, 1, 1, out=y, workspace=ws
+            ),
+            "dw": lambda x=x, w=w, dy=dy, dw=dw, ws=ws: engine.conv2d_backward(
+                x, w, dy, 1, 1, dw=dw, need_dx=False, need_db=False, workspace=ws
+            ),
+            "backward": lambda x=x, w=w, dy=dy, dx=dx, dw=dw, ws=ws: engine.conv2d_backward(
+                x, w, dy, 1, 1, dx=dx, dw=dw, need_db=False, workspace=ws
+            ),
+        }
         out.append(((C, H, F), N * H * H * F * C * 9, ops))
     return out
 
@@ -59,8 +66,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     engine.set_num_threads(args.threads)
     feats = engine.cpu_features()
-    kernels = ["generic"] + (["avx2"] if feats["avx2"] and feats["fma"] else []) + \
-        (["avx512"] if feats["avx512f"] and feats["fma"] else [])
+    kernels = (
+        ["generic"]
+        + (["avx2"] if feats["avx2"] and feats["fma"] else [])
+        + (["avx512"] if feats["avx512f"] and feats["fma"] else [])
+    )
     cases = _cases(np.random.default_rng(0))
     best = {}
     previous = engine.gemm_kernel_name()
@@ -78,18 +88,24 @@ def main(argv=None):
     import fma_peak
 
     peak = fma_peak.measure(args.threads)
-    print(f"conv2d 3x3 pad 1, batch {N}, {args.threads} threads, min of {args.rounds} alternated rounds; "
-          f"CPU {feats}; FMA peak {peak:.0f} GFLOP/s")
-    print(f"{'layer':>16} {'kernel':>8} {'forward ms':>11} {'dw ms':>8} {'dx ms':>8} {'fwd GF/s':>9} "
-          f"{'dw GF/s':>8} {'dx GF/s':>8} {'fwd % peak':>10}")
+    print(
+        f"conv2d 3x3 pad 1, batch {N}, {args.threads} threads, min of {args.rounds} alternated rounds; "
+        f"CPU {feats}; FMA peak {peak:.0f} GFLOP/s"
+    )
+    print(
+        f"{'layer':>16} {'kernel':>8} {'forward ms':>11} {'dw ms':>8} {'dx ms':>8} {'fwd GF/s':>9} "
+        f"{'dw GF/s':>8} {'dx GF/s':>8} {'fwd % peak':>10}"
+    )
     for shape, macs, _ in cases:
         for k in kernels:
             f, dw, b = (best[k, shape, n] for n in ("forward", "dw", "backward"))
             dx = max(b - dw, 1e-9)
             g = [2 * macs / t / 1e9 for t in (f, dw, dx)]
             name = f"{shape[0]}x{shape[1]}x{shape[1]}->{shape[2]}"
-            print(f"{name:>16} {k:>8} {f * 1e3:>11.2f} "
-                  f"{dw * 1e3:>8.2f} {dx * 1e3:>8.2f} {g[0]:>9.0f} {g[1]:>8.0f} {g[2]:>8.0f} {100 * g[0] / peak:>9.0f}%")
+            print(
+                f"{name:>16} {k:>8} {f * 1e3:>11.2f} "
+                f"{dw * 1e3:>8.2f} {dx * 1e3:>8.2f} {g[0]:>9.0f} {g[1]:>8.0f} {g[2]:>8.0f} {100 * g[0] / peak:>9.0f}%"
+            )
     return 0
 
 

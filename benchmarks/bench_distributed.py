@@ -10,6 +10,7 @@ workers.
 
     python benchmarks/bench_distributed.py --n 10000000 --dim 64 --workers 2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,8 +69,14 @@ def main(argv=None):
     from mantissa_embed import distributed as med
 
     print(describe(args.workers))
-    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           memory_limit=0, env={"MANTISSA_EMBED_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    cluster = LocalCluster(
+        n_workers=args.workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        memory_limit=0,
+        env={"MANTISSA_EMBED_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+    )
     client = Client(cluster)
     try:
         nblk = -(-args.n // args.chunk)
@@ -77,8 +84,10 @@ def main(argv=None):
         t = time.perf_counter()
         G = client.persist(da.map_blocks(_unit_chunk, 0, dtype=np.float32, chunks=(chunks[0], (args.dim,))))
         wait(G)
-        print(f"gallery: {args.n:,} x {args.dim} float32 ({args.n * args.dim * 4 / 2**30:.2f} GiB) in {nblk} chunks, "
-              f"generated on the workers in {time.perf_counter() - t:.1f} s")
+        print(
+            f"gallery: {args.n:,} x {args.dim} float32 ({args.n * args.dim * 4 / 2**30:.2f} GiB) in {nblk} chunks, "
+            f"generated on the workers in {time.perf_counter() - t:.1f} s"
+        )
         rng = np.random.default_rng(1)
         Q = rng.standard_normal((args.queries, args.dim)).astype(np.float32)
         Q /= np.linalg.norm(Q, axis=1, keepdims=True)
@@ -86,8 +95,10 @@ def main(argv=None):
         sharded = med.ShardedIndex(G, dtype=args.dtype, client=client)
         wait(sharded.shards)
         print(f"ShardedIndex ({args.dtype}) built in {time.perf_counter() - t:.1f} s")
-        for name, fn in (("knn", lambda: med.knn(Q, G, args.k, client=client)),
-                         ("ShardedIndex.search", lambda: sharded.search(Q, args.k))):
+        for name, fn in (
+            ("knn", lambda: med.knn(Q, G, args.k, client=client)),
+            ("ShardedIndex.search", lambda: sharded.search(Q, args.k)),
+        ):
             fn()  # warm-up
             ts = []
             for _ in range(args.repeats):
@@ -95,21 +106,28 @@ def main(argv=None):
                 idx, dist = fn()
                 ts.append(time.perf_counter() - t)
             best = min(ts)
-            print(f"{name}: {args.queries} queries, k={args.k}: median {np.median(ts):.2f} s, "
-                  f"{args.queries / np.median(ts):.0f} queries/s (best {args.queries / best:.0f})")
+            print(
+                f"{name}: {args.queries} queries, k={args.k}: median {np.median(ts):.2f} s, "
+                f"{args.queries / np.median(ts):.0f} queries/s (best {args.queries / best:.0f})"
+            )
         # a sample against a float64 brute force, chunk by chunk on the workers
-        Qc = Q[:args.check]
+        Qc = Q[: args.check]
         offsets = np.concatenate([[0], np.cumsum(G.chunks[0])])
-        parts = [dask.delayed(_brute_chunk)(b, Qc, args.k, int(offsets[i])) for i, b in enumerate(G.to_delayed().ravel())]
+        parts = [
+            dask.delayed(_brute_chunk)(b, Qc, args.k, int(offsets[i]))
+            for i, b in enumerate(G.to_delayed().ravel())
+        ]
         res = client.compute(parts, sync=True)
         bi = np.concatenate([r[0] for r in res], axis=1)
         bd = np.concatenate([r[1] for r in res], axis=1)
-        order = np.lexsort((bi, bd), axis=1)[:, :args.k]
+        order = np.lexsort((bi, bd), axis=1)[:, : args.k]
         bi = np.take_along_axis(bi, order, axis=1)
         bd = np.take_along_axis(bd, order, axis=1)
         i_knn, d_knn = med.knn(Qc, G, args.k, client=client)
-        print(f"check, {args.check} queries against the float64 brute force: ids equal "
-              f"{np.array_equal(i_knn, bi)}, max |distance difference| {np.abs(d_knn - bd).max():.2e}")
+        print(
+            f"check, {args.check} queries against the float64 brute force: ids equal "
+            f"{np.array_equal(i_knn, bi)}, max |distance difference| {np.abs(d_knn - bd).max():.2e}"
+        )
         rss = client.run(_peak_rss_mb)
         print("peak RSS per worker (MB): " + ", ".join(f"{v:.0f}" for v in rss.values()))
     finally:

@@ -14,6 +14,7 @@ Usage::
     python benchmarks/bench_finetune_step.py            # N = 15
     python benchmarks/bench_finetune_step.py --steps 3  # a quick check that it runs
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,7 +78,9 @@ def main(argv=None):
     out = {
         "cpu": cpu_model(),
         "threads": mantissa_embed.get_num_threads() if hasattr(mantissa_embed, "get_num_threads") else None,
-        "batch": args.batch, "size": args.size, "steps": args.steps,
+        "batch": args.batch,
+        "size": args.size,
+        "steps": args.steps,
         "full ms (median)": round(med["full"] * 1e3, 2),
         "finetune ms (median)": round(med["finetune"] * 1e3, 2),
         "finetune / full": round(med["finetune"] / med["full"], 3),

@@ -81,6 +81,7 @@ and the load average at start and end: run it on an otherwise idle machine.
 
 Without torch the throughput part prints ``SKIPPED`` (the other parts need no torch).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -144,8 +145,14 @@ def make_image(seed, i, px=PX):
 def prepare_data(args):
     """(data dir, images root, tenth root, generation info dict); generates the JPEGs unless
     ``--keep-dir`` already holds this very set."""
-    spec = {"n_images": args.n_images, "classes": args.classes, "px": PX, "quality": QUALITY, "seed": args.seed,
-            "format": 1}
+    spec = {
+        "n_images": args.n_images,
+        "classes": args.classes,
+        "px": PX,
+        "quality": QUALITY,
+        "seed": args.seed,
+        "format": 1,
+    }
     if args.keep_dir:
         d = os.path.abspath(args.keep_dir)
         os.makedirs(d, exist_ok=True)
@@ -163,8 +170,10 @@ def prepare_data(args):
     ours = {"images", "tenth", MARKER}
     others = set(os.listdir(d)) - ours
     if others:
-        sys.exit(f"--keep-dir {d} holds files this script did not write ({', '.join(sorted(others)[:5])}); "
-                 "give an empty or new folder")
+        sys.exit(
+            f"--keep-dir {d} holds files this script did not write ({', '.join(sorted(others)[:5])}); "
+            "give an empty or new folder"
+        )
     for name in ("images", "tenth"):  # an earlier set of other arguments, or an interrupted run
         p = os.path.join(d, name)
         if os.path.islink(p) or os.path.isfile(p):
@@ -187,7 +196,7 @@ def prepare_data(args):
         nbytes = sum(pool.map(write, range(args.n_images), chunksize=64))
     secs = time.perf_counter() - t
     os.makedirs(tenth)
-    for n in names[:max(2, math.ceil(args.classes / 10))]:
+    for n in names[: max(2, math.ceil(args.classes / 10))]:
         os.symlink(os.path.join("..", "images", n), os.path.join(tenth, n))
     with open(marker, "w") as f:
         json.dump({"spec": spec, "bytes": nbytes, "seconds": secs}, f)
@@ -203,8 +212,11 @@ class TorchStyleFolder:
 
     def __init__(self, root, size=CROP, scale=SCALE, ratio=RATIO):
         classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
-        self.samples = [(os.path.join(root, c, f), k) for k, c in enumerate(classes)
-                        for f in sorted(os.listdir(os.path.join(root, c)))]
+        self.samples = [
+            (os.path.join(root, c, f), k)
+            for k, c in enumerate(classes)
+            for f in sorted(os.listdir(os.path.join(root, c)))
+        ]
         self.size, self.scale, self.ratio = size, scale, ratio
 
     def __len__(self):
@@ -257,7 +269,7 @@ def mantissa_epoch(ds, seed):
     t = time.perf_counter()
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(ds))
-    batches = (perm[s:s + BATCH] for s in range(0, len(perm), BATCH))
+    batches = (perm[s : s + BATCH] for s in range(0, len(perm), BATCH))
     gen = FileBatches(ds, BATCH).epoch(batches, rng)
     n, sink = 0, 0.0
     try:
@@ -313,24 +325,42 @@ def part_throughput(args, root):
             if n != len(ds):
                 raise RuntimeError(f"{side} epoch gave {n} images, expected {len(ds)}")
             ips[side].append(n / dt)
-        print(f"  throughput round {r + 1}/{args.repeats}: torch {ips['torch'][-1]:.0f} img/s, "
-              f"mantissa {ips['mantissa'][-1]:.0f} img/s", file=sys.stderr, flush=True)
+        print(
+            f"  throughput round {r + 1}/{args.repeats}: torch {ips['torch'][-1]:.0f} img/s, "
+            f"mantissa {ips['mantissa'][-1]:.0f} img/s",
+            file=sys.stderr,
+            flush=True,
+        )
     del dl  # shuts the persistent workers down
     gc.collect()
     med = {s: statistics.median(v) for s, v in ips.items()}
     ratio = med["mantissa"] / med["torch"]
-    print(f"\n## throughput: decode + RandomResizedCrop({CROP}, scale={SCALE}) + flip, batches of {BATCH}, "
-          f"{len(ds)} JPEGs {PX}x{PX}, {args.workers} decode workers, {args.repeats} alternated round(s)\n")
+    print(
+        f"\n## throughput: decode + RandomResizedCrop({CROP}, scale={SCALE}) + flip, batches of {BATCH}, "
+        f"{len(ds)} JPEGs {PX}x{PX}, {args.workers} decode workers, {args.repeats} alternated round(s)\n"
+    )
     print("| side | images/s median | min | max | untimed warm-up epoch | dataset build |")
     print("|---|---|---|---|---|---|")
-    print(f"| torch DataLoader (persistent_workers=True, {args.workers} processes) | {med['torch']:.0f} | "
-          f"{min(ips['torch']):.0f} | {max(ips['torch']):.0f} | {warm_t:.2f} s | {build_t:.2f} s (listing) |")
-    print(f"| mantissa FileBatches ({args.workers} threads) | {med['mantissa']:.0f} | {min(ips['mantissa']):.0f} | "
-          f"{max(ips['mantissa']):.0f} | {warm_m:.2f} s | {build_m:.2f} s (listing + headers) |")
+    print(
+        f"| torch DataLoader (persistent_workers=True, {args.workers} processes) | {med['torch']:.0f} | "
+        f"{min(ips['torch']):.0f} | {max(ips['torch']):.0f} | {warm_t:.2f} s | {build_t:.2f} s (listing) |"
+    )
+    print(
+        f"| mantissa FileBatches ({args.workers} threads) | {med['mantissa']:.0f} | {min(ips['mantissa']):.0f} | "
+        f"{max(ips['mantissa']):.0f} | {warm_m:.2f} s | {build_m:.2f} s (listing + headers) |"
+    )
     print(f"\nratio mantissa / torch images/s: **{ratio:.2f}x** (above 1: mantissa faster)")
-    return {"images": len(ds), "workers": args.workers, "torch_ips": ips["torch"], "mantissa_ips": ips["mantissa"],
-            "torch_ips_median": med["torch"], "mantissa_ips_median": med["mantissa"], "ratio_mantissa_torch": ratio,
-            "build_s": {"torch": build_t, "mantissa": build_m}, "warmup_s": {"torch": warm_t, "mantissa": warm_m}}
+    return {
+        "images": len(ds),
+        "workers": args.workers,
+        "torch_ips": ips["torch"],
+        "mantissa_ips": ips["mantissa"],
+        "torch_ips_median": med["torch"],
+        "mantissa_ips_median": med["mantissa"],
+        "ratio_mantissa_torch": ratio,
+        "build_s": {"torch": build_t, "mantissa": build_m},
+        "warmup_s": {"torch": warm_t, "mantissa": warm_m},
+    }
 
 
 # --------------------------------------------------------------------------- fit
@@ -380,28 +410,49 @@ def part_fit(args, root):
         for side in order:
             dt, loss[side] = run(side)
             secs[side].append(dt)
-        print(f"  fit round {r + 1}/{args.repeats}: files {secs['files'][-1]:.2f} s, array {secs['array'][-1]:.2f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"  fit round {r + 1}/{args.repeats}: files {secs['files'][-1]:.2f} s, array {secs['array'][-1]:.2f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     med = {s: statistics.median(v) for s, v in secs.items()}
     ratio = med["files"] / med["array"]
     samples = math.ceil(n / BATCH) * BATCH  # the sampler fills the last batch
-    print(f"\n## fit: one epoch of cnn_embedder (default recipe), {n} images at {FIT_SIZE} px, batch {BATCH}, "
-          f"{args.threads} threads, {args.repeats} alternated round(s)\n")
+    print(
+        f"\n## fit: one epoch of cnn_embedder (default recipe), {n} images at {FIT_SIZE} px, batch {BATCH}, "
+        f"{args.threads} threads, {args.repeats} alternated round(s)\n"
+    )
     print(f"| side | seconds median | min | images/s ({samples} samples) | last loss |")
     print("|---|---|---|---|---|")
-    print(f"| files: ImageFolder(size={FIT_SIZE}), RandomResizedCrop + flip, {full.workers()} decode threads | "
-          f"{med['files']:.2f} | {min(secs['files']):.2f} | {samples / med['files']:.0f} | {loss['files']:.4f} |")
-    print(f"| array: load_all() preloaded, augment={augment!r} | {med['array']:.2f} | {min(secs['array']):.2f} | "
-          f"{samples / med['array']:.0f} | {loss['array']:.4f} |")
+    print(
+        f"| files: ImageFolder(size={FIT_SIZE}), RandomResizedCrop + flip, {full.workers()} decode threads | "
+        f"{med['files']:.2f} | {min(secs['files']):.2f} | {samples / med['files']:.0f} | {loss['files']:.4f} |"
+    )
+    print(
+        f"| array: load_all() preloaded, augment={augment!r} | {med['array']:.2f} | {min(secs['array']):.2f} | "
+        f"{samples / med['array']:.0f} | {loss['array']:.4f} |"
+    )
     verdict = "met" if ratio <= 1.25 else "NOT met"
-    print(f"\nratio files / array seconds: **{ratio:.2f}** (target <= 1.25: {verdict}); "
-          f"load_all of the {n} images (untimed): {load_s:.2f} s ({n / load_s:.0f} img/s), "
-          f"X {X.nbytes / 2**20:.0f} MB")
-    return {"images": n, "size": FIT_SIZE, "files_s": secs["files"], "array_s": secs["array"],
-            "files_s_median": med["files"], "array_s_median": med["array"], "ratio_files_array": ratio,
-            "samples": samples, "files_ips": samples / med["files"], "array_ips": samples / med["array"],
-            "array_augment": augment,
-            "load_all_s": load_s, "loss": loss}
+    print(
+        f"\nratio files / array seconds: **{ratio:.2f}** (target <= 1.25: {verdict}); "
+        f"load_all of the {n} images (untimed): {load_s:.2f} s ({n / load_s:.0f} img/s), "
+        f"X {X.nbytes / 2**20:.0f} MB"
+    )
+    return {
+        "images": n,
+        "size": FIT_SIZE,
+        "files_s": secs["files"],
+        "array_s": secs["array"],
+        "files_s_median": med["files"],
+        "array_s_median": med["array"],
+        "ratio_files_array": ratio,
+        "samples": samples,
+        "files_ips": samples / med["files"],
+        "array_ips": samples / med["array"],
+        "array_augment": augment,
+        "load_all_s": load_s,
+        "loss": loss,
+    }
 
 
 # --------------------------------------------------------------------------- memory
@@ -432,13 +483,36 @@ def child_memory(args):
         ru, hwm = peaks_mb()
         assert Z.shape[0] == len(ds) and np.isfinite(Z).all()
     samples = math.ceil(len(ds) / BATCH) * BATCH if args.child == "mem-fit" else len(ds)
-    print(json.dumps({"images": len(ds), "samples": samples, "seconds": secs, "build_s": build_s,
-                      "ru_maxrss_mb": ru, "vmhwm_mb": hwm}))
+    print(
+        json.dumps(
+            {
+                "images": len(ds),
+                "samples": samples,
+                "seconds": secs,
+                "build_s": build_s,
+                "ru_maxrss_mb": ru,
+                "vmhwm_mb": hwm,
+            }
+        )
+    )
 
 
 def run_child(args, what, root, model):
-    cmd = [sys.executable, "-c", LAUNCHER, sys.executable, os.path.abspath(__file__), "--child", what,
-           "--root", root, "--model", model, "--threads", str(args.threads)]
+    cmd = [
+        sys.executable,
+        "-c",
+        LAUNCHER,
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        what,
+        "--root",
+        root,
+        "--model",
+        model,
+        "--threads",
+        str(args.threads),
+    ]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=6 * 3600, check=False)
     if out.returncode != 0:
@@ -454,45 +528,73 @@ def part_memory(args, data_dir, root, tenth):
             d = run_child(args, what, r, model)
             d.update(scale=label, job=what[4:])
             rows.append(d)
-            print(f"  memory {what[4:]} on {d['images']} images: {d['seconds']:.1f} s, "
-                  f"ru_maxrss {d['ru_maxrss_mb']:.0f} MB", file=sys.stderr, flush=True)
+            print(
+                f"  memory {what[4:]} on {d['images']} images: {d['seconds']:.1f} s, "
+                f"ru_maxrss {d['ru_maxrss_mb']:.0f} MB",
+                file=sys.stderr,
+                flush=True,
+            )
         if os.path.exists(model):
             os.remove(model)
-    print(f"\n## memory: cnn_embedder at {CROP} px, default batch sizes (fit 64, embed 256, run in byte-bounded chunks), "
-          f"one fresh subprocess per row, {args.threads} threads\n")
+    print(
+        f"\n## memory: cnn_embedder at {CROP} px, default batch sizes (fit 64, embed 256, run in byte-bounded chunks), "
+        f"one fresh subprocess per row, {args.threads} threads\n"
+    )
     print("| job | images | samples | seconds | samples/s | peak RSS ru_maxrss | VmHWM | < 1 GB |")
     print("|---|---|---|---|---|---|---|---|")
     for d in rows:
         ok = "yes" if d["ru_maxrss_mb"] < 1024 else "no"
         hwm = "n/a" if d["vmhwm_mb"] is None else f"{d['vmhwm_mb']:.0f} MB"
-        print(f"| {d['job']} ({d['scale']}) | {d['images']} | {d['samples']} | {d['seconds']:.1f} | "
-              f"{d['samples'] / d['seconds']:.1f} | "
-              f"{d['ru_maxrss_mb']:.0f} MB | {hwm} | {ok} |")
+        print(
+            f"| {d['job']} ({d['scale']}) | {d['images']} | {d['samples']} | {d['seconds']:.1f} | "
+            f"{d['samples'] / d['seconds']:.1f} | "
+            f"{d['ru_maxrss_mb']:.0f} MB | {hwm} | {ok} |"
+        )
     for job in ("fit", "embed"):
         a, b = (next(d for d in rows if d["job"] == job and d["scale"] == s) for s in ("N", "N/10"))
-        small = " (N/10 is below one batch: not comparable)" if b["images"] < (BATCH if job == "fit" else 256) else ""
-        print(f"\n{job}: peak at N / peak at N/10 = {a['ru_maxrss_mb'] / b['ru_maxrss_mb']:.2f}{small}", end="")
+        small = (
+            " (N/10 is below one batch: not comparable)"
+            if b["images"] < (BATCH if job == "fit" else 256)
+            else ""
+        )
+        print(
+            f"\n{job}: peak at N / peak at N/10 = {a['ru_maxrss_mb'] / b['ru_maxrss_mb']:.2f}{small}", end=""
+        )
     from mantissa_embed import models
     from mantissa_embed.embedder._inference import EMBED_BUDGET
 
     chunk = min(256, models.cnn_embedder().build((3, CROP, CROP)).max_batch_for(EMBED_BUDGET))
     ring = {b: 3 * b * 3 * CROP * CROP * 4 / 2**20 for b in (BATCH, chunk)}
-    print(f"\n(fit: the class-balanced sampler fills every batch, so an epoch draws ceil(N / 64) * 64 "
-          f"samples; samples/s counts them. The decode ring of prefetch + 1 = 3 float32 batches is "
-          f"{ring[BATCH]:.0f} MB of the fit's peak, {ring[chunk]:.0f} MB of the embed's, whose chunks are "
-          f"min(256, max_batch_for(EMBED_BUDGET)) = {chunk} images)")
+    print(
+        f"\n(fit: the class-balanced sampler fills every batch, so an epoch draws ceil(N / 64) * 64 "
+        f"samples; samples/s counts them. The decode ring of prefetch + 1 = 3 float32 batches is "
+        f"{ring[BATCH]:.0f} MB of the fit's peak, {ring[chunk]:.0f} MB of the embed's, whose chunks are "
+        f"min(256, max_batch_for(EMBED_BUDGET)) = {chunk} images)"
+    )
     return {"rows": rows, "target_mb": 1024}
 
 
 # --------------------------------------------------------------------------- main
 def blas_line():
-    env = ", ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
-                    if k.startswith("OPENBLAS") or k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")) or "none set"
+    env = (
+        ", ".join(
+            f"{k}={v}"
+            for k, v in sorted(os.environ.items())
+            if k.startswith("OPENBLAS") or k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+        )
+        or "none set"
+    )
     try:
         from threadpoolctl import threadpool_info
 
-        blas = ", ".join(f"{i['internal_api']} {i['num_threads']} threads"
-                         for i in threadpool_info() if i.get("user_api") == "blas") or "none found"
+        blas = (
+            ", ".join(
+                f"{i['internal_api']} {i['num_threads']} threads"
+                for i in threadpool_info()
+                if i.get("user_api") == "blas"
+            )
+            or "none found"
+        )
     except ImportError:
         blas = "unknown (threadpoolctl not installed)"
     return f"environment: {env}; numpy BLAS: {blas}"
@@ -505,11 +607,19 @@ def main(argv=None):
     p.add_argument("--fit-images", type=int, default=4000, help="images of the fit part (default 4000)")
     p.add_argument("--classes", type=int, default=100, help="class folders (default 100)")
     p.add_argument("--threads", type=int, default=2, help="engine / torch threads (default 2)")
-    p.add_argument("--workers", type=int, default=2, help="decode workers of the throughput part, both sides (2)")
-    p.add_argument("--repeats", type=int, default=3, help="alternated rounds of throughput and fit (default 3)")
+    p.add_argument(
+        "--workers", type=int, default=2, help="decode workers of the throughput part, both sides (2)"
+    )
+    p.add_argument(
+        "--repeats", type=int, default=3, help="alternated rounds of throughput and fit (default 3)"
+    )
     p.add_argument("--keep-dir", default=None, help="generate the images here and reuse them in later runs")
-    p.add_argument("--array-augment", choices=("none", "hflip"), default="none",
-                   help="fit part, array side: no augmentation (default) or the library's array flip")
+    p.add_argument(
+        "--array-augment",
+        choices=("none", "hflip"),
+        default="none",
+        help="fit part, array side: no augmentation (default) or the library's array flip",
+    )
     p.add_argument("--settle", type=float, default=0.2, help="seconds of sleep before each timed run (0.2)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-peak", action="store_true", help="do not measure the FMA peak in the CPU line")
@@ -531,20 +641,34 @@ def main(argv=None):
     import mantissa_embed
     from _machine import cpu_model, describe
 
-    print(f"# bench_image_files: mantissa_embed {mantissa_embed.__version__}, numpy {np.__version__}, "
-          f"Pillow {PIL.__version__}, python {platform.python_version()}")
+    print(
+        f"# bench_image_files: mantissa_embed {mantissa_embed.__version__}, numpy {np.__version__}, "
+        f"Pillow {PIL.__version__}, python {platform.python_version()}"
+    )
     cpu_line = describe(args.threads, peak=float("nan") if args.no_peak else None)
     print(cpu_line.replace("float32 FMA peak nan GFLOP/s", "FMA peak not measured (--no-peak)"))
     print(blas_line())
-    print(f"threads={args.threads} workers={args.workers} repeats={args.repeats} n_images={args.n_images} "
-          f"fit_images={args.fit_images} classes={args.classes}; load average at start {os.getloadavg()[0]:.2f} "
-          f"({os.cpu_count()} CPUs)")
+    print(
+        f"threads={args.threads} workers={args.workers} repeats={args.repeats} n_images={args.n_images} "
+        f"fit_images={args.fit_images} classes={args.classes}; load average at start {os.getloadavg()[0]:.2f} "
+        f"({os.cpu_count()} CPUs)"
+    )
     data_dir, root, tenth, gen = prepare_data(args)
-    result = {"bench": "image_files", "cpu": cpu_model(), "threads": args.threads, "n_images": args.n_images,
-              "classes": args.classes, "generation": gen}
-    how = "reused from --keep-dir (generated earlier in {:.1f} s)" if gen["reused"] else "generated in {:.1f} s"
-    print(f"data: {args.n_images} JPEGs {PX}x{PX} q{QUALITY}, {gen['bytes'] / 2**20:.0f} MB "
-          f"({gen['bytes'] / args.n_images / 1024:.1f} kB each), {how.format(gen['seconds'])}, not timed; {data_dir}")
+    result = {
+        "bench": "image_files",
+        "cpu": cpu_model(),
+        "threads": args.threads,
+        "n_images": args.n_images,
+        "classes": args.classes,
+        "generation": gen,
+    }
+    how = (
+        "reused from --keep-dir (generated earlier in {:.1f} s)" if gen["reused"] else "generated in {:.1f} s"
+    )
+    print(
+        f"data: {args.n_images} JPEGs {PX}x{PX} q{QUALITY}, {gen['bytes'] / 2**20:.0f} MB "
+        f"({gen['bytes'] / args.n_images / 1024:.1f} kB each), {how.format(gen['seconds'])}, not timed; {data_dir}"
+    )
     try:
         parts = ("throughput", "fit", "memory") if args.part == "all" else (args.part,)
         if "throughput" in parts:
@@ -559,7 +683,9 @@ def main(argv=None):
             shutil.rmtree(data_dir, ignore_errors=True)
     load = os.getloadavg()[0]
     busy = load > (os.cpu_count() or 1)
-    print(f"\nload average at end {load:.2f} ({'WARNING: busy machine, timings unreliable' if busy else 'ok'})")
+    print(
+        f"\nload average at end {load:.2f} ({'WARNING: busy machine, timings unreliable' if busy else 'ok'})"
+    )
     result["load_end"] = load
     print(json.dumps(result))
     return 0

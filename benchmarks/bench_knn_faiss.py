@@ -12,6 +12,7 @@ difference to the peak before the search is reported, an upper bound). faiss's f
 its own copy of the references (``IndexFlatL2.add``), which is part of using it; the search
 alone is reported too. Needs faiss-cpu (``pip install 'mantissa-embed[faiss]'``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,6 +55,7 @@ def _child(args):
     if args.side == "mantissa":
         from mantissa_embed import engine
         from mantissa_embed.evaluation.knn import knn
+
         engine.set_num_threads(args.threads)
         knn(qry[:64], ref[:20000], args.k, metric="sqeuclidean")  # warm-up (page-in, pools)
 
@@ -61,6 +63,7 @@ def _child(args):
             return knn(qry, ref, args.k, metric="sqeuclidean")[0], None
     else:
         import faiss
+
         faiss.omp_set_num_threads(args.threads)
         warm = faiss.IndexFlatL2(args.dim)
         warm.add(ref[:20000])
@@ -82,8 +85,7 @@ def _child(args):
     idx, extra = run()
     seconds = time.perf_counter() - t0
     peak = _vm("VmHWM")
-    out = {"side": args.side, "seconds": seconds, "extra_bytes": peak - base_peak,
-           "exact_peak": exact_reset}
+    out = {"side": args.side, "seconds": seconds, "extra_bytes": peak - base_peak, "exact_peak": exact_reset}
     if extra is not None:  # faiss: the search without building the index
         out["search_seconds"] = extra[0]
         out["search_extra_bytes"] = peak - extra[1]
@@ -94,7 +96,8 @@ def _child(args):
 def _run_side(side, threads, args, tmp):
     out = os.path.join(tmp, f"{side}{threads}.npy")
     cmd = [sys.executable, __file__, "--side", side, "--out", out, f"--threads={threads}"] + [
-        f"--{a}={getattr(args, a)}" for a in ("n", "m", "dim", "k", "seed")]
+        f"--{a}={getattr(args, a)}" for a in ("n", "m", "dim", "k", "seed")
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
@@ -123,27 +126,34 @@ def main(argv=None):
     threads = [int(t) for t in str(args.threads).split(",")]
     mb = 1024 * 1024
     input_mb = (args.n + args.m) * args.dim * 4 / mb
-    print(f"exact {args.k}-NN: {args.n} queries x {args.m} references, dim {args.dim}, float32 "
-          f"(inputs: {input_mb:.0f} MB, not counted); load average before: {os.getloadavg()[0]:.2f}")
+    print(
+        f"exact {args.k}-NN: {args.n} queries x {args.m} references, dim {args.dim}, float32 "
+        f"(inputs: {input_mb:.0f} MB, not counted); load average before: {os.getloadavg()[0]:.2f}"
+    )
     print(f"{'backend':<30}{'threads':>8}{'seconds':>10}{'queries/s':>12}{'peak extra MB':>15}")
     with tempfile.TemporaryDirectory() as tmp:
         for t in threads:
             mres = _run_side("mantissa", t, args, tmp)
             fres = _run_side("faiss", t, args, tmp)
-            rows = [("mantissa knn (engine)", mres["seconds"], mres["extra_bytes"]),
-                    ("faiss IndexFlatL2 add+search", fres["seconds"], fres["extra_bytes"]),
-                    ("faiss search only", fres["search_seconds"], fres["search_extra_bytes"])]
+            rows = [
+                ("mantissa knn (engine)", mres["seconds"], mres["extra_bytes"]),
+                ("faiss IndexFlatL2 add+search", fres["seconds"], fres["extra_bytes"]),
+                ("faiss search only", fres["search_seconds"], fres["search_extra_bytes"]),
+            ]
             for name, sec, extra in rows:
                 print(f"{name:<30}{t:>8}{sec:>10.2f}{args.n / sec:>12.0f}{extra / mb:>15.1f}")
             ratio = fres["search_seconds"] / mres["seconds"]
             agree = float(np.mean(mres["idx"] == fres["idx"]))
-            print(f"  {t} thread(s): throughput mantissa / faiss search = {ratio:.2f}x (target >= 0.8x); "
-                  f"mantissa peak extra {mres['extra_bytes'] / mb:.0f} MB (target < 1024 MB); "
-                  f"identical neighbours {agree:.4%}")
+            print(
+                f"  {t} thread(s): throughput mantissa / faiss search = {ratio:.2f}x (target >= 0.8x); "
+                f"mantissa peak extra {mres['extra_bytes'] / mb:.0f} MB (target < 1024 MB); "
+                f"identical neighbours {agree:.4%}"
+            )
             if not mres["exact_peak"]:
                 print("  (/proc/self/clear_refs not writable: peak figures are upper bounds)")
-    print(f"load average after: {os.getloadavg()[0]:.2f} (other work on the 2 cores slows "
-          "multi-threaded runs)")
+    print(
+        f"load average after: {os.getloadavg()[0]:.2f} (other work on the 2 cores slows multi-threaded runs)"
+    )
     return 0
 
 

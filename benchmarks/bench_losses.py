@@ -20,6 +20,7 @@ Usage::
 
 Runs the mantissa side alone when torch or pytorch-metric-learning is not installed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,21 +56,28 @@ def main(argv=None):
     try:
         import torch
         from pytorch_metric_learning import losses as pml
+
         torch.set_num_threads(args.threads)
     except ImportError:
         torch = pml = None
         print("torch / pytorch-metric-learning not installed: mantissa side only")
 
-    print(f"threads={args.threads} D={args.d} classes={args.classes} repeats={args.repeats} "
-          f"gemm={engine.gemm_kernel_name()}")
-    print(f"{'loss':<20}{'N':>6}{'mantissa med':>14}{'min':>11}{'PML med':>12}{'min':>11}{'PML/mantissa':>14}")
+    print(
+        f"threads={args.threads} D={args.d} classes={args.classes} repeats={args.repeats} "
+        f"gemm={engine.gemm_kernel_name()}"
+    )
+    print(
+        f"{'loss':<20}{'N':>6}{'mantissa med':>14}{'min':>11}{'PML med':>12}{'min':>11}{'PML/mantissa':>14}"
+    )
     rng = np.random.default_rng(0)
     for n in args.n:
         x = rng.standard_normal((n, args.d)).astype(np.float32)
         y = rng.integers(0, args.classes, n)
         for name, ours, theirs in (
-                ("TripletMarginLoss", TripletMarginLoss(), None if pml is None else pml.TripletMarginLoss()),
-                ("ContrastiveLoss", ContrastiveLoss(), None if pml is None else pml.ContrastiveLoss())):
+            ("TripletMarginLoss", TripletMarginLoss(), None if pml is None else pml.TripletMarginLoss()),
+            ("ContrastiveLoss", ContrastiveLoss(), None if pml is None else pml.ContrastiveLoss()),
+        ):
+
             def run_ours():
                 return ours(x, y).grad
 

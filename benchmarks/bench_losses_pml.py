@@ -51,6 +51,7 @@ SelfSupervised(NTXent) pair-by-pair matrices and PNPLoss's N^3 tensor are skippe
 
 Without torch / pytorch-metric-learning it prints the mantissa-embed side alone.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,8 +66,13 @@ ITEMS = [
     ("ContrastiveLoss", "losses", "ContrastiveLoss", {}, "loss"),
     ("MultiSimilarityLoss", "losses", "MultiSimilarityLoss", {}, "loss"),
     ("NTXentLoss", "losses", "NTXentLoss", {}, "loss"),
-    ("TripletMarginMiner(semihard)", "miners", "TripletMarginMiner",
-     {"margin": 0.2, "type_of_triplets": "semihard"}, "miner"),
+    (
+        "TripletMarginMiner(semihard)",
+        "miners",
+        "TripletMarginMiner",
+        {"margin": 0.2, "type_of_triplets": "semihard"},
+        "miner",
+    ),
 ]
 
 
@@ -149,7 +155,7 @@ def _alternate(run_ours, run_theirs, repeats):
 #: required constructor arguments that have no default, filled for both sides
 #: (``None``: a wrapper whose inner loss is built by ``_inner``)
 _ALL_FILL = {
-    "margin": 0.4,   # RankedListLoss(margin, Tn): values of PML's docs example
+    "margin": 0.4,  # RankedListLoss(margin, Tn): values of PML's docs example
     "Tn": 1.0,
 }
 
@@ -160,7 +166,7 @@ _PML_MEMORY = {
     "NTXentLoss": "pairpair",
     "LiftedStructureLoss": "pairpair",
     "TupletMarginLoss": "pairpair",
-    "SelfSupervisedLoss": "pairpair",   # wraps NTXentLoss on 2N embeddings, labels 0..N-1 twice
+    "SelfSupervisedLoss": "pairpair",  # wraps NTXentLoss on 2N embeddings, labels 0..N-1 twice
     "PNPLoss": "cubic",
 }
 
@@ -195,7 +201,7 @@ def _build_pair(name, ours_mod, pml_mod, d, n_classes):
             kw[p.name] = n_classes
         elif p.name == "embedding_size":
             kw[p.name] = d
-        elif p.name == "l":             # ManifoldLoss(l): the embedding size
+        elif p.name == "l":  # ManifoldLoss(l): the embedding size
             kw[p.name] = d
         elif p.name in ("loss", "losses"):
             pass
@@ -234,7 +240,7 @@ def _pml_elements(name, y):
     kind = _PML_MEMORY.get(name)
     n = len(y)
     if kind == "cubic":
-        return n ** 3
+        return n**3
     if kind == "pairpair":
         if name == "SelfSupervisedLoss":
             y = np.concatenate([np.arange(n), np.arange(n)])
@@ -273,22 +279,33 @@ def main_all(args):
             continue
         names.append(name)
     n_classes = args.classes
-    print(f"mantissa_embed {mantissa_embed.__version__}; torch {torch.__version__}, "
-          f"pytorch-metric-learning {pytorch_metric_learning.__version__}")
-    print(f"threads={args.threads} D={args.d} classes={n_classes} repeats={args.repeats} "
-          f"float32 CPU; load average at start {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
-          f"{os.getloadavg()[2]:.2f} ({os.cpu_count()} CPUs)")
+    print(
+        f"mantissa_embed {mantissa_embed.__version__}; torch {torch.__version__}, "
+        f"pytorch-metric-learning {pytorch_metric_learning.__version__}"
+    )
+    print(
+        f"threads={args.threads} D={args.d} classes={n_classes} repeats={args.repeats} "
+        f"float32 CPU; load average at start {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
+        f"{os.getloadavg()[2]:.2f} ({os.cpu_count()} CPUs)"
+    )
     try:  # numpy's BLAS (used by the float64 paths of some losses) is not set_num_threads'
         from threadpoolctl import threadpool_info
 
-        blas = ", ".join(f"{i['internal_api']} {i['num_threads']} threads"
-                         for i in threadpool_info() if i.get("user_api") == "blas")
+        blas = ", ".join(
+            f"{i['internal_api']} {i['num_threads']} threads"
+            for i in threadpool_info()
+            if i.get("user_api") == "blas"
+        )
     except ImportError:
         blas = "unknown (threadpoolctl not installed)"
-    print(f"numpy BLAS: {blas or 'none found'} (set OPENBLAS_NUM_THREADS to change it; "
-          "mantissa_embed.set_num_threads does not)")
-    hdr = (f"{'loss':<34}{'N':>6}{'PML med':>10}{'PML min':>10}{'ours med':>10}{'ours min':>10}"
-           f"{'PML/ours':>10}  {'|dL|/L':>8} {'agree':>5}  note")
+    print(
+        f"numpy BLAS: {blas or 'none found'} (set OPENBLAS_NUM_THREADS to change it; "
+        "mantissa_embed.set_num_threads does not)"
+    )
+    hdr = (
+        f"{'loss':<34}{'N':>6}{'PML med':>10}{'PML min':>10}{'ours med':>10}{'ours min':>10}"
+        f"{'PML/ours':>10}  {'|dL|/L':>8} {'agree':>5}  note"
+    )
     print(hdr)
     print("-" * len(hdr))
     slow = []
@@ -309,6 +326,7 @@ def main_all(args):
                 theirs = None
                 note = f"PML skipped: its pair matrix would have {el:.1e} entries"
             if name in ("SelfSupervisedLoss",):
+
                 def run_ours():
                     return ours(x, ref)
 
@@ -319,6 +337,7 @@ def main_all(args):
                     loss.backward()
                     return float(loss.detach())
             elif name == "VICRegLoss":
+
                 def run_ours():
                     return ours(x, ref_emb=ref)
 
@@ -359,6 +378,7 @@ def main_all(args):
                     loss.backward()
                     return float(loss.detach())
             else:
+
                 def run_ours():
                     return ours(x, y)
 
@@ -367,6 +387,7 @@ def main_all(args):
                     loss = theirs(xt, yt)
                     loss.backward()
                     return float(loss.detach())
+
             try:
                 out = run_ours()  # warm-up + value check
                 lo = float(getattr(out, "loss", out))
@@ -383,8 +404,9 @@ def main_all(args):
                 except Exception as e:  # noqa: BLE001
                     theirs = None
                     note = f"PML raised {type(e).__name__}: {e}"
-            t_ours, t_theirs, err = _alternate(run_ours, run_theirs if theirs is not None else None,
-                                               args.repeats)
+            t_ours, t_theirs, err = _alternate(
+                run_ours, run_theirs if theirs is not None else None, args.repeats
+            )
             if err:
                 theirs, note = None, err
             mo = statistics.median(t_ours)
@@ -399,28 +421,34 @@ def main_all(args):
     la = os.getloadavg()
     print(f"load average at end {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
     if slow:
-        print("mantissa-embed slower than PML (PML/ours < 1): "
-              + ", ".join(f"{nm} N={n} ({r:.2f}x)" for nm, n, r in slow))
+        print(
+            "mantissa-embed slower than PML (PML/ours < 1): "
+            + ", ".join(f"{nm} N={n} ({r:.2f}x)" for nm, n, r in slow)
+        )
     else:
         print("mantissa-embed is not slower than PML on any row")
-
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[256, 1024])
     ap.add_argument("--d", type=int, default=128)
-    ap.add_argument("--classes", type=int, default=None,
-                    help="number of classes (default 16; 32 with --all)")
+    ap.add_argument("--classes", type=int, default=None, help="number of classes (default 16; 32 with --all)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--pml-max-elements", type=float, default=4e8,
-                    help="skip PML's NTXent-like losses when their pair-by-pair (or N^3) "
-                         "intermediate exceeds this many entries")
-    ap.add_argument("--all", action="store_true",
-                    help="every loss of mantissa_embed.losses.__all__ that PML also has")
-    ap.add_argument("--losses", nargs="+", default=None, metavar="NAME",
-                    help="with --all: only these class names")
+    ap.add_argument(
+        "--pml-max-elements",
+        type=float,
+        default=4e8,
+        help="skip PML's NTXent-like losses when their pair-by-pair (or N^3) "
+        "intermediate exceeds this many entries",
+    )
+    ap.add_argument(
+        "--all", action="store_true", help="every loss of mantissa_embed.losses.__all__ that PML also has"
+    )
+    ap.add_argument(
+        "--losses", nargs="+", default=None, metavar="NAME", help="with --all: only these class names"
+    )
     args = ap.parse_args(argv)
     if args.all:
         if args.classes is None:
@@ -443,8 +471,10 @@ def main(argv=None):
         vers = "torch / pytorch-metric-learning not installed: mantissa side only"
     print(f"mantissa_embed {mantissa_embed.__version__}; {vers}")
     print(f"threads={args.threads} D={args.d} classes={args.classes} repeats={args.repeats}")
-    hdr = (f"{'item':<30}{'N':>6}{'PML med':>11}{'PML min':>10}{'ours med':>11}{'ours min':>10}"
-           f"{'PML/ours':>10}  {'|dL|/L':>8}  note")
+    hdr = (
+        f"{'item':<30}{'N':>6}{'PML med':>11}{'PML min':>10}{'ours med':>11}{'ours min':>10}"
+        f"{'PML/ours':>10}  {'|dL|/L':>8}  note"
+    )
     print(hdr)
     print("-" * len(hdr))
     rng = np.random.default_rng(0)
@@ -464,6 +494,7 @@ def main(argv=None):
                     theirs = None
                     note = f"PML skipped: its NTXent matrix would have {el:.1e} entries"
             if kind == "loss":
+
                 def run_ours():
                     return ours(x, y).loss
 
@@ -473,6 +504,7 @@ def main(argv=None):
                     loss.backward()
                     return float(loss.detach())
             else:
+
                 def run_ours():
                     return ours(x, y)
 
@@ -486,11 +518,13 @@ def main(argv=None):
                 if kind == "loss":
                     diff = f"{abs(float(lo) - lt) / max(abs(lt), 1e-12):.1e}"
                 else:
-                    same = all(np.array_equal(np.sort(np.asarray(a)), np.sort(b.numpy()))
-                               for a, b in zip(lo, lt))
+                    same = all(
+                        np.array_equal(np.sort(np.asarray(a)), np.sort(b.numpy())) for a, b in zip(lo, lt)
+                    )
                     diff = "same" if same else "differ"
-            t_ours, t_theirs, err = _alternate(run_ours, run_theirs if theirs is not None else None,
-                                               args.repeats)
+            t_ours, t_theirs, err = _alternate(
+                run_ours, run_theirs if theirs is not None else None, args.repeats
+            )
             if err:
                 note = err
             mo = statistics.median(t_ours)

@@ -18,6 +18,7 @@ On a shared machine, ``--clock cpu`` times single-threaded runs by the calling t
 CPU time (time.thread_time), which other processes do not inflate; multi-threaded runs
 always use wall time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,6 +63,7 @@ def _limits(n):
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover
         import contextlib
+
         return contextlib.nullcontext()
     return threadpool_limits(limits=n)
 
@@ -76,8 +78,11 @@ def bench(M, N, K, threads, ta=False, tb=False, min_time=0.3, cpu_clock=False):
     engine.set_num_threads(threads)
     with _limits(threads):
         clock = time.thread_time if (cpu_clock and threads == 1) else time.perf_counter
-        t_me, t_np = _best_times([lambda: engine.sgemm(A, B, C, trans_a=ta, trans_b=tb),
-                                  lambda: np.matmul(a, b, out=C)], min_time, clock=clock)
+        t_me, t_np = _best_times(
+            [lambda: engine.sgemm(A, B, C, trans_a=ta, trans_b=tb), lambda: np.matmul(a, b, out=C)],
+            min_time,
+            clock=clock,
+        )
     flops = 2.0 * M * N * K
     return flops / t_me / 1e9, flops / t_np / 1e9
 
@@ -88,19 +93,27 @@ def main(argv=None):
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--kernel", choices=["avx512", "avx2", "generic"], default=None)
     p.add_argument("--peak", type=float, default=117.5, help="peak GFLOP/s per core")
-    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
-                   help="cpu: time 1-thread runs by thread CPU time (shared machines)")
+    p.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="cpu: time 1-thread runs by thread CPU time (shared machines)",
+    )
     p.add_argument("--min-time", type=float, default=0.3)
     p.add_argument("--shapes", action="store_true", help="also the small layer shapes")
     args = p.parse_args(argv)
     if args.kernel:
         engine._set_gemm_kernel(args.kernel)
-    print(f"engine kernel: {engine.gemm_kernel_name()}  cpu: {engine.cpu_features()}  "
-          f"clock: {args.clock}")
+    print(f"engine kernel: {engine.gemm_kernel_name()}  cpu: {engine.cpu_features()}  clock: {args.clock}")
     try:
         from threadpoolctl import threadpool_info
-        print("numpy BLAS:", ", ".join(f"{i['internal_api']} {i.get('version')} "
-                                       f"{i.get('architecture')}" for i in threadpool_info()))
+
+        print(
+            "numpy BLAS:",
+            ", ".join(
+                f"{i['internal_api']} {i.get('version')} {i.get('architecture')}" for i in threadpool_info()
+            ),
+        )
     except ImportError:  # pragma: no cover
         pass
     hdr = f"{'shape':>22} {'thr':>3} {'engine GF/s':>11} {'numpy GF/s':>10} {'ratio':>6} {'peak%':>6}"
@@ -111,22 +124,35 @@ def main(argv=None):
         for t in args.threads:
             for n in args.sizes:
                 g_me, g_np = bench(n, n, n, t, min_time=args.min_time, cpu_clock=args.clock == "cpu")
-                print(f"{f'{n}x{n}x{n}':>22} {t:>3} {g_me:>11.1f} {g_np:>10.1f} "
-                      f"{g_me / g_np:>6.2f} {100 * g_me / (args.peak * t):>5.1f}%", flush=True)
+                print(
+                    f"{f'{n}x{n}x{n}':>22} {t:>3} {g_me:>11.1f} {g_np:>10.1f} "
+                    f"{g_me / g_np:>6.2f} {100 * g_me / (args.peak * t):>5.1f}%",
+                    flush=True,
+                )
         if args.shapes:
             # (M, N, K, trans_a, trans_b): dense forward/backward, conv im2col products
-            shapes = [(64, 64, 784, False, True), (64, 784, 64, False, False),
-                      (64, 784, 64, True, False), (8, 784, 9, False, False),
-                      (16, 196, 72, False, False), (72, 196, 16, True, False),
-                      (16, 72, 196, False, True), (64, 16, 64, False, True),
-                      (1000, 1000, 16, False, True)]
+            shapes = [
+                (64, 64, 784, False, True),
+                (64, 784, 64, False, False),
+                (64, 784, 64, True, False),
+                (8, 784, 9, False, False),
+                (16, 196, 72, False, False),
+                (72, 196, 16, True, False),
+                (16, 72, 196, False, True),
+                (64, 16, 64, False, True),
+                (1000, 1000, 16, False, True),
+            ]
             for t in args.threads:
                 for M, N, K, ta, tb in shapes:
-                    g_me, g_np = bench(M, N, K, t, ta, tb, min_time=args.min_time,
-                                       cpu_clock=args.clock == "cpu")
+                    g_me, g_np = bench(
+                        M, N, K, t, ta, tb, min_time=args.min_time, cpu_clock=args.clock == "cpu"
+                    )
                     name = f"{M}x{N}x{K}{'T' if ta else 'N'}{'T' if tb else 'N'}"
-                    print(f"{name:>22} {t:>3} {g_me:>11.1f} {g_np:>10.1f} "
-                          f"{g_me / g_np:>6.2f} {100 * g_me / (args.peak * t):>5.1f}%", flush=True)
+                    print(
+                        f"{name:>22} {t:>3} {g_me:>11.1f} {g_np:>10.1f} "
+                        f"{g_me / g_np:>6.2f} {100 * g_me / (args.peak * t):>5.1f}%",
+                        flush=True,
+                    )
     finally:
         engine.set_num_threads(old)
 

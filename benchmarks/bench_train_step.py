@@ -8,6 +8,7 @@ Usage::
     python benchmarks/bench_train_step.py            # best of 7 x 50 steps, prints JSON (ms)
     python benchmarks/bench_train_step.py --steps 100 --repeats 9
 """
+
 from __future__ import annotations
 
 import argparse

@@ -70,6 +70,7 @@ Without torch or pytorch-metric-learning the torch columns read "n/a" (mantissa 
 Exit status 0, or 1 when a fit check fails (see above).
 Run it on an otherwise idle machine (the script prints the load average at start and end).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -162,6 +163,7 @@ def make_jobs(args, X, torch_ok):
         def m_conv(conv=conv, x=x, dy=dy):
             conv.forward(x)
             conv.backward(dy)
+
         tf = None
         if T is not None:
             tconv = T.nn.Conv2d(8, 16, 3, padding=1)
@@ -169,6 +171,7 @@ def make_jobs(args, X, torch_ok):
             def tf(x=x, dyt=T.from_numpy(dy)):
                 xt = T.from_numpy(x).requires_grad_(True)
                 F.relu(tconv(xt)).backward(dyt)
+
         jobs["conv2d fwd+bwd 64x8x14x14"] = (tf, m_conv)
 
     if want("maxpool"):
@@ -180,17 +183,21 @@ def make_jobs(args, X, torch_ok):
         def m_pool(pool=pool, x=x, dy=dy):
             pool.forward(x)
             pool.backward(dy)
+
         tf = None
         if T is not None:
+
             def tf(x=x, dyt=T.from_numpy(dy)):
                 xt = T.from_numpy(x).requires_grad_(True)
                 F.max_pool2d(xt, 2).backward(dyt)
+
         jobs["maxpool fwd+bwd 64x8x28x28"] = (tf, m_pool)
 
     e, lab = make_embeddings(args.loss_n, 128)
     for key, ours, theirs in (
-            ("TripletMarginLoss", losses.TripletMarginLoss(), pml_l and pml_l.TripletMarginLoss()),
-            ("ContrastiveLoss", losses.ContrastiveLoss(), pml_l and pml_l.ContrastiveLoss())):
+        ("TripletMarginLoss", losses.TripletMarginLoss(), pml_l and pml_l.TripletMarginLoss()),
+        ("ContrastiveLoss", losses.ContrastiveLoss(), pml_l and pml_l.ContrastiveLoss()),
+    ):
         if not want(key):
             continue
         tf = None
@@ -200,6 +207,7 @@ def make_jobs(args, X, torch_ok):
             def tf(theirs=theirs):
                 xt = T.from_numpy(e).requires_grad_(True)
                 theirs(xt, labt).backward()
+
         jobs[f"{key} N={args.loss_n}"] = (tf, lambda ours=ours: ours(e, lab))
 
     if want("semihard"):
@@ -236,7 +244,8 @@ def make_jobs(args, X, torch_ok):
                     with T.no_grad():
                         q = F.normalize(tmodel(T.from_numpy(Q)), dim=1)
                         for s in range(0, q.shape[0], 100):
-                            T.cdist(q[s:s + 100], Gt).topk(10, dim=1, largest=False)
+                            T.cdist(q[s : s + 100], Gt).topk(10, dim=1, largest=False)
+
             jobs[f"retrieve 1000 x {args.gallery}"] = (tf, lambda: emb.retrieve(Q, G, k=10))
     return jobs
 
@@ -276,8 +285,16 @@ def child_fit(side, seed, threads, data_dir, job="semihard", epochs=3):
         torch.set_num_threads(threads)
         torch.manual_seed(seed)
         sampler = {"sampler": "mperclass", "m": m} if job == "semihard" else {"sampler": "random"}
-        recipe = R.Recipe(loss="triplet", margin=MARGIN, miner="semihard", momentum=0.0, epochs=epochs,
-                          batch_size=64, lr=0.05, **sampler)
+        recipe = R.Recipe(
+            loss="triplet",
+            margin=MARGIN,
+            miner="semihard",
+            momentum=0.0,
+            epochs=epochs,
+            batch_size=64,
+            lr=0.05,
+            **sampler,
+        )
         trainer = R.Trainer(R.small_cnn_embedder(16), X, y, recipe, seed=seed)  # imports PML, builds SGD
         t_warm = time.perf_counter()
         setup_s = t_warm - t_setup
@@ -290,8 +307,16 @@ def child_fit(side, seed, threads, data_dir, job="semihard", epochs=3):
 
         mantissa_embed.set_num_threads(threads)
         if job == "semihard":
-            emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", margin=MARGIN,
-                           miner="semihard", seed=seed, m_per_class=m, optimizer="sgd", momentum=0.0)
+            emb = Embedder(
+                models.small_cnn_embedder(embed_dim=16),
+                loss="triplet",
+                margin=MARGIN,
+                miner="semihard",
+                seed=seed,
+                m_per_class=m,
+                optimizer="sgd",
+                momentum=0.0,
+            )
             kw = {"lr": 0.05, "augment": None, "schedule": None}
         else:
             emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", seed=seed)
@@ -302,8 +327,17 @@ def child_fit(side, seed, threads, data_dir, job="semihard", epochs=3):
         times = FT.mantissa_epochs(emb, X, y, epochs, batch_size=64, **kw)
         warm_s = time.perf_counter() - t - sum(times)
         loss = float(emb.history_["loss"][-1])
-    print(json.dumps({"epochs": times, "setup_s": setup_s, "warmup_s": warm_s,
-                      "maxrss_mb": peak_rss_mb(), "loss": float(loss)}))
+    print(
+        json.dumps(
+            {
+                "epochs": times,
+                "setup_s": setup_s,
+                "warmup_s": warm_s,
+                "maxrss_mb": peak_rss_mb(),
+                "loss": float(loss),
+            }
+        )
+    )
 
 
 def plain_torch_epoch(X, y, seed, threads, job, m):
@@ -319,9 +353,17 @@ def plain_torch_epoch(X, y, seed, threads, job, m):
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     model = nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(16 * 7 * 7, 64), nn.ReLU(), nn.Linear(64, 16))
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 7 * 7, 64),
+        nn.ReLU(),
+        nn.Linear(64, 16),
+    )
     loss_fn = losses.TripletMarginLoss(margin=MARGIN)
     miner = miners.TripletMarginMiner(margin=MARGIN, type_of_triplets="semihard")
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.0)
@@ -351,8 +393,20 @@ def plain_torch_epoch(X, y, seed, threads, job, m):
 
 
 def run_child(side, seed, args, job="semihard"):
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", side, "--seed", str(seed),
-           "--threads", str(args.threads), "--fit-job", job, "--fit-epochs", str(args.fit_epochs)]
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        side,
+        "--seed",
+        str(seed),
+        "--threads",
+        str(args.threads),
+        "--fit-job",
+        job,
+        "--fit-epochs",
+        str(args.fit_epochs),
+    ]
     if args.data_dir:
         cmd += ["--data-dir", args.data_dir]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
@@ -373,26 +427,51 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--data-dir", default=None)
-    p.add_argument("--jobs", nargs="*", default=None,
-                   help="prefixes of the job names to run (sgemm conv2d maxpool TripletMarginLoss "
-                        "ContrastiveLoss semihard embed retrieve fit); default all")
+    p.add_argument(
+        "--jobs",
+        nargs="*",
+        default=None,
+        help="prefixes of the job names to run (sgemm conv2d maxpool TripletMarginLoss "
+        "ContrastiveLoss semihard embed retrieve fit); default all",
+    )
     p.add_argument("--no-fit", action="store_true", help="skip the fit subprocesses")
-    p.add_argument("--fit-epochs", type=int, default=3,
-                   help="timed epochs per fit child, after the untimed warm-up (default 3, at least 2: "
-                        "the first is checked against the later ones)")
-    p.add_argument("--no-plain-check", action="store_true",
-                   help="skip the plain torch loop run next to the fit jobs (and its 15%% agreement check)")
-    p.add_argument("--steady-tol", type=float, default=FT.STEADY_TOL,
-                   help="the first timed epoch may be this much slower than the later ones (default 0.25)")
-    p.add_argument("--plain-tol", type=float, default=FT.PLAIN_TOL,
-                   help="allowed relative difference between the torch side's epoch and the plain loop's "
-                        "(default 0.15)")
-    p.add_argument("--busy-neighbour", action="store_true",
-                   help="keep one core busy with a spinning process (pinned to the last CPU) during "
-                        "the timed rounds, as another program on a laptop would")
-    p.add_argument("--settle", type=float, default=0.2,
-                   help="seconds of sleep before each timed job (default 0.2), so that the other "
-                        "library's idle worker threads have stopped spinning")
+    p.add_argument(
+        "--fit-epochs",
+        type=int,
+        default=3,
+        help="timed epochs per fit child, after the untimed warm-up (default 3, at least 2: "
+        "the first is checked against the later ones)",
+    )
+    p.add_argument(
+        "--no-plain-check",
+        action="store_true",
+        help="skip the plain torch loop run next to the fit jobs (and its 15%% agreement check)",
+    )
+    p.add_argument(
+        "--steady-tol",
+        type=float,
+        default=FT.STEADY_TOL,
+        help="the first timed epoch may be this much slower than the later ones (default 0.25)",
+    )
+    p.add_argument(
+        "--plain-tol",
+        type=float,
+        default=FT.PLAIN_TOL,
+        help="allowed relative difference between the torch side's epoch and the plain loop's (default 0.15)",
+    )
+    p.add_argument(
+        "--busy-neighbour",
+        action="store_true",
+        help="keep one core busy with a spinning process (pinned to the last CPU) during "
+        "the timed rounds, as another program on a laptop would",
+    )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=0.2,
+        help="seconds of sleep before each timed job (default 0.2), so that the other "
+        "library's idle worker threads have stopped spinning",
+    )
     p.add_argument("--gemm-n", type=int, default=1024)
     p.add_argument("--loss-n", type=int, default=1024)
     p.add_argument("--gallery", type=int, default=100_000)
@@ -411,8 +490,10 @@ def main(argv=None):
 
     torch_ok = have_torch()
     X, _, source = load_data(args.data_dir)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load average at start {os.getloadavg()[0]:.2f}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"load average at start {os.getloadavg()[0]:.2f}"
+    )
     vers = f"mantissa_embed {mantissa_embed.__version__} (gemm kernel {engine.gemm_kernel_name()})"
     if torch_ok:
         import pytorch_metric_learning
@@ -474,15 +555,19 @@ def _rounds(args, jobs, times, short, do_fit, fit, torch_ok):
 def report(args, times, do_fit, fit):
     """The table of medians, ratios and minimums (and the fit rows)."""
     med = lambda v: statistics.median(v) if v else None  # noqa: E731
-    hdr = (f"{'job':<30} | {'torch+PML median':>16} | {'mantissa median':>15} | {'ratio torch/mantissa':>20} "
-           f"| {'torch min':>9} | {'mantissa min':>12}")
+    hdr = (
+        f"{'job':<30} | {'torch+PML median':>16} | {'mantissa median':>15} | {'ratio torch/mantissa':>20} "
+        f"| {'torch min':>9} | {'mantissa min':>12}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for k, (tt, mt) in times.items():
         a, b = med(tt), med(mt)
         ratio = f"{a / b:.2f}x" if a is not None else "n/a"
-        print(f"{k + ' (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
-              f"| {_fmt(min(tt) if tt else None):>9} | {_fmt(min(mt)):>12}")
+        print(
+            f"{k + ' (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
+            f"| {_fmt(min(tt) if tt else None):>9} | {_fmt(min(mt)):>12}"
+        )
     checks = []
     if do_fit:
         for job in FIT_JOBS:
@@ -490,43 +575,61 @@ def report(args, times, do_fit, fit):
             ms = [x * 1e3 for d in fit[job, "mantissa"] for x in d["epochs"]]
             a, b = med(ts), med(ms)
             ratio = f"{a / b:.2f}x" if a is not None else "n/a"
-            print(f"{f'fit {job} job, 1 epoch (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
-                  f"| {_fmt(min(ts) if ts else None):>9} | {_fmt(min(ms)):>12}")
+            print(
+                f"{f'fit {job} job, 1 epoch (ms)':<30} | {_fmt(a):>16} | {_fmt(b):>15} | {ratio:>20} "
+                f"| {_fmt(min(ts) if ts else None):>9} | {_fmt(min(ms)):>12}"
+            )
         rt = med([d["maxrss_mb"] for d in fit["semihard", "torch"]])
         rm = med([d["maxrss_mb"] for d in fit["semihard", "mantissa"]])
         ratio = f"{rt / rm:.2f}x" if rt is not None else "n/a"
-        print(f"{'fit peak RSS, semihard (MB)':<30} | {_fmt(rt, 'MB'):>16} | {_fmt(rm, 'MB'):>15} | {ratio:>20} |")
-        print(f"fit rows: median of {args.fit_epochs} timed epochs x {args.repeats} round(s) per side, each "
-              "child's setup (imports, model, loss, miner, optimizer, data) and warm-up step untimed")
+        print(
+            f"{'fit peak RSS, semihard (MB)':<30} | {_fmt(rt, 'MB'):>16} | {_fmt(rm, 'MB'):>15} | {ratio:>20} |"
+        )
+        print(
+            f"fit rows: median of {args.fit_epochs} timed epochs x {args.repeats} round(s) per side, each "
+            "child's setup (imports, model, loss, miner, optimizer, data) and warm-up step untimed"
+        )
         for job in FIT_JOBS:
             for side in ("torch", "mantissa"):
                 runs = fit[job, side]
                 if not runs:
                     continue
-                print(f"  {job:<8} {side:<8} setup {med([d['setup_s'] for d in runs]):.2f} s, warm-up "
-                      f"{med([d['warmup_s'] for d in runs]) * 1e3:.0f} ms (untimed); epochs of each round (ms): "
-                      + "; ".join(" ".join(f"{x * 1e3:.0f}" for x in d["epochs"]) for d in runs))
-                checks.append(FT.check_steady(f"fit {job} job, {side}", [d["epochs"] for d in runs],
-                                              args.steady_tol))
+                print(
+                    f"  {job:<8} {side:<8} setup {med([d['setup_s'] for d in runs]):.2f} s, warm-up "
+                    f"{med([d['warmup_s'] for d in runs]) * 1e3:.0f} ms (untimed); epochs of each round (ms): "
+                    + "; ".join(" ".join(f"{x * 1e3:.0f}" for x in d["epochs"]) for d in runs)
+                )
+                checks.append(
+                    FT.check_steady(f"fit {job} job, {side}", [d["epochs"] for d in runs], args.steady_tol)
+                )
         for job in FIT_JOBS:
             plain, tside = fit[job, "plain"], fit[job, "torch"]
             if plain and tside:
                 p_med = med([d["epochs"][0] for d in plain])
                 t_med = med([x for d in tside for x in d["epochs"]])
-                print(f"plain torch loop (inline, optimizer built before timing), fit {job} job: "
-                      f"{p_med * 1e3:.1f} ms per epoch (median of {len(plain)}), torch side {t_med * 1e3:.1f} ms, "
-                      f"torch side / plain {t_med / p_med:.2f}; fit ratio against the plain loop "
-                      f"{p_med * 1e3 / med([x * 1e3 for d in fit[job, 'mantissa'] for x in d['epochs']]):.2f}x")
-                checks.append(FT.check_agree(f"fit {job} job, torch side vs plain torch loop", t_med, p_med,
-                                             args.plain_tol))
+                print(
+                    f"plain torch loop (inline, optimizer built before timing), fit {job} job: "
+                    f"{p_med * 1e3:.1f} ms per epoch (median of {len(plain)}), torch side {t_med * 1e3:.1f} ms, "
+                    f"torch side / plain {t_med / p_med:.2f}; fit ratio against the plain loop "
+                    f"{p_med * 1e3 / med([x * 1e3 for d in fit[job, 'mantissa'] for x in d['epochs']]):.2f}x"
+                )
+                checks.append(
+                    FT.check_agree(
+                        f"fit {job} job, torch side vs plain torch loop", t_med, p_med, args.plain_tol
+                    )
+                )
         for job in FIT_JOBS:
             lt = med([d["loss"] for d in fit[job, "torch"]])
             lm = med([d["loss"] for d in fit[job, "mantissa"]])
-            print(f"last-epoch mean loss of the {job} job (sanity): torch {lt if lt is None else round(lt, 4)}, "
-                  f"mantissa {round(lm, 4)}")
+            print(
+                f"last-epoch mean loss of the {job} job (sanity): torch {lt if lt is None else round(lt, 4)}, "
+                f"mantissa {round(lm, 4)}"
+            )
     busy = os.getloadavg()[0] > (os.cpu_count() or 1)
-    print(f"load average at end {os.getloadavg()[0]:.2f} "
-          f"({'WARNING: busy machine, timings unreliable' if busy and not args.busy_neighbour else 'ok'})")
+    print(
+        f"load average at end {os.getloadavg()[0]:.2f} "
+        f"({'WARNING: busy machine, timings unreliable' if busy and not args.busy_neighbour else 'ok'})"
+    )
     return FT.finish(checks) if checks else 0
 
 

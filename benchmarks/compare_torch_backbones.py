@@ -52,6 +52,7 @@ Usage::
 Needs torch; onnx and onnxruntime (the ``bench`` extra) for the ORT column, which is skipped
 with a message when they are missing or with ``--no-onnx``. Run on an idle machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,6 +89,7 @@ def csv(kind):
         if not items:
             raise argparse.ArgumentTypeError("empty list")
         return items
+
     return parse
 
 
@@ -103,8 +105,8 @@ def leaf_layers(net):
             block = getattr(layer, "block", None)
             if block is not None:
                 kids = layer.children()
-                chain(kids[:len(block)], shape)
-                chain(kids[len(block):], shape)
+                chain(kids[: len(block)], shape)
+                chain(kids[len(block) :], shape)
             else:
                 out.append((layer, shape))
             shape = layer.output_shape(shape)
@@ -141,8 +143,11 @@ def torch_macs(model, x):
         else:
             total[0] += mod.weight.numel()
 
-    handles = [m.register_forward_hook(hook) for m in model.modules()
-               if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    handles = [
+        m.register_forward_hook(hook)
+        for m in model.modules()
+        if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))
+    ]
     model.eval()
     try:
         with torch.inference_mode():
@@ -156,6 +161,7 @@ def torch_macs(model, x):
 # --------------------------------------------------------------------------- the sides
 def build_ours(name, size, embed_dim, seed=0):
     from mantissa_embed import models
+
     return getattr(models, name)(embed_dim, input_shape=(3, size, size), seed=seed)
 
 
@@ -167,8 +173,9 @@ def build_torch(name, embed_dim, state=None):
     torch.manual_seed(0)
     model = torch_resnet(name, embed_dim)
     if state is not None:
-        missing, unexpected = model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()},
-                                                    strict=False)
+        missing, unexpected = model.load_state_dict(
+            {k: torch.from_numpy(v) for k, v in state.items()}, strict=False
+        )
         missing = [k for k in missing if not k.endswith("num_batches_tracked")]
         if missing or unexpected:
             raise RuntimeError(f"state-dict names differ: missing {missing}, unexpected {unexpected}")
@@ -197,6 +204,7 @@ def ours_step(net, x, mode, opt_cache=None):
         y /= n  # dL/dy of 0.5 * sum(y**2) / N (forward returns a fresh array)
         net.backward(y, need_dx=False)
         opt.step()
+
     return step
 
 
@@ -212,6 +220,7 @@ def torch_step(model, x, mode, opt_cache=None):
         def forward():
             with torch.inference_mode():
                 return model(xt)
+
         return forward
     model.train()
     opt_cache = {} if opt_cache is None else opt_cache
@@ -225,6 +234,7 @@ def torch_step(model, x, mode, opt_cache=None):
         loss = 0.5 * (y * y).sum() / n
         loss.backward()
         opt.step()
+
     return step
 
 
@@ -260,6 +270,7 @@ def export_onnx(model, batch, size, path):
 def check_onnx(path):
     """``onnx.checker`` on the exported file (untimed): a malformed export fails here, not in ORT."""
     import onnx
+
     onnx.checker.check_model(path)
 
 
@@ -289,9 +300,11 @@ def make_x(batch, size, seed=0):
 
 def set_threads(threads, torch_too=True):
     import mantissa_embed
+
     mantissa_embed.set_num_threads(threads)
     if torch_too:
         import torch
+
         torch.set_num_threads(threads)
 
 
@@ -316,11 +329,15 @@ def run_inprocess(args, name, size, ort_ok, tmp):
     with torch.inference_mode():
         y_torch = tmodel(torch.from_numpy(x0)).numpy()
     err = rel_error(y_ours, y_torch)
-    print(f"  check {name} {size}px batch {len(x0)}: eval output ours vs torch, max |diff| / max |torch| = "
-          f"{err:.2e}", flush=True)
+    print(
+        f"  check {name} {size}px batch {len(x0)}: eval output ours vs torch, max |diff| / max |torch| = "
+        f"{err:.2e}",
+        flush=True,
+    )
     if not err <= CHECK_RTOL:
-        raise AssertionError(f"{name} {size}px: ours and torch's eval outputs differ (relative {err:.2e} > "
-                             f"{CHECK_RTOL})")
+        raise AssertionError(
+            f"{name} {size}px: ours and torch's eval outputs differ (relative {err:.2e} > {CHECK_RTOL})"
+        )
     info = {"macs_per_sample": macs, "check_rel_error": err}
     onnx_paths = {}
     if ort_ok and "eval" in args.modes:
@@ -335,10 +352,15 @@ def run_inprocess(args, name, size, ort_ok, tmp):
         (y_ort,) = sess.run(None, {sess.get_inputs()[0].name: x0})
         del sess
         err = rel_error(y_ort, y_torch)
-        print(f"  check {name} {size}px: eval output ORT vs torch, relative {err:.2e} ({info['exporter']} "
-              f"exporter)", flush=True)
+        print(
+            f"  check {name} {size}px: eval output ORT vs torch, relative {err:.2e} ({info['exporter']} "
+            f"exporter)",
+            flush=True,
+        )
         if not err <= CHECK_RTOL:
-            raise AssertionError(f"{name} {size}px: ONNX Runtime's eval output differs from torch's ({err:.2e})")
+            raise AssertionError(
+                f"{name} {size}px: ONNX Runtime's eval output differs from torch's ({err:.2e})"
+            )
         info["ort_rel_error"] = err
 
     rows = []
@@ -348,7 +370,10 @@ def run_inprocess(args, name, size, ort_ok, tmp):
             x = make_x(b, size, seed=1)
             for threads in args.threads:
                 set_threads(threads)
-                fns = {"ours": ours_step(ours, x, mode, ours_opt), "torch": torch_step(tmodel, x, mode, torch_opt)}
+                fns = {
+                    "ours": ours_step(ours, x, mode, ours_opt),
+                    "torch": torch_step(tmodel, x, mode, torch_opt),
+                }
                 sess = None
                 if mode == "eval" and onnx_paths:
                     sess = ort_session(onnx_paths[b], threads)
@@ -368,8 +393,11 @@ def run_inprocess(args, name, size, ort_ok, tmp):
                     row[f"{side}_ms_min"] = min(ts) * 1e3
                     row[f"{side}_ms_all"] = [round(t * 1e3, 3) for t in ts]
                 rows.append(row)
-                print(f"  {name} {mode} {size}px batch {b} threads {threads}: "
-                      + ", ".join(f"{s} {row[f'{s}_ms']:.1f} ms" for s in fns), flush=True)
+                print(
+                    f"  {name} {mode} {size}px batch {b} threads {threads}: "
+                    + ", ".join(f"{s} {row[f'{s}_ms']:.1f} ms" for s in fns),
+                    flush=True,
+                )
                 del sess, fns
                 gc.collect()
     return rows, info
@@ -381,8 +409,14 @@ def run_inprocess(args, name, size, ort_ok, tmp):
 def child(args):
     """One side of one configuration in this fresh process: set up, warm up, time
     ``--repeats`` calls; prints a JSON line with the times and the peak RSS."""
-    side, name, size, b, threads, mode = (args.child, args.models[0], args.sizes[0], args.batches[0],
-                                          args.threads[0], args.modes[0])
+    side, name, size, b, threads, mode = (
+        args.child,
+        args.models[0],
+        args.sizes[0],
+        args.batches[0],
+        args.threads[0],
+        args.modes[0],
+    )
     x = make_x(b, size, seed=1)
     if side == "ours":  # never imports torch
         set_threads(threads, torch_too=False)
@@ -404,17 +438,40 @@ def child(args):
 
 
 def run_child(args, side, name, size, b, threads, mode, onnx_path=None):
-    cmd = [sys.executable, "-c", LAUNCHER, sys.executable, os.path.abspath(__file__), "--child", side,
-           "--models", name, "--sizes", str(size), "--batches", str(b), "--threads", str(threads),
-           "--modes", mode, "--repeats", str(args.repeats), "--settle", str(args.settle),
-           "--embed-dim", str(args.embed_dim)]
+    cmd = [
+        sys.executable,
+        "-c",
+        LAUNCHER,
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        side,
+        "--models",
+        name,
+        "--sizes",
+        str(size),
+        "--batches",
+        str(b),
+        "--threads",
+        str(threads),
+        "--modes",
+        mode,
+        "--repeats",
+        str(args.repeats),
+        "--settle",
+        str(args.settle),
+        "--embed-dim",
+        str(args.embed_dim),
+    ]
     if onnx_path:
         cmd += ["--onnx-path", onnx_path]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=6 * 3600, check=False)
     if out.returncode != 0:
-        raise RuntimeError(f"{side} child ({name} {mode} {size}px batch {b} threads {threads}) failed "
-                           f"(status {out.returncode}):\n{out.stderr[-3000:]}")
+        raise RuntimeError(
+            f"{side} child ({name} {mode} {size}px batch {b} threads {threads}) failed "
+            f"(status {out.returncode}):\n{out.stderr[-3000:]}"
+        )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -433,7 +490,9 @@ def run_rss(args, name, size, ort_ok, tmp):
     with torch.inference_mode():
         y_torch = tmodel(torch.from_numpy(x0)).numpy()
     err = rel_error(ours.forward(x0), y_torch)
-    print(f"  check {name} {size}px batch {len(x0)}: eval output ours vs torch, relative {err:.2e}", flush=True)
+    print(
+        f"  check {name} {size}px batch {len(x0)}: eval output ours vs torch, relative {err:.2e}", flush=True
+    )
     if not err <= CHECK_RTOL:
         raise AssertionError(f"{name} {size}px: ours and torch's eval outputs differ (relative {err:.2e})")
     info = {"macs_per_sample": macs, "check_rel_error": err}
@@ -459,9 +518,11 @@ def run_rss(args, name, size, ort_ok, tmp):
                     row[f"{side}_rss_mb"] = d["ru_maxrss_mb"]
                     row[f"{side}_vmhwm_mb"] = d["vmhwm_mb"]
                 rows.append(row)
-                print(f"  {name} {mode} {size}px batch {b} threads {threads}: "
-                      + ", ".join(f"{s} {row[f'{s}_ms']:.1f} ms, {row[f'{s}_rss_mb']:.0f} MB" for s in sides),
-                      flush=True)
+                print(
+                    f"  {name} {mode} {size}px batch {b} threads {threads}: "
+                    + ", ".join(f"{s} {row[f'{s}_ms']:.1f} ms, {row[f'{s}_rss_mb']:.0f} MB" for s in sides),
+                    flush=True,
+                )
     return rows, info
 
 
@@ -495,12 +556,18 @@ def print_tables(rows, models, modes, rss):
             has_ort = any("ort_ms" in r for r in sel)
             sides = ("ours", "torch", "ort") if has_ort else ("ours", "torch")
             label = " / ".join(LABELS[s] for s in sides)
-            head = ["px", "batch", "threads", "GFLOP/batch"] + [f"{LABELS[s]} ms" for s in sides] + ["torch/ours"]
+            head = (
+                ["px", "batch", "threads", "GFLOP/batch"]
+                + [f"{LABELS[s]} ms" for s in sides]
+                + ["torch/ours"]
+            )
             head += ["ORT/ours"] if has_ort else []
             head += [f"GFLOP/s {label}", f"%peak {label}"]
             head += [f"peak RSS MB {label}"] if rss else []
-            print(f"\n### {name}, {'eval forward' if mode == 'eval' else 'train step (fwd + bwd + SGD)'}"
-                  f"{'' if rss else ' (peak RSS: --rss)'}\n")
+            print(
+                f"\n### {name}, {'eval forward' if mode == 'eval' else 'train step (fwd + bwd + SGD)'}"
+                f"{'' if rss else ' (peak RSS: --rss)'}\n"
+            )
             print("| " + " | ".join(head) + " |")
             print("|" + "---|" * len(head))
             for r in sel:
@@ -509,8 +576,10 @@ def print_tables(rows, models, modes, rss):
                 cells += [fmt(r.get("torch_over_ours"), ".2f") + "x"]
                 if has_ort:
                     cells += [fmt(r.get("ort_over_ours"), ".2f") + ("x" if r.get("ort_over_ours") else "")]
-                cells += [" / ".join(fmt(r.get(f"{s}_gflops"), ".1f") for s in sides),
-                          " / ".join(fmt(r.get(f"{s}_pct_peak"), ".0f") for s in sides)]
+                cells += [
+                    " / ".join(fmt(r.get(f"{s}_gflops"), ".1f") for s in sides),
+                    " / ".join(fmt(r.get(f"{s}_pct_peak"), ".0f") for s in sides),
+                ]
                 if rss:
                     cells += [" / ".join(fmt(r.get(f"{s}_rss_mb"), ".0f") for s in sides)]
                 print("| " + " | ".join(cells) + " |")
@@ -520,11 +589,17 @@ def versions():
     import torch
 
     import mantissa_embed
-    out = {"mantissa_embed": mantissa_embed.__version__, "torch": torch.__version__, "numpy": np.__version__,
-           "python": platform.python_version()}
+
+    out = {
+        "mantissa_embed": mantissa_embed.__version__,
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
     try:
         import onnx
         import onnxruntime
+
         out.update(onnx=onnx.__version__, onnxruntime=onnxruntime.__version__)
     except ImportError:
         pass
@@ -533,8 +608,12 @@ def versions():
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", type=csv(str), default=["resnet18", "resnet50"],
-                   help="comma-separated (default resnet18,resnet50; resnet34 also works)")
+    p.add_argument(
+        "--models",
+        type=csv(str),
+        default=["resnet18", "resnet50"],
+        help="comma-separated (default resnet18,resnet50; resnet34 also works)",
+    )
     p.add_argument("--sizes", type=csv(int), default=[112, 224], help="input px, square (default 112,224)")
     p.add_argument("--batches", type=csv(int), default=[16, 32], help="batch sizes (default 16,32)")
     p.add_argument("--threads", type=csv(int), default=[1, 2], help="thread counts (default 1,2)")
@@ -543,8 +622,11 @@ def main(argv=None):
     p.add_argument("--settle", type=float, default=0.2, help="seconds of sleep before each timed call (0.2)")
     p.add_argument("--embed-dim", type=int, default=128, help="the embedding head's size (default 128)")
     p.add_argument("--no-onnx", action="store_true", help="skip the ONNX Runtime column")
-    p.add_argument("--rss", action="store_true",
-                   help="each side of each configuration in a fresh process, with its peak RSS")
+    p.add_argument(
+        "--rss",
+        action="store_true",
+        help="each side of each configuration in a fresh process, with its peak RSS",
+    )
     p.add_argument("--no-peak", action="store_true", help="do not measure the FMA peak")
     p.add_argument("--json", metavar="PATH", help="also write the JSON result to PATH")
     p.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
@@ -583,16 +665,21 @@ def main(argv=None):
     peaks = {}
     for t in args.threads:
         if args.no_peak:
-            line = describe(t, peak=float("nan")).replace("float32 FMA peak nan GFLOP/s on",
-                                                          "FMA peak not measured (--no-peak),")
+            line = describe(t, peak=float("nan")).replace(
+                "float32 FMA peak nan GFLOP/s on", "FMA peak not measured (--no-peak),"
+            )
         else:
             import fma_peak
+
             peaks[t] = fma_peak.measure(t)
             line = describe(t, peak=peaks[t])
         print(line)
-    print(f"models={','.join(args.models)} sizes={args.sizes} batches={args.batches} threads={args.threads} "
-          f"modes={args.modes} repeats={args.repeats} settle={args.settle}s embed_dim={args.embed_dim} "
-          f"rss={args.rss}; load average at start {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)", flush=True)
+    print(
+        f"models={','.join(args.models)} sizes={args.sizes} batches={args.batches} threads={args.threads} "
+        f"modes={args.modes} repeats={args.repeats} settle={args.settle}s embed_dim={args.embed_dim} "
+        f"rss={args.rss}; load average at start {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)",
+        flush=True,
+    )
 
     rows, infos = [], {}
     run = run_rss if args.rss else run_inprocess
@@ -608,11 +695,22 @@ def main(argv=None):
     print_tables(rows, args.models, args.modes, args.rss)
     load = os.getloadavg()[0]
     busy = load > (os.cpu_count() or 1)
-    print(f"\nratios: torch (or ORT) ms / ours ms, above 1 = mantissa-embed faster. load average at end "
-          f"{load:.2f} ({'WARNING: busy machine, timings unreliable' if busy else 'ok'})")
-    result = {"bench": "compare_torch_backbones", "cpu": cpu_model(), "versions": vers,
-              "fma_peak_gflops": {str(t): v for t, v in peaks.items()}, "repeats": args.repeats,
-              "rss": args.rss, "onnx": ort_ok, "models": infos, "rows": rows, "load_end": load}
+    print(
+        f"\nratios: torch (or ORT) ms / ours ms, above 1 = mantissa-embed faster. load average at end "
+        f"{load:.2f} ({'WARNING: busy machine, timings unreliable' if busy else 'ok'})"
+    )
+    result = {
+        "bench": "compare_torch_backbones",
+        "cpu": cpu_model(),
+        "versions": vers,
+        "fma_peak_gflops": {str(t): v for t, v in peaks.items()},
+        "repeats": args.repeats,
+        "rss": args.rss,
+        "onnx": ort_ok,
+        "models": infos,
+        "rows": rows,
+        "load_end": load,
+    }
     line = json.dumps(result)
     print(line)
     if args.json:

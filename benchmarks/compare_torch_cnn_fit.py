@@ -31,6 +31,7 @@ script exits with status 1.
     python benchmarks/compare_torch_cnn_fit.py --repeats 3 --threads 2
     python benchmarks/compare_torch_cnn_fit.py --repeats 1 --epochs 2     # a quick check
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,7 +76,7 @@ def _batches(y, rng, n_batches):
     idx = {c: np.flatnonzero(y == c) for c in classes}
     out = []
     for _ in range(n_batches):
-        chosen = rng.permutation(classes)[:BATCH // M]
+        chosen = rng.permutation(classes)[: BATCH // M]
         out.append(np.concatenate([rng.choice(idx[c], M, replace=False) for c in chosen]))
     return out
 
@@ -96,7 +97,7 @@ def run_mantissa(threads, epochs):
     # untimed: a fit of this Embedder on one batch (builds the layers, their buffers, the loss's
     # proxies, the first-call plans), then ``epochs`` timed epochs of one fit of the 5,139 images
     fit_s = FT.mantissa_epochs(emb, X, y, epochs, batch_size=BATCH)
-    emb.embed(X[:_embed_warm_rows(len(X))], batch_size=EMBED_BATCH)  # warm-up
+    emb.embed(X[: _embed_warm_rows(len(X))], batch_size=EMBED_BATCH)  # warm-up
     t = time.perf_counter()
     emb.embed(X, batch_size=EMBED_BATCH)
     return fit_s, time.perf_counter() - t
@@ -120,8 +121,11 @@ def run_torch(threads, epochs):
         c = w
     model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, EMBED))
     loss_fn = losses.ProxyAnchorLoss(5, EMBED, margin=0.1, alpha=32)
-    opt = torch.optim.AdamW([{"params": model.parameters(), "lr": 1e-3},
-                             {"params": loss_fn.parameters(), "lr": 0.1}], lr=1e-3, weight_decay=1e-4)
+    opt = torch.optim.AdamW(
+        [{"params": model.parameters(), "lr": 1e-3}, {"params": loss_fn.parameters(), "lr": 0.1}],
+        lr=1e-3,
+        weight_decay=1e-4,
+    )
     rng = np.random.default_rng(0)
     n_batches = -(-len(y) // BATCH)
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
@@ -157,10 +161,10 @@ def run_torch(threads, epochs):
     model.eval()
     with torch.no_grad():
         for i in range(0, _embed_warm_rows(len(Xt)), EMBED_BATCH):  # warm-up: a full batch and the tail
-            model(Xt[i:i + EMBED_BATCH])
+            model(Xt[i : i + EMBED_BATCH])
         t0 = time.perf_counter()
         for i in range(0, len(Xt), EMBED_BATCH):
-            F.normalize(model(Xt[i:i + EMBED_BATCH]), dim=1)
+            F.normalize(model(Xt[i : i + EMBED_BATCH]), dim=1)
     return fit_s, time.perf_counter() - t0
 
 
@@ -177,15 +181,30 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--epochs", type=int, default=3,
-                   help="timed epochs per child after the untimed warm-up (default 3, at least 2: the "
-                        "first is checked against the later ones)")
-    p.add_argument("--steady-tol", type=float, default=0.25,
-                   help="the first timed epoch may be this much slower than the later ones (default 0.25)")
-    p.add_argument("--peak-gflops", type=float, default=None,
-                   help="the machine's float32 FMA peak (default: measured by benchmarks/fma_peak.py)")
-    p.add_argument("--busy-neighbour", action="store_true",
-                   help="keep one core busy with a spinning process (pinned to the last CPU) meanwhile")
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=3,
+        help="timed epochs per child after the untimed warm-up (default 3, at least 2: the "
+        "first is checked against the later ones)",
+    )
+    p.add_argument(
+        "--steady-tol",
+        type=float,
+        default=0.25,
+        help="the first timed epoch may be this much slower than the later ones (default 0.25)",
+    )
+    p.add_argument(
+        "--peak-gflops",
+        type=float,
+        default=None,
+        help="the machine's float32 FMA peak (default: measured by benchmarks/fma_peak.py)",
+    )
+    p.add_argument(
+        "--busy-neighbour",
+        action="store_true",
+        help="keep one core busy with a spinning process (pinned to the last CPU) meanwhile",
+    )
     p.add_argument("--child", choices=("torch", "mantissa"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -210,24 +229,45 @@ def main(argv=None):
             print("busy neighbour: one process spinning on the last CPU meanwhile")
         for r in range(args.repeats):
             for side in ("torch", "mantissa"):
-                out = subprocess.run([sys.executable, __file__, "--child", side, "--threads", str(args.threads),
-                                      "--epochs", str(args.epochs)],
-                                     capture_output=True, text=True, env=env, check=True)
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--child",
+                        side,
+                        "--threads",
+                        str(args.threads),
+                        "--epochs",
+                        str(args.epochs),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    check=True,
+                )
                 res[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
-                print(f"  repeat {r + 1} {side:>8}: epochs " + " ".join(f"{x:.2f}" for x in res[side][-1]["epochs"])
-                      + f" s, peak RSS {res[side][-1]['rss_mb']:.0f} MB", flush=True)
+                print(
+                    f"  repeat {r + 1} {side:>8}: epochs "
+                    + " ".join(f"{x:.2f}" for x in res[side][-1]["epochs"])
+                    + f" s, peak RSS {res[side][-1]['rss_mb']:.0f} MB",
+                    flush=True,
+                )
     n = len(_data()[1])
     flops = 6 * forward_macs() * n  # forward + backward (dX and dW): 3x the forward, 2 flops per MAC
     t = {s: statistics.median(x for r in v for x in r["epochs"]) for s, v in res.items()}
     m = {s: statistics.median(r["rss_mb"] for r in v) for s, v in res.items()}
-    print(f"\none fit epoch of cnn_embedder, {n} images, {args.threads} threads, {args.repeats} alternated repeats "
-          f"(median of {args.epochs} timed epochs each, after an untimed setup and warm-up step)")
+    print(
+        f"\none fit epoch of cnn_embedder, {n} images, {args.threads} threads, {args.repeats} alternated repeats "
+        f"(median of {args.epochs} timed epochs each, after an untimed setup and warm-up step)"
+    )
     print(f"{'':>10} {'epoch s':>9} {'GFLOP/s':>9} {'of peak':>8} {'peak RSS MB':>12}")
     for s in ("torch", "mantissa"):
         g = flops / t[s] / 1e9
         print(f"{s:>10} {t[s]:>9.2f} {g:>9.1f} {100 * g / peak:>7.1f}% {m[s]:>12.0f}")
-    print(f"speed-up {t['torch'] / t['mantissa']:.2f}x, RSS ratio {m['mantissa'] / m['torch']:.2f} "
-          f"(FMA peak {peak:.0f} GFLOP/s on {args.threads} threads)")
+    print(
+        f"speed-up {t['torch'] / t['mantissa']:.2f}x, RSS ratio {m['mantissa'] / m['torch']:.2f} "
+        f"(FMA peak {peak:.0f} GFLOP/s on {args.threads} threads)"
+    )
     e = {s: statistics.median(r["embed_seconds"] for r in v) for s, v in res.items()}
     eflops = 2 * forward_macs() * n  # the forward's multiply-adds, 2 flops each
     print(f"\nembed of the {n} images (eval mode, batches of {EMBED_BATCH})")
@@ -236,8 +276,12 @@ def main(argv=None):
         g = eflops / e[s] / 1e9
         print(f"{s:>10} {e[s] * 1e3:>9.1f} {g:>9.1f} {100 * g / peak:>7.1f}%")
     print(f"embed speed-up {e['torch'] / e['mantissa']:.2f}x")
-    return FT.finish([FT.check_steady(f"fit, {s}", [r["epochs"] for r in res[s]], args.steady_tol)
-                      for s in ("torch", "mantissa")])
+    return FT.finish(
+        [
+            FT.check_steady(f"fit, {s}", [r["epochs"] for r in res[s]], args.steady_tol)
+            for s in ("torch", "mantissa")
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -62,28 +62,54 @@ def parse_args(argv=None):
     p.add_argument("--n", type=int, default=6000, help="number of training images (default 6000)")
     p.add_argument("--repeats", type=int, default=5, help="alternating repeats (default 5)")
     p.add_argument("--threads", type=int, default=2, help="threads for both libraries (default 2)")
-    p.add_argument("--epochs", type=int, default=3,
-                   help="timed epochs per fit after the untimed warm-up (default 3, at least 2: the "
-                        "first is checked against the later ones)")
-    p.add_argument("--steady-tol", type=float, default=FT.STEADY_TOL,
-                   help="the first timed epoch may be this much slower than the later ones (default 0.25)")
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=3,
+        help="timed epochs per fit after the untimed warm-up (default 3, at least 2: the "
+        "first is checked against the later ones)",
+    )
+    p.add_argument(
+        "--steady-tol",
+        type=float,
+        default=FT.STEADY_TOL,
+        help="the first timed epoch may be this much slower than the later ones (default 0.25)",
+    )
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--embed-batch-size", type=int, default=256,
-                   help="batch size of the embed pass, both sides (default 256)")
-    p.add_argument("--margin", type=float, default=None,
-                   help="PyTorch triplet margin (default: the Embedder's)")
-    p.add_argument("--miner", default=None,
-                   help="PyTorch miner: semihard|hard|all|easy|batchhard|none (default: the Embedder's)")
-    p.add_argument("--momentum", type=float, default=None,
-                   help="PyTorch SGD momentum (default: the Embedder's)")
-    p.add_argument("--sampler", default=None, choices=("random", "mperclass"),
-                   help="PyTorch batches (default: mperclass, as the Embedder)")
-    p.add_argument("--m", type=int, default=None,
-                   help="samples per class for mperclass (default: the Embedder's rule)")
-    p.add_argument("--settle", type=float, default=0.2,
-                   help="seconds of sleep before each fit and embed (default 0.2), so that the other "
-                        "library's idle worker threads have stopped spinning")
+    p.add_argument(
+        "--embed-batch-size",
+        type=int,
+        default=256,
+        help="batch size of the embed pass, both sides (default 256)",
+    )
+    p.add_argument(
+        "--margin", type=float, default=None, help="PyTorch triplet margin (default: the Embedder's)"
+    )
+    p.add_argument(
+        "--miner",
+        default=None,
+        help="PyTorch miner: semihard|hard|all|easy|batchhard|none (default: the Embedder's)",
+    )
+    p.add_argument(
+        "--momentum", type=float, default=None, help="PyTorch SGD momentum (default: the Embedder's)"
+    )
+    p.add_argument(
+        "--sampler",
+        default=None,
+        choices=("random", "mperclass"),
+        help="PyTorch batches (default: mperclass, as the Embedder)",
+    )
+    p.add_argument(
+        "--m", type=int, default=None, help="samples per class for mperclass (default: the Embedder's rule)"
+    )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=0.2,
+        help="seconds of sleep before each fit and embed (default 0.2), so that the other "
+        "library's idle worker threads have stopped spinning",
+    )
     p.add_argument("--torch-only", action="store_true", help="skip the mantissa_embed side")
     p.add_argument("--mantissa-only", action="store_true", help="skip the PyTorch side")
     args = p.parse_args(argv)
@@ -122,8 +148,11 @@ class TorchSide:
         return times
 
     def embed(self):
-        R.embed(self.model, self.X[:_embed_warm_rows(len(self.X), self.args.embed_batch_size)],
-                batch_size=self.args.embed_batch_size)  # warm-up, untimed
+        R.embed(
+            self.model,
+            self.X[: _embed_warm_rows(len(self.X), self.args.embed_batch_size)],
+            batch_size=self.args.embed_batch_size,
+        )  # warm-up, untimed
         t0 = time.perf_counter()
         Z = R.embed(self.model, self.X, batch_size=self.args.embed_batch_size)
         dt = time.perf_counter() - t0
@@ -131,8 +160,10 @@ class TorchSide:
         return dt
 
     def describe(self):
-        return (f"torch {self.torch.__version__}, threads={self.torch.get_num_threads()}, "
-                f"recipe: {self.recipe.label()}")
+        return (
+            f"torch {self.torch.__version__}, threads={self.torch.get_num_threads()}, "
+            f"recipe: {self.recipe.label()}"
+        )
 
 
 # -------------------------------------------------------------------------- mantissa side
@@ -152,22 +183,33 @@ class MantissaSide:
 
     def make_embedder(self, seed):
         # SGD, constant lr, no augmentation: the work the torch side does
-        return self.Embedder(self.models.small_cnn_embedder(embed_dim=16), loss="triplet", seed=seed,
-                             optimizer="sgd")
+        return self.Embedder(
+            self.models.small_cnn_embedder(embed_dim=16), loss="triplet", seed=seed, optimizer="sgd"
+        )
 
     def fit(self, seed):
         """Seconds of each timed epoch (Embedder construction and a one-batch warm-up fit untimed)."""
         emb = self.make_embedder(seed)
-        times = FT.mantissa_epochs(emb, self.X, self.y, self.args.epochs, batch_size=self.args.batch_size,
-                                   lr=self.args.lr, augment=None, schedule=None)
+        times = FT.mantissa_epochs(
+            emb,
+            self.X,
+            self.y,
+            self.args.epochs,
+            batch_size=self.args.batch_size,
+            lr=self.args.lr,
+            augment=None,
+            schedule=None,
+        )
         self.emb = emb
         hist = getattr(emb, "history_", {}).get("loss", [float("nan")])
         self.last_loss = float(hist[-1]) if len(hist) else float("nan")
         return times
 
     def embed(self):
-        self.emb.embed(self.X[:_embed_warm_rows(len(self.X), self.args.embed_batch_size)],
-                       batch_size=self.args.embed_batch_size)  # warm-up, untimed
+        self.emb.embed(
+            self.X[: _embed_warm_rows(len(self.X), self.args.embed_batch_size)],
+            batch_size=self.args.embed_batch_size,
+        )  # warm-up, untimed
         t0 = time.perf_counter()
         Z = self.emb.embed(self.X, batch_size=self.args.embed_batch_size)
         dt = time.perf_counter() - t0
@@ -201,8 +243,13 @@ def torch_recipe(args, mantissa_side, n_classes):
         else:
             raise SystemExit(f"cannot mirror the Embedder's miner {type(miner).__name__} in PyTorch")
         miner_margin = getattr(miner, "margin", None)
-        base = {"margin": float(e.margin), "miner": miner_name, "momentum": float(e.momentum),
-                "m": e.m_per_class, "miner_margin": miner_margin}
+        base = {
+            "margin": float(e.margin),
+            "miner": miner_name,
+            "momentum": float(e.momentum),
+            "m": e.m_per_class,
+            "miner_margin": miner_margin,
+        }
     else:
         base = dict(FALLBACK, m=None, miner_margin=None)
     miner = base["miner"] if args.miner is None else (None if args.miner == "none" else args.miner)
@@ -215,10 +262,16 @@ def torch_recipe(args, mantissa_side, n_classes):
     if miner_margin is not None and abs(miner_margin - margin) < 1e-12:
         miner_margin = None
     return R.Recipe(
-        loss="triplet", margin=margin, miner=miner, miner_margin=miner_margin,
-        sampler=sampler, m=m if sampler == "mperclass" else None,
+        loss="triplet",
+        margin=margin,
+        miner=miner,
+        miner_margin=miner_margin,
+        sampler=sampler,
+        m=m if sampler == "mperclass" else None,
         momentum=base["momentum"] if args.momentum is None else args.momentum,
-        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
     )
 
 
@@ -235,13 +288,16 @@ def main(argv=None):
     try:
         import pytorch_metric_learning  # noqa: F401
         import torch  # noqa: F401
+
         have_torch = True
     except ImportError as exc:
         have_torch = False
         torch_missing = str(exc)
     if not have_torch and not args.mantissa_only:
-        print(f"SKIPPED: PyTorch / pytorch-metric-learning not installed ({torch_missing}); "
-              "pip install torch pytorch-metric-learning to run this comparison.")
+        print(
+            f"SKIPPED: PyTorch / pytorch-metric-learning not installed ({torch_missing}); "
+            "pip install torch pytorch-metric-learning to run this comparison."
+        )
         return 0
 
     try:
@@ -263,8 +319,10 @@ def main(argv=None):
     if mantissa is not None:
         sides.append(mantissa)
 
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, "
-          f"python {platform.python_version()}, numpy {np.__version__}")
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, "
+        f"python {platform.python_version()}, numpy {np.__version__}"
+    )
     if mantissa is not None:
         from _machine import describe
 
@@ -274,11 +332,12 @@ def main(argv=None):
 
         print(f"CPU: {cpu_model()}")
     load_before = _load()
-    print(f"data: {len(X)} MNIST test images (stratified first-in-file), "
-          f"classes {np.bincount(y).tolist()}")
-    print(f"fit: {args.epochs} timed epochs per fit after an untimed setup + warm-up step, "
-          f"batch_size={args.batch_size}, lr={args.lr}; "
-          f"embed: {len(X)} images, batch {args.embed_batch_size}")
+    print(f"data: {len(X)} MNIST test images (stratified first-in-file), classes {np.bincount(y).tolist()}")
+    print(
+        f"fit: {args.epochs} timed epochs per fit after an untimed setup + warm-up step, "
+        f"batch_size={args.batch_size}, lr={args.lr}; "
+        f"embed: {len(X)} images, batch {args.embed_batch_size}"
+    )
     for s in sides:
         print(f"  {s.name}: {s.describe()}")
 
@@ -295,8 +354,12 @@ def main(argv=None):
         for s in sides:
             time.sleep(args.settle)
             times[s.name]["embed"].append(s.embed())
-        line = "  ".join(f"{s.name} fit epochs " + " ".join(f"{x:.3f}" for x in epochs[s.name][-1])
-                         + f" s, embed {times[s.name]['embed'][-1]:.3f} s" for s in sides)
+        line = "  ".join(
+            f"{s.name} fit epochs "
+            + " ".join(f"{x:.3f}" for x in epochs[s.name][-1])
+            + f" s, embed {times[s.name]['embed'][-1]:.3f} s"
+            for s in sides
+        )
         print(f"repeat {r + 1}/{args.repeats}: {line}", flush=True)
 
     names = [s.name for s in sides]
@@ -323,17 +386,21 @@ def main(argv=None):
         print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
     for n in names:
         fit_med = statistics.median(times[n]["fit"])
-        print(f"{n}: {len(X) / fit_med:,.0f} training images/s, "
-              f"{len(X) / statistics.median(times[n]['embed']):,.0f} embedded images/s, "
-              f"last-epoch mean loss {np.nanmean(losses[n]):.4f}")
+        print(
+            f"{n}: {len(X) / fit_med:,.0f} training images/s, "
+            f"{len(X) / statistics.median(times[n]['embed']):,.0f} embedded images/s, "
+            f"last-epoch mean loss {np.nanmean(losses[n]):.4f}"
+        )
     if len(names) == 2:
         print("ratio > 1: mantissa_embed is faster.")
     load_after = _load()
     if load_before is not None:
         print(f"load average (1 min) before / after: {load_before:.2f} / {load_after:.2f}")
         if max(load_before, load_after) > (os.cpu_count() or 1) + 0.5:
-            print("WARNING: the machine was busy with other work; OpenMP timings are unreliable "
-                  "when the cores are oversubscribed. Re-run on an idle machine.")
+            print(
+                "WARNING: the machine was busy with other work; OpenMP timings are unreliable "
+                "when the cores are oversubscribed. Re-run on an idle machine."
+            )
     print(f"fit row: median of {args.epochs} timed epochs x {args.repeats} repeat(s) per side")
     return FT.finish([FT.check_steady(f"fit, {n}", epochs[n], args.steady_tol) for n in names])
 

@@ -14,6 +14,7 @@ Prints one line per seed, then the range and the mean, and the CPU features. Dat
     python benchmarks/embedder_quality.py mnist --seeds 0,1,2,3,4
     python benchmarks/embedder_quality.py orl --seeds 0,1,2
 """
+
 import argparse
 import json
 import pathlib
@@ -43,7 +44,9 @@ def main():
     ap.add_argument("protocol", choices=("mnist", "orl"))
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--preset", default="{}", help="JSON dict of extra Embedder.fit arguments")
-    ap.add_argument("--embedder", default="{}", help="JSON dict of extra Embedder arguments (e.g. m_per_class)")
+    ap.add_argument(
+        "--embedder", default="{}", help="JSON dict of extra Embedder arguments (e.g. m_per_class)"
+    )
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
@@ -59,15 +62,22 @@ def main():
         Xtr, ytr, Xte, yte = datasets.split_by_class(X, y, list(range(30)))
         epochs = 200
     preset, emb_kw = json.loads(args.preset), json.loads(args.embedder)
-    print(f"{args.protocol}: {len(ytr)} training images, {len(yte)} unseen; preset {preset}, embedder {emb_kw}; "
-          f"CPU {engine.cpu_features()}, {engine.get_num_threads()} threads", flush=True)
+    print(
+        f"{args.protocol}: {len(ytr)} training images, {len(yte)} unseen; preset {preset}, embedder {emb_kw}; "
+        f"CPU {engine.cpu_features()}, {engine.get_num_threads()} threads",
+        flush=True,
+    )
     rows = []
     for seed in map(int, args.seeds.split(",")):
         t = time.perf_counter()
         emb = Embedder(models.cnn_embedder(), seed=seed, **emb_kw).fit(Xtr, ytr, epochs=epochs, **preset)
         rows.append(evaluate(emb.embed(Xte), yte, args.protocol == "orl"))
-        print(f"  seed {seed}: " + "  ".join(f"{k} {v:.4f}" for k, v in rows[-1].items())
-              + f"  (fit {time.perf_counter() - t:.1f} s)", flush=True)
+        print(
+            f"  seed {seed}: "
+            + "  ".join(f"{k} {v:.4f}" for k, v in rows[-1].items())
+            + f"  (fit {time.perf_counter() - t:.1f} s)",
+            flush=True,
+        )
     for k in rows[0]:
         v = [r[k] for r in rows]
         print(f"{k}: {min(v):.4f}-{max(v):.4f}, mean {np.mean(v):.4f}")

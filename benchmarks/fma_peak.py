@@ -7,6 +7,7 @@ runs ``iters`` rounds. Returns GFLOP/s (2 flops per FMA lane).
 
     python benchmarks/fma_peak.py --threads 2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,10 @@ def measure(threads=1, iters=20_000_000):
         src, lib = os.path.join(d, "peak.c"), os.path.join(d, "peak.so")
         with open(src, "w") as f:
             f.write(SOURCE)
-        subprocess.run(["cc", "-O2", "-march=native", "-mfma", "-fopenmp", "-shared", "-fPIC", src, "-o", lib],
-                       check=True)
+        subprocess.run(
+            ["cc", "-O2", "-march=native", "-mfma", "-fopenmp", "-shared", "-fPIC", src, "-o", lib],
+            check=True,
+        )
         fn = ctypes.CDLL(lib).fma_peak
         fn.restype = ctypes.c_double
         fn.argtypes = [ctypes.c_long, ctypes.c_int]

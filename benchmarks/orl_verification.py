@@ -25,6 +25,7 @@ Run::
     python benchmarks/orl_verification.py --data-dir ../shared/data/orl_faces --out orl_out
     python benchmarks/orl_verification.py --quick          # a few seconds, for the test
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,18 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "orl_faces"
 
 #: The recipe (chosen on the validation split; see docs/evaluation.md).
-RECIPE = dict(width=16, embed_dim=64, loss="triplet", margin=None, optimizer="adam", lr=3e-4,
-              weight_decay=0.0, batch_size=60, epochs=20, seed=0)
+RECIPE = dict(
+    width=16,
+    embed_dim=64,
+    loss="triplet",
+    margin=None,
+    optimizer="adam",
+    lr=3e-4,
+    weight_decay=0.0,
+    batch_size=60,
+    epochs=20,
+    seed=0,
+)
 QUICK_EPOCHS = 6
 
 
@@ -48,10 +59,16 @@ def build_layers(width, embed_dim):
     """Conv(w)-Pool-Conv(2w)-Pool-Conv(2w)-Pool-Flatten-Dense(embed_dim); 3x3 convs, pad 1, ReLU."""
     from mantissa_embed.layers import Conv2D, Dense, Flatten, MaxPool2D
 
-    return [Conv2D(width, 3, pad=1, act="relu"), MaxPool2D(2),
-            Conv2D(2 * width, 3, pad=1, act="relu"), MaxPool2D(2),
-            Conv2D(2 * width, 3, pad=1, act="relu"), MaxPool2D(2),
-            Flatten(), Dense(embed_dim)]
+    return [
+        Conv2D(width, 3, pad=1, act="relu"),
+        MaxPool2D(2),
+        Conv2D(2 * width, 3, pad=1, act="relu"),
+        MaxPool2D(2),
+        Conv2D(2 * width, 3, pad=1, act="relu"),
+        MaxPool2D(2),
+        Flatten(),
+        Dense(embed_dim),
+    ]
 
 
 def all_pairs(n):
@@ -80,18 +97,36 @@ def evaluate(Z, y):
 
     i, j = all_pairs(len(y))
     m = verification_metrics(pair_distances(Z), y[i] == y[j])
-    r = retrieval_metrics(np.ascontiguousarray(Z, dtype=np.float32), y,
-                          include=("precision_at_1", "mean_average_precision_at_r"))
+    r = retrieval_metrics(
+        np.ascontiguousarray(Z, dtype=np.float32),
+        y,
+        include=("precision_at_1", "mean_average_precision_at_r"),
+    )
     m.update(r)
     return m
 
 
-SHOWN = ("roc_auc", "eer", "tar_at_far_1e-2", "tar_at_far_1e-3", "best_accuracy", "precision_at_1",
-         "mean_average_precision_at_r")
+SHOWN = (
+    "roc_auc",
+    "eer",
+    "tar_at_far_1e-2",
+    "tar_at_far_1e-3",
+    "best_accuracy",
+    "precision_at_1",
+    "mean_average_precision_at_r",
+)
 
 
-def run(data_dir=DEFAULT_DATA, out=None, epochs=None, quick=False, size=(56, 46), seed=None, verbose=True,
-        threads=None):
+def run(
+    data_dir=DEFAULT_DATA,
+    out=None,
+    epochs=None,
+    quick=False,
+    size=(56, 46),
+    seed=None,
+    verbose=True,
+    threads=None,
+):
     """Train, evaluate, plot. Returns ``{"raw": {...}, "untrained": {...}, "trained": {...}, "info": {...}}``.
 
     ``threads``: engine threads for the run (restored afterwards); 1 is faster on a machine
@@ -125,31 +160,50 @@ def _run(data_dir, out, epochs, quick, size, seed, verbose):
     Xte, yte = X[~train], y[~train]
     assert len(ytr) == 300 and len(yte) == 100, (len(ytr), len(yte))
 
-    emb = Embedder(build_layers(rec["width"], rec["embed_dim"]), loss=rec["loss"], margin=rec["margin"],
-                   seed=rec["seed"], optimizer=rec["optimizer"], weight_decay=rec["weight_decay"])
+    emb = Embedder(
+        build_layers(rec["width"], rec["embed_dim"]),
+        loss=rec["loss"],
+        margin=rec["margin"],
+        seed=rec["seed"],
+        optimizer=rec["optimizer"],
+        weight_decay=rec["weight_decay"],
+    )
     emb.net.build(Xte.shape[1:])
     emb.net.eval()
-    Z_untrained = l2n(np.concatenate([emb.net.forward(Xte[s:s + 50]) for s in range(0, len(Xte), 50)]))
+    Z_untrained = l2n(np.concatenate([emb.net.forward(Xte[s : s + 50]) for s in range(0, len(Xte), 50)]))
     t1 = time.perf_counter()
     emb.fit(Xtr, ytr, epochs=epochs, batch_size=rec["batch_size"], lr=rec["lr"], augment=None, schedule=None)
     train_s = time.perf_counter() - t1
     Z_trained = emb.embed(Xte)
 
-    results = {"raw": evaluate(Xte.reshape(len(Xte), -1), yte),
-               "untrained": evaluate(Z_untrained, yte),
-               "trained": evaluate(Z_trained, yte)}
-    summary = {name: {k: float(v[k]) for k in SHOWN + ("eer_threshold", "best_threshold")}
-               for name, v in results.items()}
-    info = {"recipe": rec, "size": list(size), "train_seconds": round(train_s, 2),
-            "final_train_loss": float(emb.history_["loss"][-1]), "n_pairs": 4950, "n_same_pairs": 450,
-            "total_seconds": None}
+    results = {
+        "raw": evaluate(Xte.reshape(len(Xte), -1), yte),
+        "untrained": evaluate(Z_untrained, yte),
+        "trained": evaluate(Z_trained, yte),
+    }
+    summary = {
+        name: {k: float(v[k]) for k in SHOWN + ("eer_threshold", "best_threshold")}
+        for name, v in results.items()
+    }
+    info = {
+        "recipe": rec,
+        "size": list(size),
+        "train_seconds": round(train_s, 2),
+        "final_train_loss": float(emb.history_["loss"][-1]),
+        "n_pairs": 4950,
+        "n_same_pairs": 450,
+        "total_seconds": None,
+    }
 
     if verbose:
-        print(f"ORL faces {size[0]}x{size[1]}: train subjects 1-30 (300 images), test subjects 31-40 "
-              f"(100 images, 4950 pairs: 450 same / 4500 different)")
+        print(
+            f"ORL faces {size[0]}x{size[1]}: train subjects 1-30 (300 images), test subjects 31-40 "
+            f"(100 images, 4950 pairs: 450 same / 4500 different)"
+        )
         print(f"recipe: {rec}; training {train_s:.1f} s, final loss {info['final_train_loss']:.4f}")
-        head = f"{'':10s}" + "".join(f"{k:>14s}" for k in ("ROC AUC", "EER", "TAR@1e-2", "TAR@1e-3",
-                                                             "best acc", "P@1", "MAP@R"))
+        head = f"{'':10s}" + "".join(
+            f"{k:>14s}" for k in ("ROC AUC", "EER", "TAR@1e-2", "TAR@1e-3", "best acc", "P@1", "MAP@R")
+        )
         print(head)
         for name in ("raw", "untrained", "trained"):
             print(f"{name:10s}" + "".join(f"{summary[name][k]:14.4f}" for k in SHOWN))
@@ -161,8 +215,13 @@ def _run(data_dir, out, epochs, quick, size, seed, verbose):
         out.mkdir(parents=True, exist_ok=True)
         names = ("trained", "untrained", "raw")
         labels = [f"{n} (AUC {summary[n]['roc_auc']:.3f}, EER {summary[n]['eer']:.3f})" for n in names]
-        viz.plot_roc([results[n]["fpr"] for n in names], [results[n]["tpr"] for n in names], out / "roc.png",
-                     title="ORL faces, unseen subjects 31-40 (4,950 pairs)", label=labels)
+        viz.plot_roc(
+            [results[n]["fpr"] for n in names],
+            [results[n]["tpr"] for n in names],
+            out / "roc.png",
+            title="ORL faces, unseen subjects 31-40 (4,950 pairs)",
+            label=labels,
+        )
         queries = np.array([np.flatnonzero(yte == c)[0] for c in np.unique(yte)])
         Z32 = np.ascontiguousarray(Z_trained, dtype=np.float32)
         nb, _ = knn(Z32, Z32, 6, exclude_self=True)
@@ -178,12 +237,20 @@ def _run(data_dir, out, epochs, quick, size, seed, verbose):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data-dir", default=str(DEFAULT_DATA), help="folder holding s1/ ... s40/ (default %(default)s)")
+    p.add_argument(
+        "--data-dir", default=str(DEFAULT_DATA), help="folder holding s1/ ... s40/ (default %(default)s)"
+    )
     p.add_argument("--out", default="orl_out", help="output folder for roc.png, gallery.png, metrics.json")
-    p.add_argument("--epochs", type=int, default=None, help=f"training epochs (default {RECIPE['epochs']}, "
-                   f"{QUICK_EPOCHS} with --quick)")
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help=f"training epochs (default {RECIPE['epochs']}, {QUICK_EPOCHS} with --quick)",
+    )
     p.add_argument("--quick", action="store_true", help="the short version (used by the test)")
-    p.add_argument("--seed", type=int, default=None, help=f"initialization/sampling seed (default {RECIPE['seed']})")
+    p.add_argument(
+        "--seed", type=int, default=None, help=f"initialization/sampling seed (default {RECIPE['seed']})"
+    )
     p.add_argument("--threads", type=int, default=None, help="engine threads (default: all cores)")
     args = p.parse_args(argv)
     if not Path(args.data_dir).is_dir():

@@ -24,6 +24,7 @@ Each positional argument is a JSON dict: ``{"model": {...cnn_embedder kwargs...}
 
 Prints one line per seed and a summary line per recipe (mean and minimum over seeds).
 """
+
 import argparse
 import json
 import pathlib
@@ -54,8 +55,9 @@ def load(dataset, data_dir, folds=0):
     classes = np.unique(y)
     if not folds:
         return [datasets.split_by_class(X, y, fixed)], fit
-    return [datasets.split_by_class(X, y, sorted(set(classes) - set(va)))
-            for va in np.array_split(classes, folds)], fit
+    return [
+        datasets.split_by_class(X, y, sorted(set(classes) - set(va))) for va in np.array_split(classes, folds)
+    ], fit
 
 
 def evaluate(Z, y, dataset):
@@ -83,9 +85,11 @@ def main():
         engine.set_num_threads(args.threads)
     splits, fit_defaults = load(args.dataset, args.data_dir, args.folds)
     for k, (Xtr, ytr, Xva, yva) in enumerate(splits):
-        print(f"{args.dataset} split {k}: train {len(ytr)} images of {len(np.unique(ytr))} classes, "
-              f"validate {len(yva)} images of classes {np.unique(yva).tolist()}; CPU {engine.cpu_features()}",
-              flush=True)
+        print(
+            f"{args.dataset} split {k}: train {len(ytr)} images of {len(np.unique(ytr))} classes, "
+            f"validate {len(yva)} images of classes {np.unique(yva).tolist()}; CPU {engine.cpu_features()}",
+            flush=True,
+        )
     for text in args.recipes:
         kw = json.loads(text)
         model_kw = kw.pop("model", {})
@@ -99,12 +103,19 @@ def main():
                 emb.fit(Xtr, ytr, **fit_kw)
                 fit_s = time.perf_counter() - t0
                 rows.append(evaluate(emb.embed(Xva), yva, args.dataset))
-                print(f"  {text} split {k} seed {seed}: " + "  ".join(f"{m} {v:.4f}" for m, v in rows[-1].items())
-                      + f"  (fit {fit_s:.1f} s)", flush=True)
+                print(
+                    f"  {text} split {k} seed {seed}: "
+                    + "  ".join(f"{m} {v:.4f}" for m, v in rows[-1].items())
+                    + f"  (fit {fit_s:.1f} s)",
+                    flush=True,
+                )
         keys = rows[0].keys()
-        summary = "  ".join(f"{k} mean {np.mean([r[k] for r in rows]):.4f} "
-                            f"{'max' if k == 'EER' else 'min'} "
-                            f"{(max if k == 'EER' else min)(r[k] for r in rows):.4f}" for k in keys)
+        summary = "  ".join(
+            f"{k} mean {np.mean([r[k] for r in rows]):.4f} "
+            f"{'max' if k == 'EER' else 'min'} "
+            f"{(max if k == 'EER' else min)(r[k] for r in rows):.4f}"
+            for k in keys
+        )
         print(f"{text}: {summary}", flush=True)
 
 

@@ -18,6 +18,7 @@ the call as it is. Examples::
     python benchmarks/seed_quickstart.py --protocol test --seeds 0,1,2,3,4
     python benchmarks/seed_quickstart.py --protocol val --seeds 0,1,2 '{}' '{"emb": {"miner": "batch_hard"}}'
 """
+
 import argparse
 import json
 import pathlib
@@ -52,8 +53,11 @@ def main():
     else:
         del Xte, yte  # the evaluation digits never reach a validation run
         folds = [datasets.split_by_class(Xtr, ytr, [0, 1, 2]), datasets.split_by_class(Xtr, ytr, [2, 3, 4])]
-    print(f"{args.protocol}: {len(folds)} fold(s); CPU {cpu_model()} ({engine.gemm_kernel_name()} kernels), "
-          f"{engine.get_num_threads()} threads", flush=True)
+    print(
+        f"{args.protocol}: {len(folds)} fold(s); CPU {cpu_model()} ({engine.gemm_kernel_name()} kernels), "
+        f"{engine.get_num_threads()} threads",
+        flush=True,
+    )
     for fold, (a, _, c, d) in enumerate(folds):
         Z0 = models.small_cnn_embedder(embed_dim=16).build(a.shape[1:]).eval().forward(c)
         p1, mapr = _scores(Z0 / np.linalg.norm(Z0, axis=1, keepdims=True), d)
@@ -70,11 +74,17 @@ def main():
                     emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss=loss, seed=seed, **emb_kw)
                     emb.fit(a, b, **fit_kw)
                     rows.append(_scores(emb.embed(c), d))
-                    print(f"  {loss} {text} seed {seed} fold {fold}: P@1 {rows[-1][0]:.4f}  MAP@R {rows[-1][1]:.4f}  "
-                          f"({type(emb.optimizer_).__name__}, fit {time.perf_counter() - t:.1f} s)", flush=True)
+                    print(
+                        f"  {loss} {text} seed {seed} fold {fold}: P@1 {rows[-1][0]:.4f}  MAP@R {rows[-1][1]:.4f}  "
+                        f"({type(emb.optimizer_).__name__}, fit {time.perf_counter() - t:.1f} s)",
+                        flush=True,
+                    )
             r = np.array(rows)
-            print(f"{loss} {text}: P@1 {r[:, 0].min():.3f}-{r[:, 0].max():.3f} (mean {r[:, 0].mean():.3f}), "
-                  f"MAP@R {r[:, 1].min():.3f}-{r[:, 1].max():.3f} (mean {r[:, 1].mean():.3f})", flush=True)
+            print(
+                f"{loss} {text}: P@1 {r[:, 0].min():.3f}-{r[:, 0].max():.3f} (mean {r[:, 0].mean():.3f}), "
+                f"MAP@R {r[:, 1].min():.3f}-{r[:, 1].max():.3f} (mean {r[:, 1].mean():.3f})",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ when a wrapper takes output buffers, ``test_fuzz_alias = alias_test(SPECS)`` (ev
 output over an input's memory, an index array half of the time: the aliasing that crashed).
 ``tests/engine/fuzz/test_fuzz_coverage.py`` fails when an engine wrapper has no spec.
 """
+
 from __future__ import annotations
 
 import faulthandler
@@ -33,31 +34,85 @@ from mantissa_embed import engine
 
 #: the settings of every fuzz test: few examples (the suite budget is about a minute),
 #: reproducible draws, no deadline (the machine is shared)
-FUZZ = settings(max_examples=30, deadline=None, derandomize=True, database=None,
-                suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=30, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 
 #: a single call running longer than this is a hang: dump the stacks and exit
 HANG_SECONDS = 120
 
 #: float32 values at the edges: zeros of both signs, denormals, the smallest normal, values
 #: near the float32 maximum
-EXTREME = np.array([0.0, -0.0, 1e-45, -1e-40, 1.1754944e-38, 1.0, -1.0, 3e38, -3e38, 3.4028235e38],
-                   dtype=np.float32)
+EXTREME = np.array(
+    [0.0, -0.0, 1e-45, -1e-40, 1.1754944e-38, 1.0, -1.0, 3e38, -3e38, 3.4028235e38], dtype=np.float32
+)
 NONFINITE = np.array([np.nan, np.inf, -np.inf], dtype=np.float32)
 
 _GUARD = 16
 _SENTINEL = np.uint8(0xA5)
 
 #: the mutations of an array argument
-ARRAY_MUTATIONS = ("float64", "int32", "bool", "object", "complex", "none", "str", "list", "scalar",
-                   "ndim+", "ndim-", "strided", "reversed", "fortran", "readonly", "grow", "shrink",
-                   "extreme", "nonfinite", "empty")
+ARRAY_MUTATIONS = (
+    "float64",
+    "int32",
+    "bool",
+    "object",
+    "complex",
+    "none",
+    "str",
+    "list",
+    "scalar",
+    "ndim+",
+    "ndim-",
+    "strided",
+    "reversed",
+    "fortran",
+    "readonly",
+    "grow",
+    "shrink",
+    "extreme",
+    "nonfinite",
+    "empty",
+)
 #: the mutations of an int argument
-INT_VALUES = (-1, 0, -(2 ** 63), 2 ** 31, 2 ** 62, 2 ** 63 - 1, 2 ** 63, 2 ** 64 + 1, True, 1.5, None,
-              "3", np.int64(2), np.uint64(2 ** 63))
+INT_VALUES = (
+    -1,
+    0,
+    -(2**63),
+    2**31,
+    2**62,
+    2**63 - 1,
+    2**63,
+    2**64 + 1,
+    True,
+    1.5,
+    None,
+    "3",
+    np.int64(2),
+    np.uint64(2**63),
+)
 #: the mutations of a float argument
-FLOAT_VALUES = (np.nan, np.inf, -np.inf, 1e39, -1e39, 3.4e38, 1e300, -0.0, 0.0, 1e-45, 1e-320, -1.0,
-                True, None, "1.0", np.float32(0.5), np.float64(2.0), 1 + 1j, 2)
+FLOAT_VALUES = (
+    np.nan,
+    np.inf,
+    -np.inf,
+    1e39,
+    -1e39,
+    3.4e38,
+    1e300,
+    -0.0,
+    0.0,
+    1e-45,
+    1e-320,
+    -1.0,
+    True,
+    None,
+    "1.0",
+    np.float32(0.5),
+    np.float64(2.0),
+    1 + 1j,
+    2,
+)
 #: the mutations of a bool flag
 FLAG_VALUES = (None, "yes", 2, -1, np.bool_(True), 1.0, [True])
 #: the mutations of a string option
@@ -74,6 +129,7 @@ _NAMING = {"object", "complex", "none", "str", "bool", "type", "flag_type"}
 class Spec:
     """How to fuzz one wrapper: ``build(draw) -> kwargs`` of a valid call, the output buffers
     (``outs``), the arrays updated in place (``inplace``), and arguments left alone (``fixed``)."""
+
     build: object
     outs: tuple = ()
     inplace: tuple = ()
@@ -106,7 +162,7 @@ def any_shape(draw):
 
 
 def rng(draw):
-    return np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    return np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
 
 
 def f32(draw, shape, scale=1.0, extreme=True, positive=False):
@@ -146,6 +202,7 @@ def maybe_out(draw, shape, dtype=np.float32):
 
 # ------------------------------------------------------------------ guards
 
+
 class Guards:
     """Copies of the contiguous array arguments, each with sentinel bytes on both sides, and a
     snapshot of their contents to compare after the call."""
@@ -159,7 +216,7 @@ class Guards:
         nbytes = a.nbytes
         buf = np.full(nbytes + 2 * _GUARD * 8, _SENTINEL, dtype=np.uint8)
         start = _GUARD * 8  # 128-byte offset: the view stays aligned for any dtype
-        view = buf[start:start + nbytes].view(a.dtype).reshape(a.shape)
+        view = buf[start : start + nbytes].view(a.dtype).reshape(a.shape)
         view[...] = a
         if not a.flags.writeable:
             view.flags.writeable = False
@@ -174,15 +231,17 @@ class Guards:
         """Guard bytes untouched; contents unchanged unless the view shares memory with an
         array in ``writable`` (outputs, in-place arguments)."""
         for name, buf, start, nbytes, view, snap in self.items:
-            lo, hi = buf[:start], buf[start + nbytes:]
-            assert (lo == _SENTINEL).all() and (hi == _SENTINEL).all(), \
+            lo, hi = buf[:start], buf[start + nbytes :]
+            assert (lo == _SENTINEL).all() and (hi == _SENTINEL).all(), (
                 f"write outside the buffer of {name!r}"
+            )
             if any(w is not None and np.may_share_memory(view, w) for w in writable):
                 continue
             assert np.array_equal(buf, snap), f"input {name!r} was modified"
 
 
 # ------------------------------------------------------------------ mutations
+
 
 def _mutate_array(draw, a, how):
     if how == "float64":
@@ -237,8 +296,11 @@ def _mutate_array(draw, a, how):
             return np.pad(a, [(0, 1) if i == ax else (0, 0) for i in range(a.ndim)])
         return np.take(a, range(a.shape[ax] - 1), axis=ax)
     if how == "extreme":
-        return rng(draw).choice(EXTREME, size=a.shape).astype(a.dtype) if a.dtype.kind == "f" else \
-            np.full(a.shape, np.iinfo(a.dtype).max if a.dtype.kind in "iu" else 1, dtype=a.dtype)
+        return (
+            rng(draw).choice(EXTREME, size=a.shape).astype(a.dtype)
+            if a.dtype.kind == "f"
+            else np.full(a.shape, np.iinfo(a.dtype).max if a.dtype.kind in "iu" else 1, dtype=a.dtype)
+        )
     if how == "nonfinite":
         if a.dtype.kind != "f" or a.size == 0:
             return a
@@ -256,9 +318,11 @@ def _mutate_shape(draw, s, how):
         return s[:-1] + (-1,) if s else (-1,)
     if how == "huge":
         i = draw(st.integers(0, max(len(s) - 1, 0)))
-        return tuple(2 ** draw(st.sampled_from((31, 40, 62, 63, 64))) if j == i else v for j, v in enumerate(s))
+        return tuple(
+            2 ** draw(st.sampled_from((31, 40, 62, 63, 64))) if j == i else v for j, v in enumerate(s)
+        )
     if how == "product":  # every entry large: the product overflows int64
-        return tuple(2 ** 20 for _ in s)
+        return tuple(2**20 for _ in s)
     if how == "short":
         return s[:-1]
     if how == "long":
@@ -324,10 +388,10 @@ def mutate(draw, kwargs, spec, guards=None, only=None):
         # element on; either may be the larger, so the output can cover entries not yet read
         off = v.itemsize if how == "alias_shift" else 0
         buf = guards.wrap(f"{src_name}+{name}", np.zeros(max(src.nbytes, off + v.nbytes), np.uint8))
-        new_src = buf[:src.nbytes].view(src.dtype).reshape(src.shape)
+        new_src = buf[: src.nbytes].view(src.dtype).reshape(src.shape)
         new_src[...] = src
         kwargs[src_name] = new_src
-        kwargs[name] = buf[off:off + v.nbytes].view(v.dtype).reshape(v.shape)
+        kwargs[name] = buf[off : off + v.nbytes].view(v.dtype).reshape(v.shape)
     elif how == "readonly_out":
         if v is None:
             return None
@@ -348,11 +412,13 @@ def mutate(draw, kwargs, spec, guards=None, only=None):
 
 # ------------------------------------------------------------------ the property
 
+
 def _summary(kwargs):
     def one(v):
         if isinstance(v, np.ndarray):
             return f"ndarray{v.shape}:{v.dtype}{'' if v.flags.c_contiguous else ':strided'}"
         return repr(v) if not isinstance(v, (list, str)) or len(repr(v)) < 40 else type(v).__name__
+
     return ", ".join(f"{k}={one(v)}" for k, v in kwargs.items())
 
 
@@ -364,7 +430,11 @@ def fuzz_wrapper(data, name, spec, mutate_p=0.8, only=None):
     fn = name if callable(name) else getattr(engine, name)
     guards = Guards()
     kwargs = {k: guards.wrap(k, v) for k, v in spec.build(data.draw).items()}
-    m = mutate(data.draw, kwargs, spec, guards, only) if data.draw(st.integers(0, 9)) < 10 * mutate_p else None
+    m = (
+        mutate(data.draw, kwargs, spec, guards, only)
+        if data.draw(st.integers(0, 9)) < 10 * mutate_p
+        else None
+    )
     note(f"{name}({_summary(kwargs)}) mutation {m}")
     guards.snapshot()
     writable = [kwargs.get(k) for k in spec.outs + spec.inplace]
@@ -372,14 +442,17 @@ def fuzz_wrapper(data, name, spec, mutate_p=0.8, only=None):
     faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
     try:
         fn(**kwargs)
-        assert m is None or m[1] != "flag_type", f"the flag {m[0]}={kwargs[m[0]]!r} was taken as a truth value"
+        assert m is None or m[1] != "flag_type", (
+            f"the flag {m[0]}={kwargs[m[0]]!r} was taken as a truth value"
+        )
     except (ValueError, TypeError) as e:
         msg = str(e)
         assert msg, f"{type(e).__name__} without a message"
         if m is not None and m[1] in _NAMING:
             names = {m[0], m[0].replace("_shape", ".shape")}  # x_shape: "x.shape" too
-            assert any(re.search(rf"\b{re.escape(n)}\b", msg) for n in names), \
+            assert any(re.search(rf"\b{re.escape(n)}\b", msg) for n in names), (
                 f"{type(e).__name__} after {m[1]!r} on {m[0]!r} does not name it: {msg}"
+            )
     finally:
         faulthandler.cancel_dump_traceback_later()
     guards.check(writable)
@@ -388,6 +461,7 @@ def fuzz_wrapper(data, name, spec, mutate_p=0.8, only=None):
 def family_test(specs, restore=None):
     """The fuzz test of a family module: one parametrized hypothesis test over its ``SPECS``;
     ``restore()`` (optional) runs after each example (process-wide state)."""
+
     @pytest.mark.parametrize("name", sorted(specs))
     @FUZZ
     @given(data=st.data())
@@ -397,6 +471,7 @@ def family_test(specs, restore=None):
         finally:
             if restore is not None:
                 restore()
+
     return test_fuzz
 
 
@@ -414,4 +489,5 @@ def alias_test(specs):
     @given(data=st.data())
     def test_fuzz_alias(name, data):
         fuzz_wrapper(data, name, specs[name], mutate_p=1.0, only=("alias", "alias_shift"))
+
     return test_fuzz_alias

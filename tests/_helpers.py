@@ -1,5 +1,6 @@
 """Small shared fixtures-as-functions for the tests (importable because pytest's
 ``pythonpath`` includes ``tests/``). Seeded and independent of the code under test."""
+
 from pathlib import Path
 
 import numpy as np
@@ -31,9 +32,11 @@ def similarity_batch(seed, n, m, k, square, scale=1.0):
 def mat64(x, r, cosine):
     """float64 reference matrix between L2-normalized rows of x and r (r=None: x itself):
     cosine similarity when ``cosine``, else Euclidean distance."""
+
     def nrm(z):
         z = z.astype(np.float64)
         return z / np.linalg.norm(z, axis=1, keepdims=True)
+
     q = nrm(x)
     rr = q if r is None else nrm(r)
     return q @ rr.T if cosine else np.linalg.norm(q[:, None] - rr[None], axis=2)
@@ -108,6 +111,7 @@ def run_threads(fn, n_threads=4, calls=6):
                 fn()
         except Exception as e:  # noqa: BLE001 - returned to the test
             errors.append(e)
+
     ts = [threading.Thread(target=work) for _ in range(n_threads)]
     for t in ts:
         t.start()
@@ -138,8 +142,11 @@ class CentersLoss:
     def __init__(self, dim, num_classes=3, mean=True, seed=None, wgrad=None):
         from mantissa_embed.parameter import Parameter
 
-        init = np.zeros((num_classes, dim)) if seed is None else \
-            np.random.default_rng(seed).standard_normal((num_classes, dim))
+        init = (
+            np.zeros((num_classes, dim))
+            if seed is None
+            else np.random.default_rng(seed).standard_normal((num_classes, dim))
+        )
         self.W = Parameter(init, name="W")
         self.mean = mean
         self.wgrad = (lambda g: g) if wgrad is None else wgrad
@@ -156,4 +163,4 @@ class CentersLoss:
         gw = np.zeros(self.W.data.shape)
         np.add.at(gw, labels, -2 * diff / div)
         self.W.grad = self.wgrad(self.W.grad + gw)
-        return LossOutput(float((diff ** 2).sum() / div), 2 * diff / div)
+        return LossOutput(float((diff**2).sum() / div), 2 * diff / div)

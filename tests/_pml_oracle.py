@@ -1,6 +1,7 @@
 """Shared by the PML oracle tests: run a pytorch-metric-learning loss in float64 on our float32
 inputs, and compare a ``LossOutput`` with the result -- through the public kit
 (``mantissa_embed.testing``), so that the oracle suite exercises it."""
+
 from mantissa_embed.testing import assert_loss_close, pml_reference
 
 

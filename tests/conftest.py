@@ -1,5 +1,6 @@
 """Suite-wide settings: hypothesis draws the same examples on every run (``derandomize``), so a
 red or green result reproduces on any machine; ``HYPOTHESIS_PROFILE=explore`` draws new ones."""
+
 import os
 
 from hypothesis import settings

@@ -5,6 +5,7 @@ gives the same timings: the work does not depend on pixel values). Trunk:
 ``models.small_cnn_embedder(embed_dim=16)``; loss ``"triplet"`` with the Embedder's default
 miner; batch 64, lr 0.05.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,6 +25,7 @@ def _embedder(seed=0):
 
 class FitEpoch:
     """``Embedder(small_cnn_embedder(16), loss="triplet").fit(X, y, epochs=1, batch_size=64)``."""
+
     timeout = 600
     number = 1
     repeat = (1, 5, 60.0)
@@ -40,6 +42,7 @@ class FitEpoch:
 
 class Embed:
     """``embed`` of 6,000 images (batches of 256) by a fitted Embedder."""
+
     timeout = 300
 
     def setup(self):
@@ -56,6 +59,7 @@ class Embed:
 class Retrieve:
     """``retrieve`` of 1,000 query images (embedded on the fly) against a gallery of 100,000
     precomputed L2-normalized embeddings, k = 10 (exact tiled k-NN)."""
+
     timeout = 300
 
     def setup(self):

@@ -1,4 +1,5 @@
 """SGEMM (``engine.sgemm``): square sizes and the products of ``small_cnn_embedder`` at batch 64."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,6 +30,7 @@ def _operands(M, N, K, ta, tb):
 
 class SgemmSquare:
     """C = A @ B, n x n x n, float32, 1 and 2 engine threads (GFLOP/s = 2 n^3 / time)."""
+
     params = ([256, 512, 1024, 2048], [1, 2])
     param_names = ["n", "threads"]
     timeout = 120
@@ -50,6 +52,7 @@ class SgemmSquare:
 
 class SgemmLayerShapes:
     """The SGEMM calls of one small_cnn_embedder batch of 64 (engine default threads)."""
+
     params = (list(LAYER_SHAPES),)
     param_names = ["shape"]
 

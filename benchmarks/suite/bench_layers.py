@@ -1,4 +1,5 @@
 """Conv2D (+ReLU) and MaxPool2D forward / backward at the shapes of small_cnn_embedder, batch 64."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +18,7 @@ def _input(shape):
 
 class _LayerBench:
     """Shared setup and timings: ``make(layer) -> (Layer, per-sample input shape)``."""
+
     param_names = ["layer"]
 
     def setup(self, layer):
@@ -39,6 +41,7 @@ class _LayerBench:
 
 class Conv2d(_LayerBench):
     """Conv2D(out, 3, pad=1, act="relu"): forward, and backward (weights, bias and input)."""
+
     params = (list(CONV),)
 
     @staticmethod
@@ -50,6 +53,7 @@ class Conv2d(_LayerBench):
 class MaxPool(_LayerBench):
     """MaxPool2D(2): forward, backward, and the backward fused with the ReLU mask of the conv
     before it (what ``Sequential.backward`` runs for ``Conv2D(act="relu") -> MaxPool2D``)."""
+
     params = (list(POOL),)
 
     @staticmethod

@@ -7,6 +7,7 @@ to the package is benchmarked without editing this file. A class whose construct
 argument ``common.construct`` does not know, or which cannot be called as
 ``loss(x, labels)`` / ``loss(x, ref_emb=...)`` / ``loss(x)`` / ``miner(x, labels)``, is reported as skipped.
 """
+
 from __future__ import annotations
 
 from .common import construct, discover, embeddings

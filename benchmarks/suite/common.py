@@ -1,4 +1,5 @@
 """Seeded synthetic data shared by the asv benchmarks (no downloads)."""
+
 from __future__ import annotations
 
 import inspect
@@ -19,7 +20,7 @@ def synthetic_mnist(n=6000, n_classes=10, seed=0):
     templates = rng.random((n_classes, 1, 28, 28), dtype=np.float32)
     # cheap 3x3 box blur so neighbouring pixels correlate as in real digits
     t = np.pad(templates, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="edge")
-    templates = sum(t[:, :, i:i + 28, j:j + 28] for i in range(3) for j in range(3)) / 9.0
+    templates = sum(t[:, :, i : i + 28, j : j + 28] for i in range(3) for j in range(3)) / 9.0
     y = np.arange(n, dtype=np.int64) % n_classes
     rng.shuffle(y)
     X = templates[y] + 0.3 * rng.standard_normal((n, 1, 28, 28)).astype(np.float32)
@@ -71,9 +72,9 @@ def construct(cls, d=128, n_classes=16):
         "loss": lambda: losses.TripletMarginLoss(),
         "losses": lambda: [losses.ContrastiveLoss(), losses.TripletMarginLoss()],
         "miner": lambda: None,
-        "margin": lambda: 0.4,   # RankedListLoss(margin, Tn): values of PML's docs example
+        "margin": lambda: 0.4,  # RankedListLoss(margin, Tn): values of PML's docs example
         "Tn": lambda: 1.0,
-        "l": lambda: d,          # ManifoldLoss(l): the embedding size
+        "l": lambda: d,  # ManifoldLoss(l): the embedding size
     }
     kwargs = {}
     for p in inspect.signature(cls).parameters.values():

@@ -25,6 +25,7 @@ The architecture (linear/ReLU layers) and the equal weights are settings of this
 recipe, not the paper's. The layers here have no train/eval behaviour; with stateful layers
 choose the modes of each step deliberately, in addition to controlling which gradients flow.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -87,7 +88,7 @@ def _mse_to(s, target):
     us, ns = _unit(s)
     ut, _ = _unit(target)
     diff = us - ut
-    value = float(np.mean(diff ** 2))
+    value = float(np.mean(diff**2))
     return value, _unit_backward(2.0 * diff / diff.size, us, ns)
 
 
@@ -106,7 +107,7 @@ def generator_objective(embedder, a, p, n, s):
         # "negative" p and margin -0.2; its AvgNonZero reduction is the positive-violation mean.
         adv = TripletMarginLoss(margin=-MARGIN)(Z, indices_tuple=(r, 2 * T + r, T + r))
         dZ = embedder.backward(adv.grad)
-    ds_adv = dZ[2 * T:].astype(np.float64)
+    ds_adv = dZ[2 * T :].astype(np.float64)
     hard, ds_hard = _mse_to(s, a)
     reg, ds_reg = _mse_to(s, n)
     terms = dict(adversarial=adv.loss, hardness=hard, regularization=reg, total=adv.loss + hard + reg)
@@ -185,12 +186,22 @@ def main(seed=0, verbose=True):
     if verbose:
         for k, h in enumerate(history):
             g, m = h["generator"], h["metric"]
-            print(f"step {k + 1:2d}: generator adv {g['adversarial']:.4f} hard {g['hardness']:.4f} "
-                  f"reg {g['regularization']:.4f} | metric authentic {m['authentic']:.4f} "
-                  f"synthetic {m['synthetic']:.4f}")
+            print(
+                f"step {k + 1:2d}: generator adv {g['adversarial']:.4f} hard {g['hardness']:.4f} "
+                f"reg {g['regularization']:.4f} | metric authentic {m['authentic']:.4f} "
+                f"synthetic {m['synthetic']:.4f}"
+            )
         last = history[-1]
-        print("final objectives:", {k: round(v, 4) for k, v in {**last["generator"], **{
-            "authentic": last["metric"]["authentic"], "synthetic": last["metric"]["synthetic"]}}.items()})
+        print(
+            "final objectives:",
+            {
+                k: round(v, 4)
+                for k, v in {
+                    **last["generator"],
+                    **{"authentic": last["metric"]["authentic"], "synthetic": last["metric"]["synthetic"]},
+                }.items()
+            },
+        )
     return dict(history=history)
 
 

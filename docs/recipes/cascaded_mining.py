@@ -11,6 +11,7 @@ The fixture is 12 embeddings of 4 classes (3 each), so the batch has 4 * 3 * 2 =
 positive pairs; fractions (1, 0.5, 0.5) keep 24, then 12, then 6 of them. This applies the
 paper's progressive filtering to arbitrary slices; it does not reproduce its architecture.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,7 +28,9 @@ def make_embeddings(seed=0):
     """(E (12, 16) float32, y (12,) int64)."""
     rng = np.random.default_rng(seed)
     y = np.repeat(np.arange(N_CLASSES), PER_CLASS)
-    E = rng.standard_normal((N_CLASSES, sum(SLICE_SIZES)))[y] + 0.7 * rng.standard_normal((len(y), sum(SLICE_SIZES)))
+    E = rng.standard_normal((N_CLASSES, sum(SLICE_SIZES)))[y] + 0.7 * rng.standard_normal(
+        (len(y), sum(SLICE_SIZES))
+    )
     return E.astype(np.float32), y.astype(np.int64)
 
 
@@ -51,10 +54,14 @@ def cascaded_loss(embeddings, labels, sizes, miners, loss_funcs):
     E = np.asarray(embeddings, dtype=np.float32)
     sizes = [int(s) for s in sizes]
     if sum(sizes) != E.shape[1] or any(s < 1 for s in sizes):
-        raise ValueError(f"slice sizes {sizes} must be positive and sum to the embedding dimension {E.shape[1]}")
+        raise ValueError(
+            f"slice sizes {sizes} must be positive and sum to the embedding dimension {E.shape[1]}"
+        )
     if not (len(sizes) == len(miners) == len(loss_funcs)):
-        raise ValueError(f"need one miner and one loss per slice: {len(sizes)} slices, "
-                         f"{len(miners)} miners, {len(loss_funcs)} losses")
+        raise ValueError(
+            f"need one miner and one loss per slice: {len(sizes)} slices, "
+            f"{len(miners)} miners, {len(loss_funcs)} losses"
+        )
     bounds = np.cumsum([0] + sizes)
     grad = np.zeros_like(E)
     total, stages, pairs = 0.0, [], None
@@ -77,8 +84,10 @@ def main(seed=0, verbose=True):
     if verbose:
         print(f"slices {SLICE_SIZES}, fractions {FRACTIONS}")
         for k, s in enumerate(stages):
-            print(f"stage {k + 1}: {len(s['pairs'][0])} positive pairs, {len(s['pairs'][2])} negative pairs, "
-                  f"loss {s['loss']:.4f}")
+            print(
+                f"stage {k + 1}: {len(s['pairs'][0])} positive pairs, {len(s['pairs'][2])} negative pairs, "
+                f"loss {s['loss']:.4f}"
+            )
         print(f"total loss {loss:.4f} (finite: {np.isfinite(loss)}); positive-pair counts {counts}")
     return dict(loss=loss, grad=grad, stages=stages, positive_counts=counts)
 

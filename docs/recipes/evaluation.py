@@ -19,6 +19,7 @@
 
 It runs in a few seconds on two cores. :func:`main` returns every number it prints.
 """
+
 from __future__ import annotations
 
 import time
@@ -34,8 +35,15 @@ TRAIN_CLASSES = 6
 PER_CLASS = 30
 QUERIES_PER_CLASS = 5
 SHAPE = (1, 6, 6)
-METRICS = ("precision_at_1", "r_precision", "mean_average_precision_at_r",
-           "mean_average_precision", "mean_reciprocal_rank", "NMI", "AMI")
+METRICS = (
+    "precision_at_1",
+    "r_precision",
+    "mean_average_precision_at_r",
+    "mean_average_precision",
+    "mean_reciprocal_rank",
+    "NMI",
+    "AMI",
+)
 
 
 class WithPrecisionAt5(AccuracyCalculator):
@@ -43,11 +51,18 @@ class WithPrecisionAt5(AccuracyCalculator):
 
     def calculate_precision_at_5(self, knn_labels, query_labels, not_lone_query_mask, **kwargs):
         knn_labels, query_labels = ac.try_getting_not_lone_labels(
-            knn_labels, query_labels, not_lone_query_mask)
+            knn_labels, query_labels, not_lone_query_mask
+        )
         if knn_labels is None:
             return float("nan")
-        return ac.precision_at_k(knn_labels, query_labels[:, None], 5, self.avg_of_avgs,
-                                 self.return_per_class, self.label_comparison_fn)
+        return ac.precision_at_k(
+            knn_labels,
+            query_labels[:, None],
+            5,
+            self.avg_of_avgs,
+            self.return_per_class,
+            self.label_comparison_fn,
+        )
 
     def requires_knn(self):
         return super().requires_knn() + ["precision_at_5"]
@@ -60,8 +75,7 @@ def make_data(seed=0):
     prototypes = rng.normal(size=(N_CLASSES, d))
     nuisance = rng.normal(size=(3, d))
     y = np.repeat(np.arange(N_CLASSES), PER_CLASS)
-    X = (prototypes[y] + 0.4 * rng.normal(size=(len(y), d))
-         + 3.0 * rng.normal(size=(len(y), 3)) @ nuisance)
+    X = prototypes[y] + 0.4 * rng.normal(size=(len(y), d)) + 3.0 * rng.normal(size=(len(y), 3)) @ nuisance
     return X.reshape((-1,) + SHAPE).astype(np.float32), y.astype(np.int64)
 
 
@@ -82,11 +96,12 @@ def evaluate(E, y):
         "query_vs_reference": calc.get_accuracy(q, qy, r, ry, ref_includes_query=False),
         "reference_vs_itself": calc.get_accuracy(r, ry),
         "ref_includes_query": calc.get_accuracy(q, qy, stacked, stacked_y, ref_includes_query=True),
-        "forgot_ref_includes_query": calc.get_accuracy(q, qy, stacked, stacked_y,
-                                                       ref_includes_query=False,
-                                                       include=("precision_at_1",)),
-        "custom_metric": WithPrecisionAt5(include=("precision_at_1", "precision_at_5"),
-                                          k=5).get_accuracy(q, qy, r, ry),
+        "forgot_ref_includes_query": calc.get_accuracy(
+            q, qy, stacked, stacked_y, ref_includes_query=False, include=("precision_at_1",)
+        ),
+        "custom_metric": WithPrecisionAt5(include=("precision_at_1", "precision_at_5"), k=5).get_accuracy(
+            q, qy, r, ry
+        ),
     }
 
 

@@ -29,6 +29,7 @@
 :func:`main` returns every number it prints, the Embedder and its net (trained in place), the
 weights path and the net's state before fit.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,9 +49,11 @@ INPUT_SHAPE = (3, 112, 92)
 TRAIN_FOLDERS = tuple(f"s{k}" for k in range(1, 31))
 EVAL_FOLDERS = tuple(f"s{k}" for k in range(31, 41))
 EMBED_DIM = 64
-CONVERT_HINT = ("to use torchvision's ImageNet weights, convert resnet18-f37072fd.pth once with torch "
-                "(the one-liner in docs/weights.md, 'Converting a torch checkpoint') and pass "
-                "--weights resnet18.safetensors")
+CONVERT_HINT = (
+    "to use torchvision's ImageNet weights, convert resnet18-f37072fd.pth once with torch "
+    "(the one-liner in docs/weights.md, 'Converting a torch checkpoint') and pass "
+    "--weights resnet18.safetensors"
+)
 
 
 def cpu_model():
@@ -68,7 +71,7 @@ def cpu_model():
 def load_faces(data_dir):
     """(X (400, 3, 112, 92) float32 in [0, 1], y (400,) int64, folders (400,) str "s1".."s40")."""
     X, y = datasets.load("orl_faces", data_dir=data_dir)
-    folders = np.array([f"s{k + 1}" for k in y])      # label k <- folder s{k+1} (datasets/orl_faces.py)
+    folders = np.array([f"s{k + 1}" for k in y])  # label k <- folder s{k+1} (datasets/orl_faces.py)
     return np.repeat(X, 3, axis=1), y, folders
 
 
@@ -84,8 +87,12 @@ def evaluate(E, y):
     m = retrieval_metrics(E, y)
     i, j = np.triu_indices(len(y), 1)
     v = verification_metrics(np.linalg.norm(E[i].astype(np.float64) - E[j], axis=1), y[i] == y[j])
-    return {"AUC": float(v["roc_auc"]), "EER": float(v["eer"]),
-            "P@1": float(m["precision_at_1"]), "MAP@R": float(m["mean_average_precision_at_r"])}
+    return {
+        "AUC": float(v["roc_auc"]),
+        "EER": float(v["eer"]),
+        "P@1": float(m["precision_at_1"]),
+        "MAP@R": float(m["mean_average_precision_at_r"]),
+    }
 
 
 def main(data_dir=DEFAULT_DATA_DIR, epochs=20, weights=None, seed=0, work_dir=None, verbose=True):
@@ -94,8 +101,10 @@ def main(data_dir=DEFAULT_DATA_DIR, epochs=20, weights=None, seed=0, work_dir=No
     with tempfile.TemporaryDirectory() as tmp:
         if weights is None:
             weights = write_standin_weights(Path(work_dir or tmp) / "resnet18.safetensors", seed=seed)
-            say(f"weights: {weights} holds RANDOM weights (models.resnet18 seed={seed}) standing in "
-                f"for torchvision's pretrained ones;\n  {CONVERT_HINT}")
+            say(
+                f"weights: {weights} holds RANDOM weights (models.resnet18 seed={seed}) standing in "
+                f"for torchvision's pretrained ones;\n  {CONVERT_HINT}"
+            )
             standin = True
         else:
             weights, standin = Path(weights), False
@@ -103,8 +112,10 @@ def main(data_dir=DEFAULT_DATA_DIR, epochs=20, weights=None, seed=0, work_dir=No
 
         X, y, folders = load_faces(data_dir)
         train, test = np.isin(folders, TRAIN_FOLDERS), np.isin(folders, EVAL_FOLDERS)
-        say(f"ORL faces {X.shape[2]}x{X.shape[3]}, grey -> RGB: train {int(train.sum())} images "
-            f"(s1-s30), eval {int(test.sum())} images (s31-s40)")
+        say(
+            f"ORL faces {X.shape[2]}x{X.shape[3]}, grey -> RGB: train {int(train.sum())} images "
+            f"(s1-s30), eval {int(test.sum())} images (s31-s40)"
+        )
 
         net = models.resnet18(embed_dim=EMBED_DIM, weights=weights, input_shape=INPUT_SHAPE, seed=seed)
         net.freeze()
@@ -126,35 +137,53 @@ def main(data_dir=DEFAULT_DATA_DIR, epochs=20, weights=None, seed=0, work_dir=No
         untrained = evaluate(emb.embed(X[test]), y[test])
         net.load_state_arrays(state_after)
 
-    results = {"untrained_head": untrained, "trained_head": trained, "epochs": epochs,
-               "fit_seconds": fit_seconds, "seconds_per_epoch": fit_seconds / epochs,
-               "cpu": cpu_model(), "standin_weights": standin, "weights": Path(weights),
-               "embedder": emb, "net": net, "state_before": state_before,
-               "seconds": time.perf_counter() - t0}
+    results = {
+        "untrained_head": untrained,
+        "trained_head": trained,
+        "epochs": epochs,
+        "fit_seconds": fit_seconds,
+        "seconds_per_epoch": fit_seconds / epochs,
+        "cpu": cpu_model(),
+        "standin_weights": standin,
+        "weights": Path(weights),
+        "embedder": emb,
+        "net": net,
+        "state_before": state_before,
+        "seconds": time.perf_counter() - t0,
+    }
     say(f"unseen subjects s31-s40 (100 faces, 4950 pairs), {epochs} epochs on s1-s30:")
     for name in ("untrained_head", "trained_head"):
         say(f"  {name:15s} " + "  ".join(f"{k}={v:.3f}" for k, v in results[name].items()))
-    say(f"fit {fit_seconds:.1f} s ({results['seconds_per_epoch']:.2f} s/epoch) on {results['cpu']}; "
-        f"done in {results['seconds']:.1f} s")
+    say(
+        f"fit {fit_seconds:.1f} s ({results['seconds_per_epoch']:.2f} s/epoch) on {results['cpu']}; "
+        f"done in {results['seconds']:.1f} s"
+    )
     if standin:
         say("(random stand-in trunk: these figures are not what pretrained weights would give)")
     return results
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m docs.recipes.finetune_orl", description=__doc__.split("\n")[0])
-    p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR),
-                   help="folder holding s1/ .. s40/ (default: %(default)s)")
+    p = argparse.ArgumentParser(
+        prog="python -m docs.recipes.finetune_orl", description=__doc__.split("\n")[0]
+    )
+    p.add_argument(
+        "--data-dir", default=str(DEFAULT_DATA_DIR), help="folder holding s1/ .. s40/ (default: %(default)s)"
+    )
     p.add_argument("--epochs", type=int, default=20, help="default: %(default)s")
-    p.add_argument("--weights", default=None,
-                   help="ResNet-18 trunk weights (.safetensors / .npz, torchvision names); "
-                        "default: a random stand-in")
+    p.add_argument(
+        "--weights",
+        default=None,
+        help="ResNet-18 trunk weights (.safetensors / .npz, torchvision names); default: a random stand-in",
+    )
     return p.parse_args(argv)
 
 
 if __name__ == "__main__":
     a = parse_args()
     if a.weights is not None and not Path(a.weights).is_file():
-        raise SystemExit(f"--weights {a.weights}: no such file; {CONVERT_HINT} (or leave --weights off for a "
-                         "random stand-in)")
+        raise SystemExit(
+            f"--weights {a.weights}: no such file; {CONVERT_HINT} (or leave --weights off for a "
+            "random stand-in)"
+        )
     main(data_dir=a.data_dir, epochs=a.epochs, weights=a.weights)

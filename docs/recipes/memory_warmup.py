@@ -14,6 +14,7 @@ Sizes: batch 12, embedding size 4, memory 32. Four enqueued batches are 48 rows,
 buffer wraps once: at the end it is full and its cursor is ``48 mod 32 = 16``. The numbers
 keep the run short; they are not the paper's schedule or memory size.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,8 +59,9 @@ def train(seed=0, warmup_steps=WARMUP_STEPS, memory_steps=MEMORY_STEPS):
     xbm = CrossBatchMemory(ContrastiveLoss(), EMBEDDING_SIZE, memory_size=MEMORY_SIZE)
     model.build(X.shape[1:])
     opt = Adam(model.parameters(), lr=1e-2)
-    batches = iter(MPerClassSampler(y, 4, batch_size=BATCH_SIZE, length_before_new_iter=10 * BATCH_SIZE,
-                                    seed=seed))
+    batches = iter(
+        MPerClassSampler(y, 4, batch_size=BATCH_SIZE, length_before_new_iter=10 * BATCH_SIZE, seed=seed)
+    )
     history = []
     for step in range(warmup_steps + memory_steps):
         idx = next(batches)
@@ -73,9 +75,17 @@ def train(seed=0, warmup_steps=WARMUP_STEPS, memory_steps=MEMORY_STEPS):
             phase, rows = "memory", xbm.num_stored
         model.backward(out.grad, need_dx=False)
         opt.step()
-        history.append(dict(step=step, phase=phase, loss=out.loss, queue_idx=xbm.queue_idx,
-                            has_been_filled=xbm.has_been_filled, memory_rows=rows,
-                            batch_embeddings=emb.copy()))
+        history.append(
+            dict(
+                step=step,
+                phase=phase,
+                loss=out.loss,
+                queue_idx=xbm.queue_idx,
+                has_been_filled=xbm.has_been_filled,
+                memory_rows=rows,
+                batch_embeddings=emb.copy(),
+            )
+        )
     return history, xbm, model
 
 
@@ -84,9 +94,11 @@ def main(seed=0, verbose=True):
     if verbose:
         print(f"batch {BATCH_SIZE}, embedding size {EMBEDDING_SIZE}, memory {MEMORY_SIZE}")
         for h in history:
-            print(f"step {h['step']} [{h['phase']:>6}] loss {h['loss']:.4f}  compared with "
-                  f"{h['memory_rows']:2d} memory rows  queue_idx {h['queue_idx']:2d}  "
-                  f"full {h['has_been_filled']}")
+            print(
+                f"step {h['step']} [{h['phase']:>6}] loss {h['loss']:.4f}  compared with "
+                f"{h['memory_rows']:2d} memory rows  queue_idx {h['queue_idx']:2d}  "
+                f"full {h['has_been_filled']}"
+            )
         print(f"final: queue full = {xbm.has_been_filled}, cursor = {xbm.queue_idx}")
     return dict(history=history, queue_idx=xbm.queue_idx, has_been_filled=xbm.has_been_filled)
 

@@ -16,6 +16,7 @@
 ``samplers.TuplesToWeightsSampler`` packages steps 1-4; this recipe spells them out so the
 caller controls the model call and the mapping.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,8 +71,13 @@ def dataset_weights(indices_tuple, subset_indices, subset_labels, dataset_size):
 
 def sample_batches(weights, seed=0, num_batches=NUM_BATCHES, batch_size=BATCH_SIZE):
     """``num_batches`` int64 index batches drawn with replacement from ``weights``."""
-    sampler = WeightedSampler(weights, num_batches * batch_size, replacement=True,
-                              generator=np.random.default_rng(seed), batch_size=batch_size)
+    sampler = WeightedSampler(
+        weights,
+        num_batches * batch_size,
+        replacement=True,
+        generator=np.random.default_rng(seed),
+        batch_size=batch_size,
+    )
     return list(sampler)
 
 
@@ -84,15 +90,18 @@ def run(seed=0):
     tup = PairMarginMiner(pos_margin=0.2, neg_margin=0.8)(emb, y[subset])
     weights = dataset_weights(tup, subset, y[subset], len(X))
     batches = sample_batches(weights, seed=seed)
-    return dict(subset=subset, tuple=tup, weights=weights, batches=batches,
-                batch_labels=[y[b] for b in batches])
+    return dict(
+        subset=subset, tuple=tup, weights=weights, batches=batches, batch_labels=[y[b] for b in batches]
+    )
 
 
 def main(seed=0, verbose=True):
     r = run(seed)
     if verbose:
-        print(f"subset of {SUBSET_SIZE} rows, mined {len(r['tuple'][0])} positive and "
-              f"{len(r['tuple'][2])} negative pairs; {(r['weights'] > 0).sum()} rows with weight > 0")
+        print(
+            f"subset of {SUBSET_SIZE} rows, mined {len(r['tuple'][0])} positive and "
+            f"{len(r['tuple'][2])} negative pairs; {(r['weights'] > 0).sum()} rows with weight > 0"
+        )
         for i, lab in enumerate(r["batch_labels"]):
             print(f"batch {i}: labels {lab.tolist()}")
     return r

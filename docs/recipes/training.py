@@ -17,6 +17,7 @@ the objective is the same function of the parameters at the start and at the end
 The fixtures are tiny synthetic problems: a decreasing objective here shows the pieces are
 wired correctly (gradients reach every intended parameter), not that a training setup is good.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,8 +52,10 @@ def make_model(seed=0):
 # -- input checks ----------------------------------------------------------------------------------
 def _check_xy(X, y, xname="X", yname="y"):
     if not isinstance(X, np.ndarray) or X.dtype != np.float32:
-        raise TypeError(f"{xname} must be a float32 numpy array (the caller owns dtype placement), "
-                        f"got {getattr(X, 'dtype', type(X).__name__)}")
+        raise TypeError(
+            f"{xname} must be a float32 numpy array (the caller owns dtype placement), "
+            f"got {getattr(X, 'dtype', type(X).__name__)}"
+        )
     y = np.asarray(y)
     if y.dtype.kind not in "iu" or y.ndim != 1:
         raise TypeError(f"{yname} must be a 1-D integer array")
@@ -119,8 +122,10 @@ def train_metric(model, X, y, *, classifier=None, steps=STEPS, lr=LR):
         _build(classifier, (D,))
         C = classifier.output_shape()[0]
         if len(y) and (y.min() < 0 or y.max() >= C):
-            raise ValueError(f"with a classifier, y must hold class indices 0..{C - 1}, "
-                             f"got values in [{y.min()}, {y.max()}]")
+            raise ValueError(
+                f"with a classifier, y must hold class indices 0..{C - 1}, "
+                f"got values in [{y.min()}, {y.max()}]"
+            )
         xent = CrossEntropyLoss()
         params += classifier.parameters()
     opt = Adam(params, lr=lr)
@@ -148,8 +153,9 @@ def train_proxy(model, X, y, *, loss_func=None, optimize_proxies=True, steps=STE
     X, y = _check_xy(X, y)
     params = list(_build(model, X.shape[1:]).parameters())
     if loss_func is None:
-        loss_func = NormalizedSoftmaxLoss(int(y.max()) + 1, model.output_shape()[0],
-                                          temperature=PROXY_TEMPERATURE, seed=seed)
+        loss_func = NormalizedSoftmaxLoss(
+            int(y.max()) + 1, model.output_shape()[0], temperature=PROXY_TEMPERATURE, seed=seed
+        )
     proxies = loss_func.parameters()
     opt = Adam(params + (proxies if optimize_proxies else []), lr=lr)
 
@@ -182,7 +188,7 @@ def two_stream_objective(query_model, ref_model, Xq, yq, Xr, yr, loss_func):
     ref_labels = np.array(yr, copy=True)
     if query_model is ref_model:
         E = query_model(np.concatenate([Xq, Xr]))
-        Eq, Er = E[:len(Xq)], E[len(Xq):]
+        Eq, Er = E[: len(Xq)], E[len(Xq) :]
         out = loss_func(Eq, yq, ref_emb=Er, ref_labels=ref_labels)
         query_model.backward(np.concatenate([out.grad, out.ref_grad]), need_dx=False)
     else:
@@ -223,8 +229,9 @@ def run(seed=0):
     X, y = make_data(seed)
     results = {}
     results["metric"] = train_metric(make_model(seed), X, y)
-    results["metric+classifier"] = train_metric(make_model(seed), X, y,
-                                                classifier=Sequential([Dense(N_CLASSES)], seed=seed + 1))
+    results["metric+classifier"] = train_metric(
+        make_model(seed), X, y, classifier=Sequential([Dense(N_CLASSES)], seed=seed + 1)
+    )
     results["proxy"] = train_proxy(make_model(seed), X, y, seed=seed)
     Xr, yr = make_data(seed + 1, per_class=6)  # a reference stream of another length
     results["two_stream"] = train_two_stream(make_model(seed), make_model(seed + 2), X, y, Xr, yr)

@@ -15,6 +15,7 @@ Threads: the engine uses every processor available to the process by default;
 ``MANTISSA_EMBED_NUM_THREADS`` (an integer from 1 to 4096, read once, at the engine's first use;
 any other value gives a RuntimeWarning naming it and is ignored) or ``set_num_threads`` change it.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -50,14 +51,45 @@ if TYPE_CHECKING:  # what the lazy attributes below are, for type checkers and e
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("layers", "models", "optim", "losses", "miners", "distances", "reducers", "samplers",
-               "datasets", "evaluation", "viz", "engine", "backend", "utils", "parameter", "embedder", "testing",
-               "transforms")
-_ATTRS = {"Embedder": "embedder", "MPerClassSampler": "samplers", "Sequential": "layers",
-          "Parameter": "parameter", "set_num_threads": "engine", "get_num_threads": "engine"}
+_SUBMODULES = (
+    "layers",
+    "models",
+    "optim",
+    "losses",
+    "miners",
+    "distances",
+    "reducers",
+    "samplers",
+    "datasets",
+    "evaluation",
+    "viz",
+    "engine",
+    "backend",
+    "utils",
+    "parameter",
+    "embedder",
+    "testing",
+    "transforms",
+)
+_ATTRS = {
+    "Embedder": "embedder",
+    "MPerClassSampler": "samplers",
+    "Sequential": "layers",
+    "Parameter": "parameter",
+    "set_num_threads": "engine",
+    "get_num_threads": "engine",
+}
 
-__all__ = ["Embedder", "MPerClassSampler", "Sequential", "Parameter", "set_num_threads", "get_num_threads",
-           "__version__", *_SUBMODULES]
+__all__ = [
+    "Embedder",
+    "MPerClassSampler",
+    "Sequential",
+    "Parameter",
+    "set_num_threads",
+    "get_num_threads",
+    "__version__",
+    *_SUBMODULES,
+]
 
 
 def __getattr__(name):

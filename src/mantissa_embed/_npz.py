@@ -9,6 +9,7 @@ largest deflate ratio), so a header claiming 1e11 floats is a ``ValueError`` her
 allocation. ``NpzEntries.read`` then checks the header's shape and dtype against what the
 caller expects before reading the data. Nothing is unpickled (object dtypes are rejected).
 """
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,14 @@ class NpzEntries:
         require_regular_file(self.path)
         try:
             self._zip = zipfile.ZipFile(self.path)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
+        except (
+            zipfile.BadZipFile,
+            zipfile.LargeZipFile,
+            OSError,
+            EOFError,
+            RuntimeError,
+            NotImplementedError,
+        ) as exc:
             raise ValueError(f"not a zip archive ({exc})") from None
         try:
             self.headers, self._members = self._read_headers(os.path.getsize(self.path))
@@ -57,7 +65,7 @@ class NpzEntries:
             name = info.filename
             if not name.endswith(".npy"):
                 raise ValueError(f"entry {name!r} is not an .npy array")
-            key = name[:-len(".npy")]
+            key = name[: -len(".npy")]
             if key in headers:
                 raise ValueError(f"entry {key!r} appears twice")
             total += info.compress_size
@@ -72,8 +80,10 @@ class NpzEntries:
             shape, dtype, offset = self._header(info, key)
             nbytes = math.prod(shape) * dtype.itemsize
             if offset + nbytes != info.file_size:
-                raise ValueError(f"entry {key!r}: its header claims shape {shape} {dtype} ({nbytes} bytes), "
-                                 f"the member holds {info.file_size - offset} bytes of data")
+                raise ValueError(
+                    f"entry {key!r}: its header claims shape {shape} {dtype} ({nbytes} bytes), "
+                    f"the member holds {info.file_size - offset} bytes of data"
+                )
             headers[key], members[key] = (shape, dtype), info
         return headers, members
 
@@ -88,7 +98,15 @@ class NpzEntries:
                 else:
                     raise ValueError(f"unsupported .npy format version {version}")
                 offset = f.tell()
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError, RuntimeError, NotImplementedError) as exc:
+        except (
+            ValueError,
+            OSError,
+            EOFError,
+            zipfile.BadZipFile,
+            SyntaxError,
+            RuntimeError,
+            NotImplementedError,
+        ) as exc:
             raise ValueError(f"entry {key!r} has no valid .npy header ({exc})") from None
         if dtype.hasobject:
             raise ValueError(f"entry {key!r} holds Python objects (dtype {dtype}), which would need pickle")
@@ -105,8 +123,10 @@ class NpzEntries:
             raise ValueError(f"missing the {key!r} entry")
         have, dtype = self.headers[key]
         if floats and not (dtype.kind == "f" and dtype.itemsize in (2, 4, 8)):
-            raise ValueError(f"entry {key!r} has dtype {dtype}; weights must be float32 (float16 and "
-                             "float64 are accepted and cast)")
+            raise ValueError(
+                f"entry {key!r} has dtype {dtype}; weights must be float32 (float16 and "
+                "float64 are accepted and cast)"
+            )
         if shape is not None and have != tuple(shape):
             raise ValueError(f"entry {key!r} must have shape {tuple(shape)}, got {have}")
         try:

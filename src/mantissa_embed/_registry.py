@@ -1,4 +1,5 @@
 """Rebuilding registered classes from their ``get_config()`` dicts (layers, transforms)."""
+
 from __future__ import annotations
 
 

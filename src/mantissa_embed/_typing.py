@@ -1,5 +1,6 @@
 """Type aliases of the public signatures (annotations only; nothing here runs at import time
 beyond building the aliases)."""
+
 from __future__ import annotations
 
 from typing import Any, Union

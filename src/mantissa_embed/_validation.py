@@ -4,6 +4,7 @@ Arrays are converted and checked once at the public boundary (float32, C-contigu
 finite, expected ndim) and then passed down without copies. Errors name the argument:
 ``ValueError`` for bad values and shapes, ``TypeError`` for wrong types.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,8 +24,15 @@ from ._typing import Int64Array, Seed
 from .engine import all_finite
 
 
-def check_array(x: Any, name: str, ndim: int | tuple[int, ...] | None = None, *, dtype: Any = np.float32,
-                allow_empty: bool = True, finite: bool = True) -> np.ndarray:
+def check_array(
+    x: Any,
+    name: str,
+    ndim: int | tuple[int, ...] | None = None,
+    *,
+    dtype: Any = np.float32,
+    allow_empty: bool = True,
+    finite: bool = True,
+) -> np.ndarray:
     """Return ``x`` as a C-contiguous ``dtype`` array, validated.
 
     Parameters

@@ -1,4 +1,5 @@
 """Reusable scratch arrays: ``Workspace``, ``Arena`` and the per-thread ``scratch_frame``."""
+
 from __future__ import annotations
 
 import threading
@@ -30,7 +31,7 @@ class Workspace:
         a = self._arr
         if a is None or a.shape[1:] != tuple(shape[1:]) or a.shape[0] < shape[0] or a.dtype != dtype:
             a = self._arr = np.empty(shape, dtype=dtype)
-        return a[:shape[0]]
+        return a[: shape[0]]
 
 
 class Arena:
@@ -54,8 +55,12 @@ class Arena:
     def starts(self, a) -> bool:
         """True when ``a`` is float32, C-contiguous from the start of the region (what
         ``get(a.shape)`` returns)."""
-        return (a.dtype == np.float32 and a.flags.c_contiguous and a.size <= self._buf.size
-                and a.ctypes.data == self._buf.ctypes.data)
+        return (
+            a.dtype == np.float32
+            and a.flags.c_contiguous
+            and a.size <= self._buf.size
+            and a.ctypes.data == self._buf.ctypes.data
+        )
 
     def get(self, shape, dtype=None):
         """An array of ``shape`` (float32) over the start of the region. ValueError when it
@@ -66,7 +71,9 @@ class Arena:
         for s in shape:
             n *= int(s)
         if n > self._buf.size:
-            raise ValueError(f"an array of shape {tuple(shape)} does not fit the region of {self._buf.size} floats")
+            raise ValueError(
+                f"an array of shape {tuple(shape)} does not fit the region of {self._buf.size} floats"
+            )
         return self._buf[:n].reshape(shape)
 
 
@@ -101,7 +108,7 @@ class ScratchFrame:
             # the arrays already handed out keep the old memory alive until their frames end;
             # later frames start from the new one's beginning
             s.buf = np.empty(max(s.top + step, s.buf.size + s.buf.size // 2), dtype=np.float32)
-        a = s.buf[s.top:s.top + n]
+        a = s.buf[s.top : s.top + n]
         s.top += step
         return a
 

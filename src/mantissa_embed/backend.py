@@ -1,4 +1,5 @@
 """Backend selection: ``"mantissa"`` (the C engine) or ``"numpy"`` (the reference twins)."""
+
 from __future__ import annotations
 
 from . import _reference, engine

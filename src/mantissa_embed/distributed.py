@@ -13,6 +13,7 @@
 Every function takes ``client=None`` (the current ``distributed`` client) and raises ImportError
 without dask / distributed, TypeError for a non-dask gallery.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,7 +43,9 @@ def _dask():
 
         from distributed import get_client
     except ImportError as e:  # pragma: no cover - exercised without the extra
-        raise ImportError('mantissa_embed.distributed needs dask and distributed: pip install ".[dask]"') from e
+        raise ImportError(
+            'mantissa_embed.distributed needs dask and distributed: pip install ".[dask]"'
+        ) from e
     return dask, da, get_client
 
 
@@ -83,7 +86,9 @@ def _embed_block(block, blob, digest, batch_size, normalize):
     return emb.embed(np.asarray(block), batch_size=batch_size, normalize=normalize)
 
 
-def embed(embedder: Embedder, images: Any, batch_size: int = 256, normalize: bool = True, client: Any = None) -> Any:
+def embed(
+    embedder: Embedder, images: Any, batch_size: int = 256, normalize: bool = True, client: Any = None
+) -> Any:
     """``embedder.embed`` over a dask array of images ``(n, C, H, W)`` (chunked along axis 0;
     other axes are made single chunks): a lazy float32 dask array ``(n, D)``, chunked as the
     images. The model is sent to each worker once."""
@@ -94,8 +99,7 @@ def embed(embedder: Embedder, images: Any, batch_size: int = 256, normalize: boo
     shape = embedder.input_shape_
     assert shape is not None  # set by fit / load
     if images.ndim != len(shape) + 1 or tuple(images.shape[1:]) != shape:
-        raise ValueError(f"images must have shape (n, {', '.join(map(str, shape))}), "
-                         f"got {images.shape}")
+        raise ValueError(f"images must have shape (n, {', '.join(map(str, shape))}), got {images.shape}")
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     c = _client(client)
     blob = _model_bytes(embedder)
@@ -103,8 +107,16 @@ def embed(embedder: Embedder, images: Any, batch_size: int = 256, normalize: boo
     fut = c.scatter(blob, broadcast=True, hash=False)
     images = images.rechunk({i: -1 for i in range(1, images.ndim)})
     drop = list(range(2, images.ndim))
-    return images.map_blocks(_embed_block, fut, digest, batch_size, bool(normalize), dtype=np.float32,
-                             drop_axis=drop, chunks=(images.chunks[0], (embedder.embed_dim_,)))
+    return images.map_blocks(
+        _embed_block,
+        fut,
+        digest,
+        batch_size,
+        bool(normalize),
+        dtype=np.float32,
+        drop_axis=drop,
+        chunks=(images.chunks[0], (embedder.embed_dim_,)),
+    )
 
 
 def _chunk_knn(block, Q, k, offset, metric):
@@ -127,8 +139,11 @@ def _merge(parts, k):
 
 def _tree(parts, k, split_every):
     import dask
+
     while len(parts) > 1:
-        parts = [dask.delayed(_merge)(parts[i:i + split_every], k) for i in range(0, len(parts), split_every)]
+        parts = [
+            dask.delayed(_merge)(parts[i : i + split_every], k) for i in range(0, len(parts), split_every)
+        ]
     return parts[0]
 
 
@@ -139,8 +154,9 @@ def _check_queries(queries, dim):
     return np.ascontiguousarray(Q, dtype=np.float32)
 
 
-def knn(queries: Any, gallery: Any, k: int, *, metric: str = "euclidean", split_every: int = 8,
-        client: Any = None) -> tuple[Any, Any]:
+def knn(
+    queries: Any, gallery: Any, k: int, *, metric: str = "euclidean", split_every: int = 8, client: Any = None
+) -> tuple[Any, Any]:
     """Exact k nearest gallery rows of each query.
 
     Parameters
@@ -179,7 +195,8 @@ def knn(queries: Any, gallery: Any, k: int, *, metric: str = "euclidean", split_
 def _build_shard(block, offset, metric, dtype):
     block = np.asarray(block, dtype=np.float32)
     return Index(block.shape[1], metric=metric, dtype=dtype).add(
-        block, ids=np.arange(offset, offset + block.shape[0], dtype=np.int64))
+        block, ids=np.arange(offset, offset + block.shape[0], dtype=np.int64)
+    )
 
 
 def _search_shard(ix, Q, k):
@@ -198,7 +215,9 @@ class ShardedIndex:
     row numbers. ``search`` is exact on the stored vectors, as ``Index.search``.
     """
 
-    def __init__(self, gallery: Any, metric: str = "euclidean", dtype: str = "float32", client: Any = None) -> None:
+    def __init__(
+        self, gallery: Any, metric: str = "euclidean", dtype: str = "float32", client: Any = None
+    ) -> None:
         dask, da, _ = _dask()
         if not isinstance(gallery, da.Array) or gallery.ndim != 2:
             raise TypeError("gallery must be a 2-D dask array")
@@ -208,10 +227,17 @@ class ShardedIndex:
             raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
         self.client = _client(client)
         gallery = gallery.rechunk({1: -1})
-        self.dim, self.n, self.metric, self.dtype = int(gallery.shape[1]), int(gallery.shape[0]), metric, dtype
+        self.dim, self.n, self.metric, self.dtype = (
+            int(gallery.shape[1]),
+            int(gallery.shape[0]),
+            metric,
+            dtype,
+        )
         offsets = np.concatenate([[0], np.cumsum(gallery.chunks[0])])
-        shards = [dask.delayed(_build_shard)(b, int(offsets[i]), metric, dtype)
-                  for i, b in enumerate(gallery.to_delayed().ravel())]
+        shards = [
+            dask.delayed(_build_shard)(b, int(offsets[i]), metric, dtype)
+            for i, b in enumerate(gallery.to_delayed().ravel())
+        ]
         self.shards = self.client.compute(shards)  # futures: the Indexes stay on the workers
 
     def __len__(self) -> int:
@@ -220,6 +246,7 @@ class ShardedIndex:
     def search(self, queries: ArrayLike, k: int, split_every: int = 8) -> tuple[Int64Array, Float32Array]:
         """``(ids (nq, k) int64, distances (nq, k) float32)``, nearest first."""
         import dask
+
         Q = _check_queries(queries, self.dim)
         k = check_int(k, "k", minimum=1)
         if k > self.n:

@@ -5,6 +5,7 @@ One function per C entry point, re-exported from the family modules of
 validated once (float32, C-contiguous, shapes), then the engine call runs with the GIL released.
 Every public function has a numpy twin with the same signature in ``mantissa_embed._reference``.
 """
+
 from mantissa_embed._engine._activations import *  # noqa: F401,F403
 from mantissa_embed._engine._conv import *  # noqa: F401,F403
 from mantissa_embed._engine._cpu import *  # noqa: F401,F403
@@ -26,4 +27,3 @@ from mantissa_embed._engine._scatter import *  # noqa: F401,F403
 from mantissa_embed._engine._softmax_losses import *  # noqa: F401,F403
 from mantissa_embed._engine._transforms import *  # noqa: F401,F403
 from mantissa_embed._engine._tuple_losses import *  # noqa: F401,F403
-

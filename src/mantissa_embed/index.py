@@ -15,6 +15,7 @@ header, then the raw arrays at 64-byte aligned offsets. No pickle; ``Index.load`
 header against the file size before reading, and with ``mmap=True`` maps the arrays read-only
 (a gallery larger than RAM is paged in by the searches).
 """
+
 from __future__ import annotations
 
 import json
@@ -95,8 +96,9 @@ class Index:
     Raises TypeError / ValueError for bad arguments.
     """
 
-    def __init__(self, dim: int, metric: str = "euclidean", dtype: str = "float32", *,
-                 keep_float32: bool = False) -> None:
+    def __init__(
+        self, dim: int, metric: str = "euclidean", dtype: str = "float32", *, keep_float32: bool = False
+    ) -> None:
         self.dim = check_int(dim, "dim", minimum=1)
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
@@ -130,7 +132,9 @@ class Index:
         """Bytes of the stored vectors (codes, scales, kept float32 copies)."""
         return int(sum(a.nbytes for a in (self._codes, self._scales, self._f32) if a is not None))
 
-    def add(self, embeddings: ArrayLike, ids: ArrayLike | None = None, labels: ArrayLike | None = None) -> Index:
+    def add(
+        self, embeddings: ArrayLike, ids: ArrayLike | None = None, labels: ArrayLike | None = None
+    ) -> Index:
         """Add ``embeddings`` (n, dim) (finite; converted to float32), with int64 ``ids`` (new,
         distinct; default: consecutive integers after the largest so far) and optional int64
         ``labels`` (all additions with labels, or none). Returns ``self``."""
@@ -184,7 +188,9 @@ class Index:
             return gone
 
     # ------------------------------------------------------------------ search
-    def search(self, queries: ArrayLike, k: int, rerank: int | None = None) -> tuple[Int64Array, Float32Array]:
+    def search(
+        self, queries: ArrayLike, k: int, rerank: int | None = None
+    ) -> tuple[Int64Array, Float32Array]:
         """The ``k`` nearest stored vectors of each query row.
 
         Parameters
@@ -260,9 +266,17 @@ class Index:
                 arrays["float32"] = self._f32
             if self._labels is not None:
                 arrays["labels"] = self._labels
-            header: dict[str, Any] = {"format": _FORMAT, "version": _VERSION, "dim": self.dim, "metric": self.metric,
-                      "dtype": self.dtype, "keep_float32": self.keep_float32, "n": len(self),
-                      "next_id": self._next_id, "arrays": {}}
+            header: dict[str, Any] = {
+                "format": _FORMAT,
+                "version": _VERSION,
+                "dim": self.dim,
+                "metric": self.metric,
+                "dtype": self.dtype,
+                "keep_float32": self.keep_float32,
+                "n": len(self),
+                "next_id": self._next_id,
+                "arrays": {},
+            }
             offset = 0
             for name, a in arrays.items():
                 header["arrays"][name] = {"dtype": a.dtype.str, "shape": list(a.shape), "offset": offset}
@@ -276,6 +290,7 @@ class Index:
                 for name, a in arrays.items():
                     f.write(np.ascontiguousarray(a).tobytes())
                     f.write(b"\0" * (-a.nbytes % 64))
+
             return atomic_write(path, write, suffix=".meindex.tmp")  # OSError naming path
 
     @classmethod
@@ -336,7 +351,9 @@ class Index:
             idx._labels = None if "labels" not in out else np.asarray(out["labels"])
             if np.unique(idx._ids).shape[0] != n:
                 raise ValueError("ids are not distinct")
-            idx._next_id = max(check_int(h["next_id"], "next_id", minimum=0), int(idx._ids.max()) + 1 if n else 0)
+            idx._next_id = max(
+                check_int(h["next_id"], "next_id", minimum=0), int(idx._ids.max()) + 1 if n else 0
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{path!r} is not a valid mantissa-embed index file ({e})") from None
         return idx
@@ -356,8 +373,10 @@ class Index:
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
-        return (f"Index(dim={self.dim}, metric={self.metric!r}, dtype={self.dtype!r}, "
-                f"keep_float32={self.keep_float32}, n={len(self)})")
+        return (
+            f"Index(dim={self.dim}, metric={self.metric!r}, dtype={self.dtype!r}, "
+            f"keep_float32={self.keep_float32}, n={len(self)})"
+        )
 
 
 def _int_vector(a, name, n=None):

@@ -1,4 +1,5 @@
 """Learnable arrays: ``Parameter``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -80,8 +81,9 @@ class Parameter:
         """
         arr = check_array(values, f"values for parameter {self.name or '?'}")
         if arr.shape != self.data.shape:
-            raise ValueError(f"values for parameter {self.name or '?'} must have shape "
-                             f"{self.data.shape}, got {arr.shape}")
+            raise ValueError(
+                f"values for parameter {self.name or '?'} must have shape {self.data.shape}, got {arr.shape}"
+            )
         np.copyto(self.data, arr)
 
     def __repr__(self) -> str:

@@ -12,6 +12,7 @@ The enumeration order is PML's (row-major ``torch.where``): pairs sorted by (anc
 triplets by (anchor, positive, negative). Nothing of size N x M x M is materialized except the
 output itself; the triplet enumerations work in tiles of positive pairs.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,7 +65,9 @@ def _resolve(labels, ref_labels):
     return lab, ref, same
 
 
-def check_indices_tuple(indices_tuple: IndicesTuple, n, m=None, name: str = "indices_tuple") -> tuple[np.ndarray, ...]:
+def check_indices_tuple(
+    indices_tuple: IndicesTuple, n, m=None, name: str = "indices_tuple"
+) -> tuple[np.ndarray, ...]:
     """Validate an index tuple and return it as a tuple of 1-D int64 arrays.
 
     Parameters
@@ -85,8 +88,9 @@ def check_indices_tuple(indices_tuple: IndicesTuple, n, m=None, name: str = "ind
     """
     m = n if m is None else m
     if not isinstance(indices_tuple, (tuple, list)):
-        raise TypeError(f"{name} must be a tuple of 3 or 4 integer arrays, "
-                        f"got {type(indices_tuple).__name__}")
+        raise TypeError(
+            f"{name} must be a tuple of 3 or 4 integer arrays, got {type(indices_tuple).__name__}"
+        )
     k = len(indices_tuple)
     if k not in (3, 4):
         raise ValueError(f"{name} must have 3 (a, p, n) or 4 (a1, p, a2, n) arrays, got {k}")
@@ -112,15 +116,19 @@ def check_indices_tuple(indices_tuple: IndicesTuple, n, m=None, name: str = "ind
                 raise ValueError(f"{label} must hold indices in [0, {up}), got values in [{lo}, {hi}]")
         out.append(arr)
     if k == 3 and not (len(out[0]) == len(out[1]) == len(out[2])):
-        raise ValueError(f"{name}: a, p, n must have the same length, "
-                         f"got {len(out[0])}, {len(out[1])}, {len(out[2])}")
+        raise ValueError(
+            f"{name}: a, p, n must have the same length, got {len(out[0])}, {len(out[1])}, {len(out[2])}"
+        )
     if k == 4 and (len(out[0]) != len(out[1]) or len(out[2]) != len(out[3])):
-        raise ValueError(f"{name}: a1 and p, and a2 and n, must have the same lengths, "
-                         f"got {[len(x) for x in out]}")
+        raise ValueError(
+            f"{name}: a1 and p, and a2 and n, must have the same lengths, got {[len(x) for x in out]}"
+        )
     return tuple(out)
 
 
-def get_matches_and_diffs(labels: ArrayLike, ref_labels: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+def get_matches_and_diffs(
+    labels: ArrayLike, ref_labels: ArrayLike | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Boolean (N, M) matrices of same-label pairs (``matches``) and different-label pairs (``diffs``).
 
     ``matches[i, i]`` is False when the reference labels are the batch labels (``ref_labels`` None
@@ -142,8 +150,9 @@ def get_all_pairs_indices(labels: ArrayLike, ref_labels: ArrayLike | None = None
     return (a1.astype(np.int64), p.astype(np.int64), a2.astype(np.int64), n.astype(np.int64))
 
 
-def convert_to_pairs(indices_tuple: IndicesTuple, labels: ArrayLike,
-                     ref_labels: ArrayLike | None = None) -> IndicesTuple:
+def convert_to_pairs(
+    indices_tuple: IndicesTuple, labels: ArrayLike, ref_labels: ArrayLike | None = None
+) -> IndicesTuple:
     """Pairs ``(a1, p, a2, n)`` from None (all pairs), pairs (unchanged) or triplets ``(a, p, a, n)``."""
     if indices_tuple is None:
         return get_all_pairs_indices(labels, ref_labels)
@@ -172,7 +181,7 @@ def _triplets_from_pos_pairs(a1, p, diffs, keep=None):
     B = max(1, _TILE // max(M, 1))
     A, P, Nn = [], [], []
     for s in range(0, len(a1), B):
-        ac, pc = a1[s:s + B], p[s:s + B]
+        ac, pc = a1[s : s + B], p[s : s + B]
         cond = diffs[ac]
         if keep is not None:
             cond = cond & keep(ac, pc)
@@ -180,11 +189,12 @@ def _triplets_from_pos_pairs(a1, p, diffs, keep=None):
         A.append(ac[rows])
         P.append(pc[rows])
         Nn.append(ks.astype(np.int64))
-    return (np.concatenate(A).astype(np.int64), np.concatenate(P).astype(np.int64),
-            np.concatenate(Nn))
+    return (np.concatenate(A).astype(np.int64), np.concatenate(P).astype(np.int64), np.concatenate(Nn))
 
 
-def get_all_triplets_indices(labels: ArrayLike, ref_labels: ArrayLike | None = None) -> tuple[np.ndarray, ...]:
+def get_all_triplets_indices(
+    labels: ArrayLike, ref_labels: ArrayLike | None = None
+) -> tuple[np.ndarray, ...]:
     """All triplets ``(a, p, n)``: labels[a] == ref_labels[p] (p != a for the batch itself),
     labels[a] != ref_labels[n]. int64, sorted by (a, p, n) as PML's ``torch.where``.
 
@@ -196,9 +206,13 @@ def get_all_triplets_indices(labels: ArrayLike, ref_labels: ArrayLike | None = N
     return _triplets_from_pos_pairs(a1.astype(np.int64), p.astype(np.int64), diffs)
 
 
-def get_random_triplet_indices(labels: ArrayLike, ref_labels: ArrayLike | None = None,
-                               t_per_anchor: int | None = None, weights: ArrayLike | None = None,
-                               seed: Seed = None) -> tuple[np.ndarray, ...]:
+def get_random_triplet_indices(
+    labels: ArrayLike,
+    ref_labels: ArrayLike | None = None,
+    t_per_anchor: int | None = None,
+    weights: ArrayLike | None = None,
+    seed: Seed = None,
+) -> tuple[np.ndarray, ...]:
     """Random triplets, ``t_per_anchor`` per anchor (PML's ``get_random_triplet_indices``).
 
     For each label with at least 2 members (1 when the reference set is not the batch) and at
@@ -255,8 +269,13 @@ def get_random_triplet_indices(labels: ArrayLike, ref_labels: ArrayLike | None =
     return tuple(np.concatenate(x).astype(np.int64) for x in (A, P, Nn))
 
 
-def convert_to_triplets(indices_tuple: IndicesTuple, labels: ArrayLike, ref_labels: ArrayLike | None = None,
-                        t_per_anchor: int = 100, seed: Seed = None) -> IndicesTuple:
+def convert_to_triplets(
+    indices_tuple: IndicesTuple,
+    labels: ArrayLike,
+    ref_labels: ArrayLike | None = None,
+    t_per_anchor: int = 100,
+    seed: Seed = None,
+) -> IndicesTuple:
     """Triplets ``(a, p, n)`` from None (all triplets when ``t_per_anchor == "all"``, else random
     ones), triplets (unchanged) or pairs: every (a1[i], p[i], n[j]) with a1[i] == a2[j], in PML's
     order (i, then j)."""
@@ -280,8 +299,9 @@ def convert_to_triplets(indices_tuple: IndicesTuple, labels: ArrayLike, ref_labe
     return a1[i], p[i], n[j]
 
 
-def convert_to_weights(indices_tuple: IndicesTuple | None, labels: ArrayLike, dtype=np.float32,
-                       using_ref: bool = False) -> np.ndarray:
+def convert_to_weights(
+    indices_tuple: IndicesTuple | None, labels: ArrayLike, dtype=np.float32, using_ref: bool = False
+) -> np.ndarray:
     """Per-example weights from a mined tuple: how often each index of the batch occurs in
     ``indices_tuple``, divided by the largest count.
 
@@ -339,8 +359,9 @@ def get_anchors(indices_tuple: IndicesTuple):
     if len(indices_tuple) == 3:
         return np.asarray(indices_tuple[0], dtype=np.int64)
     if len(indices_tuple) == 4:
-        return np.concatenate([np.asarray(indices_tuple[0], dtype=np.int64),
-                               np.asarray(indices_tuple[2], dtype=np.int64)])
+        return np.concatenate(
+            [np.asarray(indices_tuple[0], dtype=np.int64), np.asarray(indices_tuple[2], dtype=np.int64)]
+        )
     raise ValueError(f"indices_tuple must have 3 or 4 arrays, got {len(indices_tuple)}")
 
 

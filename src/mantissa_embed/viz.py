@@ -5,6 +5,7 @@ API with the Agg canvas: no pyplot state, no global backend switch, never a wind
 file is written to a temporary file in the destination directory and renamed into place, so a
 reader never sees a half-written image.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,15 @@ from ._io import atomic_write
 from ._typing import ArrayLike
 from ._validation import check_array, check_int, check_labels
 
-__all__ = ["plot_embedding_manifold", "plot_retrieval_gallery", "gallery_layout", "plot_roc", "GREEN", "RED",
-           "QUERY_COLOR"]
+__all__ = [
+    "plot_embedding_manifold",
+    "plot_retrieval_gallery",
+    "gallery_layout",
+    "plot_roc",
+    "GREEN",
+    "RED",
+    "QUERY_COLOR",
+]
 
 #: Border colours of ``plot_retrieval_gallery`` (RGB, 0..255).
 GREEN = (0, 170, 0)
@@ -28,8 +36,10 @@ _BACKGROUND = (255, 255, 255)
 
 
 #: The message of the ImportError raised when matplotlib is missing (also used by the demo).
-MATPLOTLIB_MISSING = ('mantissa_embed.viz needs matplotlib; install it with: pip install "mantissa-embed[viz]" '
-                      '(or pip install ".[viz]" from a clone of the repository)')
+MATPLOTLIB_MISSING = (
+    'mantissa_embed.viz needs matplotlib; install it with: pip install "mantissa-embed[viz]" '
+    '(or pip install ".[viz]" from a clone of the repository)'
+)
 
 
 def _import_matplotlib():
@@ -38,9 +48,7 @@ def _import_matplotlib():
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - exercised with a monkeypatched import
-        raise ImportError(
-            MATPLOTLIB_MISSING
-        ) from exc
+        raise ImportError(MATPLOTLIB_MISSING) from exc
     return Figure, FigureCanvasAgg
 
 
@@ -125,8 +133,14 @@ def plot_embedding_manifold(Z, y, path, title=None, *, figsize=(6.4, 5.6), dpi=1
     ax.set_ylabel("PC 2")
     if title:
         ax.set_title(title)
-    ax.legend(title="class", loc="best", fontsize="small", markerscale=max(1.0, (40.0 / size) ** 0.5),
-              ncol=1 if nc <= 12 else 2, frameon=True)
+    ax.legend(
+        title="class",
+        loc="best",
+        fontsize="small",
+        markerscale=max(1.0, (40.0 / size) ** 0.5),
+        ncol=1 if nc <= 12 else 2,
+        frameon=True,
+    )
     fig.tight_layout()
     atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=dpi), suffix=".png")
     return path
@@ -170,8 +184,9 @@ def _cell_origin(row, col, cell_h, cell_w, gap):
     return top, left
 
 
-def plot_retrieval_gallery(images: ArrayLike, labels: ArrayLike, query_idx, neighbor_idx, path, *, scale=None,
-                           border=None, gap=None):
+def plot_retrieval_gallery(
+    images: ArrayLike, labels: ArrayLike, query_idx, neighbor_idx, path, *, scale=None, border=None, gap=None
+):
     """One row per query: the query, then its k neighbours, framed green (same label) or red.
 
     The picture is composed pixel by pixel in numpy (no axes, no text) and saved as an RGB PNG
@@ -227,7 +242,9 @@ def plot_retrieval_gallery(images: ArrayLike, labels: ArrayLike, query_idx, neig
     nb = nb.astype(np.int64)
     for name, arr in (("query_idx", q), ("neighbor_idx", nb)):
         if arr.min() < 0 or arr.max() >= N:
-            raise ValueError(f"{name} must index images (0..{N - 1}), got values in [{arr.min()}, {arr.max()}]")
+            raise ValueError(
+                f"{name} must index images (0..{N - 1}), got values in [{arr.min()}, {arr.max()}]"
+            )
     path = _check_path(path)
     if scale is None:
         scale = max(1, int(np.ceil(64 / max(H, W))))
@@ -246,12 +263,13 @@ def plot_retrieval_gallery(images: ArrayLike, labels: ArrayLike, query_idx, neig
     for row in range(n_q):
         qi = q[row]
         cells = [(0, qi, QUERY_COLOR)] + [
-            (j + 1, nb[row, j], GREEN if labels[nb[row, j]] == labels[qi] else RED) for j in range(k)]
+            (j + 1, nb[row, j], GREEN if labels[nb[row, j]] == labels[qi] else RED) for j in range(k)
+        ]
         for col, idx, color in cells:
             top, left = _cell_origin(row, col, cell_h, cell_w, gap)
-            canvas[top:top + cell_h, left:left + cell_w] = color
+            canvas[top : top + cell_h, left : left + cell_w] = color
             img = np.repeat(np.repeat(rgb[idx], scale, axis=0), scale, axis=1)
-            canvas[top + border:top + border + H * scale, left + border:left + border + W * scale] = img
+            canvas[top + border : top + border + H * scale, left + border : left + border + W * scale] = img
     atomic_write(path, lambda f: imsave(f, canvas, format="png"), suffix=".png")
     return path
 
@@ -293,6 +311,7 @@ def plot_roc(fpr, tpr, path, title=None, mark_far=(1e-3, 1e-2), *, label=None, f
         the curve count, a path not ending in ``.png``. ``FileNotFoundError`` when the
         directory does not exist. ``TypeError`` for a non-str title or label.
     """
+
     def _curves(v, name):
         if isinstance(v, (list, tuple)) and v and np.ndim(v[0]) == 1:
             return [check_array(c, f"{name}[{i}]", ndim=1, dtype=np.float64) for i, c in enumerate(v)]
@@ -303,7 +322,9 @@ def plot_roc(fpr, tpr, path, title=None, mark_far=(1e-3, 1e-2), *, label=None, f
         raise ValueError(f"fpr and tpr must hold the same number of curves, got {len(F)} and {len(T)}")
     for i, (f, t) in enumerate(zip(F, T)):
         if f.shape != t.shape or f.shape[0] < 2:
-            raise ValueError(f"fpr and tpr must have the same length >= 2, got {f.shape} and {t.shape} (curve {i})")
+            raise ValueError(
+                f"fpr and tpr must have the same length >= 2, got {f.shape} and {t.shape} (curve {i})"
+            )
         for name, a in (("fpr", f), ("tpr", t)):
             if a.min() < 0.0 or a.max() > 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got values in [{a.min()}, {a.max()}]")
@@ -330,7 +351,7 @@ def plot_roc(fpr, tpr, path, title=None, mark_far=(1e-3, 1e-2), *, label=None, f
     ax = fig.add_subplot(1, 1, 1)
     ax.set_xscale("log")
     for i, (f, t, lab) in enumerate(zip(F, T, labels)):
-        line, = ax.plot(np.maximum(f, lo), t, drawstyle="steps-post", lw=1.6, label=lab)
+        (line,) = ax.plot(np.maximum(f, lo), t, drawstyle="steps-post", lw=1.6, label=lab)
         for m in marks:
             ok = np.flatnonzero(f <= m)
             if ok.size:

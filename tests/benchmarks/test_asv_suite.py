@@ -1,5 +1,6 @@
 """Smoke test of the asv suite in benchmarks/suite: it imports, discovers every loss and miner the
 package exports, and the cheap benchmarks run once (no timing is checked)."""
+
 import inspect
 import os
 import sys
@@ -28,11 +29,17 @@ def test_asv_conf_points_to_the_suite():
 def test_every_exported_loss_and_miner_is_benchmarked():
     from mantissa_embed import losses, miners
 
-    for mod, base, found in ((losses, losses.BaseMetricLossFunction, bench_losses.LOSSES),
-                             (miners, miners.BaseMiner, bench_losses.MINERS)):
-        expected = {n for n in mod.__all__
-                    if inspect.isclass(getattr(mod, n)) and issubclass(getattr(mod, n), base)
-                    and not n.startswith(("Base", "Generic"))}
+    for mod, base, found in (
+        (losses, losses.BaseMetricLossFunction, bench_losses.LOSSES),
+        (miners, miners.BaseMiner, bench_losses.MINERS),
+    ):
+        expected = {
+            n
+            for n in mod.__all__
+            if inspect.isclass(getattr(mod, n))
+            and issubclass(getattr(mod, n), base)
+            and not n.startswith(("Base", "Generic"))
+        }
         assert expected == set(found)
     assert "TripletMarginLoss" in bench_losses.LOSSES and "TripletMarginMiner" in bench_losses.MINERS
 

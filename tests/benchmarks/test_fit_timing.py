@@ -1,6 +1,7 @@
 """The steady-state protocol of the side-by-side fit benchmarks (benchmarks/_fit_timing.py):
 setup and a warm-up step before the clock, >= 2 timed epochs, and a check that fails the run when
 the first timed epoch stands out. No timing is asserted here, only the protocol and the checks."""
+
 import argparse
 import json
 import os
@@ -80,7 +81,9 @@ def test_compare_torch_report_fails_on_a_slow_first_epoch_or_a_plain_loop_mismat
     fit = {(job, side): list(steady) for job in compare_torch.FIT_JOBS for side in compare_torch.FIT_SIDES}
     for side in ("torch", "mantissa"):
         for job in compare_torch.FIT_JOBS:
-            fit[job, side] = [run([0.3 * x for x in d["epochs"]]) if side == "mantissa" else d for d in steady]
+            fit[job, side] = [
+                run([0.3 * x for x in d["epochs"]]) if side == "mantissa" else d for d in steady
+            ]
     assert compare_torch.report(args, {}, True, fit) == 0
     fit["semihard", "torch"] = [run([5.3, 1.5, 1.5]), run([5.1, 1.4, 1.5])]  # imports in the first epoch
     assert compare_torch.report(args, {}, True, fit) == 1

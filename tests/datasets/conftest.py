@@ -1,6 +1,7 @@
 """Fixtures for the image-file dataset tests: image files written into ``tmp_path`` (synthetic,
 seeded numpy + Pillow; or copies of ORL faces), and the ORL folder, skipped when absent.
 No image file is part of the repository."""
+
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +21,9 @@ def _write_image(path, size=(20, 16), mode="RGB", seed=0, fmt=None):
     rng = np.random.default_rng(seed)
     w, h = size
     yy, xx = np.mgrid[0:h, 0:w]
-    base = np.stack([(xx * 255.0 / max(w - 1, 1)), (yy * 255.0 / max(h - 1, 1)),
-                     np.full((h, w), 128.0)], axis=-1)
+    base = np.stack(
+        [(xx * 255.0 / max(w - 1, 1)), (yy * 255.0 / max(h - 1, 1)), np.full((h, w), 128.0)], axis=-1
+    )
     a = np.clip(base + rng.normal(0, 30, (h, w, 3)), 0, 255).astype(np.uint8)
     Image.fromarray(a, "RGB").convert(mode).save(path, fmt)
     return str(path)
@@ -48,6 +50,8 @@ def image_tree(tmp_path):
 def orl_dir():
     """The ORL faces folder (s1 .. s40 of PGM files), or a skip saying where it was looked for."""
     if not (ORL_DIR / "s1").is_dir():
-        pytest.skip(f"ORL faces not found: checked {ORL_DIR} (expected s1/ ... s40/ there, i.e. the repository "
-                    "cloned next to shared/); the synthetic-image tests cover the same code")
+        pytest.skip(
+            f"ORL faces not found: checked {ORL_DIR} (expected s1/ ... s40/ there, i.e. the repository "
+            "cloned next to shared/); the synthetic-image tests cover the same code"
+        )
     return ORL_DIR

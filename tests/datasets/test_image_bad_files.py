@@ -1,6 +1,7 @@
 """Bad input: every bad file or CSV is a clear error naming the file (and the CSV line), found
 when the dataset is built when a header read can find it, at decode otherwise; never a crash,
 a hang or a silent skip. ``skip_bad=True`` skips and reports each one."""
+
 import os
 import warnings
 
@@ -16,7 +17,7 @@ def _truncate(path, keep=0.6):
     with open(path, "rb") as f:
         data = f.read()
     with open(path, "wb") as f:
-        f.write(data[:int(len(data) * keep)])
+        f.write(data[: int(len(data) * keep)])
 
 
 @pytest.fixture
@@ -37,9 +38,15 @@ def _csv_for(tmp_path, paths, labels=None):
 
 
 # ---------------------------------------------------------------------- found at build time
-@pytest.mark.parametrize("kind, match", [
-    ("zero", "empty file"), ("text", "not an image"), ("dir", "not a regular file"), ("fifo", "not a regular file"),
-])
+@pytest.mark.parametrize(
+    "kind, match",
+    [
+        ("zero", "empty file"),
+        ("text", "not an image"),
+        ("dir", "not a regular file"),
+        ("fifo", "not a regular file"),
+    ],
+)
 def test_header_errors_at_build(tmp_path, tree, kind, match):
     bad = tree / "a" / ("x.png" if kind != "dir" else "x.jpg")
     if kind == "zero":
@@ -97,25 +104,31 @@ def test_empty_class_folder_and_empty_root(tmp_path, tree):
 
 
 # ---------------------------------------------------------------------- CSV format errors
-@pytest.mark.parametrize("text, match", [
-    ("path\nr/a/0.jpg\n", "line 1: no 'label' column"),
-    ("label\n0\n", "line 1: no 'path' column"),
-    ("label,file\n0,r/a/0.jpg\n", "no 'path' column"),
-    ("", "empty CSV"),
-    ("label,path\n", "no rows"),
-    ("label,path,path\n0,r/a/0.jpg,r/a/1.jpg\n", "line 1: duplicate columns"),
-    ("label,path\n0,r/a/0.jpg,extra\n", "line 2: more fields"),
-    ("label,path\n0,r/a/0.jpg\n,r/a/1.jpg\n", "line 3: empty label"),
-    ("label,path\n0,\n", "line 2: empty path"),
-    ("label,path,split\n0,r/a/0.jpg,train\n1,r/a/1.jpg,test\n", "line 3: split must be"),
-    ("label,path,split\n0,r/a/0.jpg,Train\n", "line 2: split must be"),
-    ("label,path,is_query,is_gallery\n0,r/a/0.jpg,2,1\n", "line 2: is_query must be 0, 1, True or False"),
-    ("label,path,is_query,is_gallery\n0,r/a/0.jpg,1,yes\n", "line 2: is_gallery must be"),
-    ("label,path,split,is_query,is_gallery\n0,r/a/0.jpg,validation,1,\n", "line 2: a validation row needs"),
-    ('label,path\n0,"r/a/0.jpg\n', "malformed CSV"),  # an unclosed quote, not a field read to EOF
-    ('label,path\n0,"r/a/0.jpg\n1,r/a/1.jpg\n', "malformed CSV"),
-    ('label,path\n0,"r/a/0"x.jpg\n', "line 2: malformed CSV"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("path\nr/a/0.jpg\n", "line 1: no 'label' column"),
+        ("label\n0\n", "line 1: no 'path' column"),
+        ("label,file\n0,r/a/0.jpg\n", "no 'path' column"),
+        ("", "empty CSV"),
+        ("label,path\n", "no rows"),
+        ("label,path,path\n0,r/a/0.jpg,r/a/1.jpg\n", "line 1: duplicate columns"),
+        ("label,path\n0,r/a/0.jpg,extra\n", "line 2: more fields"),
+        ("label,path\n0,r/a/0.jpg\n,r/a/1.jpg\n", "line 3: empty label"),
+        ("label,path\n0,\n", "line 2: empty path"),
+        ("label,path,split\n0,r/a/0.jpg,train\n1,r/a/1.jpg,test\n", "line 3: split must be"),
+        ("label,path,split\n0,r/a/0.jpg,Train\n", "line 2: split must be"),
+        ("label,path,is_query,is_gallery\n0,r/a/0.jpg,2,1\n", "line 2: is_query must be 0, 1, True or False"),
+        ("label,path,is_query,is_gallery\n0,r/a/0.jpg,1,yes\n", "line 2: is_gallery must be"),
+        (
+            "label,path,split,is_query,is_gallery\n0,r/a/0.jpg,validation,1,\n",
+            "line 2: a validation row needs",
+        ),
+        ('label,path\n0,"r/a/0.jpg\n', "malformed CSV"),  # an unclosed quote, not a field read to EOF
+        ('label,path\n0,"r/a/0.jpg\n1,r/a/1.jpg\n', "malformed CSV"),
+        ('label,path\n0,"r/a/0"x.jpg\n', "line 2: malformed CSV"),
+    ],
+)
 def test_csv_format_errors_name_the_csv(tmp_path, tree, text, match):
     p = tmp_path / "bad.csv"
     p.write_text(text)
@@ -183,16 +196,20 @@ def test_skip_bad_skips_and_reports_each_file(tmp_path, tree):
 def test_skip_bad_in_csv_keeps_rows_aligned(tmp_path, tree):
     (tree / "a" / "z.jpg").write_bytes(b"")
     p = tmp_path / "d.csv"
-    p.write_text("label,path,split,is_query,is_gallery\n"
-                 "cat,r/a/0.jpg,validation,1,0\n"
-                 "dog,r/a/z.jpg,validation,0,1\n"
-                 "emu,r/a/missing.jpg,train,,\n"
-                 "dog,r/b/0.jpg,validation,0,1\n")
+    p.write_text(
+        "label,path,split,is_query,is_gallery\n"
+        "cat,r/a/0.jpg,validation,1,0\n"
+        "dog,r/a/z.jpg,validation,0,1\n"
+        "emu,r/a/missing.jpg,train,,\n"
+        "dog,r/b/0.jpg,validation,0,1\n"
+    )
     with pytest.warns(RuntimeWarning) as rec:
         ds = ImageCSV(p, size=8, skip_bad=True)
     assert len(rec) == 2 and "CSV line 3" in str(rec[0].message) and "CSV line 4" in str(rec[1].message)
-    assert [line for line in ("CSV line 3", "CSV line 4") if any(line in r for _, r in ds.skipped)] == \
-        ["CSV line 3", "CSV line 4"]
+    assert [line for line in ("CSV line 3", "CSV line 4") if any(line in r for _, r in ds.skipped)] == [
+        "CSV line 3",
+        "CSV line 4",
+    ]
     assert len(ds) == 2 and ds.paths[1].endswith(os.path.join("b", "0.jpg"))
     assert [ds.classes[k] for k in ds.labels] == ["cat", "dog"]
     q, g = ds.query_gallery()

@@ -1,6 +1,7 @@
 """Cases a breaker found: extreme aspect ratios in eval mode, huge boxes, files changed after
 the build, NUL bytes, integer and float modes, concurrent builds and the warnings filter,
 evaluate's flag overrides, out-of-range arguments."""
+
 import threading
 import warnings
 
@@ -49,12 +50,15 @@ def test_a_file_resized_after_the_build_is_named(tmp_path, write_image):
         Embedder(models.small_cnn_embedder(4)).fit(ds, epochs=1, batch_size=4)
 
 
-@pytest.mark.parametrize("mode, values, want", [
-    ("I", np.array([[0, 128, 255]], np.int32), [0, 128, 255]),          # 8-bit values in a 32-bit image
-    ("I", np.array([[0, 32768, 65535]], np.int32), [0, 128, 255]),      # 16-bit values
-    ("F", np.array([[0.0, 0.5, 1.0]], np.float32), [0, 128, 255]),      # [0, 1] floats
-    ("F", np.array([[0.0, 100.0, 300.0]], np.float32), [0, 100, 255]),  # 0..255 floats, clipped
-])
+@pytest.mark.parametrize(
+    "mode, values, want",
+    [
+        ("I", np.array([[0, 128, 255]], np.int32), [0, 128, 255]),  # 8-bit values in a 32-bit image
+        ("I", np.array([[0, 32768, 65535]], np.int32), [0, 128, 255]),  # 16-bit values
+        ("F", np.array([[0.0, 0.5, 1.0]], np.float32), [0, 128, 255]),  # [0, 1] floats
+        ("F", np.array([[0.0, 100.0, 300.0]], np.float32), [0, 100, 255]),  # 0..255 floats, clipped
+    ],
+)
 def test_integer_and_float_modes(tmp_path, mode, values, want):
     (tmp_path / "k").mkdir()
     Image.fromarray(values, mode).save(tmp_path / "k" / "x.tif")

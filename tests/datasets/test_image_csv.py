@@ -1,6 +1,7 @@
 """``ImageCSV``: Open Metric Learning's columns (label, path, split, is_query, is_gallery,
 x_1/y_1/x_2/y_2), label mapping, path resolution, ``split`` and the query/gallery flags; the
 CSV's own errors name the file and line."""
+
 import os
 
 import numpy as np
@@ -67,9 +68,14 @@ def test_same_images_as_hand_decoded(tmp_path, files):
 
 
 def test_split_and_query_gallery(tmp_path, files):
-    rows = [(0, files[0], "train", "", ""), (1, files[1], "train", "", ""),
-            (0, files[2], "validation", 1, 1), (1, files[3], "validation", "True", "false"),
-            (0, files[4], "validation", "0", "1"), (1, files[5], "validation", "FALSE", "TRUE")]
+    rows = [
+        (0, files[0], "train", "", ""),
+        (1, files[1], "train", "", ""),
+        (0, files[2], "validation", 1, 1),
+        (1, files[3], "validation", "True", "false"),
+        (0, files[4], "validation", "0", "1"),
+        (1, files[5], "validation", "FALSE", "TRUE"),
+    ]
     p = _csv(tmp_path / "d.csv", ["label", "path", "split", "is_query", "is_gallery"], rows)
     ds = ImageCSV(p, size=8)
     train, val = ds.split("train"), ds.split("validation")
@@ -97,8 +103,12 @@ def test_without_split_or_flags(tmp_path, files):
 
 
 def test_bounding_boxes_crop(tmp_path, files):
-    rows = [(0, files[0], 2, 3, 12, 11), (0, files[1], "", "", "", ""), (1, files[2], 0, 0, 18, 12),
-            (1, files[3], 1.4, 0.6, 9.6, 7)]  # rounded to ints
+    rows = [
+        (0, files[0], 2, 3, 12, 11),
+        (0, files[1], "", "", "", ""),
+        (1, files[2], 0, 0, 18, 12),
+        (1, files[3], 1.4, 0.6, 9.6, 7),
+    ]  # rounded to ints
     p = _csv(tmp_path / "d.csv", ["label", "path", "x_1", "y_1", "x_2", "y_2"], rows)
     ds = ImageCSV(p, size=(8, 10), channels=3)
     assert ds.source_size(0) == (10, 8) and ds.source_size(1) == (17, 12) and ds.source_size(3) == (9, 6)
@@ -108,24 +118,39 @@ def test_bounding_boxes_crop(tmp_path, files):
     np.testing.assert_array_equal(ds[3], np.asarray(im, np.float32).transpose(2, 0, 1) / 255)
 
 
-@pytest.mark.parametrize("box, match", [
-    ((0, 0, 99, 5), "bounding box"), ((5, 5, 5, 9), "bounding box"), ((6, 2, 3, 9), "bounding box"),
-])
+@pytest.mark.parametrize(
+    "box, match",
+    [
+        ((0, 0, 99, 5), "bounding box"),
+        ((5, 5, 5, 9), "bounding box"),
+        ((6, 2, 3, 9), "bounding box"),
+    ],
+)
 def test_bounding_box_outside_or_empty(tmp_path, files, box, match):
-    p = _csv(tmp_path / "d.csv", ["label", "path", "x_1", "y_1", "x_2", "y_2"],
-             [(0, files[0], 0, 0, 4, 4), (1, files[1]) + box])
+    p = _csv(
+        tmp_path / "d.csv",
+        ["label", "path", "x_1", "y_1", "x_2", "y_2"],
+        [(0, files[0], 0, 0, 4, 4), (1, files[1]) + box],
+    )
     with pytest.raises(ImageFileError, match=match) as e:
         ImageCSV(p, size=8)
     assert e.value.line == 3 and e.value.path.endswith("1.png") and "CSV line 3" in str(e.value)
 
 
-@pytest.mark.parametrize("header, rows, match", [
-    (["label", "path", "x_1", "y_1"], [(0, "img/0.png", 1, 1)], "all four columns"),
-    (["label", "path", "x_1", "y_1", "x_2", "y_2"], [(0, "img/0.png", 1, "", 5, 5)], "line 2: a bounding box"),
-    (["label", "path", "x_1", "y_1", "x_2", "y_2"], [(0, "img/0.png", -1, 0, 5, 5)], "line 2: x_1"),
-    (["label", "path", "x_1", "y_1", "x_2", "y_2"], [(0, "img/0.png", "nan", 0, 5, 5)], "line 2: x_1"),
-    (["label", "path", "x_1", "y_1", "x_2", "y_2"], [(0, "img/0.png", "a", 0, 5, 5)], "line 2: x_1"),
-])
+@pytest.mark.parametrize(
+    "header, rows, match",
+    [
+        (["label", "path", "x_1", "y_1"], [(0, "img/0.png", 1, 1)], "all four columns"),
+        (
+            ["label", "path", "x_1", "y_1", "x_2", "y_2"],
+            [(0, "img/0.png", 1, "", 5, 5)],
+            "line 2: a bounding box",
+        ),
+        (["label", "path", "x_1", "y_1", "x_2", "y_2"], [(0, "img/0.png", -1, 0, 5, 5)], "line 2: x_1"),
+        (["label", "path", "x_1", "y_1", "x_2", "y_2"], [(0, "img/0.png", "nan", 0, 5, 5)], "line 2: x_1"),
+        (["label", "path", "x_1", "y_1", "x_2", "y_2"], [(0, "img/0.png", "a", 0, 5, 5)], "line 2: x_1"),
+    ],
+)
 def test_malformed_boxes(tmp_path, files, header, rows, match):
     with pytest.raises(ValueError, match=match):
         ImageCSV(_csv(tmp_path / "d.csv", header, rows), size=8)
@@ -139,13 +164,16 @@ def test_bom_blank_lines_and_whitespace(tmp_path, files):
     assert ds._line(1) == 5  # lines are counted in the file, blank ones included
 
 
-@pytest.mark.parametrize("labels, classes", [
-    (["7", "07", "7"], ["07", "7"]),  # two distinct strings, not one int
-    (["1_0", "10"], ["10", "1_0"]),  # Python's int() reads "1_0" as 10: not a decimal label here
-    (["\u0663", "3"], ["3", "\u0663"]),  # an Arabic-Indic digit three is a string label
-    (["99999999999999999999", "1"], ["1", "99999999999999999999"]),  # beyond int64: strings, not a crash
-    (["-2", "+5", "007"], [-2, 5, 7]),  # a sign and zero padding are ints while no two strings collide
-])
+@pytest.mark.parametrize(
+    "labels, classes",
+    [
+        (["7", "07", "7"], ["07", "7"]),  # two distinct strings, not one int
+        (["1_0", "10"], ["10", "1_0"]),  # Python's int() reads "1_0" as 10: not a decimal label here
+        (["\u0663", "3"], ["3", "\u0663"]),  # an Arabic-Indic digit three is a string label
+        (["99999999999999999999", "1"], ["1", "99999999999999999999"]),  # beyond int64: strings, not a crash
+        (["-2", "+5", "007"], [-2, 5, 7]),  # a sign and zero padding are ints while no two strings collide
+    ],
+)
 def test_int_detection_keeps_distinct_labels_apart(tmp_path, files, labels, classes):
     p = _csv(tmp_path / "d.csv", ["label", "path"], zip(labels, files))
     ds = ImageCSV(p, size=8)

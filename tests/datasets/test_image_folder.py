@@ -1,6 +1,7 @@
 """``ImageFolder``: what it lists (classes, labels, paths), what ``ds[i]`` gives (shape, dtype,
 range, mode conversions, the eval resize/crop against an independent Pillow computation) and
 ``subset``."""
+
 import os
 
 import numpy as np
@@ -149,12 +150,21 @@ def test_load_all_equals_getitem(image_tree):
         np.testing.assert_array_equal(X[i], ds[i])
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"size": 0}, ValueError), ({"size": (8,)}, ValueError), ({"size": "8"}, TypeError),
-    ({"channels": 2}, ValueError), ({"channels": True}, ValueError), ({"num_workers": 0}, ValueError),
-    ({"num_workers": 1.5}, TypeError), ({"prefetch": 0}, ValueError), ({"train_transform": "flip"}, TypeError),
-    ({"skip_bad": "yes"}, TypeError),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc",
+    [
+        ({"size": 0}, ValueError),
+        ({"size": (8,)}, ValueError),
+        ({"size": "8"}, TypeError),
+        ({"channels": 2}, ValueError),
+        ({"channels": True}, ValueError),
+        ({"num_workers": 0}, ValueError),
+        ({"num_workers": 1.5}, TypeError),
+        ({"prefetch": 0}, ValueError),
+        ({"train_transform": "flip"}, TypeError),
+        ({"skip_bad": "yes"}, TypeError),
+    ],
+)
 def test_bad_arguments(image_tree, kwargs, exc):
     with pytest.raises(exc):
         ImageFolder(image_tree, **kwargs)

@@ -1,6 +1,7 @@
 """What a newcomer meets: a train transform of the wrong size is refused at build, images
 loose in the root are reported, the first bad file points to skip_bad, a subset's repr counts
 the classes it holds, and the folder demo's unseen classes are the last in natural order."""
+
 import numpy as np
 import pytest
 

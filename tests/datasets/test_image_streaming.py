@@ -2,6 +2,7 @@
 order, bitwise the same for any thread count; an error in one decode thread while others are in
 flight raises in the caller naming the file; a stream closed half way (or failing) leaves no
 thread behind."""
+
 import threading
 import time
 
@@ -28,7 +29,9 @@ def big_tree(tmp_path, write_image):
     return root
 
 
-@pytest.mark.parametrize("num_workers, prefetch, batch", [(1, 1, 5), (4, 2, 5), (8, 3, 2), (3, 1, 24), (2, 4, 1)])
+@pytest.mark.parametrize(
+    "num_workers, prefetch, batch", [(1, 1, 5), (4, 2, 5), (8, 3, 2), (3, 1, 24), (2, 4, 1)]
+)
 def test_eval_stream_in_order_equals_getitem(big_tree, num_workers, prefetch, batch):
     ds = ImageFolder(big_tree, size=8, num_workers=num_workers, prefetch=prefetch)
     ref = np.stack([ds[i] for i in range(len(ds))])

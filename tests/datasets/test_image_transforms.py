@@ -9,6 +9,7 @@ downscaling), while torchvision's crop-then-resize clamps at the crop's edge. Th
 within 1/255 (the 8-bit rounding between Pillow's horizontal and vertical passes) except on a
 border of output pixels within the filter support, where they differ by up to ~90/255 on noise
 images; a crop covering the whole image is bitwise identical."""
+
 import math
 
 import numpy as np
@@ -33,8 +34,13 @@ def _noise(w, h, seed=0, mode="L"):
     return Image.fromarray(a, "RGB").convert(mode)
 
 
-@given(w=st.integers(1, 300), h=st.integers(1, 300), seed=st.integers(0, 2**32 - 1),
-       lo=st.floats(0.01, 1.0), out=st.integers(1, 64))
+@given(
+    w=st.integers(1, 300),
+    h=st.integers(1, 300),
+    seed=st.integers(0, 2**32 - 1),
+    lo=st.floats(0.01, 1.0),
+    out=st.integers(1, 64),
+)
 @settings(max_examples=200, deadline=None)
 def test_random_resized_crop_draw_is_deterministic_and_inside(w, h, seed, lo, out):
     t = RandomResizedCrop(out, scale=(lo, 1.0))
@@ -65,7 +71,9 @@ def test_random_resized_crop_draw_follows_torchvision():
 
 
 def test_random_resized_crop_fallback_is_central():
-    t = RandomResizedCrop(8, scale=(1.0, 1.0), ratio=(1.0, 1.0))  # a square of the whole area never fits 40x10
+    t = RandomResizedCrop(
+        8, scale=(1.0, 1.0), ratio=(1.0, 1.0)
+    )  # a square of the whole area never fits 40x10
     assert t.draw(np.random.default_rng(0), (40, 10)) == (15, 0, 10, 10)
     assert t.draw(np.random.default_rng(0), (10, 40)) == (0, 15, 10, 10)
 
@@ -110,10 +118,16 @@ def test_random_resized_crop_against_crop_then_resize(src, size):
         np.testing.assert_array_equal(np.asarray(full), np.asarray(im.resize((W, H), Image.BILINEAR)))
 
 
-@pytest.mark.parametrize("size, src, expect", [
-    (8, (40, 10), (32, 8)), (8, (10, 40), (8, 32)), (8, (10, 10), (8, 8)), (7, (10, 15), (7, 10)),
-    ((5, 9), (40, 10), (9, 5)),
-])
+@pytest.mark.parametrize(
+    "size, src, expect",
+    [
+        (8, (40, 10), (32, 8)),
+        (8, (10, 40), (8, 32)),
+        (8, (10, 10), (8, 8)),
+        (7, (10, 15), (7, 10)),
+        ((5, 9), (40, 10), (9, 5)),
+    ],
+)
 def test_resize_output_sizes(size, src, expect):
     r = Resize(size)
     assert r.output_size(src) == expect
@@ -123,7 +137,9 @@ def test_resize_output_sizes(size, src, expect):
 def test_center_crop_and_eval_transform():
     im = _noise(11, 8)
     c = CenterCrop(4).apply(im, None)
-    np.testing.assert_array_equal(np.asarray(c), np.asarray(im)[2:6, 4:8])  # top round(2.0), left round(3.5)=4
+    np.testing.assert_array_equal(
+        np.asarray(c), np.asarray(im)[2:6, 4:8]
+    )  # top round(2.0), left round(3.5)=4
     big = CenterCrop((10, 13)).apply(im, None)  # larger than the image: zero padding around it
     assert big.size == (13, 10) and np.asarray(big)[0].sum() == 0
     assert eval_transform(6).apply(_noise(30, 9), None).size == (6, 6)

@@ -1,4 +1,5 @@
 """datasets: loaders (digits, MNIST IDX, ORL PGM), splits, resizing and the explicit download."""
+
 import gzip
 import hashlib
 import os
@@ -21,12 +22,18 @@ MNIST_DIR = SHARED_DATA / "mnist"
 ORL_DIR = SHARED_DATA / "orl_faces"
 needs_mnist = pytest.mark.skipif(
     not (MNIST_DIR / "t10k-images-idx3-ubyte.gz").is_file(),
-    reason=(f"real MNIST test set not found: checked {MNIST_DIR / 't10k-images-idx3-ubyte.gz'}; the data is "
-            "expected at <repo>/../shared/data/mnist (the repository cloned next to shared/)"))
+    reason=(
+        f"real MNIST test set not found: checked {MNIST_DIR / 't10k-images-idx3-ubyte.gz'}; the data is "
+        "expected at <repo>/../shared/data/mnist (the repository cloned next to shared/)"
+    ),
+)
 needs_orl = pytest.mark.skipif(
     not (ORL_DIR / "s40" / "10.pgm").is_file(),
-    reason=(f"ORL faces not found: checked {ORL_DIR / 's40' / '10.pgm'}; the data is expected at "
-            "<repo>/../shared/data/orl_faces (the repository cloned next to shared/)"))
+    reason=(
+        f"ORL faces not found: checked {ORL_DIR / 's40' / '10.pgm'}; the data is expected at "
+        "<repo>/../shared/data/orl_faces (the repository cloned next to shared/)"
+    ),
+)
 
 MNIST_TEST_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
 
@@ -105,8 +112,9 @@ def test_mnist_real_test_set(sub, tmp_path):
     # independent parse of the first image: raw bytes after the 16-byte header
     with gzip.open(MNIST_DIR / "t10k-images-idx3-ubyte.gz", "rb") as f:
         raw = f.read(16 + 784)
-    np.testing.assert_array_equal(np.round(X[0, 0] * 255).astype(np.uint8),
-                                  np.frombuffer(raw[16:], np.uint8).reshape(28, 28))
+    np.testing.assert_array_equal(
+        np.round(X[0, 0] * 255).astype(np.uint8), np.frombuffer(raw[16:], np.uint8).reshape(28, 28)
+    )
     assert y[:5].tolist() == [7, 2, 1, 0, 4]
 
 
@@ -283,13 +291,16 @@ def test_read_pgm_header_comments_and_16bit(tmp_path):
     np.testing.assert_allclose(datasets.read_pgm(p), img8 / 15.0, rtol=1e-6)
 
 
-@pytest.mark.parametrize("content, match", [
-    (b"P2\n2 2\n255\n0 1 2 3\n", "not a binary PGM"),
-    (b"P5\n2 2\n255\n\x00\x01", "truncated"),
-    (b"P5\n2 x\n255\n\x00\x01\x02\x03", "malformed"),
-    (b"P5\n2 2\n0\n\x00\x01\x02\x03", "maxval"),
-    (b"P5\n2 2\n3\n\x00\x01\x02\x09", "exceeds maxval"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (b"P2\n2 2\n255\n0 1 2 3\n", "not a binary PGM"),
+        (b"P5\n2 2\n255\n\x00\x01", "truncated"),
+        (b"P5\n2 x\n255\n\x00\x01\x02\x03", "malformed"),
+        (b"P5\n2 2\n0\n\x00\x01\x02\x03", "maxval"),
+        (b"P5\n2 2\n3\n\x00\x01\x02\x09", "exceeds maxval"),
+    ],
+)
 def test_read_pgm_rejects_bad_files(tmp_path, content, match):
     p = tmp_path / "bad.pgm"
     p.write_bytes(content)
@@ -391,8 +402,9 @@ def test_bilinear_matches_torch(size):
     torch = pytest.importorskip("torch")
     X = np.random.default_rng(2).random((2, 1, 8, 8), dtype=np.float32)
     got = datasets.pad_or_resize(X, size, mode="bilinear")
-    ref = torch.nn.functional.interpolate(torch.from_numpy(X), size=size, mode="bilinear",
-                                          align_corners=False, antialias=False).numpy()
+    ref = torch.nn.functional.interpolate(
+        torch.from_numpy(X), size=size, mode="bilinear", align_corners=False, antialias=False
+    ).numpy()
     np.testing.assert_allclose(got, ref, atol=1e-5)
 
 
@@ -441,9 +453,11 @@ def test_download_from_file_url_then_load(fake_mirror, tmp_path, monkeypatch):
     assert sorted(p.name for p in (data / "mnist").iterdir()) == sorted(_download.MNIST_FILES)
     X, y = datasets.load("mnist", split="train", data_dir=data)
     assert X.shape == (30, 1, 28, 28) and y.shape == (30,)
+
     # present and valid: a second run fetches nothing
     def boom(url, f, timeout=60.0):
         raise AssertionError("should not fetch")
+
     monkeypatch.setattr(_download, "_fetch", boom)
     assert datasets.main(["download", "mnist", "--data-dir", str(data)]) == 0
 
@@ -472,6 +486,7 @@ def test_download_accepts_recompressed_mirror(fake_mirror, tmp_path):
 def test_download_network_failure_is_reported(fake_mirror, tmp_path, monkeypatch, capsys):
     def offline(url, f, timeout=60.0):
         raise OSError(f"no route to host for {url}")
+
     monkeypatch.setattr(_download, "_fetch", offline)
     with pytest.raises(OSError, match="could not download") as e:
         _download.download_mnist(tmp_path / "d", log=None)
@@ -509,7 +524,11 @@ def test_cli_module_entry_point():
     env = dict(os.environ)
     out = subprocess.run(
         [sys.executable, "-m", "mantissa_embed.datasets", "download", "mnist", "--help"],
-        capture_output=True, text=True, env=env, timeout=120)
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 0 and "--data-dir" in out.stdout and "--url-base" in out.stdout
 
 

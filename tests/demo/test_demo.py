@@ -1,4 +1,5 @@
 """The main job: ``python -m mantissa_embed demo`` runs and writes both PNGs."""
+
 import io
 import os
 import re
@@ -35,7 +36,7 @@ def _metric_rows(text, section="unseen classes 5-9"):
     rows = {}
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(section))
-    for line in lines[start + 1:start + 4]:
+    for line in lines[start + 1 : start + 4]:
         for name in ("trained embedding", "untrained network", "raw pixels"):
             if name in line and "precision@1" in line:
                 rows[name] = METRICS.search(line)
@@ -63,14 +64,14 @@ def test_demo_raw_pixel_line_is_the_independent_figure(demo_run):
     m = _metric_rows(text)["raw pixels"]
     _, _, X, y = load_demo_data("digits")
     F = X.reshape(len(X), -1).astype(np.float64)
-    D = (F ** 2).sum(1)[:, None] + (F ** 2).sum(1)[None] - 2 * F @ F.T
+    D = (F**2).sum(1)[:, None] + (F**2).sum(1)[None] - 2 * F @ F.T
     np.fill_diagonal(D, np.inf)
     order = np.argsort(D, axis=1, kind="stable")[:, :-1]
     p1 = float(np.mean(y[order[:, 0]] == y))
     R = np.bincount(y)[y] - 1
     rel = y[order] == y[:, None]
     ranks = np.arange(1, len(y))
-    ap = [(np.cumsum(rel[i, :R[i]]) / ranks[:R[i]] * rel[i, :R[i]]).sum() / R[i] for i in range(len(y))]
+    ap = [(np.cumsum(rel[i, : R[i]]) / ranks[: R[i]] * rel[i, : R[i]]).sum() / R[i] for i in range(len(y))]
     assert float(m.group(1)) == pytest.approx(p1, abs=1.5e-3)
     assert float(m.group(3)) == pytest.approx(np.mean(ap), abs=1.5e-3)
 
@@ -78,8 +79,14 @@ def test_demo_raw_pixel_line_is_the_independent_figure(demo_run):
 def test_demo_command_line(tmp_path):
     """The exact command a newcomer types, as a subprocess (small epochs)."""
     env = dict(os.environ, MANTISSA_EMBED_NUM_THREADS="2")
-    r = subprocess.run([sys.executable, "-m", "mantissa_embed", "demo", "--epochs", "1", "--out", str(tmp_path)],
-                       capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "mantissa_embed", "demo", "--epochs", "1", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert "unseen classes 5-9" in r.stdout and "wrote" in r.stdout
     assert sorted(os.listdir(tmp_path)) == ["embedding_manifold.png", "retrieval_gallery.png"]
@@ -93,8 +100,16 @@ def test_demo_missing_mnist_says_how_to_fetch(tmp_path, capsys):
     assert not (tmp_path / "embedding_manifold.png").exists()
 
 
-@pytest.mark.parametrize("argv", [["demo", "--epochs", "0"], ["demo", "--lr", "-1"], ["demo", "--dataset", "cifar"],
-                                  ["demo", "--batch-size", "x"], []])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--epochs", "0"],
+        ["demo", "--lr", "-1"],
+        ["demo", "--dataset", "cifar"],
+        ["demo", "--batch-size", "x"],
+        [],
+    ],
+)
 def test_demo_bad_arguments(argv, capsys):
     with pytest.raises(SystemExit) as e:
         main(argv)
@@ -142,10 +157,27 @@ def test_demo_orl_faces_protocol(tmp_path):
     if not orl.is_dir():
         pytest.skip(f"ORL faces not found at {orl} (clone the repository next to shared/)")
     out = io.StringIO()
-    code = run_demo(build_parser().parse_args(["demo", "--dataset", "orl_faces", "--data-dir", str(orl),
-                                               "--epochs", "2", "--out", str(tmp_path)]), out=out)
+    code = run_demo(
+        build_parser().parse_args(
+            [
+                "demo",
+                "--dataset",
+                "orl_faces",
+                "--data-dir",
+                str(orl),
+                "--epochs",
+                "2",
+                "--out",
+                str(tmp_path),
+            ]
+        ),
+        out=out,
+    )
     text = out.getvalue()
     assert code == 0, text
-    assert "unseen subjects 31-40 (100 images" in text and "held-out images of the training subjects 1-30" in text
+    assert (
+        "unseen subjects 31-40 (100 images" in text
+        and "held-out images of the training subjects 1-30" in text
+    )
     assert text.count("ROC AUC") == 6 and "epoch  2/2" in text
     assert sorted(os.listdir(tmp_path)) == ["embedding_manifold.png", "retrieval_gallery.png"]

@@ -1,5 +1,6 @@
 """BatchedDistance: the chunks reassemble the full matrix, (start, end) follow PML's rule
 (end = start + batch_size, possibly past N), attribute delegation, errors."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -12,10 +13,18 @@ def _emb(seed, n, d):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 40), m=st.one_of(st.none(), st.integers(1, 20)),
-       d=st.integers(2, 6), bs=st.integers(1, 50), which=st.sampled_from(["lp", "lp1", "cos", "snr"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 40),
+    m=st.one_of(st.none(), st.integers(1, 20)),
+    d=st.integers(2, 6),
+    bs=st.integers(1, 50),
+    which=st.sampled_from(["lp", "lp1", "cos", "snr"]),
+)
 def test_chunks_reassemble_full_matrix(seed, n, m, d, bs, which):
-    dist = {"lp": LpDistance(), "lp1": LpDistance(p=1), "cos": CosineSimilarity(), "snr": SNRDistance()}[which]
+    dist = {"lp": LpDistance(), "lp1": LpDistance(p=1), "cos": CosineSimilarity(), "snr": SNRDistance()}[
+        which
+    ]
     q = _emb(seed, n, d)
     r = None if m is None else _emb(seed + 1, m, d)
     full = dist(q, r)

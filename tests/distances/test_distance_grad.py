@@ -1,4 +1,5 @@
 """Distance and normalization backward passes against finite differences in float64."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -27,19 +28,29 @@ def test_l2_normalize_grad_float64(seed, n, d):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 6), m=st.integers(1, 6), d=st.integers(1, 5),
-       squared=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 6),
+    m=st.integers(1, 6),
+    d=st.integers(1, 5),
+    squared=st.booleans(),
+)
 def test_euclidean_grad_float64(seed, n, m, d, squared):
     x, r = _emb(seed, n, d), _emb(seed + 1, m, d)
     w = _emb(seed + 2, n, m)
     dist = T._euclidean(x, r, squared)
     gx, gr = T._euclidean_grad(x, r, dist, w, squared)
-    np.testing.assert_allclose(gx, _fd(lambda z: np.sum(w * T._euclidean(z, r, squared)), x), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(gr, _fd(lambda z: np.sum(w * T._euclidean(x, z, squared)), r), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        gx, _fd(lambda z: np.sum(w * T._euclidean(z, r, squared)), x), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        gr, _fd(lambda z: np.sum(w * T._euclidean(x, z, squared)), r), rtol=1e-5, atol=1e-6
+    )
 
 
 def _indep(kind, power, normalize):
     """Independent float64 formulas of the distance classes."""
+
     def f(q, r):
         if normalize:
             q = q / np.linalg.norm(q, axis=1, keepdims=True)
@@ -48,20 +59,31 @@ def _indep(kind, power, normalize):
             m = np.sqrt(np.sum((q[:, None, :] - r[None, :, :]) ** 2, axis=2))
         else:
             m = q @ r.T
-        return m ** power
+        return m**power
+
     return f
 
 
-CASES = [("lp", LpDistance, 1, True), ("lp", LpDistance, 2, True), ("lp", LpDistance, 1, False),
-         ("lp", LpDistance, 3, False), ("dot", DotProductSimilarity, 1, False),
-         ("dot", DotProductSimilarity, 2, True), ("dot", CosineSimilarity, 1, True)]
+CASES = [
+    ("lp", LpDistance, 1, True),
+    ("lp", LpDistance, 2, True),
+    ("lp", LpDistance, 1, False),
+    ("lp", LpDistance, 3, False),
+    ("dot", DotProductSimilarity, 1, False),
+    ("dot", DotProductSimilarity, 2, True),
+    ("dot", CosineSimilarity, 1, True),
+]
 
 
 @pytest.mark.parametrize("kind,cls,power,normalize", CASES)
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 5), m=st.one_of(st.none(), st.integers(1, 5)),
-       d=st.integers(1, 4))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 5),
+    m=st.one_of(st.none(), st.integers(1, 5)),
+    d=st.integers(1, 4),
+)
 def test_class_backward_matches_fd(kind, cls, power, normalize, backend, seed, n, m, d):
     kw = {} if cls is CosineSimilarity else {"normalize_embeddings": normalize}
     dist = cls(power=power, backend=backend, **kw)

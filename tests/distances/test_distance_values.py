@@ -1,4 +1,5 @@
 """Distance matrices equal an independent float64 computation; constructor contracts."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -22,9 +23,15 @@ def _lp64(q, r, normalize=True):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 15), m=st.one_of(st.none(), st.integers(0, 15)),
-       d=st.integers(1, 20), power=st.sampled_from([1, 2, 0.5, 3]), normalize=st.booleans(),
-       backend=st.sampled_from(["mantissa", "numpy"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 15),
+    m=st.one_of(st.none(), st.integers(0, 15)),
+    d=st.integers(1, 20),
+    power=st.sampled_from([1, 2, 0.5, 3]),
+    normalize=st.booleans(),
+    backend=st.sampled_from(["mantissa", "numpy"]),
+)
 def test_lp_distance_matches_float64(seed, n, m, d, power, normalize, backend):
     q = _emb(seed, n, d)
     r = None if m is None else _emb(seed + 1, m, d)
@@ -49,8 +56,13 @@ def test_duplicates_and_self_are_exactly_zero():
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 12), m=st.integers(0, 12), d=st.integers(1, 10),
-       normalize=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 12),
+    m=st.integers(0, 12),
+    d=st.integers(1, 10),
+    normalize=st.booleans(),
+)
 def test_dot_and_cosine_match_float64(seed, n, m, d, normalize):
     q, r = _emb(seed, n, d), _emb(seed + 1, m, d)
     dot = DotProductSimilarity(normalize_embeddings=normalize)(q, r)
@@ -69,7 +81,9 @@ def test_pml_helpers():
     np.testing.assert_array_equal(lp.margin(a, b), a - b)
     np.testing.assert_array_equal(cs.margin(a, b), b - a)
     x = _emb(1, 4, 3)
-    np.testing.assert_allclose(lp.pairwise_distance(x, x[::-1]), np.linalg.norm(x - x[::-1], axis=1), rtol=1e-6)
+    np.testing.assert_allclose(
+        lp.pairwise_distance(x, x[::-1]), np.linalg.norm(x - x[::-1], axis=1), rtol=1e-6
+    )
     np.testing.assert_allclose(np.linalg.norm(lp.normalize(x), axis=1), 1, rtol=1e-6)
 
 

@@ -2,6 +2,7 @@
 (values and torch-autograd gradients of a random linear functional, 1e-4), and the losses accept
 them: ContrastiveLoss(distance=LpDistance(p=1)) and TripletMarginLoss(distance=SNRDistance())
 equal PML's, value and gradient."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -45,8 +46,14 @@ def _smooth(q, r, p):
 
 @pytest.mark.parametrize("p", [1, 1.5, 3, INF])
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 6), m=st.one_of(st.none(), st.integers(1, 6)),
-       d=st.integers(1, 6), power=st.sampled_from([1, 2]), normalize=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 6),
+    m=st.one_of(st.none(), st.integers(1, 6)),
+    d=st.integers(1, 6),
+    power=st.sampled_from([1, 2]),
+    normalize=st.booleans(),
+)
 def test_lp_distance_matches_pml(p, seed, n, m, d, power, normalize):
     q = _emb(seed, n, d)
     r = None if m is None else _emb(seed + 1, m, d)
@@ -68,8 +75,14 @@ def test_lp_distance_matches_pml(p, seed, n, m, d, power, normalize):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 6), m=st.one_of(st.none(), st.integers(1, 6)),
-       d=st.integers(2, 6), power=st.sampled_from([1, 2, 0.5]), normalize=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 6),
+    m=st.one_of(st.none(), st.integers(1, 6)),
+    d=st.integers(2, 6),
+    power=st.sampled_from([1, 2, 0.5]),
+    normalize=st.booleans(),
+)
 def test_snr_distance_matches_pml(seed, n, m, d, power, normalize):
     q = _emb(seed, n, d)
     r = None if m is None else _emb(seed + 1, m, d)
@@ -93,16 +106,19 @@ def test_snr_distance_matches_pml(seed, n, m, d, power, normalize):
 def test_batched_distance_matches_pml(bs):
     q, r = _emb(0, 10, 5), _emb(1, 7, 5)
     got, want = [], []
-    distances.BatchedDistance(distances.LpDistance(p=1), lambda mat, s, e: got.append((mat, s, e)),
-                              batch_size=bs)(q, r)
-    pml_dist.BatchedDistance(pml_dist.LpDistance(p=1), lambda mat, s, e: want.append((mat, s, e)),
-                             batch_size=bs)(torch.tensor(q.astype(np.float64)), torch.tensor(r.astype(np.float64)))
+    distances.BatchedDistance(
+        distances.LpDistance(p=1), lambda mat, s, e: got.append((mat, s, e)), batch_size=bs
+    )(q, r)
+    pml_dist.BatchedDistance(
+        pml_dist.LpDistance(p=1), lambda mat, s, e: want.append((mat, s, e)), batch_size=bs
+    )(torch.tensor(q.astype(np.float64)), torch.tensor(r.astype(np.float64)))
     assert [g[1:] for g in got] == [w[1:] for w in want]
     for g, w in zip(got, want):
         _close(g[0], w[0].numpy())
 
 
 # ---- losses with the new distances ---------------------------------------------------------
+
 
 def _pml_call(loss, x, y, ref=None, ry=None):
     xt, rt = _t(x), _t(ref)
@@ -125,15 +141,22 @@ def _labels(seed, n, k):
     return np.random.default_rng(seed + 7).integers(0, k, n)
 
 
-REDUCERS = {"avg": (reducers.AvgNonZeroReducer, pml_red.AvgNonZeroReducer),
-            "mean": (reducers.MeanReducer, pml_red.MeanReducer)}
+REDUCERS = {
+    "avg": (reducers.AvgNonZeroReducer, pml_red.AvgNonZeroReducer),
+    "mean": (reducers.MeanReducer, pml_red.MeanReducer),
+}
 
 
 @pytest.mark.parametrize("red", ["avg", "mean"])
 @pytest.mark.parametrize("with_ref", [False, True])
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(2, 6), k=st.integers(1, 4),
-       neg_margin=st.sampled_from([1.0, 1.5]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 12),
+    d=st.integers(2, 6),
+    k=st.integers(1, 4),
+    neg_margin=st.sampled_from([1.0, 1.5]),
+)
 def test_contrastive_with_l1_distance(red, with_ref, seed, n, d, k, neg_margin):
     x, y = _emb(seed, n, d), _labels(seed, n, k)
     ref, ry = (_emb(seed + 1, n + 1, d), _labels(seed + 1, n + 1, k)) if with_ref else (None, None)
@@ -143,18 +166,25 @@ def test_contrastive_with_l1_distance(red, with_ref, seed, n, d, k, neg_margin):
     assume(_smooth(xn, rn, 1) and np.abs(x).min() > 1e-4 and np.abs(rr).min() > 1e-4)
     d64 = np.abs(xn[:, None] - rn[None]).sum(axis=2)
     assume(np.all(np.abs(d64 - neg_margin) > KINK) and np.all(d64[d64 > 0] > KINK))
-    ours = losses.ContrastiveLoss(neg_margin=neg_margin, distance=distances.LpDistance(p=1),
-                                  reducer=REDUCERS[red][0]())
-    theirs = pml_losses.ContrastiveLoss(neg_margin=neg_margin, distance=pml_dist.LpDistance(p=1),
-                                        reducer=REDUCERS[red][1]())
+    ours = losses.ContrastiveLoss(
+        neg_margin=neg_margin, distance=distances.LpDistance(p=1), reducer=REDUCERS[red][0]()
+    )
+    theirs = pml_losses.ContrastiveLoss(
+        neg_margin=neg_margin, distance=pml_dist.LpDistance(p=1), reducer=REDUCERS[red][1]()
+    )
     _compare(ours(x, y, ref_emb=ref, ref_labels=ry), _pml_call(theirs, x, y, ref, ry))
 
 
 @pytest.mark.parametrize("red", ["avg", "mean"])
 @pytest.mark.parametrize("with_ref", [False, True])
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(2, 6), k=st.integers(1, 4),
-       margin=st.sampled_from([0.05, 0.5]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 12),
+    d=st.integers(2, 6),
+    k=st.integers(1, 4),
+    margin=st.sampled_from([0.05, 0.5]),
+)
 def test_triplet_with_snr_distance(red, with_ref, seed, n, d, k, margin):
     x, y = _emb(seed, n, d), _labels(seed, n, k)
     ref, ry = (_emb(seed + 1, n + 1, d), _labels(seed + 1, n + 1, k)) if with_ref else (None, None)
@@ -167,8 +197,10 @@ def test_triplet_with_snr_distance(red, with_ref, seed, n, d, k, margin):
     # SNR divides by var(x_i): a query whose normalized coordinates are nearly equal (D = 2 near
     # the diagonal) makes d ~ 1e6, where both libraries' float32 inputs decide the 4th digit
     assume(np.var(xn, axis=1, ddof=1).min() > 1e-2)
-    ours = losses.TripletMarginLoss(margin=margin, distance=distances.SNRDistance(),
-                                    reducer=REDUCERS[red][0]())
-    theirs = pml_losses.TripletMarginLoss(margin=margin, distance=pml_dist.SNRDistance(),
-                                          reducer=REDUCERS[red][1]())
+    ours = losses.TripletMarginLoss(
+        margin=margin, distance=distances.SNRDistance(), reducer=REDUCERS[red][0]()
+    )
+    theirs = pml_losses.TripletMarginLoss(
+        margin=margin, distance=pml_dist.SNRDistance(), reducer=REDUCERS[red][1]()
+    )
     _compare(ours(x, y, ref_emb=ref, ref_labels=ry), _pml_call(theirs, x, y, ref, ry))

@@ -1,6 +1,7 @@
 """LpDistance for p != 2 (1, 3, inf, fractional): values vs an independent float64 formula,
 gradients vs central finite differences in float64 (kernels and the class, through the Lp
 normalization and ``power``)."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -59,10 +60,12 @@ def test_cdist_kernel_grad_float64(p, seed, n, m, d):
     dist = O.lp_cdist_forward(q, r, p, dtype=np.float64)
     np.testing.assert_allclose(dist, _pnorm64(q[:, None] - r[None], p), rtol=1e-12, atol=1e-12)
     gq, gr = O.lp_cdist_backward(q, r, dist, w, p, dtype=np.float64)
-    np.testing.assert_allclose(gq, _fd(lambda z: np.sum(w * _pnorm64(z[:, None] - r[None], p)), q),
-                               rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(gr, _fd(lambda z: np.sum(w * _pnorm64(q[:, None] - z[None], p)), r),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        gq, _fd(lambda z: np.sum(w * _pnorm64(z[:, None] - r[None], p)), q), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        gr, _fd(lambda z: np.sum(w * _pnorm64(q[:, None] - z[None], p)), r), rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("p", PS)
@@ -74,8 +77,9 @@ def test_lp_normalize_grad_float64(p, seed, n, d):
     y, nrm = O.lp_normalize_forward(x, p, dtype=np.float64)
     np.testing.assert_allclose(y, x / _pnorm64(x, p)[:, None], rtol=1e-12)
     g = O.lp_normalize_backward(w, x, nrm, p, dtype=np.float64)
-    np.testing.assert_allclose(g, _fd(lambda z: np.sum(w * (z / _pnorm64(z, p)[:, None])), x),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        g, _fd(lambda z: np.sum(w * (z / _pnorm64(z, p)[:, None])), x), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_lp_normalize_zero_row():
@@ -90,8 +94,14 @@ def test_lp_normalize_zero_row():
 @pytest.mark.parametrize("p", PS)
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 5), m=st.one_of(st.none(), st.integers(1, 5)),
-       d=st.integers(1, 5), power=st.sampled_from([1, 2, 0.5]), normalize=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 5),
+    m=st.one_of(st.none(), st.integers(1, 5)),
+    d=st.integers(1, 5),
+    power=st.sampled_from([1, 2, 0.5]),
+    normalize=st.booleans(),
+)
 def test_class_values_and_grad_vs_fd(p, backend, seed, n, m, d, power, normalize):
     q = _emb(seed, n, d).astype(np.float32).astype(np.float64)
     r = None if m is None else _emb(seed + 1, m, d).astype(np.float32).astype(np.float64)
@@ -139,8 +149,11 @@ def test_helpers_use_p():
     for p in PS:
         lp = LpDistance(p=p)
         np.testing.assert_allclose(lp.get_norm(lp.normalize(x)), 1, rtol=1e-6)
-        np.testing.assert_allclose(lp.pairwise_distance(x, x[::-1]),
-                                   np.linalg.norm(x.astype(np.float64) - x[::-1], ord=p, axis=1), rtol=1e-6)
+        np.testing.assert_allclose(
+            lp.pairwise_distance(x, x[::-1]),
+            np.linalg.norm(x.astype(np.float64) - x[::-1], ord=p, axis=1),
+            rtol=1e-6,
+        )
 
 
 def test_p_validation():

@@ -1,5 +1,6 @@
 """SNRDistance: values vs an independent float64 formula (numpy's var), gradients vs central
 finite differences in float64 (kernel and class, through normalization and power), errors."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -45,9 +46,15 @@ def test_snr_kernel_float64(seed, n, m, d):
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 5), m=st.one_of(st.none(), st.integers(1, 5)),
-       d=st.integers(2, 5), power=st.sampled_from([1, 2, 0.5]), normalize=st.booleans(),
-       p=st.sampled_from([2, 1]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 5),
+    m=st.one_of(st.none(), st.integers(1, 5)),
+    d=st.integers(2, 5),
+    power=st.sampled_from([1, 2, 0.5]),
+    normalize=st.booleans(),
+    p=st.sampled_from([2, 1]),
+)
 def test_class_values_and_grad_vs_fd(backend, seed, n, m, d, power, normalize, p):
     q = _emb(seed, n, d).astype(np.float32).astype(np.float64)
     r = None if m is None else _emb(seed + 1, m, d).astype(np.float32).astype(np.float64)

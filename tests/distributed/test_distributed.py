@@ -1,6 +1,7 @@
 """mantissa_embed.distributed on a real dask.distributed LocalCluster of two worker processes:
 embed equals the single-process embed, knn and ShardedIndex.search equal the exact
 single-process search, and the model reaches each worker once."""
+
 import numpy as np
 import pytest
 
@@ -16,8 +17,13 @@ from mantissa_embed.index import Index  # noqa: E402
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       env={"MANTISSA_EMBED_NUM_THREADS": "1"})
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        env={"MANTISSA_EMBED_NUM_THREADS": "1"},
+    )
     c = distributed.Client(cluster)
     yield c
     c.close()

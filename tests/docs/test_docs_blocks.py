@@ -7,6 +7,7 @@ with that reason. A block preceded by ``<!-- not-run: reason -->`` (on the line 
 its fence) is deliberately not runnable and is skipped with that reason. ``MANTISSA_EMBED_DATA``
 points at ``<repo>/../shared/data`` when it exists, for a block that loads a data set.
 """
+
 import ast
 import importlib.util
 import os
@@ -115,7 +116,7 @@ def _first_line(code):
 def _heading_before(lines, line):
     """The text of the last Markdown heading above 1-based ``line`` (outside fences), or ""."""
     heading, fenced = "", False
-    for s in lines[:line - 1]:
+    for s in lines[: line - 1]:
         if s.lstrip().startswith("```"):
             fenced = not fenced
         elif not fenced and re.match(r"#{1,6} ", s):
@@ -145,10 +146,15 @@ def test_the_pages_have_blocks():
 
 
 def test_extract_blocks_reads_fences_and_markers():
-    text = ("x\n```python\na = 1\n```\n\n<!-- not-run: needs the MNIST download -->\n"
-            "```python\nb = 2\n```\n```sh\nls\n```\n  ```python\n  c = 3\n  ```\n")
-    assert extract_blocks(text) == [(2, "a = 1\n", None), (7, "b = 2\n", "needs the MNIST download"),
-                                    (13, "c = 3\n", None)]
+    text = (
+        "x\n```python\na = 1\n```\n\n<!-- not-run: needs the MNIST download -->\n"
+        "```python\nb = 2\n```\n```sh\nls\n```\n  ```python\n  c = 3\n  ```\n"
+    )
+    assert extract_blocks(text) == [
+        (2, "a = 1\n", None),
+        (7, "b = 2\n", "needs the MNIST download"),
+        (13, "c = 3\n", None),
+    ]
     assert missing_optional("import os\n") == []
     assert missing_optional("import not_a_module_anywhere\n") == []  # not an optional dependency
 
@@ -171,8 +177,15 @@ def _run(code, cwd):
     if DATA.is_dir():
         env.setdefault("MANTISSA_EMBED_DATA", str(DATA))
     try:
-        out = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, capture_output=True,
-                             text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return None, ""
     return out.returncode, out.stderr

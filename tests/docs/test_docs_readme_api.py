@@ -1,6 +1,7 @@
 """README.md's API section states the real signatures: ``Embedder(...)`` and the ``fit`` row
 spell the code's parameters and defaults exactly, and every public method of Embedder has a
 row in the method table."""
+
 import inspect
 import re
 from pathlib import Path
@@ -13,7 +14,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def _api_section():
     text = README.read_text()
     start = text.index("## The API")
-    return text[start:text.index("\n## ", start + 1)]
+    return text[start : text.index("\n## ", start + 1)]
 
 
 def _spelled(name, func):

@@ -1,4 +1,5 @@
 """Embedder: bad input gives a clear TypeError / ValueError / RuntimeError naming the argument."""
+
 import numpy as np
 import pytest
 
@@ -39,8 +40,16 @@ def test_fit_rejects_wrong_ndim(fresh, shape):
         fresh.fit(X, np.arange(60) % 3)
 
 
-@pytest.mark.parametrize("X", [np.full((4, 1, 2, 2), "a"), np.empty((4, 1, 2, 2), dtype=object),
-                               np.zeros((4, 1, 2, 2), dtype=bool), "images", None])
+@pytest.mark.parametrize(
+    "X",
+    [
+        np.full((4, 1, 2, 2), "a"),
+        np.empty((4, 1, 2, 2), dtype=object),
+        np.zeros((4, 1, 2, 2), dtype=bool),
+        "images",
+        None,
+    ],
+)
 def test_fit_rejects_wrong_dtype(fresh, X):
     with pytest.raises(TypeError, match=r"^X must be"):
         fresh.fit(X, np.arange(4) % 2)
@@ -75,19 +84,22 @@ def test_fit_single_class(fresh):
         fresh.fit(X, np.zeros(60, np.int64))
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(batch_size=1), ValueError, r"batch_size must be >= 2"),
-    (dict(batch_size=0), ValueError, r"batch_size must be >= 2"),
-    (dict(batch_size=8.0), TypeError, r"batch_size must be an int"),
-    (dict(epochs=0), ValueError, r"epochs must be >= 1"),
-    (dict(epochs=1.5), TypeError, r"epochs must be an int"),
-    (dict(lr=0.0), ValueError, r"lr must be > 0"),
-    (dict(lr=-1.0), ValueError, r"lr must be > 0"),
-    (dict(lr=float("nan")), ValueError, r"lr must be finite"),
-    (dict(lr="0.1"), TypeError, r"lr must be a number"),
-    (dict(verbose="yes"), TypeError, r"verbose must be a bool"),
-    (dict(callback=3), TypeError, r"callback must be callable"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(batch_size=1), ValueError, r"batch_size must be >= 2"),
+        (dict(batch_size=0), ValueError, r"batch_size must be >= 2"),
+        (dict(batch_size=8.0), TypeError, r"batch_size must be an int"),
+        (dict(epochs=0), ValueError, r"epochs must be >= 1"),
+        (dict(epochs=1.5), TypeError, r"epochs must be an int"),
+        (dict(lr=0.0), ValueError, r"lr must be > 0"),
+        (dict(lr=-1.0), ValueError, r"lr must be > 0"),
+        (dict(lr=float("nan")), ValueError, r"lr must be finite"),
+        (dict(lr="0.1"), TypeError, r"lr must be a number"),
+        (dict(verbose="yes"), TypeError, r"verbose must be a bool"),
+        (dict(callback=3), TypeError, r"callback must be callable"),
+    ],
+)
 def test_fit_bad_arguments(fresh, kwargs, exc, match):
     X, y = _data()
     with pytest.raises(exc, match=match):
@@ -116,23 +128,30 @@ def test_fit_trunk_must_output_vectors():
 
 
 # ----------------------------------------------------------------------- constructor
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(loss="arcface"), ValueError, r"loss must be one of \('default', 'triplet', 'contrastive', 'proxy_anchor', 'multi_similarity'\) or a loss object"),
-    (dict(loss=3), TypeError, r"loss must be"),
-    (dict(loss=None), TypeError, r"loss must be"),
-    (dict(margin=-0.1), ValueError, r"margin must be >= 0"),
-    (dict(margin="big"), TypeError, r"margin must be a number"),
-    (dict(miner="hardest"), ValueError, r"miner must be one of"),
-    (dict(miner=5), TypeError, r"miner must be"),
-    (dict(optimizer="rmsprop"), ValueError, r"optimizer must be one of"),
-    (dict(optimizer=1), TypeError, r"optimizer must be"),
-    (dict(momentum=-1), ValueError, r"momentum must be >= 0"),
-    (dict(weight_decay=-1), ValueError, r"weight_decay must be >= 0"),
-    (dict(m_per_class=0), ValueError, r"m_per_class must be >= 1"),
-    (dict(backend="torch"), ValueError, r"backend must be one of"),
-    (dict(seed=-1), ValueError, r"seed must be >= 0"),
-    (dict(seed=1.5), TypeError, r"seed must be an int"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (
+            dict(loss="arcface"),
+            ValueError,
+            r"loss must be one of \('default', 'triplet', 'contrastive', 'proxy_anchor', 'multi_similarity'\) or a loss object",
+        ),
+        (dict(loss=3), TypeError, r"loss must be"),
+        (dict(loss=None), TypeError, r"loss must be"),
+        (dict(margin=-0.1), ValueError, r"margin must be >= 0"),
+        (dict(margin="big"), TypeError, r"margin must be a number"),
+        (dict(miner="hardest"), ValueError, r"miner must be one of"),
+        (dict(miner=5), TypeError, r"miner must be"),
+        (dict(optimizer="rmsprop"), ValueError, r"optimizer must be one of"),
+        (dict(optimizer=1), TypeError, r"optimizer must be"),
+        (dict(momentum=-1), ValueError, r"momentum must be >= 0"),
+        (dict(weight_decay=-1), ValueError, r"weight_decay must be >= 0"),
+        (dict(m_per_class=0), ValueError, r"m_per_class must be >= 1"),
+        (dict(backend="torch"), ValueError, r"backend must be one of"),
+        (dict(seed=-1), ValueError, r"seed must be >= 0"),
+        (dict(seed=1.5), TypeError, r"seed must be an int"),
+    ],
+)
 def test_constructor_errors(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         Embedder(models.small_cnn_embedder(4), **kwargs)
@@ -159,8 +178,12 @@ def test_margin_with_loss_object():
 # ---------------------------------------------------------------------- before fit
 def test_methods_before_fit(fresh):
     X, _ = _data(4)
-    for call in (lambda: fresh.embed(X), lambda: fresh.retrieve(X[0], X, k=1),
-                 lambda: fresh.verify(X[0], X[1]), lambda: fresh.save("/tmp/never.npz")):
+    for call in (
+        lambda: fresh.embed(X),
+        lambda: fresh.retrieve(X[0], X, k=1),
+        lambda: fresh.verify(X[0], X[1]),
+        lambda: fresh.save("/tmp/never.npz"),
+    ):
         with pytest.raises(RuntimeError, match=r"not fitted yet"):
             call()
 

@@ -1,5 +1,6 @@
 """Embedder.calibrate: the pair draw, the three threshold rules against brute force over every
 candidate threshold, verify's calibrated default, and the threshold saved with the model."""
+
 import numpy as np
 import pytest
 
@@ -58,7 +59,9 @@ def test_rules_against_brute_force(seed):
         assert t >= neg.max() or (neg <= np.nextafter(t, np.inf)).mean() > target
         assert st["tar"] == (pos <= t).mean()
     for target in (0.3, 0.6, 0.9):
-        t, st = _calibration.choose_threshold(pos, neg, target_precision=target, pos_weight=2.0, neg_weight=0.5)
+        t, st = _calibration.choose_threshold(
+            pos, neg, target_precision=target, pos_weight=2.0, neg_weight=0.5
+        )
         ok = cand[(prec >= target) & (tar > 0)]
         assert t == (ok.max() if ok.size else 0.0)
     t, st = _calibration.choose_threshold(pos, neg, max_accuracy=True)
@@ -122,15 +125,18 @@ def test_uncalibrated_verify_returns_distances(fitted):
     assert isinstance(fresh.verify(X[0], X[1]), float)
 
 
-@pytest.mark.parametrize("kw, exc, match", [
-    ({"target_far": 0.1, "max_accuracy": True}, ValueError, "one of"),
-    ({"target_far": 1.5}, ValueError, "target_far"),
-    ({"target_far": -0.1}, ValueError, "target_far"),
-    ({"target_precision": 0.0}, ValueError, "target_precision"),
-    ({"target_precision": "high"}, TypeError, "target_precision"),
-    ({"max_accuracy": "yes"}, TypeError, "max_accuracy"),
-    ({"n_pairs": 0}, ValueError, "n_pairs"),
-])
+@pytest.mark.parametrize(
+    "kw, exc, match",
+    [
+        ({"target_far": 0.1, "max_accuracy": True}, ValueError, "one of"),
+        ({"target_far": 1.5}, ValueError, "target_far"),
+        ({"target_far": -0.1}, ValueError, "target_far"),
+        ({"target_precision": 0.0}, ValueError, "target_precision"),
+        ({"target_precision": "high"}, TypeError, "target_precision"),
+        ({"max_accuracy": "yes"}, TypeError, "max_accuracy"),
+        ({"n_pairs": 0}, ValueError, "n_pairs"),
+    ],
+)
 def test_bad_arguments(fitted, kw, exc, match):
     emb, X, y = fitted
     with pytest.raises(exc, match=match):

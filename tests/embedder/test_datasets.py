@@ -5,6 +5,7 @@ datasets; misuse is a clear error; an interrupted stream leaves no thread behind
 
 The ORL tests skip when ``<repo>/../shared/data/orl_faces`` is absent; the synthetic ones
 cover the same paths on images written into ``tmp_path``."""
+
 import threading
 import time
 from pathlib import Path
@@ -21,7 +22,8 @@ ORL_DIR = REPO.parent / "shared" / "data" / "orl_faces"
 needs_orl = pytest.mark.skipif(
     not (ORL_DIR / "s1").is_dir(),
     reason=f"ORL faces not found: checked {ORL_DIR} (expected s1/ ... s40/ there, i.e. the repository cloned "
-           "next to shared/); the synthetic-image tests below cover the same code")
+    "next to shared/); the synthetic-image tests below cover the same code",
+)
 
 
 def _write(path, size, seed):
@@ -62,13 +64,17 @@ def test_orl_embed_equals_hand_decoded_folder_and_csv(tmp_path):
     X = _by_hand(ds.paths)
     assert X.shape == (400, 1, 112, 92)
     train = np.isin(ds.labels, np.arange(8))
-    emb = Embedder(models.small_cnn_embedder(8), seed=0).fit(X[train], ds.labels[train], epochs=1, batch_size=32)
+    emb = Embedder(models.small_cnn_embedder(8), seed=0).fit(
+        X[train], ds.labels[train], epochs=1, batch_size=32
+    )
     Z = emb.embed(X)
     np.testing.assert_array_equal(emb.embed(ds), Z)
     np.testing.assert_array_equal(emb.embed(ds, batch_size=64), emb.embed(X, batch_size=64))
     csv = tmp_path / "orl.csv"
-    csv.write_text("label,path\n" + "".join(f"{ds.classes[k]},{Path(p).relative_to(ORL_DIR)}\n"
-                                            for p, k in zip(ds.paths, ds.labels)))
+    csv.write_text(
+        "label,path\n"
+        + "".join(f"{ds.classes[k]},{Path(p).relative_to(ORL_DIR)}\n" for p, k in zip(ds.paths, ds.labels))
+    )
     dc = ImageCSV(csv, root=ORL_DIR, size=(112, 92), channels=1)
     assert dc.classes == sorted(ds.classes) and dc.paths == ds.paths
     np.testing.assert_array_equal(emb.embed(dc), Z)
@@ -90,8 +96,18 @@ def test_orl_fit_same_weights_for_1_and_4_decode_threads():
 
 def test_embed_equals_hand_decoded(tree):
     ds = ImageFolder(tree, size=(12, 16), channels=1, num_workers=3)
-    X = np.stack([np.asarray(Image.open(p).resize((16, 12), Image.BILINEAR) if Image.open(p).size != (16, 12)
-                             else Image.open(p), np.float32) / 255 for p in ds.paths])[:, None]
+    X = np.stack(
+        [
+            np.asarray(
+                Image.open(p).resize((16, 12), Image.BILINEAR)
+                if Image.open(p).size != (16, 12)
+                else Image.open(p),
+                np.float32,
+            )
+            / 255
+            for p in ds.paths
+        ]
+    )[:, None]
     emb = Embedder(models.small_cnn_embedder(4), seed=0).fit(X, ds.labels, epochs=1, batch_size=12)
     np.testing.assert_array_equal(emb.embed(ds, batch_size=5), emb.embed(X, batch_size=5))
     np.testing.assert_array_equal(emb.embed(ds.subset([3, 1])), emb.embed(X[[3, 1]]))
@@ -114,8 +130,9 @@ def test_fit_validation_fraction_and_dataset(tree):
     emb = Embedder(models.small_cnn_embedder(4), seed=0).fit(ds, epochs=1, batch_size=8, validation=0.5)
     assert len(emb.history_["loss"]) == 1 and any(k.startswith("val") for k in emb.history_)
     val = ds.subset(ds.labels >= 2)
-    emb = Embedder(models.small_cnn_embedder(4), seed=0).fit(ds.subset(ds.labels < 2), epochs=1, batch_size=8,
-                                                             validation=val)
+    emb = Embedder(models.small_cnn_embedder(4), seed=0).fit(
+        ds.subset(ds.labels < 2), epochs=1, batch_size=8, validation=val
+    )
     assert any(k.startswith("val") for k in emb.history_)
 
 
@@ -128,8 +145,12 @@ def test_build_index_calibrate_evaluate_take_datasets(tree, tmp_path):
     res = emb.evaluate(ds)
     assert res
     csv = tmp_path / "qg.csv"
-    csv.write_text("label,path,split,is_query,is_gallery\n" + "".join(
-        f"{k},{p},validation,{int(i % 2 == 0)},1\n" for i, (p, k) in enumerate(zip(ds.paths, ds.labels))))
+    csv.write_text(
+        "label,path,split,is_query,is_gallery\n"
+        + "".join(
+            f"{k},{p},validation,{int(i % 2 == 0)},1\n" for i, (p, k) in enumerate(zip(ds.paths, ds.labels))
+        )
+    )
     dc = ImageCSV(csv, size=(12, 16), channels=1)
     assert emb.evaluate(dc.split("validation"))
 
@@ -158,7 +179,7 @@ def test_misuse_is_a_clear_error(tree):
 def test_bad_file_mid_fit_and_embed_names_it_and_leaves_no_thread(tree):
     bad = tree / "k2" / "3.png"
     data = bad.read_bytes()
-    bad.write_bytes(data[:len(data) * 2 // 3])
+    bad.write_bytes(data[: len(data) * 2 // 3])
     ds = ImageFolder(tree, size=(12, 16), channels=1, num_workers=4)
     baseline = threading.active_count()
     emb = Embedder(models.small_cnn_embedder(4), seed=0)
@@ -198,9 +219,12 @@ def test_evaluate_equals_accuracy_calculator_on_the_same_embeddings(tree, tmp_pa
     ds = ImageFolder(tree, size=(12, 16), channels=1, num_workers=2)
     emb = Embedder(models.small_cnn_embedder(4), seed=1).fit(ds, epochs=1, batch_size=8)
     Z = emb.embed(ds)
-    got = emb.evaluate(ds, metrics=("precision_at_1", "r_precision", "mean_average_precision_at_r", "cmc_at_1"))
-    want = AccuracyCalculator(include=("precision_at_1", "r_precision", "mean_average_precision_at_r"),
-                              k="max_bin_count").get_accuracy(Z, ds.labels)
+    got = emb.evaluate(
+        ds, metrics=("precision_at_1", "r_precision", "mean_average_precision_at_r", "cmc_at_1")
+    )
+    want = AccuracyCalculator(
+        include=("precision_at_1", "r_precision", "mean_average_precision_at_r"), k="max_bin_count"
+    ).get_accuracy(Z, ds.labels)
     for name, value in want.items():
         assert got[name] == value, name
     assert got["cmc_at_1"] == got["precision_at_1"]
@@ -208,9 +232,13 @@ def test_evaluate_equals_accuracy_calculator_on_the_same_embeddings(tree, tmp_pa
     q = np.arange(len(ds)) % 3 != 0
     g = np.arange(len(ds)) % 2 == 0
     csv = tmp_path / "qg.csv"
-    csv.write_text("label,path,split,is_query,is_gallery\n" + "".join(
-        f"{k},{p},validation,{int(a)},{'True' if b else 'False'}\n"
-        for p, k, a, b in zip(ds.paths, ds.labels, q, g)))
+    csv.write_text(
+        "label,path,split,is_query,is_gallery\n"
+        + "".join(
+            f"{k},{p},validation,{int(a)},{'True' if b else 'False'}\n"
+            for p, k, a, b in zip(ds.paths, ds.labels, q, g)
+        )
+    )
     dc = ImageCSV(csv, size=(12, 16), channels=1)
     metrics = ("cmc_at_1", "cmc_at_3", "precision_at_3", "mean_average_precision_at_r")
     assert emb.evaluate(dc, metrics=metrics) == query_gallery_metrics(Z, ds.labels, q, g, metrics=metrics)
@@ -228,13 +256,34 @@ def test_the_folder_demo_streams_any_image_folder(tree, tmp_path):
     from mantissa_embed.__main__ import build_parser, run_demo
 
     out = io.StringIO()
-    args = build_parser().parse_args(["demo", "--dataset", "folder", "--data-dir", str(tree), "--image-size", "12x16",
-                                      "--channels", "1", "--epochs", "1", "--batch-size", "8", "--embed-dim", "8",
-                                      "--out", str(tmp_path / "o")])
+    args = build_parser().parse_args(
+        [
+            "demo",
+            "--dataset",
+            "folder",
+            "--data-dir",
+            str(tree),
+            "--image-size",
+            "12x16",
+            "--channels",
+            "1",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "8",
+            "--embed-dim",
+            "8",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     code = run_demo(args, out=out)
     text = out.getvalue()
     assert code == 0, text
     assert "unseen classes (12 images" in text and "raw pixels (192-D)" in text, text
-    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["embedding_manifold.png", "retrieval_gallery.png"]
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
+        "embedding_manifold.png",
+        "retrieval_gallery.png",
+    ]
     bad = build_parser().parse_args(["demo", "--dataset", "folder", "--out", str(tmp_path / "o")])
     assert run_demo(bad, out=io.StringIO()) == 2  # no --data-dir

@@ -11,6 +11,7 @@ On the *unseen* classes 5-9, 1-NN on raw MNIST pixels is a very strong baseline 
 8 epochs on 0-4 (the project's PyTorch reference: 0.781 / 0.306), so "beats raw pixels on
 unseen classes" would be false; the unseen-class check here is "far above chance" instead.
 """
+
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +25,9 @@ MNIST_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mn
 pytestmark = pytest.mark.skipif(
     not MNIST_DIR.is_dir(),
     reason=f"MNIST test set not found: checked {MNIST_DIR}; the data is expected at "
-           "<repo>/../shared/data/mnist (the repository cloned next to shared/); "
-           "the digits end-to-end test covers this path")
+    "<repo>/../shared/data/mnist (the repository cloned next to shared/); "
+    "the digits end-to-end test covers this path",
+)
 
 
 def _numpy_batch_hard_loss(Z, y, margin):
@@ -57,7 +59,9 @@ def test_mnist_end_to_end(mnist):
     tr, ho = perm[:2000], perm[2000:3000]
     uidx = np.random.default_rng(1).permutation(len(yu))[:1000]
 
-    emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", miner="batch_hard", optimizer="sgd")
+    emb = Embedder(
+        models.small_cnn_embedder(embed_dim=16), loss="triplet", miner="batch_hard", optimizer="sgd"
+    )
     emb.net.build((1, 28, 28))
     probe = ho[:150]
     before = _numpy_batch_hard_loss(emb.net.forward(Xs[probe]), ys[probe], emb.margin)
@@ -91,7 +95,9 @@ def test_mnist_reference_protocol(mnist):
     0.781 / 0.240 there, and the trained one must beat it on both metrics."""
     X, y = mnist
     Xs, ys, Xu, yu = datasets.split_by_class(X, y, [0, 1, 2, 3, 4])
-    emb = Embedder(models.small_cnn_embedder(embed_dim=16), loss="triplet", miner="batch_hard", optimizer="sgd")
+    emb = Embedder(
+        models.small_cnn_embedder(embed_dim=16), loss="triplet", miner="batch_hard", optimizer="sgd"
+    )
     Z0 = emb.net.forward(Xu)  # the untrained trunk (same seed), before fit
     Z0 /= np.maximum(np.linalg.norm(Z0, axis=1, keepdims=True), 1e-12)
     untrained = retrieval_metrics(Z0, yu)

@@ -1,4 +1,5 @@
 """Embedder: fit / embed / retrieve / verify semantics, backends, and end to end on digits."""
+
 import numpy as np
 import pytest
 
@@ -139,7 +140,9 @@ def test_history_callback_and_batches_are_class_balanced():
     assert emb.sampler_.m_per_class == 4
 
 
-@pytest.mark.parametrize("batch_size, n_classes, m", [(64, 5, 16), (64, 40, 2), (30, 3, 10), (6, 5, 2), (12, 2, 6)])
+@pytest.mark.parametrize(
+    "batch_size, n_classes, m", [(64, 5, 16), (64, 40, 2), (30, 3, 10), (6, 5, 2), (12, 2, 6)]
+)
 def test_auto_m_per_class(batch_size, n_classes, m):
     assert Embedder(models.small_cnn_embedder(2))._choose_m(batch_size, n_classes) == m
 
@@ -162,15 +165,18 @@ def test_list_of_layers_is_wrapped():
     assert emb.net.backend == "numpy" and emb.embed(X).shape == (40, 3)
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(loss="contrastive"),
-    dict(loss="contrastive", miner="pair_margin", margin=0.7),
-    dict(miner=None),
-    dict(miner="hard"),
-    dict(miner="batch_hard"),
-    dict(optimizer="adam"),
-    dict(m_per_class=8),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(loss="contrastive"),
+        dict(loss="contrastive", miner="pair_margin", margin=0.7),
+        dict(miner=None),
+        dict(miner="hard"),
+        dict(miner="batch_hard"),
+        dict(optimizer="adam"),
+        dict(m_per_class=8),
+    ],
+)
 def test_recipes_run_and_change_weights(kwargs):
     X, y = _toy(64)
     emb = Embedder(models.small_cnn_embedder(4), **kwargs)
@@ -218,7 +224,9 @@ def test_default_recipe_objects():
     assert DEFAULTS["triplet_miner"] is None and t.miner_func is None  # every triplet, as PML without a miner
     assert t.momentum == DEFAULTS["momentum"] == 0.0
     ms = Embedder(models.small_cnn_embedder(4), loss="multi_similarity")
-    assert isinstance(ms.loss_func, losses.MultiSimilarityLoss) and isinstance(ms.miner_func, miners.MultiSimilarityMiner)
+    assert isinstance(ms.loss_func, losses.MultiSimilarityLoss) and isinstance(
+        ms.miner_func, miners.MultiSimilarityMiner
+    )
     semi = Embedder(models.small_cnn_embedder(4), margin=0.2, miner="semihard")
     assert isinstance(semi.miner_func, miners.TripletMarginMiner)
     assert semi.miner_func.type_of_triplets == "semihard" and semi.miner_func.margin == 0.2
@@ -228,16 +236,19 @@ def test_default_recipe_objects():
     assert Embedder(models.small_cnn_embedder(4), loss="contrastive").loss_func.neg_margin == 1.0
 
 
-@pytest.mark.parametrize("optimizer, lr, want, wd", [
-    ("default", None, "AdamW", 1e-4),   # the default recipe: AdamW at 1e-3
-    ("default", 1e-3, "AdamW", 1e-4),   # README: fit(lr=1e-3) is AdamW's
-    ("default", 0.0099, "AdamW", 1e-4),
-    ("default", 0.01, "SGD", 0.0),      # an SGD step size (the seed's lr=0.05) runs SGD
-    ("default", np.float32(0.01), "SGD", 0.0),  # 0.01 rounded to float32 is still the threshold
-    ("default", 0.05, "SGD", 0.0),
-    ("adamw", 0.05, "AdamW", 1e-4),     # a named optimizer is used as given
-    ("sgd", 1e-3, "SGD", 0.0),
-])
+@pytest.mark.parametrize(
+    "optimizer, lr, want, wd",
+    [
+        ("default", None, "AdamW", 1e-4),  # the default recipe: AdamW at 1e-3
+        ("default", 1e-3, "AdamW", 1e-4),  # README: fit(lr=1e-3) is AdamW's
+        ("default", 0.0099, "AdamW", 1e-4),
+        ("default", 0.01, "SGD", 0.0),  # an SGD step size (the seed's lr=0.05) runs SGD
+        ("default", np.float32(0.01), "SGD", 0.0),  # 0.01 rounded to float32 is still the threshold
+        ("default", 0.05, "SGD", 0.0),
+        ("adamw", 0.05, "AdamW", 1e-4),  # a named optimizer is used as given
+        ("sgd", 1e-3, "SGD", 0.0),
+    ],
+)
 def test_default_optimizer_follows_lr(optimizer, lr, want, wd):
     from mantissa_embed import optim
     from mantissa_embed.embedder import DEFAULTS
@@ -256,7 +267,9 @@ def test_resume_runs_the_optimizer_the_lr_chose(tmp_path):
     from mantissa_embed import optim
 
     X, y = _toy()
-    full = Embedder(models.small_cnn_embedder(4), loss="triplet", seed=3).fit(X, y, epochs=2, batch_size=16, lr=0.05)
+    full = Embedder(models.small_cnn_embedder(4), loss="triplet", seed=3).fit(
+        X, y, epochs=2, batch_size=16, lr=0.05
+    )
     part = Embedder(models.small_cnn_embedder(4), loss="triplet", seed=3)
     part.fit(X, y, epochs=2, batch_size=16, lr=0.05, callbacks=[_StopAfterFirstEpoch()])
     part.save(tmp_path / "ckpt.npz")
@@ -274,8 +287,9 @@ def test_custom_optimizer_saves_and_loads(tmp_path, loss):
     from mantissa_embed import optim
 
     X, y = _toy()
-    emb = Embedder(models.small_cnn_embedder(4), loss=loss,
-                   optimizer=lambda p, lr: optim.SGD(p, lr=lr, momentum=0.9))
+    emb = Embedder(
+        models.small_cnn_embedder(4), loss=loss, optimizer=lambda p, lr: optim.SGD(p, lr=lr, momentum=0.9)
+    )
     emb.fit(X, y, epochs=2, batch_size=16, lr=0.05, callbacks=[_StopAfterFirstEpoch()])
     emb.save(tmp_path / "custom.npz")
     with pytest.warns(UserWarning, match="optimizer callable"):

@@ -1,5 +1,6 @@
 """Embedder.fit against PyTorch + pytorch-metric-learning: same initial weights, same batches,
 same loss / miner / SGD -> the same losses and weights after several steps."""
+
 import math
 
 import numpy as np
@@ -19,9 +20,17 @@ _LAYER_MAP = {"0": "0", "2": "3", "5": "7", "6": "9"}
 def _torch_small_cnn(embed_dim):
     nn = torch.nn
     return nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(16 * 7 * 7, 64), nn.ReLU(), nn.Linear(64, embed_dim))
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 7 * 7, 64),
+        nn.ReLU(),
+        nn.Linear(64, embed_dim),
+    )
 
 
 def _digit_like_images(n, seed):
@@ -33,21 +42,33 @@ def _digit_like_images(n, seed):
     return np.ascontiguousarray(X / X.max(), dtype=np.float32), y
 
 
-@pytest.mark.parametrize("loss, miner, n, atol", [
-    ("triplet", None, 320, 2e-5),
-    ("triplet", "semihard", 192, 2e-5),
-    ("triplet", "batch_hard", 320, 2e-5),
-    ("contrastive", None, 320, 5e-5),  # AVX2 kernels: biases of |b| ~ 0.2 differ by 3.9e-5 on Zen 3
-])
+@pytest.mark.parametrize(
+    "loss, miner, n, atol",
+    [
+        ("triplet", None, 320, 2e-5),
+        ("triplet", "semihard", 192, 2e-5),
+        ("triplet", "batch_hard", 320, 2e-5),
+        ("contrastive", None, 320, 5e-5),  # AVX2 kernels: biases of |b| ~ 0.2 differ by 3.9e-5 on Zen 3
+    ],
+)
 def test_fit_matches_pml(loss, miner, n, atol):
     torch.manual_seed(0)
     tm = _torch_small_cnn(8)
     margin = 0.1 if loss == "triplet" else 0.8
-    emb = Embedder(models.small_cnn_embedder(8), loss=loss, margin=margin, miner=miner, momentum=0.5, seed=0,
-                   optimizer="sgd")
+    emb = Embedder(
+        models.small_cnn_embedder(8),
+        loss=loss,
+        margin=margin,
+        miner=miner,
+        momentum=0.5,
+        seed=0,
+        optimizer="sgd",
+    )
     emb.net.build((1, 28, 28))
     sd = {k: v.detach().numpy().copy() for k, v in tm.state_dict().items()}
-    emb.net.load_state_arrays({f"{i}.{w}": sd[f"{j}.{w}"] for i, j in _LAYER_MAP.items() for w in ("weight", "bias")})
+    emb.net.load_state_arrays(
+        {f"{i}.{w}": sd[f"{j}.{w}"] for i, j in _LAYER_MAP.items() for w in ("weight", "bias")}
+    )
 
     X, y = _digit_like_images(n, seed=1)
     emb.fit(X, y, epochs=1, batch_size=64, lr=0.05, augment=None, schedule=None)
@@ -61,7 +82,9 @@ def test_fit_matches_pml(loss, miner, n, atol):
     if miner == "batch_hard":
         miner_fn = pml_miners.BatchHardMiner()
     else:
-        miner_fn = None if miner is None else pml_miners.TripletMarginMiner(margin=margin, type_of_triplets=miner)
+        miner_fn = (
+            None if miner is None else pml_miners.TripletMarginMiner(margin=margin, type_of_triplets=miner)
+        )
     opt = torch.optim.SGD(tm.parameters(), lr=0.05, momentum=0.5)
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
     losses = []
@@ -80,5 +103,6 @@ def test_fit_matches_pml(loss, miner, n, atol):
     ours = dict(emb.net.named_parameters())
     for i, j in _LAYER_MAP.items():
         for w in ("weight", "bias"):
-            np.testing.assert_allclose(ours[f"{i}.{w}"].data, sd[f"{j}.{w}"].numpy(), atol=atol,
-                                       err_msg=f"{i}.{w}")
+            np.testing.assert_allclose(
+                ours[f"{i}.{w}"].data, sd[f"{j}.{w}"].numpy(), atol=atol, err_msg=f"{i}.{w}"
+            )

@@ -1,6 +1,7 @@
 """``_exact_knn.exact_knn`` (the search of ``Embedder.retrieve``) equals a float64 brute force,
 ties aside, where the float32 ``|a|^2 + |b|^2 - 2ab`` ranking of ``evaluation.knn`` does not:
 near-duplicate references with large norms."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -83,14 +84,23 @@ def test_well_separated_data_needs_one_search(backend, calls):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(1, 7), m=st.integers(1, 60), D=st.integers(1, 9), k=st.integers(1, 60),
-       seed=st.integers(0, 2**31 - 1), dup=st.booleans(), backend=st.sampled_from(BACKENDS))
+@given(
+    n=st.integers(1, 7),
+    m=st.integers(1, 60),
+    D=st.integers(1, 9),
+    k=st.integers(1, 60),
+    seed=st.integers(0, 2**31 - 1),
+    dup=st.booleans(),
+    backend=st.sampled_from(BACKENDS),
+)
 def test_random_shapes_match_brute_force(n, m, D, k, seed, dup, backend):
     rng = np.random.default_rng(seed)
     k = min(k, m)
     G = (rng.standard_normal((m, D)) * 300).astype(np.float32)
     if dup:  # near-duplicates of the first row, at distinct distances
-        G[1:] = G[0] + (rng.standard_normal((m - 1, D)) * rng.uniform(1e-3, 1e-1, (m - 1, 1))).astype(np.float32)
+        G[1:] = G[0] + (rng.standard_normal((m - 1, D)) * rng.uniform(1e-3, 1e-1, (m - 1, 1))).astype(
+            np.float32
+        )
     Q = (G[rng.integers(0, m, n)] + rng.standard_normal((n, D)) * 1e-2).astype(np.float32)
     want_i, want_d = brute64(Q, G, k)
     got_i, got_d = exact_knn(Q, G, k, backend=backend)
@@ -100,14 +110,17 @@ def test_random_shapes_match_brute_force(n, m, D, k, seed, dup, backend):
     np.testing.assert_array_equal(got_d, want_d)
 
 
-@pytest.mark.parametrize("kwargs, exc, pat", [
-    (dict(k=0), ValueError, r"k must be >= 1"),
-    (dict(k=1.5), TypeError, r"k must be an int"),
-    (dict(k=11), ValueError, r"k must be <= 10"),
-    (dict(query=np.full((2, 3), np.nan, np.float32)), ValueError, r"query contains NaN or Inf"),
-    (dict(reference=np.zeros((10, 4), np.float32)), ValueError, r"same number of columns"),
-    (dict(query=np.zeros(3, np.float32)), ValueError, r"query must be 2-D"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, pat",
+    [
+        (dict(k=0), ValueError, r"k must be >= 1"),
+        (dict(k=1.5), TypeError, r"k must be an int"),
+        (dict(k=11), ValueError, r"k must be <= 10"),
+        (dict(query=np.full((2, 3), np.nan, np.float32)), ValueError, r"query contains NaN or Inf"),
+        (dict(reference=np.zeros((10, 4), np.float32)), ValueError, r"same number of columns"),
+        (dict(query=np.zeros(3, np.float32)), ValueError, r"query must be 2-D"),
+    ],
+)
 def test_bad_input(kwargs, exc, pat):
     args = dict(query=np.zeros((2, 3), np.float32), reference=np.ones((10, 3), np.float32), k=2)
     args.update(kwargs)

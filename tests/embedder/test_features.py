@@ -4,6 +4,7 @@ resumes on 2-D arrays, and bad input names the argument.
 
 The data: scikit-learn's digits as 64-D feature vectors, trained on digits 0-4, retrieval judged on
 the unseen digits 5-9 against the untrained trunk (its forward + L2 normalization, computed here)."""
+
 import numpy as np
 import pytest
 
@@ -28,7 +29,9 @@ def fitted(digits):
 
 
 def _map_at_r(Z, y):
-    return evaluation.retrieval_metrics(Z, y, include=("mean_average_precision_at_r",))["mean_average_precision_at_r"]
+    return evaluation.retrieval_metrics(Z, y, include=("mean_average_precision_at_r",))[
+        "mean_average_precision_at_r"
+    ]
 
 
 # ------------------------------------------------------------------------- learning
@@ -81,7 +84,9 @@ def test_calibrate_verify_save_load(fitted, digits, tmp_path):
     np.testing.assert_allclose(d, np.linalg.norm(Za - Zb, axis=1), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(emb.verify(a, b), d <= cal["threshold"])
     assert emb.verify(a[0], b[0], threshold=None) == pytest.approx(float(d[0]), rel=1e-6)
-    np.testing.assert_array_equal(emb.verify(a[0], b, threshold=None), emb.verify(np.repeat(a[:1], 50, 0), b, None))
+    np.testing.assert_array_equal(
+        emb.verify(a[0], b, threshold=None), emb.verify(np.repeat(a[:1], 50, 0), b, None)
+    )
 
     loaded = Embedder.load(emb.save(tmp_path / "calibrated.npz"))
     assert loaded.input_shape_ == (64,) and loaded.embed_dim_ == 16
@@ -129,7 +134,9 @@ def test_default_augment_is_off_for_feature_vectors(digits):
 @pytest.mark.parametrize("augment", ["affine", "hflip", "affine+hflip"])
 def test_image_augment_with_feature_vectors_is_an_error(digits, augment):
     Xtr, ytr, _, _ = digits
-    with pytest.raises(ValueError, match=r"^augment='" + augment.replace("+", r"\+") + r"' transforms images"):
+    with pytest.raises(
+        ValueError, match=r"^augment='" + augment.replace("+", r"\+") + r"' transforms images"
+    ):
         Embedder(models.mlp_embedder(8)).fit(Xtr, ytr, augment=augment)
 
 
@@ -162,7 +169,9 @@ def test_inputs_win_when_the_input_width_equals_the_embedding_size():
     assert emb.input_shape_ == (8,) and emb.embed_dim_ == 8
     Z = emb.embed(X)
     d = emb.verify(X[:30], X[30:], threshold=None)  # (n, 8): feature vectors, embedded
-    np.testing.assert_allclose(d, np.linalg.norm(Z[:30].astype(np.float64) - Z[30:], axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        d, np.linalg.norm(Z[:30].astype(np.float64) - Z[30:], axis=1), rtol=1e-5, atol=1e-6
+    )
     idx, _ = emb.retrieve(X[:5], X, k=1)
     np.testing.assert_array_equal(idx[:, 0], np.arange(5))  # each input finds itself
     idx3, _ = emb.retrieve(X[:5], X, k=3)
@@ -173,8 +182,9 @@ def test_inputs_win_when_the_input_width_equals_the_embedding_size():
 
 def test_an_image_fit_then_feature_vectors_keeps_the_image_rank():
     rng = np.random.default_rng(0)
-    emb = Embedder(models.mlp_embedder(4)).fit(rng.random((24, 1, 4, 4), dtype=np.float32), np.arange(24) % 3,
-                                               epochs=1, batch_size=12, augment=None)
+    emb = Embedder(models.mlp_embedder(4)).fit(
+        rng.random((24, 1, 4, 4), dtype=np.float32), np.arange(24) % 3, epochs=1, batch_size=12, augment=None
+    )
     assert emb.input_shape_ == (1, 4, 4)
     Z = emb.embed(rng.random((3, 1, 4, 4), dtype=np.float32))
     assert emb.verify(Z, Z, threshold=None).shape == (3,)  # (n, D) still embeddings for an image trunk
@@ -184,33 +194,42 @@ def test_an_image_fit_then_feature_vectors_keeps_the_image_rank():
 
 # -------------------------------------------------------------------------- bad input
 def _xy(shape, n_classes=3):
-    return np.zeros(shape, np.float32) + np.arange(shape[0], dtype=np.float32).reshape(-1, *[1] * (len(shape) - 1)), \
-        np.arange(shape[0]) % n_classes
+    return np.zeros(shape, np.float32) + np.arange(shape[0], dtype=np.float32).reshape(
+        -1, *[1] * (len(shape) - 1)
+    ), np.arange(shape[0]) % n_classes
 
 
 @pytest.mark.parametrize("shape", [(30, 8, 8), (30,), (2, 15, 1, 8, 8)])
 def test_fit_rejects_other_ranks(shape):
     X = np.zeros(shape, np.float32)
-    with pytest.raises(ValueError, match=r"^X must be 4-D images \(N, C, H, W\) or 2-D feature vectors \(N, F\)"):
+    with pytest.raises(
+        ValueError, match=r"^X must be 4-D images \(N, C, H, W\) or 2-D feature vectors \(N, F\)"
+    ):
         Embedder(models.mlp_embedder(4)).fit(X, np.arange(shape[0]) % 3)
 
 
 def test_fit_rejects_feature_vectors_for_an_image_trunk():
     X, y = _xy((30, 64))
-    with pytest.raises(ValueError, match=r"^X must be 4-D images \(N, C, H, W\) for this trunk, got feature vectors"):
+    with pytest.raises(
+        ValueError, match=r"^X must be 4-D images \(N, C, H, W\) for this trunk, got feature vectors"
+    ):
         Embedder(models.small_cnn_embedder(4)).fit(X, y, batch_size=12)
 
 
 def test_fit_rejects_images_for_a_dense_trunk():
     X, y = _xy((30, 1, 8, 8))
-    with pytest.raises(ValueError, match=r"^X of shape \(30, 1, 8, 8\) does not fit the trunk \(Dense expects"):
+    with pytest.raises(
+        ValueError, match=r"^X of shape \(30, 1, 8, 8\) does not fit the trunk \(Dense expects"
+    ):
         Embedder([layers.Dense(8)]).fit(X, y, batch_size=12)
 
 
 @pytest.mark.parametrize("shape", [(30, 63), (30, 1, 8, 8)])
 def test_fit_after_fit_rejects_another_shape(fitted, shape):
     X, y = _xy(shape)
-    with pytest.raises(ValueError, match=r"^X must have shape \(N, 64\) \(feature vectors: the trunk was built"):
+    with pytest.raises(
+        ValueError, match=r"^X must have shape \(N, 64\) \(feature vectors: the trunk was built"
+    ):
         fitted.fit(X, y, batch_size=12)
 
 
@@ -232,8 +251,11 @@ def test_embed_rejects_another_shape(fitted, shape):
 def test_retrieve_verify_calibrate_reject_another_width(fitted, digits, shape):
     _, _, Xte, yte = digits
     bad = np.zeros(shape, np.float32)
-    with pytest.raises(ValueError, match=r"^query must be one feature vector \(64\), feature vectors \(n, 64\), "
-                                         r"embeddings \(n, 16\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"^query must be one feature vector \(64\), feature vectors \(n, 64\), "
+        r"embeddings \(n, 16\)",
+    ):
         fitted.retrieve(bad, Xte, k=1)
     with pytest.raises(ValueError, match=r"^gallery must be feature vectors \(n, 64\), embeddings \(n, 16\)"):
         fitted.retrieve(Xte[:2], bad if bad.ndim > 1 else bad[None], k=1)

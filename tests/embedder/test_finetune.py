@@ -1,6 +1,7 @@
 """Embedder fine-tuning: ``lr_groups`` multipliers by parameter-name prefix, frozen
 parameters left out of the optimizer and unchanged by ``fit``, frozen BatchNorm statistics
 unchanged by ``fit``, ``lr_groups`` saved with the model."""
+
 import numpy as np
 import pytest
 
@@ -10,8 +11,15 @@ from mantissa_embed.layers import BatchNorm1D, Dense, Sequential
 
 
 def _net():
-    return Sequential({"body": Dense(16, act="relu"), "bn": BatchNorm1D(), "head.0": Dense(8, act="relu"),
-                       "head.1": Dense(4)}, seed=0).build((10,))
+    return Sequential(
+        {
+            "body": Dense(16, act="relu"),
+            "bn": BatchNorm1D(),
+            "head.0": Dense(8, act="relu"),
+            "head.1": Dense(4),
+        },
+        seed=0,
+    ).build((10,))
 
 
 def _data():

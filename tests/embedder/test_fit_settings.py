@@ -1,6 +1,7 @@
 """``FitSettings``, the options of one ``Embedder.fit`` call: frozen, with ``fit``'s defaults,
 checked once at construction with the errors ``fit`` raises (naming the argument), and the one
 object the rest of the fit reads."""
+
 import dataclasses
 import inspect
 import re
@@ -41,8 +42,15 @@ def test_fields_are_fits_options_with_its_defaults():
 
 def test_normalized_at_construction():
     cb = lambda emb, epoch, history: False  # noqa: E731
-    s = FitSettings(epochs=np.int64(3), lr=np.float32(0.5), verbose=np.bool_(True), metrics="r_precision",
-                    callbacks=cb, validation=0.25, schedule="default")
+    s = FitSettings(
+        epochs=np.int64(3),
+        lr=np.float32(0.5),
+        verbose=np.bool_(True),
+        metrics="r_precision",
+        callbacks=cb,
+        validation=0.25,
+        schedule="default",
+    )
     assert s.epochs == 3 and type(s.epochs) is int
     assert type(s.lr) is float and type(s.verbose) is bool
     assert s.metrics == ("r_precision",) and s.callbacks == (cb,)
@@ -87,28 +95,43 @@ BAD = [
     (dict(metrics=()), ValueError, "metrics must name at least one metric"),
     (dict(metrics=3), TypeError, "metrics must be a sequence of metric names, got int"),
     (dict(metrics=("nmi",)), ValueError, f"metrics must be among {METRICS}, got 'nmi'"),
-    (dict(callbacks=[3]), TypeError,
-     "callbacks[0] must have on_epoch_end(embedder, epoch, history) or be callable with those arguments, "
-     "got int"),
+    (
+        dict(callbacks=[3]),
+        TypeError,
+        "callbacks[0] must have on_epoch_end(embedder, epoch, history) or be callable with those arguments, "
+        "got int",
+    ),
     (dict(callbacks=3), TypeError, "callbacks must be a sequence of callbacks, got int"),
     (dict(validation=0.5, early_stopping=0), ValueError, "early_stopping must be >= 1, got 0"),
     (dict(restore_best=1), TypeError, "restore_best must be a bool, got int"),
     (dict(resume=1), TypeError, "resume must be a bool, got int"),
-    (dict(augment="rotate"), ValueError,
-     "augment must be one of ('default', 'affine', 'hflip', 'affine+hflip'), None or a callable(X, rng), "
-     "got 'rotate'"),
+    (
+        dict(augment="rotate"),
+        ValueError,
+        "augment must be one of ('default', 'affine', 'hflip', 'affine+hflip'), None or a callable(X, rng), "
+        "got 'rotate'",
+    ),
     (dict(augment=3), TypeError, "augment must be a string, None or a callable(X, rng), got int"),
-    (dict(schedule=3), TypeError,
-     "schedule must be a string, None or an object with factor(step, total_steps), got int"),
+    (
+        dict(schedule=3),
+        TypeError,
+        "schedule must be a string, None or an object with factor(step, total_steps), got int",
+    ),
     (dict(schedule="warmup"), ValueError, "schedule must be one of"),
     (dict(early_stopping=2), ValueError, NEEDS_VALIDATION),
     (dict(restore_best=True), ValueError, NEEDS_VALIDATION),
     (dict(validation=1.5), ValueError, "validation must be in (0, 1) as a fraction of the classes, got 1.5"),
-    (dict(validation="x"), TypeError,
-     "validation must be None, a fraction of the classes in (0, 1), a pair (X_val, y_val) or an "
-     "ImageDataset, got str"),
-    (dict(validation=(np.zeros((4, 1, 8, 8), np.float32), np.arange(3))), ValueError,
-     "validation[1] must have length 4 (one per embedding), got 3"),
+    (
+        dict(validation="x"),
+        TypeError,
+        "validation must be None, a fraction of the classes in (0, 1), a pair (X_val, y_val) or an "
+        "ImageDataset, got str",
+    ),
+    (
+        dict(validation=(np.zeros((4, 1, 8, 8), np.float32), np.arange(3))),
+        ValueError,
+        "validation[1] must have length 4 (one per embedding), got 3",
+    ),
 ]
 
 
@@ -128,22 +151,25 @@ def test_checked_once_per_fit_and_passed_down_as_one_object(monkeypatch):
     X, y = _toy()
     checked = []
     check_int = _fit_settings.check_int
-    monkeypatch.setattr(_fit_settings, "check_int",
-                        lambda v, name, **kw: checked.append(name) or check_int(v, name, **kw))
+    monkeypatch.setattr(
+        _fit_settings, "check_int", lambda v, name, **kw: checked.append(name) or check_int(v, name, **kw)
+    )
     schedules = []
     make_schedule = _fit_settings.make_schedule
     monkeypatch.setattr(_fit_settings, "make_schedule", lambda s: schedules.append(s) or make_schedule(s))
     seen = []
     fit = _fitting.fit
-    monkeypatch.setattr(_fitting, "fit",
-                        lambda emb, X, y, settings: seen.append(settings) or fit(emb, X, y, settings))
+    monkeypatch.setattr(
+        _fitting, "fit", lambda emb, X, y, settings: seen.append(settings) or fit(emb, X, y, settings)
+    )
 
     _emb().fit(X, y, epochs=2, batch_size=16, validation=0.5, early_stopping=3, schedule="step")
     assert sorted(checked) == ["batch_size", "early_stopping", "epochs"]
     assert schedules == ["step"]
     assert len(seen) == 1 and isinstance(seen[0], FitSettings)
-    assert seen[0] == FitSettings(epochs=2, batch_size=16, validation=0.5, early_stopping=3, schedule="step",
-                                  X=X)
+    assert seen[0] == FitSettings(
+        epochs=2, batch_size=16, validation=0.5, early_stopping=3, schedule="step", X=X
+    )
 
 
 def test_a_bad_option_fails_before_any_training():

@@ -1,6 +1,7 @@
 """``FitSettings`` through a checkpoint: the options ``resume=True`` must be given again
 (``checkpointed()``) are what ``save`` writes and ``load`` reads back, and resuming with the same
 settings continues the run bitwise, and other epochs or batch sizes are refused."""
+
 import numpy as np
 import pytest
 
@@ -19,8 +20,9 @@ def _emb():
     return Embedder(models.small_cnn_embedder(8, seed=1), seed=0)
 
 
-OPTIONS = dict(epochs=3, batch_size=16, validation=0.5, metrics=("r_precision",), schedule="step",
-               augment="hflip")
+OPTIONS = dict(
+    epochs=3, batch_size=16, validation=0.5, metrics=("r_precision",), schedule="step", augment="hflip"
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +57,17 @@ def test_resume_with_the_same_settings_equals_the_uninterrupted_run(checkpoint):
     assert resumed.train_state_ == {**full.train_state_}
 
 
-@pytest.mark.parametrize("change, msg", [
-    (dict(epochs=4), r"^epochs must be the epochs of the checkpointed fit \(3\) to resume it, got 4$"),
-    (dict(batch_size=32), r"^resume=True needs the same X and batch_size as the checkpointed fit "
-                          r"\(48 training images, batch_size 16\)$"),
-])
+@pytest.mark.parametrize(
+    "change, msg",
+    [
+        (dict(epochs=4), r"^epochs must be the epochs of the checkpointed fit \(3\) to resume it, got 4$"),
+        (
+            dict(batch_size=32),
+            r"^resume=True needs the same X and batch_size as the checkpointed fit "
+            r"\(48 training images, batch_size 16\)$",
+        ),
+    ],
+)
 def test_resume_with_other_settings_is_refused(checkpoint, change, msg):
     path, _, X, y = checkpoint
     with pytest.raises(ValueError, match=msg):

@@ -1,6 +1,7 @@
 """Input normalization is the model's: ``Sequential(input_mean=, input_std=)`` is saved in its
 config, applied by ``Embedder`` in ``fit`` and ``embed`` (after augmentation), never by
 ``forward``; the ResNets carry ImageNet's."""
+
 import numpy as np
 import pytest
 
@@ -23,15 +24,18 @@ def test_forward_does_not_normalize_and_normalize_input_does():
     X, _ = _toy()
     a, b = _net(input_mean=MEAN, input_std=STD), _net()
     np.testing.assert_array_equal(a.forward(X), b.forward(X))
-    want = (X - np.array(MEAN, np.float32)[None, :, None, None]) / np.array(STD, np.float32)[None, :, None, None]
+    want = (X - np.array(MEAN, np.float32)[None, :, None, None]) / np.array(STD, np.float32)[
+        None, :, None, None
+    ]
     np.testing.assert_allclose(a.normalize_input(X), want, rtol=1e-6)
     assert b.normalize_input(X) is X
 
 
 def test_embed_applies_it_and_save_load_keeps_it(tmp_path):
     X, y = _toy()
-    emb = Embedder(_net(input_mean=MEAN, input_std=STD), loss="contrastive").fit(X, y, epochs=1, batch_size=16,
-                                                                              augment=None)
+    emb = Embedder(_net(input_mean=MEAN, input_std=STD), loss="contrastive").fit(
+        X, y, epochs=1, batch_size=16, augment=None
+    )
     Z = emb.net.eval().forward(emb.net.normalize_input(X))
     Z /= np.linalg.norm(Z, axis=1, keepdims=True)
     np.testing.assert_allclose(emb.embed(X), Z, rtol=1e-6, atol=1e-7)
@@ -61,14 +65,17 @@ def test_resnets_carry_imagenet_statistics():
     assert "input_mean" not in models.small_cnn_embedder().get_config()  # old configs stay as they were
 
 
-@pytest.mark.parametrize("kw, exc, word", [
-    ({"input_mean": MEAN}, ValueError, "both"),
-    ({"input_mean": (0.1,), "input_std": (1.0, 1.0)}, ValueError, "channels"),
-    ({"input_mean": MEAN, "input_std": (1.0, 0.0)}, ValueError, "input_std"),
-    ({"input_mean": (0.1, float("nan")), "input_std": STD}, ValueError, "input_mean"),
-    ({"input_mean": "ab", "input_std": STD}, TypeError, "input_mean"),
-    ({"input_mean": (True, 0.1), "input_std": STD}, TypeError, "input_mean"),
-])
+@pytest.mark.parametrize(
+    "kw, exc, word",
+    [
+        ({"input_mean": MEAN}, ValueError, "both"),
+        ({"input_mean": (0.1,), "input_std": (1.0, 1.0)}, ValueError, "channels"),
+        ({"input_mean": MEAN, "input_std": (1.0, 0.0)}, ValueError, "input_std"),
+        ({"input_mean": (0.1, float("nan")), "input_std": STD}, ValueError, "input_mean"),
+        ({"input_mean": "ab", "input_std": STD}, TypeError, "input_mean"),
+        ({"input_mean": (True, 0.1), "input_std": STD}, TypeError, "input_mean"),
+    ],
+)
 def test_bad_normalization_arguments(kw, exc, word):
     with pytest.raises(exc, match=word):
         Sequential([Dense(2)], **kw)

@@ -1,6 +1,7 @@
 """A deflated __config__ entry of 400 MB (a 390 kB file: a real, valid header and data) is
 refused from its header's size before its data is read, rather than read and parsed (7 s and
 1.4 GB)."""
+
 import io
 import time
 import tracemalloc

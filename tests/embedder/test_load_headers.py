@@ -1,5 +1,6 @@
 """Embedder.load checks every entry's .npy header (shape, dtype, size) and the config's
 plausibility before reading or allocating anything."""
+
 import io
 import json
 import math
@@ -37,8 +38,10 @@ def _arrays(path):
 def _npy_header(shape, dtype):
     """The bytes of an .npy header (version 1.0) claiming ``shape`` and ``dtype``, no data."""
     buf = io.BytesIO()
-    npy_format.write_array_header_1_0(buf, {"descr": npy_format.dtype_to_descr(np.dtype(dtype)),
-                                            "fortran_order": False, "shape": tuple(shape)})
+    npy_format.write_array_header_1_0(
+        buf,
+        {"descr": npy_format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": tuple(shape)},
+    )
     return buf.getvalue()
 
 
@@ -131,10 +134,17 @@ def flatten_file(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("shape, pat", [
-    ([1, 10**5, 10**5], r"input_shape \[1, 100000, 100000\] has 10000000000 values per image.*at most 268435456"),
-    ([2**13, 2**6, 2**6], r"embedding size 33554432 .*exceeds 16777216"),  # 2**25 values: one vector
-], ids=["input_shape", "embed_dim"])
+@pytest.mark.parametrize(
+    "shape, pat",
+    [
+        (
+            [1, 10**5, 10**5],
+            r"input_shape \[1, 100000, 100000\] has 10000000000 values per image.*at most 268435456",
+        ),
+        ([2**13, 2**6, 2**6], r"embedding size 33554432 .*exceeds 16777216"),  # 2**25 values: one vector
+    ],
+    ids=["input_shape", "embed_dim"],
+)
 def test_implausible_shapes_of_a_flatten_trunk(flatten_file, tmp_path, shape, pat):
     def edit(cfg):
         cfg["input_shape"] = cfg["trunk"]["input_shape"] = shape
@@ -183,7 +193,9 @@ def test_optimizer_state_header_is_checked(tmp_path):
     emb.save(path)
     key = next(k for k in _arrays(path) if k.startswith("optim/0/"))
     bad = tmp_path / "ckpt_bad.npz"
-    _load_fails(path, bad, rf"{key}.*must have shape", **{key.replace("/", "__"): np.zeros(2**20, np.float32)})
+    _load_fails(
+        path, bad, rf"{key}.*must have shape", **{key.replace("/", "__"): np.zeros(2**20, np.float32)}
+    )
     w = np.zeros(emb.net.parameters()[0].shape, np.int64)
     _load_fails(path, bad, rf"{key}.*has dtype int64", **{key.replace("/", "__"): w})
 

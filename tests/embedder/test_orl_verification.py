@@ -6,6 +6,7 @@ range, and -- a claim measured for seeds 0-3 and both the AVX-512 and AVX2 kerne
 (docs/evaluation.md) -- the trained network beats both its untrained self and raw pixels on
 the unseen subjects 31-40 in ROC AUC and EER.
 """
+
 import importlib.util
 import json
 from pathlib import Path
@@ -19,12 +20,15 @@ ORL_DIR = REPO.parent / "shared" / "data" / "orl_faces"
 pytestmark = pytest.mark.skipif(
     not (ORL_DIR / "s1").is_dir(),
     reason=f"ORL faces not found: checked {ORL_DIR} (expected s1/ ... s40/ there, i.e. the repository "
-           "cloned next to shared/); the verification metrics themselves are tested in "
-           "tests/evaluation/test_verification.py")
+    "cloned next to shared/); the verification metrics themselves are tested in "
+    "tests/evaluation/test_verification.py",
+)
 
 
 def _load_benchmark():
-    spec = importlib.util.spec_from_file_location("orl_verification", REPO / "benchmarks" / "orl_verification.py")
+    spec = importlib.util.spec_from_file_location(
+        "orl_verification", REPO / "benchmarks" / "orl_verification.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -1,5 +1,6 @@
 """A finite image the network overflows on (3e38) is a ValueError naming that image in embed,
 retrieve and verify, on both backends, with no numpy RuntimeWarning."""
+
 import numpy as np
 import pytest
 

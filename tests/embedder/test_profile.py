@@ -1,5 +1,6 @@
 """Embedder.fit(..., profile=True): the structure of ``profile_`` and ``profile_summary()``, and that
 profiling changes no number. Timings themselves are never asserted."""
+
 import math
 
 import numpy as np
@@ -24,8 +25,17 @@ def _fit(profile, epochs=2, batch_size=32, **kw):
 def test_profile_structure():
     emb, X = _fit(True, epochs=2, batch_size=32)
     p = emb.profile_
-    assert set(p) == {"epochs", "batches", "total_s", "layers", "miner_s", "loss_s", "optimizer_s",
-                      "data_s", "other_s"}
+    assert set(p) == {
+        "epochs",
+        "batches",
+        "total_s",
+        "layers",
+        "miner_s",
+        "loss_s",
+        "optimizer_s",
+        "data_s",
+        "other_s",
+    }
     assert p["epochs"] == 2
     assert p["batches"] == 2 * math.ceil(len(X) / 32)
     assert len(p["layers"]) == len(emb.net.layers)

@@ -1,6 +1,7 @@
 """``mantissa_embed.set_num_threads`` / ``get_num_threads`` at the package top level, the
 ``MANTISSA_EMBED_NUM_THREADS`` environment variable, and fits that are bitwise reproducible for a
 fixed thread count."""
+
 import os
 import subprocess
 import sys
@@ -32,8 +33,17 @@ def test_set_get_roundtrip_drives_the_engine(restore_threads):
         assert engine.get_num_threads() == n
 
 
-@pytest.mark.parametrize("bad,exc", [(0, ValueError), (-1, ValueError), (2.0, TypeError),
-                                     (True, TypeError), ("2", TypeError), (None, TypeError)])
+@pytest.mark.parametrize(
+    "bad,exc",
+    [
+        (0, ValueError),
+        (-1, ValueError),
+        (2.0, TypeError),
+        (True, TypeError),
+        ("2", TypeError),
+        (None, TypeError),
+    ],
+)
 def test_set_num_threads_rejects(bad, exc, restore_threads):
     before = mantissa_embed.get_num_threads()
     with pytest.raises(exc, match="n must"):
@@ -51,8 +61,10 @@ def _run(code, **env):
 
 def test_environment_variable_sets_the_default():
     # one subprocess: the variable gives the default, set_num_threads overrides it
-    code = ("import mantissa_embed as m; a = m.get_num_threads(); m.set_num_threads(2); "
-            "print(a, m.get_num_threads())")
+    code = (
+        "import mantissa_embed as m; a = m.get_num_threads(); m.set_num_threads(2); "
+        "print(a, m.get_num_threads())"
+    )
     assert _run(code, MANTISSA_EMBED_NUM_THREADS="3") == "3 2"
 
 

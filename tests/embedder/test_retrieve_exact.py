@@ -1,5 +1,6 @@
 """Embedder.retrieve ranks its final k by exactly computed distances: on near-duplicate gallery
 rows with large norms it equals a float64 brute force, on both backends."""
+
 import numpy as np
 import pytest
 
@@ -12,15 +13,18 @@ def raw_embedder(request):
     rng = np.random.default_rng(0)
     X = rng.random((24, 1, 4, 4), dtype=np.float32)
     loss = losses.ContrastiveLoss(distance=distances.LpDistance(normalize_embeddings=False))
-    return Embedder(models.mlp_embedder(16), loss=loss, miner=None,
-                    backend=request.param).fit(X, np.arange(24) % 3, batch_size=12)
+    return Embedder(models.mlp_embedder(16), loss=loss, miner=None, backend=request.param).fit(
+        X, np.arange(24) % 3, batch_size=12
+    )
 
 
 def test_retrieve_equals_float64_brute_force(raw_embedder):
     rng = np.random.default_rng(1)
     centres = rng.standard_normal((4, 16)) * 1000
-    gallery = np.concatenate([c + rng.standard_normal((50, 16)) * rng.uniform(1e-4, 1e-2, (50, 1))
-                              for c in centres] + [rng.standard_normal((200, 16)) * 1000]).astype(np.float32)
+    gallery = np.concatenate(
+        [c + rng.standard_normal((50, 16)) * rng.uniform(1e-4, 1e-2, (50, 1)) for c in centres]
+        + [rng.standard_normal((200, 16)) * 1000]
+    ).astype(np.float32)
     query = (centres + rng.standard_normal(centres.shape) * 1e-3).astype(np.float32)
     d2 = ((gallery[None].astype(np.float64) - query[:, None].astype(np.float64)) ** 2).sum(-1)
     want = np.argsort(d2, axis=1, kind="stable")[:, :10]

@@ -1,4 +1,5 @@
 """Embedder.save / Embedder.load: one .npz (arrays + JSON config), atomic, never unpickled."""
+
 import json
 import os
 import zipfile
@@ -19,8 +20,9 @@ def _data(n=72, seed=0):
 @pytest.fixture(scope="module")
 def fitted():
     X, y = _data()
-    return Embedder(models.small_cnn_embedder(6), loss="contrastive", margin=0.8, momentum=0.5,
-                    seed=3).fit(X, y, epochs=2, batch_size=16)
+    return Embedder(models.small_cnn_embedder(6), loss="contrastive", margin=0.8, momentum=0.5, seed=3).fit(
+        X, y, epochs=2, batch_size=16
+    )
 
 
 def test_round_trip_identical_embeddings(fitted, tmp_path):
@@ -173,8 +175,7 @@ def test_wrong_shapes_and_bad_config(fitted, tmp_path):
     _rewrite(path, bad, replace={"trunk/0.bias": np.zeros(3, np.float32)})
     with pytest.raises(ValueError, match=r"shape\.npz"):
         Embedder.load(bad)
-    for name, cfg in (("json", "{not json"), ("fmt", json.dumps({"format": "other"})),
-                      ("nan", None)):
+    for name, cfg in (("json", "{not json"), ("fmt", json.dumps({"format": "other"})), ("nan", None)):
         bad = tmp_path / f"cfg_{name}.npz"
         if cfg is None:
             _rewrite(path, bad, replace={"trunk/0.bias": np.full(8, np.nan, np.float32)})
@@ -251,12 +252,16 @@ def _with_config(src, dst, edit):
     np.savez(dst, **arrays)
 
 
-@pytest.mark.parametrize("edit", [
-    lambda c: c["trunk"]["layers"][-1].update(units=10**13),           # was a MemoryError
-    lambda c: c["trunk"]["layers"][-1].update(units=2 * 10**7),        # was a 10 GB allocation
-    lambda c: c["trunk"]["layers"][0].update(out_channels=10**12),
-    lambda c: c["trunk"]["layers"][0].update(pad=2**40),
-], ids=["dense_absurd", "dense_large", "conv_channels", "conv_pad"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda c: c["trunk"]["layers"][-1].update(units=10**13),  # was a MemoryError
+        lambda c: c["trunk"]["layers"][-1].update(units=2 * 10**7),  # was a 10 GB allocation
+        lambda c: c["trunk"]["layers"][0].update(out_channels=10**12),
+        lambda c: c["trunk"]["layers"][0].update(pad=2**40),
+    ],
+    ids=["dense_absurd", "dense_large", "conv_channels", "conv_pad"],
+)
 def test_manipulated_layer_sizes_fail_before_allocating(fitted, tmp_path, edit):
     path = tmp_path / "m.npz"
     fitted.save(path)
@@ -266,9 +271,14 @@ def test_manipulated_layer_sizes_fail_before_allocating(fitted, tmp_path, edit):
         Embedder.load(bad)
 
 
-@pytest.mark.parametrize("shape, pat", [([1.5, 28, 28], r"input_shape\[0\] must be an int"),
-                                        ([True, 28, 28], r"input_shape\[0\] must be an int"),
-                                        ([1, 10**6, 10**6], r"differs from input_shape")])
+@pytest.mark.parametrize(
+    "shape, pat",
+    [
+        ([1.5, 28, 28], r"input_shape\[0\] must be an int"),
+        ([True, 28, 28], r"input_shape\[0\] must be an int"),
+        ([1, 10**6, 10**6], r"differs from input_shape"),
+    ],
+)
 def test_manipulated_input_shape(fitted, tmp_path, shape, pat):
     path = tmp_path / "m.npz"
     fitted.save(path)

@@ -9,6 +9,7 @@ The bars: above the untrained network, and at least the mean of what the call sc
 was the only default (triplet 0.833 / 0.344, contrastive 0.796 / 0.284 over seeds 0-4). Seed 0
 (the call's own) measured 0.891 / 0.402 (triplet) and 0.883 / 0.456 (contrastive) on an AMD
 EPYC Zen 4 (AVX-512); the spread over seeds is in docs/recipes/training.md."""
+
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,8 @@ MNIST_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mn
 
 pytestmark = pytest.mark.skipif(
     not MNIST_DIR.is_dir(),
-    reason=f"MNIST test set not found: checked {MNIST_DIR} (the repository cloned next to shared/)")
+    reason=f"MNIST test set not found: checked {MNIST_DIR} (the repository cloned next to shared/)",
+)
 
 #: (P@1, MAP@R) the call must reach: the pre-AdamW default's mean over seeds 0-4
 BARS = {"triplet": (0.83, 0.34), "contrastive": (0.79, 0.28)}
@@ -43,5 +45,8 @@ def test_seed_quickstart_verbatim(protocol, loss):
     emb.fit(Xtr, ytr, epochs=8, batch_size=64, lr=0.05, verbose=True)
     m = retrieval_metrics(emb.embed(Xte), yte)
     p1, mapr = m["precision_at_1"], m["mean_average_precision_at_r"]
-    assert p1 > untrained["precision_at_1"] and mapr > untrained["mean_average_precision_at_r"] + 0.05, (m, untrained)
+    assert p1 > untrained["precision_at_1"] and mapr > untrained["mean_average_precision_at_r"] + 0.05, (
+        m,
+        untrained,
+    )
     assert p1 >= BARS[loss][0] and mapr >= BARS[loss][1], m

@@ -1,5 +1,6 @@
 """Embedder calls from several Python threads: embed / retrieve / verify give the serial results,
 a second concurrent fit gets a RuntimeError, and inference waits for a running fit."""
+
 import threading
 
 import numpy as np
@@ -35,6 +36,7 @@ def test_concurrent_inference_equals_serial(fitted, backend, tmp_path):
             wrong.append("retrieve")
         if not np.array_equal(emb.verify(X[:50], X[50:100]), V):
             wrong.append("verify")
+
     assert run_threads(call) == []
     assert wrong == []
 
@@ -49,6 +51,7 @@ def test_a_second_concurrent_fit_is_refused():
     def slow_callback(epoch, loss):
         started.set()
         release.wait(30)
+
     t = threading.Thread(target=lambda: emb.fit(X, y, epochs=1, batch_size=32, callback=slow_callback))
     t.start()
     try:

@@ -1,5 +1,6 @@
 """The busy-aware thread count of fit / embed (mantissa_embed.embedder._threads): the rule, the user's
 count restored, the switch off, and fit / embed results that do not depend on the switching."""
+
 import numpy as np
 import pytest
 
@@ -19,10 +20,20 @@ def two_threads(monkeypatch):
     me.set_num_threads(old)
 
 
-@pytest.mark.parametrize("user, ncpu, others, want", [
-    (2, 2, 0.0, 2), (2, 2, 0.4, 2), (2, 2, 0.6, 1), (2, 2, 1.0, 1), (2, 2, 2.0, 1),
-    (8, 4, 0.0, 4), (3, 8, 0.0, 3), (4, 4, 1.2, 3), (1, 2, 0.0, 1),
-])
+@pytest.mark.parametrize(
+    "user, ncpu, others, want",
+    [
+        (2, 2, 0.0, 2),
+        (2, 2, 0.4, 2),
+        (2, 2, 0.6, 1),
+        (2, 2, 1.0, 1),
+        (2, 2, 2.0, 1),
+        (8, 4, 0.0, 4),
+        (3, 8, 0.0, 3),
+        (4, 4, 1.2, 3),
+        (1, 2, 0.0, 1),
+    ],
+)
 def test_choose(user, ncpu, others, want):
     assert _threads.choose(user, ncpu, others) == want
 
@@ -50,6 +61,7 @@ def _fake_load(monkeypatch, others):
         clock["t"] += 1.0
         clock["busy"] += others
         return clock["t"], clock["busy"], 0.0, 2
+
     monkeypatch.setattr(_threads, "_sample", sample)
     monkeypatch.setattr(_threads, "_clock", lambda: clock["t"] + 1.0)  # every step sees a full window
 
@@ -109,6 +121,7 @@ def test_fit_and_embed_do_not_depend_on_the_switching(two_threads, monkeypatch):
     def spy(n):
         counts.append(n)
         orig(n)
+
     monkeypatch.setattr(_threads.engine, "_adapt_num_threads", spy)
     _fake_load(monkeypatch, 0.0)
     switched = run()
@@ -132,6 +145,7 @@ def test_a_count_set_during_fit_is_kept(two_threads, monkeypatch, adaptive, othe
     def cb(emb, epoch, hist):
         seen.append(me.get_num_threads())
         me.set_num_threads(1)
+
     Embedder(models.small_cnn_embedder(8), seed=1).fit(X, y, epochs=3, batch_size=16, callbacks=[cb])
     assert me.get_num_threads() == 1
     assert seen[1:] == [1, 1]
@@ -141,6 +155,7 @@ def test_a_failing_hook_leaves_no_state(two_threads, monkeypatch):
     """A hook whose begin raises: every hook's end still runs and the adapter's state is
     cleared (a leaked context would pin later fits to the busy-machine count)."""
     from mantissa_embed.embedder import _hooks
+
     _fake_load(monkeypatch, 1.0)
     monkeypatch.setattr(_hooks.Profiler, "begin", lambda self: 1 / 0)
     rng = np.random.default_rng(0)

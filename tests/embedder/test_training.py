@@ -1,5 +1,6 @@
 """Embedder.fit's training loop: losses with weights, batch layouts, validation, callbacks,
 early stopping, checkpoint/resume and Ctrl-C."""
+
 import os
 import signal
 import time
@@ -140,22 +141,33 @@ def test_validation_pair_and_metrics():
     assert len(emb.history_["val_r_precision"]) == 2 and "val_precision_at_1" not in emb.history_
 
 
-@pytest.mark.parametrize("kw, exc, msg", [
-    (dict(validation=1.5), ValueError, r"validation must be in \(0, 1\)"),
-    (dict(validation="x"), TypeError, r"validation must be None"),
-    (dict(validation=(np.zeros((4, 1, 9, 9), np.float32), np.arange(4))), ValueError, r"validation\[0\] must have shape"),
-    (dict(validation=(np.zeros((4, 1, 8, 8), np.float32), np.arange(3))), ValueError, r"validation\[1\] must have length 4"),
-    (dict(validation=0.5, metrics=("nmi",)), ValueError, r"metrics must be among"),
-    (dict(early_stopping=2), ValueError, r"need validation data"),
-    (dict(validation=0.5, early_stopping=0), ValueError, r"early_stopping must be >= 1"),
-    (dict(callbacks=[3]), TypeError, r"callbacks\[0\] must have on_epoch_end"),
-    (dict(augment="rotate"), ValueError, r"augment must be one of"),
-    (dict(augment=3), TypeError, r"augment must be"),
-    (dict(schedule=3), TypeError, r"schedule must be"),
-    (dict(schedule="warmup"), ValueError, r"schedule must be one of"),
-    (dict(resume=True), ValueError, r"resume=True needs a checkpoint"),
-    (dict(resume=1), TypeError, r"resume must be a bool"),
-])
+@pytest.mark.parametrize(
+    "kw, exc, msg",
+    [
+        (dict(validation=1.5), ValueError, r"validation must be in \(0, 1\)"),
+        (dict(validation="x"), TypeError, r"validation must be None"),
+        (
+            dict(validation=(np.zeros((4, 1, 9, 9), np.float32), np.arange(4))),
+            ValueError,
+            r"validation\[0\] must have shape",
+        ),
+        (
+            dict(validation=(np.zeros((4, 1, 8, 8), np.float32), np.arange(3))),
+            ValueError,
+            r"validation\[1\] must have length 4",
+        ),
+        (dict(validation=0.5, metrics=("nmi",)), ValueError, r"metrics must be among"),
+        (dict(early_stopping=2), ValueError, r"need validation data"),
+        (dict(validation=0.5, early_stopping=0), ValueError, r"early_stopping must be >= 1"),
+        (dict(callbacks=[3]), TypeError, r"callbacks\[0\] must have on_epoch_end"),
+        (dict(augment="rotate"), ValueError, r"augment must be one of"),
+        (dict(augment=3), TypeError, r"augment must be"),
+        (dict(schedule=3), TypeError, r"schedule must be"),
+        (dict(schedule="warmup"), ValueError, r"schedule must be one of"),
+        (dict(resume=True), ValueError, r"resume=True needs a checkpoint"),
+        (dict(resume=1), TypeError, r"resume must be a bool"),
+    ],
+)
 def test_fit_bad_arguments(kw, exc, msg):
     X, y = _toy(n=120, classes=6)
     with pytest.raises(exc, match=msg):
@@ -190,11 +202,15 @@ def test_early_stopping_and_restore_best(monkeypatch):
     import mantissa_embed.embedder._fitting as fitting
 
     # validation scores scripted per epoch: best at epoch 1, then two epochs without a gain
-    monkeypatch.setattr(fitting, "_validate", lambda e, Xv, yv, metrics: {
-        m: (next(scores) if k == 0 else 0.0) for k, m in enumerate(metrics)})
+    monkeypatch.setattr(
+        fitting,
+        "_validate",
+        lambda e, Xv, yv, metrics: {m: (next(scores) if k == 0 else 0.0) for k, m in enumerate(metrics)},
+    )
     emb = _emb()
-    emb.fit(X, y, epochs=6, batch_size=16, validation=0.34, early_stopping=2, restore_best=True,
-            callbacks=[Spy()])
+    emb.fit(
+        X, y, epochs=6, batch_size=16, validation=0.34, early_stopping=2, restore_best=True, callbacks=[Spy()]
+    )
     assert len(emb.history_["loss"]) == 4  # epochs 3 and 4 did not improve on epoch 2
     for k, v in _weights(emb).items():
         np.testing.assert_array_equal(v, snapshots[1][k])

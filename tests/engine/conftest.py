@@ -1,4 +1,5 @@
 """Shared fixtures of the engine tests."""
+
 import pytest
 
 from mantissa_embed import engine
@@ -6,8 +7,11 @@ from mantissa_embed import engine
 #: the SGEMM kernels this CPU runs: the conv paths differ between them (im2col + SGEMM with
 #: generic; direct kernels with avx2; direct and Winograd kernels with avx512)
 _CPU = engine.cpu_features()
-CONV_KERNELS = ["generic"] + (["avx2"] if _CPU["avx2"] and _CPU["fma"] else []) + \
-    (["avx512"] if _CPU["avx512f"] and _CPU["fma"] else [])
+CONV_KERNELS = (
+    ["generic"]
+    + (["avx2"] if _CPU["avx2"] and _CPU["fma"] else [])
+    + (["avx512"] if _CPU["avx512f"] and _CPU["fma"] else [])
+)
 
 
 @pytest.fixture(params=CONV_KERNELS)

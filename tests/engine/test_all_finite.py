@@ -1,6 +1,7 @@
 """engine.all_finite (the finiteness check behind check_array for large float32 inputs) against
 its numpy twin: one non-finite value anywhere (block edges, the tail, a single value) is found,
 with one and two threads."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -19,8 +20,13 @@ def threads(request):
 
 
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(0, 70000), pos=st.floats(0, 1), bad=st.sampled_from([None, np.nan, np.inf, -np.inf]),
-       scale=st.sampled_from([1.0, 1e-40, 3e38]), seed=st.integers(0, 2**31 - 1))
+@given(
+    n=st.integers(0, 70000),
+    pos=st.floats(0, 1),
+    bad=st.sampled_from([None, np.nan, np.inf, -np.inf]),
+    scale=st.sampled_from([1.0, 1e-40, 3e38]),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_matches_twin(n, pos, bad, scale, seed):
     x = np.clip(np.random.default_rng(seed).standard_normal(n) * scale, -3e38, 3e38).astype(np.float32)
     if bad is not None and n:

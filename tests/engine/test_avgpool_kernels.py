@@ -1,6 +1,7 @@
 """Average and global average pooling kernels: engine against the numpy twin (hypothesis:
 odd sizes, batch 1, stride 2, overlapping and gapped windows), the twin's gradient against
 float64 finite differences, and bad input."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -11,10 +12,17 @@ from mantissa_embed._reference import _pool as pref
 
 FAST = settings(max_examples=40, deadline=None)
 
-case = st.fixed_dictionaries({
-    "N": st.integers(1, 4), "C": st.integers(1, 3), "H": st.integers(1, 11), "W": st.integers(1, 11),
-    "size": st.integers(1, 4), "stride": st.integers(1, 3), "seed": st.integers(0, 2**31 - 1),
-})
+case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 4),
+        "C": st.integers(1, 3),
+        "H": st.integers(1, 11),
+        "W": st.integers(1, 11),
+        "size": st.integers(1, 4),
+        "stride": st.integers(1, 3),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 def _close(a, b, rtol=2e-6):
@@ -30,8 +38,10 @@ def test_avgpool2d_matches_twin(c):
     y = engine.avgpool2d_forward(x, c["size"], c["stride"])
     _close(y, ref.avgpool2d_forward(x, c["size"], c["stride"]))
     dy = rng.standard_normal(y.shape).astype(np.float32)
-    _close(engine.avgpool2d_backward(dy, x.shape, c["size"], c["stride"]),
-           ref.avgpool2d_backward(dy, x.shape, c["size"], c["stride"]))
+    _close(
+        engine.avgpool2d_backward(dy, x.shape, c["size"], c["stride"]),
+        ref.avgpool2d_backward(dy, x.shape, c["size"], c["stride"]),
+    )
 
 
 @FAST
@@ -44,8 +54,10 @@ def test_global_avgpool2d_matches_twin(c):
     _close(engine.global_avgpool2d_backward(dy, x.shape), ref.global_avgpool2d_backward(dy, x.shape))
 
 
-@pytest.mark.parametrize("shape,size,stride", [((1, 1, 5, 5), 2, 2), ((2, 2, 7, 6), 3, 2),
-                                               ((1, 3, 4, 5), 2, 1), ((2, 1, 8, 7), 2, 3)])
+@pytest.mark.parametrize(
+    "shape,size,stride",
+    [((1, 1, 5, 5), 2, 2), ((2, 2, 7, 6), 3, 2), ((1, 3, 4, 5), 2, 1), ((2, 1, 8, 7), 2, 3)],
+)
 def test_avgpool2d_twin_gradient_finite_differences(shape, size, stride):
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape)
@@ -65,8 +77,9 @@ def test_global_avgpool2d_gradient_finite_differences():
     r = rng.standard_normal((2, 3))
     g = central_diff(lambda v: float((v.mean(axis=(2, 3)) * r).sum()), x, 1e-6)
     for be in (engine, ref):
-        np.testing.assert_allclose(be.global_avgpool2d_backward(r.astype(np.float32), x.shape), g,
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            be.global_avgpool2d_backward(r.astype(np.float32), x.shape), g, rtol=1e-5, atol=1e-6
+        )
 
 
 def test_avgpool2d_known_values():

@@ -1,6 +1,7 @@
 """conv2d_pool2_chain_forward (two conv + bias + act + 2x2 max pool stages in one call): bitwise
 the two conv2d_pool2_forward calls it replaces, close to the numpy twin, the workspace size the
 twin computes, and the same errors on both backends."""
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
@@ -18,13 +19,22 @@ def _stages(rng, N, C, H, W, F1, F2, K1=3, K2=3, bias=True):
     return x, w1, b1, w2, b2
 
 
-chain_case = st.fixed_dictionaries({
-    "N": st.integers(1, 21), "C": st.sampled_from([1, 1, 2, 3, 4]), "F1": st.sampled_from([3, 4, 8, 9, 12]),
-    "F2": st.sampled_from([5, 9, 16, 17]), "H": st.integers(4, 20), "W": st.integers(4, 34),
-    "pad1": st.integers(0, 2), "pad2": st.integers(0, 1), "bias": st.booleans(),
-    "act1": st.sampled_from([None, "relu"]), "act2": st.sampled_from([None, "relu"]),
-    "seed": st.integers(0, 2**31 - 1),
-})
+chain_case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 21),
+        "C": st.sampled_from([1, 1, 2, 3, 4]),
+        "F1": st.sampled_from([3, 4, 8, 9, 12]),
+        "F2": st.sampled_from([5, 9, 16, 17]),
+        "H": st.integers(4, 20),
+        "W": st.integers(4, 34),
+        "pad1": st.integers(0, 2),
+        "pad2": st.integers(0, 1),
+        "bias": st.booleans(),
+        "act1": st.sampled_from([None, "relu"]),
+        "act2": st.sampled_from([None, "relu"]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -48,10 +58,13 @@ def test_small_cnn_trunk(kernel, N):
     """small_cnn_embedder's two stages (1 -> 8 -> 16 on 28x28), the case the chain is for, with
     the caller's workspace and output buffers."""
     x, w1, b1, w2, b2 = _stages(np.random.default_rng(N), N, 1, 28, 28, 8, 16)
-    ws = np.empty(engine.conv2d_pool2_chain_workspace_size(x.shape, w1.shape, 1, 1, w2.shape, 1, 1), np.float32)
+    ws = np.empty(
+        engine.conv2d_pool2_chain_workspace_size(x.shape, w1.shape, 1, 1, w2.shape, 1, 1), np.float32
+    )
     out = np.full((N, 16, 7, 7), np.nan, np.float32)
-    y = engine.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, act1="relu", act2="relu",
-                                          out=out, workspace=ws)
+    y = engine.conv2d_pool2_chain_forward(
+        x, w1, b1, 1, 1, w2, b2, 1, 1, act1="relu", act2="relu", out=out, workspace=ws
+    )
     assert y is out
     z = engine.conv2d_pool2_forward(x, w1, b1, 1, 1, act="relu")
     np.testing.assert_array_equal(y, engine.conv2d_pool2_forward(z, w2, b2, 1, 1, act="relu"))
@@ -59,9 +72,14 @@ def test_small_cnn_trunk(kernel, N):
     _close(y, ref.conv2d_pool2_forward(zr, w2, b2, 1, 1, act="relu"))
 
 
-@pytest.mark.parametrize("shapes", [((2, 3, 12, 12), (4, 3, 2, 2), 2, 0, (5, 4, 3, 3), 1, 1),
-                                    ((3, 1, 10, 9), (8, 1, 3, 3), 1, 1, (16, 8, 3, 3), 2, 1),
-                                    ((4, 2, 16, 16), (6, 2, 5, 5), 1, 2, (3, 6, 3, 3), 1, 0)])
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((2, 3, 12, 12), (4, 3, 2, 2), 2, 0, (5, 4, 3, 3), 1, 1),
+        ((3, 1, 10, 9), (8, 1, 3, 3), 1, 1, (16, 8, 3, 3), 2, 1),
+        ((4, 2, 16, 16), (6, 2, 5, 5), 1, 2, (3, 6, 3, 3), 1, 0),
+    ],
+)
 def test_other_stages_take_two_calls(shapes):
     """Kernel sizes or strides the one-pass kernel does not take: no workspace, two calls."""
     xs, w1s, s1, p1, w2s, s2, p2 = shapes
@@ -76,14 +94,28 @@ def test_other_stages_take_two_calls(shapes):
 
 
 @settings(max_examples=60, deadline=None)
-@given(N=st.integers(1, 300), C=st.integers(1, 6), H=st.integers(2, 40), W=st.integers(2, 40),
-       F1=st.integers(1, 20), F2=st.integers(1, 40), p1=st.integers(0, 2), p2=st.integers(0, 2),
-       k1=st.sampled_from([3, 3, 2]), s2=st.sampled_from([1, 1, 2]))
+@given(
+    N=st.integers(1, 300),
+    C=st.integers(1, 6),
+    H=st.integers(2, 40),
+    W=st.integers(2, 40),
+    F1=st.integers(1, 20),
+    F2=st.integers(1, 40),
+    p1=st.integers(0, 2),
+    p2=st.integers(0, 2),
+    k1=st.sampled_from([3, 3, 2]),
+    s2=st.sampled_from([1, 1, 2]),
+)
 def test_workspace_size_agrees_with_twin(N, C, H, W, F1, F2, p1, p2, k1, s2):
     HO1, WO1 = H + 2 * p1 - k1 + 1, W + 2 * p1 - k1 + 1
     assume(HO1 >= 2 and WO1 >= 2)
     H2, W2 = HO1 // 2, WO1 // 2
-    assume(H2 + 2 * p2 >= 3 and W2 + 2 * p2 >= 3 and (H2 + 2 * p2 - 3) // s2 + 1 >= 2 and (W2 + 2 * p2 - 3) // s2 + 1 >= 2)
+    assume(
+        H2 + 2 * p2 >= 3
+        and W2 + 2 * p2 >= 3
+        and (H2 + 2 * p2 - 3) // s2 + 1 >= 2
+        and (W2 + 2 * p2 - 3) // s2 + 1 >= 2
+    )
     args = ((N, C, H, W), (F1, C, k1, k1), 1, p1, (F2, F1, 3, 3), s2, p2)
     assert engine.conv2d_pool2_chain_workspace_size(*args) == ref.conv2d_pool2_chain_workspace_size(*args)
 
@@ -126,7 +158,9 @@ def test_bad_arguments(be):
     with pytest.raises(ValueError, match=r"workspace must hold .* \(conv2d_pool2_chain_workspace_size\)"):
         be.conv2d_pool2_chain_forward(x9, w1, b1, 1, 1, w2, b2, 1, 1, workspace=np.empty(3, np.float32))
     with pytest.raises(ValueError, match="share memory"):
-        be.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, out=x.reshape(-1)[:2 * 16 * 9].reshape(2, 16, 3, 3))
+        be.conv2d_pool2_chain_forward(
+            x, w1, b1, 1, 1, w2, b2, 1, 1, out=x.reshape(-1)[: 2 * 16 * 9].reshape(2, 16, 3, 3)
+        )
     with pytest.raises(TypeError, match="w2"):
         be.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, "w2", b2, 1, 1)
 
@@ -143,11 +177,13 @@ def test_out_of_range_is_still_the_two_calls(kernel, where, n):
     if where == "input":
         x[n, 0, 3, 3] = np.inf
     else:
-        x[n] = 2.0 ** 39  # in range; the first stage's outputs are ~2^41 and more
+        x[n] = 2.0**39  # in range; the first stage's outputs are ~2^41 and more
     y = engine.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, act1="relu", act2="relu")
     z = engine.conv2d_pool2_forward(x, w1, b1, 1, 1, act="relu")
     np.testing.assert_array_equal(y, engine.conv2d_pool2_forward(z, w2, b2, 1, 1, act="relu"))
-    r = ref.conv2d_pool2_forward(ref.conv2d_pool2_forward(x, w1, b1, 1, 1, act="relu"), w2, b2, 1, 1, act="relu")
+    r = ref.conv2d_pool2_forward(
+        ref.conv2d_pool2_forward(x, w1, b1, 1, 1, act="relu"), w2, b2, 1, 1, act="relu"
+    )
     assert np.array_equal(np.isfinite(y), np.isfinite(r))
     fin = np.isfinite(r)
     _close(y[fin], r[fin])
@@ -164,8 +200,10 @@ def test_avx2_and_avx512_builds_give_the_same_bits(C, F1, F2):
     for k in ("avx2", "avx512"):
         prev = engine._set_gemm_kernel(k)
         try:
-            out[k] = (engine.conv2d_pool2_forward(x, w1, b1, 1, 1, act="relu"),
-                      engine.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, act1="relu", act2="relu"))
+            out[k] = (
+                engine.conv2d_pool2_forward(x, w1, b1, 1, 1, act="relu"),
+                engine.conv2d_pool2_chain_forward(x, w1, b1, 1, 1, w2, b2, 1, 1, act1="relu", act2="relu"),
+            )
         finally:
             engine._set_gemm_kernel(prev)
     for a, b in zip(out["avx2"], out["avx512"]):

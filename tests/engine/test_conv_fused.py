@@ -1,6 +1,7 @@
 """conv2d_forward with the fused ReLU (``act="relu"``) and the direct stride-1 path (shallow
 C*KH*KW <= 288, AVX-512) against the numpy twin, on both SGEMM kernels (the direct path is used
 only with the avx512 kernel, the im2col path otherwise)."""
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
@@ -8,12 +9,22 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from _helpers import close_scaled as _close
 from mantissa_embed import _reference as ref, engine
 
-case = st.fixed_dictionaries({
-    "N": st.integers(1, 4), "C": st.integers(1, 9), "F": st.sampled_from([1, 3, 8, 9, 16, 17, 33]),
-    "H": st.integers(1, 20), "W": st.integers(1, 37), "KH": st.integers(1, 4), "KW": st.integers(1, 4),
-    "stride": st.sampled_from([1, 1, 2]), "pad": st.integers(0, 2), "bias": st.booleans(),
-    "act": st.sampled_from([None, "identity", "relu"]), "seed": st.integers(0, 2**31 - 1),
-})
+case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 4),
+        "C": st.integers(1, 9),
+        "F": st.sampled_from([1, 3, 8, 9, 16, 17, 33]),
+        "H": st.integers(1, 20),
+        "W": st.integers(1, 37),
+        "KH": st.integers(1, 4),
+        "KW": st.integers(1, 4),
+        "stride": st.sampled_from([1, 1, 2]),
+        "pad": st.integers(0, 2),
+        "bias": st.booleans(),
+        "act": st.sampled_from([None, "identity", "relu"]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -70,12 +81,21 @@ def test_bad_act(be):
         be.conv2d_forward(x, w, None, 1, 1, act=1)
 
 
-pool_case = st.fixed_dictionaries({
-    "N": st.integers(1, 3), "C": st.integers(1, 8), "F": st.sampled_from([1, 5, 8, 16, 19]),
-    "H": st.integers(2, 19), "W": st.integers(2, 37), "K": st.integers(1, 3),
-    "stride": st.sampled_from([1, 1, 2]), "pad": st.integers(0, 1), "bias": st.booleans(),
-    "act": st.sampled_from([None, "relu"]), "seed": st.integers(0, 2**31 - 1),
-})
+pool_case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 3),
+        "C": st.integers(1, 8),
+        "F": st.sampled_from([1, 5, 8, 16, 19]),
+        "H": st.integers(2, 19),
+        "W": st.integers(2, 37),
+        "K": st.integers(1, 3),
+        "stride": st.sampled_from([1, 1, 2]),
+        "pad": st.integers(0, 1),
+        "bias": st.booleans(),
+        "act": st.sampled_from([None, "relu"]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -107,14 +127,24 @@ def test_conv2d_pool2_nan_propagates(kernel):
 @pytest.mark.parametrize("be", [engine, ref], ids=["engine", "numpy"])
 def test_conv2d_pool2_too_small(be):
     with pytest.raises(ValueError, match="2x2"):
-        be.conv2d_pool2_forward(np.ones((1, 1, 3, 1), np.float32), np.ones((1, 1, 1, 1), np.float32), None, 1, 0)
+        be.conv2d_pool2_forward(
+            np.ones((1, 1, 3, 1), np.float32), np.ones((1, 1, 1, 1), np.float32), None, 1, 0
+        )
 
 
-wino_case = st.fixed_dictionaries({
-    "N": st.integers(1, 3), "C": st.sampled_from([1, 1, 3, 4, 8, 12]), "F": st.sampled_from([1, 7, 9, 16, 17, 33]),
-    "H": st.integers(2, 30), "W": st.integers(2, 34), "pad": st.integers(0, 2), "bias": st.booleans(),
-    "act": st.sampled_from([None, "relu"]), "seed": st.integers(0, 2**31 - 1),
-})
+wino_case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 3),
+        "C": st.sampled_from([1, 1, 3, 4, 8, 12]),
+        "F": st.sampled_from([1, 7, 9, 16, 17, 33]),
+        "H": st.integers(2, 30),
+        "W": st.integers(2, 34),
+        "pad": st.integers(0, 2),
+        "bias": st.booleans(),
+        "act": st.sampled_from([None, "relu"]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -174,14 +204,18 @@ def test_conv2d_pool2_winograd_result_independent_of_batch(kernel, shape, N):
     w = rng.standard_normal((F, C, 3, 3)).astype(np.float32)
     b = rng.standard_normal(F).astype(np.float32)
     y = engine.conv2d_pool2_forward(x, w, b, 1, pad, act="relu")
-    alone = np.concatenate([engine.conv2d_pool2_forward(x[i:i + 1], w, b, 1, pad, act="relu") for i in range(N)])
+    alone = np.concatenate(
+        [engine.conv2d_pool2_forward(x[i : i + 1], w, b, 1, pad, act="relu") for i in range(N)]
+    )
     np.testing.assert_array_equal(y, alone)
     y_ref, _ = ref.maxpool2d_forward(ref.conv2d_forward(x, w, b, 1, pad, act="relu"), 2, 2)
     _close(y, y_ref)
 
 
-@pytest.mark.parametrize("shape", [(256, 8, 14, 14, 16), (19, 8, 14, 14, 16), (16, 3, 9, 11, 17), (21, 1, 28, 28, 8),
-                                   (10, 2, 14, 14, 16)])
+@pytest.mark.parametrize(
+    "shape",
+    [(256, 8, 14, 14, 16), (19, 8, 14, 14, 16), (16, 3, 9, 11, 17), (21, 1, 28, 28, 8), (10, 2, 14, 14, 16)],
+)
 def test_conv2d_pool2_bitwise_across_thread_counts(shape):
     """Winograd images layout (one scratch slot per thread, fewer threads than slots and more),
     tiles layout and the direct kernel: the same bits for 1, 2 and 3 threads."""

@@ -2,6 +2,7 @@
 direct kernels, the dot-product weight gradients, im2col + SGEMM) against the numpy twin:
 hypothesis over odd sizes, batch 1, filter counts that are not multiples of the register
 blocks, planes narrower and wider than one vector, short and long weight-gradient reductions."""
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -10,12 +11,20 @@ from mantissa_embed import _reference as ref, engine
 
 from .conftest import CONV_KERNELS
 
-case = st.fixed_dictionaries({
-    "N": st.integers(1, 5), "C": st.integers(1, 13), "F": st.integers(1, 11),
-    "H": st.integers(1, 17), "W": st.integers(1, 19), "k": st.sampled_from([1, 2, 3, 5]),
-    "pad": st.integers(0, 2), "bias": st.booleans(), "act": st.sampled_from([None, "relu", "leaky_relu"]),
-    "seed": st.integers(0, 2**31 - 1),
-})
+case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 5),
+        "C": st.integers(1, 13),
+        "F": st.integers(1, 11),
+        "H": st.integers(1, 17),
+        "W": st.integers(1, 19),
+        "k": st.sampled_from([1, 2, 3, 5]),
+        "pad": st.integers(0, 2),
+        "bias": st.booleans(),
+        "act": st.sampled_from([None, "relu", "leaky_relu"]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 def _close(a, b, rtol=3e-5):
@@ -42,8 +51,16 @@ def test_stride1_forward_backward_match_twin(kernel, c):
             _close(a, r)
 
 
-@pytest.mark.parametrize("shape,F", [((3, 32, 14, 14), 64), ((2, 64, 7, 7), 128), ((2, 1, 28, 28), 32),
-                                     ((1, 6, 56, 46), 10), ((4, 5, 9, 30), 7)])
+@pytest.mark.parametrize(
+    "shape,F",
+    [
+        ((3, 32, 14, 14), 64),
+        ((2, 64, 7, 7), 128),
+        ((2, 1, 28, 28), 32),
+        ((1, 6, 56, 46), 10),
+        ((4, 5, 9, 30), 7),
+    ],
+)
 def test_cnn_embedder_shapes_match_twin(kernel, shape, F):
     """The trunk's own shapes: 3x3 pad 1, wide and narrow planes, long and short dw reductions."""
     rng = np.random.default_rng(F)
@@ -52,8 +69,10 @@ def test_cnn_embedder_shapes_match_twin(kernel, shape, F):
     y = engine.conv2d_forward(x, w, None, 1, 1, act="relu")
     _close(y, ref.conv2d_forward(x, w, None, 1, 1, act="relu"))
     dy = rng.standard_normal(y.shape).astype(np.float32)
-    for a, r in zip(engine.conv2d_backward(x, w, dy, 1, 1, need_db=False),
-                    ref.conv2d_backward(x, w, dy, 1, 1, need_db=False)):
+    for a, r in zip(
+        engine.conv2d_backward(x, w, dy, 1, 1, need_db=False),
+        ref.conv2d_backward(x, w, dy, 1, 1, need_db=False),
+    ):
         if r is not None:
             _close(a, r)
 

@@ -1,6 +1,7 @@
 """conv2d without bias (b=None forward, need_db=False backward) and the 1x1 / stride-2 paths:
 engine against the numpy twin (hypothesis: odd sizes, batch 1, stride 2), on every SGEMM kernel
 of this CPU; bad input."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -9,11 +10,18 @@ from mantissa_embed import _reference as ref, engine
 
 FAST = settings(max_examples=30, deadline=None)
 
-case = st.fixed_dictionaries({
-    "N": st.integers(1, 5), "C": st.integers(1, 20), "F": st.integers(1, 20), "H": st.integers(1, 9),
-    "W": st.integers(1, 9), "stride": st.integers(1, 3), "act": st.sampled_from([None, "relu", "leaky_relu"]),
-    "seed": st.integers(0, 2**31 - 1),
-})
+case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 5),
+        "C": st.integers(1, 20),
+        "F": st.integers(1, 20),
+        "H": st.integers(1, 9),
+        "W": st.integers(1, 9),
+        "stride": st.integers(1, 3),
+        "act": st.sampled_from([None, "relu", "leaky_relu"]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 def _close(a, b, rtol=2e-5):
@@ -38,16 +46,24 @@ def _check(c, k, pad):
     np.testing.assert_array_equal(dx, dx2)
 
 
-@pytest.mark.parametrize("kname", [k for k in ("generic", "avx2", "avx512")
-                                   if k == "generic" or engine.cpu_features()[k if k == "avx2" else "avx512f"]])
+@pytest.mark.parametrize(
+    "kname",
+    [
+        k
+        for k in ("generic", "avx2", "avx512")
+        if k == "generic" or engine.cpu_features()[k if k == "avx2" else "avx512f"]
+    ],
+)
 def test_pointwise_and_strided_match_twin(kname):
     prev = engine._set_gemm_kernel(kname)
     try:
+
         @FAST
         @given(case)
         def run(c):
-            _check(c, 1, 0)   # 1x1: stride 1 is the one-GEMM path, stride 2/3 the im2col one
-            _check(c, 3, 1)   # 3x3 pad 1, stride 1 (wide rows) and 2 (im2col)
+            _check(c, 1, 0)  # 1x1: stride 1 is the one-GEMM path, stride 2/3 the im2col one
+            _check(c, 3, 1)  # 3x3 pad 1, stride 1 (wide rows) and 2 (im2col)
+
         run()
     finally:
         engine._set_gemm_kernel(prev)

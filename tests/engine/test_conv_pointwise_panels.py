@@ -2,16 +2,24 @@
 GEMMs over (image, panel of output pixels) on the NCHW plane: engine against the numpy twin
 (hypothesis: channel counts around the panel width's steps, bias or none, each activation), on
 every SGEMM kernel of this CPU, bitwise the same on 1 and 2 threads."""
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mantissa_embed import _reference as ref, engine
 
-case = st.fixed_dictionaries({
-    "N": st.integers(1, 3), "C": st.integers(1, 40), "F": st.sampled_from([1, 7, 16, 100, 129, 513, 2100]),
-    "H": st.integers(32, 41), "W": st.integers(32, 41), "bias": st.booleans(),
-    "act": st.sampled_from([None, "relu", "leaky_relu"]), "seed": st.integers(0, 2**31 - 1),
-})
+case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 3),
+        "C": st.integers(1, 40),
+        "F": st.sampled_from([1, 7, 16, 100, 129, 513, 2100]),
+        "H": st.integers(32, 41),
+        "W": st.integers(32, 41),
+        "bias": st.booleans(),
+        "act": st.sampled_from([None, "relu", "leaky_relu"]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

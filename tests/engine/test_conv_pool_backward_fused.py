@@ -8,6 +8,7 @@ numpy twins:
   gradient read from the padded plane in place, on both SGEMM kernels;
 - ``Sequential.backward`` with the fusion equals the layer-by-layer composition.
 """
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
@@ -19,14 +20,19 @@ from mantissa_embed.layers import Conv2D, Dense, Flatten, MaxPool2D, Sequential
 BACKENDS = [engine, ref]
 
 
-
-
 # ------------------------------------------------------------------ pool + ReLU backward
-pool_case = st.fixed_dictionaries({
-    "N": st.integers(1, 3), "C": st.integers(1, 5), "H": st.integers(1, 12), "W": st.integers(1, 12),
-    "size": st.integers(1, 3), "stride": st.integers(1, 3), "ties": st.booleans(),
-    "seed": st.integers(0, 2**31 - 1),
-})
+pool_case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 3),
+        "C": st.integers(1, 5),
+        "H": st.integers(1, 12),
+        "W": st.integers(1, 12),
+        "size": st.integers(1, 3),
+        "stride": st.integers(1, 3),
+        "ties": st.booleans(),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 @pytest.mark.parametrize("be", BACKENDS, ids=["engine", "numpy"])
@@ -66,17 +72,28 @@ def test_maxpool2d_relu_backward_bad_input(be):
         be.maxpool2d_relu_backward(y, arg.astype(np.int64), y, (1, 1, 4, 4))
     with pytest.raises(ValueError, match="argmax entries"):
         be.maxpool2d_relu_backward(y, arg + 16, y, (1, 1, 4, 4))
-    out = be.maxpool2d_relu_backward(np.zeros((0, 1, 2, 2), np.float32), np.zeros((0, 1, 2, 2), np.int32),
-                                     np.zeros((0, 1, 2, 2), np.float32), (0, 1, 4, 4))
+    out = be.maxpool2d_relu_backward(
+        np.zeros((0, 1, 2, 2), np.float32),
+        np.zeros((0, 1, 2, 2), np.int32),
+        np.zeros((0, 1, 2, 2), np.float32),
+        (0, 1, 4, 4),
+    )
     assert out.shape == (0, 1, 4, 4)
 
 
 # ------------------------------------------------------------ conv backward, direct dx
-conv_case = st.fixed_dictionaries({
-    "N": st.integers(1, 3), "C": st.integers(6, 20), "F": st.sampled_from([1, 3, 8, 16, 17, 32]),
-    "H": st.integers(1, 17), "W": st.integers(1, 37), "K": st.integers(1, 4), "pad": st.integers(0, 4),
-    "seed": st.integers(0, 2**31 - 1),
-})
+conv_case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 3),
+        "C": st.integers(6, 20),
+        "F": st.sampled_from([1, 3, 8, 16, 17, 32]),
+        "H": st.integers(1, 17),
+        "W": st.integers(1, 37),
+        "K": st.integers(1, 4),
+        "pad": st.integers(0, 4),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -114,12 +131,26 @@ def test_conv2d_backward_small_cnn_second_layer(kernel):
     dx64 = np.zeros(x.shape)
     for i in range(3):
         for j in range(3):
-            dx64 += np.einsum("fc,nfhw->nchw", w[:, :, i, j].astype(np.float64),
-                              dyp[:, :, 2 - i:2 - i + 14, 2 - j:2 - j + 14])
+            dx64 += np.einsum(
+                "fc,nfhw->nchw",
+                w[:, :, i, j].astype(np.float64),
+                dyp[:, :, 2 - i : 2 - i + 14, 2 - j : 2 - j + 14],
+            )
     _close(dx, dx64, rtol=1e-5)
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
-    dw64 = np.stack([np.stack([np.einsum("nfhw,nchw->fc", dy.astype(np.float64), xp[:, :, i:i + 14, j:j + 14])
-                               for j in range(3)], -1) for i in range(3)], -2)
+    dw64 = np.stack(
+        [
+            np.stack(
+                [
+                    np.einsum("nfhw,nchw->fc", dy.astype(np.float64), xp[:, :, i : i + 14, j : j + 14])
+                    for j in range(3)
+                ],
+                -1,
+            )
+            for i in range(3)
+        ],
+        -2,
+    )
     _close(dw, dw64, rtol=1e-5)
     _close(db, dy.astype(np.float64).sum((0, 2, 3)), rtol=1e-5)
 
@@ -147,8 +178,19 @@ def test_conv2d_backward_bitwise_across_threads():
 @pytest.mark.parametrize("pool", [(2, None), (3, 2), (2, 1)])
 def test_sequential_fused_backward_equals_layer_by_layer(backend, pool):
     def net():
-        return Sequential([Conv2D(8, 3, pad=1, act="relu"), MaxPool2D(*pool), Conv2D(16, 3, pad=1, act="relu"),
-                           MaxPool2D(2), Flatten(), Dense(10)], seed=4, backend=backend)
+        return Sequential(
+            [
+                Conv2D(8, 3, pad=1, act="relu"),
+                MaxPool2D(*pool),
+                Conv2D(16, 3, pad=1, act="relu"),
+                MaxPool2D(2),
+                Flatten(),
+                Dense(10),
+            ],
+            seed=4,
+            backend=backend,
+        )
+
     rng = np.random.default_rng(9)
     X = rng.standard_normal((6, 1, 12, 12)).astype(np.float32)
     a, b = net(), net()

@@ -7,17 +7,25 @@ images with a NaN, Inf or huge value, which take the direct path and so keep its
 pattern exactly. With the AVX-512 kernel the same kernels train planes of at least 196 pixels
 with at least 32 input and output channels, the forward when the channels are too many for the
 direct kernel (9 * C > 288)."""
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mantissa_embed import _reference as ref, engine
 
-case = st.fixed_dictionaries({
-    "N": st.integers(1, 4), "C": st.integers(8, 19), "F": st.integers(8, 21),
-    "H": st.integers(1, 23), "W": st.integers(1, 37), "bias": st.booleans(),
-    "act": st.sampled_from([None, "relu", "leaky_relu"]), "seed": st.integers(0, 2**31 - 1),
-})
+case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 4),
+        "C": st.integers(8, 19),
+        "F": st.integers(8, 21),
+        "H": st.integers(1, 23),
+        "W": st.integers(1, 37),
+        "bias": st.booleans(),
+        "act": st.sampled_from([None, "relu", "leaky_relu"]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 def _close(a, b, rtol=3e-5):
@@ -34,20 +42,29 @@ def test_winograd_shapes_match_twin(kernel, c):
     y = engine.conv2d_forward(x, w, b, 1, 1, act=c["act"])
     _close(y, ref.conv2d_forward(x, w, b, 1, 1, act=c["act"]))
     dy = rng.standard_normal(y.shape).astype(np.float32)
-    for a, r in zip(engine.conv2d_backward(x, w, dy, 1, 1, need_db=c["bias"]),
-                    ref.conv2d_backward(x, w, dy, 1, 1, need_db=c["bias"])):
+    for a, r in zip(
+        engine.conv2d_backward(x, w, dy, 1, 1, need_db=c["bias"]),
+        ref.conv2d_backward(x, w, dy, 1, 1, need_db=c["bias"]),
+    ):
         if r is None:
             assert a is None
         else:
             _close(a, r)
 
 
-wide = st.fixed_dictionaries({
-    "N": st.integers(1, 3), "C": st.integers(33, 48), "F": st.integers(32, 40),
-    "H": st.integers(14, 18), "W": st.integers(11, 21), "bias": st.booleans(),
-    "act": st.sampled_from([None, "relu"]), "bad": st.sampled_from([None, np.nan, np.inf, 3e36]),
-    "seed": st.integers(0, 2**31 - 1),
-})
+wide = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 3),
+        "C": st.integers(33, 48),
+        "F": st.integers(32, 40),
+        "H": st.integers(14, 18),
+        "W": st.integers(11, 21),
+        "bias": st.booleans(),
+        "act": st.sampled_from([None, "relu"]),
+        "bad": st.sampled_from([None, np.nan, np.inf, 3e36]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -67,15 +84,17 @@ def test_wide_channels_on_large_planes_match_twin(kernel, c):
         dy = rng.standard_normal(want[0].shape).astype(np.float32)
         want += list(ref.conv2d_backward(x, w, dy, 1, 1, need_db=c["bias"]))
     got = [engine.conv2d_forward(x, w, b, 1, 1, act=c["act"])] + list(
-        engine.conv2d_backward(x, w, dy, 1, 1, need_db=c["bias"]))
+        engine.conv2d_backward(x, w, dy, 1, 1, need_db=c["bias"])
+    )
     for name, a, r in zip(("y", "dx", "dw", "db"), got, want):
         if r is None:
             assert a is None
             continue
         assert np.array_equal(np.isfinite(a), np.isfinite(r)), name
         fin = np.isfinite(r)
-        np.testing.assert_allclose(a[fin], r[fin], rtol=1e-4,
-                                   atol=1e-4 * (1 + float(np.abs(r[fin]).max(initial=0))), err_msg=name)
+        np.testing.assert_allclose(
+            a[fin], r[fin], rtol=1e-4, atol=1e-4 * (1 + float(np.abs(r[fin]).max(initial=0))), err_msg=name
+        )
 
 
 def test_weight_gradient_accumulates(kernel):

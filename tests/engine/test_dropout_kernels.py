@@ -1,5 +1,6 @@
 """Dropout's mask product: engine against the numpy twin (hypothesis shapes), its gradient
 against float64 finite differences, in place, and bad input."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -13,8 +14,11 @@ def _mask(rng, shape, p):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(1, 7), min_size=1, max_size=4), st.sampled_from([0.0, 0.1, 0.5, 0.9]),
-       st.integers(0, 2**31 - 1))
+@given(
+    st.lists(st.integers(1, 7), min_size=1, max_size=4),
+    st.sampled_from([0.0, 0.1, 0.5, 0.9]),
+    st.integers(0, 2**31 - 1),
+)
 def test_dropout_matches_twin(shape, p, seed):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(shape).astype(np.float32)

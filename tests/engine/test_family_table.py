@@ -14,6 +14,7 @@ family owns (``_checks/arrays.py``, the .pxd files, the headers).
 - the build lists (``engine_sources``, ``engine_modules``) and the star imports of ``engine.py``
   and ``_reference/__init__.py`` hold the table's families, in its order.
 """
+
 import re
 from pathlib import Path
 
@@ -28,8 +29,9 @@ LAYERS = ("c", "cython", "checks", "twin")
 DIRS = {"c": C_DIR, "cython": PKG / "_engine", "checks": PKG / "_checks", "twin": PKG / "_reference"}
 NONE = "—"
 
-pytestmark = pytest.mark.skipif(not (DOC.is_file() and PKG.is_dir()),
-                                reason="needs the source tree and docs/architecture.md")
+pytestmark = pytest.mark.skipif(
+    not (DOC.is_file() and PKG.is_dir()), reason="needs the source tree and docs/architecture.md"
+)
 
 
 def parse_table(text):
@@ -120,8 +122,13 @@ def _owns(family, layer, name):
 
 
 def test_a_row_carries_its_family_name():
-    wrong = [f"{family}: {name}" for family, files in FAMILIES.items()
-             for layer in LAYERS for name in files[layer] if not _owns(family, layer, name)]
+    wrong = [
+        f"{family}: {name}"
+        for family, files in FAMILIES.items()
+        for layer in LAYERS
+        for name in files[layer]
+        if not _owns(family, layer, name)
+    ]
     assert not wrong, wrong
     for family, files in FAMILIES.items():
         assert len(files["cython"]) <= 1 and len(files["checks"]) <= 1 and len(files["twin"]) <= 1, family
@@ -143,8 +150,8 @@ def test_build_lists_and_namespaces_follow_the_table():
     c_files = [name for files in FAMILIES.values() for name in files["c"]]
     sources = [Path(s).name for s in _quoted(ROOT / "meson.build", "engine_sources")]
     assert sources == c_files, "meson.build engine_sources must list the table's C files in its order"
-    modules = [f[:-len(".pyx")] for fam in order for f in FAMILIES[fam]["cython"]]
+    modules = [f[: -len(".pyx")] for fam in order for f in FAMILIES[fam]["cython"]]
     assert _quoted(DIRS["cython"] / "meson.build", "engine_modules") == modules
     assert _star_imports(PKG / "engine.py", "mantissa_embed._engine.") == modules
-    twins = [f[:-len(".py")] for fam in order for f in FAMILIES[fam]["twin"]]
+    twins = [f[: -len(".py")] for fam in order for f in FAMILIES[fam]["twin"]]
     assert _star_imports(DIRS["twin"] / "__init__.py", ".") == twins

@@ -3,6 +3,7 @@
 Expected values come from ``mantissa_embed._reference.sgemm`` (float64); the tolerance is
 the float32 summation bound, scaled with K and with the magnitude of the terms.
 """
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -46,23 +47,32 @@ def _check(A, B, C0, ta, tb, alpha, beta, fn=engine.sgemm):
     a = np.abs((A.T if ta else A).astype(np.float64))
     b = np.abs((B.T if tb else B).astype(np.float64))
     mag = abs(alpha) * (a @ b) + abs(beta) * np.abs(C0.astype(np.float64))
-    tol = (K + 4) * 2.0 ** -23 * mag + 1e-30
+    tol = (K + 4) * 2.0**-23 * mag + 1e-30
     err = np.abs(C.astype(np.float64) - R.astype(np.float64))
     bad = err > tol
     assert not bad.any(), (
         f"M={M} N={N} K={K} ta={ta} tb={tb} alpha={alpha} beta={beta}: "
-        f"{bad.sum()} elements off, worst {err.max():.3g} (tol {tol[bad].min():.3g})")
+        f"{bad.sum()} elements off, worst {err.max():.3g} (tol {tol[bad].min():.3g})"
+    )
     assert np.isfinite(C).all()
 
 
 dims = st.one_of(st.integers(0, 4), st.integers(1, 40), st.integers(0, 300))
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # the kernel is fixed per test
-@given(M=dims, N=dims, K=dims, ta=st.booleans(), tb=st.booleans(),
-       alpha=st.sampled_from([1.0, -0.5, 2.0]), beta=st.sampled_from([0.0, 1.0, -1.5]),
-       seed=st.integers(0, 2**32 - 1))
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)  # the kernel is fixed per test
+@given(
+    M=dims,
+    N=dims,
+    K=dims,
+    ta=st.booleans(),
+    tb=st.booleans(),
+    alpha=st.sampled_from([1.0, -0.5, 2.0]),
+    beta=st.sampled_from([0.0, 1.0, -1.5]),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_sgemm_matches_twin(kernel, M, N, K, ta, tb, alpha, beta, seed):
     rng = np.random.default_rng(seed)
     A, B, C0 = _operands(rng, M, N, K, ta, tb)
@@ -72,10 +82,25 @@ def test_sgemm_matches_twin(kernel, M, N, K, ta, tb, alpha, beta, seed):
 # Tile, block and path boundaries: MR (4, 6, 14), NR (8, 16, 32), KC (384), NC (512), the
 # A panel (2016 rows), the dot-product path (A @ B^T, K >= 128), B read in place (small M).
 EDGE_SHAPES = [
-    (1, 1, 1), (13, 31, 7), (14, 32, 16), (15, 33, 17), (28, 64, 383), (29, 65, 384),
-    (57, 97, 385), (5, 530, 20), (70, 530, 800), (2030, 3, 5), (3, 2, 2000),
-    (8, 9, 784), (16, 72, 196), (64, 64, 784), (64, 16, 64), (72, 196, 16), (64, 64, 64),
-    (5, 7, 131), (130, 126, 129),
+    (1, 1, 1),
+    (13, 31, 7),
+    (14, 32, 16),
+    (15, 33, 17),
+    (28, 64, 383),
+    (29, 65, 384),
+    (57, 97, 385),
+    (5, 530, 20),
+    (70, 530, 800),
+    (2030, 3, 5),
+    (3, 2, 2000),
+    (8, 9, 784),
+    (16, 72, 196),
+    (64, 64, 784),
+    (64, 16, 64),
+    (72, 196, 16),
+    (64, 64, 64),
+    (5, 7, 131),
+    (130, 126, 129),
 ]
 
 
@@ -143,8 +168,10 @@ def test_empty_dimensions(backend):
     np.testing.assert_array_equal(C, 6.0)
     assert backend.sgemm(np.ones((0, 5), np.float32), np.ones((5, 2), np.float32)).shape == (0, 2)
     assert backend.sgemm(np.ones((2, 5), np.float32), np.ones((5, 0), np.float32)).shape == (2, 0)
-    assert backend.sgemm(np.ones((5, 0), np.float32), np.ones((5, 2), np.float32),
-                         trans_a=True).shape == (0, 2)
+    assert backend.sgemm(np.ones((5, 0), np.float32), np.ones((5, 2), np.float32), trans_a=True).shape == (
+        0,
+        2,
+    )
 
 
 @pytest.mark.parametrize("backend", [engine, ref], ids=["engine", "numpy"])
@@ -206,7 +233,9 @@ def test_c_overlapping_an_input_is_rejected(backend):
 def test_kernel_selection_api():
     assert engine.gemm_kernel_name() in ALL_KERNELS
     feats = engine.cpu_features()
-    assert set(feats) == {"avx2", "fma", "avx512f", "avx512vl"} and all(isinstance(v, bool) for v in feats.values())
+    assert set(feats) == {"avx2", "fma", "avx512f", "avx512vl"} and all(
+        isinstance(v, bool) for v in feats.values()
+    )
     assert set(ref.cpu_features()) == set(feats)
     with pytest.raises(ValueError, match="name"):
         engine._set_gemm_kernel("sse9")

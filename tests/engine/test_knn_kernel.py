@@ -1,5 +1,6 @@
 """engine.knn_search (knn.c) == its numpy twin == a brute-force stable argsort; exclude_self,
 ties, thread-count determinism, exact values and argument errors."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -54,8 +55,9 @@ def test_kernel_equals_twin_equals_brute_force(case, metric):
     q, r, k, exclude_self, tile_q, tile_r = case
     bi, bd = brute(q, r, k, metric, exclude_self)
     for impl in IMPLS:
-        idx, dist = impl.knn_search(q, r, k, metric=metric, exclude_self=exclude_self,
-                                    tile_q=tile_q, tile_r=tile_r)
+        idx, dist = impl.knn_search(
+            q, r, k, metric=metric, exclude_self=exclude_self, tile_q=tile_q, tile_r=tile_r
+        )
         assert idx.dtype == np.int64 and dist.dtype == np.float32 and idx.shape == (q.shape[0], k)
         np.testing.assert_array_equal(idx, bi)
         np.testing.assert_array_equal(dist, bd)  # exact data, values recomputed exactly
@@ -170,18 +172,21 @@ def test_empty_query():
 
 
 @pytest.mark.parametrize("impl", IMPLS, ids=["engine", "numpy"])
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(k=6), ValueError, "k must be <= 5"),
-    (dict(k=5, exclude_self=True), ValueError, "k must be <= 4"),
-    (dict(k=0), ValueError, "k must be >= 1"),
-    (dict(k=True), TypeError, "k must be an int"),
-    (dict(k=2, metric="cosine"), ValueError, "metric"),
-    (dict(k=2, tile_q=0), ValueError, "tile_q"),
-    (dict(k=2, tile_r=1.5), TypeError, "tile_r"),
-    (dict(k=2, exclude_self=1), TypeError, "exclude_self"),
-    (dict(k=2, indices=np.empty((2, 2), np.int32)), TypeError, "indices"),
-    (dict(k=2, distances=np.empty((2, 3), np.float32)), ValueError, "distances"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(k=6), ValueError, "k must be <= 5"),
+        (dict(k=5, exclude_self=True), ValueError, "k must be <= 4"),
+        (dict(k=0), ValueError, "k must be >= 1"),
+        (dict(k=True), TypeError, "k must be an int"),
+        (dict(k=2, metric="cosine"), ValueError, "metric"),
+        (dict(k=2, tile_q=0), ValueError, "tile_q"),
+        (dict(k=2, tile_r=1.5), TypeError, "tile_r"),
+        (dict(k=2, exclude_self=1), TypeError, "exclude_self"),
+        (dict(k=2, indices=np.empty((2, 2), np.int32)), TypeError, "indices"),
+        (dict(k=2, distances=np.empty((2, 3), np.float32)), ValueError, "distances"),
+    ],
+)
 def test_bad_arguments(impl, kwargs, exc, match):
     r = np.ones((5, 3), np.float32)
     with pytest.raises(exc, match=match):

@@ -1,5 +1,6 @@
 """Layer kernels of the C engine (conv, pool, relu, dense, optimizer steps) against their numpy
 twins (hypothesis, random shapes) and against finite differences in float64."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -21,12 +22,21 @@ def _close(a, b, rtol=2e-5):
     np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * (1.0 + scale))
 
 
-conv_case = st.fixed_dictionaries({
-    "N": st.integers(1, 5), "C": st.integers(1, 3), "F": st.integers(1, 4),
-    "H": st.integers(1, 9), "W": st.integers(1, 9), "KH": st.integers(1, 4), "KW": st.integers(1, 4),
-    "stride": st.integers(1, 3), "pad": st.integers(0, 2), "bias": st.booleans(),
-    "seed": st.integers(0, 2**31 - 1),
-})
+conv_case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 5),
+        "C": st.integers(1, 3),
+        "F": st.integers(1, 4),
+        "H": st.integers(1, 9),
+        "W": st.integers(1, 9),
+        "KH": st.integers(1, 4),
+        "KW": st.integers(1, 4),
+        "stride": st.integers(1, 3),
+        "pad": st.integers(0, 2),
+        "bias": st.booleans(),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 def _conv_data(c):
@@ -39,6 +49,7 @@ def _conv_data(c):
 
 
 # ------------------------------------------------------------------------------------ conv2d
+
 
 @FAST
 @given(conv_case)
@@ -142,8 +153,12 @@ def test_conv2d_buffers_and_accumulate(be):
 
 
 def test_conv2d_workspace_size_agrees():
-    for xs, ws_, s, p in [((64, 1, 28, 28), (8, 1, 3, 3), 1, 1), ((3, 2, 5, 7), (4, 2, 2, 3), 2, 0),
-                          ((40, 8, 14, 14), (16, 8, 3, 3), 1, 1), ((0, 2, 5, 5), (3, 2, 3, 3), 1, 0)]:
+    for xs, ws_, s, p in [
+        ((64, 1, 28, 28), (8, 1, 3, 3), 1, 1),
+        ((3, 2, 5, 7), (4, 2, 2, 3), 2, 0),
+        ((40, 8, 14, 14), (16, 8, 3, 3), 1, 1),
+        ((0, 2, 5, 5), (3, 2, 3, 3), 1, 0),
+    ]:
         assert engine.conv2d_workspace_size(xs, ws_, s, p) == ref.conv2d_workspace_size(xs, ws_, s, p)
 
 
@@ -178,11 +193,18 @@ def test_conv2d_empty_batch(be):
 
 # ----------------------------------------------------------------------------------- maxpool
 
-pool_case = st.fixed_dictionaries({
-    "N": st.integers(1, 4), "C": st.integers(1, 3), "H": st.integers(1, 10), "W": st.integers(1, 10),
-    "size": st.integers(1, 4), "stride": st.integers(1, 4), "seed": st.integers(0, 2**31 - 1),
-    "ties": st.booleans(),
-})
+pool_case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 4),
+        "C": st.integers(1, 3),
+        "H": st.integers(1, 10),
+        "W": st.integers(1, 10),
+        "size": st.integers(1, 4),
+        "stride": st.integers(1, 4),
+        "seed": st.integers(0, 2**31 - 1),
+        "ties": st.booleans(),
+    }
+)
 
 
 @FAST
@@ -217,10 +239,7 @@ def test_maxpool2d_2x2_rows_every_kernel(kernel, W):
 
 
 def test_maxpool2d_semantics():
-    x = np.array([[[[1, 5, 5, 0],
-                    [2, 3, 1, 9],
-                    [0, 0, 0, 0],
-                    [7, 7, 7, 7]]]], dtype=np.float32)
+    x = np.array([[[[1, 5, 5, 0], [2, 3, 1, 9], [0, 0, 0, 0], [7, 7, 7, 7]]]], dtype=np.float32)
     for be in (engine, ref):
         y, a = be.maxpool2d_forward(x, 2, 2)
         np.testing.assert_array_equal(y[0, 0], [[5, 9], [7, 7]])
@@ -263,6 +282,7 @@ def test_maxpool2d_nan_propagates_like_torch():
 
 # -------------------------------------------------------------------------------------- relu
 
+
 @FAST
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=4), st.integers(0, 2**31 - 1))
 def test_relu_matches_twin(shape, seed):
@@ -290,10 +310,15 @@ def test_relu_large_and_in_place():
 
 # ------------------------------------------------------------------------------------- dense
 
-dense_case = st.fixed_dictionaries({
-    "N": st.integers(1, 70), "I": st.integers(1, 40), "O": st.integers(1, 40),
-    "bias": st.booleans(), "seed": st.integers(0, 2**31 - 1),
-})
+dense_case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 70),
+        "I": st.integers(1, 40),
+        "O": st.integers(1, 40),
+        "bias": st.booleans(),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 @FAST
@@ -310,7 +335,9 @@ def test_dense_matches_twin(c, need_dx, accumulate):
         _close(y, np.maximum(lin, 0))
     dy = _rand(rng, (c["N"], c["O"]))
     dw0, db0 = _rand(rng, w.shape), _rand(rng, (c["O"],))
-    got = engine.dense_backward(x, w, dy, dw=dw0.copy(), db=db0.copy(), need_dx=need_dx, accumulate=accumulate)
+    got = engine.dense_backward(
+        x, w, dy, dw=dw0.copy(), db=db0.copy(), need_dx=need_dx, accumulate=accumulate
+    )
     exp = ref.dense_backward(x, w, dy, dw=dw0.copy(), db=db0.copy(), need_dx=need_dx, accumulate=accumulate)
     for a, e in zip(got, exp):
         if e is None:
@@ -348,9 +375,16 @@ def test_dense_degenerate_shapes(be):
 
 # ------------------------------------------------------------------------------------- optim
 
+
 @FAST
-@given(st.integers(1, 300), st.sampled_from([0.0, 0.9]), st.sampled_from([0.0, 0.3]),
-       st.sampled_from([0.0, 1e-2]), st.booleans(), st.integers(0, 2**31 - 1))
+@given(
+    st.integers(1, 300),
+    st.sampled_from([0.0, 0.9]),
+    st.sampled_from([0.0, 0.3]),
+    st.sampled_from([0.0, 1e-2]),
+    st.booleans(),
+    st.integers(0, 2**31 - 1),
+)
 def test_sgd_step_matches_twin(n, momentum, dampening, wd, nesterov, seed):
     assume(not nesterov or (momentum > 0 and dampening == 0))
     rng = np.random.default_rng(seed)
@@ -367,8 +401,13 @@ def test_sgd_step_matches_twin(n, momentum, dampening, wd, nesterov, seed):
 
 
 @FAST
-@given(st.integers(1, 300), st.sampled_from([0.0, 1e-2, 0.5]), st.sampled_from([(0.9, 0.999), (0.5, 0.9), (0.0, 0.0)]),
-       st.booleans(), st.integers(0, 2**31 - 1))
+@given(
+    st.integers(1, 300),
+    st.sampled_from([0.0, 1e-2, 0.5]),
+    st.sampled_from([(0.9, 0.999), (0.5, 0.9), (0.0, 0.0)]),
+    st.booleans(),
+    st.integers(0, 2**31 - 1),
+)
 def test_adam_step_matches_twin(n, wd, betas, decoupled, seed):
     rng = np.random.default_rng(seed)
     shape = (n,) if n % 2 else (n // 2 + 1, 2)
@@ -390,8 +429,19 @@ def test_adam_step_decoupled_decay_is_applied_before_the_update(be):
     p0 = np.array([1.0, -2.0, 0.5], np.float32)
     for decoupled, expect in ((True, p0 * np.float32(1 - 0.1 * 0.5)), (False, p0)):
         p, z = p0.copy(), np.zeros(3, np.float32)
-        be.adam_step(p, np.zeros(3, np.float32), z, z.copy(), 1, 0.1, 0.9, 0.999, 1e-8,
-                     0.5 if decoupled else 0.0, decoupled)
+        be.adam_step(
+            p,
+            np.zeros(3, np.float32),
+            z,
+            z.copy(),
+            1,
+            0.1,
+            0.9,
+            0.999,
+            1e-8,
+            0.5 if decoupled else 0.0,
+            decoupled,
+        )
         np.testing.assert_array_equal(p, expect)
 
 
@@ -406,6 +456,7 @@ def test_optim_large_arrays_threaded():
 
 
 # -------------------------------------------------------------------------------- bad inputs
+
 
 def _err(be, fn, *args, **kw):
     with pytest.raises((TypeError, ValueError)) as ei:
@@ -436,9 +487,24 @@ def _bad_calls():
         ("maxpool2d_forward", (x, 6, 1), {}, "window"),
         ("maxpool2d_forward", (x, 0, 1), {}, "size"),
         ("maxpool2d_forward", (x, 2, 2), {"argmax": np.zeros((2, 3, 2, 2), np.int64)}, "argmax"),
-        ("maxpool2d_backward", (np.zeros((2, 3, 2, 2), f), np.full((2, 3, 2, 2), 25, np.int32), x.shape), {}, "argmax"),
-        ("maxpool2d_backward", (np.zeros((2, 3, 2, 2), f), np.zeros((2, 3, 2, 2), np.int64), x.shape), {}, "argmax"),
-        ("maxpool2d_backward", (np.zeros((2, 3, 2, 2), f), np.zeros((2, 3, 2, 2), np.int32), (2, 5, 5)), {}, "x_shape"),
+        (
+            "maxpool2d_backward",
+            (np.zeros((2, 3, 2, 2), f), np.full((2, 3, 2, 2), 25, np.int32), x.shape),
+            {},
+            "argmax",
+        ),
+        (
+            "maxpool2d_backward",
+            (np.zeros((2, 3, 2, 2), f), np.zeros((2, 3, 2, 2), np.int64), x.shape),
+            {},
+            "argmax",
+        ),
+        (
+            "maxpool2d_backward",
+            (np.zeros((2, 3, 2, 2), f), np.zeros((2, 3, 2, 2), np.int32), (2, 5, 5)),
+            {},
+            "x_shape",
+        ),
         ("relu_backward", (np.zeros(3, f), np.zeros(4, f)), {}, "y"),
         ("relu_forward", (np.zeros(3, f),), {"out": np.zeros(3, f)[::-1]}, "out"),
         ("relu_forward", (np.zeros(3, bool),), {}, "x"),
@@ -449,10 +515,24 @@ def _bad_calls():
         ("sgd_step", (np.zeros(3, np.float64), np.zeros(3, f), None, 0.1), {}, "p"),
         ("sgd_step", (np.zeros(3, f), np.zeros(4, f), None, 0.1), {}, "g"),
         ("sgd_step", (np.zeros(3, f), np.zeros(3, f), None, float("nan")), {}, "lr"),
-        ("adam_step", (np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), 0, 1e-3, 0.9, 0.999, 1e-8, 0.0), {}, "t"),
-        ("adam_step", (np.zeros(3, f), np.zeros(3, f), np.zeros(2, f), np.zeros(3, f), 1, 1e-3, 0.9, 0.999, 1e-8, 0.0), {}, "m"),
-        ("adam_step", (np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), 1, 1e-3, 0.9, 0.999, 1e-8, 0.0),
-         {"decoupled": 1}, "decoupled"),
+        (
+            "adam_step",
+            (np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), 0, 1e-3, 0.9, 0.999, 1e-8, 0.0),
+            {},
+            "t",
+        ),
+        (
+            "adam_step",
+            (np.zeros(3, f), np.zeros(3, f), np.zeros(2, f), np.zeros(3, f), 1, 1e-3, 0.9, 0.999, 1e-8, 0.0),
+            {},
+            "m",
+        ),
+        (
+            "adam_step",
+            (np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), np.zeros(3, f), 1, 1e-3, 0.9, 0.999, 1e-8, 0.0),
+            {"decoupled": 1},
+            "decoupled",
+        ),
     ]
 
 
@@ -479,24 +559,41 @@ def test_read_only_inputs_are_accepted_and_nothing_is_copied_needlessly():
 
 # ------------------------------------------------ every kernel path of the CPU (conftest.kernel)
 
-@pytest.mark.parametrize("shape,k,stride,pad", [
-    ((3, 2, 9, 7), 3, 1, 1), ((2, 3, 14, 14), 3, 1, 1), ((1, 1, 28, 28), 3, 1, 1),
-    ((2, 2, 8, 11), 2, 2, 0), ((5, 4, 6, 5), 5, 1, 2), ((2, 3, 10, 9), 3, 3, 1),
-])
+
+@pytest.mark.parametrize(
+    "shape,k,stride,pad",
+    [
+        ((3, 2, 9, 7), 3, 1, 1),
+        ((2, 3, 14, 14), 3, 1, 1),
+        ((1, 1, 28, 28), 3, 1, 1),
+        ((2, 2, 8, 11), 2, 2, 0),
+        ((5, 4, 6, 5), 5, 1, 2),
+        ((2, 3, 10, 9), 3, 3, 1),
+    ],
+)
 def test_conv2d_paths_match_twin(kernel, shape, k, stride, pad):
     rng = np.random.default_rng(sum(shape))
     x, w, b = _rand(rng, shape), _rand(rng, (6, shape[1], k, k)), _rand(rng, (6,))
     y = engine.conv2d_forward(x, w, b, stride, pad)
     _close(y, ref.conv2d_forward(x, w, b, stride, pad))
     dy = _rand(rng, y.shape)
-    for a, r in zip(engine.conv2d_backward(x, w, dy, stride, pad), ref.conv2d_backward(x, w, dy, stride, pad)):
+    for a, r in zip(
+        engine.conv2d_backward(x, w, dy, stride, pad), ref.conv2d_backward(x, w, dy, stride, pad)
+    ):
         _close(a, r)
 
 
-@pytest.mark.parametrize("shape,size,stride", [
-    ((2, 3, 5, 7), 2, 2), ((1, 2, 9, 45), 2, 2), ((3, 1, 2, 34), 2, 2), ((2, 2, 28, 28), 2, 2),
-    ((1, 1, 33, 67), 2, 2), ((2, 1, 7, 9), 3, 2),
-])
+@pytest.mark.parametrize(
+    "shape,size,stride",
+    [
+        ((2, 3, 5, 7), 2, 2),
+        ((1, 2, 9, 45), 2, 2),
+        ((3, 1, 2, 34), 2, 2),
+        ((2, 2, 28, 28), 2, 2),
+        ((1, 1, 33, 67), 2, 2),
+        ((2, 1, 7, 9), 3, 2),
+    ],
+)
 def test_maxpool2d_paths_match_twin(kernel, shape, size, stride):
     rng = np.random.default_rng(sum(shape))
     for x in (_rand(rng, shape), rng.integers(0, 2, shape).astype(np.float32)):  # distinct values, ties
@@ -513,6 +610,7 @@ def test_maxpool2d_paths_match_twin(kernel, shape, size, stride):
 
 
 # ------------------------------------------------------- adversarial inputs (regressions)
+
 
 @pytest.mark.parametrize("be", BACKENDS)
 def test_conv_absurd_pad_stride_and_shapes_are_value_errors(be):
@@ -592,9 +690,14 @@ def test_optimizer_kernel_scalars_that_made_nan_or_inf(be):
         be.adam_step(p, np.ones(3, np.float32), np.zeros(3, np.float32), np.zeros(3, np.float32), **args)
         return p
 
-    for kw, pat in ((dict(beta1=1.0), r"beta1 must be in \[0, 1\)"), (dict(beta2=1.0), r"beta2"),
-                    (dict(beta1=-1.0), r"beta1"), (dict(beta2=1 - 1e-9), r"beta2"),
-                    (dict(eps=-1.0), r"eps must be >= 0"), (dict(t=2**63), r"t must be <= 2\*\*62")):
+    for kw, pat in (
+        (dict(beta1=1.0), r"beta1 must be in \[0, 1\)"),
+        (dict(beta2=1.0), r"beta2"),
+        (dict(beta1=-1.0), r"beta1"),
+        (dict(beta2=1 - 1e-9), r"beta2"),
+        (dict(eps=-1.0), r"eps must be >= 0"),
+        (dict(t=2**63), r"t must be <= 2\*\*62"),
+    ):
         with pytest.raises(ValueError, match=pat):
             adam(**kw)
     assert np.isfinite(adam()).all()

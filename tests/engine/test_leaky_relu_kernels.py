@@ -1,6 +1,7 @@
 """Leaky ReLU kernels and the conv / dense forward epilogues with act="leaky_relu": engine
 against the numpy twin (hypothesis: odd shapes, batch 1, stride 2), the fused conv + pool entry
 points, float64 finite differences of the backward, and bad input."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -26,7 +27,9 @@ def test_leaky_relu_matches_twin(n, slope, seed):
     np.testing.assert_array_equal(y, ref.leaky_relu_forward(x, slope))
     np.testing.assert_array_equal(y, np.where(x < 0, np.float32(slope) * x, x))
     dy = rng.standard_normal(n).astype(np.float32)
-    np.testing.assert_array_equal(engine.leaky_relu_backward(dy, y, slope), ref.leaky_relu_backward(dy, y, slope))
+    np.testing.assert_array_equal(
+        engine.leaky_relu_backward(dy, y, slope), ref.leaky_relu_backward(dy, y, slope)
+    )
 
 
 def test_leaky_relu_in_place_and_large():
@@ -48,16 +51,26 @@ def test_leaky_relu_backward_finite_differences():
         g = central_diff(lambda v: float((np.where(v < 0, slope * v, v) * r).sum()), x, 1e-6)
         for be in (engine, ref):
             y = be.leaky_relu_forward(x.astype(np.float32), slope)
-            np.testing.assert_allclose(be.leaky_relu_backward(r.astype(np.float32), y, slope), g,
-                                       rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(
+                be.leaky_relu_backward(r.astype(np.float32), y, slope), g, rtol=1e-5, atol=1e-6
+            )
 
 
-conv_case = st.fixed_dictionaries({
-    "N": st.integers(1, 4), "C": st.integers(1, 4), "F": st.integers(1, 9),
-    "H": st.integers(1, 9), "W": st.integers(1, 9), "K": st.integers(1, 3),
-    "stride": st.integers(1, 2), "pad": st.integers(0, 1), "bias": st.booleans(), "slope": slopes,
-    "seed": st.integers(0, 2**31 - 1),
-})
+conv_case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 4),
+        "C": st.integers(1, 4),
+        "F": st.integers(1, 9),
+        "H": st.integers(1, 9),
+        "W": st.integers(1, 9),
+        "K": st.integers(1, 3),
+        "stride": st.integers(1, 2),
+        "pad": st.integers(0, 1),
+        "bias": st.booleans(),
+        "slope": slopes,
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 @FAST
@@ -75,8 +88,10 @@ def test_conv2d_leaky_epilogue_matches_twin(c):
     _close(y, np.where(plain < 0, np.float32(c["slope"]) * plain, plain))
 
 
-@pytest.mark.parametrize("shape,wshape", [((3, 1, 12, 10), (8, 1, 3, 3)), ((2, 4, 9, 8), (16, 4, 3, 3)),
-                                          ((1, 3, 7, 7), (5, 3, 2, 2))])
+@pytest.mark.parametrize(
+    "shape,wshape",
+    [((3, 1, 12, 10), (8, 1, 3, 3)), ((2, 4, 9, 8), (16, 4, 3, 3)), ((1, 3, 7, 7), (5, 3, 2, 2))],
+)
 def test_conv2d_pool2_leaky_matches_twin(kernel, shape, wshape):
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(np.float32)
@@ -92,7 +107,14 @@ def test_conv2d_pool2_leaky_matches_twin(kernel, shape, wshape):
 
 
 @FAST
-@given(st.integers(1, 7), st.integers(0, 40), st.integers(1, 30), slopes, st.booleans(), st.integers(0, 2**31 - 1))
+@given(
+    st.integers(1, 7),
+    st.integers(0, 40),
+    st.integers(1, 30),
+    slopes,
+    st.booleans(),
+    st.integers(0, 2**31 - 1),
+)
 def test_dense_leaky_epilogue_matches_twin(N, n_in, n_out, slope, bias, seed):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((N, n_in)).astype(np.float32)
@@ -122,5 +144,15 @@ def test_leaky_bad_input(be):
     with pytest.raises(ValueError, match="negative_slope"):
         be.conv2d_forward(xc, wc, None, 1, 1, act="leaky_relu", negative_slope=-1)
     with pytest.raises(ValueError, match="negative_slope2"):
-        be.conv2d_pool2_chain_forward(np.ones((1, 1, 8, 8), np.float32), wc, None, 1, 1,
-                                      np.ones((2, 2, 3, 3), np.float32), None, 1, 1, negative_slope2=-1)
+        be.conv2d_pool2_chain_forward(
+            np.ones((1, 1, 8, 8), np.float32),
+            wc,
+            None,
+            1,
+            1,
+            np.ones((2, 2, 3, 3), np.float32),
+            None,
+            1,
+            1,
+            negative_slope2=-1,
+        )

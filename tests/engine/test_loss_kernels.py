@@ -1,4 +1,5 @@
 """The distance / pair-loss kernels of the C engine equal their numpy twins (hypothesis)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -50,8 +51,14 @@ def test_l2_normalize(seed, n, d, zero_row):
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 20), m=st.one_of(st.none(), st.integers(0, 20)),
-       d=st.integers(1, 40), squared=st.booleans(), dups=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 20),
+    m=st.one_of(st.none(), st.integers(0, 20)),
+    d=st.integers(1, 40),
+    squared=st.booleans(),
+    dups=st.booleans(),
+)
 def test_euclidean(seed, n, m, d, squared, dups):
     x = _emb(seed, n, d, dups)
     r = x if m is None else _emb(seed + 1, m, d)
@@ -81,8 +88,15 @@ flags = st.fixed_dictionaries({"inverted": st.booleans(), "nonzero_only": st.boo
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 24), m=st.one_of(st.none(), st.integers(0, 24)),
-       k=st.integers(1, 5), pm=st.floats(-0.5, 1.0), nm=st.floats(0.0, 2.0), f=flags)
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 24),
+    m=st.one_of(st.none(), st.integers(0, 24)),
+    k=st.integers(1, 5),
+    pm=st.floats(-0.5, 1.0),
+    nm=st.floats(0.0, 2.0),
+    f=flags,
+)
 def test_contrastive_all(seed, n, m, k, pm, nm, f):
     rng = np.random.default_rng(seed)
     dist = _dist(seed, n, m, 6, dups=True)
@@ -100,8 +114,14 @@ def test_contrastive_all(seed, n, m, k, pm, nm, f):
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 16), m=st.integers(1, 16), k1=st.integers(0, 40),
-       k2=st.integers(0, 40), f=flags)
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 16),
+    m=st.integers(1, 16),
+    k1=st.integers(0, 40),
+    k2=st.integers(0, 40),
+    f=flags,
+)
 def test_contrastive_pairs(seed, n, m, k1, k2, f):
     rng = np.random.default_rng(seed)
     dist = _dist(seed, n, m, 5)
@@ -115,8 +135,16 @@ def test_contrastive_pairs(seed, n, m, k1, k2, f):
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 24), m=st.one_of(st.none(), st.integers(0, 24)),
-       k=st.integers(1, 5), margin=st.floats(-0.2, 1.0), swap=st.booleans(), smooth=st.booleans(), f=flags)
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 24),
+    m=st.one_of(st.none(), st.integers(0, 24)),
+    k=st.integers(1, 5),
+    margin=st.floats(-0.2, 1.0),
+    swap=st.booleans(),
+    smooth=st.booleans(),
+    f=flags,
+)
 def test_triplet_all(seed, n, m, k, margin, swap, smooth, f):
     rng = np.random.default_rng(seed)
     dist = _dist(seed, n, m, 6, dups=True)
@@ -171,8 +199,15 @@ def test_triplet_all_every_simd_variant(kernel, m, inverted):
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 16), k=st.integers(0, 60), margin=st.floats(-0.2, 1.0),
-       swap=st.booleans(), smooth=st.booleans(), f=flags)
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 16),
+    k=st.integers(0, 60),
+    margin=st.floats(-0.2, 1.0),
+    swap=st.booleans(),
+    smooth=st.booleans(),
+    f=flags,
+)
 def test_triplet_triplets(seed, n, k, margin, swap, smooth, f):
     rng = np.random.default_rng(seed)
     dist = _dist(seed, n, None, 5, dups=True)
@@ -242,8 +277,9 @@ def test_bad_arguments_raise(mod):
     with pytest.raises(ValueError, match="x must be 2-D"):
         mod.euclidean_forward(np.zeros(3, np.float32), np.zeros((2, 3), np.float32))
     with pytest.raises(ValueError, match="workspace"):
-        mod.euclidean_forward(np.zeros((4, 3), np.float32), np.zeros((4, 3), np.float32),
-                              workspace=np.zeros(2, np.float32))
+        mod.euclidean_forward(
+            np.zeros((4, 3), np.float32), np.zeros((4, 3), np.float32), workspace=np.zeros(2, np.float32)
+        )
     with pytest.raises(ValueError, match="eps"):
         mod.l2_normalize_forward(np.zeros((2, 3), np.float32), eps=0.0)
 
@@ -265,6 +301,7 @@ def test_empty_inputs(mod):
 
 
 # ------------------------------------------------------- adversarial inputs (regressions)
+
 
 def _readonly(a):
     a = np.array(a, dtype=np.float32)
@@ -307,10 +344,12 @@ def test_outputs_overlapping_inputs_are_rejected(mod):
     d = rng.random((50, 50)).astype(np.float32)
     lab = rng.integers(0, 4, 50)
     a = np.arange(40)
-    calls = [lambda dd: mod.triplet_loss_all(dd, lab, lab, ddist=dd),  # used to return wrong values
-             lambda dd: mod.contrastive_loss_all(dd, lab, lab, ddist=dd),
-             lambda dd: mod.triplet_loss_triplets(dd, a, (a + 1) % 50, (a + 7) % 50, ddist=dd),
-             lambda dd: mod.contrastive_loss_pairs(dd, a, (a + 1) % 50, a, (a + 7) % 50, ddist=dd)]
+    calls = [
+        lambda dd: mod.triplet_loss_all(dd, lab, lab, ddist=dd),  # used to return wrong values
+        lambda dd: mod.contrastive_loss_all(dd, lab, lab, ddist=dd),
+        lambda dd: mod.triplet_loss_triplets(dd, a, (a + 1) % 50, (a + 7) % 50, ddist=dd),
+        lambda dd: mod.contrastive_loss_pairs(dd, a, (a + 1) % 50, a, (a + 7) % 50, ddist=dd),
+    ]
     for call in calls:
         with pytest.raises(ValueError, match=r"ddist must not share memory with dist"):
             call(d.copy())

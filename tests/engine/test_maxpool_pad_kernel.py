@@ -1,6 +1,7 @@
 """The padded max-pooling kernel (taps outside the plane skipped, no padded copy) against the
 numpy twin (which pools a -inf-padded copy and maps the offsets back): values and argmax equal,
 with ties, -inf windows and NaN, on every SGEMM kernel (pooling follows it)."""
+
 import numpy as np
 
 from mantissa_embed import _reference as ref, engine

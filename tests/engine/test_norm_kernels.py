@@ -2,6 +2,7 @@
 (hypothesis, random shapes: (N, C), (N, C, L), (N, C, H, W), batch 1, odd sizes, both modes,
 the fused ReLU) on every kernel path of this CPU (portable and AVX2 + FMA bodies), their
 bad-input errors, and thread-count invariance."""
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
@@ -18,11 +19,18 @@ def _close(a, b, rtol=2e-5):
     np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * (1.0 + scale))
 
 
-bn_case = st.fixed_dictionaries({
-    "N": st.integers(1, 5), "C": st.integers(1, 7), "rest": st.sampled_from([(), (1,), (5,), (1, 1), (3, 5), (7, 9)]),
-    "training": st.booleans(), "relu": st.booleans(), "momentum": st.sampled_from([0.0, 0.1, 0.5, 1.0]),
-    "offset": st.sampled_from([0.0, 3.0, 100.0]), "seed": st.integers(0, 2**31 - 1),
-})
+bn_case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 5),
+        "C": st.integers(1, 7),
+        "rest": st.sampled_from([(), (1,), (5,), (1, 1), (3, 5), (7, 9)]),
+        "training": st.booleans(),
+        "relu": st.booleans(),
+        "momentum": st.sampled_from([0.0, 0.1, 0.5, 1.0]),
+        "offset": st.sampled_from([0.0, 3.0, 100.0]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 def _data(c):
@@ -30,8 +38,9 @@ def _data(c):
     S = int(np.prod(rest)) if rest else 1
     assume(not c["training"] or N * S >= 2)
     rng = np.random.default_rng(c["seed"])
-    x = (rng.standard_normal((N, C) + rest) * rng.uniform(0.5, 2.0, (1, C) + (1,) * len(rest))
-         + c["offset"]).astype(np.float32)
+    x = (
+        rng.standard_normal((N, C) + rest) * rng.uniform(0.5, 2.0, (1, C) + (1,) * len(rest)) + c["offset"]
+    ).astype(np.float32)
     gamma = rng.uniform(0.5, 1.5, C).astype(np.float32)
     beta = rng.standard_normal(C).astype(np.float32)
     rm = (rng.standard_normal(C) + c["offset"]).astype(np.float32)
@@ -41,8 +50,9 @@ def _data(c):
 
 def _forward(be, c, x, gamma, beta, rm, rv):
     rm, rv = rm.copy(), rv.copy()
-    out, sm, si = be.batchnorm_forward(x, gamma, beta, rm, rv, c["training"], c["momentum"], 1e-5,
-                                       act="relu" if c["relu"] else None)
+    out, sm, si = be.batchnorm_forward(
+        x, gamma, beta, rm, rv, c["training"], c["momentum"], 1e-5, act="relu" if c["relu"] else None
+    )
     return out, sm, si, rm, rv
 
 
@@ -70,8 +80,22 @@ def test_batchnorm_backward_matches_twin(kernel, c, need_dx, accumulate):
     res = []
     for be in (engine, ref):
         dg, db = np.full(x.shape[1], 0.5, np.float32), np.full(x.shape[1], -0.25, np.float32)
-        res.append(be.batchnorm_backward(dy, x, gamma, sm, si, training=c["training"], act=act, y=y,
-                                         dgamma=dg, dbeta=db, need_dx=need_dx, accumulate=accumulate))
+        res.append(
+            be.batchnorm_backward(
+                dy,
+                x,
+                gamma,
+                sm,
+                si,
+                training=c["training"],
+                act=act,
+                y=y,
+                dgamma=dg,
+                dbeta=db,
+                need_dx=need_dx,
+                accumulate=accumulate,
+            )
+        )
     for a, b in zip(*res):
         if b is None:
             assert a is None
@@ -95,8 +119,10 @@ def test_large_shapes_match_twin(kernel, shape):
         _close(a, b)
     dy = rng.standard_normal(shape).astype(np.float32)
     args = (dy, x, gamma, want[1], want[2])
-    for a, b in zip(engine.batchnorm_backward(*args, act="relu", y=want[0]),
-                    ref.batchnorm_backward(*args, act="relu", y=want[0])):
+    for a, b in zip(
+        engine.batchnorm_backward(*args, act="relu", y=want[0]),
+        ref.batchnorm_backward(*args, act="relu", y=want[0]),
+    ):
         _close(a, b)
 
 
@@ -105,7 +131,9 @@ def test_statistics_survive_a_large_offset():
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((8, 2, 9, 9)) + 1e4).astype(np.float32)
     rm, rv = np.zeros(2, np.float32), np.ones(2, np.float32)
-    _, sm, si = engine.batchnorm_forward(x, np.ones(2, np.float32), np.zeros(2, np.float32), rm, rv, True, 1.0)
+    _, sm, si = engine.batchnorm_forward(
+        x, np.ones(2, np.float32), np.zeros(2, np.float32), rm, rv, True, 1.0
+    )
     x64 = x.astype(np.float64)
     np.testing.assert_allclose(sm, x64.mean(axis=(0, 2, 3)), rtol=1e-7)
     np.testing.assert_allclose(si, 1 / np.sqrt(x64.var(axis=(0, 2, 3)) + 1e-5), rtol=1e-5)
@@ -118,7 +146,9 @@ def test_forward_in_place_and_backward_into_dy():
     g, b = np.ones(3, np.float32), np.zeros(3, np.float32)
     want, sm, si = engine.batchnorm_forward(x, g, b, np.zeros(3, np.float32), np.ones(3, np.float32), True)
     xc = x.copy()
-    out, _, _ = engine.batchnorm_forward(xc, g, b, np.zeros(3, np.float32), np.ones(3, np.float32), True, out=xc)
+    out, _, _ = engine.batchnorm_forward(
+        xc, g, b, np.zeros(3, np.float32), np.ones(3, np.float32), True, out=xc
+    )
     assert out is xc
     np.testing.assert_array_equal(out, want)
     dy = rng.standard_normal(x.shape).astype(np.float32)
@@ -132,7 +162,9 @@ def test_forward_in_place_and_backward_into_dy():
 def test_empty_batch_in_eval(be):
     x = np.zeros((0, 3, 4, 4), np.float32)
     rm, rv = np.arange(3, dtype=np.float32), np.full(3, 4.0, np.float32)
-    out, sm, si = be.batchnorm_forward(x, np.ones(3, np.float32), np.zeros(3, np.float32), rm, rv, False, eps=0.0 + 1e-5)
+    out, sm, si = be.batchnorm_forward(
+        x, np.ones(3, np.float32), np.zeros(3, np.float32), rm, rv, False, eps=0.0 + 1e-5
+    )
     assert out.shape == x.shape
     np.testing.assert_allclose(sm, rm)
     np.testing.assert_allclose(si, 1 / np.sqrt(4.0 + 1e-5), rtol=1e-6)
@@ -140,7 +172,9 @@ def test_empty_batch_in_eval(be):
     assert dx.shape == x.shape and not dg.any() and not db.any()
 
 
-@pytest.mark.parametrize("F,w_shape,bias", [(4, (4, 3, 3, 3), True), (5, (5, 7), False), (1, (1, 1, 1, 1), True)])
+@pytest.mark.parametrize(
+    "F,w_shape,bias", [(4, (4, 3, 3, 3), True), (5, (5, 7), False), (1, (1, 1, 1, 1), True)]
+)
 def test_fold_matches_twin_and_the_layer_pair(F, w_shape, bias):
     rng = np.random.default_rng(F)
     w = rng.standard_normal(w_shape).astype(np.float32)
@@ -168,7 +202,9 @@ def test_results_do_not_depend_on_the_thread_count():
     try:
         for t in (1, 2, 3):
             engine.set_num_threads(t)
-            y, sm, si = engine.batchnorm_forward(x, g, b, np.zeros(8, np.float32), np.ones(8, np.float32), True)
+            y, sm, si = engine.batchnorm_forward(
+                x, g, b, np.zeros(8, np.float32), np.ones(8, np.float32), True
+            )
             outs.append((y, sm, si) + engine.batchnorm_backward(dy, x, g, sm, si, act="relu", y=y))
     finally:
         engine.set_num_threads(prev)
@@ -179,6 +215,7 @@ def test_results_do_not_depend_on_the_thread_count():
 
 # ------------------------------------------------------------------------------- bad input
 
+
 def _args(C=3):
     x = np.ones((2, C, 3, 3), np.float32)
     x[0] = 2
@@ -186,24 +223,27 @@ def _args(C=3):
 
 
 @pytest.mark.parametrize("be", BACKENDS)
-@pytest.mark.parametrize("change,exc,match", [
-    ({"x": np.ones((1, 3, 1, 1), np.float32)}, ValueError, "Expected more than 1 value per channel"),
-    ({"x": np.ones((1, 3), np.float32)}, ValueError, "Expected more than 1 value per channel"),
-    ({"x": np.ones(6, np.float32)}, ValueError, "x must be 2-D"),
-    ({"gamma": np.ones(4, np.float32)}, ValueError, "gamma must have shape"),
-    ({"beta": np.ones((3, 1), np.float32)}, ValueError, "beta must be 1-D"),
-    ({"running_var": np.ones(3, np.float64)}, TypeError, "running_var must have dtype float32"),
-    ({"momentum": -0.1}, ValueError, "momentum must be in"),
-    ({"momentum": 1.5}, ValueError, "momentum must be in"),
-    ({"momentum": "0.1"}, TypeError, "momentum must be a number"),
-    ({"eps": 0.0}, ValueError, "eps must be >"),
-    ({"eps": float("nan")}, ValueError, "eps must be finite"),
-    ({"act": "tanh"}, ValueError, "act must be"),
-    ({"act": "leaky_relu"}, ValueError, "act must be None, 'identity' or 'relu' for a batch norm"),
-    ({"training": 1}, TypeError, "training must be a bool"),
-    ({"out": np.ones((2, 3, 3, 3), np.float64)}, TypeError, "out must have dtype"),
-    ({"save_mean": np.ones(2, np.float32)}, ValueError, "save_mean must have shape"),
-])
+@pytest.mark.parametrize(
+    "change,exc,match",
+    [
+        ({"x": np.ones((1, 3, 1, 1), np.float32)}, ValueError, "Expected more than 1 value per channel"),
+        ({"x": np.ones((1, 3), np.float32)}, ValueError, "Expected more than 1 value per channel"),
+        ({"x": np.ones(6, np.float32)}, ValueError, "x must be 2-D"),
+        ({"gamma": np.ones(4, np.float32)}, ValueError, "gamma must have shape"),
+        ({"beta": np.ones((3, 1), np.float32)}, ValueError, "beta must be 1-D"),
+        ({"running_var": np.ones(3, np.float64)}, TypeError, "running_var must have dtype float32"),
+        ({"momentum": -0.1}, ValueError, "momentum must be in"),
+        ({"momentum": 1.5}, ValueError, "momentum must be in"),
+        ({"momentum": "0.1"}, TypeError, "momentum must be a number"),
+        ({"eps": 0.0}, ValueError, "eps must be >"),
+        ({"eps": float("nan")}, ValueError, "eps must be finite"),
+        ({"act": "tanh"}, ValueError, "act must be"),
+        ({"act": "leaky_relu"}, ValueError, "act must be None, 'identity' or 'relu' for a batch norm"),
+        ({"training": 1}, TypeError, "training must be a bool"),
+        ({"out": np.ones((2, 3, 3, 3), np.float64)}, TypeError, "out must have dtype"),
+        ({"save_mean": np.ones(2, np.float32)}, ValueError, "save_mean must have shape"),
+    ],
+)
 def test_forward_bad_input(be, change, exc, match):
     x, g, b, rm, rv = _args()
     kw = dict(x=x, gamma=g, beta=b, running_mean=rm, running_var=rv, training=True)
@@ -272,8 +312,9 @@ def test_nonfinite_input_matches_twin(kernel, bad, training):
         assert np.isnan(got[0][:, 1]).all() and np.isnan(got[4][1]) and np.isfinite(got[0][:, [0, 2]]).all()
     dy = rng.standard_normal(x.shape).astype(np.float32)
     args = (dy, x, gamma, want[1], want[2])
-    for a, b in zip(engine.batchnorm_backward(*args, training=training),
-                    ref.batchnorm_backward(*args, training=training)):
+    for a, b in zip(
+        engine.batchnorm_backward(*args, training=training), ref.batchnorm_backward(*args, training=training)
+    ):
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
         fin = np.isfinite(b)
         _close(a[fin], b[fin])
@@ -281,8 +322,9 @@ def test_nonfinite_input_matches_twin(kernel, bad, training):
         assert np.isfinite(engine.batchnorm_backward(*args, training=False)[0]).all()
 
 
-@pytest.mark.skipif(not (engine.cpu_features()["avx2"] and engine.cpu_features()["fma"]),
-                    reason="CPU lacks AVX2 + FMA")
+@pytest.mark.skipif(
+    not (engine.cpu_features()["avx2"] and engine.cpu_features()["fma"]), reason="CPU lacks AVX2 + FMA"
+)
 @pytest.mark.parametrize("shape", [(3, 4, 23, 29), (2, 3, 28, 28), (5, 2, 1100), (4, 3, 16), (2, 2, 7)])
 @pytest.mark.parametrize("relu", [False, True])
 def test_avx2_sums_bitwise_equal_to_portable(shape, relu):
@@ -298,10 +340,12 @@ def test_avx2_sums_bitwise_equal_to_portable(shape, relu):
         prev = engine._set_gemm_kernel(kern)
         try:
             rm, rv = np.zeros(C, np.float32), np.ones(C, np.float32)
-            y, sm, si = engine.batchnorm_forward(x, gamma, beta, rm, rv, True, 0.1, 1e-5,
-                                                 act="relu" if relu else None)
-            g = engine.batchnorm_backward(dy, x, gamma, sm, si, training=True, act="relu" if relu else None,
-                                          y=y if relu else None)
+            y, sm, si = engine.batchnorm_forward(
+                x, gamma, beta, rm, rv, True, 0.1, 1e-5, act="relu" if relu else None
+            )
+            g = engine.batchnorm_backward(
+                dy, x, gamma, sm, si, training=True, act="relu" if relu else None, y=y if relu else None
+            )
             outs[kern] = (y, sm, si, rm, rv) + tuple(g)
         finally:
             engine._set_gemm_kernel(prev)

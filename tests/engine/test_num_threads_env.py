@@ -1,6 +1,7 @@
 """``MANTISSA_EMBED_NUM_THREADS`` holding something other than an integer from 1 to 4096 gives a
 RuntimeWarning naming the variable and the value, at import, and both backends use their default
 Each case runs in a fresh interpreter: the variable is read once per process."""
+
 import json
 import os
 import subprocess
@@ -24,7 +25,9 @@ def _run(value):
     env.pop("MANTISSA_EMBED_NUM_THREADS", None)
     if value is not None:
         env["MANTISSA_EMBED_NUM_THREADS"] = value
-    out = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -6,6 +6,7 @@ the triplet miner had four such regions: with ``set_num_threads(1)`` on a busy m
 call waited ~12 ms for a descheduled second thread instead of taking 0.08 ms. A source check,
 because the thread count a region used is not observable from Python.
 """
+
 import pathlib
 import re
 
@@ -37,8 +38,11 @@ def test_engine_sources_found():
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
 def test_parallel_regions_set_num_threads(path):
-    bad = [f"{path.name}:{line}: {full.strip()}" for line, full in _pragmas(path.read_text())
-           if "num_threads(" not in full]
+    bad = [
+        f"{path.name}:{line}: {full.strip()}"
+        for line, full in _pragmas(path.read_text())
+        if "num_threads(" not in full
+    ]
     assert not bad, "parallel regions without num_threads(...):\n" + "\n".join(bad)
 
 

@@ -2,6 +2,7 @@
 equals its numpy twin (hypothesis, odd shapes, N = 1, empty tuples), the fused reductions are
 those modes with the reducer's weights, and the weighted backward matches float64 finite
 differences of the twin."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -52,23 +53,43 @@ def _weights(seed, shape):
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 13), m=st.one_of(st.none(), st.integers(1, 11)),
-       k=st.integers(1, 4), inverted=st.booleans(), grad=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 13),
+    m=st.one_of(st.none(), st.integers(1, 11)),
+    k=st.integers(1, 4),
+    inverted=st.booleans(),
+    grad=st.booleans(),
+)
 def test_contrastive_all_terms(seed, n, m, k, inverted, grad):
     dist = _dist(seed, n, m, sim=inverted)
     lab = _labels(seed, n, k)
     rlab = lab if m is None else _labels(seed + 1, m, k)
-    kw = dict(pos_margin=0.1, neg_margin=0.6, exclude_self=m is None, inverted=inverted,
-              return_losses=True, grad=grad)
+    kw = dict(
+        pos_margin=0.1,
+        neg_margin=0.6,
+        exclude_self=m is None,
+        inverted=inverted,
+        return_losses=True,
+        grad=grad,
+    )
     w = _weights(seed, dist.shape)
     for extra in ({}, {"weights": w}, {"nonzero_only": False}):
-        _same(E.contrastive_loss_all(dist, lab, rlab, **kw, **extra),
-              R.contrastive_loss_all(dist, lab, rlab, **kw, **extra))
+        _same(
+            E.contrastive_loss_all(dist, lab, rlab, **kw, **extra),
+            R.contrastive_loss_all(dist, lab, rlab, **kw, **extra),
+        )
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 12), m=st.integers(1, 12), k1=st.integers(0, 25),
-       k2=st.integers(0, 25), inverted=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 12),
+    m=st.integers(1, 12),
+    k1=st.integers(0, 25),
+    k2=st.integers(0, 25),
+    inverted=st.booleans(),
+)
 def test_contrastive_pairs_terms(seed, n, m, k1, k2, inverted):
     dist = _dist(seed, n, m, sim=inverted)
     rng = np.random.default_rng(seed + 5)
@@ -77,13 +98,22 @@ def test_contrastive_pairs_terms(seed, n, m, k1, k2, inverted):
     kw = dict(pos_margin=0.2, neg_margin=0.5, inverted=inverted, return_losses=True)
     w = _weights(seed, (k1 + k2,))
     for extra in ({}, {"weights": w}, {"nonzero_only": False, "grad": False}):
-        _same(E.contrastive_loss_pairs(dist, a1, p, a2, nn, **kw, **extra),
-              R.contrastive_loss_pairs(dist, a1, p, a2, nn, **kw, **extra))
+        _same(
+            E.contrastive_loss_pairs(dist, a1, p, a2, nn, **kw, **extra),
+            R.contrastive_loss_pairs(dist, a1, p, a2, nn, **kw, **extra),
+        )
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 12), m=st.one_of(st.none(), st.integers(1, 10)),
-       k=st.integers(1, 4), swap=st.booleans(), smooth=st.booleans(), inverted=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 12),
+    m=st.one_of(st.none(), st.integers(1, 10)),
+    k=st.integers(1, 4),
+    swap=st.booleans(),
+    smooth=st.booleans(),
+    inverted=st.booleans(),
+)
 def test_triplet_all_terms(seed, n, m, k, swap, smooth, inverted):
     swap = swap and m is None
     dist = _dist(seed, n, m, sim=inverted)
@@ -95,20 +125,30 @@ def test_triplet_all_terms(seed, n, m, k, swap, smooth, inverted):
     assert T == len(utils.get_all_triplets_indices(lab, None if ex else rlab)[0])
     kw = dict(margin=0.1, exclude_self=ex, swap=swap, smooth=smooth, inverted=inverted, return_losses=True)
     for extra in ({}, {"weights": _weights(seed, (T,))}, {"nonzero_only": False, "grad": False}):
-        _same(E.triplet_loss_all(dist, lab, rlab, **kw, **extra),
-              R.triplet_loss_all(dist, lab, rlab, **kw, **extra))
+        _same(
+            E.triplet_loss_all(dist, lab, rlab, **kw, **extra),
+            R.triplet_loss_all(dist, lab, rlab, **kw, **extra),
+        )
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 12), k=st.integers(0, 30), swap=st.booleans(),
-       smooth=st.booleans(), inverted=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 12),
+    k=st.integers(0, 30),
+    swap=st.booleans(),
+    smooth=st.booleans(),
+    inverted=st.booleans(),
+)
 def test_triplet_triplets_terms(seed, n, k, swap, smooth, inverted):
     dist = _dist(seed, n, None, sim=inverted)
     a, p, nn = np.random.default_rng(seed + 5).integers(0, n, (3, k))
     kw = dict(margin=0.1, swap=swap, smooth=smooth, inverted=inverted, return_losses=True)
     for extra in ({}, {"weights": _weights(seed, (k,))}, {"nonzero_only": False}):
-        _same(E.triplet_loss_triplets(dist, a, p, nn, **kw, **extra),
-              R.triplet_loss_triplets(dist, a, p, nn, **kw, **extra))
+        _same(
+            E.triplet_loss_triplets(dist, a, p, nn, **kw, **extra),
+            R.triplet_loss_triplets(dist, a, p, nn, **kw, **extra),
+        )
 
 
 @pytest.mark.parametrize("mod", [E, R])
@@ -118,10 +158,14 @@ def test_fused_reduction_is_the_weighted_mode_with_the_reducer_weights(mod, nonz
     dist = _dist(0, 17, None)
     lab = _labels(0, 17, 3)
     kw = dict(exclude_self=True, nonzero_only=nonzero_only)
-    for fn, args in ((mod.triplet_loss_all, dict(margin=0.2, swap=True)),
-                     (mod.triplet_loss_all, dict(margin=0.2, smooth=True))):
+    for fn, args in (
+        (mod.triplet_loss_all, dict(margin=0.2, swap=True)),
+        (mod.triplet_loss_all, dict(margin=0.2, smooth=True)),
+    ):
         v, g, _, terms = fn(dist, lab, lab, return_losses=True, **args, **kw)
-        w = ((terms > 0) if nonzero_only else np.ones_like(terms)) / max(((terms > 0) if nonzero_only else terms >= 0).sum(), 1)
+        w = ((terms > 0) if nonzero_only else np.ones_like(terms)) / max(
+            ((terms > 0) if nonzero_only else terms >= 0).sum(), 1
+        )
         v2, g2, _ = fn(dist, lab, lab, weights=w, **args, **kw)
         assert v2 == pytest.approx(v, rel=1e-5)
         _close(g2, g, atol=1e-6)
@@ -140,16 +184,19 @@ def test_empty_and_single_inputs():
     for mod in (E, R):
         d1 = _dist(0, 1, None)
         lab = np.zeros(1, np.int64)
-        v, g, st_, terms = mod.triplet_loss_all(d1, lab, lab, exclude_self=True, weights=np.zeros(0),
-                                            return_losses=True)
+        v, g, st_, terms = mod.triplet_loss_all(
+            d1, lab, lab, exclude_self=True, weights=np.zeros(0), return_losses=True
+        )
         assert v == 0 and terms.shape == (0,) and not g.any() and st_["num_triplets"] == 0
         v, g, st_, terms = mod.triplet_loss_triplets(d1, [], [], [], weights=np.zeros(0), return_losses=True)
         assert v == 0 and terms.shape == (0,) and not g.any()
-        v, g, st_, terms = mod.contrastive_loss_pairs(d1, [], [], [], [], weights=np.zeros(0),
-                                                  return_losses=True)
+        v, g, st_, terms = mod.contrastive_loss_pairs(
+            d1, [], [], [], [], weights=np.zeros(0), return_losses=True
+        )
         assert v == 0 and terms.shape == (0,) and not g.any()
-        v, g, st_, terms = mod.contrastive_loss_all(np.zeros((0, 3), np.float32), [], [0, 1, 2],
-                                                weights=np.zeros((0, 3)), return_losses=True)
+        v, g, st_, terms = mod.contrastive_loss_all(
+            np.zeros((0, 3), np.float32), [], [0, 1, 2], weights=np.zeros((0, 3)), return_losses=True
+        )
         assert v == 0 and g.shape == (0, 3) and terms.shape == (0, 3)
         with pytest.raises(ValueError, match="weights must have shape"):
             mod.triplet_loss_triplets(d1, [0], [0], [0], weights=np.zeros(2))
@@ -160,8 +207,14 @@ def _fd(f, x):
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 7), k=st.integers(1, 3), swap=st.booleans(),
-       smooth=st.booleans(), inverted=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 7),
+    k=st.integers(1, 3),
+    swap=st.booleans(),
+    smooth=st.booleans(),
+    inverted=st.booleans(),
+)
 def test_weighted_backward_matches_finite_differences(seed, n, k, swap, smooth, inverted):
     """float64 twin: d/d dist of sum_t w_t l_t(dist) == the weighted gradient (away from kinks)."""
     rng = np.random.default_rng(seed)
@@ -202,9 +255,12 @@ def test_terms_modes_bitwise_identical_across_thread_counts(weighted):
     try:
         for t in (1, 2, 3):
             E.set_num_threads(t)
-            out.append((E.triplet_loss_all(dist, lab, lab, exclude_self=True, weights=w, return_losses=True),
-                        E.contrastive_loss_all(dist, lab, lab, exclude_self=True, weights=cw,
-                                               return_losses=True)))
+            out.append(
+                (
+                    E.triplet_loss_all(dist, lab, lab, exclude_self=True, weights=w, return_losses=True),
+                    E.contrastive_loss_all(dist, lab, lab, exclude_self=True, weights=cw, return_losses=True),
+                )
+            )
     finally:
         E.set_num_threads(old)
     for r in out[1:]:

@@ -1,5 +1,6 @@
 """The shared scatter-add kernel (np.add.at in C) and its gather backward equal their numpy twins
 bitwise (hypothesis: random shapes, duplicate and empty index arrays), for any thread count."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -17,8 +18,12 @@ def _case(seed, n, k, d):
 
 
 @settings(max_examples=80, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 9), k=st.integers(0, 40),
-       d=st.one_of(st.none(), st.integers(0, 7)))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 9),
+    k=st.integers(0, 40),
+    d=st.one_of(st.none(), st.integers(0, 7)),
+)
 def test_scatter_add_equals_twin(seed, n, k, d):
     k = k if n else 0
     src, index, out = _case(seed, n, k, d)

@@ -1,5 +1,6 @@
 """The engine's process-wide state (thread count, forced SGEMM kernel) exists once: every family
 module links the one shared engine library instead of a static copy of its own."""
+
 import ctypes
 import importlib
 import pkgutil
@@ -13,14 +14,20 @@ from mantissa_embed import engine
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
 
-MODULES = [importlib.import_module(f"mantissa_embed._engine.{m.name}")
-           for m in pkgutil.iter_modules(engine_pkg.__path__) if m.name.startswith("_")]
+MODULES = [
+    importlib.import_module(f"mantissa_embed._engine.{m.name}")
+    for m in pkgutil.iter_modules(engine_pkg.__path__)
+    if m.name.startswith("_")
+]
 STATE = ("me_get_num_threads", "me_set_num_threads", "me_gemm_kernel_id", "me_set_gemm_kernel")
 
 
 def _engine_library():
-    paths = {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
-             if "libmantissa_engine" in line}
+    paths = {
+        line.split()[-1]
+        for line in Path("/proc/self/maps").read_text().splitlines()
+        if "libmantissa_engine" in line
+    }
     assert len(paths) == 1, paths
     return ctypes.CDLL(paths.pop())
 

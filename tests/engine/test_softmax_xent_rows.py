@@ -2,6 +2,7 @@
 single-target row softmax cross-entropy on float32 logits) against their float64 numpy twins
 (mantissa_embed._reference), finite differences of the float64 loss, bitwise reproducibility for a
 fixed thread count, and the argument checks."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -19,8 +20,13 @@ def _data(seed, n, m, spread=1.0):
 
 
 @settings(max_examples=100, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 40), m=st.integers(1, 1100),
-       scale=st.sampled_from([1.0, 4.0, 64.0, 500.0, -8.0]), spread=st.sampled_from([1.0, 4.0]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 40),
+    m=st.integers(1, 1100),
+    scale=st.sampled_from([1.0, 4.0, 64.0, 500.0, -8.0]),
+    spread=st.sampled_from([1.0, 4.0]),
+)
 def test_xent_rows_matches_twin(seed, n, m, scale, spread):
     sim, t, w = _data(seed, n, m, spread)
     la, ea = E.softmax_xent_rows_forward(sim, t, scale)
@@ -38,8 +44,9 @@ def test_xent_rows_matches_twin(seed, n, m, scale, spread):
     # each row of the gradient sums to 0 (softmax minus one-hot), up to the float32 rounding of
     # the logits and of lse (a relative error of the probabilities of a few ulps of max |z|)
     if n:
-        np.testing.assert_allclose(ga.astype(np.float64).sum(axis=1), 0.0,
-                                   atol=(3e-7 * abs(scale) * spread + 1e-6) * abs(scale))
+        np.testing.assert_allclose(
+            ga.astype(np.float64).sum(axis=1), 0.0, atol=(3e-7 * abs(scale) * spread + 1e-6) * abs(scale)
+        )
 
 
 def test_xent_rows_value_and_gradient_independent():

@@ -2,6 +2,7 @@
 matrices) against their numpy twins, exact symmetry, bitwise reproducibility for a fixed thread
 count, the argument checks; and DotProductSimilarity / CosineSimilarity's same-set paths (one Gram,
 one backward product of dS + dS^T) against the separate-reference computation."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -33,8 +34,9 @@ def test_gram_matches_twin(seed, n, d):
     ref = R.gram_forward(x)
     # float32 accumulation over d terms of size ~1
     np.testing.assert_allclose(g, ref, rtol=1e-5, atol=1e-5 * max(1, d))
-    np.testing.assert_allclose(g, x.astype(np.float64) @ x.T.astype(np.float64), rtol=1e-5,
-                               atol=1e-5 * max(1, d))
+    np.testing.assert_allclose(
+        g, x.astype(np.float64) @ x.T.astype(np.float64), rtol=1e-5, atol=1e-5 * max(1, d)
+    )
 
 
 @pytest.mark.parametrize("n", [255, 256, 700, 1024])

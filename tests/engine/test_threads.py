@@ -1,5 +1,6 @@
 """Engine thread count and kernel selection: API, environment variables, and results that
 do not depend on the number of threads."""
+
 import os
 import subprocess
 import sys
@@ -35,9 +36,18 @@ def test_set_get_roundtrip(backend, restore_threads):
 
 
 @pytest.mark.parametrize("backend", [engine, ref], ids=["engine", "numpy"])
-@pytest.mark.parametrize("bad,exc", [(0, ValueError), (-3, ValueError), (5000, ValueError),
-                                     (1.5, TypeError), (True, TypeError), ("2", TypeError),
-                                     (None, TypeError)])
+@pytest.mark.parametrize(
+    "bad,exc",
+    [
+        (0, ValueError),
+        (-3, ValueError),
+        (5000, ValueError),
+        (1.5, TypeError),
+        (True, TypeError),
+        ("2", TypeError),
+        (None, TypeError),
+    ],
+)
 def test_set_num_threads_rejects(backend, bad, exc, restore_threads):
     before = backend.get_num_threads()
     with pytest.raises(exc, match="n must"):
@@ -47,13 +57,24 @@ def test_set_num_threads_rejects(backend, bad, exc, restore_threads):
 
 # Shapes on both sides of the threading threshold and of every path (packed, B in place,
 # dot product), with odd sizes so the per-thread rectangles have ragged edges.
-SHAPES = [(150, 130, 70, False, False), (333, 47, 129, True, False), (61, 517, 90, False, True),
-          (64, 64, 784, False, True), (2100, 20, 9, False, False), (45, 300, 260, True, True)]
+SHAPES = [
+    (150, 130, 70, False, False),
+    (333, 47, 129, True, False),
+    (61, 517, 90, False, True),
+    (64, 64, 784, False, True),
+    (2100, 20, 9, False, False),
+    (45, 300, 260, True, True),
+]
 
 
-KERNELS = ["generic"] + [k for k, ok in [
-    ("avx2", engine.cpu_features()["avx2"] and engine.cpu_features()["fma"]),
-    ("avx512", engine.cpu_features()["avx512f"] and engine.cpu_features()["fma"])] if ok]
+KERNELS = ["generic"] + [
+    k
+    for k, ok in [
+        ("avx2", engine.cpu_features()["avx2"] and engine.cpu_features()["fma"]),
+        ("avx512", engine.cpu_features()["avx512f"] and engine.cpu_features()["fma"]),
+    ]
+    if ok
+]
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -69,8 +90,7 @@ def test_sgemm_bitwise_identical_across_thread_counts(M, N, K, ta, tb, kernel, r
         for n in (1, 2, 3, 4):
             engine.set_num_threads(n)
             for _ in range(2):
-                results.append(engine.sgemm(A, B, C0.copy(), trans_a=ta, trans_b=tb, alpha=1.5,
-                                            beta=0.5))
+                results.append(engine.sgemm(A, B, C0.copy(), trans_a=ta, trans_b=tb, alpha=1.5, beta=0.5))
     finally:
         engine._set_gemm_kernel(previous)
     for r in results[1:]:
@@ -84,8 +104,7 @@ def _run(code, **env):
     for k in ("MANTISSA_EMBED_NUM_THREADS", "MANTISSA_EMBED_GEMM_KERNEL"):
         full.pop(k, None)
     full.update(env)
-    out = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 

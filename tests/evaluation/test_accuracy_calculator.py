@@ -1,4 +1,5 @@
 """AccuracyCalculator: metrics against a brute-force per-query loop, properties, API, bad input."""
+
 import warnings
 
 import numpy as np
@@ -7,8 +8,13 @@ from hypothesis import assume, given, settings, strategies as st
 
 from mantissa_embed.evaluation import AccuracyCalculator, accuracy_calculator as ac, knn
 
-KNN_METRICS = ("precision_at_1", "r_precision", "mean_average_precision_at_r",
-               "mean_average_precision", "mean_reciprocal_rank")
+KNN_METRICS = (
+    "precision_at_1",
+    "r_precision",
+    "mean_average_precision_at_r",
+    "mean_average_precision",
+    "mean_reciprocal_rank",
+)
 
 
 def _brute(q, ql, r, rl, ref_includes_query, k):
@@ -51,9 +57,15 @@ def _clustered(n, d, c, seed, spread=1.0):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(2, 40), m=st.integers(1, 40), d=st.integers(1, 6), c=st.integers(1, 5),
-       seed=st.integers(0, 2**31 - 1), mode=st.sampled_from(["self", "separate", "includes"]),
-       kmode=st.sampled_from([None, "max_bin_count", "int"]))
+@given(
+    n=st.integers(2, 40),
+    m=st.integers(1, 40),
+    d=st.integers(1, 6),
+    c=st.integers(1, 5),
+    seed=st.integers(0, 2**31 - 1),
+    mode=st.sampled_from(["self", "separate", "includes"]),
+    kmode=st.sampled_from([None, "max_bin_count", "int"]),
+)
 def test_matches_brute_force_and_in_unit_interval(n, m, d, c, seed, mode, kmode):
     x, y = _clustered(n + m, d, c, seed)
     if mode == "self":
@@ -148,8 +160,14 @@ def test_custom_metrics_by_subclassing():
     class Calc(AccuracyCalculator):
         def calculate_precision_at_2(self, knn_labels, query_labels, **kwargs):
             seen["knn"] = kwargs["knn_distances"].shape
-            return ac.precision_at_k(knn_labels, query_labels[:, None], 2, self.avg_of_avgs,
-                                     self.return_per_class, self.label_comparison_fn)
+            return ac.precision_at_k(
+                knn_labels,
+                query_labels[:, None],
+                2,
+                self.avg_of_avgs,
+                self.return_per_class,
+                self.label_comparison_fn,
+            )
 
         def calculate_n_clusters(self, cluster_labels, **kwargs):
             return len(np.unique(cluster_labels))
@@ -287,6 +305,7 @@ def test_clustering_matches_pml_with_faiss():
     torch = pytest.importorskip("torch")
     pml = pytest.importorskip("pytorch_metric_learning.utils.accuracy_calculator")
     from mantissa_embed.evaluation.accuracy_calculator import FaissKMeans
+
     rng = np.random.default_rng(4)
     y = rng.integers(0, 6, 400)
     x = (rng.normal(size=(6, 10))[y] * 2 + rng.normal(size=(400, 10))).astype(np.float32)
@@ -294,13 +313,15 @@ def test_clustering_matches_pml_with_faiss():
     assert isinstance(calc.kmeans_func, FaissKMeans)
     ours = calc.get_accuracy(x, y)
     theirs = pml.AccuracyCalculator(include=("NMI", "AMI"), device=torch.device("cpu")).get_accuracy(
-        torch.from_numpy(x), torch.from_numpy(y))
+        torch.from_numpy(x), torch.from_numpy(y)
+    )
     assert ours["NMI"] == pytest.approx(theirs["NMI"], abs=1e-12)
     assert ours["AMI"] == pytest.approx(theirs["AMI"], abs=1e-12)
 
 
 def test_without_faiss_the_default_is_scikit_learn(monkeypatch):
     import sys
+
     monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss -> ImportError
     assert isinstance(ac.default_kmeans(), ac.SklearnKMeans)
     assert isinstance(AccuracyCalculator().kmeans_func, ac.SklearnKMeans)

@@ -5,6 +5,7 @@ PML's default k-NN (faiss ``IndexFlatL2``) is replaced, on its side only, by its
 embeddings) computed by torch; ours uses its default (mantissa exact k-NN). NMI/AMI use the
 same deterministic k-means function on both sides.
 """
+
 import warnings
 
 import numpy as np
@@ -19,8 +20,15 @@ from sklearn.cluster import KMeans  # noqa: E402
 
 from mantissa_embed.evaluation import AccuracyCalculator  # noqa: E402
 
-ALL = ("precision_at_1", "r_precision", "mean_average_precision_at_r", "mean_average_precision",
-       "mean_reciprocal_rank", "NMI", "AMI")
+ALL = (
+    "precision_at_1",
+    "r_precision",
+    "mean_average_precision_at_r",
+    "mean_average_precision",
+    "mean_reciprocal_rank",
+    "NMI",
+    "AMI",
+)
 
 
 def _kmeans_np(x, n_clusters):
@@ -33,9 +41,12 @@ def _kmeans_torch(x, n_clusters):
 
 
 def _pml(**kw):
-    return pml_ac.AccuracyCalculator(device=torch.device("cpu"),
-                                     knn_func=CustomKNN(LpDistance(normalize_embeddings=False)),
-                                     kmeans_func=_kmeans_torch, **kw)
+    return pml_ac.AccuracyCalculator(
+        device=torch.device("cpu"),
+        knn_func=CustomKNN(LpDistance(normalize_embeddings=False)),
+        kmeans_func=_kmeans_torch,
+        **kw,
+    )
 
 
 def _ours(**kw):
@@ -112,8 +123,7 @@ def test_per_class_and_avg_of_avgs(mode, ref):
 
 def test_include_exclude_in_call():
     x, y = _data("random", 80, 3, 4, seed=5)
-    out = _run({"exclude": ("NMI",)}, (x, y), {"include": ("r_precision", "AMI", "NMI"),
-                                              "exclude": ("AMI",)})
+    out = _run({"exclude": ("NMI",)}, (x, y), {"include": ("r_precision", "AMI", "NMI"), "exclude": ("AMI",)})
     assert set(out) == {"r_precision"}
 
 
@@ -131,9 +141,16 @@ def test_multilabel_with_comparison_fn():
     def same_first(a, b):  # works on numpy arrays and torch tensors alike
         return a[..., 0] == b[..., 0]
 
-    kw = {"include": ("precision_at_1", "r_precision", "mean_average_precision_at_r",
-                      "mean_average_precision", "mean_reciprocal_rank"),
-          "label_comparison_fn": same_first}
+    kw = {
+        "include": (
+            "precision_at_1",
+            "r_precision",
+            "mean_average_precision_at_r",
+            "mean_average_precision",
+            "mean_reciprocal_rank",
+        ),
+        "label_comparison_fn": same_first,
+    }
     _run(kw, (x, y))
     _run(kw, (x[:40], y[:40], x[40:], y[40:], False))
 
@@ -144,24 +161,39 @@ def test_custom_metric_subclass():
     class Ours(AccuracyCalculator):
         def calculate_precision_at_2(self, knn_labels, query_labels, **kwargs):
             from mantissa_embed.evaluation import accuracy_calculator as ac
-            return ac.precision_at_k(knn_labels, query_labels[:, None], 2, self.avg_of_avgs,
-                                     self.return_per_class, self.label_comparison_fn)
+
+            return ac.precision_at_k(
+                knn_labels,
+                query_labels[:, None],
+                2,
+                self.avg_of_avgs,
+                self.return_per_class,
+                self.label_comparison_fn,
+            )
 
         def requires_knn(self):
             return super().requires_knn() + ["precision_at_2"]
 
     class Theirs(pml_ac.AccuracyCalculator):
         def calculate_precision_at_2(self, knn_labels, query_labels, **kwargs):
-            return pml_ac.precision_at_k(knn_labels, query_labels[:, None], 2, self.avg_of_avgs,
-                                         self.return_per_class, self.label_comparison_fn)
+            return pml_ac.precision_at_k(
+                knn_labels,
+                query_labels[:, None],
+                2,
+                self.avg_of_avgs,
+                self.return_per_class,
+                self.label_comparison_fn,
+            )
 
         def requires_knn(self):
             return super().requires_knn() + ["precision_at_2"]
 
     ours = Ours(include=("precision_at_2",)).get_accuracy(x, y)
-    theirs = Theirs(include=("precision_at_2",), device=torch.device("cpu"),
-                    knn_func=CustomKNN(LpDistance(normalize_embeddings=False))
-                    ).get_accuracy(torch.from_numpy(x), torch.from_numpy(y))
+    theirs = Theirs(
+        include=("precision_at_2",),
+        device=torch.device("cpu"),
+        knn_func=CustomKNN(LpDistance(normalize_embeddings=False)),
+    ).get_accuracy(torch.from_numpy(x), torch.from_numpy(y))
     _compare(ours, theirs)
 
 
@@ -181,7 +213,8 @@ def test_kmeans_metrics_match_pml_given_the_same_kmeans():
     km = SklearnKMeans()
     ours = AccuracyCalculator(include=("NMI", "AMI"), kmeans_func=km).get_accuracy(x, y)
     theirs = pml_ac.AccuracyCalculator(
-        include=("NMI", "AMI"), device=torch.device("cpu"),
+        include=("NMI", "AMI"),
+        device=torch.device("cpu"),
         knn_func=CustomKNN(LpDistance(normalize_embeddings=False)),
         kmeans_func=lambda t, c: torch.as_tensor(km(t.numpy(), c)),
     ).get_accuracy(torch.from_numpy(x), torch.from_numpy(y))

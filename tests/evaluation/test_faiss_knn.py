@@ -1,4 +1,5 @@
 """evaluation.faiss_knn.FaissKNN: the knn signature over faiss indexes, PML's semantics."""
+
 import numpy as np
 import pytest
 
@@ -104,13 +105,17 @@ def test_bad_input():
 
 def test_plugs_into_accuracy_calculator():
     from mantissa_embed.evaluation import AccuracyCalculator
+
     rng = np.random.default_rng(4)
     labels = np.repeat(np.arange(8), 25)
     emb = (rng.standard_normal((8, 16))[labels] + 0.8 * rng.standard_normal((200, 16))).astype(np.float32)
     include = ("precision_at_1", "r_precision", "mean_average_precision_at_r")
-    exact = AccuracyCalculator(include=include).get_accuracy(emb, labels, emb, labels, ref_includes_query=True)
+    exact = AccuracyCalculator(include=include).get_accuracy(
+        emb, labels, emb, labels, ref_includes_query=True
+    )
     via_faiss = AccuracyCalculator(include=include, knn_func=FaissKNN()).get_accuracy(
-        emb, labels, emb, labels, ref_includes_query=True)
+        emb, labels, emb, labels, ref_includes_query=True
+    )
     assert exact.keys() == via_faiss.keys()
     for key in exact:
         assert via_faiss[key] == pytest.approx(exact[key], abs=1e-6)

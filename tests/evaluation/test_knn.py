@@ -1,4 +1,5 @@
 """evaluation.knn: exact tiled k-NN vs brute force (stable order, ties by index), and its errors."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -97,10 +98,10 @@ def test_knn_is_a_valid_knn_on_float_data(case, metric, backend):
         truth = ((q64[:, None] - r64[None]) ** 2).sum(-1)[rows, idx]
         got = dist.astype(np.float64) ** (2 if metric == "euclidean" else 1)
         ref = ref_d ** (2 if metric == "euclidean" else 1)
-        tol = 4e-6 * ((q64 ** 2).sum(1).max() + (r64 ** 2).sum(1).max())
+        tol = 4e-6 * ((q64**2).sum(1).max() + (r64**2).sum(1).max())
     elif metric == "inner_product":
         truth, got, ref = (q64 @ r64.T)[rows, idx], dist, ref_d
-        tol = 4e-6 * np.sqrt((q64 ** 2).sum(1).max() * (r64 ** 2).sum(1).max())
+        tol = 4e-6 * np.sqrt((q64**2).sum(1).max() * (r64**2).sum(1).max())
     else:
         qn = np.linalg.norm(q64, axis=1, keepdims=True)
         rn = np.linalg.norm(r64, axis=1, keepdims=True)
@@ -175,16 +176,19 @@ def test_empty_query():
     assert idx.shape == d.shape == (0, 2) and idx.dtype == np.int64 and d.dtype == np.float32
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(k=6), ValueError, "k must be <= 5"),
-    (dict(k=5, exclude_self=True), ValueError, "k must be <= 4"),
-    (dict(k=0), ValueError, "k must be >= 1"),
-    (dict(k=2.0), TypeError, "k must be an int"),
-    (dict(k=2, metric="manhattan"), ValueError, "metric"),
-    (dict(k=2, backend="torch"), ValueError, "backend"),
-    (dict(k=2, tile=0), ValueError, "tile"),
-    (dict(k=2, exclude_self="yes"), TypeError, "exclude_self"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(k=6), ValueError, "k must be <= 5"),
+        (dict(k=5, exclude_self=True), ValueError, "k must be <= 4"),
+        (dict(k=0), ValueError, "k must be >= 1"),
+        (dict(k=2.0), TypeError, "k must be an int"),
+        (dict(k=2, metric="manhattan"), ValueError, "metric"),
+        (dict(k=2, backend="torch"), ValueError, "backend"),
+        (dict(k=2, tile=0), ValueError, "tile"),
+        (dict(k=2, exclude_self="yes"), TypeError, "exclude_self"),
+    ],
+)
 def test_bad_arguments(kwargs, exc, match):
     r = np.ones((5, 3), np.float32)
     with pytest.raises(exc, match=match):
@@ -219,7 +223,7 @@ def test_returned_values_are_exact_for_near_duplicates():
     near = base + np.float32(0.01)
     truth = np.sqrt(((near.astype(np.float64) - base) ** 2).sum(1))
     for backend in BACKENDS:
-        for metric, want in (("euclidean", truth), ("sqeuclidean", truth ** 2)):
+        for metric, want in (("euclidean", truth), ("sqeuclidean", truth**2)):
             idx, dist = knn(base, near, 1, metric=metric, backend=backend)
             np.testing.assert_array_equal(idx[:, 0], np.arange(30))
             np.testing.assert_allclose(dist[:, 0], want, rtol=1e-6)
@@ -227,6 +231,7 @@ def test_returned_values_are_exact_for_near_duplicates():
 
 def test_same_result_for_any_engine_thread_count():
     from mantissa_embed import engine
+
     before = engine.get_num_threads()
     rng = np.random.default_rng(6)
     r = rng.standard_normal((2000, 16)).astype(np.float32)

@@ -1,5 +1,6 @@
 """query_gallery_metrics: equal to AccuracyCalculator on the same embeddings, CMC@K and OML's
 precision@K against a float64 brute force, masks and bad input."""
+
 import subprocess
 import sys
 import warnings
@@ -76,9 +77,16 @@ def _near_tie(x, is_q, is_g):
 
 # -- equal to AccuracyCalculator -------------------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(2, 50), d=st.integers(1, 6), c=st.integers(1, 8), seed=st.integers(0, 2**31 - 1),
-       integer=st.booleans(), backend=st.sampled_from(["mantissa", "numpy"]))
+@given(
+    n=st.integers(2, 50),
+    d=st.integers(1, 6),
+    c=st.integers(1, 8),
+    seed=st.integers(0, 2**31 - 1),
+    integer=st.booleans(),
+    backend=st.sampled_from(["mantissa", "numpy"]),
+)
 def test_all_items_query_and_gallery_equal_accuracy_calculator(n, d, c, seed, integer, backend):
     x, y = _data(n, d, c, seed, integer)
     want = _accuracy(x, y)
@@ -92,13 +100,20 @@ def test_all_items_query_and_gallery_equal_accuracy_calculator(n, d, c, seed, in
     assert got["cmc_at_1"] == got["precision_at_1"]
     # the explicit all-True masks (bool and 0/1) are the default
     ones = np.ones(n, dtype=np.int64)
-    assert query_gallery_metrics(x, y, ones, ones.astype(bool), metrics=(*PML, "cmc_at_1"),
-                                 backend=backend) == got
+    assert (
+        query_gallery_metrics(x, y, ones, ones.astype(bool), metrics=(*PML, "cmc_at_1"), backend=backend)
+        == got
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(2, 60), d=st.integers(1, 6), c=st.integers(1, 6), seed=st.integers(0, 2**31 - 1),
-       integer=st.booleans())
+@given(
+    n=st.integers(2, 60),
+    d=st.integers(1, 6),
+    c=st.integers(1, 6),
+    seed=st.integers(0, 2**31 - 1),
+    integer=st.booleans(),
+)
 def test_disjoint_query_gallery_equal_accuracy_calculator(n, d, c, seed, integer):
     x, y = _data(n, d, c, seed, integer)
     is_q, is_g = _roles(n, seed, "qg-")
@@ -115,8 +130,13 @@ def test_disjoint_query_gallery_equal_accuracy_calculator(n, d, c, seed, integer
 
 
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(2, 60), d=st.integers(1, 6), c=st.integers(1, 6), seed=st.integers(0, 2**31 - 1),
-       integer=st.booleans())
+@given(
+    n=st.integers(2, 60),
+    d=st.integers(1, 6),
+    c=st.integers(1, 6),
+    seed=st.integers(0, 2**31 - 1),
+    integer=st.booleans(),
+)
 def test_mixed_roles_are_the_weighted_mean_of_two_accuracy_calculator_calls(n, d, c, seed, integer):
     """Queries inside the gallery: AccuracyCalculator's ref_includes_query layout (those queries
     first, then the gallery-only items); queries outside it: the gallery in item order."""
@@ -147,11 +167,17 @@ def test_mixed_roles_are_the_weighted_mean_of_two_accuracy_calculator_calls(n, d
 
 # -- against a float64 brute force -----------------------------------------------------------
 
+
 @settings(max_examples=80, deadline=None)
-@given(n=st.integers(2, 50), d=st.integers(1, 6), c=st.integers(1, 6), seed=st.integers(0, 2**31 - 1),
-       kinds=st.sampled_from(["b", "qg", "qgb-", "bg", "qb"]),
-       ks=st.lists(st.integers(1, 60), min_size=1, max_size=4, unique=True),
-       backend=st.sampled_from(["mantissa", "numpy"]))
+@given(
+    n=st.integers(2, 50),
+    d=st.integers(1, 6),
+    c=st.integers(1, 6),
+    seed=st.integers(0, 2**31 - 1),
+    kinds=st.sampled_from(["b", "qg", "qgb-", "bg", "qb"]),
+    ks=st.lists(st.integers(1, 60), min_size=1, max_size=4, unique=True),
+    backend=st.sampled_from(["mantissa", "numpy"]),
+)
 def test_matches_brute_force(n, d, c, seed, kinds, ks, backend):
     x, y = _data(n, d, c, seed)
     is_q, is_g = _roles(n, seed, kinds)
@@ -183,13 +209,32 @@ def test_hand_computed_values():
     x = np.arange(7, dtype=np.float32)[:, None]
     y = np.array([0, 0, 1, 0, 1, 1, 1])
     is_q = np.arange(7) == 0
-    got = query_gallery_metrics(x, y, is_q, ~is_q, metrics=(
-        "cmc_at_1", "precision_at_1", "precision_at_2", "precision_at_5", "precision_at_10",
-        "cmc_at_10", "r_precision", "mean_average_precision_at_r"))
-    assert got == {"cmc_at_1": 1.0, "precision_at_1": 1.0, "precision_at_2": 0.5,
-                   "precision_at_5": 1.0,  # 2 hits / min(5, 2 relevant): OML's definition
-                   "precision_at_10": 1.0, "cmc_at_10": 1.0,  # K beyond the gallery: all of it
-                   "r_precision": 0.5, "mean_average_precision_at_r": 0.5}
+    got = query_gallery_metrics(
+        x,
+        y,
+        is_q,
+        ~is_q,
+        metrics=(
+            "cmc_at_1",
+            "precision_at_1",
+            "precision_at_2",
+            "precision_at_5",
+            "precision_at_10",
+            "cmc_at_10",
+            "r_precision",
+            "mean_average_precision_at_r",
+        ),
+    )
+    assert got == {
+        "cmc_at_1": 1.0,
+        "precision_at_1": 1.0,
+        "precision_at_2": 0.5,
+        "precision_at_5": 1.0,  # 2 hits / min(5, 2 relevant): OML's definition
+        "precision_at_10": 1.0,
+        "cmc_at_10": 1.0,  # K beyond the gallery: all of it
+        "r_precision": 0.5,
+        "mean_average_precision_at_r": 0.5,
+    }
 
 
 def test_self_excluded_lone_dropped_and_neither_ignored():
@@ -216,8 +261,10 @@ def test_duplicate_metric_names_once_in_order():
 
 
 def test_does_not_import_sklearn():
-    code = ("import sys; import mantissa_embed.evaluation.query_gallery; "
-            "assert not any(m == 'sklearn' or m.startswith('sklearn.') for m in sys.modules)")
+    code = (
+        "import sys; import mantissa_embed.evaluation.query_gallery; "
+        "assert not any(m == 'sklearn' or m.startswith('sklearn.') for m in sys.modules)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -227,42 +274,48 @@ X, Y = _data(10, 3, 2, 1)
 Q = np.arange(10) < 5
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"labels": Y[:9]}, "labels"),
-    ({"is_query": Q[:9]}, "is_query"),
-    ({"is_gallery": np.ones(11, bool)}, "is_gallery"),
-    ({"is_query": np.ones((10, 1), bool)}, "is_query"),
-    ({"is_query": np.where(Q, 2, 0)}, "is_query"),
-    ({"is_gallery": np.full(10, 0.5)}, "is_gallery"),
-    ({"is_gallery": np.ones(10)}, "is_gallery"),  # floats, even 1.0
-    ({"is_query": ["yes"] * 10}, "is_query"),
-    ({"is_query": np.full(10, -1)}, "is_query"),
-    ({"is_query": np.zeros(10, bool)}, "query"),
-    ({"is_gallery": [0] * 10}, "gallery"),
-    ({"labels": np.arange(10)}, "lone"),  # every label once: nothing to retrieve
-    ({"is_query": Q, "is_gallery": ~Q, "labels": np.where(Q, 0, 1)}, "lone"),
-    ({"metrics": ("cmc_at_5", "map_at_5")}, "cmc_at_K"),
-    ({"metrics": ("cmc_at_0",)}, ">= 1"),
-    ({"metrics": ("precision_at_0",)}, ">= 1"),
-    ({"metrics": ("precision_at_05",)}, "precision_at_K"),
-    ({"metrics": ("cmc_at_x",)}, "cmc_at_K"),
-    ({"metrics": ("precision_at_-1",)}, "precision_at_K"),
-    ({"metrics": ()}, "at least one"),
-    ({"embeddings": np.where(np.eye(10, 3) > 0, np.nan, X)}, "NaN"),
-    ({"embeddings": X[:, :0]}, "embeddings"),
-    ({"backend": "torch"}, "backend"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"labels": Y[:9]}, "labels"),
+        ({"is_query": Q[:9]}, "is_query"),
+        ({"is_gallery": np.ones(11, bool)}, "is_gallery"),
+        ({"is_query": np.ones((10, 1), bool)}, "is_query"),
+        ({"is_query": np.where(Q, 2, 0)}, "is_query"),
+        ({"is_gallery": np.full(10, 0.5)}, "is_gallery"),
+        ({"is_gallery": np.ones(10)}, "is_gallery"),  # floats, even 1.0
+        ({"is_query": ["yes"] * 10}, "is_query"),
+        ({"is_query": np.full(10, -1)}, "is_query"),
+        ({"is_query": np.zeros(10, bool)}, "query"),
+        ({"is_gallery": [0] * 10}, "gallery"),
+        ({"labels": np.arange(10)}, "lone"),  # every label once: nothing to retrieve
+        ({"is_query": Q, "is_gallery": ~Q, "labels": np.where(Q, 0, 1)}, "lone"),
+        ({"metrics": ("cmc_at_5", "map_at_5")}, "cmc_at_K"),
+        ({"metrics": ("cmc_at_0",)}, ">= 1"),
+        ({"metrics": ("precision_at_0",)}, ">= 1"),
+        ({"metrics": ("precision_at_05",)}, "precision_at_K"),
+        ({"metrics": ("cmc_at_x",)}, "cmc_at_K"),
+        ({"metrics": ("precision_at_-1",)}, "precision_at_K"),
+        ({"metrics": ()}, "at least one"),
+        ({"embeddings": np.where(np.eye(10, 3) > 0, np.nan, X)}, "NaN"),
+        ({"embeddings": X[:, :0]}, "embeddings"),
+        ({"backend": "torch"}, "backend"),
+    ],
+)
 def test_bad_input_value_error(kwargs, match):
     args = {"embeddings": X, "labels": Y, "is_query": None, "is_gallery": None, **kwargs}
     with pytest.raises(ValueError, match=match):
         query_gallery_metrics(**args)
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"labels": Y.astype(float)},
-    {"embeddings": np.array([["a"] * 3] * 10)},
-    {"metrics": (5,)},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"labels": Y.astype(float)},
+        {"embeddings": np.array([["a"] * 3] * 10)},
+        {"metrics": (5,)},
+    ],
+)
 def test_bad_input_type_error(kwargs):
     args = {"embeddings": X, "labels": Y, **kwargs}
     with pytest.raises(TypeError):

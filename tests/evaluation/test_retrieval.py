@@ -1,4 +1,5 @@
 """evaluation.retrieval: precision@1, R-precision, MAP@R against a plain per-query implementation."""
+
 import warnings
 
 import numpy as np
@@ -76,8 +77,9 @@ def test_matches_naive_definition(case, avg_of_avgs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         got = retrieval_metrics(X, y, R, ry, ref_includes_query=inc, avg_of_avgs=avg_of_avgs)
-        ref = naive_metrics(X, y, X if R is None else R, y if ry is None else ry,
-                            True if R is None else inc, avg_of_avgs)
+        ref = naive_metrics(
+            X, y, X if R is None else R, y if ry is None else ry, True if R is None else inc, avg_of_avgs
+        )
     assert set(got) == set(NAMES)
     for m in NAMES:
         if np.isnan(ref[m]):
@@ -92,7 +94,7 @@ def test_matches_naive_definition(case, avg_of_avgs):
 def test_perfect_embedding_scores_one(C, per_class, D, seed):
     rng = np.random.default_rng(seed)
     y = rng.permutation(np.repeat(np.arange(C), per_class))
-    centers = np.eye(max(C, D))[:C, :max(C, D)] * 100.0
+    centers = np.eye(max(C, D))[:C, : max(C, D)] * 100.0
     X = (centers[y] + rng.uniform(-0.1, 0.1, (len(y), centers.shape[1]))).astype(np.float32)
     res = retrieval_metrics(X, y)
     assert res == {m: 1.0 for m in NAMES}
@@ -145,7 +147,10 @@ def test_small_k_truncates_with_warning():
     assert res["precision_at_1"] == exact["precision_at_1"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert retrieval_metrics(X, y, include=("precision_at_1",), k=1)["precision_at_1"] == exact["precision_at_1"]
+        assert (
+            retrieval_metrics(X, y, include=("precision_at_1",), k=1)["precision_at_1"]
+            == exact["precision_at_1"]
+        )
 
 
 def test_errors():

@@ -1,4 +1,5 @@
 """evaluation.retrieval vs pytorch-metric-learning's AccuracyCalculator (oracle, 1e-6)."""
+
 import logging
 
 import numpy as np
@@ -18,13 +19,18 @@ logging.getLogger("PML").setLevel(logging.ERROR)
 
 def pml(X, y, R=None, ry=None, inc=False, avg_of_avgs=False):
     # faiss is not installed: exact brute-force k-NN with PML's own Euclidean distance
-    calc = AccuracyCalculator(include=NAMES, k="max_bin_count", avg_of_avgs=avg_of_avgs,
-                              device=torch.device("cpu"),
-                              knn_func=CustomKNN(LpDistance(normalize_embeddings=False)))
+    calc = AccuracyCalculator(
+        include=NAMES,
+        k="max_bin_count",
+        avg_of_avgs=avg_of_avgs,
+        device=torch.device("cpu"),
+        knn_func=CustomKNN(LpDistance(normalize_embeddings=False)),
+    )
     if R is None:
         return calc.get_accuracy(torch.from_numpy(X), torch.from_numpy(y))
-    return calc.get_accuracy(torch.from_numpy(X), torch.from_numpy(y), torch.from_numpy(R),
-                             torch.from_numpy(ry), inc)
+    return calc.get_accuracy(
+        torch.from_numpy(X), torch.from_numpy(y), torch.from_numpy(R), torch.from_numpy(ry), inc
+    )
 
 
 def make(seed, n, D, C, spread):
@@ -40,12 +46,15 @@ def assert_close(got, ref):
         assert got[m] == pytest.approx(ref[m], abs=1e-6), m
 
 
-@pytest.mark.parametrize("seed, n, D, C, spread", [
-    (0, 300, 8, 5, 0.0),    # random
-    (1, 250, 4, 10, 3.0),   # clustered
-    (2, 400, 16, 3, 1.0),
-    (3, 120, 2, 30, 2.0),   # many small classes, some lone queries
-])
+@pytest.mark.parametrize(
+    "seed, n, D, C, spread",
+    [
+        (0, 300, 8, 5, 0.0),  # random
+        (1, 250, 4, 10, 3.0),  # clustered
+        (2, 400, 16, 3, 1.0),
+        (3, 120, 2, 30, 2.0),  # many small classes, some lone queries
+    ],
+)
 @pytest.mark.parametrize("avg_of_avgs", [False, True])
 def test_self_retrieval_matches_pml(seed, n, D, C, spread, avg_of_avgs):
     X, y, _, _ = make(seed, n, D, C, spread)

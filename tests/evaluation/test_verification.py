@@ -1,4 +1,5 @@
 """evaluation.verification: ROC AUC, EER, TAR@FAR and the best threshold vs brute force over thresholds."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -37,10 +38,13 @@ def brute(d, same):
     return dict(ts=ts, tar=tar, far=far, acc=acc, auc=auc, eer=eer, eer_t=eer_t, tar_at=tar_at, best=best)
 
 
-pairs = st.integers(4, 60).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 8), min_size=n, max_size=n),  # small ints -> many ties
-    st.lists(st.booleans(), min_size=n, max_size=n),
-    st.floats(0.05, 3.0)))
+pairs = st.integers(4, 60).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 8), min_size=n, max_size=n),  # small ints -> many ties
+        st.lists(st.booleans(), min_size=n, max_size=n),
+        st.floats(0.05, 3.0),
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -143,7 +147,9 @@ def test_best_threshold_feeds_verify():
     rng = np.random.default_rng(0)
     X = rng.random((40, 1, 8, 8)).astype(np.float32)
     y = np.repeat(np.arange(4), 10)
-    emb = Embedder(models.mlp_embedder(embed_dim=4), seed=0, loss="triplet", miner="batch_hard", optimizer="sgd")
+    emb = Embedder(
+        models.mlp_embedder(embed_dim=4), seed=0, loss="triplet", miner="batch_hard", optimizer="sgd"
+    )
     emb.fit(X, y, epochs=1, batch_size=20, lr=0.05, augment=None, schedule=None)
     i, j = np.triu_indices(40, 1)
     d = emb.verify(X[i], X[j])
@@ -152,22 +158,25 @@ def test_best_threshold_feeds_verify():
     assert (decided == (y[i] == y[j])).mean() == pytest.approx(m["best_accuracy"])
 
 
-@pytest.mark.parametrize("distances, same, exc, word", [
-    ([0.1, np.nan, 0.3], [1, 0, 1], ValueError, "distances"),
-    ([0.1, np.inf, 0.3], [1, 0, 1], ValueError, "distances"),
-    ([[0.1, 0.2]], [[1, 0]], ValueError, "distances"),
-    ([0.1], [1], ValueError, "distances"),
-    (["a", "b"], [1, 0], TypeError, "distances"),
-    ([0.1 + 1j, 0.2], [1, 0], TypeError, "distances"),
-    (None, [1, 0], TypeError, "distances"),
-    ([0.1, 0.2, 0.3], [1, 0], ValueError, "same"),
-    ([0.1, 0.2], [[1, 0]], ValueError, "same"),
-    ([0.1, 0.2], [1, 2], ValueError, "same"),
-    ([0.1, 0.2], [0.0, 1.0], TypeError, "same"),
-    ([0.1, 0.2], [1, 1], ValueError, "same"),
-    ([0.1, 0.2], [False, False], ValueError, "same"),
-    ([0.1, 0.2], None, TypeError, "same"),
-])
+@pytest.mark.parametrize(
+    "distances, same, exc, word",
+    [
+        ([0.1, np.nan, 0.3], [1, 0, 1], ValueError, "distances"),
+        ([0.1, np.inf, 0.3], [1, 0, 1], ValueError, "distances"),
+        ([[0.1, 0.2]], [[1, 0]], ValueError, "distances"),
+        ([0.1], [1], ValueError, "distances"),
+        (["a", "b"], [1, 0], TypeError, "distances"),
+        ([0.1 + 1j, 0.2], [1, 0], TypeError, "distances"),
+        (None, [1, 0], TypeError, "distances"),
+        ([0.1, 0.2, 0.3], [1, 0], ValueError, "same"),
+        ([0.1, 0.2], [[1, 0]], ValueError, "same"),
+        ([0.1, 0.2], [1, 2], ValueError, "same"),
+        ([0.1, 0.2], [0.0, 1.0], TypeError, "same"),
+        ([0.1, 0.2], [1, 1], ValueError, "same"),
+        ([0.1, 0.2], [False, False], ValueError, "same"),
+        ([0.1, 0.2], None, TypeError, "same"),
+    ],
+)
 def test_bad_input(distances, same, exc, word):
     with pytest.raises(exc, match=word):
         verification_metrics(distances, same)

@@ -1,6 +1,7 @@
 """mantissa_embed.index.Index: exact search against a float64 brute force (per storage dtype, on
 the decoded vectors), tile merging, re-ranking, ids / labels / remove, files (round trip,
 memory map, corrupt files), the Embedder's build_index / retrieve, and threads."""
+
 import json
 import struct
 
@@ -25,7 +26,9 @@ def _brute(Q, X, k, metric="euclidean"):
     q, x = Q.astype(np.float64), X.astype(np.float64)
     if metric == "cosine":
         qn = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-300)
-        xn = x / np.where(np.linalg.norm(x, axis=1, keepdims=True) > 0, np.linalg.norm(x, axis=1, keepdims=True), 1)
+        xn = x / np.where(
+            np.linalg.norm(x, axis=1, keepdims=True) > 0, np.linalg.norm(x, axis=1, keepdims=True), 1
+        )
         D = np.clip(1 - qn @ xn.T, 0, 2)
     else:
         D = np.sqrt(((q[:, None, :] - x[None]) ** 2).sum(-1))
@@ -164,20 +167,20 @@ def test_corrupt_files_are_rejected(tmp_path):
     Index(12).add(X).save(good)
     raw = good.read_bytes()
     bad = tmp_path / "bad"
-    bad.write_bytes(raw[:len(raw) - 100])  # truncated
+    bad.write_bytes(raw[: len(raw) - 100])  # truncated
     with pytest.raises(ValueError, match="past the end"):
         Index.load(bad)
     bad.write_bytes(b"PK" + raw[2:])
     with pytest.raises(ValueError, match="not a mantissa-embed index"):
         Index.load(bad)
-    h = json.loads(raw[16:16 + struct.unpack("<Q", raw[8:16])[0]])
+    h = json.loads(raw[16 : 16 + struct.unpack("<Q", raw[8:16])[0]])
     h["n"] = 10**11  # a header claiming 10^11 vectors: refused before any allocation
     h["arrays"]["codes"]["shape"] = [10**11, 12]
     h["arrays"]["ids"]["shape"] = [10**11]
     _write(bad, h)
     with pytest.raises(ValueError, match="past the end"):
         Index.load(bad, mmap=False)
-    h2 = json.loads(raw[16:16 + struct.unpack("<Q", raw[8:16])[0]])
+    h2 = json.loads(raw[16 : 16 + struct.unpack("<Q", raw[8:16])[0]])
     h2["arrays"]["codes"]["dtype"] = "|O"
     _write(bad, h2, raw[64:])
     with pytest.raises(ValueError, match="codes"):
@@ -214,6 +217,7 @@ def test_concurrent_search_and_add():
         got = ix.search(Q, 7)
         if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
             wrong.append(1)
+
     errors = run_threads(searcher, n_threads=3, calls=5)
     assert not wrong and not errors
 
@@ -222,6 +226,7 @@ def test_an_index_crosses_processes(tmp_path):
     """Dask moves shards between worker processes by pickling: the lock is recreated and a
     memory-mapped index travels as its arrays."""
     import pickle
+
     X, Q = _data(n=100)
     ix = Index(12, dtype="int8").add(X)
     ix.save(tmp_path / "g")

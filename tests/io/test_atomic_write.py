@@ -1,4 +1,5 @@
 """_io.atomic_write: the mode follows the umask; on error the temp file is removed and the target kept."""
+
 import os
 import stat
 

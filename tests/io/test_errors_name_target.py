@@ -1,5 +1,6 @@
 """Errors of every atomic writer (``_io.atomic_write``, ``Embedder.save``, ``Index.save``) name
 the target path, never the temporary file."""
+
 import re
 
 import numpy as np

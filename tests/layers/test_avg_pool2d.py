@@ -1,5 +1,6 @@
 """AvgPool2D and GlobalAvgPool2D layers: float64 finite differences, shapes, config round trip
 through Sequential, and bad arguments."""
+
 import json
 
 import numpy as np
@@ -16,13 +17,17 @@ def _avg64(x, size, stride):
     y = np.zeros((N, C, HO, WO))
     for i in range(HO):
         for j in range(WO):
-            y[:, :, i, j] = x[:, :, i * stride:i * stride + size, j * stride:j * stride + size].mean(axis=(2, 3))
+            y[:, :, i, j] = x[:, :, i * stride : i * stride + size, j * stride : j * stride + size].mean(
+                axis=(2, 3)
+            )
     return y
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
-@pytest.mark.parametrize("size,stride,shape", [(2, None, (2, 3, 6, 5)), (3, 2, (1, 2, 7, 7)),
-                                               (2, 1, (1, 1, 4, 5)), (2, 3, (2, 2, 8, 7))])
+@pytest.mark.parametrize(
+    "size,stride,shape",
+    [(2, None, (2, 3, 6, 5)), (3, 2, (1, 2, 7, 7)), (2, 1, (1, 1, 4, 5)), (2, 3, (2, 2, 8, 7))],
+)
 def test_avg_pool2d_gradients(backend, size, stride, shape):
     layer = AvgPool2D(size, stride=stride).set_backend(backend)
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
@@ -38,8 +43,16 @@ def test_global_avg_pool2d_gradients(backend, shape):
 
 
 def test_shapes_and_config_round_trip():
-    model = Sequential([Conv2D(4, 3, pad=1, act="relu"), AvgPool2D(3, stride=2), Conv2D(5, 3, pad=1),
-                        GlobalAvgPool2D(), Dense(3)], seed=2)
+    model = Sequential(
+        [
+            Conv2D(4, 3, pad=1, act="relu"),
+            AvgPool2D(3, stride=2),
+            Conv2D(5, 3, pad=1),
+            GlobalAvgPool2D(),
+            Dense(3),
+        ],
+        seed=2,
+    )
     x = np.random.default_rng(2).standard_normal((2, 1, 11, 9)).astype(np.float32)
     y = model.forward(x)
     assert y.shape == (2, 3)

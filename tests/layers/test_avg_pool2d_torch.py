@@ -1,4 +1,5 @@
 """AvgPool2D and GlobalAvgPool2D (kernels and layers) against torch: values and input gradients."""
+
 import numpy as np
 import pytest
 
@@ -18,8 +19,16 @@ def _close(a, b, rtol=1e-4):
 
 
 @pytest.mark.parametrize("be", BACKENDS)
-@pytest.mark.parametrize("shape,size,stride", [((2, 3, 8, 8), 2, 2), ((1, 2, 7, 9), 3, 2), ((2, 1, 6, 5), 2, 1),
-                                               ((3, 2, 9, 7), 2, 3), ((16, 32, 14, 14), 2, 2)])
+@pytest.mark.parametrize(
+    "shape,size,stride",
+    [
+        ((2, 3, 8, 8), 2, 2),
+        ((1, 2, 7, 9), 3, 2),
+        ((2, 1, 6, 5), 2, 1),
+        ((3, 2, 9, 7), 2, 3),
+        ((16, 32, 14, 14), 2, 2),
+    ],
+)
 def test_avgpool2d_matches_torch(be, shape, size, stride):
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(np.float32)
@@ -50,9 +59,11 @@ def test_global_avgpool2d_matches_torch(be, shape):
 def test_layers_match_torch_modules(backend):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((3, 4, 9, 8)).astype(np.float32)
-    for ours, theirs in [(AvgPool2D(3, stride=2), torch.nn.AvgPool2d(3, stride=2)),
-                         (AvgPool2D(2), torch.nn.AvgPool2d(2)),
-                         (GlobalAvgPool2D(), torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten()))]:
+    for ours, theirs in [
+        (AvgPool2D(3, stride=2), torch.nn.AvgPool2d(3, stride=2)),
+        (AvgPool2D(2), torch.nn.AvgPool2d(2)),
+        (GlobalAvgPool2D(), torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())),
+    ]:
         ours.set_backend(backend)
         tx = torch.tensor(x, requires_grad=True)
         ty = theirs(tx)

@@ -1,6 +1,7 @@
 """BatchNorm2D / BatchNorm1D layers: train/eval behaviour, the running statistics as buffers saved
 and restored by Sequential.state_arrays / load_state_arrays and Embedder.save / load, get_config
 round trips, and bad input."""
+
 import numpy as np
 import pytest
 
@@ -23,8 +24,18 @@ def _x(shape, seed=0, offset=2.0):
 
 
 def _net(backend="mantissa"):
-    return Sequential([Conv2D(4, 3, pad=1), BatchNorm2D(act="relu"), MaxPool2D(2), Flatten(), Dense(6),
-                       BatchNorm1D(momentum=0.3)], seed=1, backend=backend)
+    return Sequential(
+        [
+            Conv2D(4, 3, pad=1),
+            BatchNorm2D(act="relu"),
+            MaxPool2D(2),
+            Flatten(),
+            Dense(6),
+            BatchNorm1D(momentum=0.3),
+        ],
+        seed=1,
+        backend=backend,
+    )
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
@@ -66,7 +77,11 @@ def test_state_arrays_hold_the_running_statistics_and_round_trip():
         net.backward(np.ones_like(y))
     state = net.state_arrays()
     assert set(state) == {n for n, _ in net.named_parameters()} | {
-        "1.running_mean", "1.running_var", "5.running_mean", "5.running_var"}
+        "1.running_mean",
+        "1.running_var",
+        "5.running_mean",
+        "5.running_var",
+    }
     assert dict(net.named_buffers())["1.running_mean"] is net[1].running_mean
     np.testing.assert_array_equal(state["5.running_var"], net[5].running_var)
     assert state["1.running_mean"] is not net[1].running_mean and state["1.running_mean"].any()
@@ -116,7 +131,9 @@ def test_embedder_save_load_keeps_the_running_statistics(tmp_path):
     np.testing.assert_array_equal(loaded.embed(X), emb.embed(X))
 
 
-@pytest.mark.parametrize("layer", [BatchNorm2D(momentum=0.3, eps=1e-3, act="relu"), BatchNorm1D(num_features=7)])
+@pytest.mark.parametrize(
+    "layer", [BatchNorm2D(momentum=0.3, eps=1e-3, act="relu"), BatchNorm1D(num_features=7)]
+)
 def test_get_config_round_trips(layer):
     cfg = layer.get_config()
     again = layer_from_config(cfg)
@@ -129,18 +146,21 @@ def test_num_features_is_checked_against_the_input():
     assert BatchNorm1D(num_features=4).forward(_x((2, 4))).shape == (2, 4)
 
 
-@pytest.mark.parametrize("kwargs,exc,match", [
-    ({"momentum": -0.1}, ValueError, "momentum must be in"),
-    ({"momentum": 1.01}, ValueError, "momentum must be in"),
-    ({"momentum": None}, TypeError, "momentum must be a number"),
-    ({"eps": 0}, ValueError, "eps must be >"),
-    ({"eps": -1e-5}, ValueError, "eps must be >"),
-    ({"eps": "1e-5"}, TypeError, "eps must be a number"),
-    ({"act": "sigmoid"}, ValueError, "act must be"),
-    ({"act": "leaky_relu"}, ValueError, "act must be None, 'identity' or 'relu' for a batch norm"),
-    ({"num_features": 0}, ValueError, "num_features must be >= 1"),
-    ({"num_features": 2.5}, TypeError, "num_features must be an int"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        ({"momentum": -0.1}, ValueError, "momentum must be in"),
+        ({"momentum": 1.01}, ValueError, "momentum must be in"),
+        ({"momentum": None}, TypeError, "momentum must be a number"),
+        ({"eps": 0}, ValueError, "eps must be >"),
+        ({"eps": -1e-5}, ValueError, "eps must be >"),
+        ({"eps": "1e-5"}, TypeError, "eps must be a number"),
+        ({"act": "sigmoid"}, ValueError, "act must be"),
+        ({"act": "leaky_relu"}, ValueError, "act must be None, 'identity' or 'relu' for a batch norm"),
+        ({"num_features": 0}, ValueError, "num_features must be >= 1"),
+        ({"num_features": 2.5}, TypeError, "num_features must be an int"),
+    ],
+)
 @pytest.mark.parametrize("cls", [BatchNorm2D, BatchNorm1D])
 def test_bad_arguments(cls, kwargs, exc, match):
     with pytest.raises(exc, match=match):

@@ -1,6 +1,7 @@
 """Batch-norm gradients against float64 central finite differences of the twin's float64 math
 (``_reference._norm``): dx, dgamma, dbeta in training (through the batch statistics) and in eval,
 with and without the output ReLU; odd shapes, batch 1 where training allows it."""
+
 import numpy as np
 import pytest
 
@@ -37,7 +38,9 @@ def test_gradients_match_finite_differences(shape, training, relu):
     g = np.where(y > 0, w.reshape(N, C, -1), 0.0) if relu else w.reshape(N, C, -1)
     dx, dgamma, dbeta = nref._batchnorm_grads(g, x3, gamma, mean, 1 / np.sqrt(var + 1e-5), training)
     h = 1e-6
-    np.testing.assert_allclose(dx.reshape(shape), central_diff(lambda v: loss(x_=v), x, h), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        dx.reshape(shape), central_diff(lambda v: loss(x_=v), x, h), rtol=1e-6, atol=1e-7
+    )
     np.testing.assert_allclose(dgamma, central_diff(lambda v: loss(g_=v), gamma, h), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(dbeta, central_diff(lambda v: loss(b_=v), beta, h), rtol=1e-6, atol=1e-7)
 

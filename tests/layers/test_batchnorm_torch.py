@@ -2,6 +2,7 @@
 ``torch.nn.functional.batch_norm`` (training forward, running statistics, eval forward, every
 gradient, the fused ReLU) and the layers against ``torch.nn.BatchNorm2d`` / ``BatchNorm1d`` over
 several training steps, then in eval; 1e-4 relative."""
+
 import numpy as np
 import pytest
 
@@ -40,24 +41,31 @@ def test_kernels_match_torch(be, shape, training, relu):
     ty = F.batch_norm(tx, trm, trv, tg, tb, training=training, momentum=0.3, eps=1e-3)
     if relu:
         ty = F.relu(ty)
-    y, sm, si = be.batchnorm_forward(x, gamma, beta, rm, rv, training, 0.3, 1e-3, act="relu" if relu else None)
+    y, sm, si = be.batchnorm_forward(
+        x, gamma, beta, rm, rv, training, 0.3, 1e-3, act="relu" if relu else None
+    )
     _close(y, ty.detach().numpy())
     _close(rm, trm.numpy())
     _close(rv, trv.numpy())
     dy = rng.standard_normal(shape).astype(np.float32)
     ty.backward(_t(dy))
-    dx, dg, db = be.batchnorm_backward(dy, x, gamma, sm, si, training=training, act="relu" if relu else None, y=y)
+    dx, dg, db = be.batchnorm_backward(
+        dy, x, gamma, sm, si, training=training, act="relu" if relu else None, y=y
+    )
     _close(dx, tx.grad.numpy())
     _close(dg, tg.grad.numpy())
     _close(db, tb.grad.numpy())
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
-@pytest.mark.parametrize("layer,tlayer,shape", [
-    (lambda: BatchNorm2D(momentum=0.2), lambda: torch.nn.BatchNorm2d(5, momentum=0.2), (6, 5, 7, 9)),
-    (lambda: BatchNorm1D(eps=1e-3), lambda: torch.nn.BatchNorm1d(11, eps=1e-3), (9, 11)),
-    (lambda: BatchNorm1D(num_features=3), lambda: torch.nn.BatchNorm1d(3), (4, 3, 6)),
-])
+@pytest.mark.parametrize(
+    "layer,tlayer,shape",
+    [
+        (lambda: BatchNorm2D(momentum=0.2), lambda: torch.nn.BatchNorm2d(5, momentum=0.2), (6, 5, 7, 9)),
+        (lambda: BatchNorm1D(eps=1e-3), lambda: torch.nn.BatchNorm1d(11, eps=1e-3), (9, 11)),
+        (lambda: BatchNorm1D(num_features=3), lambda: torch.nn.BatchNorm1d(3), (4, 3, 6)),
+    ],
+)
 def test_layers_match_torch_over_steps(backend, layer, tlayer, shape):
     """Forward, gradients and running statistics over four training steps (gamma and beta
     moved by the same SGD step), then the eval forward."""

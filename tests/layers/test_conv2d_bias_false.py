@@ -1,5 +1,6 @@
 """Conv2D(bias=False): no bias parameter, float64 finite differences (stride 2, 1x1, batch 1),
 torch's init for the weight, config / state round trip, bad arguments."""
+
 import json
 
 import numpy as np
@@ -11,8 +12,15 @@ from mantissa_embed.layers import Conv2D, Flatten, MaxPool2D, Sequential
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
-@pytest.mark.parametrize("k,stride,pad,shape,act", [(1, 1, 0, (2, 3, 5, 4), None), (1, 2, 0, (1, 4, 7, 6), None),
-                                                    (3, 2, 1, (2, 2, 7, 7), "relu"), (3, 1, 1, (1, 2, 5, 6), None)])
+@pytest.mark.parametrize(
+    "k,stride,pad,shape,act",
+    [
+        (1, 1, 0, (2, 3, 5, 4), None),
+        (1, 2, 0, (1, 4, 7, 6), None),
+        (3, 2, 1, (2, 2, 7, 7), "relu"),
+        (3, 1, 1, (1, 2, 5, 6), None),
+    ],
+)
 def test_gradients(backend, k, stride, pad, shape, act):
     layer = Conv2D(3, k, stride=stride, pad=pad, act=act, bias=False).set_backend(backend)
     x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
@@ -20,6 +28,7 @@ def test_gradients(backend, k, stride, pad, shape, act):
     def f64(v, p):
         y = lref._conv2d(v, p["weight"], None, stride, pad)
         return np.maximum(y, 0) if act else y
+
     check_layer_gradients(layer, x, f64)
     assert layer.bias is None and [n for n, _ in layer.named_parameters()] == ["weight"]
 
@@ -34,8 +43,17 @@ def test_weight_init_matches_the_biased_layer():
 
 
 def test_in_sequential_fused_and_round_trip():
-    model = Sequential([Conv2D(4, 3, pad=1, act="relu", bias=False), MaxPool2D(2), Conv2D(6, 3, pad=1, act="relu"),
-                        MaxPool2D(2), Conv2D(5, 1, stride=2, bias=False), Flatten()], seed=3)
+    model = Sequential(
+        [
+            Conv2D(4, 3, pad=1, act="relu", bias=False),
+            MaxPool2D(2),
+            Conv2D(6, 3, pad=1, act="relu"),
+            MaxPool2D(2),
+            Conv2D(5, 1, stride=2, bias=False),
+            Flatten(),
+        ],
+        seed=3,
+    )
     x = np.random.default_rng(3).standard_normal((3, 1, 12, 12)).astype(np.float32)
     y = model.forward(x)
     assert sorted(model.state_arrays()) == ["0.weight", "2.bias", "2.weight", "4.weight"]

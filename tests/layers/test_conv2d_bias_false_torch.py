@@ -1,5 +1,6 @@
 """Conv2D(bias=False), 1x1 and stride-2 convolutions against torch.nn.Conv2d: values and the
 input and weight gradients."""
+
 import numpy as np
 import pytest
 
@@ -14,10 +15,17 @@ def _close(a, b, rtol=1e-4):
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
-@pytest.mark.parametrize("shape,F_,k,stride,pad,bias", [
-    ((2, 8, 7, 7), 16, 1, 1, 0, False), ((3, 16, 9, 8), 32, 1, 2, 0, False), ((1, 3, 8, 8), 4, 3, 2, 1, False),
-    ((2, 32, 14, 14), 64, 1, 2, 0, True), ((4, 4, 11, 10), 8, 3, 2, 1, True), ((16, 64, 14, 14), 128, 1, 1, 0, False),
-])
+@pytest.mark.parametrize(
+    "shape,F_,k,stride,pad,bias",
+    [
+        ((2, 8, 7, 7), 16, 1, 1, 0, False),
+        ((3, 16, 9, 8), 32, 1, 2, 0, False),
+        ((1, 3, 8, 8), 4, 3, 2, 1, False),
+        ((2, 32, 14, 14), 64, 1, 2, 0, True),
+        ((4, 4, 11, 10), 8, 3, 2, 1, True),
+        ((16, 64, 14, 14), 128, 1, 1, 0, False),
+    ],
+)
 def test_matches_torch(backend, shape, F_, k, stride, pad, bias):
     rng = np.random.default_rng(sum(shape))
     layer = Conv2D(F_, k, stride=stride, pad=pad, bias=bias).set_backend(backend)

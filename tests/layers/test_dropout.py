@@ -1,6 +1,7 @@
 """The Dropout layer: training statistics and scale, identity in eval and for p = 0, the mask
 stream seeded from the model's generator, generator state save / restore, config round trip,
 bad p."""
+
 import json
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Dropout against torch: with torch's own mask (read off its output), the kernels and the layer's
 scale give torch's values and gradients; eval is the identity in both; the kept fraction matches."""
+
 import numpy as np
 import pytest
 
@@ -7,7 +8,6 @@ from mantissa_embed import _reference as ref, engine
 from mantissa_embed.layers import Dropout
 
 torch = pytest.importorskip("torch")
-
 
 
 @pytest.mark.parametrize("be", [engine, ref], ids=["engine", "numpy"])

@@ -3,6 +3,7 @@
 the lowest trainable layer, frozen blocks above a trainable layer still propagate dx), the
 optimizers skipping frozen parameters, and BatchNorm's frozen statistics
 (``freeze_statistics`` / ``Sequential.freeze_batchnorm``) against finite differences and torch."""
+
 import numpy as np
 import pytest
 
@@ -23,15 +24,27 @@ from mantissa_embed.parameter import Parameter
 
 def _net(backend="mantissa"):
     # conv1 (ReLU) + maxpool: the fused maxpool/ReLU backward step; blocks with and without a projection
-    net = Sequential({"conv1": Conv2D(4, 3, pad=1, act="relu"), "maxpool": MaxPool2D(2),
-                      "bn1": BatchNorm2D(act="relu"), "layer1.0": BasicBlock(4), "layer2.0": BasicBlock(6, stride=2),
-                      "avgpool": GlobalAvgPool2D(), "head": Dense(5)}, seed=1, backend=backend)
+    net = Sequential(
+        {
+            "conv1": Conv2D(4, 3, pad=1, act="relu"),
+            "maxpool": MaxPool2D(2),
+            "bn1": BatchNorm2D(act="relu"),
+            "layer1.0": BasicBlock(4),
+            "layer2.0": BasicBlock(6, stride=2),
+            "avgpool": GlobalAvgPool2D(),
+            "head": Dense(5),
+        },
+        seed=1,
+        backend=backend,
+    )
     return net.build((3, 8, 8))
 
 
 def _batch():
     rng = np.random.default_rng(0)
-    return rng.standard_normal((4, 3, 8, 8)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    return rng.standard_normal((4, 3, 8, 8)).astype(np.float32), rng.standard_normal((4, 5)).astype(
+        np.float32
+    )
 
 
 def _grads(net):
@@ -47,6 +60,7 @@ def _run(net, X, dY, need_dx):
 def _forbid_backward(monkeypatch, layer):
     def boom(*args, **kwargs):
         raise AssertionError(f"{type(layer).__name__} ran a backward below the lowest trainable layer")
+
     for name in ("_backward", "_backward_preact", "_backward_relu"):
         if hasattr(layer, name):
             monkeypatch.setattr(layer, name, boom)
@@ -75,7 +89,9 @@ def test_lowest_trainable_layer_gets_no_need_dx(monkeypatch):
     net = _net().freeze("conv1", "bn1", "layer1")
     seen = []
     orig = net["layer2.0"].backward
-    monkeypatch.setattr(net["layer2.0"], "backward", lambda d, need_dx=True: seen.append(need_dx) or orig(d, need_dx))
+    monkeypatch.setattr(
+        net["layer2.0"], "backward", lambda d, need_dx=True: seen.append(need_dx) or orig(d, need_dx)
+    )
     net._plans = {}
     _run(net, X, dY, need_dx=False)
     assert seen == [False]
@@ -83,8 +99,16 @@ def test_lowest_trainable_layer_gets_no_need_dx(monkeypatch):
     assert seen == [False, True]
 
 
-@pytest.mark.parametrize("frozen", [("layer1.0",), ("layer2",), ("head",), ("bn1", "layer1.0.conv2"),
-                                    ("head.bias", "layer2.0.downsample.1.weight")])
+@pytest.mark.parametrize(
+    "frozen",
+    [
+        ("layer1.0",),
+        ("layer2",),
+        ("head",),
+        ("bn1", "layer1.0.conv2"),
+        ("head.bias", "layer2.0.downsample.1.weight"),
+    ],
+)
 def test_frozen_above_trainable_still_propagates(frozen):
     # a frozen block / layer / single parameter above trainable layers: dx still flows through it
     X, dY = _batch()
@@ -150,8 +174,14 @@ def test_named_layers_reach_block_children():
     assert "layer2.0.downsample.1" in names and names[-1] == "head"
 
 
-@pytest.mark.parametrize("opt", [lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.1),
-                                 lambda ps: optim.AdamW(ps, lr=0.1), lambda ps: optim.Adam(ps, lr=0.1)])
+@pytest.mark.parametrize(
+    "opt",
+    [
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.1),
+        lambda ps: optim.AdamW(ps, lr=0.1),
+        lambda ps: optim.Adam(ps, lr=0.1),
+    ],
+)
 def test_optimizers_skip_frozen_parameters(opt):
     a, b = Parameter(np.ones(3), name="a"), Parameter(np.ones(3), name="b")
     a.requires_grad = False
@@ -166,6 +196,7 @@ def test_optimizers_skip_frozen_parameters(opt):
 
 
 # -- frozen BatchNorm statistics --------------------------------------------------------------
+
 
 def _randomize_bn(bn, rng):
     C = bn.weight.shape[0]
@@ -196,8 +227,9 @@ def test_frozen_statistics_forward_and_buffers(backend):
 
 
 @pytest.mark.parametrize("act", [None, "relu"])
-@pytest.mark.parametrize("layer,shape", [(BatchNorm2D, (5, 3, 4, 3)), (BatchNorm1D, (7, 4)),
-                                         (BatchNorm1D, (5, 3, 4))])
+@pytest.mark.parametrize(
+    "layer,shape", [(BatchNorm2D, (5, 3, 4, 3)), (BatchNorm1D, (7, 4)), (BatchNorm1D, (5, 3, 4))]
+)
 def test_frozen_statistics_gradients_fd(layer, shape, act):
     rng = np.random.default_rng(2)
     X = rng.standard_normal(shape).astype(np.float32)

@@ -1,5 +1,6 @@
 """Sequential's inference fusion (Conv2D + MaxPool2D(2) -> conv2d_pool2_forward in eval mode):
 same output as the layer-by-layer forward, and a backward after an eval forward still works."""
+
 import numpy as np
 import pytest
 
@@ -9,10 +10,21 @@ from mantissa_embed.layers import Conv2D, Dense, Flatten, MaxPool2D, ReLU, Seque
 
 def _nets(backend):
     yield models.small_cnn_embedder(8, seed=3, backend=backend)
-    yield Sequential([Conv2D(5, 3, pad=0), MaxPool2D(2), Conv2D(4, 2, stride=2, act="relu"),
-                      MaxPool2D(2, stride=1), Flatten(), Dense(3)], seed=1, backend=backend)
-    yield Sequential([Conv2D(20, 3, pad=1, act="relu"), ReLU(), MaxPool2D(2), Flatten(), Dense(2)],
-                     seed=2, backend=backend)
+    yield Sequential(
+        [
+            Conv2D(5, 3, pad=0),
+            MaxPool2D(2),
+            Conv2D(4, 2, stride=2, act="relu"),
+            MaxPool2D(2, stride=1),
+            Flatten(),
+            Dense(3),
+        ],
+        seed=1,
+        backend=backend,
+    )
+    yield Sequential(
+        [Conv2D(20, 3, pad=1, act="relu"), ReLU(), MaxPool2D(2), Flatten(), Dense(2)], seed=2, backend=backend
+    )
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
@@ -39,7 +51,7 @@ def test_backward_after_eval_forward(backend):
     g_train = [p.grad.copy() for p in net.parameters()]
     net.zero_grad()
     net.eval()
-    net.forward(X[:2])          # a fused pass on another batch first
+    net.forward(X[:2])  # a fused pass on another batch first
     net.forward(X)
     dx_eval = net.backward(dY)
     np.testing.assert_allclose(dx_eval, dx_train, rtol=1e-5, atol=1e-6)
@@ -48,12 +60,29 @@ def test_backward_after_eval_forward(backend):
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
-@pytest.mark.parametrize("layers", [
-    lambda: [Conv2D(8, 3, pad=1, act="relu"), MaxPool2D(2), Conv2D(16, 3, pad=1, act="relu"), MaxPool2D(2),
-             Flatten(), Dense(4)],                                   # the one-pass chain kernel
-    lambda: [Conv2D(3, 2, stride=2), MaxPool2D(2), Conv2D(4, 3, pad=1, act="relu"), MaxPool2D(2),
-             Conv2D(9, 3, pad=1), MaxPool2D(2), Flatten(), Dense(2)],  # chain by two calls, then a pair
-])
+@pytest.mark.parametrize(
+    "layers",
+    [
+        lambda: [
+            Conv2D(8, 3, pad=1, act="relu"),
+            MaxPool2D(2),
+            Conv2D(16, 3, pad=1, act="relu"),
+            MaxPool2D(2),
+            Flatten(),
+            Dense(4),
+        ],  # the one-pass chain kernel
+        lambda: [
+            Conv2D(3, 2, stride=2),
+            MaxPool2D(2),
+            Conv2D(4, 3, pad=1, act="relu"),
+            MaxPool2D(2),
+            Conv2D(9, 3, pad=1),
+            MaxPool2D(2),
+            Flatten(),
+            Dense(2),
+        ],  # chain by two calls, then a pair
+    ],
+)
 def test_chained_pairs_bitwise_equal_to_pairwise_fusion(backend, layers):
     """Two Conv2D + MaxPool2D(2) pairs in a row run as one conv2d_pool2_chain_forward call at
     inference: bitwise what the pairs give one by one, and close to the training forward."""

@@ -1,6 +1,7 @@
 """Inference folding of an eval-mode BatchNorm2D into the Conv2D before it (``batchnorm_fold`` +
 ``conv2d_forward`` / ``conv2d_pool2_forward``): the plan takes it where it applies, and the fused
 pass equals the layer-by-layer eval pass to float32 tolerance."""
+
 import numpy as np
 import pytest
 
@@ -35,12 +36,28 @@ def _close(a, b):
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
 def test_folded_inference_equals_the_layer_by_layer_pass(backend):
-    net, X = _trained([Conv2D(8, 3, pad=1), BatchNorm2D(act="relu"), MaxPool2D(2),
-                       Conv2D(16, 3, pad=1, bias=False), BatchNorm2D(), Conv2D(4, 1), BatchNorm2D(act="relu"),
-                       Flatten(), Dense(5)], backend)
+    net, X = _trained(
+        [
+            Conv2D(8, 3, pad=1),
+            BatchNorm2D(act="relu"),
+            MaxPool2D(2),
+            Conv2D(16, 3, pad=1, bias=False),
+            BatchNorm2D(),
+            Conv2D(4, 1),
+            BatchNorm2D(act="relu"),
+            Flatten(),
+            Dense(5),
+        ],
+        backend,
+    )
     names = [s.name for s in net._plan("inference")]
-    assert names == ["batchnorm_fold+conv2d_pool2_forward", "batchnorm_fold+conv2d_forward",
-                     "batchnorm_fold+conv2d_forward", "forward", "forward"]
+    assert names == [
+        "batchnorm_fold+conv2d_pool2_forward",
+        "batchnorm_fold+conv2d_forward",
+        "batchnorm_fold+conv2d_forward",
+        "forward",
+        "forward",
+    ]
     _close(net.forward(X), _layer_by_layer(net, X))
     _close(net.forward(X[:1]), _layer_by_layer(net, X[:1]))  # batch 1
 
@@ -70,7 +87,15 @@ def test_no_fold_after_an_activation_or_in_training():
 
 
 def test_pool_fusions_without_batchnorm_are_unchanged():
-    net = Sequential([Conv2D(4, 3, pad=1), MaxPool2D(2), Conv2D(6, 3, pad=1), MaxPool2D(2), Conv2D(3, 3, pad=1),
-                      MaxPool2D(2)]).eval()
+    net = Sequential(
+        [
+            Conv2D(4, 3, pad=1),
+            MaxPool2D(2),
+            Conv2D(6, 3, pad=1),
+            MaxPool2D(2),
+            Conv2D(3, 3, pad=1),
+            MaxPool2D(2),
+        ]
+    ).eval()
     net.build((1, 16, 16))
     assert [s.name for s in net._plan("inference")] == ["conv2d_pool2_chain_forward", "conv2d_pool2_forward"]

@@ -1,5 +1,6 @@
 """Layers and Sequential: gradients (finite differences in float64), buffers, config/state
 round trips, initialization and input validation."""
+
 import json
 
 import numpy as np
@@ -14,6 +15,7 @@ BACKENDS = ["mantissa", "numpy"]
 
 
 # ------------------------------------------------------------------ float64 reference forward
+
 
 def _f64_layer(layer, X, params):
     """The layer's forward in float64 (independent of the backends), params: name -> array."""
@@ -74,8 +76,9 @@ def _check_gradients(layers, model_forward, model_backward, X, seed=0):
     np.testing.assert_allclose(dX, _numeric_grad(loss, X64), rtol=1e-4, atol=1e-5)
     for layer, p64 in zip(layers, params):
         for name, p in layer.named_parameters():
-            np.testing.assert_allclose(p.grad, _numeric_grad(loss, p64[name]), rtol=1e-4, atol=1e-5,
-                                       err_msg=f"{layer!r}.{name}")
+            np.testing.assert_allclose(
+                p.grad, _numeric_grad(loss, p64[name]), rtol=1e-4, atol=1e-5, err_msg=f"{layer!r}.{name}"
+            )
 
 
 def _x(shape, seed=0):
@@ -106,15 +109,19 @@ def test_layer_gradients_finite_differences(make, shape, backend):
 
 
 def _small_net(backend="mantissa", seed=3):
-    return Sequential([
-        Conv2D(3, 3, stride=2, pad=1, act="relu"),
-        MaxPool2D(2, stride=1),
-        Conv2D(2, 2, pad=1),
-        ReLU(),
-        Flatten(),
-        Dense(5, act="relu"),
-        Dense(3),
-    ], seed=seed, backend=backend)
+    return Sequential(
+        [
+            Conv2D(3, 3, stride=2, pad=1, act="relu"),
+            MaxPool2D(2, stride=1),
+            Conv2D(2, 2, pad=1),
+            ReLU(),
+            Flatten(),
+            Dense(5, act="relu"),
+            Dense(3),
+        ],
+        seed=seed,
+        backend=backend,
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -156,6 +163,7 @@ def test_backward_accumulates_and_need_dx():
 
 # --------------------------------------------------------------------------------- buffers
 
+
 def test_layer_buffers_are_reused_and_sequential_returns_fresh_arrays():
     model = _small_net()
     X = _x((8, 2, 9, 8))
@@ -189,6 +197,7 @@ def test_empty_batch():
 
 
 # ------------------------------------------------------------------------- config and state
+
 
 def test_config_and_state_round_trip(tmp_path):
     model = _small_net(seed=12)
@@ -245,6 +254,7 @@ def test_from_config_rejects_malformed():
 
 # ------------------------------------------------------------------------------ init / seeds
 
+
 def test_initialization_follows_torch_defaults_and_seed():
     a = _small_net(seed=5)
     a.build((2, 9, 8))
@@ -278,6 +288,7 @@ def test_generator_seed_is_accepted_and_global_rng_untouched():
 
 # ---------------------------------------------------------------------------------- summary
 
+
 def test_summary_and_shapes():
     model = _small_net()
     with pytest.raises(RuntimeError):
@@ -296,6 +307,7 @@ def test_summary_and_shapes():
 
 
 # ------------------------------------------------------------------------------- validation
+
 
 def test_forward_validates_X():
     model = _small_net()
@@ -405,5 +417,5 @@ def test_bitwise_reproducible_and_batch_invariant():
     g2 = model.backward(dY)
     assert np.array_equal(y1, y2) and np.array_equal(g1, g2)
     assert all(np.array_equal(p.grad, w) for p, w in zip(model.parameters(), w1))
-    singles = np.concatenate([model.forward(X[i:i + 1]) for i in range(len(X))])
+    singles = np.concatenate([model.forward(X[i : i + 1]) for i in range(len(X))])
     assert np.array_equal(singles, y1)

@@ -1,5 +1,6 @@
 """Layer kernels and small_cnn_embedder against torch.nn.functional (oracle test):
 conv2d, max_pool2d, linear, relu forward and their autograd gradients."""
+
 import numpy as np
 import pytest
 
@@ -25,10 +26,16 @@ def _close(a, b, rtol=1e-5):
 
 
 @pytest.mark.parametrize("be", BACKENDS)
-@pytest.mark.parametrize("N,C,H,W,Fo,KH,KW,stride,pad", [
-    (2, 3, 8, 7, 4, 3, 3, 1, 1), (1, 1, 5, 5, 2, 5, 5, 1, 0), (3, 2, 9, 6, 3, 2, 3, 2, 1),
-    (2, 4, 7, 7, 5, 3, 1, 3, 2), (64, 8, 14, 14, 16, 3, 3, 1, 1),
-])
+@pytest.mark.parametrize(
+    "N,C,H,W,Fo,KH,KW,stride,pad",
+    [
+        (2, 3, 8, 7, 4, 3, 3, 1, 1),
+        (1, 1, 5, 5, 2, 5, 5, 1, 0),
+        (3, 2, 9, 6, 3, 2, 3, 2, 1),
+        (2, 4, 7, 7, 5, 3, 1, 3, 2),
+        (64, 8, 14, 14, 16, 3, 3, 1, 1),
+    ],
+)
 def test_conv2d_matches_torch(be, N, C, H, W, Fo, KH, KW, stride, pad):
     rng = np.random.default_rng(N * 100 + C)
     x = rng.standard_normal((N, C, H, W)).astype(np.float32)
@@ -47,8 +54,10 @@ def test_conv2d_matches_torch(be, N, C, H, W, Fo, KH, KW, stride, pad):
 
 
 @pytest.mark.parametrize("be", BACKENDS)
-@pytest.mark.parametrize("shape,size,stride", [((2, 3, 8, 8), 2, 2), ((1, 2, 7, 9), 3, 2), ((2, 1, 6, 5), 2, 1),
-                                               ((64, 16, 14, 14), 2, 2)])
+@pytest.mark.parametrize(
+    "shape,size,stride",
+    [((2, 3, 8, 8), 2, 2), ((1, 2, 7, 9), 3, 2), ((2, 1, 6, 5), 2, 1), ((64, 16, 14, 14), 2, 2)],
+)
 def test_maxpool2d_matches_torch(be, shape, size, stride):
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(np.float32)
@@ -86,9 +95,17 @@ def test_small_cnn_embedder_matches_torch_network(backend):
     X = np.random.default_rng(1).random((6, 1, 28, 28), dtype=np.float32)
     Z = model.forward(X)
     net = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(), torch.nn.Linear(784, 64), torch.nn.ReLU(), torch.nn.Linear(64, 16)).double()
+        torch.nn.Conv2d(1, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(8, 16, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(784, 64),
+        torch.nn.ReLU(),
+        torch.nn.Linear(64, 16),
+    ).double()
     torch_params = [m for m in net if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
     ours = [layer for layer in model.layers if hasattr(layer, "weight")]
     with torch.no_grad():

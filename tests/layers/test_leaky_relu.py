@@ -1,5 +1,6 @@
 """act="leaky_relu" on Conv2D and Dense, and the LeakyReLU layer: float64 finite differences,
 the planner keeping leaky layers out of the ReLU fusions, config round trip, bad arguments."""
+
 import json
 
 import numpy as np
@@ -16,11 +17,15 @@ def _leaky(v, s):
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
 @pytest.mark.parametrize("slope", [0.01, 0.25])
-@pytest.mark.parametrize("stride,pad,shape", [(1, 1, (2, 2, 5, 6)), (2, 1, (1, 3, 7, 5)), (2, 0, (2, 1, 6, 6))])
+@pytest.mark.parametrize(
+    "stride,pad,shape", [(1, 1, (2, 2, 5, 6)), (2, 1, (1, 3, 7, 5)), (2, 0, (2, 1, 6, 6))]
+)
 def test_conv2d_leaky_gradients(backend, slope, stride, pad, shape):
     layer = Conv2D(3, 3, stride=stride, pad=pad, act="leaky_relu", negative_slope=slope).set_backend(backend)
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    check_layer_gradients(layer, x, lambda v, p: _leaky(lref._conv2d(v, p["weight"], p["bias"], stride, pad), slope))
+    check_layer_gradients(
+        layer, x, lambda v, p: _leaky(lref._conv2d(v, p["weight"], p["bias"], stride, pad), slope)
+    )
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
@@ -41,8 +46,17 @@ def test_leaky_relu_layer_gradients(backend):
 def test_planner_does_not_fuse_leaky_layers():
     """No inference conv + pool fusion and no pool-ReLU backward fusion for a leaky conv: the
     model gives the layer-by-layer result in both modes."""
-    model = Sequential([Conv2D(4, 3, pad=1, act="leaky_relu", negative_slope=0.2), MaxPool2D(2),
-                        Conv2D(5, 3, pad=1, act="relu"), MaxPool2D(2), Flatten(), Dense(3)], seed=1)
+    model = Sequential(
+        [
+            Conv2D(4, 3, pad=1, act="leaky_relu", negative_slope=0.2),
+            MaxPool2D(2),
+            Conv2D(5, 3, pad=1, act="relu"),
+            MaxPool2D(2),
+            Flatten(),
+            Dense(3),
+        ],
+        seed=1,
+    )
     x = np.random.default_rng(3).standard_normal((2, 1, 8, 8)).astype(np.float32)
     y = model.forward(x)
     assert model._relu_pool_at() == frozenset({2})  # only the ReLU conv
@@ -56,8 +70,16 @@ def test_planner_does_not_fuse_leaky_layers():
 
 
 def test_config_round_trip():
-    model = Sequential([Conv2D(3, 3, act="leaky_relu", negative_slope=0.2), LeakyReLU(0.3), Flatten(),
-                        Dense(4, act="leaky_relu"), Dense(2, act="relu")], seed=4)
+    model = Sequential(
+        [
+            Conv2D(3, 3, act="leaky_relu", negative_slope=0.2),
+            LeakyReLU(0.3),
+            Flatten(),
+            Dense(4, act="leaky_relu"),
+            Dense(2, act="relu"),
+        ],
+        seed=4,
+    )
     x = np.random.default_rng(4).standard_normal((2, 1, 6, 6)).astype(np.float32)
     y = model.forward(x)
     cfg = json.loads(json.dumps(model.get_config()))
@@ -72,8 +94,11 @@ def test_config_round_trip():
 
 
 def test_bad_arguments():
-    for make in (lambda s: Conv2D(2, 3, act="leaky_relu", negative_slope=s),
-                 lambda s: Dense(2, act="leaky_relu", negative_slope=s), LeakyReLU):
+    for make in (
+        lambda s: Conv2D(2, 3, act="leaky_relu", negative_slope=s),
+        lambda s: Dense(2, act="leaky_relu", negative_slope=s),
+        LeakyReLU,
+    ):
         with pytest.raises(ValueError, match="negative_slope"):
             make(-0.5)
         with pytest.raises(ValueError, match="negative_slope"):

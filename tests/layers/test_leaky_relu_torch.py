@@ -1,5 +1,6 @@
 """Conv2D / Dense with act="leaky_relu" and the LeakyReLU layer against torch: values and the
 gradients of input, weight and bias."""
+
 import numpy as np
 import pytest
 
@@ -19,10 +20,16 @@ def _t(a, grad=True):
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
-@pytest.mark.parametrize("shape,F_,k,stride,pad,slope", [
-    ((2, 3, 8, 7), 4, 3, 1, 1, 0.01), ((1, 1, 9, 9), 8, 3, 2, 1, 0.2), ((3, 16, 7, 7), 32, 1, 1, 0, 0.1),
-    ((2, 8, 10, 9), 16, 3, 2, 0, 0.01), ((16, 32, 14, 14), 64, 3, 1, 1, 0.05),
-])
+@pytest.mark.parametrize(
+    "shape,F_,k,stride,pad,slope",
+    [
+        ((2, 3, 8, 7), 4, 3, 1, 1, 0.01),
+        ((1, 1, 9, 9), 8, 3, 2, 1, 0.2),
+        ((3, 16, 7, 7), 32, 1, 1, 0, 0.1),
+        ((2, 8, 10, 9), 16, 3, 2, 0, 0.01),
+        ((16, 32, 14, 14), 64, 3, 1, 1, 0.05),
+    ],
+)
 def test_conv2d_leaky_matches_torch(backend, shape, F_, k, stride, pad, slope):
     rng = np.random.default_rng(sum(shape))
     layer = Conv2D(F_, k, stride=stride, pad=pad, act="leaky_relu", negative_slope=slope).set_backend(backend)

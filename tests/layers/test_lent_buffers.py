@@ -3,6 +3,7 @@ step reads: every inference step's output, the training outputs the backward nev
 ReLU output pooled by a MaxPool2D), every backward step's input gradient (BatchNorm's in place).
 The results must be bitwise those of the plain passes, where every layer writes its own
 buffers (``step.run`` in plan order, as the layers do on their own)."""
+
 import numpy as np
 import pytest
 
@@ -55,10 +56,24 @@ def _nets():
         "cnn_nobn": (models.cnn_embedder(embed_dim=8, widths=(4, 8), batch_norm=False), (1, 12, 12)),
         "small_cnn": (models.small_cnn_embedder(embed_dim=8), (1, 28, 28)),
         "resnet": (models.resnet_embedder(embed_dim=8, widths=(4, 8), blocks=(1, 1)), (3, 16, 16)),
-        "mixed": (Sequential([Conv2D(4, 3, pad=1), BatchNorm2D(act="relu"), MaxPool2D(3, stride=2, pad=1),
-                              Residual([Conv2D(4, 3, pad=1, act="relu"), Conv2D(4, 3, pad=1)]), MaxPool2D(2),
-                              ReLU(), Flatten(), Dropout(0.25), Dense(12, act="relu"), Dense(5)], seed=3),
-                  (2, 14, 14)),
+        "mixed": (
+            Sequential(
+                [
+                    Conv2D(4, 3, pad=1),
+                    BatchNorm2D(act="relu"),
+                    MaxPool2D(3, stride=2, pad=1),
+                    Residual([Conv2D(4, 3, pad=1, act="relu"), Conv2D(4, 3, pad=1)]),
+                    MaxPool2D(2),
+                    ReLU(),
+                    Flatten(),
+                    Dropout(0.25),
+                    Dense(12, act="relu"),
+                    Dense(5),
+                ],
+                seed=3,
+            ),
+            (2, 14, 14),
+        ),
         "mlp": (models.mlp_embedder(embed_dim=4, hidden=(16, 8)), (3, 5)),
     }
 
@@ -185,6 +200,7 @@ def test_inference_bytes_counts_the_largest_step():
     """A fused conv + BN + pool step: its input, its pooled output, the convolution's
     workspace and the unpooled output a fallback path materializes."""
     from mantissa_embed import engine
+
     net = Sequential([Conv2D(8, 3, pad=1, bias=False), BatchNorm2D(act="relu"), MaxPool2D(2)])
     n, shape = 5, (3, 16, 16)
     ws = 4 * engine.conv2d_workspace_size((n,) + shape, (8, 3, 3, 3), 1, 1)

@@ -1,6 +1,7 @@
 """MaxPool2D(pad=...): implicit -inf padding (torch's semantics) on both backends: values and
 argmax offsets against the numpy twin and an independent loop, gradients by finite
 differences, the fused ReLU backward, shapes, configs (old ones load as pad=0) and errors."""
+
 import json
 
 import numpy as np
@@ -10,8 +11,14 @@ from layers._layer_fd import check_layer_gradients
 from mantissa_embed import _reference as ref, engine
 from mantissa_embed.layers import Conv2D, MaxPool2D, Sequential
 
-CASES = [((2, 3, 8, 8), 3, 2, 1), ((1, 2, 7, 9), 3, 2, 1), ((2, 1, 5, 5), 2, 2, 1),
-         ((1, 2, 6, 7), 5, 3, 2), ((1, 1, 4, 4), 3, 1, 1), ((1, 3, 1, 1), 2, 1, 1)]
+CASES = [
+    ((2, 3, 8, 8), 3, 2, 1),
+    ((1, 2, 7, 9), 3, 2, 1),
+    ((2, 1, 5, 5), 2, 2, 1),
+    ((1, 2, 6, 7), 5, 3, 2),
+    ((1, 1, 4, 4), 3, 1, 1),
+    ((1, 3, 1, 1), 2, 1, 1),
+]
 
 
 def _max64(x, size, stride, pad):
@@ -22,7 +29,7 @@ def _max64(x, size, stride, pad):
     for i in range(HO):
         for j in range(WO):
             r0, c0 = i * stride - pad, j * stride - pad
-            win = x[:, :, max(r0, 0):r0 + size, max(c0, 0):c0 + size]
+            win = x[:, :, max(r0, 0) : r0 + size, max(c0, 0) : c0 + size]
             y[:, :, i, j] = win.max(axis=(2, 3))
     return y
 
@@ -37,10 +44,13 @@ def test_engine_matches_twin_and_loops(shape, size, stride, pad):
     np.testing.assert_array_equal(y, _max64(x, size, stride, pad).astype(np.float32))
     H, W = shape[2:]
     assert a.min() >= 0 and a.max() < H * W
-    np.testing.assert_array_equal(np.take_along_axis(x.reshape(*shape[:2], -1), a.reshape(*shape[:2], -1), 2),
-                                  y.reshape(*shape[:2], -1))  # every argmax points at its maximum
+    np.testing.assert_array_equal(
+        np.take_along_axis(x.reshape(*shape[:2], -1), a.reshape(*shape[:2], -1), 2), y.reshape(*shape[:2], -1)
+    )  # every argmax points at its maximum
     dy = np.random.default_rng(1).standard_normal(y.shape).astype(np.float32)
-    np.testing.assert_array_equal(engine.maxpool2d_backward(dy, a, shape), ref.maxpool2d_backward(dy, a2, shape))
+    np.testing.assert_array_equal(
+        engine.maxpool2d_backward(dy, a, shape), ref.maxpool2d_backward(dy, a2, shape)
+    )
 
 
 def test_all_minus_inf_window_points_at_its_first_input():
@@ -63,8 +73,12 @@ def test_layer_gradients(backend, shape, size, stride, pad):
 def test_relu_fused_backward_after_padded_pool(backend):
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 2, 9, 9)).astype(np.float32)
-    fused = Sequential([Conv2D(4, 3, pad=1, act="relu"), MaxPool2D(3, stride=2, pad=1)], seed=1, backend=backend)
-    plain = Sequential([Conv2D(4, 3, pad=1, act="relu"), MaxPool2D(3, stride=2, pad=1)], seed=1, backend=backend)
+    fused = Sequential(
+        [Conv2D(4, 3, pad=1, act="relu"), MaxPool2D(3, stride=2, pad=1)], seed=1, backend=backend
+    )
+    plain = Sequential(
+        [Conv2D(4, 3, pad=1, act="relu"), MaxPool2D(3, stride=2, pad=1)], seed=1, backend=backend
+    )
     y = fused.forward(x)
     assert fused._relu_pool_at() == {0}
     dy = rng.standard_normal(y.shape).astype(np.float32)
@@ -88,8 +102,13 @@ def test_shapes_config_and_errors():
     model.build((1, 9, 9))
     again = Sequential.from_config(json.loads(json.dumps(model.get_config())))
     assert again.layers[1].pad == 1 and again.output_shape() == model.output_shape() == (2, 4, 4)
-    old = {"class": "Sequential", "seed": 0, "backend": "mantissa", "input_shape": None,
-           "layers": [{"type": "MaxPool2D", "size": 2, "stride": None}]}
+    old = {
+        "class": "Sequential",
+        "seed": 0,
+        "backend": "mantissa",
+        "input_shape": None,
+        "layers": [{"type": "MaxPool2D", "size": 2, "stride": None}],
+    }
     assert Sequential.from_config(old).layers[0].pad == 0
     with pytest.raises(ValueError, match="half"):
         MaxPool2D(3, pad=2)

@@ -1,5 +1,6 @@
 """MaxPool2D with padding against torch.nn.functional.max_pool2d: values, indices and input
 gradients, kernels (both backends) and the layer."""
+
 import numpy as np
 import pytest
 
@@ -14,10 +15,19 @@ BACKENDS = [pytest.param(engine, id="engine"), pytest.param(ref, id="numpy")]
 
 
 @pytest.mark.parametrize("be", BACKENDS)
-@pytest.mark.parametrize("shape,size,stride,pad", [((2, 3, 112, 112), 3, 2, 1), ((2, 4, 56, 46), 3, 2, 1),
-                                                   ((1, 2, 7, 9), 3, 2, 1), ((2, 1, 5, 5), 2, 2, 1),
-                                                   ((1, 2, 6, 7), 5, 3, 2), ((1, 1, 4, 4), 3, 1, 1),
-                                                   ((1, 3, 1, 1), 2, 1, 1), ((1, 2, 11, 10), 4, 3, 2)])
+@pytest.mark.parametrize(
+    "shape,size,stride,pad",
+    [
+        ((2, 3, 112, 112), 3, 2, 1),
+        ((2, 4, 56, 46), 3, 2, 1),
+        ((1, 2, 7, 9), 3, 2, 1),
+        ((2, 1, 5, 5), 2, 2, 1),
+        ((1, 2, 6, 7), 5, 3, 2),
+        ((1, 1, 4, 4), 3, 1, 1),
+        ((1, 3, 1, 1), 2, 1, 1),
+        ((1, 2, 11, 10), 4, 3, 2),
+    ],
+)
 def test_maxpool2d_pad_matches_torch(be, shape, size, stride, pad):
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(np.float32)

@@ -1,6 +1,7 @@
 """Residual: float64 finite differences through both branches (identity and strided shortcut,
 nested, batch 1), parameter names, mode / backend propagation, the fused eval pass, config
 round trip, bad arguments."""
+
 import json
 
 import numpy as np
@@ -23,16 +24,25 @@ from mantissa_embed.layers.base_layer import LAYER_TYPES
 
 def _net(backend="mantissa"):
     inner = Residual([Conv2D(3, 3, pad=1, act="relu"), Conv2D(3, 3, pad=1)])
-    return Sequential([
-        Conv2D(3, 3, pad=1, act="relu"),
-        Residual([inner, Conv2D(3, 1)]),                                          # nested, identity
-        Residual([Conv2D(4, 3, stride=2, pad=1, act="relu"), Conv2D(4, 3, pad=1)],
-                 shortcut=[Conv2D(4, 1, stride=2, bias=False)]),                   # projection
-        GlobalAvgPool2D(), Dense(2)], seed=5, backend=backend)
+    return Sequential(
+        [
+            Conv2D(3, 3, pad=1, act="relu"),
+            Residual([inner, Conv2D(3, 1)]),  # nested, identity
+            Residual(
+                [Conv2D(4, 3, stride=2, pad=1, act="relu"), Conv2D(4, 3, pad=1)],
+                shortcut=[Conv2D(4, 1, stride=2, bias=False)],
+            ),  # projection
+            GlobalAvgPool2D(),
+            Dense(2),
+        ],
+        seed=5,
+        backend=backend,
+    )
 
 
 def _forward64(model, x, p):
     """The model's forward in float64, from its parameters p (name -> float64 array)."""
+
     def conv(v, name, layer):
         y = lref._conv2d(v, p[name + ".weight"], p.get(name + ".bias"), layer.stride, layer.pad)
         return np.maximum(y, 0) if layer.act == "relu" else y
@@ -53,6 +63,7 @@ def _forward64(model, x, p):
             else:
                 raise TypeError(layer)
         return v
+
     return run(model.layers, x, "")
 
 
@@ -68,8 +79,12 @@ def test_gradients_finite_differences(backend, N):
     p = {n: q.data.astype(np.float64) for n, q in model.named_parameters()}
     x64 = x.astype(np.float64)
     np.testing.assert_allclose(y, _forward64(model, x64, p), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(dx, central_diff(lambda v: float((_forward64(model, v, p) * r).sum()), x64, 1e-6),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        dx,
+        central_diff(lambda v: float((_forward64(model, v, p) * r).sum()), x64, 1e-6),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     for name, q in model.named_parameters():
         g = central_diff_inplace(lambda: float((_forward64(model, x64, p) * r).sum()), p[name], 1e-6)
         np.testing.assert_allclose(q.grad, g, rtol=1e-4, atol=1e-5, err_msg=name)
@@ -89,8 +104,18 @@ def test_parameter_names_modes_and_backend_propagate():
 
 
 def test_eval_fused_pass_and_backward_after_it():
-    model = Sequential([Residual([Conv2D(4, 3, pad=1, act="relu"), MaxPool2D(2), Conv2D(4, 3, pad=1)],
-                                 shortcut=[Conv2D(4, 2, stride=2)]), MaxPool2D(2), Flatten(), Dense(3)], seed=2)
+    model = Sequential(
+        [
+            Residual(
+                [Conv2D(4, 3, pad=1, act="relu"), MaxPool2D(2), Conv2D(4, 3, pad=1)],
+                shortcut=[Conv2D(4, 2, stride=2)],
+            ),
+            MaxPool2D(2),
+            Flatten(),
+            Dense(3),
+        ],
+        seed=2,
+    )
     x = np.random.default_rng(2).standard_normal((3, 1, 8, 8)).astype(np.float32)
     y = model.forward(x)
     dy = np.ones_like(y)
@@ -125,8 +150,12 @@ def test_sequential_block_and_identity_output():
     res = Residual(block)
     x = np.random.default_rng(4).standard_normal((2, 2, 5, 5)).astype(np.float32)
     y = res.forward(x)
-    np.testing.assert_allclose(y, np.maximum(np.array(block.layers[1].forward(block.layers[0].forward(x))) + x, 0),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        y,
+        np.maximum(np.array(block.layers[1].forward(block.layers[0].forward(x))) + x, 0),
+        rtol=1e-6,
+        atol=1e-6,
+    )
 
 
 @pytest.mark.skipif("BatchNorm2D" not in LAYER_TYPES, reason="BatchNorm2D has not landed")
@@ -158,8 +187,10 @@ def test_bad_arguments():
 
 def test_batch_norm_buffers_are_saved_and_restored():
     from mantissa_embed.layers import BatchNorm2D
-    model = Sequential([Residual([Conv2D(4, 3, stride=2, pad=1, bias=False), BatchNorm2D()]), GlobalAvgPool2D()],
-                       seed=1)
+
+    model = Sequential(
+        [Residual([Conv2D(4, 3, stride=2, pad=1, bias=False), BatchNorm2D()]), GlobalAvgPool2D()], seed=1
+    )
     x = np.random.default_rng(6).standard_normal((4, 2, 7, 7)).astype(np.float32)
     y = model.forward(x)
     state = model.state_arrays()

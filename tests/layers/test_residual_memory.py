@@ -2,6 +2,7 @@
 and the children's input gradients ping-pong in per-call scratch instead of a buffer per child.
 Checked bitwise against the children run one by one through their own ``forward`` /
 ``backward`` (each writing its own buffers), with the sum and ReLU in numpy."""
+
 import numpy as np
 import pytest
 
@@ -17,7 +18,7 @@ def _by_hand_forward(res, X):
     for layer in res.block:
         b = layer.forward(b).copy()
     s = X
-    for layer in res.children()[len(res.block):]:
+    for layer in res.children()[len(res.block) :]:
         s = layer.forward(s).copy()
     return np.maximum(b + s, 0)
 
@@ -28,19 +29,36 @@ def _by_hand_backward(res, y, dY):
     for layer in reversed(res.block):
         g = layer.backward(g).copy()
     s = d
-    for layer in reversed(res.children()[len(res.block):]):
+    for layer in reversed(res.children()[len(res.block) :]):
         s = layer.backward(s).copy()
     return g + s
 
 
 def _nets():
     return {
-        "bottleneck_projection": (Sequential([Bottleneck(4, stride=2), Flatten(), Dense(3)], seed=1), (8, 9, 8)),
+        "bottleneck_projection": (
+            Sequential([Bottleneck(4, stride=2), Flatten(), Dense(3)], seed=1),
+            (8, 9, 8),
+        ),
         "bottleneck_identity": (Sequential([Bottleneck(2), Flatten(), Dense(3)], seed=2), (8, 6, 6)),
-        "relu_last": (Sequential([Residual([Conv2D(3, 3, pad=1), Conv2D(3, 3, pad=1, act="relu")]),
-                                  Flatten(), Dense(2)], seed=3), (3, 5, 5)),
-        "nested": (Sequential([Residual([Residual([Conv2D(3, 3, pad=1), BatchNorm2D()]), Conv2D(3, 1)]),
-                               Flatten(), Dense(2)], seed=4), (3, 6, 5)),
+        "relu_last": (
+            Sequential(
+                [Residual([Conv2D(3, 3, pad=1), Conv2D(3, 3, pad=1, act="relu")]), Flatten(), Dense(2)],
+                seed=3,
+            ),
+            (3, 5, 5),
+        ),
+        "nested": (
+            Sequential(
+                [
+                    Residual([Residual([Conv2D(3, 3, pad=1), BatchNorm2D()]), Conv2D(3, 1)]),
+                    Flatten(),
+                    Dense(2),
+                ],
+                seed=4,
+            ),
+            (3, 6, 5),
+        ),
     }
 
 
@@ -134,8 +152,9 @@ def test_eval_forward_leaves_no_child_cache_into_scratch():
     the next pass reuses, and which would otherwise stay allocated): a child's own backward
     raises instead of reading stale memory, and the block's backward redoes the pass."""
     inner = Residual([Conv2D(3, 3, pad=1, act="relu"), Conv2D(3, 3, pad=1)])
-    net = Sequential([Residual([inner, Conv2D(3, 3, pad=1, act="relu"), Conv2D(3, 3, pad=1)]), Flatten(),
-                      Dense(2)], seed=0)
+    net = Sequential(
+        [Residual([inner, Conv2D(3, 3, pad=1, act="relu"), Conv2D(3, 3, pad=1)]), Flatten(), Dense(2)], seed=0
+    )
     X = np.random.default_rng(0).standard_normal((2, 3, 5, 5)).astype(np.float32)
     net.build((3, 5, 5))
     net.eval()

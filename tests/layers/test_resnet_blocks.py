@@ -1,5 +1,6 @@
 """BasicBlock and Bottleneck: torchvision's child names, torchvision's downsample rule, shapes,
 config round trip, and the engine against the numpy twin (forward, backward)."""
+
 import json
 
 import numpy as np
@@ -10,15 +11,26 @@ from mantissa_embed.layers import BasicBlock, Bottleneck, Sequential
 
 def test_names_and_downsample_rule():
     b = BasicBlock(8).build((8, 5, 5))
-    assert [n for n, _ in b.named_parameters()] == ["conv1.weight", "bn1.weight", "bn1.bias", "conv2.weight",
-                                                    "bn2.weight", "bn2.bias"]
+    assert [n for n, _ in b.named_parameters()] == [
+        "conv1.weight",
+        "bn1.weight",
+        "bn1.bias",
+        "conv2.weight",
+        "bn2.weight",
+        "bn2.bias",
+    ]
     assert b.downsample is None and b.output_shape((8, 5, 5)) == (8, 5, 5)
     b = BasicBlock(8).build((4, 5, 5))  # channels change: downsample with stride 1
     assert [n for n, _ in b.named_buffers()][-2:] == ["downsample.1.running_mean", "downsample.1.running_var"]
-    b = Bottleneck(4, stride=2).build((8, 1, 1))  # stride 2 on 1x1 keeps 1x1: still a downsample (torchvision)
+    b = Bottleneck(4, stride=2).build(
+        (8, 1, 1)
+    )  # stride 2 on 1x1 keeps 1x1: still a downsample (torchvision)
     assert b.output_shape((8, 1, 1)) == (16, 1, 1) and b.downsample is not None
-    assert [n for n, _ in b.named_parameters()][-3:] == ["downsample.0.weight", "downsample.1.weight",
-                                                         "downsample.1.bias"]
+    assert [n for n, _ in b.named_parameters()][-3:] == [
+        "downsample.0.weight",
+        "downsample.1.weight",
+        "downsample.1.bias",
+    ]
     assert b.block[2].stride == 2 and b.block[0].stride == 1  # v1.5: the stride on the 3x3
     assert b._param_shapes((8, 1, 1)) == {n: p.shape for n, p in b.named_parameters()}
     assert repr(b) == "Bottleneck(4, stride=2)"

@@ -1,5 +1,6 @@
 """``scratch_frame``: the per-thread last-in first-out scratch the layers' kernel workspaces
 and per-call gradients come from."""
+
 import threading
 
 import numpy as np

@@ -1,6 +1,7 @@
 """Sequential with named layers (dict or (name, layer) pairs, as torch's
 nn.Sequential(OrderedDict)): parameter/buffer/state names, config and state round trips,
 indexing, and bad names; unnamed Sequentials keep "0.weight"."""
+
 import json
 
 import numpy as np
@@ -19,18 +20,35 @@ from mantissa_embed.layers import (
 
 
 def _named():
-    return Sequential({"conv1": Conv2D(4, 3, bias=False), "bn1": BatchNorm2D(act="relu"),
-                       "maxpool": MaxPool2D(3, stride=2, pad=1), "layer1.0": Residual([Conv2D(4, 3, pad=1)]),
-                       "avgpool": GlobalAvgPool2D(), "head": Dense(3)}, seed=2)
+    return Sequential(
+        {
+            "conv1": Conv2D(4, 3, bias=False),
+            "bn1": BatchNorm2D(act="relu"),
+            "maxpool": MaxPool2D(3, stride=2, pad=1),
+            "layer1.0": Residual([Conv2D(4, 3, pad=1)]),
+            "avgpool": GlobalAvgPool2D(),
+            "head": Dense(3),
+        },
+        seed=2,
+    )
 
 
 def test_names_of_parameters_buffers_and_state():
     m = _named().build((1, 9, 9))
-    assert [n for n, _ in m.named_parameters()] == ["conv1.weight", "bn1.weight", "bn1.bias",
-                                                    "layer1.0.block.0.weight", "layer1.0.block.0.bias",
-                                                    "head.weight", "head.bias"]
+    assert [n for n, _ in m.named_parameters()] == [
+        "conv1.weight",
+        "bn1.weight",
+        "bn1.bias",
+        "layer1.0.block.0.weight",
+        "layer1.0.block.0.bias",
+        "head.weight",
+        "head.bias",
+    ]
     assert [n for n, _ in m.named_buffers()] == ["bn1.running_mean", "bn1.running_var"]
-    assert list(m.state_arrays()) == [n for n, _ in m.named_parameters()] + ["bn1.running_mean", "bn1.running_var"]
+    assert list(m.state_arrays()) == [n for n, _ in m.named_parameters()] + [
+        "bn1.running_mean",
+        "bn1.running_var",
+    ]
     assert m._state_shapes((1, 9, 9)) == {k: v.shape for k, v in m.state_arrays().items()}
     assert m["head"] is m.layers[-1] and m[0] is m.layers[0]
     with pytest.raises(KeyError, match="fc"):
@@ -40,8 +58,18 @@ def test_names_of_parameters_buffers_and_state():
 
 def test_pairs_equal_dict_and_unnamed_keep_indices():
     a = _named()
-    b = Sequential(list(zip(a.names, [type(x).from_config({k: v for k, v in x.get_config().items() if k != "type"})
-                                      for x in a.layers])), seed=2)
+    b = Sequential(
+        list(
+            zip(
+                a.names,
+                [
+                    type(x).from_config({k: v for k, v in x.get_config().items() if k != "type"})
+                    for x in a.layers
+                ],
+            )
+        ),
+        seed=2,
+    )
     x = np.random.default_rng(0).standard_normal((2, 1, 9, 9)).astype(np.float32)
     np.testing.assert_array_equal(a.forward(x), b.forward(x))
     plain = Sequential([Conv2D(2, 3), BatchNorm2D(), Flatten(), Dense(2)]).build((1, 5, 5))
@@ -62,14 +90,17 @@ def test_config_and_state_round_trip(backend):
     assert again.names == m.names
 
 
-@pytest.mark.parametrize("layers,err,match", [
-    ({"a": Dense(2), "a.b": Dense(2)}, ValueError, "extends"),
-    ({"": Dense(2)}, ValueError, "segments"),
-    ({"a..b": Dense(2)}, ValueError, "segments"),
-    ({"a-b": Dense(2)}, ValueError, "segments"),
-    ([("a", Dense(2)), ("a", Dense(2))], ValueError, "distinct"),
-    ([(1, Dense(2))], TypeError, "str"),
-])
+@pytest.mark.parametrize(
+    "layers,err,match",
+    [
+        ({"a": Dense(2), "a.b": Dense(2)}, ValueError, "extends"),
+        ({"": Dense(2)}, ValueError, "segments"),
+        ({"a..b": Dense(2)}, ValueError, "segments"),
+        ({"a-b": Dense(2)}, ValueError, "segments"),
+        ([("a", Dense(2)), ("a", Dense(2))], ValueError, "distinct"),
+        ([(1, Dense(2))], TypeError, "str"),
+    ],
+)
 def test_bad_names(layers, err, match):
     with pytest.raises(err, match=match):
         Sequential(layers)

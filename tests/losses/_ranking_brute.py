@@ -1,6 +1,7 @@
 """float64 brute-force versions of the ranking losses, written from the papers / PML's documented
 formulas (independent of mantissa_embed). Each returns ``(value, kink)`` where ``kink`` is the
 distance of the input to the nearest point where the loss is not differentiable (or jumps)."""
+
 import numpy as np
 
 
@@ -19,7 +20,7 @@ def cos(q, r):
 def fast_ap(x, y, num_bins=10, power=2, w=None):
     n = len(x)
     d = euclid(nrm(x), nrm(x)) ** power
-    hmax = 2.0 ** power
+    hmax = 2.0**power
     delta = hmax / num_bins
     centres = np.linspace(0, hmax, num_bins + 1)
     kink = np.inf
@@ -80,13 +81,22 @@ def ranked_list(x, y, margin, Tn, imbalance=0.5, alpha=None, Tp=0.0):
     d = euclid(nrm(x), nrm(x))
     out, kink = [], np.inf
     for i in range(n):
-        sp = [(np.exp(Tp * (d[i, j] - alpha + margin)), d[i, j] - alpha + margin)
-              for j in range(n) if j != i and y[j] == y[i] and d[i, j] > alpha - margin]
-        sn = [(np.exp(Tn * (alpha - d[i, j])), alpha - d[i, j])
-              for j in range(n) if y[j] != y[i] and 0 < d[i, j] < alpha]
+        sp = [
+            (np.exp(Tp * (d[i, j] - alpha + margin)), d[i, j] - alpha + margin)
+            for j in range(n)
+            if j != i and y[j] == y[i] and d[i, j] > alpha - margin
+        ]
+        sn = [
+            (np.exp(Tn * (alpha - d[i, j])), alpha - d[i, j])
+            for j in range(n)
+            if y[j] != y[i] and 0 < d[i, j] < alpha
+        ]
         for j in range(n):
             if j != i:
-                kink = min(kink, abs(d[i, j] - alpha + margin) if y[j] == y[i] else min(abs(d[i, j] - alpha), d[i, j]))
+                kink = min(
+                    kink,
+                    abs(d[i, j] - alpha + margin) if y[j] == y[i] else min(abs(d[i, j] - alpha), d[i, j]),
+                )
         lp = sum(w * v for w, v in sp) / (sum(w for w, _ in sp) + n * 1e-5)
         ln = sum(w * v for w, v in sn) / (sum(w for w, _ in sn) + n * 1e-5)
         out.append((1 - imbalance) * lp + imbalance * ln)
@@ -106,8 +116,15 @@ def pnp(x, y, b=2.0, alpha=1.0, anneal=0.01, variant="O"):
         for j in P:
             z = np.array([s[i, k] - s[i, j] for k in Nn]) / anneal
             R = float(np.sum(1 / (1 + np.exp(np.clip(-z, -50, 50))))) if Nn else 0.0
-            vals.append({"O": R, "Ds": np.log1p(R), "Dq": (1 + R) ** -alpha, "Iu": (1 + R) * np.log1p(R),
-                         "Ib": (b * R - np.log1p(b * R)) / b ** 2}[variant])
+            vals.append(
+                {
+                    "O": R,
+                    "Ds": np.log1p(R),
+                    "Dq": (1 + R) ** -alpha,
+                    "Iu": (1 + R) * np.log1p(R),
+                    "Ib": (b * R - np.log1p(b * R)) / b**2,
+                }[variant]
+            )
         rows.append(np.mean(vals))
     if not rows:
         return 0.0, np.inf
@@ -198,8 +215,12 @@ def manifold(x, proxies, mc, lambdaC=1.0, alpha=0.8, margin=5e-4):
         return tot / N, kink
 
     li, k1 = part(F[:N, N:])
-    C = np.array([[F[i] @ F[N + j] / np.linalg.norm(F[i]) / np.linalg.norm(F[N + j]) for j in range(K)]
-                  for i in range(N)])
+    C = np.array(
+        [
+            [F[i] @ F[N + j] / np.linalg.norm(F[i]) / np.linalg.norm(F[N + j]) for j in range(K)]
+            for i in range(N)
+        ]
+    )
     lc, k2 = part(C)
     kink = min(k1, k2, np.min(np.abs(s[~np.eye(N + K, dtype=bool)]), initial=np.inf))
     return (li + lambdaC * lc if np.isfinite(lambdaC) else lc), kink

@@ -3,6 +3,7 @@ forward+backward in well under 100 MB of extra memory (pytorch-metric-learning's
 NTXentLoss asks for ~66 GB there): the fused engine kernels keep one (N, N) matrix and its
 gradient, never materialize the pairs or the O(N^3) triplets, and allocate nothing themselves.
 Measured with tracemalloc, which traces numpy's allocations; no timing assertion."""
+
 import tracemalloc
 
 import numpy as np
@@ -20,8 +21,11 @@ def test_all_pairs_memory_bound(cls, with_ref):
     N, D = 1024, 128
     x = rng.standard_normal((N, D)).astype(np.float32)
     y = rng.integers(0, 256, N)
-    kw = {"ref_emb": rng.standard_normal((N, D)).astype(np.float32), "ref_labels": rng.integers(0, 256, N)} \
-        if with_ref else {}
+    kw = (
+        {"ref_emb": rng.standard_normal((N, D)).astype(np.float32), "ref_labels": rng.integers(0, 256, N)}
+        if with_ref
+        else {}
+    )
     loss = cls()
     loss(x[:64], y[:64], **({k: v[:64] for k, v in kw.items()}))  # warm up (workspaces, imports)
     tracemalloc.start()

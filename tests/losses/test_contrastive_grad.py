@@ -1,6 +1,7 @@
 """ContrastiveLoss: value against a brute-force float64 computation, gradient against finite
 differences of it, on hypothesis batches (one class, all classes distinct, duplicates, N=1, N=0,
 with ref_emb, with an indices_tuple), for both backends."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -61,9 +62,14 @@ def _check(out, want, fd, x32):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 8), d=st.integers(2, 5),
-       kind=st.sampled_from(["random", "one_class", "distinct", "dups_same", "dups_diff"]),
-       pm=st.sampled_from([0.0, 0.2]), nm=st.sampled_from([1.0, 0.5, 1.4]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 8),
+    d=st.integers(2, 5),
+    kind=st.sampled_from(["random", "one_class", "distinct", "dups_same", "dups_diff"]),
+    pm=st.sampled_from([0.0, 0.2]),
+    nm=st.sampled_from([1.0, 0.5, 1.4]),
+)
 def test_all_pairs(backend, seed, n, d, kind, pm, nm):
     x32, y = _batch(seed, n, d, kind)
     x = x32.astype(np.float64)
@@ -94,12 +100,18 @@ def test_with_ref_emb(backend, seed, n, m, d):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 7), k1=st.integers(0, 8), k2=st.integers(0, 8),
-       triplets=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 7),
+    k1=st.integers(0, 8),
+    k2=st.integers(0, 8),
+    triplets=st.booleans(),
+)
 def test_with_indices_tuple(backend, seed, n, k1, k2, triplets):
     rng = np.random.default_rng(seed)
     x32 = rng.standard_normal((n, 3)).astype(np.float32)
     x = x32.astype(np.float64)
+
     def other(a):  # never the anchor itself: d = 0 would sit on a kink of the hinge
         return (a + rng.integers(1, n, len(a))) % n
 

@@ -2,6 +2,7 @@
 
 Expected values come from a float64 numpy contrastive loss written here and from finite
 differences, never from the wrapped loss itself."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -204,8 +205,10 @@ def test_losses_owning_weights_are_rejected():
         CrossBatchMemory(lambda e, lab: 0.0, 2)
 
 
-@pytest.mark.parametrize("name", ["NormalizedSoftmaxLoss", "ProxyAnchorLoss", "ProxyNCALoss",
-                                  "ArcFaceLoss", "CosFaceLoss", "P2SGradLoss"])
+@pytest.mark.parametrize(
+    "name",
+    ["NormalizedSoftmaxLoss", "ProxyAnchorLoss", "ProxyNCALoss", "ArcFaceLoss", "CosFaceLoss", "P2SGradLoss"],
+)
 def test_proxy_losses_are_rejected(name):
     cls = getattr(losses, name, None)
     if cls is None:
@@ -230,7 +233,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="embedding_size"):
         xbm(np.ones((2, 2), np.float32), np.zeros(2, np.int64))
     with pytest.raises(ValueError, match="mutually exclusive"):
-        xbm(x[:2], np.zeros(2, np.int64), indices_tuple=(np.zeros(0, int),) * 3, enqueue_mask=np.ones(2, bool))
+        xbm(
+            x[:2], np.zeros(2, np.int64), indices_tuple=(np.zeros(0, int),) * 3, enqueue_mask=np.ones(2, bool)
+        )
     with pytest.raises(TypeError, match="enqueue_mask"):
         xbm(x[:2], np.zeros(2, np.int64), enqueue_mask=np.ones(2, np.int64))
     with pytest.raises(ValueError, match="enqueue_mask"):

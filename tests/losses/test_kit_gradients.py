@@ -1,5 +1,6 @@
 """Every loss's gradients (embeddings, ref_emb, learnable parameters) through the public
 ``mantissa_embed.testing`` kit: ``check_loss_gradients`` on its hypothesis ``batches()``."""
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -27,8 +28,13 @@ LOSSES = {
     "IntraPairVariance": (lambda: losses.IntraPairVarianceLoss(), True, "pairs"),
     "Instance": (lambda: losses.InstanceLoss(gamma=4), False, None),
     "ThresholdConsistentMargin": (lambda: losses.ThresholdConsistentMarginLoss(), True, "pairs"),
-    "MultipleLosses": (lambda: losses.MultipleLosses([losses.ContrastiveLoss(), losses.TripletMarginLoss()],
-                                                     weights=[0.3, 2.0]), True, None),
+    "MultipleLosses": (
+        lambda: losses.MultipleLosses(
+            [losses.ContrastiveLoss(), losses.TripletMarginLoss()], weights=[0.3, 2.0]
+        ),
+        True,
+        None,
+    ),
     "ProxyAnchor": (lambda: losses.ProxyAnchorLoss(C, D, alpha=4, seed=1), False, None),
     "ProxyNCA": (lambda: losses.ProxyNCALoss(C, D, seed=1), False, None),
     "NormalizedSoftmax": (lambda: losses.NormalizedSoftmaxLoss(C, D, temperature=0.5, seed=1), False, None),
@@ -37,7 +43,11 @@ LOSSES = {
     "CosFace": (lambda: losses.CosFaceLoss(C, D, scale=4, seed=1), False, None),
     "LargeMarginSoftmax": (lambda: losses.LargeMarginSoftmaxLoss(C, D, seed=1), False, None),
     "SphereFace": (lambda: losses.SphereFaceLoss(C, D, seed=1), False, None),
-    "SubCenterArcFace": (lambda: losses.SubCenterArcFaceLoss(C, D, scale=4, sub_centers=2, seed=1), False, None),
+    "SubCenterArcFace": (
+        lambda: losses.SubCenterArcFaceLoss(C, D, scale=4, sub_centers=2, seed=1),
+        False,
+        None,
+    ),
     "FastAP": (lambda: losses.FastAPLoss(), False, None),
     "Histogram": (lambda: losses.HistogramLoss(n_bins=5), False, None),
     "RankedList": (lambda: losses.RankedListLoss(margin=0.4, Tn=10), False, None),
@@ -56,8 +66,17 @@ LOSSES = {
 @given(data=st.data())
 def test_gradients_match_finite_differences(name, data):
     factory, takes_ref, mined = LOSSES[name]
-    batch = data.draw(batches(n=st.integers(2, 6), dim=D, num_classes=C, ref=st.booleans() if takes_ref else False,
-                              mined=st.sampled_from([None, mined if mined != "no labels" else None]), min_norm=0.1, max_norm=10.0))
+    batch = data.draw(
+        batches(
+            n=st.integers(2, 6),
+            dim=D,
+            num_classes=C,
+            ref=st.booleans() if takes_ref else False,
+            mined=st.sampled_from([None, mined if mined != "no labels" else None]),
+            min_norm=0.1,
+            max_norm=10.0,
+        )
+    )
     kwargs = batch.kwargs()
     if mined == "no labels":
         kwargs["labels"] = None
@@ -67,6 +86,7 @@ def test_gradients_match_finite_differences(name, data):
 
 def test_a_wrong_gradient_is_caught():
     """The sweep can fail: a loss whose gradient is scaled by 1.5 is reported."""
+
     class Scaled:
         def __init__(self):
             self.inner = losses.NCALoss()

@@ -1,5 +1,6 @@
 """Loss semantics: PML's zero-loss rules, reducers (fused and generic paths), backends,
 ref_emb / self-pair rules, swap restrictions, random triplets, embedding regularizer."""
+
 import numpy as np
 import pytest
 
@@ -18,6 +19,7 @@ def _dist64(x, r=None):
     def nrm(z):
         z = z.astype(np.float64)
         return z / np.linalg.norm(z, axis=1, keepdims=True)
+
     q = nrm(x)
     rr = q if r is None else nrm(r)
     return np.linalg.norm(q[:, None] - rr[None], axis=2)
@@ -32,13 +34,16 @@ class SubMean(MeanReducer):
 
 
 @pytest.mark.parametrize("fused,generic", [(AvgNonZeroReducer, SubAvg), (MeanReducer, SubMean)])
-@pytest.mark.parametrize("make", [
-    lambda r: ContrastiveLoss(pos_margin=0.1, neg_margin=0.9, reducer=r),
-    lambda r: ContrastiveLoss(distance=CosineSimilarity(), pos_margin=0.8, neg_margin=0.3, reducer=r),
-    lambda r: TripletMarginLoss(margin=0.3, reducer=r),
-    lambda r: TripletMarginLoss(margin=0.3, swap=True, smooth_loss=True, reducer=r),
-    lambda r: TripletMarginLoss(margin=0.2, distance=CosineSimilarity(), reducer=r),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda r: ContrastiveLoss(pos_margin=0.1, neg_margin=0.9, reducer=r),
+        lambda r: ContrastiveLoss(distance=CosineSimilarity(), pos_margin=0.8, neg_margin=0.3, reducer=r),
+        lambda r: TripletMarginLoss(margin=0.3, reducer=r),
+        lambda r: TripletMarginLoss(margin=0.3, swap=True, smooth_loss=True, reducer=r),
+        lambda r: TripletMarginLoss(margin=0.2, distance=CosineSimilarity(), reducer=r),
+    ],
+)
 def test_generic_reducer_path_equals_fused(fused, generic, make):
     x, y = _data()
     for kw in ({}, {"indices_tuple": utils.get_all_triplets_indices(y)}):
@@ -55,7 +60,9 @@ def test_reducer_semantics_against_enumeration():
     a, p, n = utils.get_all_triplets_indices(y)
     t = np.maximum(d[a, p] - d[a, n] + 0.3, 0)
     assert TripletMarginLoss(margin=0.3)(x, y).loss == pytest.approx(t[t > 0].mean(), rel=1e-5)
-    assert TripletMarginLoss(margin=0.3, reducer=MeanReducer())(x, y).loss == pytest.approx(t.mean(), rel=1e-5)
+    assert TripletMarginLoss(margin=0.3, reducer=MeanReducer())(x, y).loss == pytest.approx(
+        t.mean(), rel=1e-5
+    )
     a1, p1, a2, n2 = utils.get_all_pairs_indices(y)
     tp, tn = d[a1, p1], np.maximum(1 - d[a2, n2], 0)
     assert ContrastiveLoss()(x, y).loss == pytest.approx(tp[tp > 0].mean() + tn[tn > 0].mean(), rel=1e-5)
@@ -64,9 +71,15 @@ def test_reducer_semantics_against_enumeration():
     assert out.terms["pos_loss"] == pytest.approx(tp.mean(), rel=1e-5)
 
 
-@pytest.mark.parametrize("make", [ContrastiveLoss, TripletMarginLoss,
-                                  lambda **k: TripletMarginLoss(swap=True, smooth_loss=True, **k),
-                                  lambda **k: ContrastiveLoss(distance=CosineSimilarity(), **k)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        ContrastiveLoss,
+        TripletMarginLoss,
+        lambda **k: TripletMarginLoss(swap=True, smooth_loss=True, **k),
+        lambda **k: ContrastiveLoss(distance=CosineSimilarity(), **k),
+    ],
+)
 def test_backends_agree(make):
     x, y = _data(20, 6, 4)
     for kw in ({}, {"indices_tuple": utils.get_all_pairs_indices(y)}):
@@ -127,8 +140,10 @@ def test_embedding_regularizer_and_terms():
 
     def l2reg(e):
         n = len(e)
-        return LossOutput(loss=float(np.mean(np.sum(e.astype(np.float64) ** 2, axis=1))),
-                          grad=(2 * e / n).astype(np.float32))
+        return LossOutput(
+            loss=float(np.mean(np.sum(e.astype(np.float64) ** 2, axis=1))),
+            grad=(2 * e / n).astype(np.float32),
+        )
 
     plain = TripletMarginLoss(margin=0.3)(x, y)
     reg = TripletMarginLoss(margin=0.3, embedding_regularizer=l2reg, embedding_reg_weight=0.5)(x, y)
@@ -137,7 +152,10 @@ def test_embedding_regularizer_and_terms():
     assert reg.loss == pytest.approx(plain.loss + 0.5 * r.loss)
     np.testing.assert_allclose(reg.grad, plain.grad + 0.5 * r.grad, rtol=1e-6, atol=1e-7)
     assert set(ContrastiveLoss(embedding_regularizer=l2reg).sub_loss_names()) == {
-        "pos_loss", "neg_loss", "embedding_reg_loss"}
+        "pos_loss",
+        "neg_loss",
+        "embedding_reg_loss",
+    }
     with pytest.raises(TypeError, match="embedding_regularizer"):
         TripletMarginLoss(embedding_regularizer=3)
 

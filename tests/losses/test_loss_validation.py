@@ -1,4 +1,5 @@
 """Bad inputs to the losses raise ValueError / TypeError naming the problem."""
+
 import numpy as np
 import pytest
 

@@ -1,5 +1,6 @@
 """Oracle: ContrastiveLoss and TripletMarginLoss equal pytorch-metric-learning's, value and
 gradient (torch autograd on the same inputs), rtol 1e-4."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -19,14 +20,20 @@ KINK = 1e-5  # examples with a hinge within this of its kink are skipped (float3
 DISTANCES = {
     "lp": (lambda: distances.LpDistance(), lambda: pml_dist.LpDistance()),
     "lp_sq": (lambda: distances.LpDistance(power=2), lambda: pml_dist.LpDistance(power=2)),
-    "lp_raw": (lambda: distances.LpDistance(normalize_embeddings=False),
-               lambda: pml_dist.LpDistance(normalize_embeddings=False)),
+    "lp_raw": (
+        lambda: distances.LpDistance(normalize_embeddings=False),
+        lambda: pml_dist.LpDistance(normalize_embeddings=False),
+    ),
     "cos": (lambda: distances.CosineSimilarity(), lambda: pml_dist.CosineSimilarity()),
-    "dot": (lambda: distances.DotProductSimilarity(normalize_embeddings=False),
-            lambda: pml_dist.DotProductSimilarity(normalize_embeddings=False)),
+    "dot": (
+        lambda: distances.DotProductSimilarity(normalize_embeddings=False),
+        lambda: pml_dist.DotProductSimilarity(normalize_embeddings=False),
+    ),
 }
-REDUCERS = {"avg": (reducers.AvgNonZeroReducer, pml_red.AvgNonZeroReducer),
-            "mean": (reducers.MeanReducer, pml_red.MeanReducer)}
+REDUCERS = {
+    "avg": (reducers.AvgNonZeroReducer, pml_red.AvgNonZeroReducer),
+    "mean": (reducers.MeanReducer, pml_red.MeanReducer),
+}
 
 
 def _mat64(kind, x, r):
@@ -38,12 +45,18 @@ def _mat64(kind, x, r):
     if kind in ("cos", "dot"):
         return x @ r.T
     d = np.linalg.norm(x[:, None] - r[None], axis=2)
-    return d ** 2 if kind == "lp_sq" else d
+    return d**2 if kind == "lp_sq" else d
 
 
-common = dict(seed=st.integers(0, 2**31), n=st.integers(2, 32), m=st.one_of(st.none(), st.integers(2, 20)),
-              d=st.integers(2, 12), k=st.integers(2, 5), dist=st.sampled_from(sorted(DISTANCES)),
-              red=st.sampled_from(sorted(REDUCERS)))
+common = dict(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 32),
+    m=st.one_of(st.none(), st.integers(2, 20)),
+    d=st.integers(2, 12),
+    k=st.integers(2, 5),
+    dist=st.sampled_from(sorted(DISTANCES)),
+    red=st.sampled_from(sorted(REDUCERS)),
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -62,16 +75,23 @@ def test_contrastive(pm, nm, mined, seed, n, m, d, k, dist, red):
     a1, p, a2, nn = utils.get_all_pairs_indices(y, ry) if it is None else it
     v = np.concatenate([mat[a1, p] - pm, nm - mat[a2, nn]])
     assume(len(v) == 0 or np.abs(v).min() > KINK)
-    ours = losses.ContrastiveLoss(pos_margin=pm, neg_margin=nm, distance=DISTANCES[dist][0](),
-                                  reducer=REDUCERS[red][0]())
-    theirs = pml_losses.ContrastiveLoss(pos_margin=pm, neg_margin=nm, distance=DISTANCES[dist][1](),
-                                        reducer=REDUCERS[red][1]())
+    ours = losses.ContrastiveLoss(
+        pos_margin=pm, neg_margin=nm, distance=DISTANCES[dist][0](), reducer=REDUCERS[red][0]()
+    )
+    theirs = pml_losses.ContrastiveLoss(
+        pos_margin=pm, neg_margin=nm, distance=DISTANCES[dist][1](), reducer=REDUCERS[red][1]()
+    )
     compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
 @settings(max_examples=60, deadline=None)
-@given(margin=st.sampled_from([0.05, 0.2, 0.5]), swap=st.booleans(), smooth=st.booleans(),
-       mined=st.booleans(), **common)
+@given(
+    margin=st.sampled_from([0.05, 0.2, 0.5]),
+    swap=st.booleans(),
+    smooth=st.booleans(),
+    mined=st.booleans(),
+    **common,
+)
 def test_triplet(margin, swap, smooth, mined, seed, n, m, d, k, dist, red):
     x, y, r, ry = _data(seed, n, m, d, k)
     if swap:
@@ -102,9 +122,12 @@ def test_with_pml_miner_tuples_and_no_labels(miner, loss):
     """Index tuples from PML's miners, passed with labels=None."""
     x, y, _, _ = _data(7, 48, None, 16, 4)
     xt, yt = torch.tensor(x), torch.tensor(y)
-    m = {"semihard": lambda: pml_miners.TripletMarginMiner(margin=0.3, type_of_triplets="semihard"),
-         "hard": lambda: pml_miners.TripletMarginMiner(margin=0.3, type_of_triplets="hard"),
-         "batch_hard": pml_miners.BatchHardMiner, "pair_margin": pml_miners.PairMarginMiner}[miner]()
+    m = {
+        "semihard": lambda: pml_miners.TripletMarginMiner(margin=0.3, type_of_triplets="semihard"),
+        "hard": lambda: pml_miners.TripletMarginMiner(margin=0.3, type_of_triplets="hard"),
+        "batch_hard": pml_miners.BatchHardMiner,
+        "pair_margin": pml_miners.PairMarginMiner,
+    }[miner]()
     it = tuple(t.numpy() for t in m(xt, yt))
     if loss == "triplet":
         ours, theirs = losses.TripletMarginLoss(margin=0.1), pml_losses.TripletMarginLoss(margin=0.1)

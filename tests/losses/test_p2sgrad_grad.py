@@ -1,4 +1,5 @@
 """P2SGradLoss gradients: finite differences in float64 (embeddings and weight), C kernel vs numpy twin."""
+
 import numpy as np
 from hypothesis import assume, given, settings, strategies as st
 

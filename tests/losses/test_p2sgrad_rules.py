@@ -1,4 +1,5 @@
 """P2SGradLoss: every rule of the seed spec (001) and of the bad-input standard."""
+
 import numpy as np
 import pytest
 
@@ -93,6 +94,7 @@ def test_indices_tuple_and_ref_emb_raise_value_error():
 def test_distance_and_reducer_raise_type_error():
     from mantissa_embed.distances import CosineSimilarity
     from mantissa_embed.reducers import MeanReducer
+
     with pytest.raises(TypeError, match="distance"):
         P2SGradLoss(4, 6, distance=CosineSimilarity())
     with pytest.raises(TypeError, match="reducer"):

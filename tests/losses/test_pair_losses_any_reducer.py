@@ -2,6 +2,7 @@
 MeanReducer, ThresholdReducer(low=0)) takes the per-term path (losses -> reducer -> weighted
 backward) and must give the fused path's value and gradient; given tuples equal to all the pairs
 or triplets must give the all-pairs result (the scatter-add backwards)."""
+
 import numpy as np
 import pytest
 
@@ -43,9 +44,15 @@ CASES = [
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("cls,kw,tuples", [(c, k, t) for c, k in CASES
-                                           for t in ("all", "pairs", "triplets", "ref")
-                                           if not (t == "ref" and k.get("swap"))])  # swap: no ref_emb
+@pytest.mark.parametrize(
+    "cls,kw,tuples",
+    [
+        (c, k, t)
+        for c, k in CASES
+        for t in ("all", "pairs", "triplets", "ref")
+        if not (t == "ref" and k.get("swap"))
+    ],
+)  # swap: no ref_emb
 def test_unfused_reducer_equals_fused(backend, cls, kw, tuples):
     x, y = _batch(3)
     args = dict(embeddings=x, labels=y)

@@ -2,6 +2,7 @@
 SignalToNoiseRatioContrastiveLoss equal pytorch-metric-learning's, value and gradient (torch
 autograd on the same inputs), rtol 1e-4: all pairs, mined pairs / triplets, ref_emb, several
 distances and reducers, non-default parameters."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -23,9 +24,11 @@ DISTANCES = {
     "lp_sq": (lambda: distances.LpDistance(power=2), lambda: pml_dist.LpDistance(power=2)),
     "cos": (lambda: distances.CosineSimilarity(), lambda: pml_dist.CosineSimilarity()),
 }
-REDUCERS = {"avg": (reducers.AvgNonZeroReducer, pml_red.AvgNonZeroReducer),
-            "mean": (reducers.MeanReducer, pml_red.MeanReducer),
-            "sum": (reducers.SumReducer, pml_red.SumReducer)}
+REDUCERS = {
+    "avg": (reducers.AvgNonZeroReducer, pml_red.AvgNonZeroReducer),
+    "mean": (reducers.MeanReducer, pml_red.MeanReducer),
+    "sum": (reducers.SumReducer, pml_red.SumReducer),
+}
 
 
 def _mat64(kind, x, r):
@@ -38,7 +41,7 @@ def _mat64(kind, x, r):
     if kind == "snr":
         return np.var(x[:, None] - r[None], axis=2, ddof=1) / np.var(x, axis=1, ddof=1)[:, None]
     d = np.linalg.norm(x[:, None] - r[None], axis=2)
-    return d ** 2 if kind == "lp_sq" else d
+    return d**2 if kind == "lp_sq" else d
 
 
 def _mined(seed, y, ry, kind):
@@ -61,23 +64,35 @@ def _pairs(y, ry, it):
     return (it[0], it[1], it[0], it[2]) if len(it) == 3 else it
 
 
-common = dict(seed=st.integers(0, 2**31), n=st.integers(2, 24), m=st.one_of(st.none(), st.integers(2, 16)),
-              d=st.integers(2, 10), k=st.integers(2, 5), red=st.sampled_from(sorted(REDUCERS)),
-              mined=st.sampled_from(["all", "pairs", "triplets"]))
+common = dict(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 24),
+    m=st.one_of(st.none(), st.integers(2, 16)),
+    d=st.integers(2, 10),
+    k=st.integers(2, 5),
+    red=st.sampled_from(sorted(REDUCERS)),
+    mined=st.sampled_from(["all", "pairs", "triplets"]),
+)
 
 
 @settings(max_examples=40, deadline=None)
-@given(dist=st.sampled_from(sorted(DISTANCES)), params=st.sampled_from([(2, 50, 0.5), (1, 10, 0.2), (3, 40, 0.8)]),
-       **common)
+@given(
+    dist=st.sampled_from(sorted(DISTANCES)),
+    params=st.sampled_from([(2, 50, 0.5), (1, 10, 0.2), (3, 40, 0.8)]),
+    **common,
+)
 def test_multi_similarity(dist, params, seed, n, m, d, k, red, mined):
     x, y, r, ry = _data(seed, n, m, d, k)
     it = _mined(seed, y, ry, mined)
     alpha, beta, base = params
     if dist != "cos":
         base = 1.0 - base  # a distance threshold on the Euclidean scale
-    ours = losses.MultiSimilarityLoss(alpha, beta, base, distance=DISTANCES[dist][0](), reducer=REDUCERS[red][0]())
-    theirs = pml_losses.MultiSimilarityLoss(alpha, beta, base, distance=DISTANCES[dist][1](),
-                                            reducer=REDUCERS[red][1]())
+    ours = losses.MultiSimilarityLoss(
+        alpha, beta, base, distance=DISTANCES[dist][0](), reducer=REDUCERS[red][0]()
+    )
+    theirs = pml_losses.MultiSimilarityLoss(
+        alpha, beta, base, distance=DISTANCES[dist][1](), reducer=REDUCERS[red][1]()
+    )
     compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
@@ -93,24 +108,32 @@ def test_circle(params, seed, n, m, d, k, red, mined):
 
 
 @settings(max_examples=40, deadline=None)
-@given(dist=st.sampled_from(sorted(DISTANCES)), margins=st.sampled_from([(1.0, 0.0), (0.5, 0.2), (1.4, 0.1)]),
-       **common)
+@given(
+    dist=st.sampled_from(sorted(DISTANCES)),
+    margins=st.sampled_from([(1.0, 0.0), (0.5, 0.2), (1.4, 0.1)]),
+    **common,
+)
 def test_lifted_structure(dist, margins, seed, n, m, d, k, red, mined):
     x, y, r, ry = _data(seed, n, m, d, k)
     it = _mined(seed, y, ry, mined)
     nm, pm = margins
     if dist == "cos":
         nm, pm = nm - 0.7, 1 - pm
-    ours = losses.LiftedStructureLoss(neg_margin=nm, pos_margin=pm, distance=DISTANCES[dist][0](),
-                                      reducer=REDUCERS[red][0]())
-    theirs = pml_losses.LiftedStructureLoss(neg_margin=nm, pos_margin=pm, distance=DISTANCES[dist][1](),
-                                            reducer=REDUCERS[red][1]())
+    ours = losses.LiftedStructureLoss(
+        neg_margin=nm, pos_margin=pm, distance=DISTANCES[dist][0](), reducer=REDUCERS[red][0]()
+    )
+    theirs = pml_losses.LiftedStructureLoss(
+        neg_margin=nm, pos_margin=pm, distance=DISTANCES[dist][1](), reducer=REDUCERS[red][1]()
+    )
     compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
 @settings(max_examples=40, deadline=None)
-@given(dist=st.sampled_from(sorted(DISTANCES)), margins=st.sampled_from([(1.0, 0.0), (0.5, 0.2), (3.0, 0.1)]),
-       **common)
+@given(
+    dist=st.sampled_from(sorted(DISTANCES)),
+    margins=st.sampled_from([(1.0, 0.0), (0.5, 0.2), (3.0, 0.1)]),
+    **common,
+)
 def test_generalized_lifted_structure(dist, margins, seed, n, m, d, k, red, mined):
     x, y, r, ry = _data(seed, n, m, d, k)
     it = _mined(seed, y, ry, mined)
@@ -134,10 +157,12 @@ def test_generalized_lifted_structure(dist, margins, seed, n, m, d, k, red, mine
 
     z = lse(sg * (mat - pm), pos) + lse(sg * (nm - mat), neg)
     assume(np.abs(z[(pos | neg).any(1)]).min(initial=1) > KINK)
-    ours = losses.GeneralizedLiftedStructureLoss(neg_margin=nm, pos_margin=pm, distance=DISTANCES[dist][0](),
-                                                 reducer=REDUCERS[red][0]())
-    theirs = pml_losses.GeneralizedLiftedStructureLoss(neg_margin=nm, pos_margin=pm,
-                                                       distance=DISTANCES[dist][1](), reducer=REDUCERS[red][1]())
+    ours = losses.GeneralizedLiftedStructureLoss(
+        neg_margin=nm, pos_margin=pm, distance=DISTANCES[dist][0](), reducer=REDUCERS[red][0]()
+    )
+    theirs = pml_losses.GeneralizedLiftedStructureLoss(
+        neg_margin=nm, pos_margin=pm, distance=DISTANCES[dist][1](), reducer=REDUCERS[red][1]()
+    )
     compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
@@ -155,18 +180,26 @@ def test_snr_contrastive(margins, seed, n, m, d, k, red, mined):
     v = np.concatenate([mat[a1, p] - pm, nm - mat[a2, nn]])
     assume(len(v) == 0 or np.abs(v).min() > KINK)
     ours = losses.SignalToNoiseRatioContrastiveLoss(pos_margin=pm, neg_margin=nm, reducer=REDUCERS[red][0]())
-    theirs = pml_losses.SignalToNoiseRatioContrastiveLoss(pos_margin=pm, neg_margin=nm, reducer=REDUCERS[red][1]())
+    theirs = pml_losses.SignalToNoiseRatioContrastiveLoss(
+        pos_margin=pm, neg_margin=nm, reducer=REDUCERS[red][1]()
+    )
     compare(ours(x, y, it, r, ry), pml_call(theirs, x, y, r, ry, it))
 
 
-NAMES = ["MultiSimilarityLoss", "CircleLoss", "LiftedStructureLoss", "GeneralizedLiftedStructureLoss",
-         "SignalToNoiseRatioContrastiveLoss"]
+NAMES = [
+    "MultiSimilarityLoss",
+    "CircleLoss",
+    "LiftedStructureLoss",
+    "GeneralizedLiftedStructureLoss",
+    "SignalToNoiseRatioContrastiveLoss",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_defaults_match(name):
     """Constructor defaults, default distance and default reducer are PML's."""
     import inspect
+
     ours, theirs = getattr(losses, name)(), getattr(pml_losses, name)()
     assert type(ours.distance).__name__ == type(theirs.distance).__name__
     if name == "SignalToNoiseRatioContrastiveLoss":
@@ -188,12 +221,16 @@ def test_defaults_match(name):
 def test_with_pml_miner_tuples_and_no_labels(name, miner):
     x, y, _, _ = _data(11, 40, None, 16, 4)
     xt, yt = torch.tensor(x), torch.tensor(y)
-    m = {"multi_similarity": lambda: pml_miners.MultiSimilarityMiner(epsilon=0.1),
-         "pair_margin": pml_miners.PairMarginMiner,
-         "semihard": lambda: pml_miners.TripletMarginMiner(margin=0.3, type_of_triplets="semihard")}[miner]()
+    m = {
+        "multi_similarity": lambda: pml_miners.MultiSimilarityMiner(epsilon=0.1),
+        "pair_margin": pml_miners.PairMarginMiner,
+        "semihard": lambda: pml_miners.TripletMarginMiner(margin=0.3, type_of_triplets="semihard"),
+    }[miner]()
     it = tuple(t.numpy() for t in m(xt, yt))
-    compare(getattr(losses, name)()(x, None, indices_tuple=it),
-             pml_call(getattr(pml_losses, name)(), x, None, it=it))
+    compare(
+        getattr(losses, name)()(x, None, indices_tuple=it),
+        pml_call(getattr(pml_losses, name)(), x, None, it=it),
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -206,14 +243,30 @@ def test_zero_loss_cases_match(name):
 
 
 # PerAnchorReducer on LiftedStructureLoss is not compared: PML's raises on its (K, 1) losses.
-@pytest.mark.parametrize("name,red", [(n, r) for n in NAMES[:4] for r in ("per_anchor", "threshold")
-                                      if (n, r) != ("LiftedStructureLoss", "per_anchor")])
+@pytest.mark.parametrize(
+    "name,red",
+    [
+        (n, r)
+        for n in NAMES[:4]
+        for r in ("per_anchor", "threshold")
+        if (n, r) != ("LiftedStructureLoss", "per_anchor")
+    ],
+)
 @pytest.mark.parametrize("with_ref", [False, True])
 def test_other_reducers(name, red, with_ref):
     """PerAnchorReducer and ThresholdReducer against PML's."""
     x, y, r, ry = _data(5, 20, 9 if with_ref else None, 6, 3)
-    mk = {"per_anchor": (lambda: reducers.PerAnchorReducer(reducers.MeanReducer()),
-                         lambda: pml_red.PerAnchorReducer(pml_red.MeanReducer())),
-          "threshold": (lambda: reducers.ThresholdReducer(low=0.05), lambda: pml_red.ThresholdReducer(low=0.05))}[red]
-    compare(getattr(losses, name)(reducer=mk[0]())(x, y, ref_emb=r, ref_labels=ry),
-             pml_call(getattr(pml_losses, name)(reducer=mk[1]()), x, y, r, ry))
+    mk = {
+        "per_anchor": (
+            lambda: reducers.PerAnchorReducer(reducers.MeanReducer()),
+            lambda: pml_red.PerAnchorReducer(pml_red.MeanReducer()),
+        ),
+        "threshold": (
+            lambda: reducers.ThresholdReducer(low=0.05),
+            lambda: pml_red.ThresholdReducer(low=0.05),
+        ),
+    }[red]
+    compare(
+        getattr(losses, name)(reducer=mk[0]())(x, y, ref_emb=r, ref_labels=ry),
+        pml_call(getattr(pml_losses, name)(reducer=mk[1]()), x, y, r, ry),
+    )

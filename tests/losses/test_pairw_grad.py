@@ -4,6 +4,7 @@ gradient against central finite differences of it, on hypothesis batches (one cl
 distinct, duplicates, large and tiny norms, N=0, N=1, with ref_emb, with an indices_tuple), for
 both backends. CircleLoss's weights are constants for its gradient (PML detaches them), so its
 finite differences freeze them at the evaluation point."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -18,6 +19,7 @@ LOSSES = ["ms", "circle", "lifted", "glifted", "snr"]
 
 # ----------------------------------------------------------------------------- brute force
 
+
 def _norm(z):
     return z / np.linalg.norm(z, axis=1, keepdims=True)
 
@@ -30,7 +32,7 @@ def _mat(kind, x, r):
     diff = q[:, None, :] - rr[None, :, :]
     if kind == "snr":
         return np.var(diff, axis=2, ddof=1) / np.var(q, axis=1, ddof=1)[:, None]
-    return np.sqrt(np.sum(diff ** 2, axis=2))
+    return np.sqrt(np.sum(diff**2, axis=2))
 
 
 def _pairs(y, ry, same, it):
@@ -113,8 +115,13 @@ def _snr(mat, pairs, N, check, pm=0.0, nm=1.0):
 
 
 DIST = {"ms": "cos", "circle": "cos", "lifted": "lp", "glifted": "lp", "snr": "snr"}
-CLS = {"ms": losses.MultiSimilarityLoss, "circle": losses.CircleLoss, "lifted": losses.LiftedStructureLoss,
-       "glifted": losses.GeneralizedLiftedStructureLoss, "snr": losses.SignalToNoiseRatioContrastiveLoss}
+CLS = {
+    "ms": losses.MultiSimilarityLoss,
+    "circle": losses.CircleLoss,
+    "lifted": losses.LiftedStructureLoss,
+    "glifted": losses.GeneralizedLiftedStructureLoss,
+    "snr": losses.SignalToNoiseRatioContrastiveLoss,
+}
 
 
 def _brute(name, x, r, y, ry, same, it, check=None, frozen=None):
@@ -133,6 +140,7 @@ def _fd(f, x, h):
 
 
 # ----------------------------------------------------------------------------- fixtures
+
 
 def _batch(seed, n, d, kind, scale):
     x, y, _ = grad_batch(seed, n, d, kind, scale=scale)
@@ -169,17 +177,24 @@ def _run(name, backend, x32, y, r32=None, ry=None, it=None, scale=1.0):
         assert out.ref_grad is None
     else:
         fr = _fd(lambda z: _brute(name, x, z, yy, rr, same, it, frozen=frozen), r, h)
-        np.testing.assert_allclose(out.ref_grad, fr, rtol=2e-3, atol=2e-3 * max(1.0, np.abs(fr).max(initial=0)))
+        np.testing.assert_allclose(
+            out.ref_grad, fr, rtol=2e-3, atol=2e-3 * max(1.0, np.abs(fr).max(initial=0))
+        )
 
 
 # ----------------------------------------------------------------------------- tests
 
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", LOSSES)
 @settings(max_examples=10, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 7), d=st.integers(2, 4),
-       kind=st.sampled_from(["random", "one_class", "distinct", "dups_same", "dups_diff"]),
-       scale=st.sampled_from([1.0, 1e-3, 1e3]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 7),
+    d=st.integers(2, 4),
+    kind=st.sampled_from(["random", "one_class", "distinct", "dups_same", "dups_diff"]),
+    scale=st.sampled_from([1.0, 1e-3, 1e3]),
+)
 def test_all_pairs(name, backend, seed, n, d, kind, scale):
     x32, y = _batch(seed, n, d, kind, scale)
     _run(name, backend, x32, y, scale=scale)
@@ -200,8 +215,13 @@ def test_with_ref_emb(name, backend, seed, n, m, d):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", LOSSES)
 @settings(max_examples=6, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 6), k1=st.integers(0, 7), k2=st.integers(0, 7),
-       triplets=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 6),
+    k1=st.integers(0, 7),
+    k2=st.integers(0, 7),
+    triplets=st.booleans(),
+)
 def test_with_indices_tuple(name, backend, seed, n, k1, k2, triplets):
     rng = np.random.default_rng(seed)
     x32 = rng.standard_normal((n, 3)).astype(np.float32)

@@ -1,14 +1,19 @@
 """The pair-weighting row kernels (src/engine_c/pair_weighting.c) equal their numpy twins
 (mantissa_embed._reference._pair_weighting) on random shapes, labels and masks, and check their inputs
 the same way."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from mantissa_embed import _reference as R, engine as E
 
-KINDS = {"multi_similarity": (2.0, 50.0, 0.5), "circle": (0.4, 80.0), "generalized_lifted": (0.0, 1.0),
-         "neg_lse": (1.0,)}
+KINDS = {
+    "multi_similarity": (2.0, 50.0, 0.5),
+    "circle": (0.4, 80.0),
+    "generalized_lifted": (0.0, 1.0),
+    "neg_lse": (1.0,),
+}
 
 
 def _inputs(seed, n, m, k, inverted):
@@ -26,8 +31,14 @@ def _close(a, b):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 40), m=st.one_of(st.none(), st.integers(0, 40)),
-       k=st.integers(1, 6), kind=st.sampled_from(sorted(KINDS)), inverted=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 40),
+    m=st.one_of(st.none(), st.integers(0, 40)),
+    k=st.integers(1, 6),
+    kind=st.sampled_from(sorted(KINDS)),
+    inverted=st.booleans(),
+)
 def test_labels_path(seed, n, m, k, kind, inverted):
     same = m is None
     mat, y, ry, _ = _inputs(seed, n, n if same else m, k, inverted)
@@ -45,15 +56,23 @@ def test_labels_path(seed, n, m, k, kind, inverted):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 30), m=st.integers(0, 30),
-       kind=st.sampled_from(sorted(KINDS)), inverted=st.booleans(), density=st.floats(0, 1))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 30),
+    m=st.integers(0, 30),
+    kind=st.sampled_from(sorted(KINDS)),
+    inverted=st.booleans(),
+    density=st.floats(0, 1),
+)
 def test_mask_path(seed, n, m, kind, inverted, density):
     mat, _, _, rng = _inputs(seed, n, m, 2, inverted)
     u = rng.random((n, m))
     pos, neg = u < density / 2, (u >= density / 2) & (u < density)
     kw = dict(params=KINDS[kind], inverted=inverted)
     la, da = E.pairw_rows_forward(kind, mat, pos_mask=pos, neg_mask=neg, **kw)
-    lb, db = R.pairw_rows_forward(kind, mat, pos_mask=pos.astype(np.uint8), neg_mask=neg.astype(np.uint8), **kw)
+    lb, db = R.pairw_rows_forward(
+        kind, mat, pos_mask=pos.astype(np.uint8), neg_mask=neg.astype(np.uint8), **kw
+    )
     _close(la, lb)
     _close(da, db)
     assert not da[~(pos | neg)].any()
@@ -62,14 +81,24 @@ def test_mask_path(seed, n, m, kind, inverted, density):
 def test_outputs_in_place_and_thread_reproducible():
     mat, y, _, _ = _inputs(0, 300, 300, 7, True)
     losses, dmat = np.empty(300, np.float32), np.empty((300, 300), np.float32)
-    l1, d1 = E.pairw_rows_forward("multi_similarity", mat, y, y, params=(2, 50, 0.5), exclude_self=True,
-                                  inverted=True, losses=losses, dmat=dmat)
+    l1, d1 = E.pairw_rows_forward(
+        "multi_similarity",
+        mat,
+        y,
+        y,
+        params=(2, 50, 0.5),
+        exclude_self=True,
+        inverted=True,
+        losses=losses,
+        dmat=dmat,
+    )
     assert l1 is losses and d1 is dmat
     n0 = E.get_num_threads()
     try:
         E.set_num_threads(1)
-        l2, d2 = E.pairw_rows_forward("multi_similarity", mat, y, y, params=(2, 50, 0.5), exclude_self=True,
-                                      inverted=True)
+        l2, d2 = E.pairw_rows_forward(
+            "multi_similarity", mat, y, y, params=(2, 50, 0.5), exclude_self=True, inverted=True
+        )
     finally:
         E.set_num_threads(n0)
     assert np.array_equal(l1, l2) and np.array_equal(d1, d2)
@@ -125,7 +154,10 @@ def test_every_simd_variant_and_long_rows(kernel, kind):
         for n, m in ((5, 9000), (40, 33)):
             mat, y, ry, rng = _inputs(n * m, n, m, 3, kind != "generalized_lifted")
             kw = dict(params=KINDS[kind], inverted=kind != "generalized_lifted")
-            _close(E.pairw_rows_forward(kind, mat, y, ry, **kw)[1], R.pairw_rows_forward(kind, mat, y, ry, **kw)[1])
+            _close(
+                E.pairw_rows_forward(kind, mat, y, ry, **kw)[1],
+                R.pairw_rows_forward(kind, mat, y, ry, **kw)[1],
+            )
             pos = rng.random((n, m)) < 0.3
             neg = ~pos & (rng.random((n, m)) < 0.5)
             a = E.pairw_rows_forward(kind, mat, pos_mask=pos, neg_mask=neg, **kw)

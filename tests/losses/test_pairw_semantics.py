@@ -1,12 +1,18 @@
 """Pair-weighting losses: zero loss and zero gradient when there is no valid pair, bad input errors,
 constructor checks, both backends agreeing, and the O(N M) path of LiftedStructureLoss."""
+
 import numpy as np
 import pytest
 
 from mantissa_embed import distances, losses, reducers
 
-NAMES = ["MultiSimilarityLoss", "CircleLoss", "LiftedStructureLoss", "GeneralizedLiftedStructureLoss",
-         "SignalToNoiseRatioContrastiveLoss"]
+NAMES = [
+    "MultiSimilarityLoss",
+    "CircleLoss",
+    "LiftedStructureLoss",
+    "GeneralizedLiftedStructureLoss",
+    "SignalToNoiseRatioContrastiveLoss",
+]
 
 
 def _x(n=6, d=4, seed=0):
@@ -60,7 +66,9 @@ def test_backends_agree(name):
     b = getattr(losses, name)(backend="numpy")(x, y, ref_emb=r, ref_labels=ry)
     assert a.loss == pytest.approx(b.loss, rel=1e-5)
     np.testing.assert_allclose(a.grad, b.grad, rtol=1e-4, atol=1e-6 * max(1, np.abs(b.grad).max()))
-    np.testing.assert_allclose(a.ref_grad, b.ref_grad, rtol=1e-4, atol=1e-6 * max(1, np.abs(b.ref_grad).max()))
+    np.testing.assert_allclose(
+        a.ref_grad, b.ref_grad, rtol=1e-4, atol=1e-6 * max(1, np.abs(b.ref_grad).max())
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -135,6 +143,7 @@ def test_generic_reducers_and_regularizer():
             out = getattr(losses, name)(reducer=red)(x, y)
             assert np.isfinite(out.loss) and np.all(np.isfinite(out.grad))
     from mantissa_embed.regularizers import LpRegularizer
+
     out = losses.MultiSimilarityLoss(embedding_regularizer=LpRegularizer(), embedding_reg_weight=0.5)(x, y)
     assert set(out.terms) == {"loss", "embedding_reg_loss"}
     assert out.loss == pytest.approx(sum(out.terms.values()))
@@ -143,6 +152,7 @@ def test_generic_reducers_and_regularizer():
 def test_lifted_large_batch_stays_small():
     """All pairs at N=512: no (positive pairs x negative pairs) matrix (PML's float32 matrices would be ~16 GB each)."""
     import tracemalloc
+
     x, y = _x(512, 16, 5), np.arange(512) % 16
     loss = losses.LiftedStructureLoss()
     tracemalloc.start()

@@ -1,4 +1,5 @@
 """Proxy losses: PML names/defaults/weight shapes, init, parameter ownership, errors, empty batch."""
+
 import math
 
 import numpy as np
@@ -15,10 +16,20 @@ SPECS = [  # class, weight attr, weight shape, defaults
     (losses.NormalizedSoftmaxLoss, "W", (D, C), {"temperature": 0.05}),
     (losses.ProxyNCALoss, "proxies", (C, D), {"softmax_scale": 1}),
     (losses.ProxyAnchorLoss, "proxies", (C, D), {"margin": 0.1, "alpha": 32}),
-    (losses.SoftTripleLoss, "fc", (D, C * 10), {"centers_per_class": 10, "la": 20, "gamma": 10.0, "margin": 0.01}),
+    (
+        losses.SoftTripleLoss,
+        "fc",
+        (D, C * 10),
+        {"centers_per_class": 10, "la": 20, "gamma": 10.0, "margin": 0.01},
+    ),
     (losses.LargeMarginSoftmaxLoss, "W", (D, C), {"margin": 4, "scale": 1}),
     (losses.ArcFaceLoss, "W", (D, C), {"margin": math.radians(28.6), "scale": 64}),
-    (losses.SubCenterArcFaceLoss, "W", (D, C * 3), {"margin": math.radians(28.6), "scale": 64, "sub_centers": 3}),
+    (
+        losses.SubCenterArcFaceLoss,
+        "W",
+        (D, C * 3),
+        {"margin": math.radians(28.6), "scale": 64, "sub_centers": 3},
+    ),
     (losses.CosFaceLoss, "W", (D, C), {"margin": 0.35, "scale": 64}),
     (losses.SphereFaceLoss, "W", (D, C), {"margin": 4, "scale": 1}),
 ]
@@ -149,8 +160,15 @@ def test_empty_batch(cls):
 def test_terms_and_regularizers():
     x, y = _batch()
     reg = LpRegularizer()
-    f = losses.ProxyAnchorLoss(C, D, seed=0, weight_regularizer=reg, weight_reg_weight=0.5,
-                               embedding_regularizer=LpRegularizer(), embedding_reg_weight=0.25)
+    f = losses.ProxyAnchorLoss(
+        C,
+        D,
+        seed=0,
+        weight_regularizer=reg,
+        weight_reg_weight=0.5,
+        embedding_regularizer=LpRegularizer(),
+        embedding_reg_weight=0.25,
+    )
     out = f(x, y)
     assert set(out.terms) == {"pos_loss", "neg_loss", "weight_reg_loss", "embedding_reg_loss"}
     assert out.terms["weight_reg_loss"] == pytest.approx(0.5 * reg(f.proxies.data).loss, rel=1e-6)
@@ -175,6 +193,7 @@ def test_get_logits_and_subcenter_outliers():
 
 def test_do_nothing_reducer_gives_unreduced_losses():
     from mantissa_embed.reducers import DoNothingReducer
+
     x, y = _batch()
     f = losses.ProxyAnchorLoss(C, D, seed=0, reducer=DoNothingReducer())
     out = f(x, y)
@@ -194,6 +213,7 @@ def test_empty_batch_with_embedding_regularizer():
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
 def test_kernel_wrappers_reject_bad_input(backend):
     from mantissa_embed.backend import get_backend
+
     eng = get_backend(backend)
     x = np.zeros((3, 4), np.float32)
     w = np.eye(2, 4, dtype=np.float32)

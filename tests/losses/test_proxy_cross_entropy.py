@@ -1,4 +1,5 @@
 """CrossEntropyLoss (softmax cross-entropy over logits) and its C kernel vs the numpy twin."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -80,6 +81,7 @@ def test_errors_and_empty():
 
 def test_dense_classifier_head_trains():
     from mantissa_embed import optim
+
     rng = np.random.default_rng(0)
     emb = rng.standard_normal((32, 8)).astype(np.float32)
     y = (emb[:, 0] > 0).astype(np.int64) + 2 * (emb[:, 1] > 0)

@@ -2,6 +2,7 @@
 raise a ValueError/TypeError naming the argument; NaN/Inf or reshaped weights (e.g. after a
 diverged optimizer step) are rejected; float32 overflow is reported, not returned as inf/NaN;
 valid edge cases give finite values equal to an independent float64 numpy computation."""
+
 import math
 import warnings
 
@@ -33,8 +34,11 @@ def _batch(n=5, seed=0):
 
 
 def _finite(lf, out):
-    return (np.isfinite(out.loss) and np.isfinite(out.grad).all()
-            and all(np.isfinite(p.grad).all() and np.isfinite(p.data).all() for p in lf.parameters()))
+    return (
+        np.isfinite(out.loss)
+        and np.isfinite(out.grad).all()
+        and all(np.isfinite(p.grad).all() and np.isfinite(p.data).all() for p in lf.parameters())
+    )
 
 
 X, Y = _batch()
@@ -102,15 +106,18 @@ def test_reshaped_weights_raise_naming_the_parameter(name):
         lf(X, Y)
 
 
-@pytest.mark.parametrize("name,kwargs", [
-    ("ProxyAnchorLoss", {"alpha": 1e300}),
-    ("SoftTripleLoss", {"la": 1e300}),
-    ("LargeMarginSoftmaxLoss", {"scale": 1e300}),
-    ("ArcFaceLoss", {"scale": 1e300}),
-    ("CosFaceLoss", {"scale": 1e300}),
-    ("SphereFaceLoss", {"scale": 1e300}),
-    ("CosFaceLoss", {"margin": 1e300}),
-])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("ProxyAnchorLoss", {"alpha": 1e300}),
+        ("SoftTripleLoss", {"la": 1e300}),
+        ("LargeMarginSoftmaxLoss", {"scale": 1e300}),
+        ("ArcFaceLoss", {"scale": 1e300}),
+        ("CosFaceLoss", {"scale": 1e300}),
+        ("SphereFaceLoss", {"scale": 1e300}),
+        ("CosFaceLoss", {"margin": 1e300}),
+    ],
+)
 def test_float32_overflow_is_an_error_not_inf(name, kwargs):
     lf = FACTORIES[name](**kwargs)
     key = next(iter(kwargs))
@@ -121,12 +128,18 @@ def test_float32_overflow_is_an_error_not_inf(name, kwargs):
     assert not lf.parameters()[0].grad.any()  # nothing accumulated
 
 
-@pytest.mark.parametrize("name,kwargs", [
-    ("ProxyAnchorLoss", {"alpha": 1e4}), ("SoftTripleLoss", {"la": 1e4}),
-    ("LargeMarginSoftmaxLoss", {"scale": 1e4}), ("ArcFaceLoss", {"scale": 1e4}),
-    ("CosFaceLoss", {"scale": 1e4}), ("NormalizedSoftmaxLoss", {"temperature": 1e-4}),
-    ("ProxyNCALoss", {"softmax_scale": 1e4}),
-])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("ProxyAnchorLoss", {"alpha": 1e4}),
+        ("SoftTripleLoss", {"la": 1e4}),
+        ("LargeMarginSoftmaxLoss", {"scale": 1e4}),
+        ("ArcFaceLoss", {"scale": 1e4}),
+        ("CosFaceLoss", {"scale": 1e4}),
+        ("NormalizedSoftmaxLoss", {"temperature": 1e-4}),
+        ("ProxyNCALoss", {"softmax_scale": 1e4}),
+    ],
+)
 def test_large_but_representable_scales_stay_finite(name, kwargs):
     lf = FACTORIES[name](**kwargs)
     with warnings.catch_warnings():
@@ -182,14 +195,24 @@ def test_weight_init_func_returning_garbage_raises():
         L.NormalizedSoftmaxLoss(C, D, weight_init_func=lambda s, r: np.full(s, "a"))
 
 
-@pytest.mark.parametrize("emb_kind", ["empty", "one", "identical", "zero", "float64", "int", "list", "tiny", "huge"])
+@pytest.mark.parametrize(
+    "emb_kind", ["empty", "one", "identical", "zero", "float64", "int", "list", "tiny", "huge"]
+)
 @pytest.mark.parametrize("name", NAMES)
 def test_valid_edge_cases_are_finite(name, emb_kind):
     x, y = _batch()
-    emb = {"empty": x[:0], "one": x[:1], "identical": np.ones_like(x), "zero": np.zeros_like(x),
-           "float64": x.astype(np.float64), "int": (3 * x).astype(np.int64), "list": x.tolist(),
-           "tiny": x * np.float32(1e-30), "huge": x * np.float32(1e30)}[emb_kind]
-    lab = y[:len(emb)]
+    emb = {
+        "empty": x[:0],
+        "one": x[:1],
+        "identical": np.ones_like(x),
+        "zero": np.zeros_like(x),
+        "float64": x.astype(np.float64),
+        "int": (3 * x).astype(np.int64),
+        "list": x.tolist(),
+        "tiny": x * np.float32(1e-30),
+        "huge": x * np.float32(1e30),
+    }[emb_kind]
+    lab = y[: len(emb)]
     lf = FACTORIES[name]()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -202,20 +225,25 @@ def test_valid_edge_cases_are_finite(name, emb_kind):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_single_class(name):
-    lf = type(FACTORIES[name]())(1, D, seed=0) if name != "SoftTripleLoss" else L.SoftTripleLoss(
-        1, D, centers_per_class=2, seed=0)
+    lf = (
+        type(FACTORIES[name]())(1, D, seed=0)
+        if name != "SoftTripleLoss"
+        else L.SoftTripleLoss(1, D, centers_per_class=2, seed=0)
+    )
     out = lf(X, np.zeros(5, np.int64))
     assert _finite(lf, out)
 
 
 def _p2sgrad_independent(x, W, y):
     """float64 value of 1/(NC) sum (cos - onehot)^2 and its gradients by central differences."""
+
     def f(x, W):
         xn = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
         cos = np.clip(xn @ W.T, -1, 1)
         t = np.zeros_like(cos)
         t[np.arange(len(y)), y] = 1
         return np.mean((cos - t) ** 2)
+
     gx = np.zeros_like(x)
     h = 1e-6
     for idx in np.ndindex(*x.shape):

@@ -1,4 +1,5 @@
 """Proxy / classifier losses: finite differences in float64 for the embeddings and the weights."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -10,11 +11,13 @@ from mantissa_embed.regularizers import LpRegularizer
 
 FACTORIES = {
     "NormalizedSoftmax": lambda c, d, s: losses.NormalizedSoftmaxLoss(c, d, temperature=0.5, seed=s),
-    "NormalizedSoftmaxLp": lambda c, d, s: losses.NormalizedSoftmaxLoss(c, d, temperature=0.5, seed=s,
-                                                                         distance=LpDistance(power=2)),
+    "NormalizedSoftmaxLp": lambda c, d, s: losses.NormalizedSoftmaxLoss(
+        c, d, temperature=0.5, seed=s, distance=LpDistance(power=2)
+    ),
     "ProxyNCA": lambda c, d, s: losses.ProxyNCALoss(c, d, seed=s),
-    "ProxyNCADot": lambda c, d, s: losses.ProxyNCALoss(c, d, seed=s, softmax_scale=2.0,
-                                                        distance=DotProductSimilarity(normalize_embeddings=False)),
+    "ProxyNCADot": lambda c, d, s: losses.ProxyNCALoss(
+        c, d, seed=s, softmax_scale=2.0, distance=DotProductSimilarity(normalize_embeddings=False)
+    ),
     "ProxyAnchor": lambda c, d, s: losses.ProxyAnchorLoss(c, d, alpha=4, seed=s),
     "ProxyAnchorLp": lambda c, d, s: losses.ProxyAnchorLoss(c, d, alpha=4, seed=s, distance=LpDistance()),
     "SoftTriple": lambda c, d, s: losses.SoftTripleLoss(c, d, centers_per_class=3, la=3, seed=s),
@@ -24,9 +27,9 @@ FACTORIES = {
     "SubCenterArcFace": lambda c, d, s: losses.SubCenterArcFaceLoss(c, d, scale=4, sub_centers=2, seed=s),
     "CosFace": lambda c, d, s: losses.CosFaceLoss(c, d, scale=4, seed=s),
     "SphereFace": lambda c, d, s: losses.SphereFaceLoss(c, d, seed=s),
-    "WeightReg": lambda c, d, s: losses.NormalizedSoftmaxLoss(c, d, temperature=0.5, seed=s,
-                                                               weight_regularizer=LpRegularizer(),
-                                                               weight_reg_weight=0.7),
+    "WeightReg": lambda c, d, s: losses.NormalizedSoftmaxLoss(
+        c, d, temperature=0.5, seed=s, weight_regularizer=LpRegularizer(), weight_reg_weight=0.7
+    ),
 }
 
 
@@ -40,8 +43,13 @@ def _total(loss_func, x, y, W, it=None):
 
 @pytest.mark.parametrize("name", list(FACTORIES))
 @settings(max_examples=6, deadline=None)
-@given(n=st.integers(1, 6), d=st.integers(2, 4), c=st.integers(2, 4), seed=st.integers(0, 2**31),
-       mined=st.booleans())
+@given(
+    n=st.integers(1, 6),
+    d=st.integers(2, 4),
+    c=st.integers(2, 4),
+    seed=st.integers(0, 2**31),
+    mined=st.booleans(),
+)
 def test_finite_differences(name, n, d, c, seed, mined):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d))

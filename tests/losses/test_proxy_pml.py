@@ -3,6 +3,7 @@
 Our weights are copied into PML's loss; PML runs in float64 on the same float32 inputs; torch
 autograd gives the reference gradients. Tolerance: 1e-4 relative.
 """
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -17,20 +18,57 @@ from mantissa_embed.regularizers import LpRegularizer  # noqa: E402
 # (our class, PML factory(C, D), PML weight attribute, transpose ours -> PML, kwargs)
 CASES = {
     "P2SGrad": (losses.P2SGradLoss, lambda C, D, **k: pml_losses.P2SGradLoss(D, C), "weight", True, {}),
-    "NormalizedSoftmax": (losses.NormalizedSoftmaxLoss, lambda C, D, **k: pml_losses.NormalizedSoftmaxLoss(C, D, **k),
-                          "W", False, {"temperature": 0.1}),
-    "ProxyNCA": (losses.ProxyNCALoss, lambda C, D, **k: pml_losses.ProxyNCALoss(C, D, **k), "proxies", False, {}),
-    "ProxyAnchor": (losses.ProxyAnchorLoss, lambda C, D, **k: pml_losses.ProxyAnchorLoss(C, D, **k), "proxies", False, {}),
-    "SoftTriple": (losses.SoftTripleLoss, lambda C, D, **k: pml_losses.SoftTripleLoss(C, D, **k), "fc", False,
-                   {"centers_per_class": 3}),
-    "LargeMarginSoftmax": (losses.LargeMarginSoftmaxLoss,
-                           lambda C, D, **k: pml_losses.LargeMarginSoftmaxLoss(C, D, **k), "W", False, {}),
+    "NormalizedSoftmax": (
+        losses.NormalizedSoftmaxLoss,
+        lambda C, D, **k: pml_losses.NormalizedSoftmaxLoss(C, D, **k),
+        "W",
+        False,
+        {"temperature": 0.1},
+    ),
+    "ProxyNCA": (
+        losses.ProxyNCALoss,
+        lambda C, D, **k: pml_losses.ProxyNCALoss(C, D, **k),
+        "proxies",
+        False,
+        {},
+    ),
+    "ProxyAnchor": (
+        losses.ProxyAnchorLoss,
+        lambda C, D, **k: pml_losses.ProxyAnchorLoss(C, D, **k),
+        "proxies",
+        False,
+        {},
+    ),
+    "SoftTriple": (
+        losses.SoftTripleLoss,
+        lambda C, D, **k: pml_losses.SoftTripleLoss(C, D, **k),
+        "fc",
+        False,
+        {"centers_per_class": 3},
+    ),
+    "LargeMarginSoftmax": (
+        losses.LargeMarginSoftmaxLoss,
+        lambda C, D, **k: pml_losses.LargeMarginSoftmaxLoss(C, D, **k),
+        "W",
+        False,
+        {},
+    ),
     "ArcFace": (losses.ArcFaceLoss, lambda C, D, **k: pml_losses.ArcFaceLoss(C, D, **k), "W", False, {}),
-    "SubCenterArcFace": (losses.SubCenterArcFaceLoss,
-                         lambda C, D, **k: pml_losses.SubCenterArcFaceLoss(num_classes=C, embedding_size=D, **k),
-                         "W", False, {"sub_centers": 2}),
+    "SubCenterArcFace": (
+        losses.SubCenterArcFaceLoss,
+        lambda C, D, **k: pml_losses.SubCenterArcFaceLoss(num_classes=C, embedding_size=D, **k),
+        "W",
+        False,
+        {"sub_centers": 2},
+    ),
     "CosFace": (losses.CosFaceLoss, lambda C, D, **k: pml_losses.CosFaceLoss(C, D, **k), "W", False, {}),
-    "SphereFace": (losses.SphereFaceLoss, lambda C, D, **k: pml_losses.SphereFaceLoss(C, D, **k), "W", False, {}),
+    "SphereFace": (
+        losses.SphereFaceLoss,
+        lambda C, D, **k: pml_losses.SphereFaceLoss(C, D, **k),
+        "W",
+        False,
+        {},
+    ),
 }
 
 
@@ -90,14 +128,26 @@ def test_with_indices_tuple_matches_pml(name):
 @pytest.mark.parametrize("name", [k for k in CASES if k != "P2SGrad"])
 def test_with_weight_regularizer_matches_pml(name):
     from pytorch_metric_learning.regularizers import LpRegularizer as PLp
-    _check(name, 9, 5, 4, 3, extra={"weight_regularizer": LpRegularizer(), "weight_reg_weight": 0.3,
-                                    "weight_regularizer_pml": PLp()})
+
+    _check(
+        name,
+        9,
+        5,
+        4,
+        3,
+        extra={
+            "weight_regularizer": LpRegularizer(),
+            "weight_reg_weight": 0.3,
+            "weight_regularizer_pml": PLp(),
+        },
+    )
 
 
 def test_nondefault_options_match_pml():
     from pytorch_metric_learning.distances import LpDistance as PLpD
 
     from mantissa_embed.distances import LpDistance
+
     ours = losses.ProxyAnchorLoss(4, 5, margin=0.2, alpha=16, distance=LpDistance(), seed=5)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, 5)).astype(np.float32)
@@ -147,14 +197,17 @@ def test_reducers_match_pml():
     from pytorch_metric_learning import reducers as pr
 
     from mantissa_embed.reducers import MeanReducer, MultipleReducers, SumReducer
+
     rng = np.random.default_rng(6)
     x = rng.standard_normal((10, 5)).astype(np.float32)
     y = rng.integers(0, 4, 10)
-    ours = losses.ProxyAnchorLoss(4, 5, seed=1, reducer=MultipleReducers({"pos_loss": MeanReducer()},
-                                                                           default_reducer=SumReducer()))
+    ours = losses.ProxyAnchorLoss(
+        4, 5, seed=1, reducer=MultipleReducers({"pos_loss": MeanReducer()}, default_reducer=SumReducer())
+    )
     out = ours(x, y)
-    pml = pml_losses.ProxyAnchorLoss(4, 5, reducer=pr.MultipleReducers({"pos_loss": pr.MeanReducer()},
-                                                                         default_reducer=pr.SumReducer()))
+    pml = pml_losses.ProxyAnchorLoss(
+        4, 5, reducer=pr.MultipleReducers({"pos_loss": pr.MeanReducer()}, default_reducer=pr.SumReducer())
+    )
     ploss, pdx, pdw = _run_pml(pml, "proxies", ours.proxies.data.astype(np.float64), x, y)
     assert out.loss == pytest.approx(ploss, rel=1e-4)
     _close(out.grad, pdx)

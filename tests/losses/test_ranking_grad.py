@@ -2,6 +2,7 @@
 DynamicSoftMargin): value against a float64 brute-force computation and gradient against its
 central finite differences, on hypothesis batches (random labels, one class, all distinct,
 duplicate embeddings, N=1, N=0, with ref_emb where supported), away from bin edges and kinks."""
+
 import os
 import sys
 
@@ -36,8 +37,13 @@ def _check(out, want, g_fd, x):
     np.testing.assert_allclose(out.grad, g_fd, rtol=1e-3, atol=1e-3 * max(1.0, np.abs(g_fd).max(initial=0)))
 
 
-COMMON = dict(seed=st.integers(0, 2**31), n=st.integers(0, 7), d=st.integers(2, 4), kind=st.sampled_from(KINDS),
-              backend=st.sampled_from(["mantissa", "numpy"]))
+COMMON = dict(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 7),
+    d=st.integers(2, 4),
+    kind=st.sampled_from(KINDS),
+    backend=st.sampled_from(["mantissa", "numpy"]),
+)
 
 
 @settings(max_examples=12, deadline=None)
@@ -63,8 +69,13 @@ def test_histogram(seed, n, d, kind, backend, n_bins):
 
 
 @settings(max_examples=12, deadline=None)
-@given(**COMMON, margin=st.sampled_from([0.4, 1.0]), Tn=st.sampled_from([0.0, 1.0, 4.0]),
-       Tp=st.sampled_from([0.0, 2.0]), imbalance=st.sampled_from([0.5, 0.2]))
+@given(
+    **COMMON,
+    margin=st.sampled_from([0.4, 1.0]),
+    Tn=st.sampled_from([0.0, 1.0, 4.0]),
+    Tp=st.sampled_from([0.0, 2.0]),
+    imbalance=st.sampled_from([0.5, 0.2]),
+)
 def test_ranked_list(seed, n, d, kind, backend, margin, Tn, Tp, imbalance):
     x, y = _batch(seed, n, d, kind)
     x64 = x.astype(np.float64)
@@ -76,7 +87,9 @@ def test_ranked_list(seed, n, d, kind, backend, margin, Tn, Tp, imbalance):
 
 
 @settings(max_examples=15, deadline=None)
-@given(**COMMON, variant=st.sampled_from(["O", "Ds", "Dq", "Iu", "Ib"]), anneal=st.sampled_from([0.01, 0.1, 1.0]))
+@given(
+    **COMMON, variant=st.sampled_from(["O", "Ds", "Dq", "Iu", "Ib"]), anneal=st.sampled_from([0.01, 0.1, 1.0])
+)
 def test_pnp(seed, n, d, kind, backend, variant, anneal):
     x, y = _batch(seed, n, d, kind)
     x64 = x.astype(np.float64)
@@ -86,8 +99,12 @@ def test_pnp(seed, n, d, kind, backend, variant, anneal):
 
 
 @settings(max_examples=15, deadline=None)
-@given(**COMMON, m=st.integers(0, 5), use_ref=st.booleans(),
-       margins=st.sampled_from([(0.9, 0.5), (0.2, -0.2), (0.5, 0.0)]))
+@given(
+    **COMMON,
+    m=st.integers(0, 5),
+    use_ref=st.booleans(),
+    margins=st.sampled_from([(0.9, 0.5), (0.2, -0.2), (0.5, 0.0)]),
+)
 def test_threshold_consistent_margin(seed, n, d, kind, backend, m, use_ref, margins):
     x, y = _batch(seed, n, d, kind)
     kw = dict(margin_plus=margins[0], margin_minus=margins[1], lambda_minus=0.7)
@@ -112,8 +129,12 @@ def test_threshold_consistent_margin(seed, n, d, kind, backend, m, use_ref, marg
 
 
 @settings(max_examples=15, deadline=None)
-@given(**COMMON, m=st.integers(1, 5), mode=st.sampled_from(["labels", "no_labels", "ref_labels", "ref_no_labels"]),
-       num_bins=st.sampled_from([10, 7]))
+@given(
+    **COMMON,
+    m=st.integers(1, 5),
+    mode=st.sampled_from(["labels", "no_labels", "ref_labels", "ref_no_labels"]),
+    num_bins=st.sampled_from([10, 7]),
+)
 def test_dynamic_soft_margin(seed, n, d, kind, backend, m, mode, num_bins):
     x, y = _batch(seed, n, d, kind)
     x64 = x.astype(np.float64)
@@ -134,7 +155,9 @@ def test_dynamic_soft_margin(seed, n, d, kind, backend, m, mode, num_bins):
     _check(out, want, _fd(lambda z: B.dsm_first_call(z, yy, *ref_args, num_bins=num_bins)[0], x64), x)
     if use_ref:
         g_r = _fd(lambda z: B.dsm_first_call(x64, yy, z, ref_args[1], num_bins=num_bins)[0], r64)
-        np.testing.assert_allclose(out.ref_grad, g_r, rtol=1e-3, atol=1e-3 * max(1.0, np.abs(g_r).max(initial=0)))
+        np.testing.assert_allclose(
+            out.ref_grad, g_r, rtol=1e-3, atol=1e-3 * max(1.0, np.abs(g_r).max(initial=0))
+        )
 
 
 def _unique_min(x):
@@ -145,9 +168,15 @@ def _unique_min(x):
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 6), d=st.integers(2, 4), K=st.integers(1, 4),
-       lambdaC=st.sampled_from([1.0, 0.0, float("inf")]), margin=st.sampled_from([5e-4, 0.05]),
-       backend=st.sampled_from(["mantissa", "numpy"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 6),
+    d=st.integers(2, 4),
+    K=st.integers(1, 4),
+    lambdaC=st.sampled_from([1.0, 0.0, float("inf")]),
+    margin=st.sampled_from([5e-4, 0.05]),
+    backend=st.sampled_from(["mantissa", "numpy"]),
+)
 def test_manifold(seed, n, d, K, lambdaC, margin, backend):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d)).astype(np.float32)
@@ -164,7 +193,11 @@ def test_manifold(seed, n, d, K, lambdaC, margin, backend):
     out = loss(x, indices_tuple=mc)
     _check(out, want, _fd(lambda z: B.manifold(z, P, mc, lambdaC, margin=margin)[0], x64), x)
     g_p = _fd(lambda z: B.manifold(x64, z, mc, lambdaC, margin=margin)[0], P)
-    np.testing.assert_allclose(loss.proxies.grad, g_p, rtol=1e-3, atol=1e-3 * max(1.0, np.abs(g_p).max(initial=0)))
+    np.testing.assert_allclose(
+        loss.proxies.grad, g_p, rtol=1e-3, atol=1e-3 * max(1.0, np.abs(g_p).max(initial=0))
+    )
     out2 = loss(x, indices_tuple=mc)  # a second call accumulates into proxies.grad
-    np.testing.assert_allclose(loss.proxies.grad, 2 * g_p, rtol=1e-3, atol=2e-3 * max(1.0, np.abs(g_p).max(initial=0)))
+    np.testing.assert_allclose(
+        loss.proxies.grad, 2 * g_p, rtol=1e-3, atol=2e-3 * max(1.0, np.abs(g_p).max(initial=0))
+    )
     assert out2.loss == pytest.approx(out.loss)

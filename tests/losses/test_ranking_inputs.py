@@ -1,5 +1,6 @@
 """Ranking losses: bad constructor arguments and bad call inputs raise ValueError / TypeError
 naming the argument."""
+
 import numpy as np
 import pytest
 

@@ -1,6 +1,7 @@
 """Ranking C kernels (PNP ranks, DynamicSoftMargin all-triplets passes) against their numpy twins
 in mantissa_embed._reference, on hypothesis shapes; bitwise identical for 1 and 2 threads; same
 argument errors."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -13,8 +14,12 @@ def _close(a, b):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 40), k=st.integers(1, 5),
-       anneal=st.sampled_from([0.01, 0.1, 1.0]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 40),
+    k=st.integers(1, 5),
+    anneal=st.sampled_from([0.01, 0.1, 1.0]),
+)
 def test_pnp_twin(seed, n, k, anneal):
     rng = np.random.default_rng(seed)
     s = rng.uniform(-1, 1, (n, n)).astype(np.float32)
@@ -25,8 +30,14 @@ def test_pnp_twin(seed, n, k, anneal):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 30), m=st.one_of(st.none(), st.integers(0, 30)),
-       k=st.integers(1, 5), nb=st.sampled_from([10, 3]), mom=st.sampled_from([1.0, 0.01]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 30),
+    m=st.one_of(st.none(), st.integers(0, 30)),
+    k=st.integers(1, 5),
+    nb=st.sampled_from([10, 3]),
+    mom=st.sampled_from([1.0, 0.01]),
+)
 def test_dsm_twin(seed, n, m, k, nb, mom):
     rng = np.random.default_rng(seed)
     same = m is None
@@ -45,8 +56,12 @@ def test_dsm_twin(seed, n, m, k, nb, mom):
     assert te == pytest.approx(tr, rel=1e-12, abs=1e-12)
     _close(be, br)
     gu = rng.standard_normal(nb)
-    np.testing.assert_allclose(E.dsm_triplet_backward(*args, cdf, gu, 0.3, mom),
-                               R.dsm_triplet_backward(*args, cdf, gu, 0.3, mom), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        E.dsm_triplet_backward(*args, cdf, gu, 0.3, mom),
+        R.dsm_triplet_backward(*args, cdf, gu, 0.3, mom),
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 def test_thread_count_invariance():
@@ -63,9 +78,15 @@ def test_thread_count_invariance():
         for t in (1, 2):
             E.set_num_threads(t)
             args = (d, y, y, True, -2.0, 0.4)
-            outs.append((E.pnp_rank_forward(s, y, 0.05), E.pnp_rank_backward(s.astype(np.float64), s, y, 0.05),
-                         E.dsm_triplet_hist(*args, 10, 0.5)[0], E.dsm_triplet_loss(*args, cdf)[1],
-                         E.dsm_triplet_backward(*args, cdf, gu, 0.1, 0.5)))
+            outs.append(
+                (
+                    E.pnp_rank_forward(s, y, 0.05),
+                    E.pnp_rank_backward(s.astype(np.float64), s, y, 0.05),
+                    E.dsm_triplet_hist(*args, 10, 0.5)[0],
+                    E.dsm_triplet_loss(*args, cdf)[1],
+                    E.dsm_triplet_backward(*args, cdf, gu, 0.1, 0.5),
+                )
+            )
     finally:
         E.set_num_threads(old)
     for a, b in zip(*outs):

@@ -52,18 +52,28 @@ common = dict(seed=st.integers(0, 2**31), n=st.integers(2, 24), d=st.integers(2,
 
 
 @settings(max_examples=25, deadline=None)
-@given(num_bins=st.sampled_from([10, 5, 30]), power=st.sampled_from([1, 2]), mined=st.booleans(),
-       red=st.sampled_from(["mean", "sum"]), **common)
+@given(
+    num_bins=st.sampled_from([10, 5, 30]),
+    power=st.sampled_from([1, 2]),
+    mined=st.booleans(),
+    red=st.sampled_from(["mean", "sum"]),
+    **common,
+)
 def test_fast_ap(num_bins, power, mined, red, seed, n, d, k):
     x, y, _, _ = _data(seed, n, None, d, k)
     dm = mat64(x, None, False) ** power
-    assume(not _near(dm[~np.eye(n, dtype=bool)], np.linspace(0, 2.0 ** power, num_bins + 1)))
+    assume(not _near(dm[~np.eye(n, dtype=bool)], np.linspace(0, 2.0**power, num_bins + 1)))
     it = None
     if mined:
         it = _random_tuple(seed, n, 6, 3)
-    R = {"mean": (reducers.MeanReducer, pml_red.MeanReducer), "sum": (reducers.SumReducer, pml_red.SumReducer)}[red]
+    R = {
+        "mean": (reducers.MeanReducer, pml_red.MeanReducer),
+        "sum": (reducers.SumReducer, pml_red.SumReducer),
+    }[red]
     ours = losses.FastAPLoss(num_bins=num_bins, distance=distances.LpDistance(power=power), reducer=R[0]())
-    theirs = pml_losses.FastAPLoss(num_bins=num_bins, distance=pml_dist.LpDistance(power=power), reducer=R[1]())
+    theirs = pml_losses.FastAPLoss(
+        num_bins=num_bins, distance=pml_dist.LpDistance(power=power), reducer=R[1]()
+    )
     _compare(ours(x, y, it), pml_call(theirs, x, y, it=it))
 
 
@@ -76,29 +86,46 @@ def test_histogram(n_bins, mode, seed, n, d, k):
     it = None
     if mode != "labels":
         it = _random_tuple(seed, n, 8, 3 if mode == "triplets" else 4)
-    _compare(losses.HistogramLoss(n_bins=n_bins)(x, y, it),
-             pml_call(pml_losses.HistogramLoss(n_bins=n_bins), x, y, it=it))
+    _compare(
+        losses.HistogramLoss(n_bins=n_bins)(x, y, it),
+        pml_call(pml_losses.HistogramLoss(n_bins=n_bins), x, y, it=it),
+    )
 
 
 @settings(max_examples=25, deadline=None)
-@given(margin=st.sampled_from([0.4, 1.0]), Tn=st.sampled_from([0.0, 1.0, 4.0]), Tp=st.sampled_from([0.0, 0.5, 3.0]),
-       imbalance=st.sampled_from([0.5, 0.3]), alpha=st.sampled_from([None, 1.1]),
-       red=st.sampled_from(["mean", "avg"]), **common)
+@given(
+    margin=st.sampled_from([0.4, 1.0]),
+    Tn=st.sampled_from([0.0, 1.0, 4.0]),
+    Tp=st.sampled_from([0.0, 0.5, 3.0]),
+    imbalance=st.sampled_from([0.5, 0.3]),
+    alpha=st.sampled_from([None, 1.1]),
+    red=st.sampled_from(["mean", "avg"]),
+    **common,
+)
 def test_ranked_list(margin, Tn, Tp, imbalance, alpha, red, seed, n, d, k):
     x, y, _, _ = _data(seed, n, None, d, k)
     dm = mat64(x, None, False)
     a = 1 + margin / 2 if alpha is None else alpha
     assume(not _near(dm[~np.eye(n, dtype=bool)], [a, a - margin, 0.0]))
-    R = {"mean": (reducers.MeanReducer, pml_red.MeanReducer),
-         "avg": (reducers.AvgNonZeroReducer, pml_red.AvgNonZeroReducer)}[red]
+    R = {
+        "mean": (reducers.MeanReducer, pml_red.MeanReducer),
+        "avg": (reducers.AvgNonZeroReducer, pml_red.AvgNonZeroReducer),
+    }[red]
     kw = dict(margin=margin, Tn=Tn, Tp=Tp, imbalance=imbalance, alpha=alpha)
-    _compare(losses.RankedListLoss(reducer=R[0](), **kw)(x, y),
-             pml_call(pml_losses.RankedListLoss(reducer=R[1](), **kw), x, y))
+    _compare(
+        losses.RankedListLoss(reducer=R[0](), **kw)(x, y),
+        pml_call(pml_losses.RankedListLoss(reducer=R[1](), **kw), x, y),
+    )
 
 
 @settings(max_examples=25, deadline=None)
-@given(variant=st.sampled_from(["O", "Ds", "Dq", "Iu", "Ib"]), anneal=st.sampled_from([0.01, 0.05, 0.5]),
-       b=st.sampled_from([2.0, 0.5]), alpha=st.sampled_from([1.0, 2.0]), **common)
+@given(
+    variant=st.sampled_from(["O", "Ds", "Dq", "Iu", "Ib"]),
+    anneal=st.sampled_from([0.01, 0.05, 0.5]),
+    b=st.sampled_from([2.0, 0.5]),
+    alpha=st.sampled_from([1.0, 2.0]),
+    **common,
+)
 def test_pnp(variant, anneal, b, alpha, seed, n, d, k):
     x, y, _, _ = _data(seed, n, None, d, k)
     kw = dict(b=b, alpha=alpha, anneal=anneal, variant=variant)
@@ -106,8 +133,12 @@ def test_pnp(variant, anneal, b, alpha, seed, n, d, k):
 
 
 @settings(max_examples=25, deadline=None)
-@given(margins=st.sampled_from([(0.9, 0.5), (0.3, -0.2), (0.6, 0.1)]), lam=st.sampled_from([(1.0, 1.0), (0.5, 2.0)]),
-       mode=st.sampled_from(["labels", "triplets", "pairs"]), **common)
+@given(
+    margins=st.sampled_from([(0.9, 0.5), (0.3, -0.2), (0.6, 0.1)]),
+    lam=st.sampled_from([(1.0, 1.0), (0.5, 2.0)]),
+    mode=st.sampled_from(["labels", "triplets", "pairs"]),
+    **common,
+)
 def test_threshold_consistent_margin(margins, lam, mode, seed, n, d, k):
     x, y, _, _ = _data(seed, n, None, d, k)
     s = mat64(x, None, True)
@@ -116,8 +147,10 @@ def test_threshold_consistent_margin(margins, lam, mode, seed, n, d, k):
     if mode != "labels":
         it = _random_tuple(seed, n, 8, 3 if mode == "triplets" else 4)
     kw = dict(lambda_plus=lam[0], lambda_minus=lam[1], margin_plus=margins[0], margin_minus=margins[1])
-    _compare(losses.ThresholdConsistentMarginLoss(**kw)(x, y, it),
-             pml_call(pml_losses.ThresholdConsistentMarginLoss(**kw), x, y, it=it))
+    _compare(
+        losses.ThresholdConsistentMarginLoss(**kw)(x, y, it),
+        pml_call(pml_losses.ThresholdConsistentMarginLoss(**kw), x, y, it=it),
+    )
 
 
 def _dsm_safe(x, y, r, ry, num_bins, min_val=-2.0):
@@ -136,8 +169,13 @@ def _dsm_safe(x, y, r, ry, num_bins, min_val=-2.0):
 
 
 @settings(max_examples=20, deadline=None)
-@given(num_bins=st.sampled_from([10, 20]), momentum=st.sampled_from([0.01, 0.5]), use_ref=st.booleans(),
-       m=st.integers(2, 10), **common)
+@given(
+    num_bins=st.sampled_from([10, 20]),
+    momentum=st.sampled_from([0.01, 0.5]),
+    use_ref=st.booleans(),
+    m=st.integers(2, 10),
+    **common,
+)
 def test_dynamic_soft_margin_with_labels(num_bins, momentum, use_ref, m, seed, n, d, k):
     """Three calls in a row: the running histogram and each call's gradient agree (PML's previous
     histogram is detached between calls, as this library treats it as a constant)."""
@@ -148,7 +186,9 @@ def test_dynamic_soft_margin_with_labels(num_bins, momentum, use_ref, m, seed, n
         assume(_dsm_safe(x, y, r, ry, num_bins))
         _compare(ours(x, y, ref_emb=r, ref_labels=ry), pml_call(theirs, x, y, r, ry))
         theirs.hist_ = theirs.hist_.detach()
-        np.testing.assert_allclose(ours.hist_, theirs.hist_.numpy(), rtol=1e-4, atol=1e-6)  # float32 histogram sums of O(1) mass
+        np.testing.assert_allclose(
+            ours.hist_, theirs.hist_.numpy(), rtol=1e-4, atol=1e-6
+        )  # float32 histogram sums of O(1) mass
 
 
 @settings(max_examples=20, deadline=None)
@@ -176,9 +216,16 @@ def test_dynamic_soft_margin_without_labels(num_bins, use_ref, m, seed, n, d, k)
 
 
 @settings(max_examples=20, deadline=None)
-@given(K=st.integers(1, 6), lambdaC=st.sampled_from([1.0, 0.0, 2.5]), alpha=st.sampled_from([0.8, 0.3]),
-       margin=st.sampled_from([5e-4, 0.05, 0.3]), given_mc=st.booleans(), seed=st.integers(0, 2**31),
-       n=st.integers(1, 16), d=st.integers(2, 8))
+@given(
+    K=st.integers(1, 6),
+    lambdaC=st.sampled_from([1.0, 0.0, 2.5]),
+    alpha=st.sampled_from([0.8, 0.3]),
+    margin=st.sampled_from([5e-4, 0.05, 0.3]),
+    given_mc=st.booleans(),
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 16),
+    d=st.integers(2, 8),
+)
 def test_manifold(K, lambdaC, alpha, margin, given_mc, seed, n, d):
     """Same proxies and meta-classes on both sides; the proxies' gradient is compared too."""
     assume(given_mc or n >= K)
@@ -208,6 +255,7 @@ def test_dynamic_soft_margin_indices_tuple(kind, seed, n, d, k):
     theirs = pml_losses.DynamicSoftMarginLoss()
     dm = mat64(x, None, False)
     from mantissa_embed import utils
+
     a, p, nn = utils.convert_to_triplets(it, y)
     v = dm[a, p] - dm[a, nn]
     t = (v + 2.0) / 0.4

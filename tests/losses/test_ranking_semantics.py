@@ -1,5 +1,6 @@
 """Ranking losses: zero loss and zero gradient (never NaN) without a valid pair, N=0, state of
 DynamicSoftMarginLoss, ManifoldLoss's proxies and seeded meta-classes, reducer plumbing."""
+
 import numpy as np
 import pytest
 

@@ -1,4 +1,5 @@
 """Reducers: values and gradients of the reduction (independent numpy computations)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

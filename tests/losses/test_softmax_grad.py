@@ -2,6 +2,7 @@
 against a from-scratch float64 computation, gradient (embeddings and ref_emb) against central
 finite differences of it, on hypothesis batches (random labels, one class, all classes
 distinct, duplicate embeddings, N=1, N=0, with ref_emb), for both backends."""
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
@@ -133,13 +134,19 @@ def _check(out, want, fd, fd_r=None):
     if fd_r is None:
         assert out.ref_grad is None
     else:
-        np.testing.assert_allclose(out.ref_grad, fd_r, rtol=1e-3,
-                                   atol=1e-3 * max(1.0, np.abs(fd_r).max(initial=0)))
+        np.testing.assert_allclose(
+            out.ref_grad, fd_r, rtol=1e-3, atol=1e-3 * max(1.0, np.abs(fd_r).max(initial=0))
+        )
     assert np.isfinite(out.loss)
 
 
-batches = dict(seed=st.integers(0, 2**31), n=st.integers(0, 7), m=st.one_of(st.none(), st.integers(1, 6)),
-               d=st.integers(2, 4), kind=st.sampled_from(["random", "one_class", "distinct", "dups"]))
+batches = dict(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 7),
+    m=st.one_of(st.none(), st.integers(1, 6)),
+    d=st.integers(2, 4),
+    kind=st.sampled_from(["random", "one_class", "distinct", "dups"]),
+)
 
 
 def _run_pair_loss(cls, ref_fn, T, backend, seed, n, m, d, kind):
@@ -195,8 +202,12 @@ def test_nca_grad(backend, scale, seed, n, m, d, kind):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 8), d=st.integers(2, 4),
-       kind=st.sampled_from(["random", "one_class", "distinct", "dups"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 8),
+    d=st.integers(2, 4),
+    kind=st.sampled_from(["random", "one_class", "distinct", "dups"]),
+)
 def test_npairs_grad(backend, seed, n, d, kind):
     x, y, _, _ = _batch(seed, n, None, d, kind)
     out = NPairsLoss(backend=backend)(x, y)
@@ -206,8 +217,13 @@ def test_npairs_grad(backend, seed, n, d, kind):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=25, deadline=None)
-@given(gamma=st.sampled_from([64.0, 2.0]), seed=st.integers(0, 2**31), n=st.integers(0, 7),
-       d=st.integers(2, 4), kind=st.sampled_from(["random", "one_class", "distinct", "dups"]))
+@given(
+    gamma=st.sampled_from([64.0, 2.0]),
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 7),
+    d=st.integers(2, 4),
+    kind=st.sampled_from(["random", "one_class", "distinct", "dups"]),
+)
 def test_instance_grad(backend, gamma, seed, n, d, kind):
     x, y, _, _ = _batch(seed, n, None, d, kind)
     out = InstanceLoss(gamma=gamma, backend=backend)(x, y)
@@ -217,8 +233,12 @@ def test_instance_grad(backend, gamma, seed, n, d, kind):
 
 @pytest.mark.parametrize("symmetric", [True, False])
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 5), d=st.integers(2, 4),
-       inner=st.sampled_from(["ntxent", "supcon"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 5),
+    d=st.integers(2, 4),
+    inner=st.sampled_from(["ntxent", "supcon"]),
+)
 def test_self_supervised_grad(symmetric, seed, n, d, inner):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d)).astype(np.float32)
@@ -251,10 +271,20 @@ def test_pair_losses_with_euclidean_distance(backend, cls):
         pos, neg = _pairs(y, ry, False)
         z = -d / 0.3
         if cls is NTXentLoss:
-            return float(np.mean([-np.log(np.exp(z[i, j]) / (np.exp(z[i, j]) + np.exp(z[i][neg[i]]).sum()) + TINY)
-                                  for i, j in zip(*np.nonzero(pos))]))
-        ls = np.array([(_lse(z[i][pos[i] | neg[i]]) - z[i][pos[i]].mean()) if pos[i].any() else 0.0
-                       for i in range(len(y))])
+            return float(
+                np.mean(
+                    [
+                        -np.log(np.exp(z[i, j]) / (np.exp(z[i, j]) + np.exp(z[i][neg[i]]).sum()) + TINY)
+                        for i, j in zip(*np.nonzero(pos))
+                    ]
+                )
+            )
+        ls = np.array(
+            [
+                (_lse(z[i][pos[i] | neg[i]]) - z[i][pos[i]].mean()) if pos[i].any() else 0.0
+                for i in range(len(y))
+            ]
+        )
         return float(ls[ls > 0].mean())
 
     out = loss(x, y, ref_emb=r, ref_labels=ry)

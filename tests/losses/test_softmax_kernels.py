@@ -1,6 +1,7 @@
 """The C softmax-over-pairs kernels (engine.ntxent_all / supcon_all / softmax_nll_forward /
 softmax_nll_backward) against their numpy twins (mantissa_embed._reference) on random shapes,
 labels, reductions and flags; bitwise reproducibility across thread counts."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -8,9 +9,15 @@ from hypothesis import given, settings, strategies as st
 from _helpers import similarity_batch
 from mantissa_embed import _reference as R, engine as E
 
-shapes = dict(seed=st.integers(0, 2**31), n=st.integers(0, 40), m=st.integers(0, 40),
-              k=st.integers(1, 6), square=st.booleans(), inverted=st.booleans(),
-              temp=st.sampled_from([0.05, 0.07, 0.3, 1.0]))
+shapes = dict(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 40),
+    m=st.integers(0, 40),
+    k=st.integers(1, 6),
+    square=st.booleans(),
+    inverted=st.booleans(),
+    temp=st.sampled_from([0.05, 0.07, 0.3, 1.0]),
+)
 
 
 def _close(a, b, rtol=2e-5):
@@ -25,7 +32,11 @@ def _close(a, b, rtol=2e-5):
 @given(red=st.sampled_from(["mean", "avg_non_zero", "weights"]), **shapes)
 def test_ntxent_kernel_matches_twin(red, seed, n, m, k, square, inverted, temp):
     sim, lab, rlab = similarity_batch(seed, n, m, k, square)
-    w = np.random.default_rng(seed + 1).uniform(0, 1, sim.shape).astype(np.float32) if red == "weights" else None
+    w = (
+        np.random.default_rng(seed + 1).uniform(0, 1, sim.shape).astype(np.float32)
+        if red == "weights"
+        else None
+    )
     kw = dict(exclude_self=square, inverted=inverted, reduction=red, weights=w, losses=True)
     a = E.ntxent_all(sim, lab, rlab, temp, **kw)
     b = R.ntxent_all(sim, lab, rlab, temp, **kw)
@@ -62,8 +73,7 @@ def test_supcon_keeps_losses_below_float_epsilon():
 
 
 @settings(max_examples=60, deadline=None)
-@given(scale=st.sampled_from([1.0, 4.0, 64.0]), max_loss=st.sampled_from([np.inf, 104.0, 3.0]),
-       **shapes)
+@given(scale=st.sampled_from([1.0, 4.0, 64.0]), max_loss=st.sampled_from([np.inf, 104.0, 3.0]), **shapes)
 def test_softmax_nll_kernels_match_twin(scale, max_loss, seed, n, m, k, square, inverted, temp):
     sim, lab, rlab = similarity_batch(seed, n, m, k, square)
     kw = dict(exclude_self=square, inverted=inverted)
@@ -75,8 +85,10 @@ def test_softmax_nll_kernels_match_twin(scale, max_loss, seed, n, m, k, square, 
     _close(la[~near], lb[~near])
     np.testing.assert_allclose(ea, eb, rtol=1e-6, atol=1e-6)
     w = np.random.default_rng(seed).uniform(0, 1, sim.shape[0]).astype(np.float32) * vb
-    _close(E.softmax_nll_backward(sim, lab, rlab, eb, w, scale, **kw),
-           R.softmax_nll_backward(sim, lab, rlab, eb, w, scale, **kw))
+    _close(
+        E.softmax_nll_backward(sim, lab, rlab, eb, w, scale, **kw),
+        R.softmax_nll_backward(sim, lab, rlab, eb, w, scale, **kw),
+    )
 
 
 def test_large_logits_stay_finite():

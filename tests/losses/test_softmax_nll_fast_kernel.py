@@ -2,6 +2,7 @@
 exp per entry) against their numpy twins (mantissa_embed._reference, float64) and against the
 double-exp kernels they replace in NCALoss / InstanceLoss / NPairsLoss; bitwise reproducibility
 for a fixed thread count; the fallbacks for positives far below the row maximum and large losses."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -17,9 +18,17 @@ def _close(a, b, rtol=2e-5):
 
 
 @settings(max_examples=80, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 40), m=st.integers(0, 300), k=st.integers(1, 6),
-       square=st.booleans(), inverted=st.booleans(), scale=st.sampled_from([1.0, 4.0, 64.0, 500.0]),
-       max_loss=st.sampled_from([np.inf, 104.0, 3.0]), spread=st.sampled_from([1.0, 4.0]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 40),
+    m=st.integers(0, 300),
+    k=st.integers(1, 6),
+    square=st.booleans(),
+    inverted=st.booleans(),
+    scale=st.sampled_from([1.0, 4.0, 64.0, 500.0]),
+    max_loss=st.sampled_from([np.inf, 104.0, 3.0]),
+    spread=st.sampled_from([1.0, 4.0]),
+)
 def test_fast_softmax_nll_matches_twin(seed, n, m, k, square, inverted, scale, max_loss, spread):
     sim, lab, rlab = similarity_batch(seed, n, m, k, square, spread)
     kw = dict(exclude_self=square, inverted=inverted)
@@ -28,17 +37,23 @@ def test_fast_softmax_nll_matches_twin(seed, n, m, k, square, inverted, scale, m
     assert la.dtype == np.float32 and ea.dtype == np.float64 and va.dtype == bool
     # rows at the validity threshold may decide differently by rounding: compare the others
     with np.errstate(invalid="ignore"):
-        near = np.isfinite(eb[:, 1]) & (np.abs(eb[:, 0] - eb[:, 1] - max_loss) < 1e-3 * max(1, scale * spread))
+        near = np.isfinite(eb[:, 1]) & (
+            np.abs(eb[:, 0] - eb[:, 1] - max_loss) < 1e-3 * max(1, scale * spread)
+        )
     assert np.array_equal(va[~near], vb[~near])
     _close(la[~near], lb[~near])
     tol = 1e-6 * max(1.0, scale * spread)
     np.testing.assert_allclose(ea, eb, rtol=1e-6, atol=tol)
     w = np.random.default_rng(seed).uniform(0, 1, sim.shape[0]).astype(np.float32) * vb
-    _close(E.softmax_nll_fast_backward(sim, lab, rlab, eb, w, scale, **kw),
-           R.softmax_nll_fast_backward(sim, lab, rlab, eb, w, scale, **kw))
+    _close(
+        E.softmax_nll_fast_backward(sim, lab, rlab, eb, w, scale, **kw),
+        R.softmax_nll_fast_backward(sim, lab, rlab, eb, w, scale, **kw),
+    )
     # and against the double-exp C kernel with the same lse
-    _close(E.softmax_nll_fast_backward(sim, lab, rlab, eb, w, scale, **kw),
-           E.softmax_nll_backward(sim, lab, rlab, eb, w, scale, **kw))
+    _close(
+        E.softmax_nll_fast_backward(sim, lab, rlab, eb, w, scale, **kw),
+        E.softmax_nll_backward(sim, lab, rlab, eb, w, scale, **kw),
+    )
 
 
 @pytest.mark.parametrize("inverted", [True, False])
@@ -60,8 +75,10 @@ def test_positives_far_below_the_maximum_and_large_losses(inverted):
         _close(a[0], b[0])
         np.testing.assert_allclose(a[1], b[1], rtol=1e-6, atol=1e-6 * scale)
         w = np.ones(n, np.float32)
-        _close(E.softmax_nll_fast_backward(sim, lab, rlab, b[1], w, scale, inverted=inverted),
-               R.softmax_nll_fast_backward(sim, lab, rlab, b[1], w, scale, inverted=inverted))
+        _close(
+            E.softmax_nll_fast_backward(sim, lab, rlab, b[1], w, scale, inverted=inverted),
+            R.softmax_nll_fast_backward(sim, lab, rlab, b[1], w, scale, inverted=inverted),
+        )
 
 
 def test_bitwise_reproducible_for_a_thread_count():
@@ -72,13 +89,15 @@ def test_bitwise_reproducible_for_a_thread_count():
         for _ in range(2):
             mantissa_embed.set_num_threads(2)
             la, ea, va = E.softmax_nll_fast_forward(sim, lab, rlab, 64.0, exclude_self=True)
-            g = E.softmax_nll_fast_backward(sim, lab, rlab, ea, np.ones(300, np.float32), 64.0,
-                                            exclude_self=True)
+            g = E.softmax_nll_fast_backward(
+                sim, lab, rlab, ea, np.ones(300, np.float32), 64.0, exclude_self=True
+            )
             outs.append((la, ea, va, g))
         mantissa_embed.set_num_threads(1)
         la1, ea1, va1 = E.softmax_nll_fast_forward(sim, lab, rlab, 64.0, exclude_self=True)
-        g1 = E.softmax_nll_fast_backward(sim, lab, rlab, ea1, np.ones(300, np.float32), 64.0,
-                                         exclude_self=True)
+        g1 = E.softmax_nll_fast_backward(
+            sim, lab, rlab, ea1, np.ones(300, np.float32), 64.0, exclude_self=True
+        )
     finally:
         mantissa_embed.set_num_threads(old)
     for x, y in zip(outs[0], outs[1]):

@@ -2,6 +2,7 @@
 pytorch-metric-learning's, value and gradient (torch autograd, PML run in float64 on the same
 float32 inputs), rtol 1e-4: default and other distances (CosineSimilarity, LpDistance,
 DotProductSimilarity), reducers, ref_emb, and indices_tuple (pairs and triplets)."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, example, given, settings, strategies as st
@@ -82,14 +83,24 @@ def _random_tuple(seed, y, ry, kind):
     return a1[ok], p[ok], t_n[ok]
 
 
-common = dict(seed=st.integers(0, 2**31), n=st.integers(1, 24), m=st.one_of(st.none(), st.integers(1, 16)),
-              d=st.integers(2, 10), k=st.integers(1, 5), red=st.sampled_from(sorted(REDUCERS)))
+common = dict(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 24),
+    m=st.one_of(st.none(), st.integers(1, 16)),
+    d=st.integers(2, 10),
+    k=st.integers(1, 5),
+    red=st.sampled_from(sorted(REDUCERS)),
+)
 
 
 @pytest.mark.parametrize("name", ["NTXentLoss", "SupConLoss"])
 @settings(max_examples=40, deadline=None)
-@given(dist=st.sampled_from(["default", "cos", "lp", "dot"]), temp=st.sampled_from([0.07, 0.1, 0.5]),
-       it=st.sampled_from([None, "pairs", "triplets"]), **common)
+@given(
+    dist=st.sampled_from(["default", "cos", "lp", "dot"]),
+    temp=st.sampled_from([0.07, 0.1, 0.5]),
+    it=st.sampled_from([None, "pairs", "triplets"]),
+    **common,
+)
 def test_pair_softmax_losses(name, dist, temp, it, seed, n, m, d, k, red):
     x, y, r, ry = _data(seed, n, m, d, k)
     if dist == "dot":
@@ -102,8 +113,12 @@ def test_pair_softmax_losses(name, dist, temp, it, seed, n, m, d, k, red):
 
 
 @settings(max_examples=40, deadline=None)
-@given(dist=st.sampled_from(["default", "cos", "lp"]), scale=st.sampled_from([1, 0.5, 4]),
-       it=st.sampled_from([None, "pairs", "triplets"]), **common)
+@given(
+    dist=st.sampled_from(["default", "cos", "lp"]),
+    scale=st.sampled_from([1, 0.5, 4]),
+    it=st.sampled_from([None, "pairs", "triplets"]),
+    **common,
+)
 def test_nca(dist, scale, it, seed, n, m, d, k, red):
     x, y, r, ry = _data(seed, n, m, d, k)
     ko, kt = _kw(dist, red)
@@ -113,8 +128,11 @@ def test_nca(dist, scale, it, seed, n, m, d, k, red):
 
 
 @settings(max_examples=40, deadline=None)
-@given(dist=st.sampled_from(["default", "cos", "lp_sq"]), it=st.sampled_from([None, "pairs", "triplets"]),
-       **{k_: v for k_, v in common.items() if k_ != "m"})
+@given(
+    dist=st.sampled_from(["default", "cos", "lp_sq"]),
+    it=st.sampled_from([None, "pairs", "triplets"]),
+    **{k_: v for k_, v in common.items() if k_ != "m"},
+)
 def test_npairs(dist, it, seed, n, d, k, red):
     x, y, _, _ = _data(seed, n, None, d, k)
     ko, kt = _kw(dist, red)
@@ -133,7 +151,8 @@ def test_instance(gamma, seed, n, d, k, red):
         # AvgNonZeroReducer counts the rows whose loss is > 0: a row whose true loss is below
         # float rounding (PML's float64 gives ~1e-15, float32 gives 0) may be counted either way
         rows = pml_losses.InstanceLoss(gamma=gamma, reducer=pml_red.DoNothingReducer())(
-            torch.tensor(x.astype(np.float64)), torch.tensor(y))["loss"]["losses"].numpy()
+            torch.tensor(x.astype(np.float64)), torch.tensor(y)
+        )["loss"]["losses"].numpy()
         assume(not np.any((rows > 0) & (rows < 1e-6)))
     ours = losses.InstanceLoss(gamma=gamma, **ko)(x, y)
     _compare(ours, pml_call(pml_losses.InstanceLoss(gamma=gamma, **kt), x, y))

@@ -1,5 +1,6 @@
 """Softmax-over-pairs losses: bad input raises a clear error naming the argument; batches with
 no valid pair (and empty batches) give loss 0 with a zero gradient, never NaN."""
+
 import numpy as np
 import pytest
 
@@ -75,7 +76,9 @@ def test_unsupported_arguments():
     with pytest.raises(TypeError, match="CosineSimilarity"):
         InstanceLoss(distance=distances.LpDistance())
     with pytest.raises(ValueError, match="positive or negative"):
-        SupConLoss()(X, Y, indices_tuple=(np.array([0, 1]), np.array([1, 2]), np.array([0, 3]), np.array([1, 4])))
+        SupConLoss()(
+            X, Y, indices_tuple=(np.array([0, 1]), np.array([1, 2]), np.array([0, 3]), np.array([1, 4]))
+        )
     # the reference set may be the batch itself (same objects), as PML allows
     out = NPairsLoss()(X, Y, ref_emb=X, ref_labels=Y)
     assert out.loss == pytest.approx(NPairsLoss()(X, Y).loss)

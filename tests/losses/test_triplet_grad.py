@@ -1,6 +1,7 @@
 """TripletMarginLoss: value against a brute-force float64 computation, gradient against finite
 differences of it, on hypothesis batches (one class, all classes distinct, duplicates, N=1, N=0,
 with ref_emb, with an indices_tuple; swap, smooth_loss), for both backends."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -76,10 +77,16 @@ def _check(out, want, fd, x32):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 8), d=st.integers(2, 5),
-       kind=st.sampled_from(["random", "one_class", "distinct", "dups_same", "dups_diff"]),
-       margin=st.sampled_from([0.05, 0.3, 1.0]), swap=st.booleans(), smooth=st.booleans(),
-       cosine=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 8),
+    d=st.integers(2, 5),
+    kind=st.sampled_from(["random", "one_class", "distinct", "dups_same", "dups_diff"]),
+    margin=st.sampled_from([0.05, 0.3, 1.0]),
+    swap=st.booleans(),
+    smooth=st.booleans(),
+    cosine=st.booleans(),
+)
 def test_all_triplets(backend, seed, n, d, kind, margin, swap, smooth, cosine):
     x32, y = _batch(seed, n, d, kind)
     x = x32.astype(np.float64)
@@ -89,7 +96,9 @@ def test_all_triplets(backend, seed, n, d, kind, margin, swap, smooth, cosine):
     want = _brute(x, None, trip, margin, check=margins, **kw)
     assume(not margins or min(margins) > KINK)
     dist = CosineSimilarity(backend=backend) if cosine else None
-    out = TripletMarginLoss(margin=margin, swap=swap, smooth_loss=smooth, distance=dist, backend=backend)(x32, y)
+    out = TripletMarginLoss(margin=margin, swap=swap, smooth_loss=smooth, distance=dist, backend=backend)(
+        x32, y
+    )
     assert out.ref_grad is None
     _check(out, want, _fd(lambda z: _brute(z, None, trip, margin, **kw), x), x32)
 
@@ -114,8 +123,13 @@ def test_with_ref_emb(backend, seed, n, m, d):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(3, 7), k=st.integers(0, 12), swap=st.booleans(),
-       pairs=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(3, 7),
+    k=st.integers(0, 12),
+    swap=st.booleans(),
+    pairs=st.booleans(),
+)
 def test_with_indices_tuple(backend, seed, n, k, swap, pairs):
     rng = np.random.default_rng(seed)
     x32 = rng.standard_normal((n, 3)).astype(np.float32)
@@ -127,8 +141,11 @@ def test_with_indices_tuple(backend, seed, n, k, swap, pairs):
     if pairs:  # (a1, p, a2, n) -> every (a1[i], p[i], n[j]) with a1[i] == a2[j]
         it = (a, p, a[::-1].copy(), nn[::-1].copy())
         sel = [(i, j) for i in range(k) for j in range(k) if a[i] == it[2][j]]
-        trip = (np.array([a[i] for i, _ in sel], int), np.array([p[i] for i, _ in sel], int),
-                np.array([it[3][j] for _, j in sel], int))
+        trip = (
+            np.array([a[i] for i, _ in sel], int),
+            np.array([p[i] for i, _ in sel], int),
+            np.array([it[3][j] for _, j in sel], int),
+        )
         assume(all(t[1] != t[2] for t in zip(*trip)))
     else:
         it = trip = (a, p, nn)

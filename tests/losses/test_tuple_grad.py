@@ -2,6 +2,7 @@
 float64 loop implementation, gradient (and MarginLoss's beta gradient) against its central finite
 differences, on hypothesis batches (random labels, one class, all classes distinct, N=1, N=0,
 duplicate embeddings, with ref_emb), for both backends."""
+
 import math
 
 import numpy as np
@@ -127,7 +128,7 @@ def vicreg_brute(x, r, lam=25.0, mu=25.0, v=1.0, eps=1e-4):
 
     def cov(z):
         c = np.cov(z, rowvar=False).reshape(D, D)
-        return (np.sum(c ** 2) - np.sum(np.diag(c) ** 2)) / D
+        return (np.sum(c**2) - np.sum(np.diag(c) ** 2)) / D
 
     return inv + var(x) + var(R) + v * (cov(x) + cov(R))
 
@@ -175,7 +176,9 @@ def _run(loss, brute, x32, y, r32, ry, check_grad=True, abs_tol=1e-5):
     return out
 
 
-COMMON = dict(seed=st.integers(0, 2**31), n=st.integers(0, 7), d=st.integers(2, 4), kind=st.sampled_from(KINDS))
+COMMON = dict(
+    seed=st.integers(0, 2**31), n=st.integers(0, 7), d=st.integers(2, 4), kind=st.sampled_from(KINDS)
+)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -183,14 +186,27 @@ COMMON = dict(seed=st.integers(0, 2**31), n=st.integers(0, 7), d=st.integers(2, 
 @given(alpha=st.sampled_from([20.0, 40.0, 55.0]), **COMMON)
 def test_angular(backend, seed, n, d, kind, alpha):
     x, y, r, ry = _batch(seed, n, d, kind)
-    _run(AngularLoss(alpha=alpha, backend=backend), lambda a, b: angular_brute(a, b, y, y if b is None else ry, alpha),
-         x, y, r, ry)
+    _run(
+        AngularLoss(alpha=alpha, backend=backend),
+        lambda a, b: angular_brute(a, b, y, y if b is None else ry, alpha),
+        x,
+        y,
+        r,
+        ry,
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=30, deadline=None)
-@given(margin=st.sampled_from([0.1, 0.4]), nu=st.sampled_from([0.0, 0.3]), beta=st.sampled_from([0.6, 1.2]),
-       learn=st.booleans(), per_class=st.booleans(), cosine=st.booleans(), **COMMON)
+@given(
+    margin=st.sampled_from([0.1, 0.4]),
+    nu=st.sampled_from([0.0, 0.3]),
+    beta=st.sampled_from([0.6, 1.2]),
+    learn=st.booleans(),
+    per_class=st.booleans(),
+    cosine=st.booleans(),
+    **COMMON,
+)
 def test_margin(backend, seed, n, d, kind, margin, nu, beta, learn, per_class, cosine):
     x, y, r, ry = _batch(seed, n, d, kind)
     if kind == "distinct" and per_class:
@@ -200,14 +216,31 @@ def test_margin(backend, seed, n, d, kind, margin, nu, beta, learn, per_class, c
     b0 = np.linspace(beta, beta + 0.2, 3) if per_class else np.array([beta])
     if cosine:
         b0 = b0 - 1.0  # similarities live in [-1, 1]
-    loss = MarginLoss(margin=margin, nu=nu, beta=float(b0[0]), learn_beta=learn, num_classes=k, backend=backend,
-                      distance=CosineSimilarity() if cosine else None)
+    loss = MarginLoss(
+        margin=margin,
+        nu=nu,
+        beta=float(b0[0]),
+        learn_beta=learn,
+        num_classes=k,
+        backend=backend,
+        distance=CosineSimilarity() if cosine else None,
+    )
     if per_class:
         (loss.beta.data if learn else loss.beta)[...] = b0
     ry_ = y if r is None else ry
     kinks = []
-    margin_brute(x.astype(np.float64), None if r is None else r.astype(np.float64), y, ry_, b0, margin, nu, learn,
-                 cosine, kinks)
+    margin_brute(
+        x.astype(np.float64),
+        None if r is None else r.astype(np.float64),
+        y,
+        ry_,
+        b0,
+        margin,
+        nu,
+        learn,
+        cosine,
+        kinks,
+    )
     assume(not kinks or min(kinks) > KINK)
     _run(loss, lambda a, b: margin_brute(a, b, y, ry_, b0, margin, nu, learn, cosine), x, y, r, ry)
     if learn:
@@ -228,9 +261,16 @@ def test_tuplet(backend, seed, n, d, kind, margin, scale):
     # the float32 cosine of two identical directions (1 - 6e-8) is an angle of ~3.5e-4 rad there,
     # which moves the value by up to scale * sin(margin) * 3.5e-4
     smooth = kind != "dups_same"
-    _run(TupletMarginLoss(margin=margin, scale=scale, backend=backend),
-         lambda a, b: tuplet_brute(a, b, y, y if b is None else ry, margin, scale), x, y, r, ry, check_grad=smooth,
-         abs_tol=1e-5 if smooth else 4e-4 * scale * np.sin(np.radians(margin)) + 1e-5)
+    _run(
+        TupletMarginLoss(margin=margin, scale=scale, backend=backend),
+        lambda a, b: tuplet_brute(a, b, y, y if b is None else ry, margin, scale),
+        x,
+        y,
+        r,
+        ry,
+        check_grad=smooth,
+        abs_tol=1e-5 if smooth else 4e-4 * scale * np.sin(np.radians(margin)) + 1e-5,
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -242,14 +282,26 @@ def test_intra_pair_variance(backend, seed, n, d, kind, eps):
     kinks = []
     ipv_brute(x.astype(np.float64), None if r is None else r.astype(np.float64), y, ry_, eps, eps, kinks)
     assume(not kinks or min(kinks) > KINK)
-    _run(IntraPairVarianceLoss(pos_eps=eps, neg_eps=eps, backend=backend),
-         lambda a, b: ipv_brute(a, b, y, ry_, eps, eps), x, y, r, ry)
+    _run(
+        IntraPairVarianceLoss(pos_eps=eps, neg_eps=eps, backend=backend),
+        lambda a, b: ipv_brute(a, b, y, ry_, eps, eps),
+        x,
+        y,
+        r,
+        ry,
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 7), d=st.integers(1, 4), ref=st.booleans(), dups=st.booleans(),
-       scale=st.sampled_from([0.3, 1.0, 3.0]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 7),
+    d=st.integers(1, 4),
+    ref=st.booleans(),
+    dups=st.booleans(),
+    scale=st.sampled_from([0.3, 1.0, 3.0]),
+)
 def test_vicreg(backend, seed, n, d, ref, dups, scale):
     rng = np.random.default_rng(seed)
     x = (scale * rng.standard_normal((n, d))).astype(np.float32)
@@ -307,8 +359,11 @@ def test_indices_tuple(backend, seed, n, k, pairs):
         _close(out.grad, _fd(ipv, xx))
 
     # MarginLoss over the triplets the tuple gives (pairs: every (a1[i], p[i], n[j]) with a1[i] == a2[j])
-    trips = [(a[i], p[i], nn[j]) for i in range(k) for j in range(k) if a[i] == a[j]] if pairs else \
-        list(zip(a, p, nn))
+    trips = (
+        [(a[i], p[i], nn[j]) for i in range(k) for j in range(k) if a[i] == a[j]]
+        if pairs
+        else list(zip(a, p, nn))
+    )
 
     def margin(z):
         D = _mat(z, None, False)

@@ -1,6 +1,7 @@
 """engine.angular_loss_forward / angular_loss_backward (C) against their numpy twins
 (mantissa_embed._reference), on hypothesis shapes; bitwise reproducibility across thread counts;
 argument checks shared by both backends."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -21,8 +22,14 @@ def _args(seed, n, m, p, k, scale=1.0):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 12), m=st.integers(1, 12), p=st.integers(0, 40),
-       k=st.integers(1, 4), scale=st.sampled_from([0.1, 1.0, 30.0]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 12),
+    m=st.integers(1, 12),
+    p=st.integers(0, 40),
+    k=st.integers(1, 4),
+    scale=st.sampled_from([0.1, 1.0, 30.0]),
+)
 def test_engine_matches_twin(seed, n, m, p, k, scale):
     args = _args(seed, n, m, p, k, scale)
     le, lr = engine.angular_loss_forward(*args), ref.angular_loss_forward(*args)

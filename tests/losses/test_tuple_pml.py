@@ -1,6 +1,7 @@
 """Angular / Margin / TupletMargin / IntraPairVariance / VICReg / MultipleLosses, DoNothingReducer and
 MultipleReducers inside losses, against pytorch-metric-learning (value and gradient by torch
 autograd in float64, within 1e-4 relative)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -24,14 +25,22 @@ def _data(seed, n, d, m=None, scale=1.0):
 
 
 def _t(a, grad=False):
-    return None if a is None else torch.tensor(a.astype(np.float64) if a.dtype.kind == "f" else a,
-                                               requires_grad=grad)
+    return (
+        None
+        if a is None
+        else torch.tensor(a.astype(np.float64) if a.dtype.kind == "f" else a, requires_grad=grad)
+    )
 
 
 def _pml(loss, x, y, r=None, ry=None, it=None):
     xt, rt = _t(x, True), _t(r, True)
-    out = loss(xt, _t(y), indices_tuple=None if it is None else tuple(torch.tensor(v) for v in it),
-               ref_emb=rt, ref_labels=_t(ry))
+    out = loss(
+        xt,
+        _t(y),
+        indices_tuple=None if it is None else tuple(torch.tensor(v) for v in it),
+        ref_emb=rt,
+        ref_labels=_t(ry),
+    )
     if torch.is_tensor(out) and out.requires_grad:
         out.backward()
     g = np.zeros(x.shape) if xt.grad is None else xt.grad.numpy()
@@ -68,27 +77,43 @@ LOSSES = {
     "angular": (lambda: losses.AngularLoss(), lambda: pl.AngularLoss()),
     "angular30": (lambda: losses.AngularLoss(alpha=30), lambda: pl.AngularLoss(alpha=30)),
     "margin": (lambda: losses.MarginLoss(), lambda: pl.MarginLoss()),
-    "margin_sim": (lambda: losses.MarginLoss(margin=0.1, beta=0.3, distance=distances.CosineSimilarity()),
-                   lambda: pl.MarginLoss(margin=0.1, beta=0.3, distance=pd.CosineSimilarity())),
-    "margin_mean": (lambda: losses.MarginLoss(beta=0.9, reducer=reducers.MeanReducer()),
-                    lambda: pl.MarginLoss(beta=0.9, reducer=pr.MeanReducer())),
-    "margin_thr": (lambda: losses.MarginLoss(beta=0.9, reducer=reducers.ThresholdReducer(low=0.1)),
-                   lambda: pl.MarginLoss(beta=0.9, reducer=pr.ThresholdReducer(low=0.1))),
+    "margin_sim": (
+        lambda: losses.MarginLoss(margin=0.1, beta=0.3, distance=distances.CosineSimilarity()),
+        lambda: pl.MarginLoss(margin=0.1, beta=0.3, distance=pd.CosineSimilarity()),
+    ),
+    "margin_mean": (
+        lambda: losses.MarginLoss(beta=0.9, reducer=reducers.MeanReducer()),
+        lambda: pl.MarginLoss(beta=0.9, reducer=pr.MeanReducer()),
+    ),
+    "margin_thr": (
+        lambda: losses.MarginLoss(beta=0.9, reducer=reducers.ThresholdReducer(low=0.1)),
+        lambda: pl.MarginLoss(beta=0.9, reducer=pr.ThresholdReducer(low=0.1)),
+    ),
     "tuplet": (lambda: losses.TupletMarginLoss(), lambda: pl.TupletMarginLoss()),
-    "tuplet_small": (lambda: losses.TupletMarginLoss(margin=10, scale=8),
-                     lambda: pl.TupletMarginLoss(margin=10, scale=8)),
+    "tuplet_small": (
+        lambda: losses.TupletMarginLoss(margin=10, scale=8),
+        lambda: pl.TupletMarginLoss(margin=10, scale=8),
+    ),
     "ipv": (lambda: losses.IntraPairVarianceLoss(), lambda: pl.IntraPairVarianceLoss()),
-    "ipv_lp": (lambda: losses.IntraPairVarianceLoss(pos_eps=0.05, neg_eps=0.1, distance=distances.LpDistance()),
-               lambda: pl.IntraPairVarianceLoss(pos_eps=0.05, neg_eps=0.1, distance=pd.LpDistance())),
-    "ipv_sum": (lambda: losses.IntraPairVarianceLoss(reducer=reducers.SumReducer()),
-                lambda: pl.IntraPairVarianceLoss(reducer=pr.SumReducer())),
+    "ipv_lp": (
+        lambda: losses.IntraPairVarianceLoss(pos_eps=0.05, neg_eps=0.1, distance=distances.LpDistance()),
+        lambda: pl.IntraPairVarianceLoss(pos_eps=0.05, neg_eps=0.1, distance=pd.LpDistance()),
+    ),
+    "ipv_sum": (
+        lambda: losses.IntraPairVarianceLoss(reducer=reducers.SumReducer()),
+        lambda: pl.IntraPairVarianceLoss(reducer=pr.SumReducer()),
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 20), d=st.integers(2, 8),
-       mode=st.sampled_from(["all", "ref", "pairs", "triplets"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 20),
+    d=st.integers(2, 8),
+    mode=st.sampled_from(["all", "ref", "pairs", "triplets"]),
+)
 def test_loss_vs_pml(name, seed, n, d, mode):
     ours_f, theirs_f = LOSSES[name]
     x, y, r, ry = _data(seed, n, d, m=int(seed % 9) + 1 if mode == "ref" else None)
@@ -100,16 +125,25 @@ def test_loss_vs_pml(name, seed, n, d, mode):
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 20), d=st.integers(2, 6), nu=st.sampled_from([0.0, 0.2]),
-       per_class=st.booleans(), mode=st.sampled_from(["all", "ref", "triplets"]),
-       red=st.sampled_from(["divisor", "mean", "sum", "thr"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 20),
+    d=st.integers(2, 6),
+    nu=st.sampled_from([0.0, 0.2]),
+    per_class=st.booleans(),
+    mode=st.sampled_from(["all", "ref", "triplets"]),
+    red=st.sampled_from(["divisor", "mean", "sum", "thr"]),
+)
 def test_margin_learn_beta_vs_pml(seed, n, d, nu, per_class, mode, red):
     x, y, r, ry = _data(seed, n, d, m=5 if mode == "ref" else None)
     it = _mined(mode, x, y)
     nc = K if per_class else None
-    R = {"divisor": (lambda: None, lambda: None), "mean": (reducers.MeanReducer, pr.MeanReducer),
-         "sum": (reducers.SumReducer, pr.SumReducer),
-         "thr": (lambda: reducers.ThresholdReducer(low=0.05), lambda: pr.ThresholdReducer(low=0.05))}[red]
+    R = {
+        "divisor": (lambda: None, lambda: None),
+        "mean": (reducers.MeanReducer, pr.MeanReducer),
+        "sum": (reducers.SumReducer, pr.SumReducer),
+        "thr": (lambda: reducers.ThresholdReducer(low=0.05), lambda: pr.ThresholdReducer(low=0.05)),
+    }[red]
     ours = losses.MarginLoss(nu=nu, learn_beta=True, num_classes=nc, reducer=R[0]())
     theirs = pl.MarginLoss(nu=nu, learn_beta=True, num_classes=nc, reducer=R[1]()).double()
     if per_class:
@@ -125,9 +159,14 @@ def test_margin_learn_beta_vs_pml(seed, n, d, nu, per_class, mode, red):
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 24), d=st.integers(1, 8), ref=st.booleans(),
-       scale=st.sampled_from([0.1, 1.0, 5.0]),
-       params=st.sampled_from([(25, 25, 1, 1e-4), (1.0, 2.0, 0.5, 1e-2)]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 24),
+    d=st.integers(1, 8),
+    ref=st.booleans(),
+    scale=st.sampled_from([0.1, 1.0, 5.0]),
+    params=st.sampled_from([(25, 25, 1, 1e-4), (1.0, 2.0, 0.5, 1e-2)]),
+)
 def test_vicreg_vs_pml(seed, n, d, ref, scale, params):
     if n == 1:
         n = 2  # PML gives NaN at N = 1 (unbiased variance); documented difference
@@ -150,8 +189,13 @@ def test_vicreg_vs_pml(seed, n, d, ref, scale, params):
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 16), d=st.integers(2, 6), as_dict=st.booleans(),
-       with_miners=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 16),
+    d=st.integers(2, 6),
+    as_dict=st.booleans(),
+    with_miners=st.booleans(),
+)
 def test_multiple_losses_vs_pml(seed, n, d, as_dict, with_miners):
     x, y, _, _ = _data(seed, n, d)
     ol = [losses.TripletMarginLoss(margin=0.2), losses.ContrastiveLoss(), losses.MarginLoss()]
@@ -175,40 +219,71 @@ def test_multiple_losses_vs_pml(seed, n, d, as_dict, with_miners):
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 16), d=st.integers(2, 6), mined=st.booleans(),
-       which=st.sampled_from(["contrastive", "ipv", "margin"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 16),
+    d=st.integers(2, 6),
+    mined=st.booleans(),
+    which=st.sampled_from(["contrastive", "ipv", "margin"]),
+)
 def test_multiple_reducers_inside_loss_vs_pml(seed, n, d, mined, which):
     x, y, _, _ = _data(seed, n, d)
     it = _mined("pairs", x, y) if mined else None
     if which == "contrastive":
-        ours = losses.ContrastiveLoss(reducer=reducers.MultipleReducers(
-            {"pos_loss": reducers.SumReducer(), "neg_loss": reducers.ThresholdReducer(low=0.1)},
-            default_reducer=reducers.MeanReducer()))
-        theirs = pl.ContrastiveLoss(reducer=pr.MultipleReducers(
-            {"pos_loss": pr.SumReducer(), "neg_loss": pr.ThresholdReducer(low=0.1)}, default_reducer=pr.MeanReducer()))
+        ours = losses.ContrastiveLoss(
+            reducer=reducers.MultipleReducers(
+                {"pos_loss": reducers.SumReducer(), "neg_loss": reducers.ThresholdReducer(low=0.1)},
+                default_reducer=reducers.MeanReducer(),
+            )
+        )
+        theirs = pl.ContrastiveLoss(
+            reducer=pr.MultipleReducers(
+                {"pos_loss": pr.SumReducer(), "neg_loss": pr.ThresholdReducer(low=0.1)},
+                default_reducer=pr.MeanReducer(),
+            )
+        )
     elif which == "ipv":
-        ours = losses.IntraPairVarianceLoss(reducer=reducers.MultipleReducers({"neg_loss": reducers.SumReducer()}))
+        ours = losses.IntraPairVarianceLoss(
+            reducer=reducers.MultipleReducers({"neg_loss": reducers.SumReducer()})
+        )
         theirs = pl.IntraPairVarianceLoss(reducer=pr.MultipleReducers({"neg_loss": pr.SumReducer()}))
     else:
-        ours = losses.MarginLoss(learn_beta=True, nu=0.1, reducer=reducers.MultipleReducers(
-            {"margin_loss": reducers.DivisorReducer()}, default_reducer=reducers.SumReducer()))
-        theirs = pl.MarginLoss(learn_beta=True, nu=0.1, reducer=pr.MultipleReducers(
-            {"margin_loss": pr.DivisorReducer()}, default_reducer=pr.SumReducer())).double()
+        ours = losses.MarginLoss(
+            learn_beta=True,
+            nu=0.1,
+            reducer=reducers.MultipleReducers(
+                {"margin_loss": reducers.DivisorReducer()}, default_reducer=reducers.SumReducer()
+            ),
+        )
+        theirs = pl.MarginLoss(
+            learn_beta=True,
+            nu=0.1,
+            reducer=pr.MultipleReducers(
+                {"margin_loss": pr.DivisorReducer()}, default_reducer=pr.SumReducer()
+            ),
+        ).double()
     _check(ours(x, y, it), _pml(theirs, x, y, None, None, it))
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 12), d=st.integers(2, 6),
-       which=st.sampled_from(["contrastive", "triplet", "angular", "margin", "tuplet", "ipv", "vicreg"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 12),
+    d=st.integers(2, 6),
+    which=st.sampled_from(["contrastive", "triplet", "angular", "margin", "tuplet", "ipv", "vicreg"]),
+)
 def test_do_nothing_reducer_vs_pml(seed, n, d, which):
     """PML returns the loss dict; ours returns its sum (and the gradient of the sum) plus the dict."""
     x, y, _, _ = _data(seed, n, d)
-    make = {"contrastive": (losses.ContrastiveLoss, pl.ContrastiveLoss),
-            "triplet": (losses.TripletMarginLoss, pl.TripletMarginLoss),
-            "angular": (losses.AngularLoss, pl.AngularLoss), "margin": (losses.MarginLoss, pl.MarginLoss),
-            "tuplet": (losses.TupletMarginLoss, pl.TupletMarginLoss),
-            "ipv": (losses.IntraPairVarianceLoss, pl.IntraPairVarianceLoss),
-            "vicreg": (losses.VICRegLoss, pl.VICRegLoss)}[which]
+    make = {
+        "contrastive": (losses.ContrastiveLoss, pl.ContrastiveLoss),
+        "triplet": (losses.TripletMarginLoss, pl.TripletMarginLoss),
+        "angular": (losses.AngularLoss, pl.AngularLoss),
+        "margin": (losses.MarginLoss, pl.MarginLoss),
+        "tuplet": (losses.TupletMarginLoss, pl.TupletMarginLoss),
+        "ipv": (losses.IntraPairVarianceLoss, pl.IntraPairVarianceLoss),
+        "vicreg": (losses.VICRegLoss, pl.VICRegLoss),
+    }[which]
     if which == "vicreg" and n < 2:  # PML: NaN (unbiased variance of < 2 rows)
         x = np.vstack([x, np.ones((2 - n, d), np.float32)])
         n, y = 2, np.zeros(2, np.int64)
@@ -226,7 +301,9 @@ def test_do_nothing_reducer_vs_pml(seed, n, d, which):
         tl = info["losses"]
         if torch.is_tensor(tl):
             assert mine["reduction_type"] == info["reduction_type"]
-            np.testing.assert_allclose(np.ravel(mine["losses"]), np.ravel(tl.detach().numpy()), rtol=1e-4, atol=1e-6)
+            np.testing.assert_allclose(
+                np.ravel(mine["losses"]), np.ravel(tl.detach().numpy()), rtol=1e-4, atol=1e-6
+            )
             total = total + tl.sum()
         else:
             assert np.all(np.asarray(mine["losses"]) == 0)

@@ -1,6 +1,7 @@
 """Angular / Margin / TupletMargin / IntraPairVariance / VICReg / MultipleLosses: bad arguments and bad
 inputs raise a clear error naming the argument; batches without a valid pair / triplet (and N=0)
 give a loss of 0 with a zero gradient."""
+
 import numpy as np
 import pytest
 
@@ -37,10 +38,12 @@ def test_bad_call_inputs(cls):
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
 def test_zero_loss_zero_grad(cls, backend):
     f = cls(backend=backend)
-    cases = [(X[:1], Y[:1]), (X[:0], Y[:0])]            # N = 1, N = 0
-    if cls is not losses.IntraPairVarianceLoss:         # (its pos / neg terms stand alone)
-        cases += [(X, np.zeros(6, np.int64)),           # one class: no negative
-                  (X, np.arange(6))]                    # all distinct: no positive
+    cases = [(X[:1], Y[:1]), (X[:0], Y[:0])]  # N = 1, N = 0
+    if cls is not losses.IntraPairVarianceLoss:  # (its pos / neg terms stand alone)
+        cases += [
+            (X, np.zeros(6, np.int64)),  # one class: no negative
+            (X, np.arange(6)),
+        ]  # all distinct: no positive
     for x, y in cases:
         out = f(x, y)
         assert out.loss == 0.0 and out.grad.shape == x.shape and not out.grad.any()
@@ -159,12 +162,21 @@ def test_multiple_losses_errors_and_api():
     ot, oc = t(X, Y), c(X, Y)
     assert out.loss == pytest.approx(2 * ot.loss + 0.5 * oc.loss)
     np.testing.assert_allclose(out.grad, 2 * ot.grad + 0.5 * oc.grad, rtol=1e-6, atol=1e-7)
-    assert out.terms == pytest.approx({"t/loss": 2 * ot.loss, "c/pos_loss": 0.5 * oc.terms["pos_loss"],
-                                       "c/neg_loss": 0.5 * oc.terms["neg_loss"]})
+    assert out.terms == pytest.approx(
+        {
+            "t/loss": 2 * ot.loss,
+            "c/pos_loss": 0.5 * oc.terms["pos_loss"],
+            "c/neg_loss": 0.5 * oc.terms["neg_loss"],
+        }
+    )
     out = losses.MultipleLosses([t, c])(X, Y, ref_emb=X[:4], ref_labels=Y[:4])
     assert out.ref_grad.shape == (4, 3)
-    np.testing.assert_allclose(out.ref_grad, t(X, Y, ref_emb=X[:4], ref_labels=Y[:4]).ref_grad
-                               + c(X, Y, ref_emb=X[:4], ref_labels=Y[:4]).ref_grad, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        out.ref_grad,
+        t(X, Y, ref_emb=X[:4], ref_labels=Y[:4]).ref_grad + c(X, Y, ref_emb=X[:4], ref_labels=Y[:4]).ref_grad,
+        rtol=1e-6,
+        atol=1e-7,
+    )
     # a learnable beta gets w times its gradient
     m1, m2 = losses.MarginLoss(learn_beta=True), losses.MarginLoss(learn_beta=True)
     losses.MultipleLosses([m1], weights=[3.0])(X, Y)

@@ -2,6 +2,7 @@
 naming the argument before the queue changes; the ring buffer stays exact after wrapping many
 times, after reset_queue and with enqueue masks; the loss equals an independent float64
 computation of ContrastiveLoss over (query, memory) pairs without self-comparisons."""
+
 import numpy as np
 import pytest
 
@@ -32,20 +33,51 @@ E, Y = _batch()
 BAD_CALLS = {
     "memory smaller than batch": (lambda: (E, Y), {}, 4, ValueError, "memory_size"),
     "mask int dtype": (lambda: (E, Y), {"enqueue_mask": np.ones(6, int)}, 8, TypeError, "enqueue_mask"),
-    "mask object dtype": (lambda: (E, Y), {"enqueue_mask": np.array([True] * 6, object)}, 8, TypeError,
-                          "enqueue_mask"),
+    "mask object dtype": (
+        lambda: (E, Y),
+        {"enqueue_mask": np.array([True] * 6, object)},
+        8,
+        TypeError,
+        "enqueue_mask",
+    ),
     "mask wrong length": (lambda: (E, Y), {"enqueue_mask": np.ones(5, bool)}, 8, ValueError, "enqueue_mask"),
     "mask 2-D": (lambda: (E, Y), {"enqueue_mask": np.ones((6, 1), bool)}, 8, ValueError, "enqueue_mask"),
     "mask scalar": (lambda: (E, Y), {"enqueue_mask": True}, 8, ValueError, "enqueue_mask"),
-    "mask selects too many": (lambda: (E, Y), {"enqueue_mask": np.ones(6, bool)}, 4, ValueError, "memory_size"),
-    "mask and indices": (lambda: (E, Y), {"enqueue_mask": np.ones(6, bool),
-                                          "indices_tuple": (np.array([0]), np.array([1]), np.array([2]))},
-                         8, ValueError, "indices_tuple"),
-    "indices out of range": (lambda: (E, Y), {"indices_tuple": (np.array([0]), np.array([20]), np.array([1]))},
-                             8, ValueError, "indices_tuple"),
-    "float indices": (lambda: (E, Y), {"indices_tuple": (np.array([0.]), np.array([1.]), np.array([2.]))},
-                      8, TypeError, "indices_tuple"),
-    "embedding_size mismatch": (lambda: (np.zeros((6, D + 1), np.float32), Y), {}, 8, ValueError, "embedding_size"),
+    "mask selects too many": (
+        lambda: (E, Y),
+        {"enqueue_mask": np.ones(6, bool)},
+        4,
+        ValueError,
+        "memory_size",
+    ),
+    "mask and indices": (
+        lambda: (E, Y),
+        {"enqueue_mask": np.ones(6, bool), "indices_tuple": (np.array([0]), np.array([1]), np.array([2]))},
+        8,
+        ValueError,
+        "indices_tuple",
+    ),
+    "indices out of range": (
+        lambda: (E, Y),
+        {"indices_tuple": (np.array([0]), np.array([20]), np.array([1]))},
+        8,
+        ValueError,
+        "indices_tuple",
+    ),
+    "float indices": (
+        lambda: (E, Y),
+        {"indices_tuple": (np.array([0.0]), np.array([1.0]), np.array([2.0]))},
+        8,
+        TypeError,
+        "indices_tuple",
+    ),
+    "embedding_size mismatch": (
+        lambda: (np.zeros((6, D + 1), np.float32), Y),
+        {},
+        8,
+        ValueError,
+        "embedding_size",
+    ),
     "1-D embeddings": (lambda: (E[0], Y[:1]), {}, 8, ValueError, "embeddings"),
     "3-D embeddings": (lambda: (E[None], Y), {}, 8, ValueError, "embeddings"),
     "object embeddings": (lambda: (E.astype(object), Y), {}, 8, TypeError, "embeddings"),
@@ -69,19 +101,25 @@ def test_bad_call_raises_and_leaves_queue_unchanged(case):
     assert _same_state(before, _state(xbm))
 
 
-@pytest.mark.parametrize("kwargs,exc,word", [
-    ({"memory_size": 0}, ValueError, "memory_size"), ({"memory_size": 8.0}, TypeError, "memory_size"),
-    ({"memory_size": True}, TypeError, "memory_size"), ({"embedding_size": 0}, ValueError, "embedding_size"),
-    ({"miner": 3}, TypeError, "miner"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,word",
+    [
+        ({"memory_size": 0}, ValueError, "memory_size"),
+        ({"memory_size": 8.0}, TypeError, "memory_size"),
+        ({"memory_size": True}, TypeError, "memory_size"),
+        ({"embedding_size": 0}, ValueError, "embedding_size"),
+        ({"miner": 3}, TypeError, "miner"),
+    ],
+)
 def test_bad_constructor_arguments(kwargs, exc, word):
     args = {"loss": L.ContrastiveLoss(), "embedding_size": D, **kwargs}
     with pytest.raises(exc, match=word):
         CrossBatchMemory(**args)
 
 
-@pytest.mark.parametrize("loss", [None, L.ContrastiveLoss, L.NormalizedSoftmaxLoss(3, D),
-                                  L.ArcFaceLoss(3, D), L.P2SGradLoss(3, D)])
+@pytest.mark.parametrize(
+    "loss", [None, L.ContrastiveLoss, L.NormalizedSoftmaxLoss(3, D), L.ArcFaceLoss(3, D), L.P2SGradLoss(3, D)]
+)
 def test_unsupported_losses_rejected(loss):
     with pytest.raises(TypeError, match="loss|support"):
         CrossBatchMemory(loss, D)
@@ -91,8 +129,10 @@ def _contrastive_xbm64(q, ql, mem, ml, own):
     """Independent float64 ContrastiveLoss (pos_margin 0, neg_margin 1, L2-normalized Euclidean,
     AvgNonZeroReducer per sub-loss) over query x memory pairs; own[i] = memory slot of query i
     (or -1). Includes PML's rule that at most one positive and one negative pair give 0."""
+
     def unit(a):
         return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+
     d = np.linalg.norm(unit(q)[:, None, :] - unit(mem)[None, :, :], axis=2)
     same = ql[:, None] == ml[None, :]
     self_ = own[:, None] == np.arange(len(mem))[None, :]
@@ -104,6 +144,7 @@ def _contrastive_xbm64(q, ql, mem, ml, own):
     def avg_nonzero(v):
         nz = v > 0
         return v[nz].mean() if nz.any() else 0.0
+
     return avg_nonzero(pos) + avg_nonzero(neg)
 
 
@@ -149,8 +190,9 @@ def test_masked_rows_are_queries_only_and_all_false_mask_keeps_queue_empty():
     out = xbm(e, y, enqueue_mask=mask)
     assert xbm.queue_idx == 3 and not out.grad[mask].any()
     mem, ml = xbm.get_memory()
-    want = _contrastive_xbm64(e[~mask].astype(np.float64), y[~mask], mem.astype(np.float64), ml,
-                              np.full(3, -1))
+    want = _contrastive_xbm64(
+        e[~mask].astype(np.float64), y[~mask], mem.astype(np.float64), ml, np.full(3, -1)
+    )
     assert out.loss == pytest.approx(want, rel=1e-5, abs=1e-6)
     out = xbm(e, y, enqueue_mask=[True] * 6)  # a list of bools is accepted; no queries -> 0
     assert out.loss == 0.0 and xbm.has_been_filled and xbm.queue_idx == 3
@@ -159,9 +201,15 @@ def test_masked_rows_are_queries_only_and_all_false_mask_keeps_queue_empty():
 @pytest.mark.parametrize("kind", ["empty", "one", "identical", "zero", "float64", "int", "negative_labels"])
 def test_valid_edge_batches_are_finite(kind):
     e, y = _batch(6)
-    emb, lab = {"empty": (e[:0], y[:0]), "one": (e[:1], y[:1]), "identical": (np.ones_like(e), y),
-                "zero": (np.zeros_like(e), y), "float64": (e.astype(np.float64), y),
-                "int": ((3 * e).astype(np.int64), y), "negative_labels": (e, -y - 10)}[kind]
+    emb, lab = {
+        "empty": (e[:0], y[:0]),
+        "one": (e[:1], y[:1]),
+        "identical": (np.ones_like(e), y),
+        "zero": (np.zeros_like(e), y),
+        "float64": (e.astype(np.float64), y),
+        "int": ((3 * e).astype(np.int64), y),
+        "negative_labels": (e, -y - 10),
+    }[kind]
     xbm = _xbm(8)
     for _ in range(3):
         out = xbm(emb, lab)
@@ -170,11 +218,14 @@ def test_valid_edge_batches_are_finite(kind):
         assert out.ref_grad is None
 
 
-@pytest.mark.parametrize("miner,exc", [
-    (lambda e, lab, r, rl: (np.array([0]), np.array([99]), np.array([1])), ValueError),
-    (lambda e, lab, r, rl: (np.array([0.]), np.array([1.]), np.array([2.])), TypeError),
-    (lambda e, lab, r, rl: None, TypeError),
-])
+@pytest.mark.parametrize(
+    "miner,exc",
+    [
+        (lambda e, lab, r, rl: (np.array([0]), np.array([99]), np.array([1])), ValueError),
+        (lambda e, lab, r, rl: (np.array([0.0]), np.array([1.0]), np.array([2.0])), TypeError),
+        (lambda e, lab, r, rl: None, TypeError),
+    ],
+)
 @pytest.mark.parametrize("masked", [False, True])
 def test_failing_miner_leaves_queue_unchanged(miner, exc, masked):
     xbm = CrossBatchMemory(L.ContrastiveLoss(), D, memory_size=5)

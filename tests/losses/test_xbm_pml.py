@@ -1,6 +1,7 @@
 """Oracle: CrossBatchMemory equals pytorch-metric-learning's over sequences of calls: loss value,
 gradient wrt the batch (torch autograd), cursor, fill state and memory contents, with and
 without miners, enqueue masks and caller index tuples (rtol 1e-4)."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -15,17 +16,26 @@ KINK = 1e-5
 
 CONFIGS = {
     # name: (ours, theirs, margins whose kinks must be avoided on the distances)
-    "contrastive": (lambda: (losses.ContrastiveLoss(), None),
-                    lambda: (pml_losses.ContrastiveLoss(), None), (0.0, 1.0)),
-    "contrastive_pm": (lambda: (losses.ContrastiveLoss(pos_margin=0.2, neg_margin=0.9),
-                                miners.PairMarginMiner()),
-                       lambda: (pml_losses.ContrastiveLoss(pos_margin=0.2, neg_margin=0.9),
-                                pml_miners.PairMarginMiner()), (0.2, 0.8, 0.9)),
-    "triplet": (lambda: (losses.TripletMarginLoss(margin=0.2), None),
-                lambda: (pml_losses.TripletMarginLoss(margin=0.2), None), ()),
-    "triplet_tm": (lambda: (losses.TripletMarginLoss(margin=0.1), miners.TripletMarginMiner(margin=0.2)),
-                   lambda: (pml_losses.TripletMarginLoss(margin=0.1),
-                            pml_miners.TripletMarginMiner(margin=0.2)), ()),
+    "contrastive": (
+        lambda: (losses.ContrastiveLoss(), None),
+        lambda: (pml_losses.ContrastiveLoss(), None),
+        (0.0, 1.0),
+    ),
+    "contrastive_pm": (
+        lambda: (losses.ContrastiveLoss(pos_margin=0.2, neg_margin=0.9), miners.PairMarginMiner()),
+        lambda: (pml_losses.ContrastiveLoss(pos_margin=0.2, neg_margin=0.9), pml_miners.PairMarginMiner()),
+        (0.2, 0.8, 0.9),
+    ),
+    "triplet": (
+        lambda: (losses.TripletMarginLoss(margin=0.2), None),
+        lambda: (pml_losses.TripletMarginLoss(margin=0.2), None),
+        (),
+    ),
+    "triplet_tm": (
+        lambda: (losses.TripletMarginLoss(margin=0.1), miners.TripletMarginMiner(margin=0.2)),
+        lambda: (pml_losses.TripletMarginLoss(margin=0.1), pml_miners.TripletMarginMiner(margin=0.2)),
+        (),
+    ),
 }
 
 
@@ -46,9 +56,15 @@ def _triplet_kink(d, ql, ml, margin):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), cfg=st.sampled_from(sorted(CONFIGS)), mem=st.integers(3, 24),
-       d=st.integers(2, 6), k=st.integers(2, 4), steps=st.integers(1, 6),
-       mode=st.sampled_from(["plain", "mask", "tuple"]))
+@given(
+    seed=st.integers(0, 2**31),
+    cfg=st.sampled_from(sorted(CONFIGS)),
+    mem=st.integers(3, 24),
+    d=st.integers(2, 6),
+    k=st.integers(2, 4),
+    steps=st.integers(1, 6),
+    mode=st.sampled_from(["plain", "mask", "tuple"]),
+)
 def test_sequence_matches_pml(seed, cfg, mem, d, k, steps, mode):
     rng = np.random.default_rng(seed)
     mk_ours, mk_theirs, margins = CONFIGS[cfg]
@@ -81,7 +97,7 @@ def test_sequence_matches_pml(seed, cfg, mem, d, k, steps, mode):
             for mg in margins:
                 assume(np.abs(dd - mg).min() > KINK)
             if cfg.startswith("triplet"):
-                for mg in ((0.2,) if cfg == "triplet" else (0.1, 0.2)):
+                for mg in (0.2,) if cfg == "triplet" else (0.1, 0.2):
                     assume(_triplet_kink(dd, ql, L[:m_used], mg) > KINK)
         if mode == "tuple" and m_used > 0:
             t = int(rng.integers(0, 4))
@@ -89,13 +105,17 @@ def test_sequence_matches_pml(seed, cfg, mem, d, k, steps, mode):
             keep = (pp != pos[a]) & (nn != pos[a])  # a row against its own copy: distance 0, a kink
             it = (a[keep], pp[keep], nn[keep])
             if cfg.startswith("triplet") and keep.any():
-                for mg in ((0.2,) if cfg == "triplet" else (0.1, 0.2)):
+                for mg in (0.2,) if cfg == "triplet" else (0.1, 0.2):
                     assume(np.abs(dd[it[0], it[1]] - dd[it[0], it[2]] + mg).min() > KINK)
 
         out = ours(x, y, indices_tuple=it, enqueue_mask=mask)
         xt = torch.tensor(x.astype(np.float64), requires_grad=True)
-        tout = theirs(xt, torch.tensor(y), indices_tuple=None if it is None else tuple(torch.tensor(a) for a in it),
-                      enqueue_mask=None if mask is None else torch.tensor(mask))
+        tout = theirs(
+            xt,
+            torch.tensor(y),
+            indices_tuple=None if it is None else tuple(torch.tensor(a) for a in it),
+            enqueue_mask=None if mask is None else torch.tensor(mask),
+        )
         if tout.requires_grad:
             tout.backward()
         g = np.zeros(x.shape) if xt.grad is None else xt.grad.numpy()
@@ -106,14 +126,27 @@ def test_sequence_matches_pml(seed, cfg, mem, d, k, steps, mode):
         assert ours.queue_idx == theirs.queue_idx
         assert ours.has_been_filled == theirs.has_been_filled
         np.testing.assert_array_equal(ours.label_memory, theirs.label_memory.numpy())
-        np.testing.assert_array_equal(ours.embedding_memory,
-                                      theirs.embedding_memory.numpy().astype(np.float32))
+        np.testing.assert_array_equal(
+            ours.embedding_memory, theirs.embedding_memory.numpy().astype(np.float32)
+        )
 
 
-SUPPORTED = ["AngularLoss", "CircleLoss", "ContrastiveLoss", "GeneralizedLiftedStructureLoss",
-             "IntraPairVarianceLoss", "LiftedStructureLoss", "MarginLoss", "MultiSimilarityLoss", "NCALoss",
-             "NTXentLoss", "SignalToNoiseRatioContrastiveLoss", "SupConLoss", "TripletMarginLoss",
-             "TupletMarginLoss"]
+SUPPORTED = [
+    "AngularLoss",
+    "CircleLoss",
+    "ContrastiveLoss",
+    "GeneralizedLiftedStructureLoss",
+    "IntraPairVarianceLoss",
+    "LiftedStructureLoss",
+    "MarginLoss",
+    "MultiSimilarityLoss",
+    "NCALoss",
+    "NTXentLoss",
+    "SignalToNoiseRatioContrastiveLoss",
+    "SupConLoss",
+    "TripletMarginLoss",
+    "TupletMarginLoss",
+]
 
 
 def _run_pair(ours, theirs, seed, d=5, steps=4, extra=None):

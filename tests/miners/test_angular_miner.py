@@ -1,5 +1,6 @@
 """AngularMiner: valid triplets, exactly those whose angle exceeds the threshold (float64 brute
 force over all triplets, borderline ones tolerated); stats; distance requirement."""
+
 import math
 
 import numpy as np
@@ -12,8 +13,14 @@ from mantissa_embed.miners import AngularMiner
 
 
 @settings(max_examples=50, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 12), m=st.one_of(st.none(), st.integers(0, 10)),
-       d=st.integers(1, 5), k=st.integers(1, 4), angle=st.sampled_from([0, 20, 45]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 12),
+    m=st.one_of(st.none(), st.integers(0, 10)),
+    d=st.integers(1, 5),
+    k=st.integers(1, 4),
+    angle=st.sampled_from([0, 20, 45]),
+)
 def test_definition(seed, n, m, d, k, angle):
     x, y, r, ry = _batch(seed, n, m, d, k)
     same = r is None
@@ -34,8 +41,9 @@ def test_definition(seed, n, m, d, k, angle):
                 if ry_[q] == y[i]:
                     continue
                 # the paper's angle at the negative, on the embeddings as given (PML)
-                ang = math.atan2(np.linalg.norm(x64[i] - ref[j]),
-                                 2 * np.linalg.norm(ref[q] - (x64[i] + ref[j]) / 2))
+                ang = math.atan2(
+                    np.linalg.norm(x64[i] - ref[j]), 2 * np.linalg.norm(ref[q] - (x64[i] + ref[j]) / 2)
+                )
                 if abs(ang - math.radians(angle)) > 1e-4:
                     assert ((i, j, q) in got) == (ang > math.radians(angle)), (i, j, q, ang)
     if len(a):

@@ -1,5 +1,6 @@
 """BatchEasyHardMiner: every strategy pair returns what its definition says (float64 brute
 force, near-ties tolerated); allowed ranges; invalid combinations raise."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -10,13 +11,22 @@ from mantissa_embed.miners import BatchEasyHardMiner
 
 TOL = 1e-5
 STRATS = ["easy", "hard", "semihard", "all"]
-VALID = [(p, q) for p in STRATS for q in STRATS if not (p == q == "semihard") and {p, q} != {"all", "semihard"}]
+VALID = [
+    (p, q) for p in STRATS for q in STRATS if not (p == q == "semihard") and {p, q} != {"all", "semihard"}
+]
 
 
 @settings(max_examples=80, deadline=None)
-@given(strat=st.sampled_from(VALID), rng_on=st.sampled_from([None, "pos", "neg"]),
-       seed=st.integers(0, 2**31), n=st.integers(0, 12), m=st.one_of(st.none(), st.integers(0, 10)),
-       d=st.integers(1, 5), k=st.integers(1, 4), cosine=st.booleans())
+@given(
+    strat=st.sampled_from(VALID),
+    rng_on=st.sampled_from([None, "pos", "neg"]),
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 12),
+    m=st.one_of(st.none(), st.integers(0, 10)),
+    d=st.integers(1, 5),
+    k=st.integers(1, 4),
+    cosine=st.booleans(),
+)
 def test_definition(strat, rng_on, seed, n, m, d, k, cosine):
     ps, ns = strat
     x, y, r, ry = _batch(seed, n, m, d, k)
@@ -104,5 +114,9 @@ def test_invalid_combinations():
 
 def test_defaults_match_pml():
     m = BatchEasyHardMiner()
-    assert (m.pos_strategy, m.neg_strategy, m.allowed_pos_range, m.allowed_neg_range) == \
-        ("easy", "semihard", None, None)
+    assert (m.pos_strategy, m.neg_strategy, m.allowed_pos_range, m.allowed_neg_range) == (
+        "easy",
+        "semihard",
+        None,
+        None,
+    )

@@ -1,6 +1,7 @@
 """DistanceWeightedMiner: valid triplets, negatives only where the sampling weight is positive,
 the weights follow the paper's formula (independent float64 computation), the empirical negative
 frequencies follow the weights, reproducible under a seed; distance requirement."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -12,9 +13,11 @@ from mantissa_embed.miners import DistanceWeightedMiner
 
 def _weights64(x, y, r, ry, cutoff, nz):
     """Sampling weights of Wu et al. 2017, section 4 (PML's variant), in float64."""
+
     def nrm(z):
         z = z.astype(np.float64)
         return z / np.linalg.norm(z, axis=1, keepdims=True)
+
     q = nrm(x)
     rr = q if r is None else nrm(r)
     ry_ = y if r is None else ry
@@ -22,7 +25,7 @@ def _weights64(x, y, r, ry, cutoff, nz):
     d = x.shape[1]
     w = np.zeros_like(dist)
     with np.errstate(all="ignore"):
-        logw = (2.0 - d) * np.log(dist) - ((d - 3) / 2) * np.log(1.0 - 0.25 * dist ** 2)
+        logw = (2.0 - d) * np.log(dist) - ((d - 3) / 2) * np.log(1.0 - 0.25 * dist**2)
     ok = np.isfinite(logw)
     neg = y[:, None] != ry_[None, :]
     ref_max = max(np.max(np.where(ok & neg, logw, -np.inf)), 0.0 if (ok & ~neg).any() else -np.inf)
@@ -32,9 +35,15 @@ def _weights64(x, y, r, ry, cutoff, nz):
 
 
 @settings(max_examples=50, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 14), m=st.one_of(st.none(), st.integers(0, 12)),
-       d=st.integers(1, 6), k=st.integers(1, 4), cutoff=st.sampled_from([0.0, 0.5]),
-       nz=st.sampled_from([1.4, 2.5]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 14),
+    m=st.one_of(st.none(), st.integers(0, 12)),
+    d=st.integers(1, 6),
+    k=st.integers(1, 4),
+    cutoff=st.sampled_from([0.0, 0.5]),
+    nz=st.sampled_from([1.4, 2.5]),
+)
 def test_valid_and_supported(seed, n, m, d, k, cutoff, nz):
     x, y, r, ry = _batch(seed, n, m, d, k)
     same = r is None

@@ -1,5 +1,6 @@
 """docs/miners.md has a section for every public miner (tests/docs/test_docs_blocks.py runs its code
 blocks, each on its own)."""
+
 from _helpers import DOCS
 from mantissa_embed import miners
 

@@ -1,4 +1,5 @@
 """EmbeddingsAlreadyPackagedAsTriplets: consecutive rows are (a, p, n), labels ignored; errors."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

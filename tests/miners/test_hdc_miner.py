@@ -1,5 +1,6 @@
 """HDCMiner: keeps ceil(filter_percentage * count) of each pair kind, the hardest ones, drawn
 from the batch's pairs or from a given candidate tuple; errors."""
+
 import math
 
 import numpy as np
@@ -33,13 +34,22 @@ def _check_half(mat, anchors, others, cand, fp, hardest_large):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 14), m=st.one_of(st.none(), st.integers(0, 12)),
-       d=st.integers(1, 5), k=st.integers(1, 4), cosine=st.booleans(), fp=st.sampled_from([0.0, 0.25, 0.5, 1.0]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 14),
+    m=st.one_of(st.none(), st.integers(0, 12)),
+    d=st.integers(1, 5),
+    k=st.integers(1, 4),
+    cosine=st.booleans(),
+    fp=st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+)
 def test_all_pairs(seed, n, m, d, k, cosine, fp):
     x, y, r, ry = _batch(seed, n, m, d, k)
     same = r is None
     ry_ = y if same else ry
-    a1, p, a2, nn = HDCMiner(filter_percentage=fp, distance=CosineSimilarity() if cosine else None)(x, y, r, ry)
+    a1, p, a2, nn = HDCMiner(filter_percentage=fp, distance=CosineSimilarity() if cosine else None)(
+        x, y, r, ry
+    )
     assert np.all(ry_[p] == y[a1]) and np.all(ry_[nn] != y[a2])
     if same:
         assert np.all(a1 != p)
@@ -51,8 +61,13 @@ def test_all_pairs(seed, n, m, d, k, cosine, fp):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 12), k=st.integers(1, 3), fp=st.sampled_from([0.3, 0.5]),
-       as_pairs=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 12),
+    k=st.integers(1, 3),
+    fp=st.sampled_from([0.3, 0.5]),
+    as_pairs=st.booleans(),
+)
 def test_candidates_are_filtered(seed, n, k, fp, as_pairs):
     x, y, _, _ = _batch(seed, n, None, 3, k)
     a, p, nn = TripletMarginMiner(margin=0.5)(x, y)

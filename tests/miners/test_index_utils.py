@@ -1,4 +1,5 @@
 """mantissa_embed.utils (PML's loss_and_miner_utils) against brute-force enumerations."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -1,5 +1,6 @@
 """Every miner's output through the public kit: ``check_miner_invariants`` on hypothesis batches,
 with and without a reference set."""
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -16,7 +17,9 @@ MINERS = {
     "AngularMiner": lambda: miners.AngularMiner(),
     "BatchEasyHardMiner": lambda: miners.BatchEasyHardMiner(),
     "DistanceWeightedMiner": lambda: miners.DistanceWeightedMiner(seed=0),
-    "UniformHistogramMiner": lambda: miners.UniformHistogramMiner(num_bins=5, pos_per_bin=2, neg_per_bin=2, seed=0),
+    "UniformHistogramMiner": lambda: miners.UniformHistogramMiner(
+        num_bins=5, pos_per_bin=2, neg_per_bin=2, seed=0
+    ),
 }
 # Not here: MaximumLossMiner returns a subset of the batch's rows (PML's BaseSubsetBatchMiner), not
 # tuples; EmbeddingsAlreadyPackagedAsTriplets needs N divisible by 3 (tests/miners cover both).

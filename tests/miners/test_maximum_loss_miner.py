@@ -1,6 +1,7 @@
 """MaximumLossMiner: returns the trial subset with the largest loss (trials replayed with the
 same generator and losses evaluated independently), distinct in-range rows, stats, no side
 effect on the loss's parameter gradients; errors."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -10,8 +11,14 @@ from mantissa_embed.miners import MaximumLossMiner, TripletMarginMiner
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 20), k=st.integers(1, 4), trials=st.integers(1, 6),
-       use_miner=st.booleans(), frac=st.sampled_from([0.3, 0.5, 1.0]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 20),
+    k=st.integers(1, 4),
+    trials=st.integers(1, 6),
+    use_miner=st.booleans(),
+    frac=st.sampled_from([0.3, 0.5, 1.0]),
+)
 def test_picks_the_largest_loss(seed, n, k, trials, use_miner, frac):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, 3)).astype(np.float32)

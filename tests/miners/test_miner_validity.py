@@ -1,6 +1,7 @@
 """Mined triplets and pairs are valid and complete: positives share the anchor's label, negatives
 do not, no self pairs, and the hard / semihard / easy / margin definitions hold against an
 independent float64 distance matrix (hypothesis)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -13,8 +14,13 @@ TOL = 1e-5  # float32 distances may fall on either side of a threshold within th
 
 
 def _brute_triplets(y, ry, same):
-    return {(a, p, n) for a in range(len(y)) for p in range(len(ry)) for n in range(len(ry))
-            if ry[p] == y[a] and ry[n] != y[a] and not (same and p == a)}
+    return {
+        (a, p, n)
+        for a in range(len(y))
+        for p in range(len(ry))
+        for n in range(len(ry))
+        if ry[p] == y[a] and ry[n] != y[a] and not (same and p == a)
+    }
 
 
 def _assert_valid_triplets(t, y, ry, same):
@@ -25,19 +31,29 @@ def _assert_valid_triplets(t, y, ry, same):
         assert np.all(a != p)
 
 
-batches = dict(seed=st.integers(0, 2**31), n=st.integers(0, 12), m=st.one_of(st.none(), st.integers(0, 12)),
-               d=st.integers(1, 5), k=st.integers(1, 4), cosine=st.booleans())
+batches = dict(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 12),
+    m=st.one_of(st.none(), st.integers(0, 12)),
+    d=st.integers(1, 5),
+    k=st.integers(1, 4),
+    cosine=st.booleans(),
+)
 
 
 @settings(max_examples=40, deadline=None)
-@given(kind=st.sampled_from(["all", "hard", "semihard", "easy"]), margin=st.sampled_from([0.0, 0.2, 0.7]),
-       **batches)
+@given(
+    kind=st.sampled_from(["all", "hard", "semihard", "easy"]),
+    margin=st.sampled_from([0.0, 0.2, 0.7]),
+    **batches,
+)
 def test_triplet_margin_miner(kind, margin, seed, n, m, d, k, cosine):
     x, y, r, ry = _batch(seed, n, m, d, k)
     same = r is None
     ry_ = y if same else ry
-    miner = TripletMarginMiner(margin=margin, type_of_triplets=kind,
-                               distance=CosineSimilarity() if cosine else None)
+    miner = TripletMarginMiner(
+        margin=margin, type_of_triplets=kind, distance=CosineSimilarity() if cosine else None
+    )
     t = miner(x, y, r, ry)
     _assert_valid_triplets(t, y, ry_, same)
     mat = _mat64(x, r, cosine)
@@ -76,8 +92,11 @@ def test_batch_hard_miner(seed, n, m, d, k, cosine):
     _assert_valid_triplets((a, p, nn), y, ry_, same)
     mat = _mat64(x, r, cosine)
     M = len(ry_)
-    expect = [i for i in range(len(y))
-              if any(ry_[j] == y[i] and not (same and j == i) for j in range(M)) and np.any(ry_ != y[i])]
+    expect = [
+        i
+        for i in range(len(y))
+        if any(ry_[j] == y[i] and not (same and j == i) for j in range(M)) and np.any(ry_ != y[i])
+    ]
     assert a.tolist() == expect
     for i, pi, ni in zip(a, p, nn):
         pos = [j for j in range(M) if ry_[j] == y[i] and not (same and j == i)]
@@ -94,8 +113,9 @@ def test_pair_margin_miner(pm, nm, seed, n, m, d, k, cosine):
     x, y, r, ry = _batch(seed, n, m, d, k)
     same = r is None
     ry_ = y if same else ry
-    a1, p, a2, nn = PairMarginMiner(pos_margin=pm, neg_margin=nm,
-                                    distance=CosineSimilarity() if cosine else None)(x, y, r, ry)
+    a1, p, a2, nn = PairMarginMiner(
+        pos_margin=pm, neg_margin=nm, distance=CosineSimilarity() if cosine else None
+    )(x, y, r, ry)
     assert np.all(ry_[p] == y[a1]) and np.all(ry_[nn] != y[a2])
     if same:
         assert np.all(a1 != p)

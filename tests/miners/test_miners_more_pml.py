@@ -3,6 +3,7 @@ EmbeddingsAlreadyPackagedAsTriplets return pytorch-metric-learning's index sets 
 inputs; for the random DistanceWeightedMiner the sampling weights match PML's, and
 UniformHistogramMiner fills the same bins. Decisions within float32 rounding of a threshold (or a tie) may go either way; such
 elements are tolerated, judged on a float64 distance matrix."""
+
 import math
 
 import numpy as np
@@ -21,8 +22,12 @@ TOL = 1e-5
 
 
 def _run_pml(miner, x, y, r, ry):
-    out = miner(torch.tensor(x), torch.tensor(y), None if r is None else torch.tensor(r),
-                None if ry is None else torch.tensor(ry))
+    out = miner(
+        torch.tensor(x),
+        torch.tensor(y),
+        None if r is None else torch.tensor(r),
+        None if ry is None else torch.tensor(ry),
+    )
     return tuple(t.numpy() for t in out)
 
 
@@ -30,22 +35,35 @@ def _pairs(t, i):
     return set(zip(t[i].tolist(), t[i + 1].tolist()))
 
 
-common = dict(seed=st.integers(0, 2**31), n=st.integers(1, 24), m=st.one_of(st.none(), st.integers(1, 16)),
-              d=st.integers(2, 8), k=st.integers(1, 5), cosine=st.booleans())
+common = dict(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 24),
+    m=st.one_of(st.none(), st.integers(1, 16)),
+    d=st.integers(2, 8),
+    k=st.integers(1, 5),
+    cosine=st.booleans(),
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(eps=st.sampled_from([0.0, 0.1, 0.5]), **common)
 def test_multi_similarity_miner(eps, seed, n, m, d, k, cosine):
     x, y, r, ry = _data(seed, n, m, d, k)
-    ours = miners.MultiSimilarityMiner(epsilon=eps, distance=None if cosine else distances.LpDistance())(x, y, r, ry)
-    theirs = _run_pml(pml_miners.MultiSimilarityMiner(epsilon=eps, distance=None if cosine else pml_dist.LpDistance()),
-                      x, y, r, ry)
+    ours = miners.MultiSimilarityMiner(epsilon=eps, distance=None if cosine else distances.LpDistance())(
+        x, y, r, ry
+    )
+    theirs = _run_pml(
+        pml_miners.MultiSimilarityMiner(epsilon=eps, distance=None if cosine else pml_dist.LpDistance()),
+        x,
+        y,
+        r,
+        ry,
+    )
     mat = _mat64(x, r, cosine)
     ry_ = y if r is None else ry
     for half in (0, 2):
         a, b = _pairs(ours, half), _pairs(theirs, half)
-        for (i, j) in a ^ b:  # only borderline pairs may differ: compare with the threshold
+        for i, j in a ^ b:  # only borderline pairs may differ: compare with the threshold
             row = mat[i]
             pos = (ry_ == y[i]) & ((np.arange(len(ry_)) != i) if r is None else True)
             neg = ry_ != y[i]
@@ -62,8 +80,13 @@ def test_hdc_miner(fp, seed, n, m, d, k, cosine):
     x, y, r, ry = _data(seed, n, m, d, k)
     dist = distances.CosineSimilarity() if cosine else None
     ours = miners.HDCMiner(filter_percentage=fp, distance=dist)(x, y, r, ry)
-    theirs = _run_pml(pml_miners.HDCMiner(filter_percentage=fp,
-                                          distance=pml_dist.CosineSimilarity() if cosine else None), x, y, r, ry)
+    theirs = _run_pml(
+        pml_miners.HDCMiner(filter_percentage=fp, distance=pml_dist.CosineSimilarity() if cosine else None),
+        x,
+        y,
+        r,
+        ry,
+    )
     mat = _mat64(x, r, cosine)
     for half in (0, 2):
         assert len(ours[half]) == len(theirs[half])
@@ -94,8 +117,14 @@ def test_hdc_miner_with_candidates(fp, seed, n, k):
 
 
 @settings(max_examples=40, deadline=None)
-@given(angle=st.sampled_from([0, 20, 40]), seed=st.integers(0, 2**31), n=st.integers(1, 14),
-       m=st.one_of(st.none(), st.integers(1, 10)), d=st.integers(2, 6), k=st.integers(1, 4))
+@given(
+    angle=st.sampled_from([0, 20, 40]),
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 14),
+    m=st.one_of(st.none(), st.integers(1, 10)),
+    d=st.integers(2, 6),
+    k=st.integers(1, 4),
+)
 def test_angular_miner(angle, seed, n, m, d, k):
     x, y, r, ry = _data(seed, n, m, d, k)
     ours = miners.AngularMiner(angle=angle)(x, y, r, ry)
@@ -103,15 +132,18 @@ def test_angular_miner(angle, seed, n, m, d, k):
     a, b = set(zip(*(t.tolist() for t in ours))), set(zip(*(t.tolist() for t in theirs)))
     ref = (x if r is None else r).astype(np.float64)
     x64 = x.astype(np.float64)
-    for (i, j, q) in a ^ b:
-        ang = math.atan(np.linalg.norm(x64[i] - ref[j]) / (2 * np.linalg.norm(ref[q] - (x64[i] + ref[j]) / 2)))
+    for i, j, q in a ^ b:
+        ang = math.atan(
+            np.linalg.norm(x64[i] - ref[j]) / (2 * np.linalg.norm(ref[q] - (x64[i] + ref[j]) / 2))
+        )
         assert abs(ang - math.radians(angle)) < 1e-4, (i, j, q)
     assert list(zip(*ours)) == sorted(zip(*ours))
 
 
 STRATS = ["easy", "hard", "semihard", "all"]
-valid_pairs = [(p, q) for p in STRATS for q in STRATS
-               if not (p == q == "semihard") and {p, q} != {"all", "semihard"}]
+valid_pairs = [
+    (p, q) for p in STRATS for q in STRATS if not (p == q == "semihard") and {p, q} != {"all", "semihard"}
+]
 
 
 @settings(max_examples=80, deadline=None)
@@ -120,12 +152,22 @@ def test_batch_easy_hard_miner(strat, ranges, seed, n, m, d, k, cosine):
     x, y, r, ry = _data(seed, n, m, d, k)
     ps, ns = strat
     rng_ = (0.3, 1.2) if not cosine else (-0.5, 0.7)
-    kw = dict(pos_strategy=ps, neg_strategy=ns,
-              allowed_pos_range=rng_ if ranges == "pos" else None,
-              allowed_neg_range=rng_ if ranges == "neg" else None)
-    ours = miners.BatchEasyHardMiner(distance=distances.CosineSimilarity() if cosine else None, **kw)(x, y, r, ry)
-    theirs = _run_pml(pml_miners.BatchEasyHardMiner(distance=pml_dist.CosineSimilarity() if cosine else None, **kw),
-                      x, y, r, ry)
+    kw = dict(
+        pos_strategy=ps,
+        neg_strategy=ns,
+        allowed_pos_range=rng_ if ranges == "pos" else None,
+        allowed_neg_range=rng_ if ranges == "neg" else None,
+    )
+    ours = miners.BatchEasyHardMiner(distance=distances.CosineSimilarity() if cosine else None, **kw)(
+        x, y, r, ry
+    )
+    theirs = _run_pml(
+        pml_miners.BatchEasyHardMiner(distance=pml_dist.CosineSimilarity() if cosine else None, **kw),
+        x,
+        y,
+        r,
+        ry,
+    )
     mat = _mat64(x, r, cosine)
     for half in (0, 2):
         a, b = _pairs(ours, half), _pairs(theirs, half)
@@ -163,10 +205,16 @@ def test_uniform_histogram_miner_bins(nb, ppb, npb, seed, n, m, d, k, cosine):
     candidates of the same bins."""
     x, y, r, ry = _data(seed, n, m, d, k)
     kw = dict(num_bins=nb, pos_per_bin=ppb, neg_per_bin=npb)
-    ours = miners.UniformHistogramMiner(seed=seed, distance=distances.CosineSimilarity() if cosine else None,
-                                        **kw)(x, y, r, ry)
-    theirs = _run_pml(pml_miners.UniformHistogramMiner(distance=pml_dist.CosineSimilarity() if cosine else None,
-                                                       **kw), x, y, r, ry)
+    ours = miners.UniformHistogramMiner(
+        seed=seed, distance=distances.CosineSimilarity() if cosine else None, **kw
+    )(x, y, r, ry)
+    theirs = _run_pml(
+        pml_miners.UniformHistogramMiner(distance=pml_dist.CosineSimilarity() if cosine else None, **kw),
+        x,
+        y,
+        r,
+        ry,
+    )
     mat = _mat64(x, r, cosine)
     ry_ = y if r is None else ry
     for half in (0, 2):
@@ -181,12 +229,20 @@ def test_uniform_histogram_miner_bins(nb, ppb, npb, seed, n, m, d, k, cosine):
 
 
 @settings(max_examples=40, deadline=None)
-@given(cutoff=st.sampled_from([0.0, 0.5]), nz=st.sampled_from([1.4, 3.0]), seed=st.integers(0, 2**31),
-       n=st.integers(2, 16), m=st.one_of(st.none(), st.integers(1, 12)), d=st.integers(2, 8), k=st.integers(1, 4))
+@given(
+    cutoff=st.sampled_from([0.0, 0.5]),
+    nz=st.sampled_from([1.4, 3.0]),
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 16),
+    m=st.one_of(st.none(), st.integers(1, 12)),
+    d=st.integers(2, 8),
+    k=st.integers(1, 4),
+)
 def test_distance_weighted_miner_weights(cutoff, nz, seed, n, m, d, k):
     """PML's sampling weights (captured where it hands them to get_random_triplet_indices) equal
     ours after row normalization."""
     import pytorch_metric_learning.miners.distance_weighted_miner as dwm
+
     x, y, r, ry = _data(seed, n, m, d, k)
     captured = {}
     real = dwm.lmu.get_random_triplet_indices
@@ -200,8 +256,13 @@ def test_distance_weighted_miner_weights(cutoff, nz, seed, n, m, d, k):
         try:
             # float64 on PML's side: its float32 log(1 - d^2/4) loses digits near d = 2, where
             # ours (float64 inside) does not
-            _run_pml(pml_miners.DistanceWeightedMiner(cutoff=cutoff, nonzero_loss_cutoff=nz),
-                     x.astype(np.float64), y, None if r is None else r.astype(np.float64), ry)
+            _run_pml(
+                pml_miners.DistanceWeightedMiner(cutoff=cutoff, nonzero_loss_cutoff=nz),
+                x.astype(np.float64),
+                y,
+                None if r is None else r.astype(np.float64),
+                ry,
+            )
         except RuntimeError:  # PML fails when no log-weight is finite (max of an empty tensor)
             return
     ours = miners.DistanceWeightedMiner(cutoff=cutoff, nonzero_loss_cutoff=nz, seed=0)

@@ -1,5 +1,6 @@
 """engine.triplet_margin_mine / engine.angular_mine (src/engine_c/mining.c) against their numpy
 twins (mantissa_embed._reference): same triplets in the same order, same stats, same errors."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -30,9 +31,16 @@ def _eq(x, y):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 40), m=st.one_of(st.none(), st.integers(0, 40)),
-       k=st.integers(1, 5), quant=st.booleans(), kind=st.sampled_from(KINDS),
-       margin=st.sampled_from([0.0, 0.1, 0.2, 0.5, -0.1]), inverted=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 40),
+    m=st.one_of(st.none(), st.integers(0, 40)),
+    k=st.integers(1, 5),
+    quant=st.booleans(),
+    kind=st.sampled_from(KINDS),
+    margin=st.sampled_from([0.0, 0.1, 0.2, 0.5, -0.1]),
+    inverted=st.booleans(),
+)
 def test_triplet_margin_mine_matches_twin(seed, n, m, k, quant, kind, margin, inverted):
     mat, lab, ref, same = _case(seed, n, m, k, quant)
     got = E.triplet_margin_mine(mat, lab, ref, same, kind, margin, inverted)
@@ -47,8 +55,13 @@ def test_triplet_margin_mine_matches_twin(seed, n, m, k, quant, kind, margin, in
     ap, an = mat[a, p], mat[a, nn]
     tm = (ap - an) if inverted else (an - ap)
     m32 = np.float32(margin)
-    rule = {"every": np.ones_like(tm, bool), "all": tm <= m32, "hard": (tm <= m32) & (tm <= 0),
-            "semihard": (tm <= m32) & (tm > 0), "easy": tm > m32}[kind]
+    rule = {
+        "every": np.ones_like(tm, bool),
+        "all": tm <= m32,
+        "hard": (tm <= m32) & (tm <= 0),
+        "semihard": (tm <= m32) & (tm > 0),
+        "easy": tm > m32,
+    }[kind]
     assert rule.all()
 
 
@@ -64,9 +77,15 @@ def test_kinds_partition_every():
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 14), m=st.one_of(st.none(), st.integers(0, 12)),
-       d=st.integers(1, 140), k=st.integers(1, 4), dup=st.booleans(),
-       angle=st.sampled_from([0.0, 20.0, 45.0, 80.0]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 14),
+    m=st.one_of(st.none(), st.integers(0, 12)),
+    d=st.integers(1, 140),
+    k=st.integers(1, 4),
+    dup=st.booleans(),
+    angle=st.sampled_from([0.0, 20.0, 45.0, 80.0]),
+)
 def test_angular_mine_matches_twin(seed, n, m, d, k, dup, angle):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d)).astype(np.float32)
@@ -91,11 +110,15 @@ def test_empty_and_no_triplets():
     e = np.zeros(0, np.int64)
     for mod in (E, R):
         _eq(mod.triplet_margin_mine(z, e, e, True, "all", 0.2, False), (e, e, e))
-        _eq(mod.triplet_margin_mine(np.zeros((3, 0), np.float32), np.arange(3), e, False, "all", 0.2, False),
-            (e, e, e))
+        _eq(
+            mod.triplet_margin_mine(np.zeros((3, 0), np.float32), np.arange(3), e, False, "all", 0.2, False),
+            (e, e, e),
+        )
         one = np.ones((4, 4), np.float32)  # a single class: no negatives
-        _eq(mod.triplet_margin_mine(one, np.zeros(4, int), np.zeros(4, int), True, "every", 0.2, False),
-            (e, e, e))
+        _eq(
+            mod.triplet_margin_mine(one, np.zeros(4, int), np.zeros(4, int), True, "every", 0.2, False),
+            (e, e, e),
+        )
         *t, s = mod.angular_mine(np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32), e, e, True, 0.3)
         _eq(t, (e, e, e))
         assert s[0] == 0

@@ -1,5 +1,6 @@
 """MultiSimilarityMiner: valid pairs, and exactly the pairs of the definition (float64 brute
 force, ties within float32 rounding tolerated); empty cases; errors."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -12,8 +13,15 @@ TOL = 1e-5
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 14), m=st.one_of(st.none(), st.integers(0, 12)),
-       d=st.integers(1, 5), k=st.integers(1, 4), cosine=st.booleans(), eps=st.sampled_from([0.0, 0.1, 0.4]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 14),
+    m=st.one_of(st.none(), st.integers(0, 12)),
+    d=st.integers(1, 5),
+    k=st.integers(1, 4),
+    cosine=st.booleans(),
+    eps=st.sampled_from([0.0, 0.1, 0.4]),
+)
 def test_definition(seed, n, m, d, k, cosine, eps):
     x, y, r, ry = _batch(seed, n, m, d, k)
     same = r is None

@@ -3,6 +3,7 @@ pytorch-metric-learning 2.9.0: the triplet sets agree except on float32 ties, tr
 margin (in float64) lies within 1e-5 of 0 or of ``margin``; there the two libraries' float32
 distance matrices (PML's has ~1e-3 on its diagonal and differs from ours in the last bit off it)
 legitimately round to different sides of the boundary."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -14,8 +15,14 @@ KINDS = ["all", "hard", "semihard", "easy"]
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 30), m=st.one_of(st.none(), st.integers(1, 20)),
-       kind=st.sampled_from(KINDS), cos=st.booleans(), margin=st.sampled_from([0.0, 0.05, 0.2]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 30),
+    m=st.one_of(st.none(), st.integers(1, 20)),
+    kind=st.sampled_from(KINDS),
+    cos=st.booleans(),
+    margin=st.sampled_from([0.0, 0.05, 0.2]),
+)
 def test_backends_agree(seed, n, m, kind, cos, margin):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, 6)).astype(np.float32)
@@ -42,8 +49,17 @@ def test_angular_backends_agree():
         assert m1.stats[key] == pytest.approx(m2.stats[key], rel=1e-12)
 
 
-@pytest.mark.parametrize("kind,quant", [("semihard", False), ("hard", False), ("all", False),
-                                        ("easy", False), ("semihard", True), ("all", True)])
+@pytest.mark.parametrize(
+    "kind,quant",
+    [
+        ("semihard", False),
+        ("hard", False),
+        ("all", False),
+        ("easy", False),
+        ("semihard", True),
+        ("all", True),
+    ],
+)
 def test_pml_agrees_away_from_ties(kind, quant):
     torch = pytest.importorskip("torch")
     pml = pytest.importorskip("pytorch_metric_learning.miners")
@@ -55,8 +71,12 @@ def test_pml_agrees_away_from_ties(kind, quant):
         x[np.abs(x).sum(axis=1) == 0, 0] = 1.0
     y = rng.integers(0, 6, n)
     ours = TripletMarginMiner(margin, kind)(x, y)
-    theirs = [t.numpy().astype(np.int64) for t in
-              pml.TripletMarginMiner(margin=margin, type_of_triplets=kind)(torch.tensor(x), torch.tensor(y))]
+    theirs = [
+        t.numpy().astype(np.int64)
+        for t in pml.TripletMarginMiner(margin=margin, type_of_triplets=kind)(
+            torch.tensor(x), torch.tensor(y)
+        )
+    ]
     ko = (ours[0] * n + ours[1]) * n + ours[2]
     kt = (theirs[0] * n + theirs[1]) * n + theirs[2]
     assert len(ko) > 0

@@ -1,5 +1,6 @@
 """UniformHistogramMiner: valid pairs, exactly per_bin draws from every non-empty distance bin
 (bins recomputed in float64; values on a bin edge tolerated), reproducible under a seed; errors."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -17,8 +18,10 @@ def _check_half(vals_all, got_vals, per_bin, num_bins):
     edges = np.linspace(lo, hi, num_bins + 1)
     if np.min(np.abs(vals_all[:, None] - edges[None, 1:-1]), initial=np.inf) < TOL:
         return  # a value on an edge: its bin depends on rounding
+
     def bin_of(v):
         return np.clip(np.searchsorted(edges, v, side="right") - 1, 0, num_bins - 1)
+
     want = np.unique(bin_of(vals_all))
     b, c = np.unique(bin_of(got_vals), return_counts=True)
     assert np.array_equal(b, want)
@@ -27,15 +30,28 @@ def _check_half(vals_all, got_vals, per_bin, num_bins):
 
 
 @settings(max_examples=50, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(0, 14), m=st.one_of(st.none(), st.integers(0, 12)),
-       d=st.integers(2, 5), k=st.integers(1, 4), cosine=st.booleans(), nb=st.sampled_from([1, 3, 10]),
-       ppb=st.integers(1, 4), npb=st.integers(1, 4))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(0, 14),
+    m=st.one_of(st.none(), st.integers(0, 12)),
+    d=st.integers(2, 5),
+    k=st.integers(1, 4),
+    cosine=st.booleans(),
+    nb=st.sampled_from([1, 3, 10]),
+    ppb=st.integers(1, 4),
+    npb=st.integers(1, 4),
+)
 def test_definition(seed, n, m, d, k, cosine, nb, ppb, npb):
     x, y, r, ry = _batch(seed, n, m, d, k)
     same = r is None
     ry_ = y if same else ry
-    miner = UniformHistogramMiner(num_bins=nb, pos_per_bin=ppb, neg_per_bin=npb, seed=seed,
-                                  distance=CosineSimilarity() if cosine else None)
+    miner = UniformHistogramMiner(
+        num_bins=nb,
+        pos_per_bin=ppb,
+        neg_per_bin=npb,
+        seed=seed,
+        distance=CosineSimilarity() if cosine else None,
+    )
     a1, p, a2, nn = miner(x, y, r, ry)
     assert all(t.dtype == np.int64 for t in (a1, p, a2, nn))
     assert np.all(ry_[p] == y[a1]) and np.all(ry_[nn] != y[a2])
@@ -51,8 +67,13 @@ def test_definition(seed, n, m, d, k, cosine, nb, ppb, npb):
             assert len(a) == 0
             continue
         _check_half(mat[mask], mat[a, o], per, nb)
-    again = UniformHistogramMiner(num_bins=nb, pos_per_bin=ppb, neg_per_bin=npb, seed=seed,
-                                  distance=CosineSimilarity() if cosine else None)(x, y, r, ry)
+    again = UniformHistogramMiner(
+        num_bins=nb,
+        pos_per_bin=ppb,
+        neg_per_bin=npb,
+        seed=seed,
+        distance=CosineSimilarity() if cosine else None,
+    )(x, y, r, ry)
     assert all(np.array_equal(u, v) for u, v in zip((a1, p, a2, nn), again))
 
 

@@ -1,4 +1,5 @@
 """Ready-made trunks: small_cnn_embedder (52,528 parameters on 1x28x28) and mlp_embedder."""
+
 import numpy as np
 import pytest
 
@@ -97,14 +98,17 @@ def test_resnet_embedder_runs_forward_and_backward():
     assert all(np.isfinite(p.grad).all() for p in net.parameters())
 
 
-@pytest.mark.parametrize("make, kw, exc", [
-    (models.cnn_embedder, dict(embed_dim=0), ValueError),
-    (models.cnn_embedder, dict(widths=()), ValueError),
-    (models.cnn_embedder, dict(widths="32"), TypeError),
-    (models.cnn_embedder, dict(batch_norm=1), TypeError),
-    (models.resnet_embedder, dict(blocks=(1, 1)), ValueError),
-    (models.resnet_embedder, dict(widths=(4, -1, 2)), ValueError),
-])
+@pytest.mark.parametrize(
+    "make, kw, exc",
+    [
+        (models.cnn_embedder, dict(embed_dim=0), ValueError),
+        (models.cnn_embedder, dict(widths=()), ValueError),
+        (models.cnn_embedder, dict(widths="32"), TypeError),
+        (models.cnn_embedder, dict(batch_norm=1), TypeError),
+        (models.resnet_embedder, dict(blocks=(1, 1)), ValueError),
+        (models.resnet_embedder, dict(widths=(4, -1, 2)), ValueError),
+    ],
+)
 def test_embedder_models_bad_arguments(make, kw, exc):
     with pytest.raises(exc):
         make(**kw)

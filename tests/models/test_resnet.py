@@ -1,15 +1,28 @@
 """resnet18/34/50: output shapes for odd and non-square inputs, torchvision's state-dict names,
 parameter counts (torchvision's minus fc), the head, and bad arguments."""
+
 import numpy as np
 import pytest
 
 from mantissa_embed.models import resnet18, resnet34, resnet50
 
-TORCHVISION_KEYS = ["conv1.weight", "bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var",
-                    "layer1.0.conv1.weight", "layer1.0.bn1.running_var", "layer1.1.conv2.weight",
-                    "layer2.0.conv1.weight", "layer2.0.downsample.0.weight", "layer2.0.downsample.1.weight",
-                    "layer2.0.downsample.1.running_var", "layer3.1.bn2.bias", "layer4.0.downsample.1.running_mean",
-                    "layer4.1.bn2.running_var"]
+TORCHVISION_KEYS = [
+    "conv1.weight",
+    "bn1.weight",
+    "bn1.bias",
+    "bn1.running_mean",
+    "bn1.running_var",
+    "layer1.0.conv1.weight",
+    "layer1.0.bn1.running_var",
+    "layer1.1.conv2.weight",
+    "layer2.0.conv1.weight",
+    "layer2.0.downsample.0.weight",
+    "layer2.0.downsample.1.weight",
+    "layer2.0.downsample.1.running_var",
+    "layer3.1.bn2.bias",
+    "layer4.0.downsample.1.running_mean",
+    "layer4.1.bn2.running_var",
+]
 
 
 def _names(net):
@@ -36,8 +49,10 @@ def test_names_are_torchvisions():
     assert "layer1.0.downsample.0.weight" not in names  # BasicBlock keeps 64 channels in layer1
 
 
-@pytest.mark.parametrize("make,count,width", [(resnet18, 11_176_512, 512), (resnet34, 21_284_672, 512),
-                                              (resnet50, 23_508_032, 2048)])
+@pytest.mark.parametrize(
+    "make,count,width",
+    [(resnet18, 11_176_512, 512), (resnet34, 21_284_672, 512), (resnet50, 23_508_032, 2048)],
+)
 def test_parameter_counts_and_trunk_width(make, count, width):
     net = make(None, input_shape=(3, 64, 64))
     assert net.num_parameters() == count and net.output_shape() == (width,)

@@ -2,6 +2,7 @@
 is not a dependency): same state-dict names, eval outputs, and (ResNet-18, ResNet-50) the
 train-mode forward, input gradient and parameter gradients, with torch's weights and random
 BatchNorm running statistics copied in by name."""
+
 import copy
 
 import numpy as np
@@ -81,8 +82,10 @@ class TvResNet(nn.Module):
     def _make_layer(self, block, planes, blocks, stride=1):
         downsample = None
         if stride != 1 or self.inplanes != planes * block.expansion:
-            downsample = nn.Sequential(_conv1x1(self.inplanes, planes * block.expansion, stride),
-                                       nn.BatchNorm2d(planes * block.expansion))
+            downsample = nn.Sequential(
+                _conv1x1(self.inplanes, planes * block.expansion, stride),
+                nn.BatchNorm2d(planes * block.expansion),
+            )
         layers = [block(self.inplanes, planes, stride, downsample)]
         self.inplanes = planes * block.expansion
         layers += [block(self.inplanes, planes) for _ in range(1, blocks)]
@@ -94,8 +97,11 @@ class TvResNet(nn.Module):
         return torch.flatten(self.avgpool(x), 1)
 
 
-SPECS = {"resnet18": (resnet18, TvBasicBlock, (2, 2, 2, 2)), "resnet34": (resnet34, TvBasicBlock, (3, 4, 6, 3)),
-         "resnet50": (resnet50, TvBottleneck, (3, 4, 6, 3))}
+SPECS = {
+    "resnet18": (resnet18, TvBasicBlock, (2, 2, 2, 2)),
+    "resnet34": (resnet34, TvBasicBlock, (3, 4, 6, 3)),
+    "resnet50": (resnet50, TvBottleneck, (3, 4, 6, 3)),
+}
 
 
 def _pair(name, input_shape, seed=0, branch_gamma=(0.5, 1.5)):
@@ -106,8 +112,11 @@ def _pair(name, input_shape, seed=0, branch_gamma=(0.5, 1.5)):
     tv = TvResNet(block, depths)
     gen = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
-        last = {id(b.bn2 if isinstance(b, TvBasicBlock) else b.bn3) for b in tv.modules()
-                if isinstance(b, (TvBasicBlock, TvBottleneck))}
+        last = {
+            id(b.bn2 if isinstance(b, TvBasicBlock) else b.bn3)
+            for b in tv.modules()
+            if isinstance(b, (TvBasicBlock, TvBottleneck))
+        }
         for m in tv.modules():
             if isinstance(m, nn.BatchNorm2d):  # away from the identity so that any mix-up shows
                 lo, hi = branch_gamma if id(m) in last else (0.5, 1.5)
@@ -116,8 +125,11 @@ def _pair(name, input_shape, seed=0, branch_gamma=(0.5, 1.5)):
                 m.running_mean.copy_(0.1 * torch.randn(m.running_mean.shape, generator=gen))
                 m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=gen))
     ours = make(None, input_shape=input_shape)
-    sd = {k: v.detach().numpy() for k, v in tv.state_dict().items()
-          if not k.startswith("fc.") and not k.endswith("num_batches_tracked")}
+    sd = {
+        k: v.detach().numpy()
+        for k, v in tv.state_dict().items()
+        if not k.startswith("fc.") and not k.endswith("num_batches_tracked")
+    }
     names = [n for n, _ in ours.named_parameters()] + [n for n, _ in ours.named_buffers()]
     assert sorted(names) == sorted(sd) and len(names) == len(sd)
     ours.load_state_arrays(sd)
@@ -153,8 +165,9 @@ def test_eval_outputs_match_torchvision_layout(name, hw):
 # 2% (input) to 36% (layer4) away from its float64 ones, in the same places as ours. The
 # reference is torch in float64 on the same weights; each gradient must be within 1e-3 of it,
 # or within twice torch's float32 distance from it where that is larger.
-@pytest.mark.parametrize("name,hw,branch_gamma", [("resnet18", (112, 92), (0.5, 1.5)),
-                                                  ("resnet50", (64, 64), (0.1, 0.3))])
+@pytest.mark.parametrize(
+    "name,hw,branch_gamma", [("resnet18", (112, 92), (0.5, 1.5)), ("resnet50", (64, 64), (0.1, 0.3))]
+)
 def test_train_forward_and_gradients_match_torchvision_layout(name, hw, branch_gamma):
     ours, tv = _pair(name, (3,) + hw, seed=5, branch_gamma=branch_gamma)
     tv32 = copy.deepcopy(tv)
@@ -174,10 +187,13 @@ def test_train_forward_and_gradients_match_torchvision_layout(name, hw, branch_g
 
     def tolerance(ref32, ref64):
         return max(1e-3, 2 * _rel(ref32, ref64))
+
     assert _rel(dx, tx.grad.numpy()) <= tolerance(tx32.grad.numpy(), tx.grad.numpy())
     tparams, t32 = dict(tv.named_parameters()), dict(tv32.named_parameters())
-    errors = {n: _rel(p.grad, tparams[n].grad.numpy()) / tolerance(t32[n].grad.numpy(), tparams[n].grad.numpy())
-              for n, p in ours.named_parameters()}
+    errors = {
+        n: _rel(p.grad, tparams[n].grad.numpy()) / tolerance(t32[n].grad.numpy(), tparams[n].grad.numpy())
+        for n, p in ours.named_parameters()
+    }
     assert len(errors) == len(tparams) - 2  # every parameter but fc's
     assert max(errors.values()) <= 1, max(errors.items(), key=lambda kv: kv[1])
     # the running statistics moved as torch's did (momentum 0.1, unbiased batch variance)

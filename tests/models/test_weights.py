@@ -5,6 +5,7 @@ The F16/BF16/bad-input files are written byte by byte here (struct + json), inde
 torch (oracle, skipped without it) checks that a torch state_dict loads into the same net and
 that ``save_weights`` loads back into torch with equal outputs.
 """
+
 import json
 import mmap
 import os
@@ -63,8 +64,9 @@ def test_save_load_round_trip_is_bitwise(tmp_path, suffix):
     report = W.load_weights(dst, path)
     names = W.state_names(src)
     assert report["loaded"] == names and report["missing"] == [] and report["unexpected"] == []
-    assert report["ignored"] == [n.replace("running_mean", "num_batches_tracked")
-                                 for n in names if n.endswith("running_mean")]
+    assert report["ignored"] == [
+        n.replace("running_mean", "num_batches_tracked") for n in names if n.endswith("running_mean")
+    ]
     a, b = src.state_arrays(), dst.state_arrays()
     assert a.keys() == b.keys()
     for k in a:
@@ -84,7 +86,7 @@ def test_save_weights_layout(tmp_path):
     raw = open(path, "rb").read()
     (n,) = struct.unpack("<Q", raw[:8])
     assert n % 8 == 0 and raw[8:9] == b"{"
-    header = json.loads(raw[8:8 + n])
+    header = json.loads(raw[8 : 8 + n])
     assert header["__metadata__"] == {"format": "pt"}
     assert header["1.num_batches_tracked"] == _entry("I64", [], 0, 8)
     assert header["0.weight"]["dtype"] == "F32"
@@ -94,14 +96,18 @@ def test_save_weights_layout(tmp_path):
 
 
 def test_write_safetensors_header_and_metadata(tmp_path):
-    tensors = {"a": np.arange(3, dtype=np.float32), "i": np.array([7, -1], np.int64),
-               "t": np.arange(6, dtype=np.float32).reshape(2, 3).T, "s": np.float32(2.5) * np.ones((), np.float32),
-               "e": np.zeros((0, 4), np.float32)}
+    tensors = {
+        "a": np.arange(3, dtype=np.float32),
+        "i": np.array([7, -1], np.int64),
+        "t": np.arange(6, dtype=np.float32).reshape(2, 3).T,
+        "s": np.float32(2.5) * np.ones((), np.float32),
+        "e": np.zeros((0, 4), np.float32),
+    }
     path = W.write_safetensors(tmp_path / "x.safetensors", tensors, metadata={"k": "v"})
     raw = open(path, "rb").read()
     (n,) = struct.unpack("<Q", raw[:8])
-    assert (8 + n) % 8 == 0 and raw[8 + n - 1:8 + n] in (b" ", b"}")
-    header = json.loads(raw[8:8 + n])
+    assert (8 + n) % 8 == 0 and raw[8 + n - 1 : 8 + n] in (b" ", b"}")
+    header = json.loads(raw[8 : 8 + n])
     assert header["__metadata__"] == {"k": "v"}
     assert header["i"]["data_offsets"] == [0, 16]  # int64 first: 8-byte aligned
     got = W.read_safetensors(path)
@@ -130,6 +136,7 @@ def test_an_existing_file_is_replaced_only_when_complete(tmp_path, monkeypatch):
 
     def fail(*args):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(os, "fsync", fail)
     with pytest.raises(OSError):
         W.write_safetensors(path, {"a": np.zeros(2, np.float32)})
@@ -143,10 +150,15 @@ def test_f16_and_bf16_are_read_as_float32(tmp_path):
     f32 = (rng.standard_normal(5) * 1e3).astype(np.float32)
     f32[:3] = [np.inf, -0.0, 1e-40]
     bf = (f32.view("<u4") >> 16).astype("<u2")  # bfloat16 = the high half of a float32
-    path = _raw(tmp_path / "h.safetensors",
-                {"h": _entry("F16", h.shape, 0, 12), "b": _entry("BF16", bf.shape, 12, 22),
-                 "__metadata__": {"format": "pt"}},
-                h.tobytes() + bf.tobytes())
+    path = _raw(
+        tmp_path / "h.safetensors",
+        {
+            "h": _entry("F16", h.shape, 0, 12),
+            "b": _entry("BF16", bf.shape, 12, 22),
+            "__metadata__": {"format": "pt"},
+        },
+        h.tobytes() + bf.tobytes(),
+    )
     got = W.read_safetensors(path)
     assert list(got) == ["h", "b"]
     assert got["h"].dtype == np.float32 and np.array_equal(got["h"], h.astype(np.float32))
@@ -154,7 +166,7 @@ def test_f16_and_bf16_are_read_as_float32(tmp_path):
     assert got["b"].dtype == np.float32 and got["b"].tobytes() == expected.tobytes()
     # truncation toward zero of float32 -> bf16: within one bf16 ulp (2**-7 relative)
     normal = np.isfinite(f32) & (np.abs(f32) >= np.finfo(np.float32).tiny)
-    np.testing.assert_allclose(got["b"][normal], f32[normal], rtol=2 ** -7)
+    np.testing.assert_allclose(got["b"][normal], f32[normal], rtol=2**-7)
     assert np.isposinf(got["b"][0])
 
 
@@ -170,9 +182,11 @@ def test_f32_is_a_read_only_view_of_a_memory_map(tmp_path):
 
 
 def test_integer_entries_and_empty_and_scalar_shapes(tmp_path):
-    path = _raw(tmp_path / "i.safetensors",
-                {"n": _entry("I64", [], 0, 8), "e": _entry("F32", [0, 3], 8, 8), "u": _entry("U8", [2], 8, 10)},
-                struct.pack("<q", 42) + b"\x01\x02")
+    path = _raw(
+        tmp_path / "i.safetensors",
+        {"n": _entry("I64", [], 0, 8), "e": _entry("F32", [0, 3], 8, 8), "u": _entry("U8", [2], 8, 10)},
+        struct.pack("<q", 42) + b"\x01\x02",
+    )
     got = W.read_safetensors(path)
     assert got["n"].shape == () and got["n"] == 42 and got["e"].shape == (0, 3) and list(got["u"]) == [1, 2]
 
@@ -199,8 +213,11 @@ A = np.arange(4, dtype="<f4").tobytes()
 
 BAD_FILES = {
     "out_of_bounds": ({"w": _entry("F32", [4], 0, 32)}, A, "'w'.*out of bounds"),
-    "overlap": ({"v": _entry("F32", [2], 0, 8), "w": _entry("F32", [2], 4, 12)}, A + A[:4],
-                "'w'.*overlap entry 'v'"),
+    "overlap": (
+        {"v": _entry("F32", [2], 0, 8), "w": _entry("F32", [2], 4, 12)},
+        A + A[:4],
+        "'w'.*overlap entry 'v'",
+    ),
     "gap": ({"v": _entry("F32", [1], 0, 4), "w": _entry("F32", [2], 8, 16)}, A, "'w'.*leave bytes"),
     "size_mismatch": ({"w": _entry("F32", [3], 0, 16)}, A, "'w'.*hold 16 bytes.*needs 12"),
     "unknown_dtype": ({"w": _entry("F31", [4], 0, 16)}, A, "'w'.*unknown dtype 'F31'"),
@@ -223,10 +240,16 @@ def test_bad_files_are_value_errors_naming_file_and_key(tmp_path, case):
         W.read_safetensors(path)
 
 
-@pytest.mark.parametrize("header, message", [
-    (b"not json", "not UTF-8 JSON"), (b"\xff\xfe{}", "not UTF-8 JSON"), (b"[1, 2]", "JSON object, got list"),
-    (b'{"w": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]}, "w": {}}', "'w' twice"),
-    (b"[" * 100000 + b"]" * 100000, "not UTF-8 JSON|JSON object")])
+@pytest.mark.parametrize(
+    "header, message",
+    [
+        (b"not json", "not UTF-8 JSON"),
+        (b"\xff\xfe{}", "not UTF-8 JSON"),
+        (b"[1, 2]", "JSON object, got list"),
+        (b'{"w": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]}, "w": {}}', "'w' twice"),
+        (b"[" * 100000 + b"]" * 100000, "not UTF-8 JSON|JSON object"),
+    ],
+)
 def test_bad_headers(tmp_path, header, message):
     path = _raw(tmp_path / "h.safetensors", header, b"\0" * 4)
     with pytest.raises(ValueError, match=_msg(path) + ".*(" + message + ")"):
@@ -243,7 +266,7 @@ def test_truncated_files(tmp_path, content):
 
 def test_a_lying_header_length_fails_fast_without_allocating(tmp_path):
     path = tmp_path / "lie.safetensors"
-    path.write_bytes(struct.pack("<Q", 10 ** 12) + b'{"w": {}}')
+    path.write_bytes(struct.pack("<Q", 10**12) + b'{"w": {}}')
     tracemalloc.start()
     t0 = time.perf_counter()
     try:
@@ -256,13 +279,14 @@ def test_a_lying_header_length_fails_fast_without_allocating(tmp_path):
 
 
 def test_a_lying_shape_allocates_nothing(tmp_path):
-    path = _raw(tmp_path / "shape.safetensors", {"w": _entry("F32", [10 ** 6, 10 ** 6], 0, 16)}, A)
+    path = _raw(tmp_path / "shape.safetensors", {"w": _entry("F32", [10**6, 10**6], 0, 16)}, A)
     with pytest.raises(ValueError, match=_msg(path, "w") + ".*needs 4000000000000"):
         W.read_safetensors(path)
 
 
 class _Marker:
     """Unpickling this creates a file: the tests check that nothing is ever unpickled."""
+
     path = ""
 
     def __reduce__(self):
@@ -349,8 +373,10 @@ def test_strict_errors_name_the_key_and_change_nothing(tmp_path):
     cases = {
         "missing": ({k: v for k, v in state.items() if k != "3.weight"}, r"missing \['3.weight'\]"),
         "unexpected": ({**state, "layer9.weight": np.ones(2, np.float32)}, r"unexpected \['layer9.weight'\]"),
-        "shape": ({**state, "1.bias": np.ones(5, np.float32)},
-                  r"'1.bias' has shape \(5,\) in the file, \(4,\) in the net"),
+        "shape": (
+            {**state, "1.bias": np.ones(5, np.float32)},
+            r"'1.bias' has shape \(5,\) in the file, \(4,\) in the net",
+        ),
     }
     for case, (tensors, message) in cases.items():
         path = W.write_safetensors(tmp_path / f"{case}.safetensors", tensors)
@@ -370,7 +396,7 @@ def test_a_parameter_of_another_dtype_is_refused(tmp_path, dtype, entry):
     # append the entry by hand: write_safetensors writes float32 / int64 only
     raw = open(path, "rb").read()
     (n,) = struct.unpack("<Q", raw[:8])
-    header, buffer = json.loads(raw[8:8 + n]), raw[8 + n:]
+    header, buffer = json.loads(raw[8 : 8 + n]), raw[8 + n :]
     header["3.weight"] = _entry(entry, w.shape, len(buffer), len(buffer) + nbytes)
     _raw(tmp_path / "d.safetensors", header, buffer + w.astype(dtype).tobytes())
     for strict in (True, False):
@@ -423,10 +449,17 @@ class _Named:
     """A net with torchvision-style names and an embedding head (the load_weights contract only)."""
 
     def __init__(self, rng):
-        self.params = {"conv1.weight": Parameter(rng.standard_normal((4, 3, 3, 3))),
-                       "bn1.weight": Parameter(rng.standard_normal(4)), "bn1.bias": Parameter(rng.standard_normal(4)),
-                       "head.weight": Parameter(rng.standard_normal((2, 4))), "head.bias": Parameter(np.zeros(2))}
-        self.buffers = {"bn1.running_mean": np.zeros(4, np.float32), "bn1.running_var": np.ones(4, np.float32)}
+        self.params = {
+            "conv1.weight": Parameter(rng.standard_normal((4, 3, 3, 3))),
+            "bn1.weight": Parameter(rng.standard_normal(4)),
+            "bn1.bias": Parameter(rng.standard_normal(4)),
+            "head.weight": Parameter(rng.standard_normal((2, 4))),
+            "head.bias": Parameter(np.zeros(2)),
+        }
+        self.buffers = {
+            "bn1.running_mean": np.zeros(4, np.float32),
+            "bn1.running_var": np.ones(4, np.float32),
+        }
 
     def named_parameters(self):
         return list(self.params.items())
@@ -440,8 +473,11 @@ def test_a_pretrained_file_without_head_loads_strictly_and_keeps_the_head(tmp_pa
     state = {k: p.data for k, p in src.named_parameters()} | src.buffers
     state["bn1.running_var"] = np.full(4, 2.0, np.float32)
     trunk = {k: v for k, v in state.items() if not k.startswith("head.")}
-    trunk |= {"fc.weight": np.ones((1000, 4), np.float32), "fc.bias": np.ones(1000, np.float32),
-              "bn1.num_batches_tracked": np.array(100, np.int64)}
+    trunk |= {
+        "fc.weight": np.ones((1000, 4), np.float32),
+        "fc.bias": np.ones(1000, np.float32),
+        "bn1.num_batches_tracked": np.array(100, np.int64),
+    }
     head = net.params["head.weight"].data.copy()
     path = W.write_safetensors(tmp_path / "pre.safetensors", trunk)
     report = W.load_weights(net, path)
@@ -454,8 +490,12 @@ def test_a_pretrained_file_without_head_loads_strictly_and_keeps_the_head(tmp_pa
     assert W.load_weights(net, path)["missing"] == []
     assert np.array_equal(net.params["head.weight"].data, state["head.weight"])
     # a head of another shape is a strict error naming both shapes
-    path = W.write_safetensors(tmp_path / "h3.safetensors", {**state, "head.weight": np.ones((3, 4), np.float32)})
-    with pytest.raises(ValueError, match=r"'head.weight' has shape \(3, 4\) in the file, \(2, 4\) in the net"):
+    path = W.write_safetensors(
+        tmp_path / "h3.safetensors", {**state, "head.weight": np.ones((3, 4), np.float32)}
+    )
+    with pytest.raises(
+        ValueError, match=r"'head.weight' has shape \(3, 4\) in the file, \(2, 4\) in the net"
+    ):
         W.load_weights(net, path)
 
 
@@ -474,7 +514,11 @@ def test_f16_and_bf16_files_load(tmp_path):
     W.load_weights(net, path)
     after = net.state_arrays()
     for i, (k, v) in enumerate(state.items()):
-        expected = v.astype(np.float16).astype(np.float32) if i % 2 else (v.view(np.uint32) & 0xFFFF0000).view(np.float32)
+        expected = (
+            v.astype(np.float16).astype(np.float32)
+            if i % 2
+            else (v.view(np.uint32) & 0xFFFF0000).view(np.float32)
+        )
         assert np.array_equal(after[k], expected), k
 
 
@@ -490,16 +534,23 @@ def _torch_twin(torch, embed_dim=8, widths=(4, 8)):
     the ReLUs (fused into our BatchNorms) and pools sit under names that hold no state."""
     nn = torch.nn
     from collections import OrderedDict
+
     mods, c, i = [], 1, 0
     for j, w in enumerate(widths):
-        mods += [(str(i), nn.Conv2d(c, w, 3, padding=1, bias=False)), (str(i + 1), nn.BatchNorm2d(w)),
-                 (f"relu{j}", nn.ReLU())]
+        mods += [
+            (str(i), nn.Conv2d(c, w, 3, padding=1, bias=False)),
+            (str(i + 1), nn.BatchNorm2d(w)),
+            (f"relu{j}", nn.ReLU()),
+        ]
         i += 2
         if j < len(widths) - 1:
             mods.append((str(i), nn.MaxPool2d(2)))
             i += 1
         c = w
-    mods += [(str(i), nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())), (str(i + 1), nn.Linear(c, embed_dim))]
+    mods += [
+        (str(i), nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())),
+        (str(i + 1), nn.Linear(c, embed_dim)),
+    ]
     return nn.Sequential(OrderedDict(mods))
 
 
@@ -515,6 +566,7 @@ def test_torch_state_dict_loads_and_save_weights_loads_into_torch(tmp_path):
     path = tmp_path / "twin.safetensors"
     try:
         from safetensors.torch import save_file
+
         save_file({k: v.contiguous() for k, v in sd.items()}, str(path))
     except ImportError:
         W.write_safetensors(path, {k: v.numpy() for k, v in sd.items()})
@@ -532,6 +584,7 @@ def test_torch_state_dict_loads_and_save_weights_loads_into_torch(tmp_path):
     other = _torch_twin(torch)
     try:
         from safetensors.torch import load_file
+
         state = load_file(str(back))
     except ImportError:
         state = {k: torch.from_numpy(np.array(v)) for k, v in W.read_safetensors(back).items()}
@@ -556,8 +609,9 @@ def _torchvision_resnet18(torch):
             self.bn2 = nn.BatchNorm2d(planes)
             self.downsample = None
             if stride != 1 or inplanes != planes:
-                self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False),
-                                                nn.BatchNorm2d(planes))
+                self.downsample = nn.Sequential(
+                    nn.Conv2d(inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes)
+                )
 
         def forward(self, x):
             identity = x if self.downsample is None else self.downsample(x)
@@ -574,8 +628,11 @@ def _torchvision_resnet18(torch):
             inplanes = 64
             for i, planes in enumerate((64, 128, 256, 512)):
                 stride = 1 if i == 0 else 2
-                setattr(self, f"layer{i + 1}", nn.Sequential(BasicBlock(inplanes, planes, stride),
-                                                             BasicBlock(planes, planes, 1)))
+                setattr(
+                    self,
+                    f"layer{i + 1}",
+                    nn.Sequential(BasicBlock(inplanes, planes, stride), BasicBlock(planes, planes, 1)),
+                )
                 inplanes = planes
             self.avgpool = nn.AdaptiveAvgPool2d(1)
             self.fc = nn.Linear(512, num_classes)
@@ -606,6 +663,7 @@ def test_a_torchvision_resnet18_state_dict_loads_and_ours_loads_into_torch(tmp_p
     path = tmp_path / "resnet18.safetensors"
     try:
         from safetensors.torch import save_file
+
         save_file(tv.state_dict(), str(path))
     except ImportError:
         W.write_safetensors(path, {k: v.numpy() for k, v in tv.state_dict().items()})
@@ -620,7 +678,9 @@ def test_a_torchvision_resnet18_state_dict_loads_and_ours_loads_into_torch(tmp_p
     tv.fc = torch.nn.Identity()
     with torch.no_grad():
         expected = tv(torch.from_numpy(x)).numpy()
-    np.testing.assert_allclose(trunk.eval().forward(x), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+    np.testing.assert_allclose(
+        trunk.eval().forward(x), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max()
+    )
 
     ours = models.resnet18(embed_dim=None, input_shape=(3, 32, 32), seed=2)
     ours.forward(np.random.default_rng(1).standard_normal((3, 3, 32, 32)).astype(np.float32))
@@ -668,7 +728,7 @@ def test_an_npz_with_unsupported_zip_flags_is_a_value_error(tmp_path):
             W.load_weights(_net(), p)
 
 
-@pytest.mark.parametrize("shape", [[0, 2 ** 63], [0] + [1] * 40, [0, 2 ** 62, 2 ** 62]])
+@pytest.mark.parametrize("shape", [[0, 2**63], [0] + [1] * 40, [0, 2**62, 2**62]])
 def test_shapes_numpy_cannot_hold_name_the_entry(tmp_path, shape):
     path = _raw(tmp_path / "s.safetensors", {"x": _entry("F32", shape, 0, 0)})
     with pytest.raises(ValueError, match=_msg(path, "x")):

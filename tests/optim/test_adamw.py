@@ -1,5 +1,6 @@
 """AdamW: the decay is decoupled from the moments, torch's defaults, argument validation (its
 update rule: test_update_rules.py; against torch: oracle/test_optim_torch.py)."""
+
 import numpy as np
 import pytest
 
@@ -26,9 +27,13 @@ def test_defaults_and_validation():
     p = Parameter(np.ones(3))
     assert AdamW([p]).defaults == dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2)
     assert Adam([p]).defaults["weight_decay"] == 0.0
-    for kwargs, msg in [(dict(lr=-1.0), "Invalid learning rate"), (dict(weight_decay=-1e-2), "Invalid weight_decay"),
-                        (dict(betas=(0.9, 1.0)), "Invalid beta parameter at index 1"),
-                        (dict(eps=-1.0), "Invalid epsilon value"), (dict(weight_decay=float("inf")), "weight_decay")]:
+    for kwargs, msg in [
+        (dict(lr=-1.0), "Invalid learning rate"),
+        (dict(weight_decay=-1e-2), "Invalid weight_decay"),
+        (dict(betas=(0.9, 1.0)), "Invalid beta parameter at index 1"),
+        (dict(eps=-1.0), "Invalid epsilon value"),
+        (dict(weight_decay=float("inf")), "weight_decay"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             AdamW([p], **kwargs)
     with pytest.raises(TypeError, match="betas"):

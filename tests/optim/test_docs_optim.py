@@ -1,5 +1,6 @@
 """docs/optim.md names every public name of mantissa_embed.optim (tests/docs/test_docs_blocks.py runs
 its code blocks, each on its own)."""
+
 from _helpers import DOCS
 from mantissa_embed import optim
 

@@ -1,5 +1,6 @@
 """The schedules' lr sequences against torch.optim.lr_scheduler, stepped once per batch after
 optimizer.step(), with two parameter groups of different base lr (oracle test)."""
+
 import warnings
 
 import numpy as np
@@ -46,10 +47,17 @@ def test_cosine_with_warmup_is_lambda_then_cosine_annealing(warmup, total):
     # eta_min is one absolute value in torch: the factor 0.1 of the first group's lr; a
     # LambdaLR does the same per group (the second group's min is 0.1 * its own lr).
     ours = _our_lrs(CosineSchedule(warmup=warmup, min_factor=0.1), total)[:, :1]
-    theirs = _torch_lrs(lambda o: L.SequentialLR(
-        o, [L.LambdaLR(o, lambda k: k / warmup),
-            L.CosineAnnealingLR(o, T_max=max(total - 1 - warmup, 1), eta_min=0.1 * LRS[0])],
-        milestones=[warmup]), total)[:, :1]
+    theirs = _torch_lrs(
+        lambda o: L.SequentialLR(
+            o,
+            [
+                L.LambdaLR(o, lambda k: k / warmup),
+                L.CosineAnnealingLR(o, T_max=max(total - 1 - warmup, 1), eta_min=0.1 * LRS[0]),
+            ],
+            milestones=[warmup],
+        ),
+        total,
+    )[:, :1]
     np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-15)
 
 

@@ -1,5 +1,6 @@
 """SGD / Adam / AdamW against torch.optim on the same parameters and gradients (oracle test):
 single groups, two parameter groups of different lr, and a torch state_dict loaded mid-run."""
+
 import numpy as np
 import pytest
 
@@ -48,8 +49,11 @@ SGD_CFGS = [
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
 @pytest.mark.parametrize("cfg", SGD_CFGS)
 def test_sgd_matches_torch(cfg, backend):
-    _compare(lambda ps, be: SGD(ps, **cfg, backend=be),
-             lambda ps: torch.optim.SGD(ps, **cfg, foreach=False), backend)
+    _compare(
+        lambda ps, be: SGD(ps, **cfg, backend=be),
+        lambda ps: torch.optim.SGD(ps, **cfg, foreach=False),
+        backend,
+    )
 
 
 ADAM_CFGS = [
@@ -63,8 +67,11 @@ ADAM_CFGS = [
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
 @pytest.mark.parametrize("cfg", ADAM_CFGS)
 def test_adam_matches_torch(cfg, backend):
-    _compare(lambda ps, be: Adam(ps, **cfg, backend=be),
-             lambda ps: torch.optim.Adam(ps, **cfg, foreach=False), backend)
+    _compare(
+        lambda ps, be: Adam(ps, **cfg, backend=be),
+        lambda ps: torch.optim.Adam(ps, **cfg, foreach=False),
+        backend,
+    )
 
 
 ADAMW_CFGS = [
@@ -79,9 +86,14 @@ ADAMW_CFGS = [
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
 @pytest.mark.parametrize("cfg", ADAMW_CFGS)
 def test_adamw_matches_torch(cfg, backend):
-    _compare(lambda ps, be: AdamW(ps, **cfg, backend=be),
-             lambda ps: torch.optim.AdamW(ps, **cfg, foreach=False), backend, steps=12,
-             rtol=1e-6, atol=1e-7)
+    _compare(
+        lambda ps, be: AdamW(ps, **cfg, backend=be),
+        lambda ps: torch.optim.AdamW(ps, **cfg, foreach=False),
+        backend,
+        steps=12,
+        rtol=1e-6,
+        atol=1e-7,
+    )
 
 
 def _two_groups(ps, lr, **extra):
@@ -100,9 +112,12 @@ GROUP_CASES = [
 def test_two_groups_with_their_own_lr_match_torch(ours, theirs, cfg, extra, backend):
     """The second group learns at 100x the first (proxies vs trunk); then both lrs change."""
     big = 100 * cfg["lr"]
-    opt_o, opt_t = _compare(lambda ps, be: ours(_two_groups(ps, big, **extra), **cfg, backend=be),
-                            lambda ps: theirs(_two_groups(ps, big, **extra), **cfg, foreach=False),
-                            backend, rtol=1e-5)
+    opt_o, opt_t = _compare(
+        lambda ps, be: ours(_two_groups(ps, big, **extra), **cfg, backend=be),
+        lambda ps: theirs(_two_groups(ps, big, **extra), **cfg, foreach=False),
+        backend,
+        rtol=1e-5,
+    )
     assert [g["lr"] for g in opt_o.param_groups] == [g["lr"] for g in opt_t.param_groups]
     for go, gt in zip(opt_o.param_groups, opt_t.param_groups):
         go["lr"] *= 0.3
@@ -117,15 +132,24 @@ def test_two_groups_with_their_own_lr_match_torch(ours, theirs, cfg, extra, back
 
 def _numpy_state(sd):
     """torch's state_dict with its tensors as numpy arrays (what a user converting one does)."""
-    return {"state": {k: {n: (v.numpy() if torch.is_tensor(v) else v) for n, v in st.items()}
-                      for k, st in sd["state"].items()},
-            "param_groups": sd["param_groups"]}
+    return {
+        "state": {
+            k: {n: (v.numpy() if torch.is_tensor(v) else v) for n, v in st.items()}
+            for k, st in sd["state"].items()
+        },
+        "param_groups": sd["param_groups"],
+    }
 
 
-@pytest.mark.parametrize("ours,theirs,cfg", [(SGD, torch.optim.SGD, dict(lr=0.05, momentum=0.9, nesterov=True)),
-                                             (Adam, torch.optim.Adam, dict(lr=1e-2)),
-                                             (AdamW, torch.optim.AdamW, dict(lr=1e-2, weight_decay=0.1))],
-                         ids=["SGD", "Adam", "AdamW"])
+@pytest.mark.parametrize(
+    "ours,theirs,cfg",
+    [
+        (SGD, torch.optim.SGD, dict(lr=0.05, momentum=0.9, nesterov=True)),
+        (Adam, torch.optim.Adam, dict(lr=1e-2)),
+        (AdamW, torch.optim.AdamW, dict(lr=1e-2, weight_decay=0.1)),
+    ],
+    ids=["SGD", "Adam", "AdamW"],
+)
 def test_loading_torch_state_mid_run_continues_as_torch(ours, theirs, cfg):
     """A fresh optimizer given torch's state after 5 steps continues exactly as torch does."""
     rng = np.random.default_rng(3)
@@ -148,9 +172,12 @@ def test_loading_torch_state_mid_run_continues_as_torch(ours, theirs, cfg):
 
 def test_defaults_match_torch():
     import inspect
-    for ours, theirs, names in [(SGD, torch.optim.SGD, ["lr", "momentum", "dampening", "weight_decay", "nesterov"]),
-                                (Adam, torch.optim.Adam, ["lr", "betas", "eps", "weight_decay"]),
-                                (AdamW, torch.optim.AdamW, ["lr", "betas", "eps", "weight_decay"])]:
+
+    for ours, theirs, names in [
+        (SGD, torch.optim.SGD, ["lr", "momentum", "dampening", "weight_decay", "nesterov"]),
+        (Adam, torch.optim.Adam, ["lr", "betas", "eps", "weight_decay"]),
+        (AdamW, torch.optim.AdamW, ["lr", "betas", "eps", "weight_decay"]),
+    ]:
         so, st = inspect.signature(ours), inspect.signature(theirs)
         for n in names:
             assert so.parameters[n].default == st.parameters[n].default, n

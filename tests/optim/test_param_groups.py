@@ -1,5 +1,6 @@
 """Parameter groups (torch semantics): per-group options, defaults filling the gaps, lr changed
 between steps, and the errors of malformed groups; for SGD, Adam and AdamW."""
+
 import numpy as np
 import pytest
 
@@ -71,18 +72,24 @@ def test_add_param_group():
     assert opt.state[1]["step"] == 1
 
 
-@pytest.mark.parametrize("groups,err,msg", [
-    (lambda a, b: [{"params": [a]}, {"params": [a, b]}], ValueError, "more than one parameter group"),
-    (lambda a, b: [{"params": [a], "lrr": 0.1}], ValueError, r"param_groups\[0\]: unknown option"),
-    (lambda a, b: [{"lr": 0.1}], ValueError, "'params'"),
-    (lambda a, b: [{"params": [a]}, {"params": [b], "lr": -1.0}], ValueError,
-     r"param_groups\[1\]: Invalid learning rate"),
-    (lambda a, b: [{"params": [a]}, b], TypeError, "not a mix"),
-    (lambda a, b: [{"params": {a, b}}], TypeError, "ordered collection"),
-    (lambda a, b: [{"params": [a, np.zeros(3)]}], TypeError, r"params\[1\] must be a Parameter"),
-    (lambda a, b: {"params": [a]}, TypeError, "wrap the parameter group"),
-    (lambda a, b: [{"params": []}], ValueError, "empty parameter list"),
-])
+@pytest.mark.parametrize(
+    "groups,err,msg",
+    [
+        (lambda a, b: [{"params": [a]}, {"params": [a, b]}], ValueError, "more than one parameter group"),
+        (lambda a, b: [{"params": [a], "lrr": 0.1}], ValueError, r"param_groups\[0\]: unknown option"),
+        (lambda a, b: [{"lr": 0.1}], ValueError, "'params'"),
+        (
+            lambda a, b: [{"params": [a]}, {"params": [b], "lr": -1.0}],
+            ValueError,
+            r"param_groups\[1\]: Invalid learning rate",
+        ),
+        (lambda a, b: [{"params": [a]}, b], TypeError, "not a mix"),
+        (lambda a, b: [{"params": {a, b}}], TypeError, "ordered collection"),
+        (lambda a, b: [{"params": [a, np.zeros(3)]}], TypeError, r"params\[1\] must be a Parameter"),
+        (lambda a, b: {"params": [a]}, TypeError, "wrap the parameter group"),
+        (lambda a, b: [{"params": []}], ValueError, "empty parameter list"),
+    ],
+)
 def test_bad_groups(groups, err, msg):
     a, b = _params(2)
     with pytest.raises(err, match=msg):

@@ -1,5 +1,6 @@
 """Learning-rate schedules: factors against values worked out by hand, apply() and
 initial_lr, the config round trip, make_schedule and bad input."""
+
 import json
 import math
 
@@ -20,14 +21,25 @@ from mantissa_embed.parameter import Parameter
 
 def test_cosine_values():
     s = CosineSchedule()
-    assert [s.factor(k, 5) for k in range(5)] == pytest.approx([1.0, (1 + math.sqrt(0.5)) / 2, 0.5,
-                                                                 (1 - math.sqrt(0.5)) / 2, 0.0])
+    assert [s.factor(k, 5) for k in range(5)] == pytest.approx(
+        [1.0, (1 + math.sqrt(0.5)) / 2, 0.5, (1 - math.sqrt(0.5)) / 2, 0.0]
+    )
     assert s.factor(9, 5) == 0.0  # past the end: stays at min_factor
     w = CosineSchedule(warmup=4, min_factor=0.2)
     # warmup 0, 1/4, 2/4, 3/4, then cosine over steps 4..8 (T = 9 - 1 - 4 = 4) from 1 to 0.2
     assert [w.factor(k, 9) for k in range(9)] == pytest.approx(
-        [0.0, 0.25, 0.5, 0.75, 1.0, 0.2 + 0.8 * (1 + math.sqrt(0.5)) / 2, 0.6,
-         0.2 + 0.8 * (1 - math.sqrt(0.5)) / 2, 0.2])
+        [
+            0.0,
+            0.25,
+            0.5,
+            0.75,
+            1.0,
+            0.2 + 0.8 * (1 + math.sqrt(0.5)) / 2,
+            0.6,
+            0.2 + 0.8 * (1 - math.sqrt(0.5)) / 2,
+            0.2,
+        ]
+    )
     assert CosineSchedule().factor(0, 1) == 1.0  # a one-step run: the full lr
     assert CosineSchedule(warmup=3).factor(3, 4) == 1.0
 
@@ -53,8 +65,16 @@ def test_apply_keeps_initial_lr_per_group():
         s.apply(object(), 0, 10)
 
 
-@pytest.mark.parametrize("sched", [ConstantSchedule(), CosineSchedule(), CosineSchedule(warmup=5, min_factor=0.1),
-                                   StepSchedule(), StepSchedule(7, gamma=0.3)])
+@pytest.mark.parametrize(
+    "sched",
+    [
+        ConstantSchedule(),
+        CosineSchedule(),
+        CosineSchedule(warmup=5, min_factor=0.1),
+        StepSchedule(),
+        StepSchedule(7, gamma=0.3),
+    ],
+)
 def test_config_round_trip(sched):
     cfg = json.loads(json.dumps(sched.get_config()))
     back = schedule_from_config(cfg)
@@ -84,24 +104,27 @@ def test_a_subclass_registers_itself():
         name = "test_halving"
 
         def factor(self, step, total_steps):
-            return 0.5 ** step
+            return 0.5**step
 
     assert isinstance(make_schedule("test_halving"), Halving)
     assert make_schedule("test_halving").get_config() == {"name": "test_halving"}
 
 
-@pytest.mark.parametrize("make,err,msg", [
-    (lambda: CosineSchedule(warmup=-1), ValueError, "warmup"),
-    (lambda: CosineSchedule(warmup=1.5), TypeError, "warmup"),
-    (lambda: CosineSchedule(min_factor=1.5), ValueError, "min_factor"),
-    (lambda: CosineSchedule(min_factor=-0.1), ValueError, "min_factor"),
-    (lambda: StepSchedule(0), ValueError, "step_size"),
-    (lambda: StepSchedule(2, gamma=0.0), ValueError, "gamma"),
-    (lambda: StepSchedule(2, gamma=float("nan")), ValueError, "gamma"),
-    (lambda: CosineSchedule().factor(-1, 10), ValueError, "step"),
-    (lambda: StepSchedule(2).factor(1, 0), ValueError, "total_steps"),
-    (lambda: ConstantSchedule().factor(0.5, 10), TypeError, "step"),
-])
+@pytest.mark.parametrize(
+    "make,err,msg",
+    [
+        (lambda: CosineSchedule(warmup=-1), ValueError, "warmup"),
+        (lambda: CosineSchedule(warmup=1.5), TypeError, "warmup"),
+        (lambda: CosineSchedule(min_factor=1.5), ValueError, "min_factor"),
+        (lambda: CosineSchedule(min_factor=-0.1), ValueError, "min_factor"),
+        (lambda: StepSchedule(0), ValueError, "step_size"),
+        (lambda: StepSchedule(2, gamma=0.0), ValueError, "gamma"),
+        (lambda: StepSchedule(2, gamma=float("nan")), ValueError, "gamma"),
+        (lambda: CosineSchedule().factor(-1, 10), ValueError, "step"),
+        (lambda: StepSchedule(2).factor(1, 0), ValueError, "total_steps"),
+        (lambda: ConstantSchedule().factor(0.5, 10), TypeError, "step"),
+    ],
+)
 def test_bad_input(make, err, msg):
     with pytest.raises(err, match=msg):
         make()

@@ -1,5 +1,6 @@
 """Optimizer state for checkpoints: state_dict / load_state_dict, the .npz flattening helpers,
 and resuming: saved and reloaded mid-run, a fresh optimizer continues bit for bit."""
+
 import io
 import json
 
@@ -109,19 +110,26 @@ def _stepped(seed=0):
     return opt, opt.state_dict()
 
 
-@pytest.mark.parametrize("edit,err,msg", [
-    (lambda sd: sd["state"][1].update(exp_avg=np.zeros(4)), ValueError, r"\['exp_avg'\] has shape \(4,\)"),
-    (lambda sd: sd["state"][0].pop("exp_avg_sq"), ValueError, "must hold 'step'"),
-    (lambda sd: sd["state"][0].update(momentum_buffer=np.zeros((3, 4))), ValueError, "unknown entries"),
-    (lambda sd: sd["state"][0].update(step=-1), ValueError, "non-negative integer"),
-    (lambda sd: sd["state"][0].update(step=1.5), ValueError, "non-negative integer"),
-    (lambda sd: sd["state"][0]["exp_avg"].fill(np.nan), ValueError, "NaN"),
-    (lambda sd: sd["state"].update({7: {}}), ValueError, "no parameter group lists"),
-    (lambda sd: sd["param_groups"][0]["params"].pop(), ValueError, "has 2 parameters"),
-    (lambda sd: sd["param_groups"].append({"params": []}), ValueError, "2 parameter groups"),
-    (lambda sd: sd["param_groups"][0].update(lr=-1.0), ValueError, "Invalid learning rate"),
-    (lambda sd: sd.pop("state"), ValueError, "'state'"),
-])
+@pytest.mark.parametrize(
+    "edit,err,msg",
+    [
+        (
+            lambda sd: sd["state"][1].update(exp_avg=np.zeros(4)),
+            ValueError,
+            r"\['exp_avg'\] has shape \(4,\)",
+        ),
+        (lambda sd: sd["state"][0].pop("exp_avg_sq"), ValueError, "must hold 'step'"),
+        (lambda sd: sd["state"][0].update(momentum_buffer=np.zeros((3, 4))), ValueError, "unknown entries"),
+        (lambda sd: sd["state"][0].update(step=-1), ValueError, "non-negative integer"),
+        (lambda sd: sd["state"][0].update(step=1.5), ValueError, "non-negative integer"),
+        (lambda sd: sd["state"][0]["exp_avg"].fill(np.nan), ValueError, "NaN"),
+        (lambda sd: sd["state"].update({7: {}}), ValueError, "no parameter group lists"),
+        (lambda sd: sd["param_groups"][0]["params"].pop(), ValueError, "has 2 parameters"),
+        (lambda sd: sd["param_groups"].append({"params": []}), ValueError, "2 parameter groups"),
+        (lambda sd: sd["param_groups"][0].update(lr=-1.0), ValueError, "Invalid learning rate"),
+        (lambda sd: sd.pop("state"), ValueError, "'state'"),
+    ],
+)
 def test_load_validates_and_changes_nothing_on_error(edit, err, msg):
     opt, _ = _stepped()
     _, sd = _stepped(1)

@@ -1,5 +1,6 @@
 """SGD, Adam and AdamW against a direct float64 numpy transcription of the update rules
 documented for torch.optim.SGD / Adam / AdamW, on both backends; argument validation."""
+
 import numpy as np
 import pytest
 
@@ -54,8 +55,8 @@ def _adam_reference(thetas, grads_seq, lr, betas, eps, weight_decay, decoupled=F
                 g = g + weight_decay * thetas[i]
             m[i] = b1 * m[i] + (1 - b1) * g
             v[i] = b2 * v[i] + (1 - b2) * g * g
-            mhat = m[i] / (1 - b1 ** t)
-            vhat = v[i] / (1 - b2 ** t)
+            mhat = m[i] / (1 - b1**t)
+            vhat = v[i] / (1 - b2**t)
             thetas[i] = thetas[i] - lr * mhat / (np.sqrt(vhat) + eps)
     return thetas
 
@@ -100,9 +101,10 @@ ADAM_CONFIGS = [
     dict(lr=3e-3, weight_decay=0.1),
     dict(lr=1e-2, betas=(0.0, 0.0)),
 ]
-ADAM_CASES = ([(Adam, 0.0, cfg) for cfg in ADAM_CONFIGS]
-              + [(AdamW, 1e-2, cfg) for cfg in ADAM_CONFIGS[:3] + [dict(lr=1e-2, weight_decay=0.3),
-                                                                 dict(lr=5e-3, weight_decay=0.0)]])
+ADAM_CASES = [(Adam, 0.0, cfg) for cfg in ADAM_CONFIGS] + [
+    (AdamW, 1e-2, cfg)
+    for cfg in ADAM_CONFIGS[:3] + [dict(lr=1e-2, weight_decay=0.3), dict(lr=5e-3, weight_decay=0.0)]
+]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -167,27 +169,33 @@ def test_backends_agree_bitwise_enough():
         np.testing.assert_allclose(p.data, q.data, rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("kwargs,msg", [
-    (dict(lr=-1.0), "Invalid learning rate"),
-    (dict(lr=0.1, momentum=-0.1), "Invalid momentum value"),
-    (dict(lr=0.1, weight_decay=-1.0), "Invalid weight_decay value"),
-    (dict(lr=0.1, nesterov=True), "Nesterov momentum requires a momentum and zero dampening"),
-    (dict(lr=0.1, momentum=0.9, dampening=0.1, nesterov=True), "Nesterov momentum requires"),
-    (dict(lr=float("nan")), "lr"),
-])
+@pytest.mark.parametrize(
+    "kwargs,msg",
+    [
+        (dict(lr=-1.0), "Invalid learning rate"),
+        (dict(lr=0.1, momentum=-0.1), "Invalid momentum value"),
+        (dict(lr=0.1, weight_decay=-1.0), "Invalid weight_decay value"),
+        (dict(lr=0.1, nesterov=True), "Nesterov momentum requires a momentum and zero dampening"),
+        (dict(lr=0.1, momentum=0.9, dampening=0.1, nesterov=True), "Nesterov momentum requires"),
+        (dict(lr=float("nan")), "lr"),
+    ],
+)
 def test_sgd_validation(kwargs, msg):
     with pytest.raises(ValueError, match=msg):
         SGD(_params(), **kwargs)
 
 
-@pytest.mark.parametrize("kwargs,msg", [
-    (dict(lr=-1.0), "Invalid learning rate"),
-    (dict(eps=-1.0), "Invalid epsilon value"),
-    (dict(betas=(1.0, 0.9)), "Invalid beta parameter at index 0"),
-    (dict(betas=(0.9, -0.1)), "Invalid beta parameter at index 1"),
-    (dict(weight_decay=-0.1), "Invalid weight_decay value"),
-    (dict(betas=(0.9,)), "pair"),
-])
+@pytest.mark.parametrize(
+    "kwargs,msg",
+    [
+        (dict(lr=-1.0), "Invalid learning rate"),
+        (dict(eps=-1.0), "Invalid epsilon value"),
+        (dict(betas=(1.0, 0.9)), "Invalid beta parameter at index 0"),
+        (dict(betas=(0.9, -0.1)), "Invalid beta parameter at index 1"),
+        (dict(weight_decay=-0.1), "Invalid weight_decay value"),
+        (dict(betas=(0.9,)), "pair"),
+    ],
+)
 def test_adam_validation(kwargs, msg):
     with pytest.raises(ValueError, match=msg):
         Adam(_params(), **kwargs)

@@ -8,6 +8,7 @@ its module (``load``, ``datasets.load``, ``mantissa_embed.datasets.load``) but n
 object's attribute (``np.load`` does not document ``datasets.load``). A module-wide directive
 (``::: mantissa_embed.losses``) documents none of its names by itself.
 """
+
 import functools
 import importlib
 import inspect
@@ -56,15 +57,21 @@ def _documenting_text(text):
 def _documented():
     pages = sorted(DOCS.rglob("*.md"))
     assert pages, DOCS
-    return tuple((page.relative_to(DOCS).as_posix(), snippet)
-                 for page in pages for snippet in _documenting_text(page.read_text()))
+    return tuple(
+        (page.relative_to(DOCS).as_posix(), snippet)
+        for page in pages
+        for snippet in _documenting_text(page.read_text())
+    )
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_dir_shows_only_the_api(name):
     module = _module(name)
-    extra = [n for n in dir(module)
-             if not n.startswith("_") and n not in module.__all__ and not _is_submodule(module, n)]
+    extra = [
+        n
+        for n in dir(module)
+        if not n.startswith("_") and n not in module.__all__ and not _is_submodule(module, n)
+    ]
     assert not extra, f"mantissa_embed.{name}: public in dir() but not in __all__: {extra}"
 
 
@@ -84,5 +91,7 @@ def test_every_name_of_all_is_documented(name):
         mention = re.compile(rf"(?<![\w.])(?:(?:mantissa_embed\.)?{name}\.)?{re.escape(n)}(?!\w)")
         if not any(mention.search(snippet) for _, snippet in documented):
             missing.append(n)
-    assert not missing, (f"mantissa_embed.{name}: not named in a heading, code span or ::: directive "
-                         f"of docs/**/*.md: {missing}")
+    assert not missing, (
+        f"mantissa_embed.{name}: not named in a heading, code span or ::: directive "
+        f"of docs/**/*.md: {missing}"
+    )

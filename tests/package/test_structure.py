@@ -8,6 +8,7 @@
 - no import cycle among the package's modules, and function-local imports only for optional
   dependencies.
 """
+
 import ast
 import re
 from pathlib import Path
@@ -17,7 +18,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 PKG = SRC / "mantissa_embed"
-OPTIONAL = {"faiss", "matplotlib", "tqdm", "torch", "pytorch_metric_learning", "dask", "distributed", "hypothesis"}
+OPTIONAL = {
+    "faiss",
+    "matplotlib",
+    "tqdm",
+    "torch",
+    "pytorch_metric_learning",
+    "dask",
+    "distributed",
+    "hypothesis",
+}
 
 pytestmark = pytest.mark.skipif(not PKG.is_dir(), reason="needs the source tree (src/mantissa_embed)")
 
@@ -72,8 +82,11 @@ def _imports(name, module_level):
             elif isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
                 visit(child, in_function, True)
             else:
-                visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                ast.Lambda)), in_type_checking)
+                visit(
+                    child,
+                    in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)),
+                    in_type_checking,
+                )
 
     visit(tree, False, False)
     return found
@@ -81,8 +94,11 @@ def _imports(name, module_level):
 
 def test_no_pxi_and_one_engine_declaration():
     assert not list(SRC.rglob("*.pxi")), "the engine is declared in one .pxd, no .pxi"
-    holders = [p for p in SRC.rglob("*.p*") if p.suffix in (".pyx", ".pxd", ".pxi")
-               and 'cdef extern from "engine.h"' in p.read_text()]
+    holders = [
+        p
+        for p in SRC.rglob("*.p*")
+        if p.suffix in (".pyx", ".pxd", ".pxi") and 'cdef extern from "engine.h"' in p.read_text()
+    ]
     assert len(holders) == 1 and holders[0].suffix == ".pxd", holders
 
 
@@ -107,16 +123,20 @@ def test_losses_have_no_scatter_or_reducer_type_checks():
 
 
 def test_no_module_over_500_lines():
-    long = {str(p.relative_to(ROOT)): n for p in MODULES.values()
-            if (n := len(p.read_text().splitlines())) > 500}
+    long = {
+        str(p.relative_to(ROOT)): n for p in MODULES.values() if (n := len(p.read_text().splitlines())) > 500
+    }
     assert not long, long
 
 
 def test_no_import_cycle():
     # module-level and function-local imports alike: a local import does not break a circle
-    graph = {name: sorted({t for t, _ in _imports(name, True) + _imports(name, False)
-                           if t in MODULES and t != name})
-             for name in MODULES}
+    graph = {
+        name: sorted(
+            {t for t, _ in _imports(name, True) + _imports(name, False) if t in MODULES and t != name}
+        )
+        for name in MODULES
+    }
     # Tarjan's strongly connected components
     index, low, stack, on_stack, cycles = {}, {}, [], set(), []
 

@@ -43,4 +43,3 @@ def test_every_folder_is_a_module_or_a_named_concern():
         assert folder.name in modules or folder.name in CONCERNS, (
             f"tests/{folder.name}/ mirrors no module of src/mantissa_embed and is no named concern"
         )
-

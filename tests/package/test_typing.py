@@ -1,5 +1,6 @@
 """The package is typed: ``py.typed`` ships, the compiled engine modules' ``.pyi`` stubs match
 them, and mypy (configured in pyproject.toml ``[tool.mypy]``) is clean on ``src/mantissa_embed``."""
+
 import ast
 import importlib
 import importlib.util
@@ -27,8 +28,11 @@ def test_py_typed_and_stubs_ship_with_the_package():
 
 def _stub_functions(path):
     tree = ast.parse(path.read_text(), str(path))
-    names = next(ast.literal_eval(n.value) for n in tree.body
-                 if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")
+    names = next(
+        ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and n.targets[0].id == "__all__"
+    )
     return names, {n.name: n.args for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
@@ -72,15 +76,22 @@ emb.embed(X, batch_size="big")
 """
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mypy") is None,
-                    reason="mypy is not installed (pip install mypy): the type check is skipped")
+@pytest.mark.skipif(
+    importlib.util.find_spec("mypy") is None,
+    reason="mypy is not installed (pip install mypy): the type check is skipped",
+)
 def test_mypy_is_clean_on_the_package_and_sees_its_types(tmp_path):
     """One mypy run (config: pyproject.toml [tool.mypy]) over the package and a user's script."""
     user = tmp_path / "user_code.py"
     user.write_text(USER_CODE)
     cache = Path(tempfile.gettempdir()) / "mantissa-embed-mypy-cache"
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(cache), "src/mantissa_embed", str(user)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(cache), "src/mantissa_embed", str(user)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = proc.stdout + proc.stderr
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert len(errors) == 1 and "user_code.py:15: error:" in errors[0] and '"batch_size"' in errors[0], out

@@ -1,4 +1,5 @@
 """Parameter: storage, gradient buffer, validation."""
+
 import numpy as np
 import pytest
 

@@ -1,6 +1,7 @@
 """docs/recipes/adversarial_metric_learning.py: the three generator objectives and the two metric
 objectives against float64 numpy, dJ/ds against finite differences, and optimizer ownership
 over repeated alternations."""
+
 import sys
 from pathlib import Path
 
@@ -70,7 +71,9 @@ def test_generator_objectives_and_gradient():
         sp, sm = S.copy(), S.copy()
         sp[idx] += eps
         sm[idx] -= eps
-        g[idx] = (sum(_generator_terms64(embedder, A, P, N, sp)) - sum(_generator_terms64(embedder, A, P, N, sm))) / (2 * eps)
+        g[idx] = (
+            sum(_generator_terms64(embedder, A, P, N, sp)) - sum(_generator_terms64(embedder, A, P, N, sm))
+        ) / (2 * eps)
     np.testing.assert_allclose(ds, g, rtol=2e-3, atol=2e-4 * np.abs(g).max())
 
 

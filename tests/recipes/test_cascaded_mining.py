@@ -1,5 +1,6 @@
 """docs/recipes/cascaded_mining.py: three slices, HDC fractions (1, 0.5, 0.5), nested pair sets,
 counts 24 / 12 / 6, the summed contrastive loss and its gradient (float64 + finite differences)."""
+
 import sys
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """The evaluation recipe (docs/recipes/evaluation.py) runs and shows what evaluation.md states."""
+
 import os
 import subprocess
 import sys
@@ -62,7 +63,13 @@ def test_custom_metric_matches_a_direct_count():
 def test_runs_as_a_module_from_the_repo_root():
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    out = subprocess.run([sys.executable, "-m", "docs.recipes.evaluation"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "docs.recipes.evaluation"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert "ref_includes_query" in out.stdout and "precision_at_5" in out.stdout

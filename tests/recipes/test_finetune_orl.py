@@ -7,6 +7,7 @@ trunk is random. What is asserted: the trunk after fit is bitwise the file's, th
 parameters and the BatchNorm statistics did not move, the head did, the metrics are finite
 and in range.
 """
+
 import math
 from pathlib import Path
 
@@ -23,8 +24,9 @@ ORL_DIR = REPO.parent / "shared" / "data" / "orl_faces"
 pytestmark = pytest.mark.skipif(
     not (ORL_DIR / "s1").is_dir(),
     reason=f"ORL faces not found: checked {ORL_DIR} (expected s1/ ... s40/ there, i.e. the repository "
-           "cloned next to shared/); the recipe's steps are tested without data in "
-           "tests/models/ and tests/embedder/")
+    "cloned next to shared/); the recipe's steps are tested without data in "
+    "tests/models/ and tests/embedder/",
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,7 @@ def test_trunk_is_the_file_and_frozen(run):
     after = run["net"].state_arrays()
     trunk = [k for k in after if not k.startswith("head.")]
     assert trunk and set(trunk) <= set(file)
-    for k in trunk:                   # loaded, then unchanged by fit: bitwise the file's arrays
+    for k in trunk:  # loaded, then unchanged by fit: bitwise the file's arrays
         assert np.array_equal(after[k], np.asarray(file[k], dtype=np.float32)), k
         assert np.array_equal(after[k], run["state_before"][k]), k
     assert not any(k.startswith("head.") for k in file)
@@ -68,4 +70,3 @@ def test_head_moved_and_metrics_in_range(run):
         for name in ("AUC", "EER", "P@1", "MAP@R"):
             assert math.isfinite(m[name]) and 0.0 <= m[name] <= 1.0, (which, name, m[name])
     assert run["fit_seconds"] > 0 and run["epochs"] == 2
-

@@ -1,5 +1,6 @@
 """docs/recipes/memory_warmup.py: two warmup steps leave the queue alone, four memory steps
 fill a 32-row ring buffer with 12-row batches, ending full with cursor 16."""
+
 import sys
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """docs/recipes/mining_weights.py: exact subset -> dataset weight mapping, uniform fallback for
 an empty tuple, sampling with replacement that never draws a zero-weight row."""
+
 import sys
 from pathlib import Path
 
@@ -79,5 +80,9 @@ def test_bad_subsets_raise():
     with pytest.raises(ValueError, match=r"\[0, 4\)"):
         recipe.dataset_weights(tup, np.array([1, 9]), np.array([0, 0]), 4)
     with pytest.raises(ValueError):
-        recipe.dataset_weights((np.array([0]), np.array([5]), np.array([0]), np.array([1])),
-                               np.array([1, 2]), np.array([0, 0]), 4)
+        recipe.dataset_weights(
+            (np.array([0]), np.array([5]), np.array([0]), np.array([1])),
+            np.array([1, 2]),
+            np.array([0, 0]),
+            4,
+        )

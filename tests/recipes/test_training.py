@@ -1,5 +1,6 @@
 """docs/recipes/training.py: the miner's and losses' stated settings (float64 checks), decreasing
 objectives, parameter ownership, untouched modes/dtypes, and two-stream pairing."""
+
 import sys
 from pathlib import Path
 
@@ -53,7 +54,10 @@ def test_miner_and_contrastive_settings_against_float64(data):
     E = model(X)
     from mantissa_embed.losses import ContrastiveLoss
     from mantissa_embed.miners import PairMarginMiner
-    terms = recipe.metric_objective(model, X, y, PairMarginMiner(pos_margin=0.0, neg_margin=1.4), ContrastiveLoss())
+
+    terms = recipe.metric_objective(
+        model, X, y, PairMarginMiner(pos_margin=0.0, neg_margin=1.4), ContrastiveLoss()
+    )
     d = _dist(E, E)
     same = y[:, None] == y[None]
     np.fill_diagonal(same, False)
@@ -72,11 +76,14 @@ def test_classifier_cross_entropy_has_weight_one(data):
     clf = Sequential([Dense(4)], seed=1).build((4,))
     from mantissa_embed.losses import ContrastiveLoss, CrossEntropyLoss
     from mantissa_embed.miners import PairMarginMiner
+
     E = model(X).astype(np.float64)
     W, b = (p.data.astype(np.float64) for p in clf.parameters())
     z = E @ W.T + b
     ce = np.mean(np.log(np.exp(z - z.max(1, keepdims=True)).sum(1)) + z.max(1) - z[np.arange(len(y)), y])
-    t = recipe.metric_objective(model, X, y, PairMarginMiner(0.0, 1.4), ContrastiveLoss(), clf, CrossEntropyLoss())
+    t = recipe.metric_objective(
+        model, X, y, PairMarginMiner(0.0, 1.4), ContrastiveLoss(), clf, CrossEntropyLoss()
+    )
     assert t["cross_entropy"] == pytest.approx(ce, rel=1e-5)
     assert t["total"] == pytest.approx(t["contrastive"] + ce, rel=1e-5)
 
@@ -114,6 +121,7 @@ def test_proxy_training_temperature_and_ownership(data):
     X, y = data
     model = _built(0, X)
     from mantissa_embed.losses import NormalizedSoftmaxLoss
+
     loss = NormalizedSoftmaxLoss(4, 4, temperature=recipe.PROXY_TEMPERATURE, seed=3)
     assert loss.temperature == 0.1
     E = _unit(model(X))  # DotProductSimilarity() normalizes the embeddings (PML's default)
@@ -154,7 +162,10 @@ def test_equal_positions_are_not_self_matches(data):
     X, y = data
     q, rm = _built(0, X), _built(2, X)
     from mantissa_embed.losses import ContrastiveLoss
-    value = recipe.two_stream_objective(q, rm, X, y, X, y, ContrastiveLoss())  # same length, same labels object
+
+    value = recipe.two_stream_objective(
+        q, rm, X, y, X, y, ContrastiveLoss()
+    )  # same length, same labels object
     d = _dist(q(X), rm(X))
     same = y[:, None] == y[None]  # diagonal included: (i, i) is a genuine query/reference pair
     want = _avg_nonzero(d[same]) + _avg_nonzero(np.maximum(1 - d[~same], 0))

@@ -1,5 +1,6 @@
 """DoNothingReducer: standalone contract, and inside losses (per-element losses in out.unreduced, loss =
 their sum, grad = its gradient), checked against an independent float64 computation."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -59,6 +60,7 @@ def test_inside_contrastive(seed, n, d):
         def f(z):
             p, ng = _contrastive_losses(z, y)
             return p.sum() + ng.sum()
+
         assert out.loss == pytest.approx(f(x.astype(np.float64)), rel=1e-5, abs=1e-6)
         q = _nd(x)
         dd = np.linalg.norm(q[:, None] - q[None], axis=2) + np.eye(n)
@@ -82,7 +84,9 @@ def test_inside_multiple_reducers_only_its_sub_losses():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((10, 3)).astype(np.float32)
     y = rng.integers(0, 3, 10)
-    r = reducers.MultipleReducers({"margin_loss": reducers.DoNothingReducer()}, default_reducer=reducers.SumReducer())
+    r = reducers.MultipleReducers(
+        {"margin_loss": reducers.DoNothingReducer()}, default_reducer=reducers.SumReducer()
+    )
     out = losses.MarginLoss(learn_beta=True, nu=0.1, reducer=r)(x, y)
     assert set(out.unreduced) == {"margin_loss"}
     assert out.unreduced["margin_loss"]["reduction_type"] == "triplet"
@@ -91,5 +95,7 @@ def test_inside_multiple_reducers_only_its_sub_losses():
     # zero loss: the sub-loss is reported as PML's zero_loss
     out = losses.MarginLoss(reducer=reducers.DoNothingReducer())(x, np.zeros(10, np.int64))
     assert out.loss == 0.0 and not out.grad.any()
-    assert out.unreduced == {n: {"losses": 0, "indices": None, "reduction_type": "already_reduced"}
-                             for n in ("margin_loss", "beta_reg_loss")}
+    assert out.unreduced == {
+        n: {"losses": 0, "indices": None, "reduction_type": "already_reduced"}
+        for n in ("margin_loss", "beta_reg_loss")
+    }

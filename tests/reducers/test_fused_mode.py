@@ -1,15 +1,22 @@
 """BaseReducer.fused_mode: the fused path a reducer equals, never inherited by a subclass."""
+
 import pytest
 
 from mantissa_embed import reducers
 
 
-@pytest.mark.parametrize("make,mode", [
-    (reducers.MeanReducer, "mean"), (reducers.AvgNonZeroReducer, "avg_non_zero"),
-    (reducers.SumReducer, "sum"), (reducers.DivisorReducer, "divisor"),
-    (lambda: reducers.ThresholdReducer(low=0.1), None), (reducers.DoNothingReducer, None),
-    (lambda: reducers.MultipleReducers({"pos_loss": reducers.MeanReducer()}), None),
-])
+@pytest.mark.parametrize(
+    "make,mode",
+    [
+        (reducers.MeanReducer, "mean"),
+        (reducers.AvgNonZeroReducer, "avg_non_zero"),
+        (reducers.SumReducer, "sum"),
+        (reducers.DivisorReducer, "divisor"),
+        (lambda: reducers.ThresholdReducer(low=0.1), None),
+        (reducers.DoNothingReducer, None),
+        (lambda: reducers.MultipleReducers({"pos_loss": reducers.MeanReducer()}), None),
+    ],
+)
 def test_fused_mode(make, mode):
     assert make().fused_mode() == mode
 

@@ -1,4 +1,5 @@
 """MultipleReducers: one reducer per sub-loss name, summed (independent numpy computation)."""
+
 import numpy as np
 import pytest
 
@@ -17,13 +18,16 @@ def test_loss_dict_value_and_grads():
     a = np.array([0.0, 1.0, 2.0, 3.0])
     b = np.array([0.5, 0.0, 1.5])
     c = np.array([4.0, 2.0])
-    r = MultipleReducers({"pos_loss": SumReducer(), "neg_loss": ThresholdReducer(low=0.2),
-                          "x": DivisorReducer()})
-    d = {"pos_loss": {"losses": a, "indices": (np.arange(4), np.arange(4)), "reduction_type": "pos_pair"},
-         "neg_loss": {"losses": b, "indices": (np.arange(3), np.arange(3)), "reduction_type": "neg_pair"},
-         "x": {"losses": c, "indices": np.arange(2), "reduction_type": "element", "divisor": 4},
-         "other": {"losses": a, "indices": np.arange(4), "reduction_type": "element"},
-         "zero": {"losses": 0, "indices": None, "reduction_type": "already_reduced"}}
+    r = MultipleReducers(
+        {"pos_loss": SumReducer(), "neg_loss": ThresholdReducer(low=0.2), "x": DivisorReducer()}
+    )
+    d = {
+        "pos_loss": {"losses": a, "indices": (np.arange(4), np.arange(4)), "reduction_type": "pos_pair"},
+        "neg_loss": {"losses": b, "indices": (np.arange(3), np.arange(3)), "reduction_type": "neg_pair"},
+        "x": {"losses": c, "indices": np.arange(2), "reduction_type": "element", "divisor": 4},
+        "other": {"losses": a, "indices": np.arange(4), "reduction_type": "element"},
+        "zero": {"losses": 0, "indices": None, "reduction_type": "already_reduced"},
+    }
     value, g = r(d)
     assert value == pytest.approx(6.0 + 1.0 + 1.5 + 1.5)
     np.testing.assert_array_equal(g["pos_loss"], np.ones(4))
@@ -52,5 +56,6 @@ def test_single_sub_loss_call_and_errors():
     x = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32)
     out = losses.ContrastiveLoss(reducer=r)(x, np.arange(8) % 2)
     assert out.terms["pos_loss"] == pytest.approx(
-        losses.ContrastiveLoss(reducer=SumReducer())(x, np.arange(8) % 2).terms["pos_loss"])
+        losses.ContrastiveLoss(reducer=SumReducer())(x, np.arange(8) % 2).terms["pos_loss"]
+    )
     assert isinstance(MultipleReducers({}).default_reducer, MeanReducer)

@@ -1,5 +1,6 @@
 """MultipleReducers as a loss's reducer: each sub-loss reduced by the reducer of its name (PML's
 semantics), checked against an independent numpy reduction of brute-force per-pair losses."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -25,8 +26,9 @@ def test_contrastive_per_sub_loss(seed, n, nested):
     neg_red = reducers.ThresholdReducer(low=0.1)
     if nested:
         neg_red = reducers.MultipleReducers({"neg_loss": neg_red})
-    r = reducers.MultipleReducers({"pos_loss": reducers.SumReducer(), "neg_loss": neg_red},
-                                  default_reducer=reducers.MeanReducer())
+    r = reducers.MultipleReducers(
+        {"pos_loss": reducers.SumReducer(), "neg_loss": neg_red}, default_reducer=reducers.MeanReducer()
+    )
     out = losses.ContrastiveLoss(pos_margin=0.2, neg_margin=0.9, reducer=r)(x, y)
     dp, dn = _pairs(x, y)
     pos = np.maximum(dp - 0.2, 0).sum()

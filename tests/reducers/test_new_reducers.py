@@ -1,4 +1,5 @@
 """New reducers: values and gradients vs independent numpy computations and finite differences."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -34,8 +35,12 @@ def test_sum(v, kind):
 
 
 @settings(max_examples=60, deadline=None)
-@given(v=losses, low=st.one_of(st.none(), st.floats(-1, 2)), high=st.one_of(st.none(), st.floats(-0.5, 3)),
-       kind=st.sampled_from(KINDS))
+@given(
+    v=losses,
+    low=st.one_of(st.none(), st.floats(-1, 2)),
+    high=st.one_of(st.none(), st.floats(-0.5, 3)),
+    kind=st.sampled_from(KINDS),
+)
 def test_threshold(v, low, high, kind):
     if low is None and high is None:
         low = 0.0
@@ -58,7 +63,11 @@ def test_class_weighted(seed, n, k, kind):
     w = rng.uniform(0, 2, k)
     v = rng.uniform(0, 2, n)
     idx = rng.integers(0, 12, n)
-    indices = idx if kind == "element" else (idx,) + tuple(rng.integers(0, 12, n) for _ in range(1 + (kind == "triplet")))
+    indices = (
+        idx
+        if kind == "element"
+        else (idx,) + tuple(rng.integers(0, 12, n) for _ in range(1 + (kind == "triplet")))
+    )
     r = ClassWeightedReducer(w)
     value, d = r(v, indices, kind, None, labels)
     expect = sum(v[i] * w[labels[idx[i]]] for i in range(n)) / n
@@ -79,8 +88,13 @@ def test_class_weighted_errors():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 10), npairs=st.integers(1, 40),
-       inner=st.sampled_from(["mean", "sum", "thr"]), kind=st.sampled_from(["pos_pair", "neg_pair"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 10),
+    npairs=st.integers(1, 40),
+    inner=st.sampled_from(["mean", "sum", "thr"]),
+    kind=st.sampled_from(["pos_pair", "neg_pair"]),
+)
 def test_per_anchor(seed, n, npairs, inner, kind):
     rng = np.random.default_rng(seed)
     a, o = rng.integers(0, n, npairs), rng.integers(0, n, npairs)

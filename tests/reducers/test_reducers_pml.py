@@ -1,4 +1,5 @@
 """Losses with the new reducers vs pytorch-metric-learning (value and gradient, float64 oracle)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -15,14 +16,20 @@ W = np.array([0.5, 1.0, 2.0, 1.5])
 PAIRS = {
     "sum": (lambda: reducers.SumReducer(), lambda: pml_red.SumReducer()),
     "thr_low": (lambda: reducers.ThresholdReducer(low=0.1), lambda: pml_red.ThresholdReducer(low=0.1)),
-    "thr_both": (lambda: reducers.ThresholdReducer(low=0.05, high=0.6),
-                 lambda: pml_red.ThresholdReducer(low=0.05, high=0.6)),
+    "thr_both": (
+        lambda: reducers.ThresholdReducer(low=0.05, high=0.6),
+        lambda: pml_red.ThresholdReducer(low=0.05, high=0.6),
+    ),
     "thr_high": (lambda: reducers.ThresholdReducer(high=0.5), lambda: pml_red.ThresholdReducer(high=0.5)),
-    "class_weighted": (lambda: reducers.ClassWeightedReducer(W),
-                       lambda: pml_red.ClassWeightedReducer(torch.tensor(W))),
+    "class_weighted": (
+        lambda: reducers.ClassWeightedReducer(W),
+        lambda: pml_red.ClassWeightedReducer(torch.tensor(W)),
+    ),
     "per_anchor": (lambda: reducers.PerAnchorReducer(), lambda: pml_red.PerAnchorReducer()),
-    "per_anchor_thr": (lambda: reducers.PerAnchorReducer(reducers.ThresholdReducer(low=0.2)),
-                       lambda: pml_red.PerAnchorReducer(pml_red.ThresholdReducer(low=0.2))),
+    "per_anchor_thr": (
+        lambda: reducers.PerAnchorReducer(reducers.ThresholdReducer(low=0.2)),
+        lambda: pml_red.PerAnchorReducer(pml_red.ThresholdReducer(low=0.2)),
+    ),
 }
 
 
@@ -47,21 +54,33 @@ def _data(seed, n, d):
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 24), d=st.integers(2, 8), red=st.sampled_from(sorted(PAIRS)),
-       mined=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 24),
+    d=st.integers(2, 8),
+    red=st.sampled_from(sorted(PAIRS)),
+    mined=st.booleans(),
+)
 def test_contrastive_with_reducer(seed, n, d, red, mined):
     x, y = _data(seed, n, d)
     it = None
     if mined:
         it = tuple(t.numpy() for t in pml_miners.PairMarginMiner(0.2, 0.8)(torch.tensor(x), torch.tensor(y)))
     ours = losses.ContrastiveLoss(pos_margin=0.1, neg_margin=0.9, reducer=PAIRS[red][0]())(x, y, it)
-    theirs = _pml(pml_losses.ContrastiveLoss(pos_margin=0.1, neg_margin=0.9, reducer=PAIRS[red][1]()), x, y, it)
+    theirs = _pml(
+        pml_losses.ContrastiveLoss(pos_margin=0.1, neg_margin=0.9, reducer=PAIRS[red][1]()), x, y, it
+    )
     _check(ours, theirs)
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 20), d=st.integers(2, 8),
-       red=st.sampled_from(["sum", "thr_low", "thr_both", "thr_high", "class_weighted"]), mined=st.booleans())
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(2, 20),
+    d=st.integers(2, 8),
+    red=st.sampled_from(["sum", "thr_low", "thr_both", "thr_high", "class_weighted"]),
+    mined=st.booleans(),
+)
 def test_triplet_with_reducer(seed, n, d, red, mined):
     x, y = _data(seed, n, d)
     it = None
@@ -89,13 +108,16 @@ def test_multiple_reducers_loss_dict(seed, n1, n2):
     ia, ib = rng.integers(0, 12, n1), rng.integers(0, 12, n2)
 
     def make(lib, t):
-        return {"pos_loss": {"losses": t(a), "indices": (t(ia), t(ia)), "reduction_type": "pos_pair"},
-                "neg_loss": {"losses": t(b), "indices": (t(ib), t(ib)), "reduction_type": "neg_pair"},
-                "other": {"losses": t(c), "indices": t(ia), "reduction_type": "element"}}
+        return {
+            "pos_loss": {"losses": t(a), "indices": (t(ia), t(ia)), "reduction_type": "pos_pair"},
+            "neg_loss": {"losses": t(b), "indices": (t(ib), t(ib)), "reduction_type": "neg_pair"},
+            "other": {"losses": t(c), "indices": t(ia), "reduction_type": "element"},
+        }
 
-    ours = reducers.MultipleReducers({"pos_loss": reducers.ThresholdReducer(low=0.3),
-                                      "neg_loss": reducers.ClassWeightedReducer(W)},
-                                     default_reducer=reducers.SumReducer())
+    ours = reducers.MultipleReducers(
+        {"pos_loss": reducers.ThresholdReducer(low=0.3), "neg_loss": reducers.ClassWeightedReducer(W)},
+        default_reducer=reducers.SumReducer(),
+    )
     value, grads = ours(make(None, lambda v: v), np.zeros((12, 2)), lab)
     tens = {}
 
@@ -106,9 +128,13 @@ def test_multiple_reducers_loss_dict(seed, n1, n2):
             return x
         return torch.tensor(v)
 
-    theirs = pml_red.MultipleReducers({"pos_loss": pml_red.ThresholdReducer(low=0.3),
-                                       "neg_loss": pml_red.ClassWeightedReducer(torch.tensor(W))},
-                                      default_reducer=pml_red.SumReducer())
+    theirs = pml_red.MultipleReducers(
+        {
+            "pos_loss": pml_red.ThresholdReducer(low=0.3),
+            "neg_loss": pml_red.ClassWeightedReducer(torch.tensor(W)),
+        },
+        default_reducer=pml_red.SumReducer(),
+    )
     out = theirs(make(None, t), torch.zeros(12, 2, dtype=torch.float64), torch.tensor(lab))
     out.backward()
     assert value == pytest.approx(out.item(), rel=1e-10, abs=1e-12)

@@ -1,4 +1,5 @@
 """Regularizers: gradients vs central finite differences of the float64 forward."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -30,9 +31,14 @@ def _x(seed, n, d):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 8), d=st.integers(1, 6),
-       p=st.sampled_from([1, 1.5, 2, 3, float("inf")]), power=st.sampled_from([1, 2, 0.5, 3]),
-       red=st.sampled_from(["mean", "sum"]))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 8),
+    d=st.integers(1, 6),
+    p=st.sampled_from([1, 1.5, 2, 3, float("inf")]),
+    power=st.sampled_from([1, 2, 0.5, 3]),
+    red=st.sampled_from(["mean", "sum"]),
+)
 def test_lp(seed, n, d, p, power, red):
     x = _x(seed, n, d)
     if p in (1, float("inf")):  # keep away from the kinks of |.| and of the max

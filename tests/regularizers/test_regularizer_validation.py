@@ -1,4 +1,5 @@
 """Regularizers: argument and input validation, and use as a loss's embedding_regularizer."""
+
 import numpy as np
 import pytest
 

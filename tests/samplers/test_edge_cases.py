@@ -1,6 +1,7 @@
 """Adversarial inputs for mantissa_embed.samplers: bad labels/weights/sizes raise a
 ValueError/TypeError naming the argument; extreme but valid weights sample correctly; bad model
 or miner outputs in TuplesToWeightsSampler are reported, never an IndexError or silent misuse."""
+
 import warnings
 
 import numpy as np
@@ -28,15 +29,23 @@ def test_empty_labels_are_a_value_error(labels):
         HierarchicalSampler(np.zeros((0, 2), np.int64), 4, 2)
 
 
-@pytest.mark.parametrize("kwargs,exc,word", [
-    ({"labels": Y.astype(float)}, TypeError, "labels"), ({"labels": Y.astype(bool)}, TypeError, "labels"),
-    ({"labels": Y[:, None]}, ValueError, "labels"), ({"m": 0}, ValueError, "m"), ({"m": 2.0}, TypeError, "m"),
-    ({"batch_size": 5}, ValueError, "batch_size"), ({"batch_size": 0}, ValueError, "batch_size"),
-    ({"batch_size": 10}, ValueError, "batch_size"),  # 2 * 4 classes < 10
-    ({"length_before_new_iter": 0}, ValueError, "length_before_new_iter"),
-    ({"batch_size": 4, "length_before_new_iter": 2}, ValueError, "length_before_new_iter"),
-    ({"seed": -1}, ValueError, "seed"), ({"seed": "a"}, TypeError, "seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,word",
+    [
+        ({"labels": Y.astype(float)}, TypeError, "labels"),
+        ({"labels": Y.astype(bool)}, TypeError, "labels"),
+        ({"labels": Y[:, None]}, ValueError, "labels"),
+        ({"m": 0}, ValueError, "m"),
+        ({"m": 2.0}, TypeError, "m"),
+        ({"batch_size": 5}, ValueError, "batch_size"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"batch_size": 10}, ValueError, "batch_size"),  # 2 * 4 classes < 10
+        ({"length_before_new_iter": 0}, ValueError, "length_before_new_iter"),
+        ({"batch_size": 4, "length_before_new_iter": 2}, ValueError, "length_before_new_iter"),
+        ({"seed": -1}, ValueError, "seed"),
+        ({"seed": "a"}, TypeError, "seed"),
+    ],
+)
 def test_mperclass_bad_arguments(kwargs, exc, word):
     args = {"labels": Y, "m": 2, **kwargs}
     with pytest.raises(exc, match=word):
@@ -52,23 +61,36 @@ def test_mperclass_m_larger_than_class_draws_with_replacement():
         assert ((b >= 0) & (b < len(Y))).all()
 
 
-@pytest.mark.parametrize("weights,exc,word", [
-    ([], ValueError, "weights"), ([0, 0], ValueError, "weights"), ([1, -1], ValueError, "weights"),
-    ([1, np.nan], ValueError, "weights"), ([1, np.inf], ValueError, "weights"),
-    ([True, False], TypeError, "weights"), ([[1, 1]], ValueError, "weights"),
-    (np.array([1, 1], object), TypeError, "weights"), ("ab", TypeError, "weights"),
-])
+@pytest.mark.parametrize(
+    "weights,exc,word",
+    [
+        ([], ValueError, "weights"),
+        ([0, 0], ValueError, "weights"),
+        ([1, -1], ValueError, "weights"),
+        ([1, np.nan], ValueError, "weights"),
+        ([1, np.inf], ValueError, "weights"),
+        ([True, False], TypeError, "weights"),
+        ([[1, 1]], ValueError, "weights"),
+        (np.array([1, 1], object), TypeError, "weights"),
+        ("ab", TypeError, "weights"),
+    ],
+)
 def test_weighted_bad_weights(weights, exc, word):
     with pytest.raises(exc, match=word):
         WeightedSampler(weights, 3)
 
 
-@pytest.mark.parametrize("kwargs,exc,word", [
-    ({"num_samples": 0}, ValueError, "num_samples"), ({"num_samples": 2.0}, TypeError, "num_samples"),
-    ({"replacement": 1}, TypeError, "replacement"), ({"generator": "x"}, TypeError, "generator"),
-    ({"batch_size": 0}, ValueError, "batch_size"),
-    ({"num_samples": 3, "replacement": False}, ValueError, "num_samples"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,word",
+    [
+        ({"num_samples": 0}, ValueError, "num_samples"),
+        ({"num_samples": 2.0}, TypeError, "num_samples"),
+        ({"replacement": 1}, TypeError, "replacement"),
+        ({"generator": "x"}, TypeError, "generator"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"num_samples": 3, "replacement": False}, ValueError, "num_samples"),
+    ],
+)
 def test_weighted_bad_arguments(kwargs, exc, word):
     args = {"weights": [1.0, 0.0, 1.0], "num_samples": 2, **kwargs}
     with pytest.raises(exc, match=word):
@@ -106,12 +128,18 @@ def test_fixed_set_of_triplets_edge_cases():
 Y2 = np.stack([np.arange(12) // 2, np.arange(12) // 6], 1)
 
 
-@pytest.mark.parametrize("args,kwargs,exc,word", [
-    ((np.arange(5), 4, 2), {}, ValueError, "labels"), ((Y2.astype(float), 4, 2), {}, TypeError, "labels"),
-    ((Y2, 4, 3), {}, ValueError, "samples_per_class"), ((Y2, 4, "some"), {}, TypeError, "samples_per_class"),
-    ((Y2, 4, 2), {"outer_label": 2}, ValueError, "outer_label"), ((Y2, 5, 1), {}, ValueError, "batch_size"),
-    ((Y2, 4, 2), {"super_classes_per_batch": 3}, ValueError, "super"),
-])
+@pytest.mark.parametrize(
+    "args,kwargs,exc,word",
+    [
+        ((np.arange(5), 4, 2), {}, ValueError, "labels"),
+        ((Y2.astype(float), 4, 2), {}, TypeError, "labels"),
+        ((Y2, 4, 3), {}, ValueError, "samples_per_class"),
+        ((Y2, 4, "some"), {}, TypeError, "samples_per_class"),
+        ((Y2, 4, 2), {"outer_label": 2}, ValueError, "outer_label"),
+        ((Y2, 5, 1), {}, ValueError, "batch_size"),
+        ((Y2, 4, 2), {"super_classes_per_batch": 3}, ValueError, "super"),
+    ],
+)
 def test_hierarchical_bad_arguments(args, kwargs, exc, word):
     with pytest.raises(exc, match=word):
         HierarchicalSampler(*args, **kwargs)
@@ -120,14 +148,27 @@ def test_hierarchical_bad_arguments(args, kwargs, exc, word):
 X = np.random.default_rng(0).standard_normal((12, 3)).astype(np.float32)
 
 
-@pytest.mark.parametrize("model,miner,exc,word", [
-    (lambda a: a * np.nan, miners.MultiSimilarityMiner(), ValueError, "model"),
-    (lambda a: a[:, 0], miners.MultiSimilarityMiner(), ValueError, "model"),
-    (lambda a: "x", miners.MultiSimilarityMiner(), TypeError, "model"),
-    (lambda a: a, lambda e, lab: (np.array([99]), np.array([0]), np.array([1])), ValueError, "miner output"),
-    (lambda a: a, lambda e, lab: (np.array([1.]), np.array([0.]), np.array([2.])), TypeError, "miner output"),
-    (lambda a: a, lambda e, lab: (np.array([1]), np.array([0])), ValueError, "miner output"),
-])
+@pytest.mark.parametrize(
+    "model,miner,exc,word",
+    [
+        (lambda a: a * np.nan, miners.MultiSimilarityMiner(), ValueError, "model"),
+        (lambda a: a[:, 0], miners.MultiSimilarityMiner(), ValueError, "model"),
+        (lambda a: "x", miners.MultiSimilarityMiner(), TypeError, "model"),
+        (
+            lambda a: a,
+            lambda e, lab: (np.array([99]), np.array([0]), np.array([1])),
+            ValueError,
+            "miner output",
+        ),
+        (
+            lambda a: a,
+            lambda e, lab: (np.array([1.0]), np.array([0.0]), np.array([2.0])),
+            TypeError,
+            "miner output",
+        ),
+        (lambda a: a, lambda e, lab: (np.array([1]), np.array([0])), ValueError, "miner output"),
+    ],
+)
 def test_tuples_to_weights_bad_model_or_miner_output(model, miner, exc, word):
     s = TuplesToWeightsSampler(model, miner, (X, Y), 6)
     with pytest.raises(exc, match=word):
@@ -136,12 +177,17 @@ def test_tuples_to_weights_bad_model_or_miner_output(model, miner, exc, word):
 
 def test_tuples_to_weights_valid_edges():
     # a miner returning nothing: uniform over the subset, zero outside
-    s = TuplesToWeightsSampler(lambda a: a, lambda e, lab: tuple(np.zeros(0, np.int64) for _ in range(3)),
-                               (X, Y), 6, seed=1)
+    s = TuplesToWeightsSampler(
+        lambda a: a, lambda e, lab: tuple(np.zeros(0, np.int64) for _ in range(3)), (X, Y), 6, seed=1
+    )
     batch = np.concatenate(list(s))
     assert set(batch) <= set(s.subset_indices.tolist())
     assert (s.weights[s.subset_indices] == 1).all() and s.weights.sum() == 6
-    for bad, exc in (({"subset_size": 0}, ValueError), ({"subset_size": 13}, ValueError),
-                     ({"batch_size": 0}, ValueError), ({"embed_batch_size": 0}, ValueError)):
+    for bad, exc in (
+        ({"subset_size": 0}, ValueError),
+        ({"subset_size": 13}, ValueError),
+        ({"batch_size": 0}, ValueError),
+        ({"embed_batch_size": 0}, ValueError),
+    ):
         with pytest.raises(exc, match=next(iter(bad))):
             TuplesToWeightsSampler(lambda a: a, miners.MultiSimilarityMiner(), (X, Y), **bad)

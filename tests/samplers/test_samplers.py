@@ -1,4 +1,5 @@
 """MPerClassSampler: PML's semantics and validation, batch-yielding."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -93,12 +94,15 @@ def test_same_distribution_as_pml():
         assert all(len(set(r[:, 0])) == 3 for r in runs)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(m=3, batch_size=8), "divide batch_size"),
-    (dict(m=2, batch_size=16), r"m \* \(number of unique labels\)"),
-    (dict(m=0, batch_size=16), "m must be >= 1"),
-    (dict(m=4, batch_size=16, length_before_new_iter=8), "length_before_new_iter"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(m=3, batch_size=8), "divide batch_size"),
+        (dict(m=2, batch_size=16), r"m \* \(number of unique labels\)"),
+        (dict(m=0, batch_size=16), "m must be >= 1"),
+        (dict(m=4, batch_size=16, length_before_new_iter=8), "length_before_new_iter"),
+    ],
+)
 def test_validation_errors(kwargs, match):
     labels = np.repeat(np.arange(5), 4)
     with pytest.raises(ValueError, match=match):

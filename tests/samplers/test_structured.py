@@ -1,4 +1,5 @@
 """FixedSetOfTriplets and HierarchicalSampler: PML's structure, seeded, batch-yielding."""
+
 import itertools
 
 import numpy as np
@@ -71,7 +72,9 @@ def hier_case(draw):
 @given(hier_case())
 def test_hierarchical_batches_have_pml_structure(case):
     labels, bs, spc, bpst, k, seed = case
-    s = HierarchicalSampler(labels, bs, spc, batches_per_super_tuple=bpst, super_classes_per_batch=k, seed=seed)
+    s = HierarchicalSampler(
+        labels, bs, spc, batches_per_super_tuple=bpst, super_classes_per_batch=k, seed=seed
+    )
     supers = sorted(set(labels[:, 1].tolist()))
     combos = list(itertools.combinations(supers, k))
     assert len(s) == len(combos) * bpst
@@ -110,13 +113,16 @@ def test_hierarchical_matches_pml_length_and_reshuffles():
     assert a != b
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(batch_size=7, samples_per_class=1), ValueError, "multiple of super_classes_per_batch"),
-    (dict(batch_size=8, samples_per_class=3), ValueError, "multiple of samples_per_class"),
-    (dict(batch_size=8, samples_per_class="some"), TypeError, "samples_per_class"),
-    (dict(batch_size=8, samples_per_class=2, super_classes_per_batch=4), ValueError, "super-classes"),
-    (dict(batch_size=8, samples_per_class=2, outer_label=2), ValueError, "outer_label"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(batch_size=7, samples_per_class=1), ValueError, "multiple of super_classes_per_batch"),
+        (dict(batch_size=8, samples_per_class=3), ValueError, "multiple of samples_per_class"),
+        (dict(batch_size=8, samples_per_class="some"), TypeError, "samples_per_class"),
+        (dict(batch_size=8, samples_per_class=2, super_classes_per_batch=4), ValueError, "super-classes"),
+        (dict(batch_size=8, samples_per_class=2, outer_label=2), ValueError, "outer_label"),
+    ],
+)
 def test_hierarchical_errors(kwargs, exc, match):
     labels = np.array([(c, c // 2) for c in range(6) for _ in range(3)], dtype=np.int64)
     with pytest.raises(exc, match=match):

@@ -1,4 +1,5 @@
 """WeightedSampler and TuplesToWeightsSampler: support, distribution, batching, exact weights."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -18,8 +19,13 @@ def weights_case(draw):
 
 
 @settings(max_examples=60, deadline=None)
-@given(w=weights_case(), num=st.integers(1, 50), bs=st.one_of(st.none(), st.integers(1, 9)),
-       repl=st.booleans(), seed=st.integers(0, 2**31))
+@given(
+    w=weights_case(),
+    num=st.integers(1, 50),
+    bs=st.one_of(st.none(), st.integers(1, 9)),
+    repl=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
 def test_zero_weight_rows_are_never_drawn_and_batches_are_well_formed(w, num, bs, repl, seed):
     support = np.flatnonzero(w > 0)
     if not repl:
@@ -69,19 +75,22 @@ def test_seeded_reproducible_and_global_rng_untouched():
     assert (np.random.get_state()[1] == state).all()
 
 
-@pytest.mark.parametrize("args, kwargs, exc, match", [
-    (([],), {}, ValueError, "empty"),
-    (([1.0, -1.0],), {}, ValueError, "non-negative"),
-    (([0.0, 0.0],), {}, ValueError, "positive"),
-    (([1.0, np.nan],), {}, ValueError, "NaN"),
-    (([[1.0]],), {}, ValueError, "1-D"),
-    (([1.0, 0.0, 1.0],), dict(replacement=False, num_samples=3), ValueError, "replacement=False"),
-    ((["a"],), {}, TypeError, "weights"),
-    (([1.0],), dict(num_samples=0), ValueError, "num_samples"),
-    (([1.0],), dict(num_samples=2.0), TypeError, "num_samples"),
-    (([1.0],), dict(replacement="yes"), TypeError, "replacement"),
-    (([1.0],), dict(batch_size=0), ValueError, "batch_size"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, exc, match",
+    [
+        (([],), {}, ValueError, "empty"),
+        (([1.0, -1.0],), {}, ValueError, "non-negative"),
+        (([0.0, 0.0],), {}, ValueError, "positive"),
+        (([1.0, np.nan],), {}, ValueError, "NaN"),
+        (([[1.0]],), {}, ValueError, "1-D"),
+        (([1.0, 0.0, 1.0],), dict(replacement=False, num_samples=3), ValueError, "replacement=False"),
+        ((["a"],), {}, TypeError, "weights"),
+        (([1.0],), dict(num_samples=0), ValueError, "num_samples"),
+        (([1.0],), dict(num_samples=2.0), TypeError, "num_samples"),
+        (([1.0],), dict(replacement="yes"), TypeError, "replacement"),
+        (([1.0],), dict(batch_size=0), ValueError, "batch_size"),
+    ],
+)
 def test_weighted_sampler_errors(args, kwargs, exc, match):
     kw = dict(num_samples=2)
     kw.update(kwargs)

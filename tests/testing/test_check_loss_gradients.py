@@ -1,5 +1,6 @@
 """mantissa_embed.testing.check_loss_gradients: passes true gradients, names the worst wrong
 entry (embeddings, ref_emb, parameters), skips kinks, rejects bad input, leaves the loss alone."""
+
 import numpy as np
 import pytest
 
@@ -11,17 +12,19 @@ from mantissa_embed.testing import check_loss_gradients
 
 def _quadratic(scale_grad=1.0, scale_ref=1.0):
     """L = sum_ij [y_i == r_j] |x_i - r_j|^2 / N with its exact gradients, optionally scaled."""
+
     def loss(embeddings, labels, ref_emb=None, ref_labels=None, indices_tuple=None):
         x = np.asarray(embeddings, np.float64)
         r = x if ref_emb is None else np.asarray(ref_emb, np.float64)
         rl = labels if ref_labels is None else ref_labels
         same = (labels[:, None] == rl[None, :])[..., None]
         diff = x[:, None, :] - r[None, :, :]
-        value = float((same * diff ** 2).sum() / len(x))
+        value = float((same * diff**2).sum() / len(x))
         g = 2 * (same * diff).sum(1) / len(x)
         if ref_emb is None:
             return LossOutput(value, scale_grad * 2 * g)  # x appears on both sides
         return LossOutput(value, scale_grad * g, scale_ref * -2 * (same * diff).sum(0) / len(x))
+
     return loss
 
 
@@ -41,8 +44,11 @@ def test_true_gradients_pass_in_float64_and_float32():
 
 def test_a_wrong_embedding_gradient_names_the_worst_entry():
     x, y = _batch()
-    with pytest.raises(AssertionError, match=r"of 18 gradient entries differ .* worst embeddings\[\d, \d\]: "
-                                             r"analytic .*, numeric"):
+    with pytest.raises(
+        AssertionError,
+        match=r"of 18 gradient entries differ .* worst embeddings\[\d, \d\]: "
+        r"analytic .*, numeric",
+    ):
         check_loss_gradients(_quadratic(scale_grad=1.01), x, y)
 
 
@@ -69,9 +75,11 @@ def test_parameter_gradients_are_checked_and_the_loss_is_not_modified():
 
 def test_kinks_are_skipped_not_failed():
     """|x - 1| at x = 1 exactly: forward and backward differences disagree, the entry is skipped."""
+
     def abs_loss(embeddings, labels, indices_tuple=None):
         x = np.asarray(embeddings, np.float64)
         return LossOutput(float(np.abs(x - 1).sum()), np.sign(x - 1) + (x == 1))  # 1 at the kink
+
     x = np.array([[1.0, 3.0], [-2.0, 0.5]])
     res = check_loss_gradients(abs_loss, x, np.array([0, 1]))
     assert res.skipped == 1 and res.checked == 3
@@ -89,13 +97,16 @@ def test_stateful_loss_is_evaluated_on_copies():
     assert xbm.queue_idx == 0 and not xbm.has_been_filled
 
 
-@pytest.mark.parametrize("kwargs, err, match", [
-    ({"embeddings": np.array([[np.nan, 1.0]])}, ValueError, "embeddings contains NaN"),
-    ({"embeddings": np.array([["a", "b"]])}, TypeError, "embeddings must be a numeric array"),
-    ({"embeddings": np.ones(3)}, ValueError, "embeddings must be a 2-D array"),
-    ({"embeddings": np.ones((2, 2)), "eps": 0.0}, ValueError, "eps must be > 0"),
-    ({"embeddings": np.ones((2, 2)), "rtol": "x"}, TypeError, "rtol must be a number"),
-])
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        ({"embeddings": np.array([[np.nan, 1.0]])}, ValueError, "embeddings contains NaN"),
+        ({"embeddings": np.array([["a", "b"]])}, TypeError, "embeddings must be a numeric array"),
+        ({"embeddings": np.ones(3)}, ValueError, "embeddings must be a 2-D array"),
+        ({"embeddings": np.ones((2, 2)), "eps": 0.0}, ValueError, "eps must be > 0"),
+        ({"embeddings": np.ones((2, 2)), "rtol": "x"}, TypeError, "rtol must be a number"),
+    ],
+)
 def test_bad_input(kwargs, err, match):
     with pytest.raises(err, match=match):
         check_loss_gradients(_quadratic(), labels=np.array([0, 1]), **kwargs)
@@ -104,6 +115,7 @@ def test_bad_input(kwargs, err, match):
 def test_a_gradient_of_the_wrong_shape_is_reported():
     def bad(embeddings, labels, indices_tuple=None):
         return LossOutput(0.0, np.zeros((1, 1)))
+
     with pytest.raises(ValueError, match=r"grad of shape \(1, 1\), expected \(2, 2\)"):
         check_loss_gradients(bad, np.ones((2, 2)), np.array([0, 1]))
 

@@ -1,5 +1,6 @@
 """mantissa_embed.testing.check_matches_pml: agrees with PML where we do, reports where we do
 not, and skips with a clear message without torch."""
+
 import sys
 import unittest
 
@@ -16,10 +17,14 @@ Y = np.array([0, 0, 1, 1, 2, 2, 0, 1])
 def test_triplet_matches_and_a_different_margin_does_not():
     pytest.importorskip("torch")
     pml_losses = pytest.importorskip("pytorch_metric_learning.losses")
-    ours, ref = check_matches_pml(losses.TripletMarginLoss(margin=0.2), pml_losses.TripletMarginLoss(margin=0.2), X, Y)
+    ours, ref = check_matches_pml(
+        losses.TripletMarginLoss(margin=0.2), pml_losses.TripletMarginLoss(margin=0.2), X, Y
+    )
     assert ours.loss == pytest.approx(ref[0], rel=1e-4)
     with pytest.raises(AssertionError, match="loss .* != reference"):
-        check_matches_pml(losses.TripletMarginLoss(margin=0.3), pml_losses.TripletMarginLoss(margin=0.2), X, Y)
+        check_matches_pml(
+            losses.TripletMarginLoss(margin=0.3), pml_losses.TripletMarginLoss(margin=0.2), X, Y
+        )
 
 
 def test_without_torch_it_skips_naming_the_extra(monkeypatch):

@@ -1,4 +1,5 @@
 """mantissa_embed.testing.check_miner_invariants: each rule of the miner contract is enforced."""
+
 import numpy as np
 import pytest
 
@@ -24,18 +25,21 @@ def test_real_miners_pass():
     check_miner_invariants(miners.PairMarginMiner(pos_margin=0, neg_margin=10), X, Y, X[:4], Y[:4])
 
 
-@pytest.mark.parametrize("out, match", [
-    ([ints(0), ints(1), ints(2)], "must return a tuple"),
-    ((ints(0), ints(1)), "tuple of 3 or 4 arrays, got tuple of 2"),
-    ((ints(0), ints(1), np.array([2], np.int32)), r"output\[2\] must be a 1-D int64"),
-    ((ints(0, 1), ints(1), ints(2, 3)), "a and p differ in length"),
-    ((ints(0), ints(1), ints(2), ints(3, 4)), "a2 and n differ in length"),
-    ((ints(0), ints(6), ints(2)), r"p\[0\] = 6 is out of range 0..5"),
-    ((ints(-1), ints(1), ints(2)), r"a\[0\] = -1 is out of range"),
-    ((ints(0), ints(2), ints(3)), "positive #0 .* does not share its anchor's label"),
-    ((ints(0), ints(1), ints(1)), "negative #0 .* shares its anchor's label"),
-    ((ints(1), ints(1), ints(2)), "positive #0 pairs anchor 1 with itself"),
-])
+@pytest.mark.parametrize(
+    "out, match",
+    [
+        ([ints(0), ints(1), ints(2)], "must return a tuple"),
+        ((ints(0), ints(1)), "tuple of 3 or 4 arrays, got tuple of 2"),
+        ((ints(0), ints(1), np.array([2], np.int32)), r"output\[2\] must be a 1-D int64"),
+        ((ints(0, 1), ints(1), ints(2, 3)), "a and p differ in length"),
+        ((ints(0), ints(1), ints(2), ints(3, 4)), "a2 and n differ in length"),
+        ((ints(0), ints(6), ints(2)), r"p\[0\] = 6 is out of range 0..5"),
+        ((ints(-1), ints(1), ints(2)), r"a\[0\] = -1 is out of range"),
+        ((ints(0), ints(2), ints(3)), "positive #0 .* does not share its anchor's label"),
+        ((ints(0), ints(1), ints(1)), "negative #0 .* shares its anchor's label"),
+        ((ints(1), ints(1), ints(2)), "positive #0 pairs anchor 1 with itself"),
+    ],
+)
 def test_each_broken_rule_is_named(out, match):
     with pytest.raises(AssertionError, match=match):
         check_miner_invariants(Fixed(out), X, Y)

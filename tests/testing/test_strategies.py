@@ -1,4 +1,5 @@
 """mantissa_embed.testing's hypothesis strategies draw what their docstrings promise."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -1,5 +1,6 @@
 """affine_theta's convention (torchvision's: counter-clockwise degrees, translations in pixels
 right and down, scale about the centre) against transformations numpy does exactly."""
+
 import numpy as np
 import pytest
 
@@ -26,8 +27,9 @@ def test_translation_shifts_right_and_down_with_zero_fill(tx, ty):
     x = _img(4, (2, 1, 7, 6))
     want = np.zeros_like(x)
     H, W = x.shape[2:]
-    want[:, :, max(ty, 0):H + min(ty, 0), max(tx, 0):W + min(tx, 0)] = \
-        x[:, :, max(-ty, 0):H - max(ty, 0), max(-tx, 0):W - max(tx, 0)]
+    want[:, :, max(ty, 0) : H + min(ty, 0), max(tx, 0) : W + min(tx, 0)] = x[
+        :, :, max(-ty, 0) : H - max(ty, 0), max(-tx, 0) : W - max(tx, 0)
+    ]
     np.testing.assert_allclose(_apply(x, 0.0, (tx, ty), 1.0), want, atol=1e-5)
 
 
@@ -44,8 +46,10 @@ def test_scale_about_the_centre():
         for ix in pos:
             x0, fx = int(np.floor(ix)), ix - np.floor(ix)
             p = x[0, 0]
-            row.append((1 - fy) * ((1 - fx) * p[y0, x0] + fx * p[y0, x0 + 1])
-                       + fy * ((1 - fx) * p[y0 + 1, x0] + fx * p[y0 + 1, x0 + 1]))
+            row.append(
+                (1 - fy) * ((1 - fx) * p[y0, x0] + fx * p[y0, x0 + 1])
+                + fy * ((1 - fx) * p[y0 + 1, x0] + fx * p[y0 + 1, x0 + 1])
+            )
         rows.append(row)
     np.testing.assert_allclose(got[0, 0], np.array(rows), atol=1e-6)
 

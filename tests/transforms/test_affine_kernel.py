@@ -1,5 +1,6 @@
 """affine_resample_forward / _backward: the engine against its numpy twin on random shapes
 (hypothesis: any N, C, odd H and W, batch 1, random matrices), and thread-count independence."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -9,11 +10,16 @@ from mantissa_embed import _reference as ref, engine
 
 FAST = settings(max_examples=40, deadline=None)
 
-case = st.fixed_dictionaries({
-    "N": st.integers(1, 5), "C": st.integers(1, 3),
-    "H": st.integers(0, 6).map(lambda k: 2 * k + 1), "W": st.integers(0, 6).map(lambda k: 2 * k + 1),
-    "spread": st.sampled_from([0.0, 0.1, 0.5, 2.0]), "seed": st.integers(0, 2**31 - 1),
-})
+case = st.fixed_dictionaries(
+    {
+        "N": st.integers(1, 5),
+        "C": st.integers(1, 3),
+        "H": st.integers(0, 6).map(lambda k: 2 * k + 1),
+        "W": st.integers(0, 6).map(lambda k: 2 * k + 1),
+        "spread": st.sampled_from([0.0, 0.1, 0.5, 2.0]),
+        "seed": st.integers(0, 2**31 - 1),
+    }
+)
 
 
 def _data(c):
@@ -77,7 +83,9 @@ def test_bitwise_equal_for_any_thread_count():
         runs = []
         for n in (1, 2, 3):
             engine.set_num_threads(n)
-            runs.append((engine.affine_resample_forward(x, theta), *engine.affine_resample_backward(x, theta, dy)))
+            runs.append(
+                (engine.affine_resample_forward(x, theta), *engine.affine_resample_backward(x, theta, dy))
+            )
     finally:
         engine.set_num_threads(prev)
     for run in runs[1:]:

@@ -1,12 +1,18 @@
 """The call contract: X is never modified, the result is the transform's own float32 buffer,
 reused by its next call (and never X itself)."""
+
 import numpy as np
 import pytest
 
 from mantissa_embed import transforms as T
 
-ALL = [T.RandomAffine(10, translate=(0.1, 0.1)), T.RandomCrop(6, padding=1), T.RandomHorizontalFlip(),
-       T.Compose([T.RandomHorizontalFlip(), T.RandomAffine(5)]), T.Compose([])]
+ALL = [
+    T.RandomAffine(10, translate=(0.1, 0.1)),
+    T.RandomCrop(6, padding=1),
+    T.RandomHorizontalFlip(),
+    T.Compose([T.RandomHorizontalFlip(), T.RandomAffine(5)]),
+    T.Compose([]),
+]
 
 
 @pytest.mark.parametrize("t", ALL, ids=repr)
@@ -18,8 +24,8 @@ def test_input_untouched_and_buffer_reused(t):
     np.testing.assert_array_equal(x, x0)
     assert a.dtype == np.float32 and a.flags.c_contiguous and not np.may_share_memory(a, x)
     b = t(x, rng)
-    assert np.shares_memory(a, b)                  # the same buffer, overwritten
-    c = t(x[:5], rng)                              # a smaller last batch reuses it too
+    assert np.shares_memory(a, b)  # the same buffer, overwritten
+    c = t(x[:5], rng)  # a smaller last batch reuses it too
     assert c.shape[0] == 5 and np.shares_memory(b, c)
 
 

@@ -1,4 +1,5 @@
 """get_config() is JSON-able and transform_from_config rebuilds an equal transform."""
+
 import json
 
 import numpy as np
@@ -9,7 +10,9 @@ from mantissa_embed import transforms as T
 CASES = [
     T.RandomAffine(12, translate=(0.09, 0.09), scale=(0.9, 1.1)),
     T.RandomAffine((-5, 20)),
-    T.RandomCrop(24, padding=4), T.RandomCrop((3, 5), padding=(1, 2, 3, 4)), T.RandomCrop(5),
+    T.RandomCrop(24, padding=4),
+    T.RandomCrop((3, 5), padding=(1, 2, 3, 4)),
+    T.RandomCrop(5),
     T.RandomHorizontalFlip(0.25),
     T.Compose([T.RandomHorizontalFlip(), T.Compose([T.RandomCrop(28, padding=2)]), T.RandomAffine(3)]),
     T.Compose([]),
@@ -25,12 +28,17 @@ def test_config_round_trips_through_json(t):
     np.testing.assert_array_equal(back(x, np.random.default_rng(1)), t(x, np.random.default_rng(1)))
 
 
-@pytest.mark.parametrize("cfg,match", [
-    ([], "must be a dict"), ({"p": 0.5}, "must be a dict with a 'type'"),
-    ({"type": "Nope"}, "unknown type 'Nope'"), ({"type": "RandomHorizontalFlip", "q": 1}, "bad arguments"),
-    ({"type": "Compose", "transforms": 3}, "must be a list"),
-    ({"type": "Compose", "transforms": [{"type": "X"}]}, r"cfg\['transforms'\]\[0\] has unknown type"),
-])
+@pytest.mark.parametrize(
+    "cfg,match",
+    [
+        ([], "must be a dict"),
+        ({"p": 0.5}, "must be a dict with a 'type'"),
+        ({"type": "Nope"}, "unknown type 'Nope'"),
+        ({"type": "RandomHorizontalFlip", "q": 1}, "bad arguments"),
+        ({"type": "Compose", "transforms": 3}, "must be a list"),
+        ({"type": "Compose", "transforms": [{"type": "X"}]}, r"cfg\['transforms'\]\[0\] has unknown type"),
+    ],
+)
 def test_bad_config(cfg, match):
     with pytest.raises(ValueError, match=match):
         T.transform_from_config(cfg)

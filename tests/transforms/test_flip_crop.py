@@ -1,5 +1,6 @@
 """RandomHorizontalFlip and RandomCrop against numpy (np.flip, np.pad and slicing) for the
 same draws from the generator."""
+
 import numpy as np
 import pytest
 
@@ -19,10 +20,17 @@ def test_flip_matches_numpy(p):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("size,padding,pad4", [
-    (5, None, (0, 0, 0, 0)), (4, 2, (2, 2, 2, 2)), ((3, 6), (1, 3), (1, 3, 1, 3)),
-    ((7, 5), (0, 1, 2, 3), (0, 1, 2, 3)), (1, 0, (0, 0, 0, 0)), ((9, 9), 2, (2, 2, 2, 2)),
-])
+@pytest.mark.parametrize(
+    "size,padding,pad4",
+    [
+        (5, None, (0, 0, 0, 0)),
+        (4, 2, (2, 2, 2, 2)),
+        ((3, 6), (1, 3), (1, 3, 1, 3)),
+        ((7, 5), (0, 1, 2, 3), (0, 1, 2, 3)),
+        (1, 0, (0, 0, 0, 0)),
+        ((9, 9), 2, (2, 2, 2, 2)),
+    ],
+)
 def test_crop_matches_numpy(size, padding, pad4):
     x = _x(2, (6, 3, 5, 6))
     got = T.RandomCrop(size, padding)(x, np.random.default_rng(3))
@@ -32,7 +40,7 @@ def test_crop_matches_numpy(size, padding, pad4):
     rng = np.random.default_rng(3)
     tops = rng.integers(0, xp.shape[2] - h + 1, 6)
     lefts = rng.integers(0, xp.shape[3] - w + 1, 6)
-    want = np.stack([xp[i, :, tops[i]:tops[i] + h, lefts[i]:lefts[i] + w] for i in range(6)])
+    want = np.stack([xp[i, :, tops[i] : tops[i] + h, lefts[i] : lefts[i] + w] for i in range(6)])
     assert got.shape == (6, 3, h, w)
     np.testing.assert_array_equal(got, want)
 

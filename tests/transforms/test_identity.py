@@ -1,4 +1,5 @@
 """An identity transform returns its input exactly (the kernel samples pixel centres)."""
+
 import numpy as np
 import pytest
 
@@ -6,8 +7,11 @@ from mantissa_embed import transforms as T
 
 
 @pytest.mark.parametrize("backend", ["mantissa", "numpy"])
-@pytest.mark.parametrize("t", [lambda b: T.RandomAffine(0, backend=b),
-                               lambda b: T.RandomAffine((0, 0), backend=b)], ids=["0", "(0,0)"])
+@pytest.mark.parametrize(
+    "t",
+    [lambda b: T.RandomAffine(0, backend=b), lambda b: T.RandomAffine((0, 0), backend=b)],
+    ids=["0", "(0,0)"],
+)
 def test_identity_affine_returns_input_exactly(t, backend):
     x = np.random.default_rng(0).standard_normal((4, 3, 9, 7)).astype(np.float32)
     np.testing.assert_array_equal(t(backend)(x, np.random.default_rng(1)), x)

@@ -1,5 +1,6 @@
 """RandomAffine's random parameters: within their ranges, reproducible from a seeded
 generator, different per image, and the ones the call applies."""
+
 import numpy as np
 import pytest
 
@@ -14,12 +15,16 @@ def _params(t, seed=0):
 
 def test_ranges_are_respected_and_filled():
     angle, translate, scale = _params(T.RandomAffine(12, translate=(0.1, 0.25), scale=(0.9, 1.2)))
-    for v, lo, hi in ((angle, -12, 12), (translate[:, 0], -0.1 * W, 0.1 * W),
-                      (translate[:, 1], -0.25 * H, 0.25 * H), (scale, 0.9, 1.2)):
+    for v, lo, hi in (
+        (angle, -12, 12),
+        (translate[:, 0], -0.1 * W, 0.1 * W),
+        (translate[:, 1], -0.25 * H, 0.25 * H),
+        (scale, 0.9, 1.2),
+    ):
         assert v.min() >= lo and v.max() <= hi
         span = hi - lo
         assert v.min() < lo + 0.01 * span and v.max() > hi - 0.01 * span  # the whole range is used
-        assert abs(v.mean() - (lo + hi) / 2) < 0.03 * span                  # uniform: centred
+        assert abs(v.mean() - (lo + hi) / 2) < 0.03 * span  # uniform: centred
 
 
 def test_pair_of_degrees_and_defaults():

@@ -1,4 +1,5 @@
 """viz.plot_roc: a log-FAR ROC PNG written atomically; bad input raises naming the argument."""
+
 import numpy as np
 import pytest
 
@@ -35,16 +36,19 @@ def test_several_curves_and_no_marks(tmp_path):
     assert (tmp_path / "two.png").stat().st_size > 1000
 
 
-@pytest.mark.parametrize("kwargs, exc, word", [
-    (dict(fpr=[0.0, 1.5], tpr=[0.0, 1.0]), ValueError, "fpr"),
-    (dict(fpr=[0.0, 1.0], tpr=[0.0, np.nan]), ValueError, "tpr"),
-    (dict(fpr=[0.0, 0.5, 1.0], tpr=[0.0, 1.0]), ValueError, "same length"),
-    (dict(fpr=np.array([[0.0, 1.0]]), tpr=np.array([[0.0, 1.0]])), ValueError, "fpr"),
-    (dict(fpr=[0.0, 1.0], tpr=[0.0, 1.0], mark_far=(0.0,)), ValueError, "mark_far"),
-    (dict(fpr=[0.0, 1.0], tpr=[0.0, 1.0], title=3), TypeError, "title"),
-    (dict(fpr=[0.0, 1.0], tpr=[0.0, 1.0], label=["a", "b"]), ValueError, "label"),
-    (dict(fpr=[0.0, 1.0], tpr=[0.0, 1.0], label=[3]), TypeError, "label"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, word",
+    [
+        (dict(fpr=[0.0, 1.5], tpr=[0.0, 1.0]), ValueError, "fpr"),
+        (dict(fpr=[0.0, 1.0], tpr=[0.0, np.nan]), ValueError, "tpr"),
+        (dict(fpr=[0.0, 0.5, 1.0], tpr=[0.0, 1.0]), ValueError, "same length"),
+        (dict(fpr=np.array([[0.0, 1.0]]), tpr=np.array([[0.0, 1.0]])), ValueError, "fpr"),
+        (dict(fpr=[0.0, 1.0], tpr=[0.0, 1.0], mark_far=(0.0,)), ValueError, "mark_far"),
+        (dict(fpr=[0.0, 1.0], tpr=[0.0, 1.0], title=3), TypeError, "title"),
+        (dict(fpr=[0.0, 1.0], tpr=[0.0, 1.0], label=["a", "b"]), ValueError, "label"),
+        (dict(fpr=[0.0, 1.0], tpr=[0.0, 1.0], label=[3]), TypeError, "label"),
+    ],
+)
 def test_bad_input(tmp_path, kwargs, exc, word):
     with pytest.raises(exc, match=word):
         plot_roc(path=tmp_path / "x.png", **kwargs)

@@ -1,4 +1,5 @@
 """viz: PNG files of the expected size, exact border colours, atomic writes, lazy matplotlib."""
+
 import struct
 import sys
 
@@ -58,10 +59,13 @@ def test_manifold_draws_class_colours(toy, tmp_path):
     img = imread(viz.plot_embedding_manifold(Z, y, tmp_path / "m.png"))
     pixels = {rgb_at(img, i, j) for i in range(0, img.shape[0], 2) for j in range(0, img.shape[1], 2)}
     # markers are drawn with alpha 0.75 over white
-    tab10 = [tuple(0.75 * c * 255 + 0.25 * 255 for c in matplotlib.colormaps["tab10"](i)[:3]) for i in range(4)]
+    tab10 = [
+        tuple(0.75 * c * 255 + 0.25 * 255 for c in matplotlib.colormaps["tab10"](i)[:3]) for i in range(4)
+    ]
 
     def near(c):
         return any(sum(abs(a - b) for a, b in zip(c, p)) < 12 for p in pixels)
+
     assert all(near(c) for c in tab10)
     assert not near(tuple(0.75 * c * 255 + 0.25 * 255 for c in matplotlib.colormaps["tab10"](6)[:3]))
 
@@ -87,8 +91,12 @@ def test_gallery_size_and_border_colours(toy, tmp_path):
         for col in range(4):
             left = 2 + col * (cw + 2) + (4 if col else 0)
             want = colours[expect[row][col]]
-            for (yy, xx) in [(top, left), (top + 1, left + cw // 2), (top + ch - 1, left + cw - 1),
-                             (top + ch // 2, left + 1)]:
+            for yy, xx in [
+                (top, left),
+                (top + 1, left + cw // 2),
+                (top + ch - 1, left + cw - 1),
+                (top + ch // 2, left + 1),
+            ]:
                 assert rgb_at(img, yy, xx) == want, (row, col, yy, xx)
             # the image itself sits inside the frame
             pix = rgb_at(img, top + 3, left + 3)
@@ -114,8 +122,9 @@ def test_gallery_accepts_nhw_and_rescales(toy, tmp_path):
 def test_gallery_rgb_images(tmp_path):
     rng = np.random.default_rng(1)
     images = rng.random((5, 3, 4, 4), dtype=np.float32)
-    out = viz.plot_retrieval_gallery(images, np.array([0, 1, 0, 1, 0]), [0], [[1]], tmp_path / "c.png",
-                                     scale=1, border=1, gap=0)
+    out = viz.plot_retrieval_gallery(
+        images, np.array([0, 1, 0, 1, 0]), [0], [[1]], tmp_path / "c.png", scale=1, border=1, gap=0
+    )
     img = imread(out)
     assert img.shape[:2] == (6, 12)
     assert rgb_at(img, 1, 1) == tuple(int(round(v * 255)) for v in images[0, :, 0, 0])
@@ -138,6 +147,7 @@ def test_failed_write_leaves_no_temp_file(toy, tmp_path, monkeypatch):
 
     def broken(*a, **k):
         raise RuntimeError("disk full")
+
     monkeypatch.setattr(matplotlib.image, "imsave", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         viz.plot_retrieval_gallery(images, y, [0], [[1]], tmp_path / "g.png")

@@ -1,5 +1,6 @@
 """Argument checks of the element-wise activation kernels (``src/engine_c/activations.c``): ReLU,
 leaky ReLU, dropout, and the activation codes of the conv / dense epilogues."""
+
 from __future__ import annotations
 
 from .arrays import F32_MAX, check_f32, check_kernel_input, check_kernel_output, check_outs

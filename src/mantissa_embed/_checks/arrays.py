@@ -3,6 +3,7 @@
 Errors name the argument: ``TypeError`` for a wrong type or dtype, ``ValueError`` for a bad value
 or shape.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -53,8 +54,14 @@ def check_f32(v: Any, name: str, minimum: float | None = None, *, strict: bool =
     return v
 
 
-def as_numeric_array(x: Any, name: str, ndim: int | tuple[int, ...] | None = None, *, dtype: Any = np.float32,
-                     allow_empty: bool = True) -> np.ndarray:
+def as_numeric_array(
+    x: Any,
+    name: str,
+    ndim: int | tuple[int, ...] | None = None,
+    *,
+    dtype: Any = np.float32,
+    allow_empty: bool = True,
+) -> np.ndarray:
     """``x`` as a C-contiguous ``dtype`` array; booleans, strings and objects raise ``TypeError``,
     a wrong ``ndim`` (an int or a tuple of them) or an empty array with ``allow_empty=False``
     ``ValueError``. No NaN scan (see ``mantissa_embed._validation.check_array``)."""
@@ -124,9 +131,13 @@ def check_no_overlap(out, name, *inputs, inplace_ok=()):
     for a, aname in inputs:
         if a is None or a.size == 0 or not np.may_share_memory(out, a):
             continue
-        if (aname in inplace_ok and out.shape == a.shape and out.strides == a.strides
-                and out.dtype == a.dtype
-                and out.__array_interface__["data"][0] == a.__array_interface__["data"][0]):
+        if (
+            aname in inplace_ok
+            and out.shape == a.shape
+            and out.strides == a.strides
+            and out.dtype == a.dtype
+            and out.__array_interface__["data"][0] == a.__array_interface__["data"][0]
+        ):
             continue
         raise ValueError(f"{name} must not share memory with {aname}")
 
@@ -136,7 +147,7 @@ def check_outs(outs, ins, inplace_ok=()) -> None:
     input nor with another output (ValueError), except the exact in-place aliases of
     ``inplace_ok`` input names."""
     for i, (o, oname) in enumerate(outs):
-        check_no_overlap(o, oname, *ins, *outs[i + 1:], inplace_ok=inplace_ok)
+        check_no_overlap(o, oname, *ins, *outs[i + 1 :], inplace_ok=inplace_ok)
 
 
 def check_bool(v: Any, name: str) -> bool:

@@ -1,5 +1,6 @@
 """Argument checks and geometry of the convolution kernels (``src/engine_c/conv.c``): the plain
 convolution, its fused 2x2 pooling and two-stage chain, its backward and its workspace."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,22 +25,27 @@ def conv_geometry(x_shape, w_shape, stride, pad, suffix: str = ""):
     stride = check_int(stride, f"stride{suffix}", 1)
     pad = check_int(pad, f"pad{suffix}", 0)
     if Cw != C:
-        raise ValueError(f"w{suffix} has {Cw} input channels but x has {C} (w{suffix}: {tuple(w_shape)}, "
-                         f"x: {tuple(x_shape)})")
+        raise ValueError(
+            f"w{suffix} has {Cw} input channels but x has {C} (w{suffix}: {tuple(w_shape)}, "
+            f"x: {tuple(x_shape)})"
+        )
     if KH < 1 or KW < 1:
         raise ValueError(f"kernel size must be >= 1, got w.shape {tuple(w_shape)}")
     if H + 2 * pad < KH or W + 2 * pad < KW:
         raise ValueError(
             f"kernel {KH}x{KW} is larger than the padded input {H + 2 * pad}x{W + 2 * pad} "
-            f"(x.shape {tuple(x_shape)}, pad {pad})")
+            f"(x.shape {tuple(x_shape)}, pad {pad})"
+        )
     if stride > MAX_FLOATS:
         raise ValueError(f"stride must be <= 2**56, got {stride}")
     HO = (H + 2 * pad - KH) // stride + 1
     WO = (W + 2 * pad - KW) // stride + 1
     Hp, Wp = H + 2 * pad, W + 2 * pad
     if max(C * Hp * Wp, N * F * HO * WO, C * KH * KW * HO * Wp, F * HO * Wp) > MAX_FLOATS:
-        raise ValueError(f"the convolution is too large (x.shape {tuple(x_shape)}, w.shape {tuple(w_shape)}, "
-                         f"stride {stride}, pad {pad}): its buffers would exceed 2**56 floats")
+        raise ValueError(
+            f"the convolution is too large (x.shape {tuple(x_shape)}, w.shape {tuple(w_shape)}, "
+            f"stride {stride}, pad {pad}): its buffers would exceed 2**56 floats"
+        )
     return N, C, H, W, F, KH, KW, HO, WO
 
 
@@ -53,8 +59,7 @@ def check_workspace(workspace, need, size_fn: str = "conv2d_workspace_size"):
     if workspace.ndim != 1 or not workspace.flags.c_contiguous or not workspace.flags.writeable:
         raise ValueError("workspace must be a writeable C-contiguous 1-D array")
     if workspace.shape[0] < need:
-        raise ValueError(f"workspace must hold at least {need} floats ({size_fn}), "
-                         f"got {workspace.shape[0]}")
+        raise ValueError(f"workspace must hold at least {need} floats ({size_fn}), got {workspace.shape[0]}")
     return workspace
 
 

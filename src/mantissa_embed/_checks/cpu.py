@@ -1,5 +1,6 @@
 """Argument checks of the thread count (``src/engine_c/cpu.c``): ``set_num_threads`` and the
 ``MANTISSA_EMBED_NUM_THREADS`` variable."""
+
 from __future__ import annotations
 
 import numbers
@@ -40,7 +41,10 @@ def env_num_threads():
     if raw not in _warned_values:
         _warned_values.add(raw)
         shown = repr(raw) if len(raw) <= 40 else repr(raw[:40]) + f"... ({len(raw)} characters)"
-        warnings.warn(f"{NUM_THREADS_ENV}={shown} is not a thread count (an integer from 1 to 4096): it is "
-                      "ignored, the engine uses every processor available to the process", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"{NUM_THREADS_ENV}={shown} is not a thread count (an integer from 1 to 4096): it is "
+            "ignored, the engine uses every processor available to the process",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return None

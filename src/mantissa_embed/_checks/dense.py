@@ -1,4 +1,5 @@
 """Argument checks of the fully connected layer's kernels (``src/engine_c/dense.c``)."""
+
 from __future__ import annotations
 
 from .arrays import check_bias, check_bool, check_kernel_input, check_kernel_output, check_outs, grad_buf
@@ -8,7 +9,9 @@ def check_dense_args(x, w, b):
     x = check_kernel_input(x, "x", 2)
     w = check_kernel_input(w, "w", 2)
     if w.shape[1] != x.shape[1]:
-        raise ValueError(f"w must have shape (out_features, {x.shape[1]}) to match x {x.shape}, got {w.shape}")
+        raise ValueError(
+            f"w must have shape (out_features, {x.shape[1]}) to match x {x.shape}, got {w.shape}"
+        )
     b = check_bias(b, w.shape[0])
     return x, w, b
 

@@ -1,4 +1,5 @@
 """Argument checks of the distance, normalization and symmetric-matrix kernels."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,8 +46,10 @@ def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None):
     an ``x`` that is not 2-D or an ``eps`` that is negative or not finite.
     """
     if not isinstance(x, np.ndarray) or x.dtype not in (np.float32, np.float64):
-        raise TypeError(f"x must be a float32 or float64 numpy array, got "
-                        f"{x.dtype if isinstance(x, np.ndarray) else type(x).__name__}")
+        raise TypeError(
+            f"x must be a float32 or float64 numpy array, got "
+            f"{x.dtype if isinstance(x, np.ndarray) else type(x).__name__}"
+        )
     if x.ndim != 2:
         raise ValueError(f"x must be 2-D (N, D), got shape {x.shape}")
     eps = check_float(eps, "eps", minimum=0.0)
@@ -69,8 +72,9 @@ def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None):
 
 def check_same_cols(x, r, xname: str = "x", rname: str = "r"):
     if x.shape[1] != r.shape[1]:
-        raise ValueError(f"{xname} and {rname} must have the same number of columns, "
-                         f"got {x.shape} and {r.shape}")
+        raise ValueError(
+            f"{xname} and {rname} must have the same number of columns, got {x.shape} and {r.shape}"
+        )
 
 
 def check_eps(eps):

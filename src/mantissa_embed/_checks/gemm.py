@@ -1,4 +1,5 @@
 """Argument checks of SGEMM (``src/engine_c/gemm.c``)."""
+
 from __future__ import annotations
 
 import numbers
@@ -17,8 +18,10 @@ def check_sgemm_operand(X, name):
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
     if not X.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous (pass the untransposed array with "
-                         f"trans_a/trans_b, or use numpy.ascontiguousarray)")
+        raise ValueError(
+            f"{name} must be C-contiguous (pass the untransposed array with "
+            f"trans_a/trans_b, or use numpy.ascontiguousarray)"
+        )
     if name == "C" and not X.flags.writeable:
         raise ValueError("C must be writeable")
 
@@ -38,9 +41,11 @@ def check_sgemm_shapes(a_shape, b_shape, trans_a, trans_b):
     M, K = (a_shape[1], a_shape[0]) if trans_a else (a_shape[0], a_shape[1])
     Kb, N = (b_shape[1], b_shape[0]) if trans_b else (b_shape[0], b_shape[1])
     if K != Kb:
-        raise ValueError(f"inner dimensions differ: op(A) is ({M}, {K}) but op(B) is ({Kb}, {N}) "
-                         f"(A {tuple(a_shape)}, trans_a={bool(trans_a)}; B {tuple(b_shape)}, "
-                         f"trans_b={bool(trans_b)})")
+        raise ValueError(
+            f"inner dimensions differ: op(A) is ({M}, {K}) but op(B) is ({Kb}, {N}) "
+            f"(A {tuple(a_shape)}, trans_a={bool(trans_a)}; B {tuple(b_shape)}, "
+            f"trans_b={bool(trans_b)})"
+        )
     return M, N, K
 
 

@@ -1,4 +1,5 @@
 """Argument checks of the exact k-NN search."""
+
 from __future__ import annotations
 
 import numbers
@@ -19,15 +20,17 @@ def check_knn_search(query, reference, k, metric, exclude_self, tile_q, tile_r, 
     r = check_kernel_input(reference, "reference", ndim=2)
     if q.shape[1] != r.shape[1]:
         raise ValueError(
-            f"query and reference must have the same number of columns, got {q.shape[1]} and {r.shape[1]}")
+            f"query and reference must have the same number of columns, got {q.shape[1]} and {r.shape[1]}"
+        )
     for v, name in ((k, "k"), (tile_q, "tile_q"), (tile_r, "tile_r")):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
             raise TypeError(f"{name} must be an int, got {type(v).__name__}")
         if v < 1:
             raise ValueError(f"{name} must be >= 1, got {v}")
     if int(tile_q) * int(tile_r) > MAX_TILE:  # each thread's scratch: a tile_q x tile_r block of distances
-        raise ValueError(f"tile_q * tile_r must be <= 2**24 (floats of scratch per thread), "
-                         f"got {tile_q} * {tile_r}")
+        raise ValueError(
+            f"tile_q * tile_r must be <= 2**24 (floats of scratch per thread), got {tile_q} * {tile_r}"
+        )
     if metric not in KNN_METRICS:
         raise ValueError(f"metric must be one of {KNN_METRICS}, got {metric!r}")
     check_bool(exclude_self, "exclude_self")

@@ -1,4 +1,5 @@
 """Argument checks of the miner kernels."""
+
 from __future__ import annotations
 
 from .arrays import check_f32, check_flag, check_float, check_int_array, check_kernel_input

@@ -1,4 +1,5 @@
 """Argument checks of the batch-normalization kernels (``engine.batchnorm_*`` and their twins)."""
+
 from __future__ import annotations
 
 from .activations import act_flag
@@ -16,7 +17,9 @@ from .arrays import (
 def bn_geometry(shape, name: str = "x"):
     """``(N, C, S)`` of a batch-norm input (N, C), (N, C, L) or (N, C, H, W): S = L, H*W or 1."""
     if len(shape) not in (2, 3, 4):
-        raise ValueError(f"{name} must be 2-D (N, C), 3-D (N, C, L) or 4-D (N, C, H, W), got shape {tuple(shape)}")
+        raise ValueError(
+            f"{name} must be 2-D (N, C), 3-D (N, C, L) or 4-D (N, C, H, W), got shape {tuple(shape)}"
+        )
     S = 1
     for s in shape[2:]:
         S *= s
@@ -53,12 +56,15 @@ def check_eps(eps, name: str = "eps"):
 
 def check_training_size(N, S):
     if N * S <= 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got {N * S} "
-                         f"(batch {N}, {S} values per sample and channel)")
+        raise ValueError(
+            f"Expected more than 1 value per channel when training, got {N * S} "
+            f"(batch {N}, {S} values per sample and channel)"
+        )
 
 
-def check_batchnorm_forward_args(x, gamma, beta, running_mean, running_var, training, momentum, eps,
-                                 out, save_mean, save_invstd, act):
+def check_batchnorm_forward_args(
+    x, gamma, beta, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd, act
+):
     """Validated arguments of ``batchnorm_forward`` plus ``(N, C, S)`` and the ReLU flag."""
     x = check_kernel_input(x, "x")
     N, C, S = bn_geometry(x.shape)
@@ -77,14 +83,29 @@ def check_batchnorm_forward_args(x, gamma, beta, running_mean, running_var, trai
     save_invstd = check_kernel_output(save_invstd, "save_invstd", (C,))
     ins = [(x, "x"), (gamma, "gamma"), (beta, "beta")]
     stats = [(running_mean, "running_mean"), (running_var, "running_var")]
-    check_outs([(out, "out"), (save_mean, "save_mean"), (save_invstd, "save_invstd")] + stats, ins,
-               inplace_ok=("x",))
-    return (x, gamma, beta, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd,
-            (N, C, S), relu)
+    check_outs(
+        [(out, "out"), (save_mean, "save_mean"), (save_invstd, "save_invstd")] + stats, ins, inplace_ok=("x",)
+    )
+    return (
+        x,
+        gamma,
+        beta,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+        out,
+        save_mean,
+        save_invstd,
+        (N, C, S),
+        relu,
+    )
 
 
-def check_batchnorm_backward_args(dy, x, gamma, save_mean, save_invstd, training, act, y, dx, dgamma, dbeta,
-                                  need_dx, accumulate):
+def check_batchnorm_backward_args(
+    dy, x, gamma, save_mean, save_invstd, training, act, y, dx, dgamma, dbeta, need_dx, accumulate
+):
     """Validated arguments of ``batchnorm_backward`` plus ``(N, C, S)``; dgamma / dbeta new (zeros
     when accumulating) when None, dx None when not ``need_dx``, y None unless ``act`` is "relu"."""
     x = check_kernel_input(x, "x")
@@ -109,9 +130,30 @@ def check_batchnorm_backward_args(dy, x, gamma, save_mean, save_invstd, training
     dx = check_kernel_output(dx, "dx", x.shape) if need_dx else None
     dgamma = grad_buf(dgamma, "dgamma", (C,), accumulate)
     dbeta = grad_buf(dbeta, "dbeta", (C,), accumulate)
-    ins = [(dy, "dy"), (x, "x"), (y, "y"), (gamma, "gamma"), (save_mean, "save_mean"), (save_invstd, "save_invstd")]
+    ins = [
+        (dy, "dy"),
+        (x, "x"),
+        (y, "y"),
+        (gamma, "gamma"),
+        (save_mean, "save_mean"),
+        (save_invstd, "save_invstd"),
+    ]
     check_outs([(dx, "dx"), (dgamma, "dgamma"), (dbeta, "dbeta")], ins, inplace_ok=("dy",))
-    return dy, x, gamma, save_mean, save_invstd, training, y, dx, dgamma, dbeta, need_dx, accumulate, (N, C, S)
+    return (
+        dy,
+        x,
+        gamma,
+        save_mean,
+        save_invstd,
+        training,
+        y,
+        dx,
+        dgamma,
+        dbeta,
+        need_dx,
+        accumulate,
+        (N, C, S),
+    )
 
 
 def check_batchnorm_fold_args(w, b, gamma, beta, running_mean, running_var, eps, w_out, b_out):
@@ -129,7 +171,13 @@ def check_batchnorm_fold_args(w, b, gamma, beta, running_mean, running_var, eps,
     eps = check_eps(eps)
     w_out = check_kernel_output(w_out, "w_out", w.shape)
     b_out = check_kernel_output(b_out, "b_out", (F,))
-    ins = [(w, "w"), (b, "b"), (gamma, "gamma"), (beta, "beta"), (running_mean, "running_mean"),
-           (running_var, "running_var")]
+    ins = [
+        (w, "w"),
+        (b, "b"),
+        (gamma, "gamma"),
+        (beta, "beta"),
+        (running_mean, "running_mean"),
+        (running_var, "running_var"),
+    ]
     check_outs([(w_out, "w_out"), (b_out, "b_out")], ins)
     return w, b, gamma, beta, running_mean, running_var, eps, w_out, b_out

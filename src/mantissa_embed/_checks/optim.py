@@ -1,4 +1,5 @@
 """Argument checks of the optimizer steps (``src/engine_c/optim.c``): SGD and Adam / AdamW."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Argument checks of the contrastive and triplet margin kernels (both backends)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,10 @@ def check_self(exclude_self, N, M):
 def check_swap_all(swap, labels, ref_labels):
     swap = check_flag(swap, "swap")
     if swap and (labels.shape[0] != ref_labels.shape[0] or not np.array_equal(labels, ref_labels)):
-        raise ValueError("swap=True requires the reference set to be the batch itself "
-                         "(square dist and ref_labels equal to labels)")
+        raise ValueError(
+            "swap=True requires the reference set to be the batch itself "
+            "(square dist and ref_labels equal to labels)"
+        )
     return swap
 
 
@@ -30,8 +33,7 @@ def check_pair_args(dist, ddist, inverted, nonzero_only):
 
 
 def check_label_pair(labels, ref_labels, N, M):
-    return (check_int_array(labels, "labels", length=N),
-            check_int_array(ref_labels, "ref_labels", length=M))
+    return (check_int_array(labels, "labels", length=N), check_int_array(ref_labels, "ref_labels", length=M))
 
 
 def check_terms(weights, shape, ddist, grad, return_losses, nonzero_only):

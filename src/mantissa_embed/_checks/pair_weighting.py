@@ -1,4 +1,5 @@
 """Argument checks of the per-row pair-weighting kernels."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,8 +55,9 @@ def check_mask(a, name, shape):
     return np.ascontiguousarray(arr)
 
 
-def check_rows_args(kind, mat, labels, ref_labels, pos_mask, neg_mask, params, exclude_self,
-                     inverted, losses, dmat):
+def check_rows_args(
+    kind, mat, labels, ref_labels, pos_mask, neg_mask, params, exclude_self, inverted, losses, dmat
+):
     """Validate the arguments of pairw_rows_forward; returns what the kernels need."""
     code, pv = check_kind_params(kind, params)
     mat = check_kernel_input(mat, "mat", 2)
@@ -82,8 +84,16 @@ def check_rows_args(kind, mat, labels, ref_labels, pos_mask, neg_mask, params, e
             raise ValueError(f"exclude_self requires a square matrix, got shape ({N}, {M})")
     losses = check_kernel_output(losses, "losses", (N,))
     dmat = check_kernel_output(dmat, "dmat", (N, M))
-    check_outs([(losses, "losses"), (dmat, "dmat")], [(mat, "mat"), (labels, "labels"), (ref_labels, "ref_labels"),
-                                                      (pos_mask, "pos_mask"), (neg_mask, "neg_mask")])
+    check_outs(
+        [(losses, "losses"), (dmat, "dmat")],
+        [
+            (mat, "mat"),
+            (labels, "labels"),
+            (ref_labels, "ref_labels"),
+            (pos_mask, "pos_mask"),
+            (neg_mask, "neg_mask"),
+        ],
+    )
     return code, pv, mat, labels, ref_labels, pos_mask, neg_mask, exclude_self, inverted, losses, dmat
 
 

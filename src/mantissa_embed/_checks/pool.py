@@ -1,5 +1,6 @@
 """Argument checks and geometry of the pooling kernels (``src/engine_c/pool.c``): max pooling
 (alone or with a ReLU's backward), average and global average pooling."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,9 @@ def pool_geometry(x_shape, size, stride, pad=0):
     if stride > MAX_FLOATS:
         raise ValueError(f"stride must be <= 2**56, got {stride}")
     if (H + 2 * pad) * (W + 2 * pad) > _MAX_PLANE:
-        raise ValueError(f"x.shape {(N, C, H, W)}: an H*W plane must hold at most 2**31 - 1 values "
-                         f"(the argmax is int32)")
+        raise ValueError(
+            f"x.shape {(N, C, H, W)}: an H*W plane must hold at most 2**31 - 1 values (the argmax is int32)"
+        )
     return N, C, H, W, (H + 2 * pad - size) // stride + 1, (W + 2 * pad - size) // stride + 1, size, stride
 
 
@@ -42,10 +44,13 @@ def check_pool_backward(dy, argmax, x_shape):
     dy = check_kernel_input(dy, "dy", 4)
     N, C, H, W = check_shape(x_shape, "x_shape", 4)
     if H * W > _MAX_PLANE:
-        raise ValueError(f"x_shape {(N, C, H, W)}: an H*W plane must hold at most 2**31 - 1 values "
-                         f"(the argmax is int32)")
+        raise ValueError(
+            f"x_shape {(N, C, H, W)}: an H*W plane must hold at most 2**31 - 1 values (the argmax is int32)"
+        )
     if dy.shape[:2] != (N, C):
-        raise ValueError(f"dy must have shape ({N}, {C}, HO, WO) to match x_shape {(N, C, H, W)}, got {dy.shape}")
+        raise ValueError(
+            f"dy must have shape ({N}, {C}, HO, WO) to match x_shape {(N, C, H, W)}, got {dy.shape}"
+        )
     if not isinstance(argmax, np.ndarray) or argmax.dtype != np.int32:
         got = argmax.dtype if isinstance(argmax, np.ndarray) else type(argmax).__name__
         raise TypeError(f"argmax must be an int32 numpy.ndarray, got {got}")

@@ -1,6 +1,7 @@
 """Argument checks of the classifier softmax cross-entropy and P2SGrad kernels, and the float64
 P2SGrad and softmax cross-entropy that the losses and the numpy twin share (``p2sgrad64``,
 ``softmax_xent64``)."""
+
 from __future__ import annotations
 
 import numpy as np

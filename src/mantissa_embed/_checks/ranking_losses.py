@@ -1,4 +1,5 @@
 """Argument checks of the ranking kernels (PNP ranks, DynamicSoftMargin)."""
+
 from __future__ import annotations
 
 import numbers
@@ -60,7 +61,14 @@ def check_dsm(mat, labels, ref_labels, exclude_self, min_val, delta):
     exclude_self = check_flag(exclude_self, "exclude_self")
     if exclude_self and N != M:
         raise ValueError(f"exclude_self needs a square mat, got shape {mat.shape}")
-    return mat, labels, ref_labels, exclude_self, check_real(min_val, "min_val"), check_positive(delta, "delta")
+    return (
+        mat,
+        labels,
+        ref_labels,
+        exclude_self,
+        check_real(min_val, "min_val"),
+        check_positive(delta, "delta"),
+    )
 
 
 #: the most histogram bins of DynamicSoftMargin (PML's default is 10): the kernels keep one row

@@ -1,4 +1,5 @@
 """Argument checks of the shared scatter-add kernel (both backends)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,9 @@ def check_scatter(src, index, out, name: str = "out"):
     src = check_kernel_input(src, "src", ndim=out.ndim)
     if src.shape != (K,) + out.shape[1:]:
         raise ValueError(f"src must have shape {(K,) + out.shape[1:]}, got {src.shape}")
-    check_outs([(out, name)], [(src, "src"), (index, "index")])  # an index overwritten mid-call: out of bounds
+    check_outs(
+        [(out, name)], [(src, "src"), (index, "index")]
+    )  # an index overwritten mid-call: out of bounds
     return src, index, out, K, D, N
 
 

@@ -1,4 +1,5 @@
 """Argument checks of the softmax-over-pairs kernels (NTXent, SupCon, NCA, NPairs, Instance)."""
+
 from __future__ import annotations
 
 import numbers

@@ -1,5 +1,6 @@
 """Argument checks of the transforms kernels (``src/engine_c/transforms.c``), shared by the
 engine module and its numpy twin."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,10 @@ def check_affine_args(x, theta):
     x = check_kernel_input(x, "x", 4)
     theta = check_kernel_input(theta, "theta", 3)
     if theta.shape != (x.shape[0], 2, 3):
-        raise ValueError(f"theta must have shape ({x.shape[0]}, 2, 3) (one 2x3 matrix per image of x "
-                         f"{x.shape}), got {theta.shape}")
+        raise ValueError(
+            f"theta must have shape ({x.shape[0]}, 2, 3) (one 2x3 matrix per image of x "
+            f"{x.shape}), got {theta.shape}"
+        )
     if theta.size and not np.isfinite(theta).all():
         raise ValueError("theta contains NaN or Inf")
     return x, theta
@@ -33,7 +36,8 @@ def check_affine_backward(x, theta, dy, need_dx, need_dtheta, dx, dtheta):
     if dy.shape != x.shape:
         raise ValueError(f"dy must have the shape of x {x.shape}, got {dy.shape}")
     dx = check_kernel_output(dx, "dx", x.shape) if check_bool(need_dx, "need_dx") else None
-    dtheta = (check_kernel_output(dtheta, "dtheta", theta.shape)
-              if check_bool(need_dtheta, "need_dtheta") else None)
+    dtheta = (
+        check_kernel_output(dtheta, "dtheta", theta.shape) if check_bool(need_dtheta, "need_dtheta") else None
+    )
     check_outs([(dx, "dx"), (dtheta, "dtheta")], [(x, "x"), (theta, "theta"), (dy, "dy")])
     return x, theta, dy, dx, dtheta

@@ -1,4 +1,5 @@
 """Argument checks of the AngularLoss kernels."""
+
 from __future__ import annotations
 
 from .arrays import check_int_array, check_kernel_input

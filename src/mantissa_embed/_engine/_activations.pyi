@@ -1,8 +1,17 @@
 """Type stub of the compiled ``mantissa_embed._engine._activations`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['relu_forward', 'relu_backward', 'all_finite', 'leaky_relu_forward', 'leaky_relu_backward', 'dropout_forward', 'dropout_backward']
+__all__ = [
+    "relu_forward",
+    "relu_backward",
+    "all_finite",
+    "leaky_relu_forward",
+    "leaky_relu_backward",
+    "dropout_forward",
+    "dropout_backward",
+]
 
 def relu_forward(x: Any, out: Any = None) -> Any: ...
 def relu_backward(dy: Any, y: Any, dx: Any = None) -> Any: ...

@@ -1,8 +1,16 @@
 """Type stub of the compiled ``mantissa_embed._engine._conv`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['conv2d_workspace_size', 'conv2d_forward', 'conv2d_pool2_forward', 'conv2d_pool2_chain_workspace_size', 'conv2d_pool2_chain_forward', 'conv2d_backward']
+__all__ = [
+    "conv2d_workspace_size",
+    "conv2d_forward",
+    "conv2d_pool2_forward",
+    "conv2d_pool2_chain_workspace_size",
+    "conv2d_pool2_chain_forward",
+    "conv2d_backward",
+]
 
 def conv2d_workspace_size(x_shape: Any, w_shape: Any, stride: Any, pad: Any) -> int: ...
 def conv2d_forward(

@@ -1,7 +1,7 @@
 """Type stub of the compiled ``mantissa_embed._engine._cpu`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
 
-__all__ = ['get_num_threads', 'set_num_threads', 'gemm_kernel_name', 'cpu_features']
+__all__ = ["get_num_threads", "set_num_threads", "gemm_kernel_name", "cpu_features"]
 
 def get_num_threads() -> int: ...
 def set_num_threads(n: int) -> None: ...

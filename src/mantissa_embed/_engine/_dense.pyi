@@ -1,8 +1,9 @@
 """Type stub of the compiled ``mantissa_embed._engine._dense`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['dense_forward', 'dense_backward']
+__all__ = ["dense_forward", "dense_backward"]
 
 def dense_forward(
     x: Any,

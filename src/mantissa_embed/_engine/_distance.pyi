@@ -1,8 +1,19 @@
 """Type stub of the compiled ``mantissa_embed._engine._distance`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['l2_normalize_forward', 'l2_normalize_backward', 'euclidean_workspace_size', 'euclidean_forward', 'euclidean_backward', 'dot_similarity_forward', 'dot_similarity_backward', 'add_transpose_forward', 'gram_forward']
+__all__ = [
+    "l2_normalize_forward",
+    "l2_normalize_backward",
+    "euclidean_workspace_size",
+    "euclidean_forward",
+    "euclidean_backward",
+    "dot_similarity_forward",
+    "dot_similarity_backward",
+    "add_transpose_forward",
+    "gram_forward",
+]
 
 def l2_normalize_forward(x: Any, eps: float = ..., y: Any = None, norms: Any = None) -> Any: ...
 def l2_normalize_backward(dy: Any, y: Any, norms: Any, eps: float = ..., dx: Any = None) -> Any: ...

@@ -1,8 +1,9 @@
 """Type stub of the compiled ``mantissa_embed._engine._gemm`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['sgemm']
+__all__ = ["sgemm"]
 
 def sgemm(
     A: Any,

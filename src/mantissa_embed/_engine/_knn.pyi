@@ -1,14 +1,15 @@
 """Type stub of the compiled ``mantissa_embed._engine._knn`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['knn_search']
+__all__ = ["knn_search"]
 
 def knn_search(
     query: Any,
     reference: Any,
     k: Any,
-    metric: str = 'sqeuclidean',
+    metric: str = "sqeuclidean",
     exclude_self: bool = False,
     tile_q: int = 256,
     tile_r: int = 2048,

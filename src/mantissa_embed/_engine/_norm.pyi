@@ -1,8 +1,9 @@
 """Type stub of the compiled ``mantissa_embed._engine._norm`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['batchnorm_forward', 'batchnorm_backward', 'batchnorm_fold']
+__all__ = ["batchnorm_forward", "batchnorm_backward", "batchnorm_fold"]
 
 def batchnorm_forward(
     x: Any,

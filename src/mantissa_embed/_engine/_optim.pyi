@@ -1,8 +1,9 @@
 """Type stub of the compiled ``mantissa_embed._engine._optim`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['sgd_step', 'adam_step']
+__all__ = ["sgd_step", "adam_step"]
 
 def sgd_step(
     p: Any,

@@ -1,8 +1,15 @@
 """Type stub of the compiled ``mantissa_embed._engine._pair_losses`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['contrastive_loss_all', 'contrastive_loss_pairs', 'triplet_all_count', 'triplet_loss_all', 'triplet_loss_triplets']
+__all__ = [
+    "contrastive_loss_all",
+    "contrastive_loss_pairs",
+    "triplet_all_count",
+    "triplet_loss_all",
+    "triplet_loss_triplets",
+]
 
 def contrastive_loss_all(
     dist: Any,

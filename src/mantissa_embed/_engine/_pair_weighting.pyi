@@ -1,8 +1,9 @@
 """Type stub of the compiled ``mantissa_embed._engine._pair_weighting`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['pairw_rows_forward', 'pairw_rows_backward']
+__all__ = ["pairw_rows_forward", "pairw_rows_backward"]
 
 def pairw_rows_forward(
     kind: Any,

@@ -1,8 +1,18 @@
 """Type stub of the compiled ``mantissa_embed._engine._softmax_losses`` (parameter names and defaults as
 compiled; arrays are float32 / int64 numpy arrays, checked at run time by ``_checks``)."""
+
 from typing import Any
 
-__all__ = ['ntxent_all', 'supcon_all', 'softmax_nll_forward', 'softmax_nll_backward', 'softmax_nll_fast_forward', 'softmax_nll_fast_backward', 'softmax_xent_rows_forward', 'softmax_xent_rows_backward']
+__all__ = [
+    "ntxent_all",
+    "supcon_all",
+    "softmax_nll_forward",
+    "softmax_nll_backward",
+    "softmax_nll_fast_forward",
+    "softmax_nll_fast_backward",
+    "softmax_xent_rows_forward",
+    "softmax_xent_rows_backward",
+]
 
 def ntxent_all(
     sim: Any,
@@ -11,7 +21,7 @@ def ntxent_all(
     temperature: Any,
     exclude_self: bool = False,
     inverted: bool = True,
-    reduction: str = 'mean',
+    reduction: str = "mean",
     weights: Any = None,
     losses: bool = False,
     grad: bool = True,
@@ -23,7 +33,7 @@ def supcon_all(
     temperature: Any,
     exclude_self: bool = False,
     inverted: bool = True,
-    reduction: str = 'avg_non_zero',
+    reduction: str = "avg_non_zero",
     weights: Any = None,
     losses: bool = False,
     grad: bool = True,

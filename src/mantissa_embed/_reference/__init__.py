@@ -4,6 +4,7 @@ Each function here has the same name, signature and semantics as the function of
 same name in ``mantissa_embed.engine``; the tests check they agree. The twins are
 written for clarity, not speed.
 """
+
 from ._activations import *  # noqa: F401,F403
 from ._conv import *  # noqa: F401,F403
 from ._cpu import *  # noqa: F401,F403

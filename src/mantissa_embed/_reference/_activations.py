@@ -2,6 +2,7 @@
 (``mantissa_embed._engine._activations``). Same names, signatures, checks and errors as the engine.
 ``_act`` (the activation of the conv / dense epilogues) keeps its input dtype.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -5,6 +5,7 @@ strided copy per kernel tap) and a matmul, the algorithm of ``src/engine_c/conv.
 to float32 rounding. ``_conv2d`` and ``_conv2d_grads`` keep their input dtype (float64 finite
 differences in the tests). Scratch sizes are the engine's.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,7 +40,7 @@ def _im2col(x, KH, KW, stride, pad, HO, WO):
     cols = np.empty((N, C, KH, KW, HO, WO), dtype=x.dtype)
     for i in range(KH):
         for j in range(KW):
-            cols[:, :, i, j] = xp[:, :, i:i + stride * HO:stride, j:j + stride * WO:stride]
+            cols[:, :, i, j] = xp[:, :, i : i + stride * HO : stride, j : j + stride * WO : stride]
     return cols
 
 
@@ -50,8 +51,8 @@ def _col2im(cols, x_shape, stride, pad):
     dxp = np.zeros((N, C, H + 2 * pad, W + 2 * pad), dtype=cols.dtype)
     for i in range(KH):
         for j in range(KW):
-            dxp[:, :, i:i + stride * HO:stride, j:j + stride * WO:stride] += cols[:, :, i, j]
-    return dxp[:, :, pad:pad + H, pad:pad + W]
+            dxp[:, :, i : i + stride * HO : stride, j : j + stride * WO : stride] += cols[:, :, i, j]
+    return dxp[:, :, pad : pad + H, pad : pad + W]
 
 
 def _conv2d(x, w, b, stride, pad):
@@ -102,8 +103,20 @@ def conv2d_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, neg
     return out
 
 
-def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx: bool = True,
-                    accumulate: bool = False, workspace=None, need_db: bool = True):
+def conv2d_backward(
+    x,
+    w,
+    dy,
+    stride,
+    pad,
+    dx=None,
+    dw=None,
+    db=None,
+    need_dx: bool = True,
+    accumulate: bool = False,
+    workspace=None,
+    need_db: bool = True,
+):
     """Gradients of ``conv2d_forward`` for the upstream gradient dy (N,F,HO,WO).
 
     Returns ``(dx, dw, db)``: dx (N,C,H,W) (None when ``need_dx`` is False; overwritten),
@@ -111,10 +124,13 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx: b
     added to when ``accumulate`` is True); db is None (not computed) when ``need_db`` is False.
     """
     x, w, dy, geo, dx, dw, db, need_dx, accumulate = check_conv_backward_args(
-        x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate, need_db)
+        x, w, dy, stride, pad, dx, dw, db, need_dx, accumulate, need_db
+    )
     N, C, H, W, F, KH, KW, HO, WO = geo
     check_workspace(workspace, conv2d_workspace_size(x.shape, w.shape, stride, pad))
-    check_outs([(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")], [(x, "x"), (w, "w"), (dy, "dy")])
+    check_outs(
+        [(dx, "dx"), (dw, "dw"), (db, "db"), (workspace, "workspace")], [(x, "x"), (w, "w"), (dy, "dy")]
+    )
     gx, gw, gb = _conv2d_grads(x, w, dy, stride, pad)
     if need_dx:
         dx[...] = gx
@@ -124,7 +140,9 @@ def conv2d_backward(x, w, dy, stride, pad, dx=None, dw=None, db=None, need_dx: b
     return dx, dw, db
 
 
-def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=None, negative_slope: float = 0.01):
+def conv2d_pool2_forward(
+    x, w, b, stride, pad, out=None, workspace=None, act=None, negative_slope: float = 0.01
+):
     """Inference fusion: ``maxpool2d(conv2d_forward(x, w, b, stride, pad, act=act), 2, 2)``.
 
     x (N,C,H,W), w (F,C,KH,KW), b (F,) or None -> out (N,F,HO//2,WO//2) float32 (HO, WO the
@@ -143,8 +161,23 @@ def conv2d_pool2_forward(x, w, b, stride, pad, out=None, workspace=None, act=Non
     return out
 
 
-def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, act1=None, act2=None,
-                               out=None, workspace=None, negative_slope1: float = 0.01, negative_slope2: float = 0.01):
+def conv2d_pool2_chain_forward(
+    x,
+    w1,
+    b1,
+    stride1,
+    pad1,
+    w2,
+    b2,
+    stride2,
+    pad2,
+    act1=None,
+    act2=None,
+    out=None,
+    workspace=None,
+    negative_slope1: float = 0.01,
+    negative_slope2: float = 0.01,
+):
     """Two inference stages in one call: ``conv2d_pool2_forward(conv2d_pool2_forward(x, w1, b1,
     stride1, pad1, act=act1), w2, b2, stride2, pad2, act=act2)``.
 
@@ -158,9 +191,13 @@ def conv2d_pool2_chain_forward(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2, 
     s2 = check_negative_slope(negative_slope2, "negative_slope2")
     x, w1, b1, w2, b2, g1, g2 = check_chain_args(x, w1, b1, stride1, pad1, w2, b2, stride2, pad2)
     out = check_kernel_output(out, "out", (g2[0], g2[4], g2[7] // 2, g2[8] // 2))
-    check_workspace(workspace, conv2d_pool2_chain_workspace_size(x.shape, w1.shape, stride1, pad1, w2.shape,
-                                                                 stride2, pad2),
-                    "conv2d_pool2_chain_workspace_size")
-    check_outs([(out, "out"), (workspace, "workspace")], [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")])
+    check_workspace(
+        workspace,
+        conv2d_pool2_chain_workspace_size(x.shape, w1.shape, stride1, pad1, w2.shape, stride2, pad2),
+        "conv2d_pool2_chain_workspace_size",
+    )
+    check_outs(
+        [(out, "out"), (workspace, "workspace")], [(x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")]
+    )
     z = conv2d_pool2_forward(x, w1, b1, stride1, pad1, act=act1, negative_slope=s1)
     return conv2d_pool2_forward(z, w2, b2, stride2, pad2, out=out, act=act2, negative_slope=s2)

@@ -3,6 +3,7 @@
 Same names, signatures, argument checks and error messages as the engine. The thread functions only
 record the value (numpy's own BLAS threads are not touched).
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,7 @@ def _default_threads():
     env = env_num_threads()  # RuntimeWarning for an invalid value, as the engine's import gives
     if env is not None:
         return env
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-               else (os.cpu_count() or 1))
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
 _num_threads = None  # recorded by set_num_threads; None: the default, computed at first use

@@ -1,6 +1,7 @@
 """Numpy twins of the fully connected layer's kernels (``mantissa_embed._engine._dense``). Same names,
 signatures, checks and errors as the engine.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,7 +42,8 @@ def dense_backward(x, w, dy, dx=None, dw=None, db=None, need_dx: bool = True, ac
     (None when ``need_dx`` is False), dw = dy.T @ x (O,I), db = dy.sum(0) (O,); dw/db are new
     arrays when None, else overwritten, or added to when ``accumulate`` is True."""
     x, w, dy, dx, dw, db, need_dx, accumulate = check_dense_backward_args(
-        x, w, dy, dx, dw, db, need_dx, accumulate)
+        x, w, dy, dx, dw, db, need_dx, accumulate
+    )
     if need_dx:
         dx[...] = dy @ w
     store_grad(dw, dy.T @ x, accumulate)

@@ -5,6 +5,7 @@ Same names, signatures, checks and errors as the engine; scratch sizes are the e
 helpers (``_l2_normalize``, ``_euclidean``, ...) keep their input dtype (float64 finite differences in
 the tests).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -211,8 +212,10 @@ def euclidean_backward(x, r, dist, ddist, squared: bool = False, dx=None, dr=Non
     dx = check_kernel_output(dx, "dx", (N, D))
     dr = check_kernel_output(dr, "dr", (M, D))
     check_euclidean_workspace(workspace, euclidean_workspace_size(N, M, backward=True))
-    check_outs([(dx, "dx"), (dr, "dr"), (workspace, "workspace")],
-                [(x, "x"), (r, "r"), (dist, "dist"), (ddist, "ddist")])
+    check_outs(
+        [(dx, "dx"), (dr, "dr"), (workspace, "workspace")],
+        [(x, "x"), (r, "r"), (dist, "dist"), (ddist, "ddist")],
+    )
     if N == 0 or M == 0:
         dx[...] = 0
         dr[...] = 0

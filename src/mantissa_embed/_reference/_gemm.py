@@ -3,6 +3,7 @@
 Same name, signature, argument checks and error messages as the engine; ``sgemm`` accumulates in
 float64 and rounds once.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,9 @@ from .._checks.gemm import check_sgemm_operand, check_sgemm_out, check_sgemm_sca
 __all__ = ["sgemm"]
 
 
-def sgemm(A, B, C=None, *, trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0):
+def sgemm(
+    A, B, C=None, *, trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0
+):
     """``C = alpha * op(A) @ op(B) + beta * C`` (float32 in and out, float64 inside).
 
     Shapes, dtypes, checks, errors and the in-place contract are those of

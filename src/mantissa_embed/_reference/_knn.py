@@ -6,6 +6,7 @@ references, one matmul gives the ranking scores (``|r|^2 - 2 q.r`` for the Eucli
 merged into a running top-``k``; the ``k`` selected values are then recomputed from the
 vectors in float64 and each row is re-sorted by (value, index).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,7 @@ def _topk_sorted(S, kk, col0):
         # kk-th smallest value, so every row keeps >= kk candidates (usually few more).
         g = min(br, max(4 * kk, 32))
         gmin = np.minimum.reduceat(S, (np.arange(g) * br) // g, axis=1)
-        th = np.partition(gmin, kk - 1, axis=1)[:, kk - 1:kk]
+        th = np.partition(gmin, kk - 1, axis=1)[:, kk - 1 : kk]
         flat = np.flatnonzero(S <= th)  # row-major: rows, then columns ascending
         rows, cols = np.divmod(flat, br)
         vals = S.reshape(-1)[flat]
@@ -48,8 +49,17 @@ def _topk_sorted(S, kk, col0):
     return vals, idx.astype(np.int64) + col0
 
 
-def knn_search(query, reference, k, metric: str = "sqeuclidean", exclude_self: bool = False, tile_q=256,
-               tile_r=2048, indices=None, distances=None):
+def knn_search(
+    query,
+    reference,
+    k,
+    metric: str = "sqeuclidean",
+    exclude_self: bool = False,
+    tile_q=256,
+    tile_r=2048,
+    indices=None,
+    distances=None,
+):
     """Exact k nearest neighbours of the query rows among the reference rows (numpy twin).
 
     Parameters
@@ -80,7 +90,8 @@ def knn_search(query, reference, k, metric: str = "sqeuclidean", exclude_self: b
                 wrong output dtype.
     """
     q, r, k, exclude_self, tile_q, tile_r, indices, distances = check_knn_search(
-        query, reference, k, metric, exclude_self, tile_q, tile_r, indices, distances)
+        query, reference, k, metric, exclude_self, tile_q, tile_r, indices, distances
+    )
     n, M = q.shape[0], r.shape[0]
     if n == 0:
         return indices, distances
@@ -119,7 +130,7 @@ def knn_search(query, reference, k, metric: str = "sqeuclidean", exclude_self: b
         for s0 in range(0, q1 - q0, step):
             s1 = min(q1 - q0, s0 + step)
             bi = best_i[s0:s1]
-            Q = q[q0 + s0:q0 + s1].astype(np.float64)[:, None, :]
+            Q = q[q0 + s0 : q0 + s1].astype(np.float64)[:, None, :]
             R = r[bi].astype(np.float64)
             if euclid:
                 R -= Q
@@ -132,6 +143,6 @@ def knn_search(query, reference, k, metric: str = "sqeuclidean", exclude_self: b
                 ex = np.einsum("bkd,bd->bk", R, Q[:, 0, :]).astype(np.float32)
                 key = -ex
             order = np.lexsort((bi, key), axis=-1)
-            indices[q0 + s0:q0 + s1] = np.take_along_axis(bi, order, axis=1)
-            distances[q0 + s0:q0 + s1] = np.take_along_axis(ex, order, axis=1)
+            indices[q0 + s0 : q0 + s1] = np.take_along_axis(bi, order, axis=1)
+            distances[q0 + s0 : q0 + s1] = np.take_along_axis(ex, order, axis=1)
     return indices, distances

@@ -3,6 +3,7 @@ and AngularMiner selection.
 
 Same names, signatures, checks (``mantissa_embed._checks.mining``) and errors as the engine.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -60,7 +61,8 @@ def triplet_margin_mine(mat, labels, ref_labels, exclude_self, type_of_triplets,
     Raises ValueError / TypeError on bad shapes, dtypes, kind or a non-finite margin.
     """
     mat, labels, ref_labels, N, M, exclude_self, kind, margin, inverted = check_triplet_mine_args(
-        mat, labels, ref_labels, exclude_self, type_of_triplets, margin, is_inverted)
+        mat, labels, ref_labels, exclude_self, type_of_triplets, margin, is_inverted
+    )
     if N == 0 or M == 0:
         return _empty3()
     a1, p, diffs = _pos_neg(labels, ref_labels, exclude_self)
@@ -97,12 +99,14 @@ def angular_mine(x, r, labels, ref_labels, exclude_self, angle):
     triplets in degrees (``[T, 0, 0, inf, -inf]`` when none is finite).
     """
     x, r, labels, ref_labels, N, M, D, exclude_self, angle = check_angular_mine_args(
-        x, r, labels, ref_labels, exclude_self, angle)
+        x, r, labels, ref_labels, exclude_self, angle
+    )
     stats = np.array([0.0, 0.0, 0.0, np.inf, -np.inf])
     if N == 0 or M == 0:
         return (*_empty3(), stats)
-    a, p, n = triplet_margin_mine(np.zeros((N, M), np.float32), labels, ref_labels, exclude_self,
-                                  "every", 0.0, False)
+    a, p, n = triplet_margin_mine(
+        np.zeros((N, M), np.float32), labels, ref_labels, exclude_self, "every", 0.0, False
+    )
     keep = np.zeros(len(a), dtype=bool)
     deg = np.empty(len(a))
     for s in range(0, len(a), _CHUNK):

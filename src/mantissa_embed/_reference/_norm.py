@@ -4,6 +4,7 @@ Same names, signatures, checks and errors as the engine; the statistics and the 
 float64 (``_batchnorm`` / ``_batchnorm_grads`` keep their input dtype, for the float64 finite
 differences of the tests), the outputs rounded to float32.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,14 +43,40 @@ def _batchnorm_grads(dy3, x3, gamma, mean, invstd, training):
     return k * (dy3 - dbeta[:, None] / M - xhat * dgamma[:, None] / M), dgamma, dbeta
 
 
-def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momentum: float = 0.1, eps: float = 1e-5,
-                      out=None, save_mean=None, save_invstd=None, act=None):
+def batchnorm_forward(
+    x,
+    gamma,
+    beta,
+    running_mean,
+    running_var,
+    training,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+    out=None,
+    save_mean=None,
+    save_invstd=None,
+    act=None,
+):
     """Batch normalization, as ``torch.nn.functional.batch_norm`` (twin of
     ``mantissa_embed.engine.batchnorm_forward``): returns ``(out, save_mean, save_invstd)``;
     in training the running statistics are updated in place (the variance unbiased)."""
-    (x, gamma, beta, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd,
-     (N, C, S), relu) = check_batchnorm_forward_args(x, gamma, beta, running_mean, running_var, training,
-                                                     momentum, eps, out, save_mean, save_invstd, act)
+    (
+        x,
+        gamma,
+        beta,
+        running_mean,
+        running_var,
+        training,
+        momentum,
+        eps,
+        out,
+        save_mean,
+        save_invstd,
+        (N, C, S),
+        relu,
+    ) = check_batchnorm_forward_args(
+        x, gamma, beta, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd, act
+    )
     x3 = x.reshape(N, C, S).astype(np.float64)
     if training:
         mean, var = _stats(x3)
@@ -68,18 +95,39 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
     return out, save_mean, save_invstd
 
 
-def batchnorm_backward(dy, x, gamma, save_mean, save_invstd, training: bool = True, act=None, y=None, dx=None,
-                       dgamma=None, dbeta=None, need_dx: bool = True, accumulate: bool = False):
+def batchnorm_backward(
+    dy,
+    x,
+    gamma,
+    save_mean,
+    save_invstd,
+    training: bool = True,
+    act=None,
+    y=None,
+    dx=None,
+    dgamma=None,
+    dbeta=None,
+    need_dx: bool = True,
+    accumulate: bool = False,
+):
     """Gradients of ``batchnorm_forward`` (twin of ``mantissa_embed.engine.batchnorm_backward``):
     returns ``(dx, dgamma, dbeta)``."""
-    (dy, x, gamma, save_mean, save_invstd, training, y, dx, dgamma, dbeta, need_dx, accumulate,
-     (N, C, S)) = check_batchnorm_backward_args(dy, x, gamma, save_mean, save_invstd, training, act, y, dx,
-                                                dgamma, dbeta, need_dx, accumulate)
+    (dy, x, gamma, save_mean, save_invstd, training, y, dx, dgamma, dbeta, need_dx, accumulate, (N, C, S)) = (
+        check_batchnorm_backward_args(
+            dy, x, gamma, save_mean, save_invstd, training, act, y, dx, dgamma, dbeta, need_dx, accumulate
+        )
+    )
     g = dy.reshape(N, C, S).astype(np.float64)
     if y is not None:
         g = np.where(y.reshape(N, C, S) > 0, g, 0.0)
-    gx, gg, gb = _batchnorm_grads(g, x.reshape(N, C, S).astype(np.float64), gamma.astype(np.float64),
-                                  save_mean.astype(np.float64), save_invstd.astype(np.float64), training)
+    gx, gg, gb = _batchnorm_grads(
+        g,
+        x.reshape(N, C, S).astype(np.float64),
+        gamma.astype(np.float64),
+        save_mean.astype(np.float64),
+        save_invstd.astype(np.float64),
+        training,
+    )
     if need_dx:
         dx[...] = gx.reshape(x.shape)
     if accumulate:
@@ -95,7 +143,8 @@ def batchnorm_fold(w, b, gamma, beta, running_mean, running_var, eps: float = 1e
     """An eval-mode batch norm folded into the layer before it (twin of
     ``mantissa_embed.engine.batchnorm_fold``): returns ``(w_out, b_out)``."""
     w, b, gamma, beta, running_mean, running_var, eps, w_out, b_out = check_batchnorm_fold_args(
-        w, b, gamma, beta, running_mean, running_var, eps, w_out, b_out)
+        w, b, gamma, beta, running_mean, running_var, eps, w_out, b_out
+    )
     s = gamma.astype(np.float64) / np.sqrt(running_var.astype(np.float64) + eps)
     w_out[...] = w * s.astype(np.float32).reshape((-1,) + (1,) * (w.ndim - 1))
     bias = np.zeros(w.shape[0]) if b is None else b.astype(np.float64)

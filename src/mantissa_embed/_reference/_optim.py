@@ -1,6 +1,7 @@
 """Numpy twins of the optimizer-step kernels (``mantissa_embed._engine._optim``): SGD and Adam / AdamW.
 Same names, signatures, checks and errors as the engine.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,17 @@ __all__ = [
 ]
 
 
-def sgd_step(p, g, v, lr, momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0,
-             nesterov: bool = False, first: bool = False) -> None:
+def sgd_step(
+    p,
+    g,
+    v,
+    lr,
+    momentum: float = 0.0,
+    dampening: float = 0.0,
+    weight_decay: float = 0.0,
+    nesterov: bool = False,
+    first: bool = False,
+) -> None:
     """One in-place ``torch.optim.SGD`` step on the parameter array p with gradient g.
 
     p, v: float32 C-contiguous writeable arrays of one shape (v, the momentum buffer, may be
@@ -24,7 +34,8 @@ def sgd_step(p, g, v, lr, momentum: float = 0.0, dampening: float = 0.0, weight_
     or ``g'``. Source: torch/optim/sgd.py (_single_tensor_sgd). Returns None.
     """
     p, g, v, lr, momentum, dampening, weight_decay, nesterov, first = check_sgd_args(
-        p, g, v, lr, momentum, dampening, weight_decay, nesterov, first)
+        p, g, v, lr, momentum, dampening, weight_decay, nesterov, first
+    )
     f = np.float32
     gi = g + f(weight_decay) * p if weight_decay != 0.0 else g
     if momentum != 0.0:
@@ -51,9 +62,12 @@ def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled: boo
     Regularization", ICLR; torch/optim/adam.py (_single_tensor_adam). Returns None.
     """
     p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled = check_adam_args(
-        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled)
+        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay, decoupled
+    )
     f = np.float32
-    step_size = f(float(f(lr)) / (1.0 - float(f(beta1)) ** t))  # as optim.c: float args, double bias corrections
+    step_size = f(
+        float(f(lr)) / (1.0 - float(f(beta1)) ** t)
+    )  # as optim.c: float args, double bias corrections
     bc2_sqrt = f(np.sqrt(1.0 - float(f(beta2)) ** t))
     w1, w2 = f(1) - f(beta1), f(1) - f(beta2)
     pd = p  # AdamW: p * (1 - lr*wd), the factor in double from the float32 arguments (as optim.c)

@@ -11,6 +11,7 @@ Every kernel reduces with ``nonzero_only`` (AvgNonZeroReducer) or the mean (Mean
 given ``weights`` (d value / d l_t from any reducer), returns ``value = sum_t weights_t l_t`` and
 its gradient; ``return_losses=True`` appends the per-term losses ``l_t`` to the result.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,6 +55,7 @@ def _reduce(fused, terms, shape, weights, ddist, losses, red, return_losses):
 
 # --------------------------------------------------------------------------- fused
 
+
 def _mean(total, den):
     return float(total / den) if den > 0 else 0.0
 
@@ -87,9 +89,14 @@ def _contrastive_all(dist, labels, ref_labels, pm, nm, exclude_self, inverted, n
         g[actp] = sgp / den_p
     if den_n > 0:
         g[actn] = -sgp / den_n
-    stats = {"pos_loss": _mean(sp, den_p), "neg_loss": _mean(sn, den_n),
-             "num_pos_pairs": n_pos, "num_neg_pairs": n_neg,
-             "num_pos_nonzero": n_ap, "num_neg_nonzero": n_an}
+    stats = {
+        "pos_loss": _mean(sp, den_p),
+        "neg_loss": _mean(sn, den_n),
+        "num_pos_pairs": n_pos,
+        "num_neg_pairs": n_neg,
+        "num_pos_nonzero": n_ap,
+        "num_neg_nonzero": n_an,
+    }
     return stats["pos_loss"] + stats["neg_loss"], g, stats
 
 
@@ -108,9 +115,14 @@ def _contrastive_pairs(dist, a1, p, a2, n, pm, nm, inverted, nonzero_only):
         np.add.at(g, (a1[actp], p[actp]), dist.dtype.type(sgp / den_p))
     if den_n > 0:
         np.add.at(g, (a2[actn], n[actn]), dist.dtype.type(-sgp / den_n))
-    stats = {"pos_loss": _mean(sp, den_p), "neg_loss": _mean(sn, den_n),
-             "num_pos_pairs": len(a1), "num_neg_pairs": len(a2),
-             "num_pos_nonzero": n_ap, "num_neg_nonzero": n_an}
+    stats = {
+        "pos_loss": _mean(sp, den_p),
+        "neg_loss": _mean(sn, den_n),
+        "num_pos_pairs": len(a1),
+        "num_neg_pairs": len(a2),
+        "num_pos_nonzero": n_ap,
+        "num_neg_nonzero": n_an,
+    }
     return stats["pos_loss"] + stats["neg_loss"], g, stats
 
 
@@ -154,9 +166,14 @@ def _anchor_blocks(dist, labels, ref_labels, exclude_self, swap):
         P = ref_idx[(ref_labels == labels[a]) & ~((ref_idx == a) & exclude_self)]
         Ng = ref_idx[ref_labels != labels[a]]
         if len(P) and len(Ng):
-            yield (a, P, Ng, np.repeat(dist[a, P][:, None], len(Ng), axis=1),
-                   np.repeat(dist[a, Ng][None, :], len(P), axis=0),
-                   dist[np.ix_(P, Ng)] if swap else None)
+            yield (
+                a,
+                P,
+                Ng,
+                np.repeat(dist[a, P][:, None], len(Ng), axis=1),
+                np.repeat(dist[a, Ng][None, :], len(P), axis=0),
+                dist[np.ix_(P, Ng)] if swap else None,
+            )
 
 
 def _triplet_all(dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted, nonzero_only):
@@ -165,8 +182,7 @@ def _triplet_all(dist, labels, ref_labels, margin, exclude_self, swap, smooth, i
     g = np.zeros(dist.shape, dtype=np.float64)
     total, n_trip, n_nz = 0.0, 0, 0
     for a, P, Ng, dap, dan, dpn in _anchor_blocks(dist, labels, ref_labels, exclude_self, swap):
-        loss, w, counted, share = _triplet_terms(dap, dan, dpn, margin, swap, smooth, inverted,
-                                                 nonzero_only)
+        loss, w, counted, share = _triplet_terms(dap, dan, dpn, margin, swap, smooth, inverted, nonzero_only)
         n_trip += loss.size
         n_nz += int((loss > 0).sum())
         total += loss[counted].sum(dtype=np.float64)
@@ -184,8 +200,9 @@ def _triplet_all(dist, labels, ref_labels, margin, exclude_self, swap, smooth, i
 def _triplet_triplets(dist, a, p, n, margin, swap, smooth, inverted, nonzero_only):
     sg = -1.0 if inverted else 1.0
     dpn = dist[p, n] if swap else None
-    loss, w, counted, share = _triplet_terms(dist[a, p], dist[a, n], dpn, margin, swap, smooth,
-                                             inverted, nonzero_only)
+    loss, w, counted, share = _triplet_terms(
+        dist[a, p], dist[a, n], dpn, margin, swap, smooth, inverted, nonzero_only
+    )
     n_nz = int((loss > 0).sum())
     den = n_nz if nonzero_only else len(a)
     total = loss[counted].sum(dtype=np.float64)
@@ -234,7 +251,7 @@ def _contrastive_pairs_terms(dist, a1, p, a2, n, pm, nm, inverted, weights):
     g = np.zeros_like(dist)
     np.add.at(g, (np.concatenate([a1, a2]), np.concatenate([p, n])), np.where(v > 0, w * sign, zero))
     wl = w.astype(np.float64) * losses
-    return losses, g, {"pos_loss": float(wl[:len(a1)].sum()), "neg_loss": float(wl[len(a1):].sum())}
+    return losses, g, {"pos_loss": float(wl[: len(a1)].sum()), "neg_loss": float(wl[len(a1) :].sum())}
 
 
 def _triplet_all_terms(dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted, weights):
@@ -245,7 +262,7 @@ def _triplet_all_terms(dist, labels, ref_labels, margin, exclude_self, swap, smo
     for a, P, Ng, dap, dan, dpn in _anchor_blocks(dist, labels, ref_labels, exclude_self, swap):
         loss, dl, _, share = _triplet_terms(dap, dan, dpn, margin, swap, smooth, inverted, False)
         out.append(loss.reshape(-1))
-        w = weights[t:t + loss.size].reshape(loss.shape).astype(np.float64) * dl
+        w = weights[t : t + loss.size].reshape(loss.shape).astype(np.float64) * dl
         t += loss.size
         g[a, P] += sg * w.sum(axis=1)
         g[a, Ng] -= sg * (w * share).sum(axis=0)
@@ -258,8 +275,7 @@ def _triplet_all_terms(dist, labels, ref_labels, margin, exclude_self, swap, smo
 def _triplet_triplets_terms(dist, a, p, n, margin, swap, smooth, inverted, weights):
     sg = -1.0 if inverted else 1.0
     dpn = dist[p, n] if swap else None
-    losses, dl, _, share = _triplet_terms(dist[a, p], dist[a, n], dpn, margin, swap, smooth, inverted,
-                                          False)
+    losses, dl, _, share = _triplet_terms(dist[a, p], dist[a, n], dpn, margin, swap, smooth, inverted, False)
     w = weights.astype(np.float64) * dl
     g = np.zeros(dist.shape, dtype=np.float64)
     np.add.at(g, (a, p), sg * w)
@@ -271,10 +287,21 @@ def _triplet_triplets_terms(dist, a, p, n, margin, swap, smooth, inverted, weigh
 
 # --------------------------------------------------------------------------- public
 
-def contrastive_loss_all(dist, labels, ref_labels, pos_margin: float = 0.0, neg_margin: float = 1.0,
-                         exclude_self: bool = False,
-                         inverted: bool = False, nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True,
-                         return_losses: bool = False):
+
+def contrastive_loss_all(
+    dist,
+    labels,
+    ref_labels,
+    pos_margin: float = 0.0,
+    neg_margin: float = 1.0,
+    exclude_self: bool = False,
+    inverted: bool = False,
+    nonzero_only: bool = True,
+    ddist=None,
+    weights=None,
+    grad: bool = True,
+    return_losses: bool = False,
+):
     """Contrastive loss over every pair of a distance matrix, and d value / d dist.
 
     pytorch-metric-learning's ``ContrastiveLoss`` (Hadsell, Chopra & LeCun 2006): positive pairs
@@ -297,13 +324,33 @@ def contrastive_loss_all(dist, labels, ref_labels, pos_margin: float = 0.0, neg_
     weights, ddist, losses, red = check_terms(weights, (N, M), ddist, grad, return_losses, nonzero_only)
     check_ddist_overlap(ddist, weights, labels=labels, ref_labels=ref_labels)
     args = (dist, labels, ref_labels, pm, nm, exclude_self, inverted)
-    return _reduce(lambda: _contrastive_all(*args, nonzero_only),
-                   lambda w: _contrastive_all_terms(*args, w), (N, M), weights, ddist, losses, red, return_losses)
+    return _reduce(
+        lambda: _contrastive_all(*args, nonzero_only),
+        lambda w: _contrastive_all_terms(*args, w),
+        (N, M),
+        weights,
+        ddist,
+        losses,
+        red,
+        return_losses,
+    )
 
 
-def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin: float = 0.0, neg_margin: float = 1.0, inverted: bool = False,
-                           nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True,
-                           return_losses: bool = False):
+def contrastive_loss_pairs(
+    dist,
+    a1,
+    p,
+    a2,
+    n,
+    pos_margin: float = 0.0,
+    neg_margin: float = 1.0,
+    inverted: bool = False,
+    nonzero_only: bool = True,
+    ddist=None,
+    weights=None,
+    grad: bool = True,
+    return_losses: bool = False,
+):
     """Contrastive loss over given pairs (pytorch-metric-learning's ``(a1, p, a2, n)``).
 
     Same terms and reductions as ``contrastive_loss_all``; ``(a1[k], p[k])`` (K1 each, in
@@ -322,8 +369,16 @@ def contrastive_loss_pairs(dist, a1, p, a2, n, pos_margin: float = 0.0, neg_marg
     weights, ddist, losses, red = check_terms(weights, (K,), ddist, grad, return_losses, nonzero_only)
     check_ddist_overlap(ddist, weights, a1=a1, p=p, a2=a2, n=n)
     args = (dist, a1, p, a2, n, pm, nm, inverted)
-    return _reduce(lambda: _contrastive_pairs(*args, nonzero_only),
-                   lambda w: _contrastive_pairs_terms(*args, w), (K,), weights, ddist, losses, red, return_losses)
+    return _reduce(
+        lambda: _contrastive_pairs(*args, nonzero_only),
+        lambda w: _contrastive_pairs_terms(*args, w),
+        (K,),
+        weights,
+        ddist,
+        losses,
+        red,
+        return_losses,
+    )
 
 
 def triplet_all_count(labels, ref_labels, exclude_self: bool = False):
@@ -336,10 +391,21 @@ def triplet_all_count(labels, ref_labels, exclude_self: bool = False):
     return int(np.sum(npos * (len(ref_labels) - pos.sum(axis=1))))
 
 
-def triplet_loss_all(dist, labels, ref_labels, margin: float = 0.05, exclude_self: bool = False,
-                     swap: bool = False, smooth: bool = False,
-                     inverted: bool = False, nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True,
-                     return_losses: bool = False):
+def triplet_loss_all(
+    dist,
+    labels,
+    ref_labels,
+    margin: float = 0.05,
+    exclude_self: bool = False,
+    swap: bool = False,
+    smooth: bool = False,
+    inverted: bool = False,
+    nonzero_only: bool = True,
+    ddist=None,
+    weights=None,
+    grad: bool = True,
+    return_losses: bool = False,
+):
     """Triplet margin loss over every triplet of a distance matrix, and d value / d dist.
 
     pytorch-metric-learning's ``TripletMarginLoss`` (Schroff, Kalenichenko & Philbin 2015) with
@@ -365,14 +431,33 @@ def triplet_loss_all(dist, labels, ref_labels, margin: float = 0.05, exclude_sel
     weights, ddist, losses, red = check_terms(weights, (T,), ddist, grad, return_losses, nonzero_only)
     check_ddist_overlap(ddist, weights, labels=labels, ref_labels=ref_labels)
     args = (dist, labels, ref_labels, margin, exclude_self, swap, smooth, inverted)
-    return _reduce(lambda: _triplet_all(*args, nonzero_only), lambda w: _triplet_all_terms(*args, w),
-                   (T,), weights, ddist, losses, red, return_losses)
+    return _reduce(
+        lambda: _triplet_all(*args, nonzero_only),
+        lambda w: _triplet_all_terms(*args, w),
+        (T,),
+        weights,
+        ddist,
+        losses,
+        red,
+        return_losses,
+    )
 
 
-def triplet_loss_triplets(dist, a, p, n, margin: float = 0.05, swap: bool = False, smooth: bool = False,
-                          inverted: bool = False,
-                          nonzero_only: bool = True, ddist=None, weights=None, grad: bool = True,
-                          return_losses: bool = False):
+def triplet_loss_triplets(
+    dist,
+    a,
+    p,
+    n,
+    margin: float = 0.05,
+    swap: bool = False,
+    smooth: bool = False,
+    inverted: bool = False,
+    nonzero_only: bool = True,
+    ddist=None,
+    weights=None,
+    grad: bool = True,
+    return_losses: bool = False,
+):
     """Triplet margin loss over given triplets ``(a, p, n)`` (K each; a in [0, N), p, n in [0, M),
     p also < N under ``swap``), and d value / d dist.
 
@@ -386,9 +471,16 @@ def triplet_loss_triplets(dist, a, p, n, margin: float = 0.05, swap: bool = Fals
     n = check_int_array(n, "n", length=a.shape[0], upper=M)
     smooth = check_flag(smooth, "smooth")
     margin = check_f32(margin, "margin")
-    weights, ddist, losses, red = check_terms(weights, (len(a),), ddist, grad, return_losses,
-                                               nonzero_only)
+    weights, ddist, losses, red = check_terms(weights, (len(a),), ddist, grad, return_losses, nonzero_only)
     check_ddist_overlap(ddist, weights, a=a, p=p, n=n)
     args = (dist, a, p, n, margin, swap, smooth, inverted)
-    return _reduce(lambda: _triplet_triplets(*args, nonzero_only),
-                   lambda w: _triplet_triplets_terms(*args, w), (len(a),), weights, ddist, losses, red, return_losses)
+    return _reduce(
+        lambda: _triplet_triplets(*args, nonzero_only),
+        lambda w: _triplet_triplets_terms(*args, w),
+        (len(a),),
+        weights,
+        ddist,
+        losses,
+        red,
+        return_losses,
+    )

@@ -4,6 +4,7 @@ MultiSimilarity, Circle, (generalized) lifted structure rows.
 Same names, signatures, checks (``mantissa_embed._checks.pair_weighting``) and errors as the
 engine. ``_pairw_rows`` keeps its input dtype (float64 in the tests).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,7 +48,7 @@ def _pairw_rows(kind, x, pos, neg, p0, p1, p2, inverted):
         losses = lp / p0 + ln / p1
         d = sg * wp - sg * wn
     elif kind == "circle":
-        ap = np.maximum((one + P0) - x, 0) * P1   # detached weights
+        ap = np.maximum((one + P0) - x, 0) * P1  # detached weights
         an = np.maximum(x + P0, 0) * P1
         t = np.where(pos, -ap * (x - (one - P0)), an * (x - P0))
         lp, wp, hp = _masked_lse(t, pos, False)
@@ -82,8 +83,19 @@ def _masks_from_labels(labels, ref_labels, exclude_self):
 
 
 # --------------------------------------------------------------------------- public twins
-def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, neg_mask=None,
-                       params=(), exclude_self: bool = False, inverted: bool = False, losses=None, dmat=None):
+def pairw_rows_forward(
+    kind,
+    mat,
+    labels=None,
+    ref_labels=None,
+    pos_mask=None,
+    neg_mask=None,
+    params=(),
+    exclude_self: bool = False,
+    inverted: bool = False,
+    losses=None,
+    dmat=None,
+):
     """Per-anchor-row losses of the mat-based pair losses, and their gradient (fused).
 
     For each row i of ``mat`` (a similarity when ``inverted``, else a distance; ``sg = -1`` when
@@ -133,9 +145,11 @@ def pairw_rows_forward(kind, mat, labels=None, ref_labels=None, pos_mask=None, n
     TypeError
         Wrong dtypes.
     """
-    (code, pv, mat, labels, ref_labels, pos_mask, neg_mask, exclude_self, inverted, losses,
-     dmat) = check_rows_args(kind, mat, labels, ref_labels, pos_mask, neg_mask, params,
-                              exclude_self, inverted, losses, dmat)
+    (code, pv, mat, labels, ref_labels, pos_mask, neg_mask, exclude_self, inverted, losses, dmat) = (
+        check_rows_args(
+            kind, mat, labels, ref_labels, pos_mask, neg_mask, params, exclude_self, inverted, losses, dmat
+        )
+    )
     N, M = mat.shape
     if N == 0:
         return losses, dmat

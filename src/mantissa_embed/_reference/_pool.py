@@ -4,6 +4,7 @@ Same names, signatures, checks and errors as the engine; the argmax is an int32 
 plane (ties: the first maximum in row-major window order; NaN wins, as in torch). ``_maxpool2d``
 keeps its input dtype.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,7 +42,7 @@ def _maxpool2d(x, size, stride):
     cols = np.arange(WO)[None, :] * stride
     for i in range(size):
         for j in range(size):
-            v = x[:, :, i:i + stride * HO:stride, j:j + stride * WO:stride][:, :, :HO, :WO]
+            v = x[:, :, i : i + stride * HO : stride, j : j + stride * WO : stride][:, :, :HO, :WO]
             idx = ((rows + i) * W + (cols + j)).astype(np.int32)
             if y is None:
                 y = v.copy()
@@ -68,7 +69,7 @@ def _pad_input(x, pad):
     padding of a max pooling, which never wins a maximum."""
     N, C, H, W = x.shape
     xp = np.full((N, C, H + 2 * pad, W + 2 * pad), -np.inf, dtype=np.float32)
-    xp[:, :, pad:pad + H, pad:pad + W] = x
+    xp[:, :, pad : pad + H, pad : pad + W] = x
     return xp
 
 
@@ -144,7 +145,7 @@ def _avgpool2d(x, size, stride):
     y = np.zeros((N, C, HO, WO), dtype=x.dtype)
     for i in range(size):
         for j in range(size):
-            y += x[:, :, i:i + stride * (HO - 1) + 1:stride, j:j + stride * (WO - 1) + 1:stride]
+            y += x[:, :, i : i + stride * (HO - 1) + 1 : stride, j : j + stride * (WO - 1) + 1 : stride]
     return y / (size * size)
 
 
@@ -154,7 +155,9 @@ def _avgpool2d_grad(dy, x_shape, size, stride):
     dx = np.zeros(x_shape, dtype=dy.dtype)
     for i in range(size):
         for j in range(size):
-            dx[:, :, i:i + stride * (HO - 1) + 1:stride, j:j + stride * (WO - 1) + 1:stride] += dy / (size * size)
+            dx[:, :, i : i + stride * (HO - 1) + 1 : stride, j : j + stride * (WO - 1) + 1 : stride] += dy / (
+                size * size
+            )
     return dx
 
 

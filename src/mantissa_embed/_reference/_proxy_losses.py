@@ -4,6 +4,7 @@ Same signatures as the engine; they compute in float64 and return float32 gradie
 ``_checks.proxy_losses.p2sgrad64`` and ``softmax_xent64``, which the losses' float64 paths share
 (``p2sgrad64``'s docstring says why).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,12 @@ from .._checks.proxy_losses import (
 )
 from ._softmax_losses import softmax_nll_backward, softmax_nll_forward
 
-__all__ = ["p2sgrad_forward_backward", "softmax_xent_forward_backward", "softmax_nll_fast_forward",
-           "softmax_nll_fast_backward"]
+__all__ = [
+    "p2sgrad_forward_backward",
+    "softmax_xent_forward_backward",
+    "softmax_nll_fast_forward",
+    "softmax_nll_fast_backward",
+]
 
 
 def softmax_xent_forward_backward(logits, labels, scale: float = 1.0, grad_scale: float = 1.0, dlogits=None):
@@ -59,17 +64,33 @@ def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
     return loss, dxo, dwo
 
 
-def softmax_nll_fast_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_self: bool = False,
-                             inverted: bool = True,
-                             max_loss=np.inf):
+def softmax_nll_fast_forward(
+    sim,
+    labels,
+    ref_labels,
+    scale: float = 1.0,
+    exclude_self: bool = False,
+    inverted: bool = True,
+    max_loss=np.inf,
+):
     """Twin of the engine's fast row softmax NLL: the float64 ``softmax_nll_forward`` (the C
     kernel uses one float exp per entry and agrees with it up to float32 rounding of the logits)."""
-    return softmax_nll_forward(sim, labels, ref_labels, scale=scale, exclude_self=exclude_self,
-                               inverted=inverted, max_loss=max_loss)
+    return softmax_nll_forward(
+        sim, labels, ref_labels, scale=scale, exclude_self=exclude_self, inverted=inverted, max_loss=max_loss
+    )
 
 
-def softmax_nll_fast_backward(sim, labels, ref_labels, lse, weights, scale: float = 1.0, exclude_self: bool = False,
-                              inverted: bool = True):
+def softmax_nll_fast_backward(
+    sim,
+    labels,
+    ref_labels,
+    lse,
+    weights,
+    scale: float = 1.0,
+    exclude_self: bool = False,
+    inverted: bool = True,
+):
     """Twin of the engine's fast row softmax NLL backward: the float64 ``softmax_nll_backward``."""
-    return softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale=scale,
-                                exclude_self=exclude_self, inverted=inverted)
+    return softmax_nll_backward(
+        sim, labels, ref_labels, lse, weights, scale=scale, exclude_self=exclude_self, inverted=inverted
+    )

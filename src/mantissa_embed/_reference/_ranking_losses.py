@@ -7,6 +7,7 @@ The PNP pair/negative sum also has a C kernel (``engine.pnp_rank_forward`` /
 ``pnp_rank_backward``, ``src/engine_c/ranking_losses.c``); the functions of the same name here
 are its numpy twins.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,11 @@ import numpy as np
 from .._checks.ranking_losses import check_cdf, check_dsm, check_f64, check_nb, check_pnp, check_real
 
 __all__ = [
-    "pnp_rank_forward", "pnp_rank_backward",
-    "dsm_triplet_hist", "dsm_triplet_loss", "dsm_triplet_backward",
+    "pnp_rank_forward",
+    "pnp_rank_backward",
+    "dsm_triplet_hist",
+    "dsm_triplet_loss",
+    "dsm_triplet_backward",
 ]
 
 
@@ -52,8 +56,8 @@ def pnp_rank_forward(sim, labels, anneal):
         sj, sk = s[i, jj], s[i, kk]
         step = max(1, _PNP_CHUNK // max(len(kk), 1))
         for a in range(0, len(jj), step):
-            y, _ = _sig_clamped((sk[None, :] - sj[a:a + step, None]) / anneal)
-            rk[i, jj[a:a + step]] = y.sum(axis=1)
+            y, _ = _sig_clamped((sk[None, :] - sj[a : a + step, None]) / anneal)
+            rk[i, jj[a : a + step]] = y.sum(axis=1)
     return rk
 
 
@@ -74,10 +78,10 @@ def pnp_rank_backward(drk, sim, labels, anneal):
         sj, sk, gj = s[i, jj], s[i, kk], g[i, jj]
         step = max(1, _PNP_CHUNK // max(len(kk), 1))
         for a in range(0, len(jj), step):
-            _, dy = _sig_clamped((sk[None, :] - sj[a:a + step, None]) / anneal)
-            w = dy * (gj[a:a + step, None] / anneal)
+            _, dy = _sig_clamped((sk[None, :] - sj[a : a + step, None]) / anneal)
+            w = dy * (gj[a : a + step, None] / anneal)
             ds[i, kk] += w.sum(axis=0)
-            ds[i, jj[a:a + step]] -= w.sum(axis=1)
+            ds[i, jj[a : a + step]] -= w.sum(axis=1)
     return ds
 
 
@@ -103,8 +107,9 @@ def dsm_triplet_hist(mat, labels, ref_labels, exclude_self, min_val, delta, num_
     ``momentum (1 - f)`` to bin ``r``, ``momentum f`` to bin ``r + 1``, bins outside ``[0, num_bins)``
     dropped). mat (N, M) float32, labels (N,), ref_labels (M,) -> (u (num_bins,) float64, count int).
     ``num_bins`` (and ``len(cdf)`` below): 1 to 65536 (ValueError). Twin of ``engine.dsm_triplet_hist``."""
-    mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(mat, labels, ref_labels, exclude_self,
-                                                                      min_val, delta)
+    mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(
+        mat, labels, ref_labels, exclude_self, min_val, delta
+    )
     nb = check_nb(num_bins)
     momentum = check_real(momentum, "momentum")
     u = np.zeros(nb)
@@ -142,8 +147,9 @@ def dsm_triplet_loss(mat, labels, ref_labels, exclude_self, min_val, delta, cdf)
     """``(sum_x cdf[rc(x)] * x, by_bin)`` over all triplets, ``rc = clip(floor((x - min_val) / delta),
     0, nb - 1)``, ``by_bin[r] = sum of x with rc(x) = r``. cdf (nb,) float64.
     Twin of ``engine.dsm_triplet_loss``."""
-    mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(mat, labels, ref_labels, exclude_self,
-                                                                      min_val, delta)
+    mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(
+        mat, labels, ref_labels, exclude_self, min_val, delta
+    )
     cdf = check_cdf(cdf)
     nb = cdf.shape[0]
     total = 0.0
@@ -160,8 +166,9 @@ def dsm_triplet_backward(mat, labels, ref_labels, exclude_self, min_val, delta, 
     """dL/d mat (N, M) float32 with ``dL/dx = scale cdf[rc] + momentum (g_u[r+1] - g_u[r]) / delta``
     (bins outside ``[0, nb)`` dropped), ``dmat[a, p] += dL/dx``, ``dmat[a, n] -= dL/dx``.
     Twin of ``engine.dsm_triplet_backward``."""
-    mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(mat, labels, ref_labels, exclude_self,
-                                                                      min_val, delta)
+    mat, labels, ref_labels, exclude_self, min_val, delta = check_dsm(
+        mat, labels, ref_labels, exclude_self, min_val, delta
+    )
     cdf = check_cdf(cdf)
     nb = cdf.shape[0]
     g_u = check_f64(g_u, "g_u", (nb,))

@@ -4,6 +4,7 @@ Same names, signatures, validation and results (bitwise: ``np.add.at`` adds in i
 kernel does); both backends use the checks of
 ``mantissa_embed._checks.scatter``.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -4,6 +4,7 @@ NTXent, SupCon, NPairs, NCA, Instance.
 Same names, signatures, checks (``mantissa_embed._checks.softmax_losses``) and errors as the
 engine; float64 over the whole (N, M) matrix, written for clarity, not speed or memory.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,14 @@ from .._checks.softmax_losses import (
 
 _check_temperature = check_temperature
 
-__all__ = ["ntxent_all", "supcon_all", "softmax_nll_forward", "softmax_nll_backward",
-           "softmax_xent_rows_forward", "softmax_xent_rows_backward"]
+__all__ = [
+    "ntxent_all",
+    "supcon_all",
+    "softmax_nll_forward",
+    "softmax_nll_backward",
+    "softmax_xent_rows_forward",
+    "softmax_xent_rows_backward",
+]
 
 #: log(float32 tiny): PML adds ``torch.finfo(float32).tiny`` inside the log of NTXent's probability.
 LOG_TINY = float(np.log(np.float64(np.finfo(np.float32).tiny)))
@@ -50,8 +57,18 @@ def _lse(z, mask):
 
 
 # -- NTXent ----------------------------------------------------------------------------------------
-def ntxent_all(sim, labels, ref_labels, temperature, exclude_self: bool = False, inverted: bool = True,
-               reduction: str = "mean", weights=None, losses: bool = False, grad: bool = True):
+def ntxent_all(
+    sim,
+    labels,
+    ref_labels,
+    temperature,
+    exclude_self: bool = False,
+    inverted: bool = True,
+    reduction: str = "mean",
+    weights=None,
+    losses: bool = False,
+    grad: bool = True,
+):
     """NTXentLoss over every pair the labels define (pytorch-metric-learning's NTXentLoss).
 
     Parameters
@@ -122,8 +139,18 @@ def ntxent_all(sim, labels, ref_labels, temperature, exclude_self: bool = False,
 
 
 # -- SupCon ----------------------------------------------------------------------------------------
-def supcon_all(sim, labels, ref_labels, temperature, exclude_self: bool = False, inverted: bool = True,
-               reduction: str = "avg_non_zero", weights=None, losses: bool = False, grad: bool = True):
+def supcon_all(
+    sim,
+    labels,
+    ref_labels,
+    temperature,
+    exclude_self: bool = False,
+    inverted: bool = True,
+    reduction: str = "avg_non_zero",
+    weights=None,
+    losses: bool = False,
+    grad: bool = True,
+):
     """SupConLoss over every pair the labels define (pytorch-metric-learning's SupConLoss).
 
     Same arguments as ``ntxent_all``, except ``weights`` (N,) (one per anchor row) and
@@ -171,8 +198,15 @@ def supcon_all(sim, labels, ref_labels, temperature, exclude_self: bool = False,
 
 
 # -- row softmax NLL (NCA, NPairs, Instance) -------------------------------------------------------
-def softmax_nll_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_self: bool = False, inverted: bool = True,
-                        max_loss=np.inf):
+def softmax_nll_forward(
+    sim,
+    labels,
+    ref_labels,
+    scale: float = 1.0,
+    exclude_self: bool = False,
+    inverted: bool = True,
+    max_loss=np.inf,
+):
     """Row softmax negative log-likelihood of the positives (NCA / NPairs / Instance).
 
     ``z = scale * sim`` (``inverted``) or ``-scale * sim``; row i ranges over every j (j != i under
@@ -200,8 +234,16 @@ def softmax_nll_forward(sim, labels, ref_labels, scale: float = 1.0, exclude_sel
     return losses.astype(np.float32), np.stack([la, lp], axis=1), valid
 
 
-def softmax_nll_backward(sim, labels, ref_labels, lse, weights, scale: float = 1.0, exclude_self: bool = False,
-                         inverted: bool = True):
+def softmax_nll_backward(
+    sim,
+    labels,
+    ref_labels,
+    lse,
+    weights,
+    scale: float = 1.0,
+    exclude_self: bool = False,
+    inverted: bool = True,
+):
     """Gradient of ``sum_i weights[i] * l_i`` (see ``softmax_nll_forward``) w.r.t. ``sim``.
 
     sim (N, M) float32, lse (N, 2) float64 (from the forward), weights (N,) float32 -> dsim (N, M).

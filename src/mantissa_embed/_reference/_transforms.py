@@ -3,6 +3,7 @@
 Same names, signatures, checks and errors as the engine. ``_affine_resample`` and
 ``_affine_resample_grads`` keep their input dtype (float64 for the finite-difference tests).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -74,10 +75,13 @@ def _affine_resample_grads(x, theta, dy):
     xn = ((2 * np.arange(W) + 1) / W - 1)[None, None, :]
     yn = ((2 * np.arange(H) + 1) / H - 1)[None, :, None]
     dgx, dgy = gix * (W / 2), giy * (H / 2)
-    dtheta = np.stack([
-        np.stack([(dgx * xn).sum(axis=(1, 2)), (dgx * yn).sum(axis=(1, 2)), dgx.sum(axis=(1, 2))], 1),
-        np.stack([(dgy * xn).sum(axis=(1, 2)), (dgy * yn).sum(axis=(1, 2)), dgy.sum(axis=(1, 2))], 1),
-    ], 1)
+    dtheta = np.stack(
+        [
+            np.stack([(dgx * xn).sum(axis=(1, 2)), (dgx * yn).sum(axis=(1, 2)), dgx.sum(axis=(1, 2))], 1),
+            np.stack([(dgy * xn).sum(axis=(1, 2)), (dgy * yn).sum(axis=(1, 2)), dgy.sum(axis=(1, 2))], 1),
+        ],
+        1,
+    )
     return dx.reshape(x.shape).astype(x.dtype), dtheta.astype(x.dtype)
 
 
@@ -94,7 +98,9 @@ def affine_resample_forward(x, theta, out=None):
     return out
 
 
-def affine_resample_backward(x, theta, dy, need_dx: bool = True, need_dtheta: bool = True, dx=None, dtheta=None):
+def affine_resample_backward(
+    x, theta, dy, need_dx: bool = True, need_dtheta: bool = True, dx=None, dtheta=None
+):
     """Gradients of ``affine_resample_forward``: ``(dx (N,C,H,W), dtheta (N,2,3))`` float32, new
     or overwritten, each None when not needed. Raises ValueError / TypeError."""
     x, theta, dy, dx, dtheta = check_affine_backward(x, theta, dy, need_dx, need_dtheta, dx, dtheta)

@@ -2,6 +2,7 @@
 
 Same names, signatures, checks (``mantissa_embed._checks.tuple_losses``) and errors as the engine.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -84,7 +85,9 @@ def angular_loss_backward(A, B, c, a, p, labels, ref_labels, losses, dlosses):
     losses = check_kernel_input(losses, "losses", ndim=1)
     dlosses = check_kernel_input(dlosses, "dlosses", ndim=1)
     if losses.shape[0] != P or dlosses.shape[0] != P:
-        raise ValueError(f"losses and dlosses must have length {P}, got {losses.shape[0]} and {dlosses.shape[0]}")
+        raise ValueError(
+            f"losses and dlosses must have length {P}, got {losses.shape[0]} and {dlosses.shape[0]}"
+        )
     dA = np.zeros((N, M), dtype=np.float64)
     dB = np.zeros((M, M), dtype=np.float64)
     dc = np.zeros(P, dtype=np.float64)

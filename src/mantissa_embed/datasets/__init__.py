@@ -18,6 +18,7 @@ Image files: ``ImageFolder`` (one sub-folder per class, torchvision's layout) an
 ``Embedder.fit`` / ``embed`` / ``build_index`` / ``calibrate`` / ``evaluate`` take them in
 place of arrays and stream them (docs/image_files.md).
 """
+
 from . import image_transforms
 from ._pillow import ImageFileError
 from .cli import main

@@ -16,6 +16,7 @@ looks complete). A file is accepted when either
 Checksums: the ``.gz`` SHA-256 values published with the CVDF mirror; the MD5 values of
 torchvision's ``MNIST.resources``.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -116,11 +117,17 @@ def verify_file(path: str | os.PathLike[str], name: str) -> str:
         return "content"
     raise ChecksumError(
         f"checksum mismatch for {name} ({path}): sha256 {got}, expected {gz_sha} "
-        f"(or a decompressed payload with sha256 {raw_sha})")
+        f"(or a decompressed payload with sha256 {raw_sha})"
+    )
 
 
-def download_mnist(data_dir: str | os.PathLike[str], url_base: str | None = None, *, force: bool = False,
-                   log: Callable[[str], Any] | None = print) -> list[Path]:
+def download_mnist(
+    data_dir: str | os.PathLike[str],
+    url_base: str | None = None,
+    *,
+    force: bool = False,
+    log: Callable[[str], Any] | None = print,
+) -> list[Path]:
     """Download and verify the four MNIST IDX files into ``<data_dir>/mnist/``.
 
     Parameters
@@ -170,8 +177,12 @@ def download_mnist(data_dir: str | os.PathLike[str], url_base: str | None = None
             checked = []  # verify_file's answer, set by the check before the rename
             log(f"{name}: fetching {url}")
             try:
-                atomic_write(dest, lambda f, url=url: _fetch(url, f), suffix=".part",
-                             check=lambda tmp, name=name: checked.append(verify_file(tmp, name)))
+                atomic_write(
+                    dest,
+                    lambda f, url=url: _fetch(url, f),
+                    suffix=".part",
+                    check=lambda tmp, name=name: checked.append(verify_file(tmp, name)),
+                )
                 how = checked[0]
                 log(f"{name}: verified ({'sha256' if how == 'gz' else 'decompressed sha256'}) -> {dest}")
                 break
@@ -182,4 +193,3 @@ def download_mnist(data_dir: str | os.PathLike[str], url_base: str | None = None
             raise OSError(f"could not download {name}:\n  " + "\n  ".join(errors))
         out.append(dest)
     return out
-

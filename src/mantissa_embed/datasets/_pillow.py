@@ -6,6 +6,7 @@ empty one, one that is not an image Pillow reads, and one over Pillow's decompre
 limit (``PIL.Image.MAX_IMAGE_PIXELS``). Only a full decode finds a truncated or corrupt body.
 Every error is an ``ImageFileError`` naming the file (and the CSV line when there is one).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -78,16 +79,24 @@ def read_header(path, line=None, *, catch_warnings=True) -> tuple[int, int]:
             with Image.open(path) as im:
                 w, h = im.size
     except Image.DecompressionBombError:
-        raise ImageFileError(path, "over Pillow's decompression-bomb limit (PIL.Image.MAX_IMAGE_PIXELS = "
-                             f"{Image.MAX_IMAGE_PIXELS} pixels)", line) from None
+        raise ImageFileError(
+            path,
+            "over Pillow's decompression-bomb limit (PIL.Image.MAX_IMAGE_PIXELS = "
+            f"{Image.MAX_IMAGE_PIXELS} pixels)",
+            line,
+        ) from None
     except UnidentifiedImageError:
         raise ImageFileError(path, "not an image Pillow can read", line) from None
     except OSError as exc:
         raise ImageFileError(path, f"cannot read the image header: {exc}", line) from None
     limit = _bomb_limit()
     if limit is not None and w * h > limit:
-        raise ImageFileError(path, f"{w}x{h} = {w * h} pixels is over Pillow's decompression-bomb limit "
-                             f"(PIL.Image.MAX_IMAGE_PIXELS = {limit})", line)
+        raise ImageFileError(
+            path,
+            f"{w}x{h} = {w * h} pixels is over Pillow's decompression-bomb limit "
+            f"(PIL.Image.MAX_IMAGE_PIXELS = {limit})",
+            line,
+        )
     if w < 1 or h < 1:
         raise ImageFileError(path, f"the image has no pixels ({w}x{h})", line)
     return int(w), int(h)

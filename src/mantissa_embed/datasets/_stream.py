@@ -7,6 +7,7 @@ threads decode in parallel with each other and with the engine. ``stream_batches
 number of images. Each image is decoded by one task into its row of the buffer, with
 parameters drawn beforehand, so the bytes of a batch do not depend on the thread count.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -19,9 +20,15 @@ import numpy as np
 __all__ = ["stream_batches", "eval_batches"]
 
 
-def stream_batches(ds, batches: Iterable[tuple[np.ndarray, Sequence[Any] | None]], batch_size: int, *,
-                   total: int | None = None, progress: bool = False,
-                   desc: str = "decoding") -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def stream_batches(
+    ds,
+    batches: Iterable[tuple[np.ndarray, Sequence[Any] | None]],
+    batch_size: int,
+    *,
+    total: int | None = None,
+    progress: bool = False,
+    desc: str = "decoding",
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield ``(idx, xb)`` for every ``(idx, params)`` of ``batches``, in order: ``xb``
     (len(idx), C, H, W) float32 holds images ``idx`` of ``ds``: the eval transform when
     ``params`` is None, else the train transform with ``params[j]`` for image ``j``.
@@ -52,10 +59,12 @@ def stream_batches(ds, batches: Iterable[tuple[np.ndarray, Sequence[Any] | None]
         idx, params = item
         if idx.shape[0] > batch_size:
             raise ValueError(f"a batch of {idx.shape[0]} images is larger than batch_size={batch_size}")
-        buf = ring[k % len(ring)][:idx.shape[0]]
+        buf = ring[k % len(ring)][: idx.shape[0]]
         train = params is not None
-        futs = [pool.submit(ds.load_into, int(i), buf[j], params[j] if train else None, train)
-                for j, i in enumerate(idx)]
+        futs = [
+            pool.submit(ds.load_into, int(i), buf[j], params[j] if train else None, train)
+            for j, i in enumerate(idx)
+        ]
         pending.append((idx, buf, futs))
         k += 1
         return True
@@ -88,4 +97,6 @@ def eval_batches(ds, batch_size: int, progress: bool = False) -> Iterator[tuple[
     """``stream_batches`` over every image of ``ds`` in order, eval mode, ``batch_size`` at a time."""
     n = len(ds)
     batches = ((np.arange(s, min(s + batch_size, n)), None) for s in range(0, n, batch_size))
-    return stream_batches(ds, batches, min(batch_size, max(n, 1)), total=n, progress=progress, desc="embedding")
+    return stream_batches(
+        ds, batches, min(batch_size, max(n, 1)), total=n, progress=progress, desc="embedding"
+    )

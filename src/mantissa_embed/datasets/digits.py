@@ -1,4 +1,5 @@
 """scikit-learn's bundled 8x8 digits (the UCI optical digits test set, Alpaydin & Kaynak 1998)."""
+
 from __future__ import annotations
 
 import numpy as np

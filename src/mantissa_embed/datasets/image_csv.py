@@ -1,4 +1,5 @@
 """``ImageCSV``: images listed in a CSV file with Open Metric Learning's columns."""
+
 from __future__ import annotations
 
 import csv
@@ -41,8 +42,9 @@ def _bbox_value(v, column, path, line):
     except ValueError:
         raise ValueError(f"{path!r} line {line}: {column} must be a number of pixels, got {v!r}") from None
     if not math.isfinite(f) or not 0 <= f <= _MAX_PIXELS:
-        raise ValueError(f"{path!r} line {line}: {column} must be a number of pixels in [0, {_MAX_PIXELS}], "
-                         f"got {v!r}")
+        raise ValueError(
+            f"{path!r} line {line}: {column} must be a number of pixels in [0, {_MAX_PIXELS}], got {v!r}"
+        )
     return int(round(f))
 
 
@@ -91,10 +93,18 @@ class ImageCSV(ImageDataset):
                        empty or unreadable image, or a box outside it.
     """
 
-    def __init__(self, path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None,
-                 size: int | Sequence[int] = 224, *, channels: int = 3,
-                 train_transform: ImageTransform | str | None = "default", num_workers: int | None = None,
-                 prefetch: int = 2, skip_bad: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        root: str | os.PathLike[str] | None = None,
+        size: int | Sequence[int] = 224,
+        *,
+        channels: int = 3,
+        train_transform: ImageTransform | str | None = "default",
+        num_workers: int | None = None,
+        prefetch: int = 2,
+        skip_bad: bool = False,
+    ) -> None:
         super().__init__(size, channels, train_transform, num_workers, prefetch)
         if isinstance(path, (bytes, bool)) or not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a path (str or os.PathLike), got {type(path).__name__}")
@@ -106,7 +116,9 @@ class ImageCSV(ImageDataset):
                 raise FileNotFoundError(f"CSV file {path!r} does not exist")
             raise ValueError(f"{path!r} is not a regular file")
         self.csv_path = path
-        base = os.path.abspath(os.fspath(root)) if root is not None else os.path.dirname(os.path.abspath(path))
+        base = (
+            os.path.abspath(os.fspath(root)) if root is not None else os.path.dirname(os.path.abspath(path))
+        )
         self.root = base
         rows, lines = self._read(path)
         cols = rows[0].keys() if rows else ()
@@ -114,7 +126,9 @@ class ImageCSV(ImageDataset):
         has_flags = [c for c in ("is_query", "is_gallery") if c in cols]
         bbox_cols = [c for c in BBOX_COLUMNS if c in cols]
         if bbox_cols and len(bbox_cols) != 4:
-            raise ValueError(f"{path!r}: bounding boxes need all four columns {BBOX_COLUMNS}, found {bbox_cols}")
+            raise ValueError(
+                f"{path!r}: bounding boxes need all four columns {BBOX_COLUMNS}, found {bbox_cols}"
+            )
         raw_labels: list[str] = []
         paths: list[str] = []
         splits: list[str] = []
@@ -138,19 +152,30 @@ class ImageCSV(ImageDataset):
                 qflags[r] = _flag(row.get("is_query") or "", "is_query", path, line)
             if "is_gallery" in cols:
                 gflags[r] = _flag(row.get("is_gallery") or "", "is_gallery", path, line)
-            if has_flags and has_split and splits[-1] == "validation" and (
-                    ("is_query" in cols and qflags[r] < 0) or ("is_gallery" in cols and gflags[r] < 0)):
+            if (
+                has_flags
+                and has_split
+                and splits[-1] == "validation"
+                and (("is_query" in cols and qflags[r] < 0) or ("is_gallery" in cols and gflags[r] < 0))
+            ):
                 raise ValueError(f"{path!r} line {line}: a validation row needs is_query and is_gallery")
             if boxes is not None:
                 vals = [(row.get(c) or "").strip() for c in BBOX_COLUMNS]
                 if any(vals) and not all(vals):
-                    raise ValueError(f"{path!r} line {line}: a bounding box needs all of {BBOX_COLUMNS}, got {vals}")
+                    raise ValueError(
+                        f"{path!r} line {line}: a bounding box needs all of {BBOX_COLUMNS}, got {vals}"
+                    )
                 if all(vals):
                     boxes[r] = [_bbox_value(v, c, path, line) for v, c in zip(vals, BBOX_COLUMNS)]
         classes: list[int] | list[str]
         ints = [int(v) for v in raw_labels] if all(_INT.fullmatch(v) for v in raw_labels) else None
-        if ints is not None and len(set(ints)) == len(set(raw_labels)) and all(  # "7" and "07": two classes
-                -2**63 <= v < 2**63 for v in ints):
+        if (
+            ints is not None
+            and len(set(ints)) == len(set(raw_labels))
+            and all(  # "7" and "07": two classes
+                -(2**63) <= v < 2**63 for v in ints
+            )
+        ):
             labels = np.asarray(ints, dtype=np.int64)
             classes = [int(c) for c in np.unique(labels)]
         else:
@@ -181,15 +206,18 @@ class ImageCSV(ImageDataset):
                     raise ValueError(f"{path!r} line 1: duplicate columns {dup}")
                 missing = [c for c in ("label", "path") if c not in header]
                 if missing:
-                    raise ValueError(f"{path!r} line 1: no {' or '.join(repr(c) for c in missing)} column "
-                                     f"(Open Metric Learning's columns: label, path, split, is_query, is_gallery); "
-                                     f"found {header}")
+                    raise ValueError(
+                        f"{path!r} line 1: no {' or '.join(repr(c) for c in missing)} column "
+                        f"(Open Metric Learning's columns: label, path, split, is_query, is_gallery); "
+                        f"found {header}"
+                    )
                 reader.fieldnames = header
                 rows, lines = [], []
                 for row in reader:
                     if None in row:
-                        raise ValueError(f"{path!r} line {reader.line_num}: more fields than the header's "
-                                         f"{len(header)}")
+                        raise ValueError(
+                            f"{path!r} line {reader.line_num}: more fields than the header's {len(header)}"
+                        )
                     if not any((v or "").strip() for v in row.values()):
                         continue  # a blank line
                     rows.append(row)
@@ -233,12 +261,16 @@ class ImageCSV(ImageDataset):
         flags are unknown."""
         if not (self._has_query or self._has_gallery):
             return None, None
-        for flags, has, col in ((self._qflags, self._has_query, "is_query"),
-                                (self._gflags, self._has_gallery, "is_gallery")):
+        for flags, has, col in (
+            (self._qflags, self._has_query, "is_query"),
+            (self._gflags, self._has_gallery, "is_gallery"),
+        ):
             if has and (flags < 0).any():
                 i = int(np.flatnonzero(flags < 0)[0])
-                raise ValueError(f"{self.csv_path!r} line {self._line(i)}: {col} is empty; evaluate rows with "
-                                 "both flags (e.g. ds.split('validation'))")
+                raise ValueError(
+                    f"{self.csv_path!r} line {self._line(i)}: {col} is empty; evaluate rows with "
+                    "both flags (e.g. ds.split('validation'))"
+                )
         q = self._qflags > 0 if self._has_query else np.ones(len(self), bool)
         g = self._gflags > 0 if self._has_gallery else np.ones(len(self), bool)
         return q, g

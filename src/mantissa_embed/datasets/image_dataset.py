@@ -10,6 +10,7 @@ Images come out as (C, H, W) float32 in [0, 1]: ``value / 255`` of the 8-bit RGB
 or grey (``channels=1``) pixels, after the transform. No normalization: the trunk's
 ``input_mean`` / ``input_std`` are applied by the Embedder.
 """
+
 from __future__ import annotations
 
 import copy
@@ -84,11 +85,17 @@ class ImageDataset:
         if train_transform is None or (isinstance(train_transform, str) and train_transform == "default"):
             train_transform = default_train_transform(size)
         if not isinstance(train_transform, ImageTransform):
-            raise TypeError("train_transform must be an ImageTransform (datasets.image_transforms), \"default\" or "
-                            f"None, got {type(train_transform).__name__}")
+            raise TypeError(
+                'train_transform must be an ImageTransform (datasets.image_transforms), "default" or '
+                f"None, got {type(train_transform).__name__}"
+            )
         self.train_transform = train_transform
         self.num_workers = _check_workers(num_workers)
-        if isinstance(prefetch, bool) or not isinstance(prefetch, numbers.Integral) or not 1 <= int(prefetch) <= 64:
+        if (
+            isinstance(prefetch, bool)
+            or not isinstance(prefetch, numbers.Integral)
+            or not 1 <= int(prefetch) <= 64
+        ):
             raise ValueError(f"prefetch must be an int in [1, 64] (batches decoded ahead), got {prefetch!r}")
         self.prefetch = int(prefetch)
         self.skipped: list[tuple[str, str]] = []
@@ -104,7 +111,9 @@ class ImageDataset:
         for i, res in enumerate(self._read_headers(paths, boxes, lines)):
             if isinstance(res, ImageFileError):
                 if not skip_bad:
-                    raise ImageFileError(res.path, res.reason + " (skip_bad=True leaves bad files out)", res.line)
+                    raise ImageFileError(
+                        res.path, res.reason + " (skip_bad=True leaves bad files out)", res.line
+                    )
                 keep[i] = False
                 self._skip(res)
             else:
@@ -132,15 +141,18 @@ class ImageDataset:
             except NotImplementedError:
                 return
             if tuple(out) != (W, H):
-                raise ValueError(f"train_transform {self.train_transform!r} turns a {w}x{h} image of this dataset "
-                                 f"into {out[0]}x{out[1]}, not the {W}x{H} of size={self.size!r}; end it with a crop "
-                                 "or resize to that size (datasets.image_transforms.eval_transform(size) is the "
-                                 "eval transform)")
+                raise ValueError(
+                    f"train_transform {self.train_transform!r} turns a {w}x{h} image of this dataset "
+                    f"into {out[0]}x{out[1]}, not the {W}x{H} of size={self.size!r}; end it with a crop "
+                    "or resize to that size (datasets.image_transforms.eval_transform(size) is the "
+                    "eval transform)"
+                )
 
     def _read_headers(self, paths, boxes, lines):
         """Per file, in order: ``(width, height)`` after its box, or the ImageFileError its header
         read (or box check) gave. Read on ``workers()`` threads, in contiguous chunks; Pillow's
         decompression-bomb warning is silenced for the duration (``read_header`` reports it)."""
+
         def header(i):
             p, line = paths[i], None if lines is None else int(lines[i])
             try:
@@ -148,8 +160,12 @@ class ImageDataset:
                 if boxes is not None and boxes[i, 0] >= 0:
                     x1, y1, x2, y2 = (int(v) for v in boxes[i])
                     if not (0 <= x1 < x2 <= w and 0 <= y1 < y2 <= h):
-                        raise ImageFileError(p, f"bounding box (x_1, y_1, x_2, y_2) = {(x1, y1, x2, y2)} is not "
-                                             f"inside the {w}x{h} image with x_1 < x_2 and y_1 < y_2", line)
+                        raise ImageFileError(
+                            p,
+                            f"bounding box (x_1, y_1, x_2, y_2) = {(x1, y1, x2, y2)} is not "
+                            f"inside the {w}x{h} image with x_1 < x_2 and y_1 < y_2",
+                            line,
+                        )
                     w, h = x2 - x1, y2 - y1
             except ImageFileError as exc:
                 return exc
@@ -231,15 +247,23 @@ class ImageDataset:
         path, line = self.paths[i], self._line(i)
         im = decode(path, self.channels, self._box(i), line)
         if im.size != self.source_size(i):
-            raise ImageFileError(path, f"the image is {im.size[0]}x{im.size[1]}, but was "
-                                 f"{self.source_size(i)[0]}x{self.source_size(i)[1]} when the dataset was built: the "
-                                 "file changed since (build the dataset again)", line)
+            raise ImageFileError(
+                path,
+                f"the image is {im.size[0]}x{im.size[1]}, but was "
+                f"{self.source_size(i)[0]}x{self.source_size(i)[1]} when the dataset was built: the "
+                "file changed since (build the dataset again)",
+                line,
+            )
         im = self.train_transform.apply(im, params) if train else self.transform.apply(im, None)
         _, H, W = self.image_shape
         if im.size != (W, H):
             which = "train_transform" if train else "the eval transform"
-            raise ImageFileError(path, f"{which} gave a {im.size[0]}x{im.size[1]} image; the dataset's images "
-                                 f"are {W}x{H} (size={self.size!r})", line)
+            raise ImageFileError(
+                path,
+                f"{which} gave a {im.size[0]}x{im.size[1]} image; the dataset's images "
+                f"are {W}x{H} (size={self.size!r})",
+                line,
+            )
         to_chw(im, out)
 
     def __getitem__(self, i: int) -> Float32Array:
@@ -293,4 +317,3 @@ class ImageDataset:
         for idx, xb in eval_batches(self, 256):
             out[idx] = xb
         return out
-

@@ -1,4 +1,5 @@
 """``ImageFolder``: one sub-folder of image files per class (torchvision's layout)."""
+
 from __future__ import annotations
 
 import os
@@ -61,9 +62,17 @@ class ImageFolder(ImageDataset):
     TypeError           bad argument types.
     """
 
-    def __init__(self, root: str | os.PathLike[str], size: int | Sequence[int] = 224, *, channels: int = 3,
-                 train_transform: ImageTransform | str | None = "default", num_workers: int | None = None,
-                 prefetch: int = 2, skip_bad: bool = False) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        size: int | Sequence[int] = 224,
+        *,
+        channels: int = 3,
+        train_transform: ImageTransform | str | None = "default",
+        num_workers: int | None = None,
+        prefetch: int = 2,
+        skip_bad: bool = False,
+    ) -> None:
         super().__init__(size, channels, train_transform, num_workers, prefetch)
         if isinstance(root, (bytes, bool)) or not isinstance(root, (str, os.PathLike)):
             raise TypeError(f"root must be a path (str or os.PathLike), got {type(root).__name__}")
@@ -76,13 +85,20 @@ class ImageFolder(ImageDataset):
         self.root = root
         classes = sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
         if not classes:
-            raise ValueError(f"ImageFolder root {root!r} has no class sub-folders (expected root/<class>/<image>)")
+            raise ValueError(
+                f"ImageFolder root {root!r} has no class sub-folders (expected root/<class>/<image>)"
+            )
         exts = image_extensions()
-        loose = [e.name for e in os.scandir(root) if e.is_file() and os.path.splitext(e.name)[1].lower() in exts]
+        loose = [
+            e.name for e in os.scandir(root) if e.is_file() and os.path.splitext(e.name)[1].lower() in exts
+        ]
         if loose:
-            warnings.warn(f"ImageFolder: {len(loose)} image file(s) directly in {root!r} (e.g. {loose[0]!r}) are not "
-                          "in a class folder and are ignored (the layout is root/<class>/<image>)",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"ImageFolder: {len(loose)} image file(s) directly in {root!r} (e.g. {loose[0]!r}) are not "
+                "in a class folder and are ignored (the layout is root/<class>/<image>)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         paths, labels, empty = [], [], []
         for c, name in enumerate(classes):
             files, seen = [], set()
@@ -93,21 +109,28 @@ class ImageFolder(ImageDataset):
                     continue
                 seen.add(real)
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                files += [os.path.join(dirpath, f) for f in filenames
-                          if not f.startswith(".") and os.path.splitext(f)[1].lower() in exts]
+                files += [
+                    os.path.join(dirpath, f)
+                    for f in filenames
+                    if not f.startswith(".") and os.path.splitext(f)[1].lower() in exts
+                ]
             if not files:
                 empty.append(name)
             files.sort()
             paths += files
             labels += [c] * len(files)
         if not paths:
-            raise ValueError(f"ImageFolder root {root!r} holds no image files (extensions Pillow opens, e.g. "
-                             f".jpg, .png, .pgm) in its {len(classes)} class folders")
+            raise ValueError(
+                f"ImageFolder root {root!r} holds no image files (extensions Pillow opens, e.g. "
+                f".jpg, .png, .pgm) in its {len(classes)} class folders"
+            )
         if empty and not skip_bad:
-            raise ValueError(f"ImageFolder: class folder(s) without image files: "
-                             f"{', '.join(repr(os.path.join(root, e)) for e in empty[:5])}"
-                             + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
-                             + " (remove them, or pass skip_bad=True)")
+            raise ValueError(
+                f"ImageFolder: class folder(s) without image files: "
+                f"{', '.join(repr(os.path.join(root, e)) for e in empty[:5])}"
+                + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+                + " (remove them, or pass skip_bad=True)"
+            )
         for e in empty:  # skip_bad: reported like a bad file; the class keeps its label
             self._skip(ImageFileError(os.path.join(root, e), "class folder without image files"))
         self._set_items(paths, np.asarray(labels, dtype=np.int64), classes, skip_bad=skip_bad)

@@ -13,6 +13,7 @@ bilinear filter with antialiasing (its filter support widens with the downscalin
 torchvision's ``Resize`` on Pillow images; ``RandomResizedCrop`` crops and resizes in one
 ``Image.resize(size, box=...)`` call.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,17 @@ from PIL import Image
 
 from ..transforms.base import check_pair, check_size_pair
 
-__all__ = ["ImageTransform", "Resize", "CenterCrop", "RandomResizedCrop", "RandomHorizontalFlip", "Compose",
-           "ResizeCenterCrop", "eval_transform", "default_train_transform"]
+__all__ = [
+    "ImageTransform",
+    "Resize",
+    "CenterCrop",
+    "RandomResizedCrop",
+    "RandomHorizontalFlip",
+    "Compose",
+    "ResizeCenterCrop",
+    "eval_transform",
+    "default_train_transform",
+]
 
 
 def _size_hw(size, name="size") -> tuple[int, int] | int:
@@ -37,6 +47,7 @@ def _size_hw(size, name="size") -> tuple[int, int] | int:
         return int(size)
     h, w = check_size_pair(size, name, 1)
     return (h, w)
+
 
 def _square(size):
     return (size, size) if isinstance(size, int) else size
@@ -114,8 +125,12 @@ class RandomResizedCrop(ImageTransform):
     image with the ratio clamped to ``ratio``. Defaults ``scale=(0.08, 1.0)``,
     ``ratio=(3/4, 4/3)``. Source: Szegedy et al. 2015, "Going deeper with convolutions"."""
 
-    def __init__(self, size: int | Sequence[int], scale: Sequence[float] = (0.08, 1.0),
-                 ratio: Sequence[float] = (3.0 / 4.0, 4.0 / 3.0)) -> None:
+    def __init__(
+        self,
+        size: int | Sequence[int],
+        scale: Sequence[float] = (0.08, 1.0),
+        ratio: Sequence[float] = (3.0 / 4.0, 4.0 / 3.0),
+    ) -> None:
         self.size = _size_hw(size)
         self.scale = check_pair(scale, "scale", 0.0, 1.0, strict=True)
         self.ratio = check_pair(ratio, "ratio", 0.0, strict=True)

@@ -1,4 +1,5 @@
 """``load(name)``: one entry point for every dataset, as ``(X, y)`` float32 NCHW / int64 arrays."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,13 @@ DATASETS = ("digits", "mnist", "orl_faces")
 """The dataset names ``load`` accepts."""
 
 
-def load(name: str, split: str | None = None, data_dir: str | os.PathLike[str] | None = None, *,
-         size: int | tuple[int, int] | None = None) -> tuple[Float32Array, Int64Array]:
+def load(
+    name: str,
+    split: str | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    size: int | tuple[int, int] | None = None,
+) -> tuple[Float32Array, Int64Array]:
     """Load a dataset as ``(X, y)``.
 
     Parameters

@@ -1,4 +1,5 @@
 """MNIST (LeCun, Cortes & Burges 1998) from its IDX files: 60,000 train / 10,000 test 28x28 digits."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,8 +14,14 @@ from .._typing import Float32Array, Int64Array
 from .paths import download_command, resolve_dir
 
 _MNIST_SPLITS = {"train": "train", "test": "t10k"}
-_IDX_TYPES: dict[int, np.dtype[Any]] = {0x08: np.dtype(">u1"), 0x09: np.dtype(">i1"), 0x0B: np.dtype(">i2"),
-              0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+_IDX_TYPES: dict[int, np.dtype[Any]] = {
+    0x08: np.dtype(">u1"),
+    0x09: np.dtype(">i1"),
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
 
 
 def _read_bytes(path):
@@ -61,7 +68,8 @@ def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
         kind = "truncated" if len(raw) < expected else "oversized"
         raise ValueError(
             f"{path}: {kind} IDX file: header announces shape {shape} ({expected} bytes), "
-            f"file has {len(raw)} bytes")
+            f"file has {len(raw)} bytes"
+        )
     return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
 
 
@@ -73,7 +81,8 @@ def _find_mnist_file(root, stem):
                 return p
     raise FileNotFoundError(
         f"MNIST file {stem}[.gz] not found in {root} or {root / 'mnist'}. Fetch it with:\n"
-        f"    {download_command(root)}")
+        f"    {download_command(root)}"
+    )
 
 
 def load_mnist(split: str | None, data_dir: str | os.PathLike[str] | None) -> tuple[Float32Array, Int64Array]:
@@ -91,12 +100,14 @@ def load_mnist(split: str | None, data_dir: str | os.PathLike[str] | None) -> tu
     labels = read_idx(lab_path)
     if images.dtype != np.uint8 or images.ndim != 3 or images.shape[1:] != (28, 28):
         raise ValueError(
-            f"{img_path}: expected uint8 images of shape (N, 28, 28), got {images.dtype} {images.shape}")
+            f"{img_path}: expected uint8 images of shape (N, 28, 28), got {images.dtype} {images.shape}"
+        )
     if labels.dtype != np.uint8 or labels.ndim != 1:
-        raise ValueError(f"{lab_path}: expected uint8 labels of shape (N,), got {labels.dtype} {labels.shape}")
-    if labels.shape[0] != images.shape[0]:
         raise ValueError(
-            f"{lab_path}: {labels.shape[0]} labels for {images.shape[0]} images in {img_path}")
+            f"{lab_path}: expected uint8 labels of shape (N,), got {labels.dtype} {labels.shape}"
+        )
+    if labels.shape[0] != images.shape[0]:
+        raise ValueError(f"{lab_path}: {labels.shape[0]} labels for {images.shape[0]} images in {img_path}")
     if labels.size and labels.max() > 9:
         raise ValueError(f"{lab_path}: labels must be digits 0..9, found {int(labels.max())}")
     X = images.astype(np.float32)

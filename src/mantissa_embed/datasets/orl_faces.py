@@ -1,4 +1,5 @@
 """The ORL / AT&T faces (Samaria & Harter 1994): 40 subjects x 10 binary PGM images, 92x112 (W x H)."""
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,9 @@ _ORL_INSTRUCTIONS = (
 
 def orl_instructions(root: str | os.PathLike[str]) -> str:
     """The manual step that installs the ORL faces under ``root`` (they cannot be downloaded)."""
-    return _ORL_INSTRUCTIONS.format(root=root, qroot=shlex.quote(str(root)),
-                                    root_repr=repr(str(root)), env=ENV_VAR)
+    return _ORL_INSTRUCTIONS.format(
+        root=root, qroot=shlex.quote(str(root)), root_repr=repr(str(root)), env=ENV_VAR
+    )
 
 
 def _pgm_tokens(raw, path, count):

@@ -1,4 +1,5 @@
 """Where the datasets live: ``data_dir``, else ``$MANTISSA_EMBED_DATA``, else the user cache."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Resizing and zero-padding batches of images (separable linear maps)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,7 +38,9 @@ def _interp_matrix(n_out, n_in, mode):
     else:  # area: overlap of input pixel [p, p+1) with output cell [j*s, (j+1)*s)
         lo, hi = j * scale, (j + 1) * scale
         p = np.arange(n_in)
-        overlap = np.clip(np.minimum(hi[:, None], p[None, :] + 1) - np.maximum(lo[:, None], p[None, :]), 0.0, None)
+        overlap = np.clip(
+            np.minimum(hi[:, None], p[None, :] + 1) - np.maximum(lo[:, None], p[None, :]), 0.0, None
+        )
         A = overlap / scale
     return A
 
@@ -82,7 +85,7 @@ def pad_or_resize(X: ArrayLike, size: int | tuple[int, int], mode: str = "biline
             raise ValueError(f"size {(h, w)} is smaller than the images ({H}, {W}); mode='pad' cannot crop")
         out = np.zeros(X.shape[:-2] + (h, w), dtype=np.float32)
         top, left = (h - H) // 2, (w - W) // 2
-        out[..., top:top + H, left:left + W] = X
+        out[..., top : top + H, left : left + W] = X
         return out
     if (h, w) == (H, W):
         return X.copy()

@@ -1,4 +1,5 @@
 """Stratified subsets and class-disjoint splits of ``(X, y)``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -66,8 +67,9 @@ def subset(X: ArrayLike, y: ArrayLike, n: int, seed: Seed = 0) -> tuple[np.ndarr
     return np.ascontiguousarray(X[sel]), y[sel]
 
 
-def split_by_class(X: ArrayLike, y: ArrayLike, classes: ArrayLike) -> tuple[np.ndarray, Int64Array, np.ndarray,
-                   Int64Array]:
+def split_by_class(
+    X: ArrayLike, y: ArrayLike, classes: ArrayLike
+) -> tuple[np.ndarray, Int64Array, np.ndarray, Int64Array]:
     """Split into the samples whose label is in ``classes`` and the others (class-disjoint).
 
     Used for unseen-class evaluation: train on ``(X_in, y_in)``, evaluate retrieval on
@@ -98,6 +100,8 @@ def split_by_class(X: ArrayLike, y: ArrayLike, classes: ArrayLike) -> tuple[np.n
         raise TypeError(f"classes must be integers, got dtype {cls.dtype}")
     missing = np.setdiff1d(cls, y)
     if missing.size:
-        raise ValueError(f"classes {missing.tolist()} do not occur in y (labels present: {np.unique(y).tolist()})")
+        raise ValueError(
+            f"classes {missing.tolist()} do not occur in y (labels present: {np.unique(y).tolist()})"
+        )
     mask = np.isin(y, cls)
     return (np.ascontiguousarray(X[mask]), y[mask], np.ascontiguousarray(X[~mask]), y[~mask])

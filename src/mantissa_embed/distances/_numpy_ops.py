@@ -8,6 +8,7 @@
 Every function returns ``dtype`` arrays (default float32; the tests use float64); gradients use torch's subgradients (0 at a zero distance,
 ``sign`` of the difference at the maximum for p = inf).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,7 +23,7 @@ def _pnorm(x, p):
         return a.sum(axis=-1)
     if np.isinf(p):
         return a.max(axis=-1) if a.shape[-1] else np.zeros(a.shape[:-1])
-    return (a ** p).sum(axis=-1) ** (1.0 / p)
+    return (a**p).sum(axis=-1) ** (1.0 / p)
 
 
 def _dnorm(x, n, p):
@@ -71,8 +72,8 @@ def lp_cdist_forward(q, r, p, dtype=np.float32):
     out = np.empty((N, M), dtype=dtype)
     starts, step = _chunks(N, M, D)
     for s in starts:
-        diff = q64[s:s + step, None, :] - r64[None, :, :]
-        out[s:s + step] = _pnorm(diff, p)
+        diff = q64[s : s + step, None, :] - r64[None, :, :]
+        out[s : s + step] = _pnorm(diff, p)
     return out
 
 
@@ -88,10 +89,10 @@ def lp_cdist_backward(q, r, dist, dmat, p, dtype=np.float32):
     dr = np.zeros((M, D), dtype=np.float64)
     starts, step = _chunks(N, M, D)
     for s in starts:
-        diff = q64[s:s + step, None, :] - r64[None, :, :]
+        diff = q64[s : s + step, None, :] - r64[None, :, :]
         n = _pnorm(diff, p)[..., None]
-        w = g64[s:s + step, :, None] * _dnorm(diff, n, p)
-        dq[s:s + step] = w.sum(axis=1)
+        w = g64[s : s + step, :, None] * _dnorm(diff, n, p)
+        dq[s : s + step] = w.sum(axis=1)
         dr -= w.sum(axis=0)
     return dq.astype(dtype), dr.astype(dtype)
 
@@ -139,7 +140,7 @@ def snr_backward(q, r, dmat, dtype=np.float32):
     c = 2.0 / (D - 1)
     # sum_j G_ij c_ij with c_ij = qc_i - rc_j (the centering's Jacobian is absorbed: sum(c_ij) = 0)
     gc = G.sum(axis=1)[:, None] * qc - G @ rc
-    dq = c * (gc / a[:, None] - (np.sum(G * v, axis=1) / a ** 2)[:, None] * qc)
+    dq = c * (gc / a[:, None] - (np.sum(G * v, axis=1) / a**2)[:, None] * qc)
     Ga = G / a[:, None]
     dr = -c * (Ga.T @ qc - Ga.sum(axis=0)[:, None] * rc)
     return dq.astype(dtype), dr.astype(dtype)

@@ -1,4 +1,5 @@
 """BaseDistance: pytorch-metric-learning's distance contract, with an explicit backward."""
+
 from __future__ import annotations
 
 import numbers
@@ -24,8 +25,18 @@ class DistanceContext:
     ``shape`` (N, M, D).
     """
 
-    __slots__ = ("query", "ref", "query_norms", "ref_norms", "base", "mat", "same", "engine",
-                 "shape", "extra")
+    __slots__ = (
+        "query",
+        "ref",
+        "query_norms",
+        "ref_norms",
+        "base",
+        "mat",
+        "same",
+        "engine",
+        "shape",
+        "extra",
+    )
     query: Any
     ref: Any
     query_norms: Any
@@ -60,8 +71,14 @@ class BaseDistance:
     #: Subclasses that implement every p >= 1 (the norm of the distance and of the normalization).
     _general_p = False
 
-    def __init__(self, normalize_embeddings: bool = True, p: float = 2, power: float = 1,
-                 is_inverted: bool = False, backend: str = "mantissa") -> None:
+    def __init__(
+        self,
+        normalize_embeddings: bool = True,
+        p: float = 2,
+        power: float = 1,
+        is_inverted: bool = False,
+        backend: str = "mantissa",
+    ) -> None:
         if isinstance(p, bool) or not isinstance(p, numbers.Real):
             raise TypeError(f"p must be a number, got {type(p).__name__}")
         if not self._general_p and p != 2:
@@ -103,7 +120,9 @@ class BaseDistance:
 
     def get_norm(self, embeddings, dim=1):
         """Row Lp norms (``p = self.p``)."""
-        return np.linalg.norm(np.asarray(embeddings, dtype=np.float64), ord=self.p, axis=dim).astype(np.float32)
+        return np.linalg.norm(np.asarray(embeddings, dtype=np.float64), ord=self.p, axis=dim).astype(
+            np.float32
+        )
 
     def pairwise_distance(self, query_emb, ref_emb):
         """Row-wise distances between ``query_emb[i]`` and ``ref_emb[i]`` (both (N, D)), no power."""
@@ -119,8 +138,13 @@ class BaseDistance:
         """Same as calling the object (PML's ``forward``)."""
         return self(query_emb, ref_emb)
 
-    def forward_ctx(self, query_emb: ArrayLike, ref_emb: ArrayLike | None = None, backend: str | None = None,
-                    validate: bool = True) -> tuple[Float32Array, DistanceContext]:
+    def forward_ctx(
+        self,
+        query_emb: ArrayLike,
+        ref_emb: ArrayLike | None = None,
+        backend: str | None = None,
+        validate: bool = True,
+    ) -> tuple[Float32Array, DistanceContext]:
         """Re-entrant forward: returns ``(mat, ctx)`` for ``backward``.
 
         Parameters
@@ -141,12 +165,16 @@ class BaseDistance:
             q = check_array(query_emb, "query_emb", ndim=2)
             r = None if ref_emb is None else check_array(ref_emb, "ref_emb", ndim=2)
             if r is not None and r.shape[1] != q.shape[1]:
-                raise ValueError(f"ref_emb must have {q.shape[1]} columns like query_emb, got shape {r.shape}")
+                raise ValueError(
+                    f"ref_emb must have {q.shape[1]} columns like query_emb, got shape {r.shape}"
+                )
         else:
             q, r = query_emb, ref_emb  # type: ignore[assignment]  # validate=False: checked arrays
         eng = get_backend(self.backend if backend is None else _check_backend(backend))
         same = r is None
-        ctx = DistanceContext(same=same, engine=eng, shape=(q.shape[0], (q if r is None else r).shape[0], q.shape[1]))
+        ctx = DistanceContext(
+            same=same, engine=eng, shape=(q.shape[0], (q if r is None else r).shape[0], q.shape[1])
+        )
         if self.normalize_embeddings:
             norm_fw = eng.l2_normalize_forward if self.p == 2 else self._lp_normalize_forward
             qn, qnorms = norm_fw(q)
@@ -164,7 +192,9 @@ class BaseDistance:
         ctx.base, ctx.mat = base, mat
         return mat, ctx
 
-    def backward(self, dmat: ArrayLike, ctx: DistanceContext | None = None) -> tuple[Float32Array, Float32Array | None]:
+    def backward(
+        self, dmat: ArrayLike, ctx: DistanceContext | None = None
+    ) -> tuple[Float32Array, Float32Array | None]:
         """Gradients ``(dquery, dref)`` of a scalar loss given ``dmat = dL/d mat`` (N, M).
 
         ``ctx``: from ``forward_ctx``; default the cache of the last call. ``dref`` is None
@@ -208,7 +238,7 @@ class BaseDistance:
     def _compute(self, q, r, ctx):
         """(base matrix, output matrix = base ** power); subclasses implement ``compute_mat``."""
         base = self.compute_mat(q, r, ctx)
-        mat = base if self.power == 1 else (base ** self.power).astype(np.float32, copy=False)
+        mat = base if self.power == 1 else (base**self.power).astype(np.float32, copy=False)
         return base, mat
 
     def _compute_backward(self, dmat, ctx):
@@ -246,8 +276,10 @@ class BaseDistance:
         return state
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(normalize_embeddings={self.normalize_embeddings}, "
-                f"p={self.p}, power={self.power}, is_inverted={self.is_inverted})")
+        return (
+            f"{type(self).__name__}(normalize_embeddings={self.normalize_embeddings}, "
+            f"p={self.p}, power={self.power}, is_inverted={self.is_inverted})"
+        )
 
 
 def _check_backend(backend: str) -> str:

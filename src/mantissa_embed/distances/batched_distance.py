@@ -1,4 +1,5 @@
 """BatchedDistance (pytorch-metric-learning): a distance matrix computed in query chunks."""
+
 from __future__ import annotations
 
 from .._validation import check_array, check_int
@@ -20,7 +21,9 @@ class BatchedDistance:
 
     def __init__(self, distance: BaseDistance, iter_fn=None, batch_size=32) -> None:
         if not isinstance(distance, BaseDistance):
-            raise TypeError(f"distance must be a BaseDistance (e.g. LpDistance()), got {type(distance).__name__}")
+            raise TypeError(
+                f"distance must be a BaseDistance (e.g. LpDistance()), got {type(distance).__name__}"
+            )
         if iter_fn is not None and not callable(iter_fn):
             raise TypeError(f"iter_fn must be callable (mat, start, end), got {type(iter_fn).__name__}")
         self.distance = distance
@@ -29,7 +32,9 @@ class BatchedDistance:
 
     def __call__(self, query_emb, ref_emb=None):
         if not callable(self.iter_fn):
-            raise TypeError("iter_fn must be set to a callable (mat, start, end) before calling BatchedDistance")
+            raise TypeError(
+                "iter_fn must be set to a callable (mat, start, end) before calling BatchedDistance"
+            )
         q = check_array(query_emb, "query_emb", ndim=2)
         r = q if ref_emb is None else check_array(ref_emb, "ref_emb", ndim=2)
         if r.shape[1] != q.shape[1]:

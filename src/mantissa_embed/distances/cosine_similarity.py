@@ -1,4 +1,5 @@
 """CosineSimilarity (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 from .dot_product_similarity import DotProductSimilarity

@@ -1,4 +1,5 @@
 """DotProductSimilarity (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,12 +36,13 @@ class DotProductSimilarity(BaseDistance):
             # both roles of the batch in one product: dq = (dS + dS^T) q, dr folded in (None)
             N = dbase.shape[0]
             # scratch kept across calls up to N = 2048 (16 MB), allocated per call above
-            out = self._workspace(N * N)[:N * N].reshape(N, N) if N <= _SYM_WS_MAX_N else None
+            out = self._workspace(N * N)[: N * N].reshape(N, N) if N <= _SYM_WS_MAX_N else None
             sym = ctx.engine.add_transpose_forward(dbase, out=out)
             return ctx.engine.sgemm(sym, ctx.query), None
         return ctx.engine.dot_similarity_backward(ctx.query, ctx.ref, dbase)
 
     def pairwise_distance(self, query_emb, ref_emb):
         """Row-wise dot products ``q_i . r_i``."""
-        return np.sum(np.asarray(query_emb, dtype=np.float64) * np.asarray(ref_emb, dtype=np.float64),
-                      axis=-1).astype(np.float32)
+        return np.sum(
+            np.asarray(query_emb, dtype=np.float64) * np.asarray(ref_emb, dtype=np.float64), axis=-1
+        ).astype(np.float32)

@@ -1,4 +1,5 @@
 """LpDistance (pytorch-metric-learning): Euclidean matrix on the C engine, other p in numpy."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +37,7 @@ class LpDistance(BaseDistance):
         base = eng.euclidean_forward(q, r, squared=squared, workspace=ws)
         if squared or self.power == 1:
             return base, base
-        return base, (base ** self.power).astype(np.float32, copy=False)
+        return base, (base**self.power).astype(np.float32, copy=False)
 
     def compute_mat(self, q, r, ctx):
         return _ops.lp_cdist_forward(q, r, self.p)

@@ -1,4 +1,5 @@
 """SNRDistance (pytorch-metric-learning): the signal-to-noise-ratio distance of Yuan et al. 2019."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +31,9 @@ class SNRDistance(BaseDistance):
 
     def compute_mat(self, q, r, ctx):
         if q.shape[1] < 2:
-            raise ValueError(f"query_emb must have at least 2 columns for SNRDistance (a variance), "
-                             f"got shape {q.shape}")
+            raise ValueError(
+                f"query_emb must have at least 2 columns for SNRDistance (a variance), got shape {q.shape}"
+            )
         mat, a = _ops.snr_forward(q, r)
         if q.shape[0] and not np.all(a > 0):
             i = int(np.flatnonzero(~(a > 0))[0])

@@ -2,6 +2,7 @@
 (``ArrayBatches``) or from an ``ImageDataset``'s files (``FileBatches``). Each has
 ``epoch(index_batches, rng)``, an iterator of ``(idx, xb)``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +22,7 @@ class ArrayBatches:
 
     def epoch(self, index_batches, rng):
         for idx in index_batches:
-            xb = self.buf[:idx.shape[0]]
+            xb = self.buf[: idx.shape[0]]
             np.take(self.X, idx, axis=0, out=xb)
             yield idx, (xb if self.augment is None else self.augment(xb, rng))
 

@@ -16,6 +16,7 @@ Rules (a pair is "same" when ``distance <= threshold``):
 - ``max_accuracy``: the threshold of the best balanced accuracy (TAR + 1 - FAR) / 2, the
   smallest among ties.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,8 +66,15 @@ def sample_pairs(y, n_pairs, rng):
     return pos_i, pos_j, neg_i, neg_j, n_pos_total, n_neg_total
 
 
-def choose_threshold(d_pos, d_neg, target_far=None, target_precision=None, max_accuracy: bool = False,
-                     pos_weight: float = 1.0, neg_weight: float = 1.0):
+def choose_threshold(
+    d_pos,
+    d_neg,
+    target_far=None,
+    target_precision=None,
+    max_accuracy: bool = False,
+    pos_weight: float = 1.0,
+    neg_weight: float = 1.0,
+):
     """(threshold, stats) from positive / negative pair distances (float64, 1-D, non-empty)."""
     pos = np.sort(d_pos)
     neg = np.sort(d_neg)
@@ -91,14 +99,28 @@ def choose_threshold(d_pos, d_neg, target_far=None, target_precision=None, max_a
     tar = float(np.searchsorted(pos, t, side="right") / pos.shape[0])
     far = float(np.searchsorted(neg, t, side="right") / neg.shape[0])
     tpw, fpw = tar * pos.shape[0] * pos_weight, far * neg.shape[0] * neg_weight
-    stats = {"threshold": t, "far": far, "tar": tar,
-             "precision": float(tpw / (tpw + fpw)) if tpw + fpw > 0 else None,
-             "balanced_accuracy": (tar + 1.0 - far) / 2.0}
+    stats = {
+        "threshold": t,
+        "far": far,
+        "tar": tar,
+        "precision": float(tpw / (tpw + fpw)) if tpw + fpw > 0 else None,
+        "balanced_accuracy": (tar + 1.0 - far) / 2.0,
+    }
     return t, stats
 
 
-def calibrate(emb, X, y, *, target_far=None, target_precision=None, max_accuracy: bool = False, n_pairs=100_000, seed=0,
-              batch_size=256):
+def calibrate(
+    emb,
+    X,
+    y,
+    *,
+    target_far=None,
+    target_precision=None,
+    max_accuracy: bool = False,
+    n_pairs=100_000,
+    seed=0,
+    batch_size=256,
+):
     """The body of ``Embedder.calibrate`` (the
     caller holds the Embedder's lock): the calibration dict, not yet stored."""
     rules = [target_far is not None, target_precision is not None, bool(max_accuracy)]
@@ -131,12 +153,27 @@ def calibrate(emb, X, y, *, target_far=None, target_precision=None, max_accuracy
     dp = np.linalg.norm(Z[pi] - Z[pj], axis=1)
     dn = np.linalg.norm(Z[ni] - Z[nj], axis=1)
     _, stats = choose_threshold(
-        dp, dn, target_far=target_far, target_precision=target_precision, max_accuracy=bool(max_accuracy),
-        pos_weight=p_tot / pi.size, neg_weight=n_tot / ni.size)
-    rule = "target_far" if target_far is not None else (
-        "target_precision" if target_precision is not None else "max_accuracy")
-    cal = {**stats, "rule": rule,
-           "target": target_far if target_far is not None else target_precision,
-           "n_positive_pairs": int(pi.size), "n_negative_pairs": int(ni.size),
-           "positive_pairs_total": int(p_tot), "negative_pairs_total": int(n_tot), "seed": seed}
+        dp,
+        dn,
+        target_far=target_far,
+        target_precision=target_precision,
+        max_accuracy=bool(max_accuracy),
+        pos_weight=p_tot / pi.size,
+        neg_weight=n_tot / ni.size,
+    )
+    rule = (
+        "target_far"
+        if target_far is not None
+        else ("target_precision" if target_precision is not None else "max_accuracy")
+    )
+    cal = {
+        **stats,
+        "rule": rule,
+        "target": target_far if target_far is not None else target_precision,
+        "n_positive_pairs": int(pi.size),
+        "n_negative_pairs": int(ni.size),
+        "positive_pairs_total": int(p_tot),
+        "negative_pairs_total": int(n_tot),
+        "seed": seed,
+    }
     return cal

@@ -6,6 +6,7 @@ gradient with respect to the embeddings, ``Sequential.backward`` turns it into p
 gradients and the optimizer steps. A "Siamese" or "triplet" network is this same network
 applied to the rows of one batch; no second copy of the weights exists.
 """
+
 from __future__ import annotations
 
 import os
@@ -162,11 +163,21 @@ class Embedder(EmbedderInference):
     Belongie & Lim 2020, "PyTorch Metric Learning", arXiv:2008.09164).
     """
 
-    def __init__(self, layers: Sequence[Layer] | Sequential, loss: str | Callable[..., Any] = "default",
-                 margin: float | None = None, seed: int | np.random.Generator = 0, backend: str = "mantissa",
-                 miner: str | Callable[..., Any] | None = "default", optimizer: str | Callable[..., Any] = "default",
-                 momentum: float | None = None, weight_decay: float | None = None, m_per_class: int | None = None,
-                 loss_lr_factor: float | None = None, lr_groups: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        layers: Sequence[Layer] | Sequential,
+        loss: str | Callable[..., Any] = "default",
+        margin: float | None = None,
+        seed: int | np.random.Generator = 0,
+        backend: str = "mantissa",
+        miner: str | Callable[..., Any] | None = "default",
+        optimizer: str | Callable[..., Any] = "default",
+        momentum: float | None = None,
+        weight_decay: float | None = None,
+        m_per_class: int | None = None,
+        loss_lr_factor: float | None = None,
+        lr_groups: Mapping[str, float] | None = None,
+    ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
@@ -176,28 +187,43 @@ class Embedder(EmbedderInference):
         if isinstance(layers, Sequential):
             net = layers.set_backend(backend)
         elif isinstance(layers, Layer):
-            raise TypeError("layers must be a list of Layer objects or a Sequential, got a single "
-                            f"{type(layers).__name__} (wrap it in a list)")
+            raise TypeError(
+                "layers must be a list of Layer objects or a Sequential, got a single "
+                f"{type(layers).__name__} (wrap it in a list)"
+            )
         elif isinstance(layers, (list, tuple)):
             net = Sequential(layers, seed=seed, backend=backend)
         else:
-            raise TypeError(f"layers must be a list of Layer objects or a Sequential, got {type(layers).__name__}")
+            raise TypeError(
+                f"layers must be a list of Layer objects or a Sequential, got {type(layers).__name__}"
+            )
         self.net = net
 
         self._loss_spec, self.loss_func, self.margin = make_loss(loss, margin, backend)
         self._miner_spec, self.miner_func = make_miner(miner, self.loss_func, backend)
         if isinstance(optimizer, str):
             if optimizer != "default" and optimizer not in OPTIMIZERS:
-                raise ValueError(f"optimizer must be one of {('default',) + OPTIMIZERS} or a callable, got {optimizer!r}")
+                raise ValueError(
+                    f"optimizer must be one of {('default',) + OPTIMIZERS} or a callable, got {optimizer!r}"
+                )
         elif not callable(optimizer):
-            raise TypeError(f"optimizer must be one of {('default',) + OPTIMIZERS} or a callable(params, lr), "
-                            f"got {type(optimizer).__name__}")
+            raise TypeError(
+                f"optimizer must be one of {('default',) + OPTIMIZERS} or a callable(params, lr), "
+                f"got {type(optimizer).__name__}"
+            )
         self.optimizer = optimizer
-        self.momentum = check_float(DEFAULTS["momentum"] if momentum is None else momentum, "momentum", minimum=0.0)
-        self.weight_decay = None if weight_decay is None else check_float(weight_decay, "weight_decay", minimum=0.0)
+        self.momentum = check_float(
+            DEFAULTS["momentum"] if momentum is None else momentum, "momentum", minimum=0.0
+        )
+        self.weight_decay = (
+            None if weight_decay is None else check_float(weight_decay, "weight_decay", minimum=0.0)
+        )
         self.m_per_class = None if m_per_class is None else check_int(m_per_class, "m_per_class", minimum=1)
-        self.loss_lr_factor = check_float(DEFAULTS["loss_lr_factor"] if loss_lr_factor is None else loss_lr_factor,
-                                          "loss_lr_factor", minimum=0.0)
+        self.loss_lr_factor = check_float(
+            DEFAULTS["loss_lr_factor"] if loss_lr_factor is None else loss_lr_factor,
+            "loss_lr_factor",
+            minimum=0.0,
+        )
         self.lr_groups = check_lr_groups(lr_groups)
         self._rng = as_generator(seed)
         self.train_state_ = None
@@ -226,7 +252,9 @@ class Embedder(EmbedderInference):
         wd = self.weight_decay
         if wd is None:
             wd = DEFAULTS["weight_decay"].get(name, 0.0) if name is not None else 0.0
-        return make_optimizer(self.optimizer if name is None else name, groups, self.momentum, wd, self.backend)
+        return make_optimizer(
+            self.optimizer if name is None else name, groups, self.momentum, wd, self.backend
+        )
 
     def _choose_m(self, batch_size: int, n_classes: int) -> int:
         return choose_m(batch_size, n_classes, self.m_per_class)
@@ -235,18 +263,25 @@ class Embedder(EmbedderInference):
         """Build a string loss that needs the class count (``"proxy_anchor"``) for ``n_classes``
         classes, or check that a loss object with ``num_classes`` has room for them."""
         loss = self.loss_func
-        if self._loss_spec is not None and (loss is None or getattr(loss, "num_classes", n_classes) != n_classes
-                                            or getattr(loss, "embedding_size", embed_dim) != embed_dim):
+        if self._loss_spec is not None and (
+            loss is None
+            or getattr(loss, "num_classes", n_classes) != n_classes
+            or getattr(loss, "embedding_size", embed_dim) != embed_dim
+        ):
             if self._loss_spec == "proxy_anchor":
                 seed = self.seed if isinstance(self.seed, int) else int(self._rng.integers(2**31))
-                self.loss_func = build_loss(self._loss_spec, self.margin, n_classes, embed_dim, seed, self.backend)
+                self.loss_func = build_loss(
+                    self._loss_spec, self.margin, n_classes, embed_dim, seed, self.backend
+                )
             return
         have = getattr(loss, "num_classes", None)
         if isinstance(have, int) and have < n_classes:
             raise ValueError(f"the loss has num_classes={have}, but y has {n_classes} classes")
         have = getattr(loss, "embedding_size", None)
         if isinstance(have, int) and have != embed_dim:
-            raise ValueError(f"the loss has embedding_size={have}, but the trunk outputs {embed_dim} dimensions")
+            raise ValueError(
+                f"the loss has embedding_size={have}, but the trunk outputs {embed_dim} dimensions"
+            )
 
     # ------------------------------------------------------------------------------ training
     def parameters(self) -> list[Parameter]:
@@ -260,13 +295,26 @@ class Embedder(EmbedderInference):
             params += list(loss_params())
         return params
 
-    def fit(self, X: ArrayLike | datasets.ImageDataset, y: ArrayLike | None = None, epochs: int = 1, batch_size: int = 64, lr: float | None = None,
-            verbose: bool = False, *, validation: float | tuple[ArrayLike, ArrayLike] | None = None,
-            metrics: Sequence[str] = ("precision_at_1", "mean_average_precision_at_r"), restore_best: bool = False,
-            early_stopping: int | None = None, callbacks: Sequence[Any] = (),
-            callback: Callable[[int, float], Any] | None = None, augment: str | Callable[..., Any] | None = "default",
-            schedule: str | Callable[..., Any] | None = "default", resume: bool = False,
-            profile: bool = False) -> Embedder:
+    def fit(
+        self,
+        X: ArrayLike | datasets.ImageDataset,
+        y: ArrayLike | None = None,
+        epochs: int = 1,
+        batch_size: int = 64,
+        lr: float | None = None,
+        verbose: bool = False,
+        *,
+        validation: float | tuple[ArrayLike, ArrayLike] | None = None,
+        metrics: Sequence[str] = ("precision_at_1", "mean_average_precision_at_r"),
+        restore_best: bool = False,
+        early_stopping: int | None = None,
+        callbacks: Sequence[Any] = (),
+        callback: Callable[[int, float], Any] | None = None,
+        augment: str | Callable[..., Any] | None = "default",
+        schedule: str | Callable[..., Any] | None = "default",
+        resume: bool = False,
+        profile: bool = False,
+    ) -> Embedder:
         """Train the trunk by metric learning on images or feature vectors ``X`` with class
         labels ``y``.
 
@@ -365,14 +413,29 @@ class Embedder(EmbedderInference):
             Training diverged (the loss or the embeddings became NaN/Inf): lower ``lr``.
         """
         X, y = _fit_data.check_fit_data(self.net, X, y)
-        settings = FitSettings(epochs=epochs, batch_size=batch_size, lr=lr, verbose=verbose,
-                               validation=validation, metrics=metrics, restore_best=restore_best,
-                               early_stopping=early_stopping, callbacks=callbacks, callback=callback,
-                               augment=augment, schedule=schedule, resume=resume, profile=profile, X=X)
+        settings = FitSettings(
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            verbose=verbose,
+            validation=validation,
+            metrics=metrics,
+            restore_best=restore_best,
+            early_stopping=early_stopping,
+            callbacks=callbacks,
+            callback=callback,
+            augment=augment,
+            schedule=schedule,
+            resume=resume,
+            profile=profile,
+            X=X,
+        )
         self._check_trunk_output(_fit_data.sample_shape(X))
         if not self._fit_guard.acquire(blocking=False):
-            raise RuntimeError("fit is already running on this Embedder (in another thread, or called from "
-                               "one of its callbacks): training is single-caller")
+            raise RuntimeError(
+                "fit is already running on this Embedder (in another thread, or called from "
+                "one of its callbacks): training is single-caller"
+            )
         try:
             with self._lock:
                 return _fitting.fit(self, X, y, settings)
@@ -394,13 +457,17 @@ class Embedder(EmbedderInference):
     def _check_trunk_output(self, input_shape: Sequence[int]) -> None:
         out_shape = self.net.output_shape(tuple(input_shape))
         if len(out_shape) != 1:
-            raise ValueError(f"the trunk must output one vector per image (N, D); for input {tuple(input_shape)} "
-                             f"it outputs per-sample shape {out_shape} (end it with Flatten() or Dense(D))")
+            raise ValueError(
+                f"the trunk must output one vector per image (N, D); for input {tuple(input_shape)} "
+                f"it outputs per-sample shape {out_shape} (end it with Flatten() or Dense(D))"
+            )
 
     # ----------------------------------------------------------------------------- inference
     def _check_fitted(self) -> None:
         if not self.fitted_:
-            raise RuntimeError("this Embedder is not fitted yet: call fit(X, y) first (or Embedder.load(path))")
+            raise RuntimeError(
+                "this Embedder is not fitted yet: call fit(X, y) first (or Embedder.load(path))"
+            )
 
     def summary(self) -> str:
         """A text description: the trunk's layer table (when built), loss, miner, optimizer.
@@ -411,8 +478,10 @@ class Embedder(EmbedderInference):
 
     def __repr__(self) -> str:
         loss = self._loss_spec if self._loss_spec is not None else type(self.loss_func).__name__
-        return (f"Embedder(loss={loss!r}, margin={self.margin!r}, miner={self._miner_spec!r}, "
-                f"backend={self.backend!r}, fitted={self.fitted_})")
+        return (
+            f"Embedder(loss={loss!r}, margin={self.margin!r}, miner={self._miner_spec!r}, "
+            f"backend={self.backend!r}, fitted={self.fitted_})"
+        )
 
     # -------------------------------------------------------------------------- persistence
     def save(self, path: str | os.PathLike[str]) -> str:

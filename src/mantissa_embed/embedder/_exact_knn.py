@@ -12,6 +12,7 @@ out can belong to the k. Rows not certified get ``16k + 128`` candidates, then (
 certified: hundreds of near-ties) an exact float64 scan of the whole reference set in bounded
 blocks. The result is that of a float64 brute force, ties ordered by lower index.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,9 +22,9 @@ from ..evaluation.knn import knn
 
 __all__ = ["exact_knn"]
 
-_U = 2.0 ** -24          # float32 unit roundoff
-_TINY = 2.0 ** -100      # absolute slack for products that underflow float32
-_BLOCK = 1 << 21         # float64 values of one difference block (16 MiB)
+_U = 2.0**-24  # float32 unit roundoff
+_TINY = 2.0**-100  # absolute slack for products that underflow float32
+_BLOCK = 1 << 21  # float64 values of one difference block (16 MiB)
 
 
 def _sq_dist(q, r, idx):
@@ -34,9 +35,9 @@ def _sq_dist(q, r, idx):
     out = np.empty((n, c), dtype=np.float64)
     step = max(1, _BLOCK // max(1, c * D))
     for s in range(0, n, step):
-        diff = r[idx[s:s + step]].astype(np.float64)
-        diff -= q[s:s + step, None, :].astype(np.float64)
-        np.einsum("bkd,bkd->bk", diff, diff, out=out[s:s + step])
+        diff = r[idx[s : s + step]].astype(np.float64)
+        diff -= q[s : s + step, None, :].astype(np.float64)
+        np.einsum("bkd,bkd->bk", diff, diff, out=out[s : s + step])
     return out
 
 
@@ -75,15 +76,21 @@ def _scan(q, r, k):
     out_d = np.empty((q.shape[0], k), dtype=np.float64)
     out_i = np.empty((q.shape[0], k), dtype=np.int64)
     for s in range(0, q.shape[0], 64):
-        qb = q[s:s + 64]
+        qb = q[s : s + 64]
         best_d, best_i = np.empty((qb.shape[0], 0)), np.empty((qb.shape[0], 0), dtype=np.int64)
         step = max(k, _BLOCK // (qb.shape[0] * D))
         for c in range(0, M, step):
-            cols = np.ascontiguousarray(np.broadcast_to(np.arange(c, min(M, c + step), dtype=np.int64),
-                                                        (qb.shape[0], min(M, c + step) - c)))
-            best_d, best_i = _rank(np.concatenate([best_d, _sq_dist(qb, r, cols)], axis=1),
-                                   np.concatenate([best_i, cols], axis=1), k)
-        out_d[s:s + 64], out_i[s:s + 64] = best_d, best_i
+            cols = np.ascontiguousarray(
+                np.broadcast_to(
+                    np.arange(c, min(M, c + step), dtype=np.int64), (qb.shape[0], min(M, c + step) - c)
+                )
+            )
+            best_d, best_i = _rank(
+                np.concatenate([best_d, _sq_dist(qb, r, cols)], axis=1),
+                np.concatenate([best_i, cols], axis=1),
+                k,
+            )
+        out_d[s : s + 64], out_i[s : s + 64] = best_d, best_i
     return out_d, out_i
 
 

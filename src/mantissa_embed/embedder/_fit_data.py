@@ -1,6 +1,7 @@
 """``fit``'s data: ``X`` and ``y`` checked against the trunk (an array or an ``ImageDataset``), the
 per-sample shape, and the split of ``validation`` into training and validation sets.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +10,16 @@ from .._validation import check_array, check_labels
 from ..datasets.image_dataset import ImageDataset
 from ._inference import labels_for
 
-__all__ = ["INPUT_NDIMS", "check_inputs", "sample_shape", "take_rows", "check_dataset", "check_fit_data",
-           "check_validation_data", "split_validation"]
+__all__ = [
+    "INPUT_NDIMS",
+    "check_inputs",
+    "sample_shape",
+    "take_rows",
+    "check_dataset",
+    "check_fit_data",
+    "check_validation_data",
+    "split_validation",
+]
 
 
 #: the ranks of ``fit``'s ``X``: 4 for images (N, C, H, W), 2 for feature vectors (N, F)
@@ -23,12 +32,16 @@ def check_inputs(X: object, name: str, input_shape: tuple[int, ...] | None = Non
     given (the trunk's, once built). TypeError / ValueError naming ``name``."""
     X = check_array(X, name, allow_empty=False)
     if input_shape is None and X.ndim not in INPUT_NDIMS:
-        raise ValueError(f"{name} must be 4-D images (N, C, H, W) or 2-D feature vectors (N, F), "
-                         f"got {X.ndim}-D shape {X.shape}")
+        raise ValueError(
+            f"{name} must be 4-D images (N, C, H, W) or 2-D feature vectors (N, F), "
+            f"got {X.ndim}-D shape {X.shape}"
+        )
     if input_shape is not None and tuple(X.shape[1:]) != tuple(input_shape):
         kind = "feature vectors" if len(input_shape) == 1 else "images"
-        raise ValueError(f"{name} must have shape (N, {', '.join(map(str, input_shape))}) ({kind}: the "
-                         f"trunk was built for that input), got {X.shape}")
+        raise ValueError(
+            f"{name} must have shape (N, {', '.join(map(str, input_shape))}) ({kind}: the "
+            f"trunk was built for that input), got {X.shape}"
+        )
     return X
 
 
@@ -48,8 +61,10 @@ def check_dataset(ds, name, input_shape=None):
     if len(ds) == 0:
         raise ValueError(f"{name} is an empty dataset")
     if input_shape is not None and tuple(ds.image_shape) != tuple(input_shape):
-        raise ValueError(f"{name} gives images of shape {tuple(ds.image_shape)}; the trunk was built for "
-                         f"{tuple(input_shape)} (set the dataset's size= and channels= to match)")
+        raise ValueError(
+            f"{name} gives images of shape {tuple(ds.image_shape)}; the trunk was built for "
+            f"{tuple(input_shape)} (set the dataset's size= and channels= to match)"
+        )
     return ds
 
 
@@ -68,8 +83,10 @@ def check_fit_data(net, X, y):
         net.output_shape(shape)
     except ValueError as exc:
         if len(shape) == 1:
-            raise ValueError("X must be 4-D images (N, C, H, W) for this trunk, got feature vectors of shape "
-                             f"{X.shape} ({exc})") from None
+            raise ValueError(
+                "X must be 4-D images (N, C, H, W) for this trunk, got feature vectors of shape "
+                f"{X.shape} ({exc})"
+            ) from None
         what = f"images of shape {shape}" if isinstance(X, ImageDataset) else f"shape {X.shape}"
         raise ValueError(f"X of {what} does not fit the trunk ({exc})") from None
     return X, y
@@ -84,8 +101,9 @@ def check_validation_data(validation, X):
         return check_dataset(validation, "validation", shape)
     Xv = check_array(validation[0], "validation[0]", ndim=len(shape) + 1, allow_empty=False)
     if Xv.shape[1:] != shape:
-        raise ValueError(f"validation[0] must have shape (n, {', '.join(map(str, shape))}) like X, "
-                         f"got {Xv.shape}")
+        raise ValueError(
+            f"validation[0] must have shape (n, {', '.join(map(str, shape))}) like X, got {Xv.shape}"
+        )
     yv = check_labels(validation[1], "validation[1]", n=Xv.shape[0])
     return Xv, yv
 
@@ -110,8 +128,9 @@ def split_validation(X, y, validation, rng):
     classes = np.unique(y)
     n_val = max(2, int(round(validation * classes.shape[0])))
     if classes.shape[0] - n_val < 2:
-        raise ValueError(f"validation={validation} leaves fewer than two of the {classes.shape[0]} classes "
-                         "to train on")
+        raise ValueError(
+            f"validation={validation} leaves fewer than two of the {classes.shape[0]} classes to train on"
+        )
     held = rng.choice(classes, size=n_val, replace=False)
     mask = np.isin(y, held)
     return take_rows(X, ~mask), y[~mask], take_rows(X, mask), y[mask]

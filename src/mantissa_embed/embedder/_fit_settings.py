@@ -5,6 +5,7 @@ are checked); the plan (``_fitting``), the loop (``_training``), the checkpoint 
 ``save`` writes and ``resume=True`` compares against, and the profile read it, and none of them
 checks an option again.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -107,8 +108,9 @@ class FitSettings:
         put("batch_size", batch_size)
         put("verbose", check_bool(self.verbose, "verbose"))
         if self.callback is not None and not callable(self.callback):
-            raise TypeError("callback must be callable(epoch, loss) or None, "
-                            f"got {type(self.callback).__name__}")
+            raise TypeError(
+                f"callback must be callable(epoch, loss) or None, got {type(self.callback).__name__}"
+            )
         put("profile", check_bool(self.profile, "profile"))
         put("metrics", _check_metrics(self.metrics))
         put("callbacks", _check_callbacks(self.callbacks))
@@ -161,12 +163,15 @@ def _check_callbacks(callbacks: Any) -> tuple[Any, ...]:
     try:
         callbacks = tuple(callbacks)
     except TypeError:
-        raise TypeError("callbacks must be a sequence of callbacks, "
-                        f"got {type(callbacks).__name__}") from None
+        raise TypeError(
+            f"callbacks must be a sequence of callbacks, got {type(callbacks).__name__}"
+        ) from None
     for i, c in enumerate(callbacks):
         if not (callable(getattr(c, "on_epoch_end", None)) or callable(c)):
-            raise TypeError(f"callbacks[{i}] must have on_epoch_end(embedder, epoch, history) or be callable "
-                            f"with those arguments, got {type(c).__name__}")
+            raise TypeError(
+                f"callbacks[{i}] must have on_epoch_end(embedder, epoch, history) or be callable "
+                f"with those arguments, got {type(c).__name__}"
+            )
     return callbacks
 
 
@@ -174,21 +179,27 @@ def _check_augment(augment: Any, X: Any) -> str | Callable[..., Any] | None:
     """``augment`` for the input ``X`` (None: images): see ``FitSettings.augment``."""
     if isinstance(X, ImageDataset):
         if not (augment is None or (isinstance(augment, str) and augment == "default")):
-            raise ValueError("augment applies to array inputs; X is a dataset, whose train_transform "
-                             "augments its images (ImageFolder / ImageCSV train_transform=...): pass "
-                             "augment=\"default\" or None")
+            raise ValueError(
+                "augment applies to array inputs; X is a dataset, whose train_transform "
+                "augments its images (ImageFolder / ImageCSV train_transform=...): pass "
+                'augment="default" or None'
+            )
         return None
     if X is not None and X.ndim == 2 and isinstance(augment, str):  # the presets transform images
         if augment in AUGMENTS:
-            raise ValueError(f"augment={augment!r} transforms images; X holds feature vectors (N, F): pass "
-                             "augment=None, \"default\" (no augmentation for feature vectors) or a "
-                             "callable(X, rng)")
+            raise ValueError(
+                f"augment={augment!r} transforms images; X holds feature vectors (N, F): pass "
+                'augment=None, "default" (no augmentation for feature vectors) or a '
+                "callable(X, rng)"
+            )
         if augment == "default":
             return None
     if isinstance(augment, str):
         if augment != "default" and augment not in AUGMENTS:
-            raise ValueError(f"augment must be one of {('default',) + AUGMENTS}, None or a callable(X, rng), "
-                             f"got {augment!r}")
+            raise ValueError(
+                f"augment must be one of {('default',) + AUGMENTS}, None or a callable(X, rng), "
+                f"got {augment!r}"
+            )
         return augment
     if augment is not None and not callable(augment):
         raise TypeError(f"augment must be a string, None or a callable(X, rng), got {type(augment).__name__}")
@@ -205,8 +216,11 @@ def _check_validation(validation: Any, X: Any) -> Any:
         if not 0.0 < frac < 1.0:
             raise ValueError(f"validation must be in (0, 1) as a fraction of the classes, got {frac}")
         return frac
-    if isinstance(validation, ImageDataset) or (isinstance(validation, (tuple, list))
-                                                and len(validation) == 2):
+    if isinstance(validation, ImageDataset) or (
+        isinstance(validation, (tuple, list)) and len(validation) == 2
+    ):
         return validation if X is None else check_validation_data(validation, X)
-    raise TypeError("validation must be None, a fraction of the classes in (0, 1), a pair (X_val, y_val) or "
-                    f"an ImageDataset, got {type(validation).__name__}")
+    raise TypeError(
+        "validation must be None, a fraction of the classes in (0, 1), a pair (X_val, y_val) or "
+        f"an ImageDataset, got {type(validation).__name__}"
+    )

@@ -4,6 +4,7 @@
 
 The loop itself is ``_training.train_epochs``; the data checks ``_fit_data``.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,19 +45,25 @@ def fit(emb, X, y, settings):
     state = _checkpoint_to_resume(emb, settings) if settings.resume else None
     epochs, batch_size, metrics = settings.epochs, settings.batch_size, settings.metrics
 
-    Xt, yt, Xv, yv = split_validation(X, y, settings.validation, emb._rng) if state is None else (
-        _resume_split(X, y, settings.validation, state))
+    Xt, yt, Xv, yv = (
+        split_validation(X, y, settings.validation, emb._rng)
+        if state is None
+        else (_resume_split(X, y, settings.validation, state))
+    )
     if state is not None and (state["batch_size"] != batch_size or state["n_train"] != len(Xt)):
-        raise ValueError(f"resume=True needs the same X and batch_size as the checkpointed fit "
-                         f"({state['n_train']} training images, batch_size {state['batch_size']})")
+        raise ValueError(
+            f"resume=True needs the same X and batch_size as the checkpointed fit "
+            f"({state['n_train']} training images, batch_size {state['batch_size']})"
+        )
     classes, y_idx = np.unique(yt, return_inverse=True)
     n_classes = classes.shape[0]
     if n_classes < 2:
         raise ValueError(f"y must contain at least 2 classes for metric learning, got {n_classes}")
     m = _recipe.choose_m(batch_size, n_classes, emb.m_per_class)
     n_batches = math.ceil(len(Xt) / batch_size)
-    sampler = MPerClassSampler(y_idx, m, batch_size=batch_size, length_before_new_iter=n_batches * batch_size,
-                               seed=emb._rng)
+    sampler = MPerClassSampler(
+        y_idx, m, batch_size=batch_size, length_before_new_iter=n_batches * batch_size, seed=emb._rng
+    )
     if state is not None and state.get("sampler_labels") is not None:
         sampler.labels = [int(c) for c in state["sampler_labels"]]
     emb.sampler_ = sampler
@@ -80,7 +87,9 @@ def fit(emb, X, y, settings):
         first_epoch, step, best = state["epoch"], state["step"], state.get("best")
     opt = emb.optimizer_
     if settings.schedule is not None and not hasattr(opt, "param_groups"):
-        raise ValueError("schedule needs an optimizer with param_groups (a custom optimizer: pass schedule=None)")
+        raise ValueError(
+            "schedule needs an optimizer with param_groups (a custom optimizer: pass schedule=None)"
+        )
     history = emb.history_
     for name in metrics if Xv is not None else ():
         history.setdefault("val_" + name, [])
@@ -98,12 +107,20 @@ def fit(emb, X, y, settings):
     if profiler is not None:
         hooks.append(profiler)
     guard = CheckpointGuard()
-    tracker = {"best": best, "best_epoch": None if best is None else state.get("best_epoch"), "weights": None,
-               "bad_epochs": 0 if state is None else state.get("bad_epochs", 0)}
-    plan = {**settings.checkpointed(), "n_train": len(Xt), "base_lrs": base_lrs,
-            "optimizer": opt_name if state is None else state.get("optimizer"),
-            "validation": None if Xv is None else settings.validation_kind,
-            "val_classes": None if Xv is None else [int(c) for c in np.unique(yv)]}
+    tracker = {
+        "best": best,
+        "best_epoch": None if best is None else state.get("best_epoch"),
+        "weights": None,
+        "bad_epochs": 0 if state is None else state.get("bad_epochs", 0),
+    }
+    plan = {
+        **settings.checkpointed(),
+        "n_train": len(Xt),
+        "base_lrs": base_lrs,
+        "optimizer": opt_name if state is None else state.get("optimizer"),
+        "validation": None if Xv is None else settings.validation_kind,
+        "val_classes": None if Xv is None else [int(c) for c in np.unique(yv)],
+    }
 
     def epoch_end(epoch, mean_loss, step):
         stop = False
@@ -122,9 +139,15 @@ def fit(emb, X, y, settings):
                 tracker["bad_epochs"] += 1
                 patience = settings.early_stopping
                 stop = patience is not None and tracker["bad_epochs"] >= patience
-        emb.train_state_ = {**plan, "epoch": epoch + 1, "step": step, "sampler_labels": list(sampler.labels),
-                            "best": tracker["best"], "best_epoch": tracker["best_epoch"],
-                            "bad_epochs": tracker["bad_epochs"]}
+        emb.train_state_ = {
+            **plan,
+            "epoch": epoch + 1,
+            "step": step,
+            "sampler_labels": list(sampler.labels),
+            "best": tracker["best"],
+            "best_epoch": tracker["best_epoch"],
+            "bad_epochs": tracker["bad_epochs"],
+        }
         guard.current = True
         for c in settings.callbacks:
             stop = _call_callback(c, emb, epoch, history) or stop
@@ -136,10 +159,26 @@ def fit(emb, X, y, settings):
     try:
         with DeferredInterrupt() as interrupt:
             source = FileBatches(Xt, batch_size) if files else ArrayBatches(Xt, augment_fn, batch_size)
-            train_epochs(net, emb.miner_func, emb.loss_func, opt, source, y_idx, sampler, settings,
-                         n_batches=n_batches, lr=lr, losses=history["loss"], hooks=HookList(hooks),
-                         first_epoch=first_epoch, step=step, rng=emb._rng, base_lrs=base_lrs,
-                         epoch_end=epoch_end, interrupt=interrupt)
+            train_epochs(
+                net,
+                emb.miner_func,
+                emb.loss_func,
+                opt,
+                source,
+                y_idx,
+                sampler,
+                settings,
+                n_batches=n_batches,
+                lr=lr,
+                losses=history["loss"],
+                hooks=HookList(hooks),
+                first_epoch=first_epoch,
+                step=step,
+                rng=emb._rng,
+                base_lrs=base_lrs,
+                epoch_end=epoch_end,
+                interrupt=interrupt,
+            )
     except BaseException as exc:
         if not guard.current and emb.train_state_ is not None:  # stopped between two checkpoints
             emb.train_state_ = {**emb.train_state_, "stale": f"{type(exc).__name__}: {exc}"[:200]}
@@ -173,17 +212,23 @@ def _checkpoint_to_resume(emb, settings):
     it matches the weights (not stale)."""
     state = emb.train_state_
     if state is None or emb.optimizer_ is None:
-        raise ValueError("resume=True needs a checkpoint: a fit interrupted or stopped early in this "
-                         "process, or an Embedder.load of a file saved during or after a fit")
+        raise ValueError(
+            "resume=True needs a checkpoint: a fit interrupted or stopped early in this "
+            "process, or an Embedder.load of a file saved during or after a fit"
+        )
     if state["epochs"] != settings.epochs:
-        raise ValueError(f"epochs must be the epochs of the checkpointed fit ({state['epochs']}) to resume it, "
-                         f"got {settings.epochs}")
+        raise ValueError(
+            f"epochs must be the epochs of the checkpointed fit ({state['epochs']}) to resume it, "
+            f"got {settings.epochs}"
+        )
     if state.get("stale"):
-        raise ValueError(f"resume=True: the checkpointed fit stopped inside epoch {state['epoch'] + 1} "
-                         f"({state['stale']}), after its checkpoint at the end of epoch {state['epoch']}; the "
-                         "weights, optimizer and random streams have moved past that checkpoint, so resuming "
-                         "would not equal an uninterrupted run. Resume from a file saved at an epoch end "
-                         "(Embedder.save in a callback), or start a new fit")
+        raise ValueError(
+            f"resume=True: the checkpointed fit stopped inside epoch {state['epoch'] + 1} "
+            f"({state['stale']}), after its checkpoint at the end of epoch {state['epoch']}; the "
+            "weights, optimizer and random streams have moved past that checkpoint, so resuming "
+            "would not equal an uninterrupted run. Resume from a file saved at an epoch end "
+            "(Embedder.save in a callback), or start a new fit"
+        )
     return state
 
 

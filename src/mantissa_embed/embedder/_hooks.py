@@ -1,6 +1,7 @@
 """The observers of ``train_epochs``: a ``TrainingHook`` is called at fixed points of the loop
 (the tqdm bar, the per-epoch callback, the thread adapter, the profiler) and only observes it.
 """
+
 from __future__ import annotations
 
 from time import perf_counter
@@ -8,8 +9,15 @@ from typing import Any
 
 from ._threads import AdaptiveThreads
 
-__all__ = ["TrainingHook", "HookList", "ProgressBar", "EpochCallback", "ThreadAdapter", "Profiler",
-           "profile_table"]
+__all__ = [
+    "TrainingHook",
+    "HookList",
+    "ProgressBar",
+    "EpochCallback",
+    "ThreadAdapter",
+    "Profiler",
+    "profile_table",
+]
 
 
 class TrainingHook:
@@ -53,10 +61,18 @@ class HookList(TrainingHook):
 
     def __init__(self, hooks=()) -> None:
         self.hooks = tuple(hooks)
-        (self._begin, self._epoch_begin, self._start, self._lap, self._batch_end, self._epoch_end,
-         self._end) = (
-            _overriding(self.hooks, name) for name in
-            ("begin", "epoch_begin", "start", "lap", "batch_end", "epoch_end", "end"))
+        (
+            self._begin,
+            self._epoch_begin,
+            self._start,
+            self._lap,
+            self._batch_end,
+            self._epoch_end,
+            self._end,
+        ) = (
+            _overriding(self.hooks, name)
+            for name in ("begin", "epoch_begin", "start", "lap", "batch_end", "epoch_end", "end")
+        )
 
     def begin(self) -> None:
         for f in self._begin:
@@ -189,14 +205,23 @@ class Profiler(TrainingHook):
         self.net._set_profile(None)
 
     def result(self, epochs):
-        layers = [{"index": i, "layer": layer._describe(), "forward_s": float(f), "backward_s": float(b)}
-                  for i, (layer, (f, b)) in enumerate(zip(self.net.layers, self.layer_times))]
+        layers = [
+            {"index": i, "layer": layer._describe(), "forward_s": float(f), "backward_s": float(b)}
+            for i, (layer, (f, b)) in enumerate(zip(self.net.layers, self.layer_times))
+        ]
         known = sum(d["forward_s"] + d["backward_s"] for d in layers) + sum(self.phases.values())
         p = self.phases
-        return {"epochs": epochs, "batches": self.batches, "total_s": float(self.total), "layers": layers,
-                "miner_s": float(p["miner"]), "loss_s": float(p["loss"]),
-                "optimizer_s": float(p["optimizer"]),
-                "data_s": float(p["data"]), "other_s": float(max(self.total - known, 0.0))}
+        return {
+            "epochs": epochs,
+            "batches": self.batches,
+            "total_s": float(self.total),
+            "layers": layers,
+            "miner_s": float(p["miner"]),
+            "loss_s": float(p["loss"]),
+            "optimizer_s": float(p["optimizer"]),
+            "data_s": float(p["data"]),
+            "other_s": float(max(self.total - known, 0.0)),
+        }
 
 
 def profile_table(p):
@@ -206,9 +231,13 @@ def profile_table(p):
     for d in p["layers"]:
         rows.append((f"{d['index']}: {d['layer']} forward", d["forward_s"]))
         rows.append((f"{d['index']}: {d['layer']} backward", d["backward_s"]))
-    rows += [("miner", p["miner_s"]), ("loss (forward + backward)", p["loss_s"]),
-             ("optimizer (zero_grad + step)", p["optimizer_s"]), ("batch gathering", p["data_s"]),
-             ("other (Python, checks)", p["other_s"])]
+    rows += [
+        ("miner", p["miner_s"]),
+        ("loss (forward + backward)", p["loss_s"]),
+        ("optimizer (zero_grad + step)", p["optimizer_s"]),
+        ("batch gathering", p["data_s"]),
+        ("other (Python, checks)", p["other_s"]),
+    ]
     w = max(len(r[0]) for r in rows)
     out = [f"{'where':<{w}}  {'seconds':>9}  {'share':>6}", "-" * (w + 19)]
     out += [f"{name:<{w}}  {sec:>9.4f}  {100 * sec / total:>5.1f}%" for name, sec in rows]

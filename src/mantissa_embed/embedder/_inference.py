@@ -1,5 +1,6 @@
 """Embedding, retrieval and verification with a fitted Embedder (the bodies of
 ``Embedder.embed``, ``retrieve`` and ``verify``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,16 @@ from ..index import Index
 from ._exact_knn import exact_knn
 from ._threads import AdaptiveThreads
 
-__all__ = ["EMBED_BUDGET", "l2_normalize", "labels_for", "check_dataset_input", "embed", "as_embeddings", "retrieve",
-           "verify"]
+__all__ = [
+    "EMBED_BUDGET",
+    "l2_normalize",
+    "labels_for",
+    "check_dataset_input",
+    "embed",
+    "as_embeddings",
+    "retrieve",
+    "verify",
+]
 
 _EPS = 1e-12  # torch.nn.functional.normalize's eps, used by PML's LpDistance
 #: bytes of network buffers an ``embed`` chunk may take (``Sequential.max_batch_for``); the
@@ -34,7 +43,7 @@ def _check_images(emb, X, name, batched):
     if arr.dtype == object or arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
     want = (len(emb.input_shape_) + 1) if batched else len(emb.input_shape_)
-    if arr.ndim != want or tuple(arr.shape[-len(emb.input_shape_):]) != emb.input_shape_:
+    if arr.ndim != want or tuple(arr.shape[-len(emb.input_shape_) :]) != emb.input_shape_:
         shape = ", ".join(map(str, emb.input_shape_))
         exp = f"(n, {shape})" if batched else f"({shape})"
         raise ValueError(f"{name} must have shape {exp}, got {arr.shape}")
@@ -48,15 +57,17 @@ def _check_output(Z, name, start, single):
         return
     i = start + int(np.flatnonzero(~np.isfinite(Z).all(axis=1))[0])
     what = name if single else f"{name}[{i}]"
-    raise ValueError(f"the embedding of {what} is not finite: the network overflowed float32 on a finite input; "
-                     "rescale the images")
+    raise ValueError(
+        f"the embedding of {what} is not finite: the network overflowed float32 on a finite input; "
+        "rescale the images"
+    )
 
 
 def _array_chunks(X, name, batch_size):
     """``(start, chunk)`` of an input array, each chunk converted and checked (finite; the
     shape was checked by ``_check_images``) once, here."""
     for s in range(0, X.shape[0], batch_size):
-        yield s, check_array(X[s:s + batch_size], name, ndim=X.ndim)
+        yield s, check_array(X[s : s + batch_size], name, ndim=X.ndim)
 
 
 def _dataset_chunks(ds, batch_size, progress):
@@ -71,7 +82,9 @@ def labels_for(X, labels, name):
     ``labels`` (required: TypeError when None), unchecked."""
     if isinstance(X, ImageDataset):
         if labels is not None:
-            raise ValueError(f"{name} must be None when X is a dataset: its labels are the dataset's (X.labels)")
+            raise ValueError(
+                f"{name} must be None when X is a dataset: its labels are the dataset's (X.labels)"
+            )
         return X.labels
     if labels is None:
         raise TypeError(f"{name} must be an integer array of labels (None only when X is an ImageDataset)")
@@ -82,11 +95,15 @@ def check_dataset_input(emb, ds, name):
     """ValueError unless the dataset ``ds`` gives images of ``emb.input_shape_``."""
     if tuple(ds.image_shape) != tuple(emb.input_shape_):
         shape = ", ".join(map(str, emb.input_shape_))
-        raise ValueError(f"{name} gives images of shape {tuple(ds.image_shape)}; the Embedder takes ({shape}) "
-                         "(set the dataset's size= and channels= to match)")
+        raise ValueError(
+            f"{name} gives images of shape {tuple(ds.image_shape)}; the Embedder takes ({shape}) "
+            "(set the dataset's size= and channels= to match)"
+        )
 
 
-def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool = False, progress: bool = False):
+def embed(
+    emb, X, name, batch_size=256, normalize: bool = True, *, single: bool = False, progress: bool = False
+):
     """``emb``'s trunk on inputs X (n, *input_shape_): images (n, C, H, W) or feature vectors
     (n, F), or an ``ImageDataset`` streamed in eval mode, in chunks of
     ``min(batch_size, net.max_batch_for(EMBED_BUDGET))`` (a function of the model and the
@@ -112,8 +129,8 @@ def embed(emb, X, name, batch_size=256, normalize: bool = True, *, single: bool 
             for s, chunk in chunks:
                 threads.step()
                 chunk = net.normalize_input(chunk)
-                out[s:s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
-                _check_output(out[s:s + chunk.shape[0]], name, s, single)
+                out[s : s + chunk.shape[0]] = net._forward_valid(chunk) if net.built else net.forward(chunk)
+                _check_output(out[s : s + chunk.shape[0]], name, s, single)
     finally:
         chunks.close()
     if normalize and emb._normalizes() and n:
@@ -150,7 +167,9 @@ def as_embeddings(emb, a, name, allow_single: bool = True, batch_size=256):
         single = arr.ndim == 1
         Z = check_array(arr.reshape(1, -1) if single else arr, name, ndim=2)
         if Z.shape[1] != D:
-            raise ValueError(f"{name} embeddings must have {D} columns (the embedding size), got shape {arr.shape}")
+            raise ValueError(
+                f"{name} embeddings must have {D} columns (the embedding size), got shape {arr.shape}"
+            )
         Z = np.array(Z, dtype=np.float32, copy=True)  # never normalize the caller's array in place
         if emb._normalizes() and Z.shape[0]:
             l2_normalize(Z)
@@ -170,7 +189,9 @@ def retrieve(emb, query, gallery, k):
     k = check_int(k, "k", minimum=1)
     if isinstance(gallery, Index):
         if gallery.dim != emb.embed_dim_:
-            raise ValueError(f"the index holds {gallery.dim}-D vectors, the Embedder embeds in {emb.embed_dim_}-D")
+            raise ValueError(
+                f"the index holds {gallery.dim}-D vectors, the Embedder embeds in {emb.embed_dim_}-D"
+            )
         Q, single = as_embeddings(emb, query, "query")
         ids, dist = gallery.search(Q, k)
         return (ids[0], dist[0]) if single else (ids, dist)

@@ -2,6 +2,7 @@
 ``build_index``, ``verify``, ``calibrate`` and ``evaluate`` (bodies in ``_inference`` and
 ``_calibration``). Each takes the Embedder's lock (see the class docstring).
 """
+
 from __future__ import annotations
 
 import threading
@@ -33,8 +34,14 @@ class EmbedderInference:
 
         def _check_fitted(self) -> None: ...
 
-    def embed(self, X: ArrayLike | ImageDataset, batch_size: int = 256, normalize: bool = True, *,
-              verbose: bool = False) -> Float32Array:
+    def embed(
+        self,
+        X: ArrayLike | ImageDataset,
+        batch_size: int = 256,
+        normalize: bool = True,
+        *,
+        verbose: bool = False,
+    ) -> Float32Array:
         """Embed images or feature vectors in chunks of ``batch_size`` (bounded memory).
 
         Parameters
@@ -119,8 +126,13 @@ class EmbedderInference:
         with self._lock:
             return _inference.retrieve(self, query, gallery, k)
 
-    def build_index(self, X: ArrayLike | ImageDataset, labels: ArrayLike | None = None,
-                    ids: ArrayLike | None = None, **kwargs: Any) -> Index:
+    def build_index(
+        self,
+        X: ArrayLike | ImageDataset,
+        labels: ArrayLike | None = None,
+        ids: ArrayLike | None = None,
+        **kwargs: Any,
+    ) -> Index:
         """An ``Index`` of the embeddings of ``X`` (inputs or
         embeddings, told apart as in ``retrieve``, or an ``ImageDataset``, streamed), searchable
         by ``retrieve``: ``Index(embed_dim_, "euclidean", **kwargs)`` (``dtype=``,
@@ -134,8 +146,9 @@ class EmbedderInference:
         dim: int = self.embed_dim_  # type: ignore[assignment]  # set once fitted (checked above)
         return Index(dim, "euclidean", **kwargs).add(Z, ids=ids, labels=labels)
 
-    def verify(self, a: ArrayLike, b: ArrayLike,
-               threshold: float | str | None = "calibrated") -> float | bool | np.ndarray:
+    def verify(
+        self, a: ArrayLike, b: ArrayLike, threshold: float | str | None = "calibrated"
+    ) -> float | bool | np.ndarray:
         """Distance between ``a`` and ``b`` in the trained embedding space; with ``threshold``,
         whether they are "the same" (``distance <= threshold``).
 
@@ -171,9 +184,18 @@ class EmbedderInference:
         with self._lock:
             return _inference.verify(self, a, b, threshold)
 
-    def calibrate(self, X: ArrayLike | ImageDataset, y: ArrayLike | None = None, *, target_far: float | None = None,
-                  target_precision: float | None = None, max_accuracy: bool = False, n_pairs: int = 100_000,
-                  seed: Seed = 0, batch_size: int = 256) -> dict[str, Any]:
+    def calibrate(
+        self,
+        X: ArrayLike | ImageDataset,
+        y: ArrayLike | None = None,
+        *,
+        target_far: float | None = None,
+        target_precision: float | None = None,
+        max_accuracy: bool = False,
+        n_pairs: int = 100_000,
+        seed: Seed = 0,
+        batch_size: int = 256,
+    ) -> dict[str, Any]:
         """Choose the verification threshold on labelled data (inputs ``(n, *input_shape_)``:
         images or feature vectors, or embeddings ``(n, D)``, told apart as in ``retrieve``, with
         int labels ``y``; or an ``ImageDataset``, streamed, with ``y`` None: its labels; best
@@ -198,16 +220,31 @@ class EmbedderInference:
         self._check_fitted()
         y = _inference.labels_for(X, y, "y")
         with self._lock:
-            cal = _calibration.calibrate(self, X, y, target_far=target_far, target_precision=target_precision,
-                                         max_accuracy=max_accuracy, n_pairs=n_pairs, seed=seed,
-                                         batch_size=batch_size)
+            cal = _calibration.calibrate(
+                self,
+                X,
+                y,
+                target_far=target_far,
+                target_precision=target_precision,
+                max_accuracy=max_accuracy,
+                n_pairs=n_pairs,
+                seed=seed,
+                batch_size=batch_size,
+            )
             self.threshold_, self.calibration_ = cal["threshold"], cal
             return dict(cal)
 
-    def evaluate(self, X: ArrayLike | ImageDataset, labels: ArrayLike | None = None, *,
-                 is_query: ArrayLike | None = None, is_gallery: ArrayLike | None = None,
-                 metrics: Sequence[str] = ("cmc_at_1", "cmc_at_5", "precision_at_5", "mean_average_precision_at_r"),
-                 batch_size: int = 256, verbose: bool = False) -> dict[str, float]:
+    def evaluate(
+        self,
+        X: ArrayLike | ImageDataset,
+        labels: ArrayLike | None = None,
+        *,
+        is_query: ArrayLike | None = None,
+        is_gallery: ArrayLike | None = None,
+        metrics: Sequence[str] = ("cmc_at_1", "cmc_at_5", "precision_at_5", "mean_average_precision_at_r"),
+        batch_size: int = 256,
+        verbose: bool = False,
+    ) -> dict[str, float]:
         """Retrieval quality in Open Metric Learning's query/gallery protocol.
 
         Embeds ``X`` (``embed``: L2-normalized as trained), then each query ranks the gallery

@@ -1,6 +1,7 @@
 """The optimizer's parameter groups of a fit: the trunk's trainable parameters, one group per
 ``lr_groups`` multiplier (fine-tuning), then the loss's parameters at ``lr * loss_lr_factor``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -16,8 +17,9 @@ def check_lr_groups(lr_groups):
     if lr_groups is None:
         return None
     if not isinstance(lr_groups, Mapping):
-        raise TypeError(f"lr_groups must be a dict parameter-name prefix -> lr multiplier, "
-                        f"got {type(lr_groups).__name__}")
+        raise TypeError(
+            f"lr_groups must be a dict parameter-name prefix -> lr multiplier, got {type(lr_groups).__name__}"
+        )
     out = {}
     for prefix, m in lr_groups.items():
         if not isinstance(prefix, str) or not prefix:
@@ -45,9 +47,11 @@ def param_groups(emb, lr):
     named = emb.net.named_parameters()
     for prefix in mults:
         if not any(n == prefix or n.startswith(prefix + ".") for n, _ in named):
-            raise ValueError(f"lr_groups: prefix {prefix!r} matches no parameter of the trunk "
-                             f"(names like {named[0][0]!r})" if named else
-                             f"lr_groups: prefix {prefix!r} matches no parameter: the trunk has none")
+            raise ValueError(
+                f"lr_groups: prefix {prefix!r} matches no parameter of the trunk (names like {named[0][0]!r})"
+                if named
+                else f"lr_groups: prefix {prefix!r} matches no parameter: the trunk has none"
+            )
     by_mult = {}  # multiplier -> parameters, in the order they come
     for name, p in named:
         if p.requires_grad:

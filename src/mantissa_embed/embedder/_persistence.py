@@ -5,6 +5,7 @@ One ``.npz``: the trunk's parameters (``"trunk/0.weight"``, ...), the loss's lea
 parameters (``"loss/<i>"``) and ``"__config__"``, a JSON string. Written atomically
 (``mantissa_embed._io.atomic_write``), read without unpickling.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,11 @@ def _config(emb):
         "trunk": emb.net.get_config(),
         "loss": loss_spec,
         "margin": emb.margin if emb._loss_spec is not None else None,
-        "loss_shape": ({"num_classes": emb.loss_func.num_classes, "embedding_size": emb.loss_func.embedding_size}
-                       if emb._loss_spec is not None and hasattr(emb.loss_func, "num_classes") else None),
+        "loss_shape": (
+            {"num_classes": emb.loss_func.num_classes, "embedding_size": emb.loss_func.embedding_size}
+            if emb._loss_spec is not None and hasattr(emb.loss_func, "num_classes")
+            else None
+        ),
         "loss_lr_factor": emb.loss_lr_factor,
         "lr_groups": emb.lr_groups,
         # the fine-tuning state the optimizer state depends on (it holds the trainable ones only)
@@ -70,9 +74,14 @@ def _config(emb):
         "frozen_batchnorm": [n for n, x in emb.net.named_layers() if getattr(x, "frozen_stats", False)],
         "classes": None if emb.classes_ is None else [int(c) for c in emb.classes_],
         "train_state": emb.train_state_,
-        "rng_state": emb._rng.bit_generator.state if isinstance(emb._rng.bit_generator, np.random.PCG64) else None,
-        "layer_rng_states": {str(i): layer.rng_state() for i, layer in enumerate(emb.net.layers)
-                             if callable(getattr(layer, "rng_state", None)) and layer.built},
+        "rng_state": emb._rng.bit_generator.state
+        if isinstance(emb._rng.bit_generator, np.random.PCG64)
+        else None,
+        "layer_rng_states": {
+            str(i): layer.rng_state()
+            for i, layer in enumerate(emb.net.layers)
+            if callable(getattr(layer, "rng_state", None)) and layer.built
+        },
         "miner": miner_spec,
         "optimizer": emb.optimizer if isinstance(emb.optimizer, str) else "callable",
         "momentum": emb.momentum,
@@ -100,7 +109,11 @@ def save(emb, path):
             arrays[f"{_LOSS_PARAM_PREFIX}{i}"] = np.array(p.data, copy=True)
     cfg = _config(emb)
     opt = emb.optimizer_
-    if emb.train_state_ is not None and isinstance(emb.optimizer, str) and callable(getattr(opt, "state_dict", None)):
+    if (
+        emb.train_state_ is not None
+        and isinstance(emb.optimizer, str)
+        and callable(getattr(opt, "state_dict", None))
+    ):
         opt_arrays, cfg["optimizer_state"] = optim.flatten_state_dict(opt.state_dict(), prefix=_OPTIM_PREFIX)
         arrays.update(opt_arrays)
     arrays[_CONFIG_KEY] = np.array(json.dumps(cfg))
@@ -134,7 +147,9 @@ def _restore_frozen(net, cfg):
         params[n].requires_grad = False
     for n in bns:
         if not callable(getattr(layers.get(n), "freeze_statistics", None)):
-            raise ValueError(f"the config freezes the statistics of {n!r}, which is not a BatchNorm layer of the trunk")
+            raise ValueError(
+                f"the config freezes the statistics of {n!r}, which is not a BatchNorm layer of the trunk"
+            )
         layers[n].freeze_statistics(True)
 
 
@@ -155,8 +170,10 @@ def load(cls, path, backend=None):
                 raise ValueError(f"missing the {_CONFIG_KEY!r} entry")
             nbytes = entries.headers[_CONFIG_KEY][1].itemsize
             if nbytes > _MAX_CONFIG_BYTES:
-                raise ValueError(f"the {_CONFIG_KEY!r} entry claims {nbytes} bytes; a config may have at most "
-                                 f"{_MAX_CONFIG_BYTES}")
+                raise ValueError(
+                    f"the {_CONFIG_KEY!r} entry claims {nbytes} bytes; a config may have at most "
+                    f"{_MAX_CONFIG_BYTES}"
+                )
             cfg = entries.read(_CONFIG_KEY, shape=(), floats=False)
             if cfg.dtype.kind not in "US":
                 raise ValueError(f"the {_CONFIG_KEY!r} entry must be a string, got dtype {cfg.dtype}")
@@ -174,6 +191,7 @@ def _check_plausible(net, input_shape):
     """ValueError unless the image and every layer's per-sample output (inside residual blocks
     too) have at most ``MAX_SAMPLE_ELEMENTS`` values and the embedding at most
     ``MAX_EMBED_DIM``; computed from the config alone."""
+
     def walk(layers, shape, where):
         for i, layer in enumerate(layers):
             block = getattr(layer, "block", None)
@@ -182,18 +200,24 @@ def _check_plausible(net, input_shape):
                 walk(getattr(layer, "shortcut", None) or [], shape, f"{where}{i}.shortcut.")
             shape = layer.output_shape(shape)
             if math.prod(shape) > MAX_SAMPLE_ELEMENTS:
-                raise ValueError(f"layer {where}{i} ({type(layer).__name__}) outputs {math.prod(shape)} values per "
-                                 f"image (shape {shape}); a saved model may have at most {MAX_SAMPLE_ELEMENTS}")
+                raise ValueError(
+                    f"layer {where}{i} ({type(layer).__name__}) outputs {math.prod(shape)} values per "
+                    f"image (shape {shape}); a saved model may have at most {MAX_SAMPLE_ELEMENTS}"
+                )
         return shape
 
     n = math.prod(input_shape)
     if n > MAX_SAMPLE_ELEMENTS:
-        raise ValueError(f"input_shape {list(input_shape)} has {n} values per image; a saved model may have at "
-                         f"most {MAX_SAMPLE_ELEMENTS}")
+        raise ValueError(
+            f"input_shape {list(input_shape)} has {n} values per image; a saved model may have at "
+            f"most {MAX_SAMPLE_ELEMENTS}"
+        )
     out = walk(net.layers, tuple(input_shape), "")
     if len(out) == 1 and out[0] > MAX_EMBED_DIM:
-        raise ValueError(f"the trunk's embedding size {out[0]} (for input_shape {list(input_shape)}) exceeds "
-                         f"{MAX_EMBED_DIM}, the largest a saved model may have")
+        raise ValueError(
+            f"the trunk's embedding size {out[0]} (for input_shape {list(input_shape)}) exceeds "
+            f"{MAX_EMBED_DIM}, the largest a saved model may have"
+        )
 
 
 def _rebuild_loss(spec, backend):
@@ -218,7 +242,7 @@ def _optimizer_arrays(entries, optimizer):
     for k in entries.headers:
         if not k.startswith(_OPTIM_PREFIX + "/"):
             continue
-        idx = k[len(_OPTIM_PREFIX) + 1:].partition("/")[0]
+        idx = k[len(_OPTIM_PREFIX) + 1 :].partition("/")[0]
         if not idx.isdigit() or int(idx) >= len(params):
             raise ValueError(f"entry {k!r} names no parameter of the optimizer ({len(params)} parameters)")
         out[k] = entries.read(k, getattr(params[int(idx)], "shape", None))
@@ -233,17 +257,24 @@ def _from_config(cls, cfg, entries, backend):
     trunk["backend"] = backend
     trunk_shape = trunk.pop("input_shape", None)  # built below, once the arrays are checked
     net = Sequential.from_config(trunk)
-    input_shape = tuple(check_int(s, f"input_shape[{i}]", minimum=1) for i, s in enumerate(cfg["input_shape"]))
+    input_shape = tuple(
+        check_int(s, f"input_shape[{i}]", minimum=1) for i, s in enumerate(cfg["input_shape"])
+    )
     if trunk_shape is not None and list(trunk_shape) != list(input_shape):
-        raise ValueError(f"the trunk's input_shape {trunk_shape} differs from input_shape {list(input_shape)}")
-    unknown = [k for k in entries.headers if k != _CONFIG_KEY
-               and not k.startswith((_PARAM_PREFIX, _LOSS_PARAM_PREFIX, _OPTIM_PREFIX + "/"))]
+        raise ValueError(
+            f"the trunk's input_shape {trunk_shape} differs from input_shape {list(input_shape)}"
+        )
+    unknown = [
+        k
+        for k in entries.headers
+        if k != _CONFIG_KEY and not k.startswith((_PARAM_PREFIX, _LOSS_PARAM_PREFIX, _OPTIM_PREFIX + "/"))
+    ]
     if unknown:
         raise ValueError(f"unexpected entries {unknown}")
     # compare the config's parameter shapes with the stored headers before reading the arrays
     # or letting build() allocate, so a manipulated config (absurd layer sizes) or header
     # (1e11 floats) cannot trigger a huge allocation
-    saved = {k[len(_PARAM_PREFIX):]: h for k, h in entries.headers.items() if k.startswith(_PARAM_PREFIX)}
+    saved = {k[len(_PARAM_PREFIX) :]: h for k, h in entries.headers.items() if k.startswith(_PARAM_PREFIX)}
     shapes = net._state_shapes(input_shape)
     missing, unexpected = sorted(set(shapes) - set(saved)), sorted(set(saved) - set(shapes))
     if missing or unexpected:
@@ -261,8 +292,11 @@ def _from_config(cls, cfg, entries, backend):
     if isinstance(loss, dict) and loss_obj is not None:
         loss, margin = loss_obj, None
     if isinstance(loss, dict) or isinstance(miner, dict):
-        warnings.warn(f"the saved Embedder used a custom loss or miner ({loss!r}, {miner!r}); it is replaced by "
-                      "the default recipe (only matters for further training)", stacklevel=4)
+        warnings.warn(
+            f"the saved Embedder used a custom loss or miner ({loss!r}, {miner!r}); it is replaced by "
+            "the default recipe (only matters for further training)",
+            stacklevel=4,
+        )
         if isinstance(loss, dict):
             loss, margin = "default", None
         if isinstance(miner, dict):
@@ -270,20 +304,37 @@ def _from_config(cls, cfg, entries, backend):
     seed = cfg.get("seed")
     optimizer = cfg.get("optimizer", "default")
     if optimizer == "callable":
-        warnings.warn("the saved Embedder was trained with an optimizer callable, which a file cannot hold: "
-                      "further fits use optimizer='default' (give yours to a new Embedder), and resume=True "
-                      "is not available", stacklevel=4)
+        warnings.warn(
+            "the saved Embedder was trained with an optimizer callable, which a file cannot hold: "
+            "further fits use optimizer='default' (give yours to a new Embedder), and resume=True "
+            "is not available",
+            stacklevel=4,
+        )
         optimizer = "default"
-    emb = cls(net, loss=loss, margin=margin, seed=0 if seed is None else seed, backend=backend, miner=miner,
-              optimizer=optimizer, momentum=cfg.get("momentum"),
-              weight_decay=cfg.get("weight_decay"), m_per_class=cfg.get("m_per_class"),
-              loss_lr_factor=cfg.get("loss_lr_factor"), lr_groups=cfg.get("lr_groups"))
+    emb = cls(
+        net,
+        loss=loss,
+        margin=margin,
+        seed=0 if seed is None else seed,
+        backend=backend,
+        miner=miner,
+        optimizer=optimizer,
+        momentum=cfg.get("momentum"),
+        weight_decay=cfg.get("weight_decay"),
+        m_per_class=cfg.get("m_per_class"),
+        loss_lr_factor=cfg.get("loss_lr_factor"),
+        lr_groups=cfg.get("lr_groups"),
+    )
     shape = cfg.get("loss_shape")
     if shape is not None and emb.loss_func is None:
-        emb._ensure_loss(check_int(shape["num_classes"], "num_classes", minimum=1),
-                         check_int(shape["embedding_size"], "embedding_size", minimum=1))
-    loss_keys = sorted((k for k in entries.headers if k.startswith(_LOSS_PARAM_PREFIX)),
-                       key=lambda k: int(k[len(_LOSS_PARAM_PREFIX):]))
+        emb._ensure_loss(
+            check_int(shape["num_classes"], "num_classes", minimum=1),
+            check_int(shape["embedding_size"], "embedding_size", minimum=1),
+        )
+    loss_keys = sorted(
+        (k for k in entries.headers if k.startswith(_LOSS_PARAM_PREFIX)),
+        key=lambda k: int(k[len(_LOSS_PARAM_PREFIX) :]),
+    )
     loss_params = getattr(emb.loss_func, "parameters", None)
     params = list(loss_params()) if callable(loss_params) else []
     if loss_keys and len(params) != len(loss_keys):
@@ -308,8 +359,11 @@ def _from_config(cls, cfg, entries, backend):
     if cfg.get("optimizer_state") is not None and emb.train_state_ is not None:
         groups = param_groups(emb, float(emb.train_state_["base_lrs"][0]))
         emb.optimizer_ = emb._make_optimizer(groups, _saved_optimizer(emb))
-        emb.optimizer_.load_state_dict(optim.unflatten_state_dict(_optimizer_arrays(entries, emb.optimizer_),
-                                                                  cfg["optimizer_state"], prefix=_OPTIM_PREFIX))
+        emb.optimizer_.load_state_dict(
+            optim.unflatten_state_dict(
+                _optimizer_arrays(entries, emb.optimizer_), cfg["optimizer_state"], prefix=_OPTIM_PREFIX
+            )
+        )
     emb.input_shape_ = input_shape
     emb._check_trunk_output(input_shape)
     emb.embed_dim_ = int(net.output_shape(input_shape)[0])
@@ -318,8 +372,13 @@ def _from_config(cls, cfg, entries, backend):
     emb.history_ = {k: [float(v) for v in vals] for k, vals in cfg.get("history", {"loss": []}).items()}
     cal = cfg.get("calibration")
     if cal is not None:
-        if not isinstance(cal, dict) or not isinstance(cal.get("threshold"), (int, float)) \
-                or isinstance(cal.get("threshold"), bool) or not np.isfinite(cal["threshold"]) or cal["threshold"] < 0:
+        if (
+            not isinstance(cal, dict)
+            or not isinstance(cal.get("threshold"), (int, float))
+            or isinstance(cal.get("threshold"), bool)
+            or not np.isfinite(cal["threshold"])
+            or cal["threshold"] < 0
+        ):
             raise ValueError(f"calibration must hold a finite threshold >= 0, got {cal!r}")
         emb.calibration_ = dict(cal)
         emb.threshold_ = float(cal["threshold"])

@@ -1,5 +1,6 @@
 """The Embedder's default recipe (``DEFAULTS``) and the factories that turn its string
 arguments into loss, miner and optimizer objects."""
+
 from __future__ import annotations
 
 import numbers
@@ -10,8 +11,22 @@ import numpy as np
 from .. import losses, miners, optim, transforms
 from .._validation import check_float
 
-__all__ = ["DEFAULTS", "FACE_PRESET", "LOSSES", "OPTIMIZERS", "AUGMENTS", "MAX_BATCH_SIZE", "make_loss", "build_loss",
-           "make_miner", "resolve_optimizer", "make_optimizer", "make_augment", "make_schedule", "choose_m"]
+__all__ = [
+    "DEFAULTS",
+    "FACE_PRESET",
+    "LOSSES",
+    "OPTIMIZERS",
+    "AUGMENTS",
+    "MAX_BATCH_SIZE",
+    "make_loss",
+    "build_loss",
+    "make_miner",
+    "resolve_optimizer",
+    "make_optimizer",
+    "make_augment",
+    "make_schedule",
+    "choose_m",
+]
 
 #: The default training recipe: what a ``"default"`` / ``None`` argument of ``Embedder`` and
 #: ``Embedder.fit`` resolves to. ``loss``: the loss string; ``proxy_margin``/``proxy_alpha``:
@@ -48,7 +63,10 @@ DEFAULTS: dict[str, Any] = {
 #: ``Embedder(models.cnn_embedder(), **FACE_PRESET["embedder"]).fit(X, y, epochs=200,
 #: **FACE_PRESET["fit"])``, i.e. batches of 8 subjects x 5 images and horizontal flips only.
 #: Chosen by 3-fold cross-validation over the training subjects (docs/recipes/training.md).
-FACE_PRESET: dict[str, dict[str, Any]] = {"embedder": {"m_per_class": 5}, "fit": {"augment": "hflip", "batch_size": 40}}
+FACE_PRESET: dict[str, dict[str, Any]] = {
+    "embedder": {"m_per_class": 5},
+    "fit": {"augment": "hflip", "batch_size": 40},
+}
 
 LOSSES = ("triplet", "contrastive", "proxy_anchor", "multi_similarity")
 _TRIPLET_MINER_TYPES = ("semihard", "hard", "easy", "all")
@@ -76,15 +94,19 @@ def make_loss(loss, margin, backend):
             return loss, losses.ContrastiveLoss(pos_margin=0.0, neg_margin=m, backend=backend), m
         if loss == "multi_similarity":
             if margin is not None:
-                raise ValueError("margin must be None for loss='multi_similarity' (it has no margin; "
-                                 "pass a losses.MultiSimilarityLoss object to set alpha/beta/base)")
+                raise ValueError(
+                    "margin must be None for loss='multi_similarity' (it has no margin; "
+                    "pass a losses.MultiSimilarityLoss object to set alpha/beta/base)"
+                )
             return loss, losses.MultiSimilarityLoss(backend=backend), None
         if loss == "proxy_anchor":
             return loss, None, DEFAULTS["proxy_margin"] if margin is None else margin
         raise ValueError(f"loss must be one of {('default',) + LOSSES} or a loss object, got {loss!r}")
     if loss is None or isinstance(loss, (numbers.Number, bytes, np.ndarray)) or not callable(loss):
-        raise TypeError(f"loss must be a string {('default',) + LOSSES} or a callable loss object, "
-                        f"got {type(loss).__name__}")
+        raise TypeError(
+            f"loss must be a string {('default',) + LOSSES} or a callable loss object, "
+            f"got {type(loss).__name__}"
+        )
     if margin is not None:
         raise ValueError("margin must be None when loss is an object (set the margin on the loss object)")
     return None, loss, getattr(loss, "margin", None)
@@ -93,8 +115,14 @@ def make_loss(loss, margin, backend):
 def build_loss(spec, margin, num_classes, embedding_size, seed, backend):
     """The loss object of a string ``spec`` that needs the class count and embedding size."""
     if spec == "proxy_anchor":
-        return losses.ProxyAnchorLoss(num_classes, embedding_size, margin=margin, alpha=DEFAULTS["proxy_alpha"],
-                                      seed=seed, backend=backend)
+        return losses.ProxyAnchorLoss(
+            num_classes,
+            embedding_size,
+            margin=margin,
+            alpha=DEFAULTS["proxy_alpha"],
+            seed=seed,
+            backend=backend,
+        )
     raise ValueError(f"unknown loss {spec!r}")  # pragma: no cover - validated by make_loss
 
 
@@ -115,11 +143,14 @@ def make_miner(miner, loss_func, backend):
         return None, None
     if isinstance(miner, str):
         if miner not in _MINER_STRINGS:
-            raise ValueError(f"miner must be one of {('default',) + _MINER_STRINGS}, None or a miner object, "
-                             f"got {miner!r}")
+            raise ValueError(
+                f"miner must be one of {('default',) + _MINER_STRINGS}, None or a miner object, got {miner!r}"
+            )
         return miner, _miner_from_string(miner, loss_func, backend)
     if not callable(miner):
-        raise TypeError(f"miner must be a string, None or a callable miner object, got {type(miner).__name__}")
+        raise TypeError(
+            f"miner must be a string, None or a callable miner object, got {type(miner).__name__}"
+        )
     return "object", miner
 
 
@@ -167,7 +198,9 @@ def make_optimizer(optimizer, groups, momentum, weight_decay, backend):
     group's lr. Raises TypeError when the callable's result has no ``zero_grad`` and ``step``.
     """
     if optimizer == "sgd":
-        return optim.SGD(groups, lr=groups[0]["lr"], momentum=momentum, weight_decay=weight_decay, backend=backend)
+        return optim.SGD(
+            groups, lr=groups[0]["lr"], momentum=momentum, weight_decay=weight_decay, backend=backend
+        )
     if optimizer == "adam":
         return optim.Adam(groups, lr=groups[0]["lr"], weight_decay=weight_decay, backend=backend)
     if optimizer == "adamw":
@@ -197,18 +230,24 @@ def choose_m(batch_size, n_classes, m_per_class=None):
             raise ValueError(f"m_per_class ({m_per_class}) must divide batch_size ({batch_size})")
         p = batch_size // m_per_class
         if p < 2:
-            raise ValueError(f"m_per_class ({m_per_class}) must be at most batch_size / 2 ({batch_size // 2}): "
-                             "each batch needs at least two classes")
+            raise ValueError(
+                f"m_per_class ({m_per_class}) must be at most batch_size / 2 ({batch_size // 2}): "
+                "each batch needs at least two classes"
+            )
         if p > n_classes:
-            raise ValueError(f"batch_size // m_per_class = {p} classes per batch, but y has {n_classes}: "
-                             f"raise m_per_class or lower batch_size")
+            raise ValueError(
+                f"batch_size // m_per_class = {p} classes per batch, but y has {n_classes}: "
+                f"raise m_per_class or lower batch_size"
+            )
         return m_per_class
     for d in range(2, batch_size // 2 + 1):
         if batch_size % d == 0 and d * n_classes >= batch_size:
             return d
-    raise ValueError(f"batch_size ({batch_size}) cannot be split into at least two classes of m >= 2 samples "
-                     f"each (m must divide batch_size; {n_classes} classes): use an even batch_size such as "
-                     f"{batch_size + 1 if batch_size % 2 else batch_size + 2} or set m_per_class")
+    raise ValueError(
+        f"batch_size ({batch_size}) cannot be split into at least two classes of m >= 2 samples "
+        f"each (m must divide batch_size; {n_classes} classes): use an even batch_size such as "
+        f"{batch_size + 1 if batch_size % 2 else batch_size + 2} or set m_per_class"
+    )
 
 
 #: the augmentation presets ``fit(augment=...)`` accepts by name (torchvision's semantics)
@@ -252,6 +291,8 @@ def make_schedule(schedule):
     if isinstance(schedule, str):
         return optim.make_schedule(DEFAULTS["schedule"] if schedule == "default" else schedule)
     if not callable(getattr(schedule, "factor", None)):
-        raise TypeError(f"schedule must be a string, None or an object with factor(step, total_steps), "
-                        f"got {type(schedule).__name__}")
+        raise TypeError(
+            f"schedule must be a string, None or an object with factor(step, total_steps), "
+            f"got {type(schedule).__name__}"
+        )
     return schedule

@@ -2,6 +2,7 @@
 the loss, the miner, the optimizer (what the last fit ran, else what the next one will) and the
 distance.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -22,8 +23,11 @@ def describe(emb: Embedder) -> str:
         lines.append(emb.net.summary())
     else:
         lines.append(repr(emb.net) + "\n(not built: shapes are inferred at the first fit)")
-    lines.append(f"Loss: {_describe(emb.loss_func)}" if emb.loss_func is not None else
-                 f"Loss: {emb._loss_spec} (built at the first fit, from the classes and the embedding size)")
+    lines.append(
+        f"Loss: {_describe(emb.loss_func)}"
+        if emb.loss_func is not None
+        else f"Loss: {emb._loss_spec} (built at the first fit, from the classes and the embedding size)"
+    )
     miner = _describe(emb.miner_func) if emb.miner_func is not None else "None (all pairs/triplets)"
     lines.append(f"Miner: {miner}")
     lines.append(f"Optimizer: {_describe_optimizer(emb)}")
@@ -43,8 +47,10 @@ def _describe_optimizer(emb: Embedder) -> str:
     if not isinstance(emb.optimizer, str):
         return getattr(emb.optimizer, "__name__", "callable")
     if emb.optimizer == "default":
-        return (f"default: {DEFAULTS['optimizer']}, or sgd when fit's lr >= {DEFAULTS['sgd_min_lr']:g} "
-                "(decided at fit)")
+        return (
+            f"default: {DEFAULTS['optimizer']}, or sgd when fit's lr >= {DEFAULTS['sgd_min_lr']:g} "
+            "(decided at fit)"
+        )
     wd = DEFAULTS["weight_decay"].get(emb.optimizer, 0.0) if emb.weight_decay is None else emb.weight_decay
     extra = f", momentum={emb.momentum:g}" if emb.optimizer == "sgd" else ""
     return f"{emb.optimizer}{extra}, weight_decay={wd:g}"

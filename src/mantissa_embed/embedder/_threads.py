@@ -17,6 +17,7 @@ the adaptation changes timings, never numbers. The user's count is restored when
 running ``fit`` / ``embed`` returns. ``MANTISSA_EMBED_ADAPTIVE_THREADS=0`` turns it off; it is
 also off where ``/proc/stat`` cannot be read.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,11 @@ def enabled() -> bool:
         return True
     if v.strip().lower() in _OFF:
         return False
-    warnings.warn(f"MANTISSA_EMBED_ADAPTIVE_THREADS={v!r} is not one of {_ON + _OFF}; adaptive threads stay on",
-                  RuntimeWarning, stacklevel=3)
+    warnings.warn(
+        f"MANTISSA_EMBED_ADAPTIVE_THREADS={v!r} is not one of {_ON + _OFF}; adaptive threads stay on",
+        RuntimeWarning,
+        stacklevel=3,
+    )
     return True
 
 

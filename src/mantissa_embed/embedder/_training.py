@@ -2,6 +2,7 @@
 (``_batch_sources``), calling its hooks (``_hooks``) at fixed points; ``DeferredInterrupt``
 holds a Ctrl-C back to the next batch boundary.
 """
+
 from __future__ import annotations
 
 import signal
@@ -40,8 +41,27 @@ class DeferredInterrupt:
         return False
 
 
-def train_epochs(net, miner, loss_func, optimizer, source, y, sampler, settings, *, n_batches, lr, losses,
-                 hooks, first_epoch=0, step=0, rng=None, base_lrs=None, epoch_end=None, interrupt=None):
+def train_epochs(
+    net,
+    miner,
+    loss_func,
+    optimizer,
+    source,
+    y,
+    sampler,
+    settings,
+    *,
+    n_batches,
+    lr,
+    losses,
+    hooks,
+    first_epoch=0,
+    step=0,
+    rng=None,
+    base_lrs=None,
+    epoch_end=None,
+    interrupt=None,
+):
     """Train ``net`` for epochs ``first_epoch .. settings.epochs - 1`` of ``n_batches`` batches
     drawn from ``sampler``; returns the number of optimizer steps taken in all (``step`` + new
     ones). ``settings``: the fit's ``FitSettings`` (its ``epochs`` and ``schedule``); ``lr``: the
@@ -67,15 +87,34 @@ def train_epochs(net, miner, loss_func, optimizer, source, y, sampler, settings,
         for epoch in range(first_epoch, epochs):
             data = source.epoch(iter(sampler), rng)
             try:
-                done = _run_batches(net, miner, loss_func, optimizer, data, y, hooks.epoch_begin(
-                    epoch, epochs, range(n_batches), n_batches), hooks, epoch=epoch, lr=lr, groups=groups,
-                    schedule=schedule, base_lrs=base_lrs, step=step, total_steps=total_steps, interrupt=interrupt)
+                done = _run_batches(
+                    net,
+                    miner,
+                    loss_func,
+                    optimizer,
+                    data,
+                    y,
+                    hooks.epoch_begin(epoch, epochs, range(n_batches), n_batches),
+                    hooks,
+                    epoch=epoch,
+                    lr=lr,
+                    groups=groups,
+                    schedule=schedule,
+                    base_lrs=base_lrs,
+                    step=step,
+                    total_steps=total_steps,
+                    interrupt=interrupt,
+                )
             finally:
                 data.close()
             step, total, no_pairs = done
             if no_pairs == n_batches:
-                warnings.warn(f"epoch {epoch + 1} saw no positive pair (every batch has distinct labels): "
-                              "the loss cannot learn; check y and m_per_class", RuntimeWarning, stacklevel=3)
+                warnings.warn(
+                    f"epoch {epoch + 1} saw no positive pair (every batch has distinct labels): "
+                    "the loss cannot learn; check y and m_per_class",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
             losses.append(total / n_batches)
             hooks.epoch_end(epoch, losses[-1])
             if epoch_end is not None and epoch_end(epoch, losses[-1], step):
@@ -85,8 +124,25 @@ def train_epochs(net, miner, loss_func, optimizer, source, y, sampler, settings,
     return step
 
 
-def _run_batches(net, miner, loss_func, optimizer, data, y, batches, hooks, *, epoch, lr, groups, schedule, base_lrs,
-         step, total_steps, interrupt):
+def _run_batches(
+    net,
+    miner,
+    loss_func,
+    optimizer,
+    data,
+    y,
+    batches,
+    hooks,
+    *,
+    epoch,
+    lr,
+    groups,
+    schedule,
+    base_lrs,
+    step,
+    total_steps,
+    interrupt,
+):
     """One epoch's batches: ``(step, loss sum, batches without a positive pair)``."""
     total = 0.0
     no_pairs = 0
@@ -102,7 +158,8 @@ def _run_batches(net, miner, loss_func, optimizer, data, y, batches, hooks, *, e
         emb = net.forward(xbi)
         if not np.isfinite(emb).all():  # X is finite: the weights diverged
             raise FloatingPointError(
-                f"the embeddings became NaN/Inf at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
+                f"the embeddings became NaN/Inf at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})"
+            )
         hooks.start()
         tuples = None if miner is None else miner(emb, yb)
         hooks.lap("miner")
@@ -113,7 +170,8 @@ def _run_batches(net, miner, loss_func, optimizer, data, y, batches, hooks, *, e
         loss = float(out.loss)
         if not np.isfinite(loss):
             raise FloatingPointError(
-                f"the loss became {loss} at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})")
+                f"the loss became {loss} at epoch {epoch + 1}, batch {i + 1}; lower lr (got {lr})"
+            )
         if np.unique(yb).shape[0] == yb.shape[0]:
             no_pairs += 1
         net.backward(out.grad, need_dx=False)

@@ -6,6 +6,7 @@ TAR at FAR).
 (PEP 562): their modules import scikit-learn, which ``Embedder`` (it needs only ``knn``)
 should not pay for at import.
 """
+
 import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -25,8 +26,11 @@ if TYPE_CHECKING:  # the lazy attributes below, for type checkers and editors
     from .accuracy_calculator import AccuracyCalculator, SklearnKMeans
     from .verification import verification_metrics
 
-_LAZY = {"AccuracyCalculator": "accuracy_calculator", "SklearnKMeans": "accuracy_calculator",
-         "verification_metrics": "verification"}
+_LAZY = {
+    "AccuracyCalculator": "accuracy_calculator",
+    "SklearnKMeans": "accuracy_calculator",
+    "verification_metrics": "verification",
+}
 
 __all__ = [
     "AccuracyCalculator",
@@ -53,5 +57,11 @@ def __getattr__(name):
 def __dir__():
     # the API (the lazy names too), the submodules imported so far and the private names: not
     # importlib, ModuleType and TYPE_CHECKING, which only build this namespace
-    return sorted(set(__all__) | {n for n, v in globals().items() if n.startswith("_") or (
-        isinstance(v, ModuleType) and v.__name__.startswith(__name__ + "."))})
+    return sorted(
+        set(__all__)
+        | {
+            n
+            for n, v in globals().items()
+            if n.startswith("_") or (isinstance(v, ModuleType) and v.__name__.startswith(__name__ + "."))
+        }
+    )

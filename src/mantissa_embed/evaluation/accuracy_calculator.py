@@ -4,6 +4,7 @@ Metrics, edge cases and names are PML 2.9's (``utils/accuracy_calculator.py``; M
 Belongie & Lim 2020, "A Metric Learning Reality Check"); definitions, custom metrics and the
 differences from PML are in docs/evaluation.md.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -48,8 +49,9 @@ class SklearnKMeans:
 
     def __call__(self, x, n_clusters):
         x = np.asarray(x, dtype=np.float32)
-        km = KMeans(n_clusters=int(n_clusters), n_init=self.n_init, max_iter=self.max_iter,
-                    random_state=self.seed)
+        km = KMeans(
+            n_clusters=int(n_clusters), n_init=self.n_init, max_iter=self.max_iter, random_state=self.seed
+        )
         return km.fit_predict(x).astype(np.int64)
 
 
@@ -150,10 +152,17 @@ class AccuracyCalculator:
 
     function_keyword = "calculate_"
 
-    def __init__(self, include: Sequence[str] = (), exclude: Sequence[str] = (), avg_of_avgs: bool = False,
-                 return_per_class: bool = False, k: int | str | None = None,
-                 label_comparison_fn: Callable[..., Any] | None = None, knn_func: Callable[..., Any] | None = None,
-                 kmeans_func: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        avg_of_avgs: bool = False,
+        return_per_class: bool = False,
+        k: int | str | None = None,
+        label_comparison_fn: Callable[..., Any] | None = None,
+        knn_func: Callable[..., Any] | None = None,
+        kmeans_func: Callable[..., Any] | None = None,
+    ) -> None:
         names = [x for x in dir(self) if x.startswith(self.function_keyword)]
         metrics = [x.replace(self.function_keyword, "", 1) for x in names]
         self.original_function_dict = {m: getattr(self, f) for m, f in zip(metrics, names)}
@@ -173,15 +182,19 @@ class AccuracyCalculator:
                 raise ValueError(f"k must be an int > 0, None, 'max_bin_count' or 'all', got {k!r}")
         elif k is not None:
             if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-                raise TypeError(f"k must be an int > 0, None, 'max_bin_count' or 'all', got "
-                                f"{type(k).__name__}")
+                raise TypeError(
+                    f"k must be an int > 0, None, 'max_bin_count' or 'all', got {type(k).__name__}"
+                )
             if k < 1:
                 raise ValueError(f"k must be an int > 0, None, 'max_bin_count' or 'all', got {k}")
             k = int(k)
         self.k = k
 
-        for fn, nm in ((label_comparison_fn, "label_comparison_fn"), (knn_func, "knn_func"),
-                       (kmeans_func, "kmeans_func")):
+        for fn, nm in (
+            (label_comparison_fn, "label_comparison_fn"),
+            (knn_func, "knn_func"),
+            (kmeans_func, "kmeans_func"),
+        ):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{nm} must be callable, got {type(fn).__name__}")
         self.knn_func = _DefaultKNN() if knn_func is None else knn_func
@@ -194,8 +207,9 @@ class AccuracyCalculator:
             self.label_comparison_fn = EQUALITY
 
     # -- metric bookkeeping (PML's API) -------------------------------------------------
-    def get_function_dict(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> dict[str,
-                          Callable[..., Any]]:
+    def get_function_dict(
+        self, include: Sequence[str] = (), exclude: Sequence[str] = ()
+    ) -> dict[str, Callable[..., Any]]:
         if len(include) == 0:
             include = list(self.original_function_dict.keys())
         keep = [m for m in include if m not in exclude]
@@ -208,21 +222,28 @@ class AccuracyCalculator:
         return ["NMI", "AMI"]
 
     def requires_knn(self) -> list[str]:
-        return ["precision_at_1", "mean_average_precision", "mean_average_precision_at_r",
-                "r_precision", "mean_reciprocal_rank"]
+        return [
+            "precision_at_1",
+            "mean_average_precision",
+            "mean_average_precision_at_r",
+            "r_precision",
+            "mean_reciprocal_rank",
+        ]
 
     def check_primary_metrics(self, include=(), exclude=(), _all_defined: bool = False):
         primary = list(self.original_function_dict.keys())
         if _all_defined:  # every calculate_<name> of the class, even if excluded at construction
-            primary = [x.replace(self.function_keyword, "", 1) for x in dir(self)
-                       if x.startswith(self.function_keyword)]
+            primary = [
+                x.replace(self.function_keyword, "", 1)
+                for x in dir(self)
+                if x.startswith(self.function_keyword)
+            ]
         for arg, nm in ((include, "include"), (exclude, "exclude")):
             if not isinstance(arg, (tuple, list)):
                 raise TypeError(f"{nm} must be a tuple or list, not {type(arg).__name__}")
             bad = [m for m in arg if m not in primary]
             if bad:
-                raise ValueError(f"{nm}: unknown metric(s) {bad}; metrics must be one or more "
-                                 f"of: {primary}")
+                raise ValueError(f"{nm}: unknown metric(s) {bad}; metrics must be one or more of: {primary}")
 
     def description(self) -> str:
         return "avg_of_avgs" if self.avg_of_avgs else ""
@@ -238,57 +259,93 @@ class AccuracyCalculator:
     def calculate_AMI(self, query_labels: np.ndarray, cluster_labels: np.ndarray, **kwargs: Any) -> float:
         return float(adjusted_mutual_info_score(query_labels, cluster_labels))
 
-    def calculate_precision_at_1(self, knn_labels, query_labels, not_lone_query_mask, label_counts,
-                                 **kwargs):
-        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels,
-                                                               not_lone_query_mask)
+    def calculate_precision_at_1(self, knn_labels, query_labels, not_lone_query_mask, label_counts, **kwargs):
+        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels, not_lone_query_mask)
         if knn_labels is None:
             return nan_accuracy(label_counts[0], self.return_per_class)
-        return precision_at_k(knn_labels, query_labels[:, None], 1, self.avg_of_avgs,
-                              self.return_per_class, self.label_comparison_fn)
+        return precision_at_k(
+            knn_labels,
+            query_labels[:, None],
+            1,
+            self.avg_of_avgs,
+            self.return_per_class,
+            self.label_comparison_fn,
+        )
 
-    def calculate_mean_average_precision_at_r(self, knn_labels, query_labels, not_lone_query_mask,
-                                              ref_includes_query, label_counts, **kwargs):
-        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels,
-                                                               not_lone_query_mask)
+    def calculate_mean_average_precision_at_r(
+        self, knn_labels, query_labels, not_lone_query_mask, ref_includes_query, label_counts, **kwargs
+    ):
+        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels, not_lone_query_mask)
         if knn_labels is None:
             return nan_accuracy(label_counts[0], self.return_per_class)
-        return mean_average_precision(knn_labels, query_labels[:, None], ref_includes_query,
-                                      label_counts, self.avg_of_avgs, self.return_per_class,
-                                      self.label_comparison_fn, at_r=True)
+        return mean_average_precision(
+            knn_labels,
+            query_labels[:, None],
+            ref_includes_query,
+            label_counts,
+            self.avg_of_avgs,
+            self.return_per_class,
+            self.label_comparison_fn,
+            at_r=True,
+        )
 
-    def calculate_mean_average_precision(self, knn_labels, query_labels, not_lone_query_mask,
-                                         ref_includes_query, label_counts, **kwargs):
-        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels,
-                                                               not_lone_query_mask)
+    def calculate_mean_average_precision(
+        self, knn_labels, query_labels, not_lone_query_mask, ref_includes_query, label_counts, **kwargs
+    ):
+        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels, not_lone_query_mask)
         if knn_labels is None:
             return nan_accuracy(label_counts[0], self.return_per_class)
-        return mean_average_precision(knn_labels, query_labels[:, None], ref_includes_query,
-                                      label_counts, self.avg_of_avgs, self.return_per_class,
-                                      self.label_comparison_fn)
+        return mean_average_precision(
+            knn_labels,
+            query_labels[:, None],
+            ref_includes_query,
+            label_counts,
+            self.avg_of_avgs,
+            self.return_per_class,
+            self.label_comparison_fn,
+        )
 
-    def calculate_mean_reciprocal_rank(self, knn_labels, query_labels, not_lone_query_mask,
-                                       label_counts, **kwargs):
-        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels,
-                                                               not_lone_query_mask)
+    def calculate_mean_reciprocal_rank(
+        self, knn_labels, query_labels, not_lone_query_mask, label_counts, **kwargs
+    ):
+        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels, not_lone_query_mask)
         if knn_labels is None:
             return nan_accuracy(label_counts[0], self.return_per_class)
-        return mean_reciprocal_rank(knn_labels, query_labels[:, None], self.avg_of_avgs,
-                                    self.return_per_class, self.label_comparison_fn)
+        return mean_reciprocal_rank(
+            knn_labels,
+            query_labels[:, None],
+            self.avg_of_avgs,
+            self.return_per_class,
+            self.label_comparison_fn,
+        )
 
-    def calculate_r_precision(self, knn_labels, query_labels, not_lone_query_mask,
-                              ref_includes_query, label_counts, **kwargs):
-        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels,
-                                                               not_lone_query_mask)
+    def calculate_r_precision(
+        self, knn_labels, query_labels, not_lone_query_mask, ref_includes_query, label_counts, **kwargs
+    ):
+        knn_labels, query_labels = try_getting_not_lone_labels(knn_labels, query_labels, not_lone_query_mask)
         if knn_labels is None:
             return nan_accuracy(label_counts[0], self.return_per_class)
-        return r_precision(knn_labels, query_labels[:, None], ref_includes_query, label_counts,
-                           self.avg_of_avgs, self.return_per_class, self.label_comparison_fn)
+        return r_precision(
+            knn_labels,
+            query_labels[:, None],
+            ref_includes_query,
+            label_counts,
+            self.avg_of_avgs,
+            self.return_per_class,
+            self.label_comparison_fn,
+        )
 
     # -- driver --------------------------------------------------------------------------
-    def get_accuracy(self, query: ArrayLike, query_labels: ArrayLike, reference: ArrayLike | None = None,
-                     reference_labels: ArrayLike | None = None, ref_includes_query: bool = False,
-                     include: Sequence[str] = (), exclude: Sequence[str] = ()) -> dict[str, Any]:
+    def get_accuracy(
+        self,
+        query: ArrayLike,
+        query_labels: ArrayLike,
+        reference: ArrayLike | None = None,
+        reference_labels: ArrayLike | None = None,
+        ref_includes_query: bool = False,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+    ) -> dict[str, Any]:
         """Compute the current metrics.
 
         Parameters
@@ -328,41 +385,58 @@ class AccuracyCalculator:
         q = check_array(query, "query", ndim=2, allow_empty=False)
         r = check_array(reference, "reference", ndim=2, allow_empty=False)
         if q.shape[1] != r.shape[1]:
-            raise ValueError(f"query and reference must have the same dimension, got "
-                             f"{q.shape[1]} and {r.shape[1]}")
+            raise ValueError(
+                f"query and reference must have the same dimension, got {q.shape[1]} and {r.shape[1]}"
+            )
         if reference_labels is None:
             raise ValueError("reference_labels is required when reference is given")
         q_lab = _check_labels_nd(query_labels, "query_labels", q.shape[0])
         r_lab = _check_labels_nd(reference_labels, "reference_labels", r.shape[0])
         if q_lab.shape[1:] != r_lab.shape[1:]:
-            raise ValueError(f"query_labels and reference_labels must have the same number of "
-                             f"columns, got shapes {q_lab.shape} and {r_lab.shape}")
+            raise ValueError(
+                f"query_labels and reference_labels must have the same number of "
+                f"columns, got shapes {q_lab.shape} and {r_lab.shape}"
+            )
         n = q.shape[0]
-        if ref_includes_query and not (r.shape[0] >= n and np.allclose(q, r[:n])
-                                       and np.array_equal(q_lab, r_lab[:n])):
-            raise ValueError("When ref_includes_query is True, the first len(query) rows of "
-                             "reference (and reference_labels) must equal query (and query_labels)")
+        if ref_includes_query and not (
+            r.shape[0] >= n and np.allclose(q, r[:n]) and np.array_equal(q_lab, r_lab[:n])
+        ):
+            raise ValueError(
+                "When ref_includes_query is True, the first len(query) rows of "
+                "reference (and reference_labels) must equal query (and query_labels)"
+            )
         # names excluded at construction are silently dropped (PML); unknown names raise
         self.check_primary_metrics(include, exclude, _all_defined=True)
         self.curr_function_dict = self.get_function_dict(include, exclude)
         curr = self.get_curr_metrics()
 
-        kwargs = {"query": q, "reference": r, "query_labels": q_lab, "reference_labels": r_lab,
-                  "ref_includes_query": ref_includes_query,
-                  "label_comparison_fn": self.label_comparison_fn}
+        kwargs = {
+            "query": q,
+            "reference": r,
+            "query_labels": q_lab,
+            "reference_labels": r_lab,
+            "ref_includes_query": ref_includes_query,
+            "label_comparison_fn": self.label_comparison_fn,
+        }
         if any(m in self.requires_knn() for m in curr):
             label_counts = get_label_match_counts(q_lab, r_lab, self.label_comparison_fn)
-            lone_labels, not_lone = get_lone_query_labels(q_lab, label_counts, ref_includes_query,
-                                                          self.label_comparison_fn)
+            lone_labels, not_lone = get_lone_query_labels(
+                q_lab, label_counts, ref_includes_query, self.label_comparison_fn
+            )
             num_k = self.determine_k(label_counts[1], r.shape[0], ref_includes_query)
             avail = r.shape[0] - int(ref_includes_query)
             if num_k > avail:
-                raise ValueError(f"k must be <= {avail} (the number of reference rows"
-                                 f"{', excluding the query itself' if ref_includes_query else ''})"
-                                 f", got k={num_k}")
+                raise ValueError(
+                    f"k must be <= {avail} (the number of reference rows"
+                    f"{', excluding the query itself' if ref_includes_query else ''})"
+                    f", got k={num_k}"
+                )
             if not np.any(not_lone):
-                warnings.warn("None of the query labels are in the reference set: the k-NN "
-                              "metrics are nan", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    "None of the query labels are in the reference set: the k-NN metrics are nan",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             if num_k < 1:  # every query lone with "max_bin_count": nothing to retrieve
                 knn_idx = np.zeros((n, 0), dtype=np.int64)
                 knn_dist = np.zeros((n, 0), dtype=np.float32)
@@ -370,11 +444,17 @@ class AccuracyCalculator:
                 knn_idx, knn_dist = self.knn_func(q, r, num_k, exclude_self=ref_includes_query)
                 knn_idx = np.asarray(knn_idx)
                 if knn_idx.shape != (n, num_k) or knn_idx.dtype.kind not in "iu":
-                    raise ValueError(f"knn_func must return integer indices of shape ({n}, {num_k}),"
-                                     f" got {knn_idx.dtype} {knn_idx.shape}")
-            kwargs.update(label_counts=label_counts, knn_labels=r_lab[knn_idx],
-                          knn_distances=np.asarray(knn_dist), lone_query_labels=lone_labels,
-                          not_lone_query_mask=not_lone)
+                    raise ValueError(
+                        f"knn_func must return integer indices of shape ({n}, {num_k}),"
+                        f" got {knn_idx.dtype} {knn_idx.shape}"
+                    )
+            kwargs.update(
+                label_counts=label_counts,
+                knn_labels=r_lab[knn_idx],
+                knn_distances=np.asarray(knn_dist),
+                lone_query_labels=lone_labels,
+                not_lone_query_mask=not_lone,
+            )
         if any(m in self.requires_clustering() for m in curr):
             if q_lab.ndim != 1:
                 raise ValueError(f"NMI/AMI need 1-D query_labels, got shape {q_lab.shape}")
@@ -399,5 +479,7 @@ class AccuracyCalculator:
                     f"You are computing {sorted(inter)}, but k ({self.k}) is less than the max bin "
                     f"count ({max_bin_count}), so these metrics are truncated. Set "
                     f"k='max_bin_count' to fix it; for MAP@{self.k} use 'mean_average_precision'.",
-                    RuntimeWarning, stacklevel=3)
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
         return self.k

@@ -11,6 +11,7 @@ search would take too long on.
 Reference: Johnson, Douze & Jegou 2019, "Billion-scale similarity search with GPUs",
 IEEE Trans. Big Data (faiss).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,8 +29,7 @@ def _import_faiss():
     try:
         import faiss
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "FaissKNN needs faiss: pip install 'mantissa-embed[faiss]' (or faiss-cpu)") from exc
+        raise ImportError("FaissKNN needs faiss: pip install 'mantissa-embed[faiss]' (or faiss-cpu)") from exc
     return faiss
 
 
@@ -125,9 +125,17 @@ class FaissKNN:
         return np.ascontiguousarray(x, dtype=np.float32)
 
     # -- search ------------------------------------------------------------------------
-    def __call__(self, query: ArrayLike, reference: ArrayLike, k: int, *, exclude_self: bool = False,
-                 metric: str = "euclidean", tile=4096,
-                 backend: str = "mantissa"):
+    def __call__(
+        self,
+        query: ArrayLike,
+        reference: ArrayLike,
+        k: int,
+        *,
+        exclude_self: bool = False,
+        metric: str = "euclidean",
+        tile=4096,
+        backend: str = "mantissa",
+    ):
         faiss = self._faiss
         q = check_array(query, "query", ndim=2)
         if metric not in METRICS:
@@ -139,7 +147,8 @@ class FaissKNN:
             r = check_array(reference, "reference", ndim=2)
             if q.shape[1] != r.shape[1]:
                 raise ValueError(
-                    f"query and reference must have the same number of columns, got {q.shape[1]} and {r.shape[1]}")
+                    f"query and reference must have the same number of columns, got {q.shape[1]} and {r.shape[1]}"
+                )
         elif self.reset_before:
             raise ValueError("reference is required when reset_before=True")
         if q.shape[1] == 0:
@@ -156,8 +165,10 @@ class FaissKNN:
             euclid = metric in ("euclidean", "sqeuclidean")
             want = faiss.METRIC_L2 if euclid else faiss.METRIC_INNER_PRODUCT
             if index.metric_type != want:
-                raise ValueError(f"the index's metric (faiss metric_type {index.metric_type}) does not "
-                                 f"serve metric={metric!r}")
+                raise ValueError(
+                    f"the index's metric (faiss metric_type {index.metric_type}) does not "
+                    f"serve metric={metric!r}"
+                )
             if r is not None:
                 r = self._prep(r, metric)
                 if not index.is_trained:
@@ -167,11 +178,14 @@ class FaissKNN:
             if exclude_self and q.shape[0] > M:
                 raise ValueError(
                     f"exclude_self=True needs query row i to be reference row i, but query has "
-                    f"{q.shape[0]} rows and reference only {M}")
+                    f"{q.shape[0]} rows and reference only {M}"
+                )
             avail = M - int(bool(exclude_self))
             if k > avail:
-                raise ValueError(f"k must be <= {avail} (the number of reference rows"
-                                 f"{', excluding self' if exclude_self else ''}), got k={k}")
+                raise ValueError(
+                    f"k must be <= {avail} (the number of reference rows"
+                    f"{', excluding self' if exclude_self else ''}), got k={k}"
+                )
             n = q.shape[0]
             if n == 0:
                 return np.empty((0, k), dtype=np.int64), np.empty((0, k), dtype=np.float32)

@@ -5,6 +5,7 @@ The query x reference score matrix is never materialized: the C engine (``engine
 then recomputes the k values in double precision and re-sorts each row by (value, index).
 ``backend="numpy"`` runs the numpy twin (the same tiling with matmul and partial sorts).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,7 +32,8 @@ def _check_knn_args(query, reference, k, exclude_self, metric, tile, backend):
     r = check_array(reference, "reference", ndim=2, finite=False)
     if q.shape[1] != r.shape[1]:
         raise ValueError(
-            f"query and reference must have the same number of columns, got {q.shape[1]} and {r.shape[1]}")
+            f"query and reference must have the same number of columns, got {q.shape[1]} and {r.shape[1]}"
+        )
     if q.shape[1] == 0:
         raise ValueError("query and reference must have at least one column (embedding dimension 0)")
     k = check_int(k, "k", minimum=1)
@@ -46,7 +48,8 @@ def _check_knn_args(query, reference, k, exclude_self, metric, tile, backend):
     if exclude_self and n > M:
         raise ValueError(
             f"exclude_self=True needs query row i to be reference row i, but query has {n} rows "
-            f"and reference only {M}")
+            f"and reference only {M}"
+        )
     avail = M - int(bool(exclude_self))
     if k > avail:
         what = "reference rows, excluding self" if exclude_self else "reference rows"
@@ -54,8 +57,16 @@ def _check_knn_args(query, reference, k, exclude_self, metric, tile, backend):
     return q, r, k, bool(exclude_self), tile, backend_mod
 
 
-def knn(query: ArrayLike, reference: ArrayLike, k: int, *, exclude_self: bool = False, metric: str = "euclidean",
-        tile: int = 4096, backend: str = "mantissa") -> tuple[Int64Array, Float32Array]:
+def knn(
+    query: ArrayLike,
+    reference: ArrayLike,
+    k: int,
+    *,
+    exclude_self: bool = False,
+    metric: str = "euclidean",
+    tile: int = 4096,
+    backend: str = "mantissa",
+) -> tuple[Int64Array, Float32Array]:
     """Exact k nearest neighbours of each query row among the reference rows.
 
     Parameters
@@ -104,7 +115,8 @@ def knn(query: ArrayLike, reference: ArrayLike, k: int, *, exclude_self: bool = 
     returned values are recomputed in float64. See docs/evaluation.md.
     """
     q, r, k, exclude_self, tile, backend_mod = _check_knn_args(
-        query, reference, k, exclude_self, metric, tile, backend)
+        query, reference, k, exclude_self, metric, tile, backend
+    )
     n, M = q.shape[0], r.shape[0]
     euclid = metric in ("euclidean", "sqeuclidean")
     # squared row norms in float64 (finite for every finite float32 row): NaN/Inf check and
@@ -121,7 +133,9 @@ def knn(query: ArrayLike, reference: ArrayLike, k: int, *, exclude_self: bool = 
     rmax = float(np.sqrt(np.max(rsq)))
     bound = (qmax + rmax) ** 2 if euclid else qmax * rmax
     if not np.isfinite(bound) or bound > _F32_MAX / 4:
-        raise ValueError("query/reference values are too large: their distances overflow float32; rescale them")
+        raise ValueError(
+            "query/reference values are too large: their distances overflow float32; rescale them"
+        )
     if metric == "cosine" or metric == "inner_product":
         kmetric = "inner_product"
     else:
@@ -131,8 +145,9 @@ def knn(query: ArrayLike, reference: ArrayLike, k: int, *, exclude_self: bool = 
     tile_r = min(M, tile, _TILE_R)
     nthreads = backend_mod.get_num_threads()
     tile_q = min(tile, _TILE_Q, -(-n // nthreads))
-    indices, values = backend_mod.knn_search(q, r, k, metric=kmetric, exclude_self=exclude_self,
-                                             tile_q=tile_q, tile_r=tile_r)
+    indices, values = backend_mod.knn_search(
+        q, r, k, metric=kmetric, exclude_self=exclude_self, tile_q=tile_q, tile_r=tile_r
+    )
     if metric == "cosine":
         np.subtract(np.float32(1.0), values, out=values)
         np.maximum(values, 0.0, out=values)
@@ -147,8 +162,8 @@ def _sq_norms64(x: np.ndarray, name: str) -> np.ndarray:
     ``name`` if x holds NaN or Inf (the norm of a finite float32 row cannot overflow float64)."""
     out = np.empty(x.shape[0], dtype=np.float64)
     for s in range(0, x.shape[0], _CHUNK_ROWS):
-        c = x[s:s + _CHUNK_ROWS].astype(np.float64)
-        np.einsum("ij,ij->i", c, c, out=out[s:s + _CHUNK_ROWS])
+        c = x[s : s + _CHUNK_ROWS].astype(np.float64)
+        np.einsum("ij,ij->i", c, c, out=out[s : s + _CHUNK_ROWS])
     if not np.isfinite(out).all():
         raise ValueError(f"{name} contains NaN or Inf")
     return out
@@ -159,5 +174,5 @@ def _unit_rows(x: np.ndarray) -> Float32Array:
     ``eps=0`` (zero rows stay 0) in float64, by chunks of rows (bounded scratch)."""
     out = np.empty(x.shape, dtype=np.float32)
     for s in range(0, x.shape[0], _CHUNK_ROWS):
-        out[s:s + _CHUNK_ROWS] = l2_normalize_rows(x[s:s + _CHUNK_ROWS].astype(np.float64), eps=0.0)[0]
+        out[s : s + _CHUNK_ROWS] = l2_normalize_rows(x[s : s + _CHUNK_ROWS].astype(np.float64), eps=0.0)[0]
     return out

@@ -7,6 +7,7 @@ with ``return_per_class`` the list of per-class means (classes sorted). Names, s
 edge cases are PML 2.9's (``utils/accuracy_calculator.py``; Musgrave, Belongie & Lim 2020,
 "A Metric Learning Reality Check", ECCV, sec. 3.2).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -95,11 +96,17 @@ def get_relevance_mask(shape, gt_labels, ref_includes_query, label_counts):
     return relevance_mask, count_per_query
 
 
-def r_precision(knn_labels, gt_labels, ref_includes_query, label_counts, avg_of_avgs,
-                return_per_class, label_comparison_fn):
+def r_precision(
+    knn_labels,
+    gt_labels,
+    ref_includes_query,
+    label_counts,
+    avg_of_avgs,
+    return_per_class,
+    label_comparison_fn,
+):
     """R-precision per query, averaged (``gt_labels`` is ``query_labels[:, None]``)."""
-    relevance_mask, _ = get_relevance_mask(knn_labels.shape[:2], gt_labels, ref_includes_query,
-                                           label_counts)
+    relevance_mask, _ = get_relevance_mask(knn_labels.shape[:2], gt_labels, ref_includes_query, label_counts)
     same_label = _compare(label_comparison_fn, gt_labels, knn_labels, 2)
     matches = np.sum(same_label & relevance_mask, axis=1)
     possible = np.sum(relevance_mask, axis=1)
@@ -108,12 +115,19 @@ def r_precision(knn_labels, gt_labels, ref_includes_query, label_counts, avg_of_
     return maybe_get_avg_of_avgs(acc, gt_labels, avg_of_avgs, return_per_class)
 
 
-def mean_average_precision(knn_labels, gt_labels, ref_includes_query, label_counts, avg_of_avgs,
-                           return_per_class, label_comparison_fn, at_r: bool = False):
+def mean_average_precision(
+    knn_labels,
+    gt_labels,
+    ref_includes_query,
+    label_counts,
+    avg_of_avgs,
+    return_per_class,
+    label_comparison_fn,
+    at_r: bool = False,
+):
     """MAP (over all k neighbours) or MAP@R (``at_r=True``), both divided by ``R``."""
     n, k = knn_labels.shape[:2]
-    relevance_mask, count_per_query = get_relevance_mask((n, k), gt_labels, ref_includes_query,
-                                                         label_counts)
+    relevance_mask, count_per_query = get_relevance_mask((n, k), gt_labels, ref_includes_query, label_counts)
     knn_mask = relevance_mask if at_r else np.ones((n, k), dtype=bool)
     same = _compare(label_comparison_fn, gt_labels, knn_labels, 2)
     equality = same & knn_mask
@@ -151,7 +165,7 @@ def get_label_match_counts(query_labels, reference_labels, label_comparison_fn):
     else:
         counts = np.empty(len(uniq), dtype=np.int64)
         for i in range(len(uniq)):
-            counts[i] = np.sum(_compare(label_comparison_fn, uniq[i:i + 1], reference_labels, 1))
+            counts[i] = np.sum(_compare(label_comparison_fn, uniq[i : i + 1], reference_labels, 1))
     return uniq, counts
 
 

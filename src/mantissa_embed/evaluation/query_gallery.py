@@ -8,6 +8,7 @@ Belongie & Lim 2020, "A Metric Learning Reality Check"), computed by ``.retrieva
 ``metrics_from_knn_labels`` on the neighbours of ``.knn``, so that they equal
 ``AccuracyCalculator``'s. This module does not import scikit-learn.
 """
+
 from __future__ import annotations
 
 import re
@@ -51,8 +52,10 @@ def _parse_metrics(metrics):
             continue
         match = _AT_K.fullmatch(m)
         if match is None or str(int(match.group(2))) != match.group(2) or int(match.group(2)) < 1:
-            raise ValueError(f"unknown metric {m!r}: metrics must be of the forms {_FORMS}, "
-                             "with K an int >= 1 written without leading zeros (e.g. 'cmc_at_5')")
+            raise ValueError(
+                f"unknown metric {m!r}: metrics must be of the forms {_FORMS}, "
+                "with K an int >= 1 written without leading zeros (e.g. 'cmc_at_5')"
+            )
         parsed.append((m, match.group(1), int(match.group(2))))
     return tuple({p[0]: p for p in parsed}.values())  # duplicates once, first position kept
 
@@ -68,8 +71,10 @@ def _check_mask(mask, name, n):
         return np.ascontiguousarray(arr)
     if arr.dtype.kind in "iu" and bool(np.all((arr == 0) | (arr == 1))):
         return arr == 1
-    raise ValueError(f"{name} must hold bools or the integers 0 and 1, got dtype {arr.dtype}"
-                     + (" with values other than 0/1" if arr.dtype.kind in "iu" else ""))
+    raise ValueError(
+        f"{name} must hold bools or the integers 0 and 1, got dtype {arr.dtype}"
+        + (" with values other than 0/1" if arr.dtype.kind in "iu" else "")
+    )
 
 
 def _group(query, q_lab, reference, r_lab, ref_includes_query, parsed, want_r, backend):
@@ -81,8 +86,7 @@ def _group(query, q_lab, reference, r_lab, ref_includes_query, parsed, want_r, b
         return {}, 0
     avail = reference.shape[0] - int(ref_includes_query)  # >= r_max >= 1
     k = min(max([K for _, kind, K in parsed if kind != "pml"] + [r_max if want_r else 1]), avail)
-    idx, _ = _knn(query, reference, k, exclude_self=ref_includes_query, metric="euclidean",
-                  backend=backend)
+    idx, _ = _knn(query, reference, k, exclude_self=ref_includes_query, metric="euclidean", backend=backend)
     knn_labels = r_lab[idx]
     out = {}
     pml = tuple(name for name, kind, _ in parsed if kind == "pml")
@@ -90,8 +94,11 @@ def _group(query, q_lab, reference, r_lab, ref_includes_query, parsed, want_r, b
         # exactly the columns AccuracyCalculator(k="max_bin_count") retrieves: r_max (1 for
         # precision@1 alone), so the sums run in the same order and the numbers are bitwise equal
         cols = r_max if want_r else 1
-        out.update(metrics_from_knn_labels(knn_labels[:, :cols], q_lab, r_lab,
-                                           ref_includes_query=ref_includes_query, include=pml))
+        out.update(
+            metrics_from_knn_labels(
+                knn_labels[:, :cols], q_lab, r_lab, ref_includes_query=ref_includes_query, include=pml
+            )
+        )
     at_k = [(name, kind, K) for name, kind, K in parsed if kind != "pml"]
     if at_k:
         kl = knn_labels[not_lone]
@@ -108,10 +115,15 @@ def _group(query, q_lab, reference, r_lab, ref_includes_query, parsed, want_r, b
     return out, n_kept
 
 
-def query_gallery_metrics(embeddings: ArrayLike, labels: ArrayLike, is_query: ArrayLike | None = None,
-                          is_gallery: ArrayLike | None = None, *,
-                          metrics: Sequence[str] = _DEFAULT_METRICS,
-                          backend: str = "mantissa") -> dict[str, float]:
+def query_gallery_metrics(
+    embeddings: ArrayLike,
+    labels: ArrayLike,
+    is_query: ArrayLike | None = None,
+    is_gallery: ArrayLike | None = None,
+    *,
+    metrics: Sequence[str] = _DEFAULT_METRICS,
+    backend: str = "mantissa",
+) -> dict[str, float]:
     """Retrieval metrics of Open Metric Learning's query/gallery protocol.
 
     Each query ranks the gallery items by Euclidean distance on ``embeddings`` as given (no
@@ -193,8 +205,8 @@ def query_gallery_metrics(embeddings: ArrayLike, labels: ArrayLike, is_query: Ar
         raise ValueError("is_gallery flags no item: there must be at least one gallery item")
     want_r = any(name in ("r_precision", "mean_average_precision_at_r") for name, _, _ in parsed)
 
-    both = np.flatnonzero(q_mask & g_mask)       # queries that are gallery items too
-    only_q = np.flatnonzero(q_mask & ~g_mask)    # queries outside the gallery
+    both = np.flatnonzero(q_mask & g_mask)  # queries that are gallery items too
+    only_q = np.flatnonzero(q_mask & ~g_mask)  # queries outside the gallery
     groups = []
     if len(both) == n:  # every item both query and gallery: no copies
         groups.append(_group(x, y, x, y, True, parsed, want_r, backend))
@@ -206,8 +218,10 @@ def query_gallery_metrics(embeddings: ArrayLike, labels: ArrayLike, is_query: Ar
         groups.append(_group(x[only_q], y[only_q], x[gal], y[gal], False, parsed, want_r, backend))
     groups = [g for g in groups if g[1] > 0]
     if not groups:
-        raise ValueError("no query has an item with its label in its gallery (every query is lone): "
-                         "the metrics are undefined")
+        raise ValueError(
+            "no query has an item with its label in its gallery (every query is lone): "
+            "the metrics are undefined"
+        )
     if len(groups) == 1:
         values = groups[0][0]
         return {name: values[name] for name, _, _ in parsed}

@@ -7,6 +7,7 @@ metrics are nan, with a ``RuntimeWarning``. A ``k`` below the largest ``R`` trun
 R-precision and MAP@R as PML does, with a ``RuntimeWarning``. The math is ``.knn_metrics``'; this module adds validation and the
 default ``k``.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -61,14 +62,23 @@ def _lone_stats(query_labels, reference_labels, ref_includes_query):
 
 
 def _warn_all_lone(include):
-    warnings.warn("no query has another reference with its label (all queries are lone); "
-                  "the retrieval metrics are nan", RuntimeWarning, stacklevel=3)
+    warnings.warn(
+        "no query has another reference with its label (all queries are lone); the retrieval metrics are nan",
+        RuntimeWarning,
+        stacklevel=3,
+    )
     return {m: float("nan") for m in include}
 
 
-def metrics_from_knn_labels(knn_labels: ArrayLike, query_labels: ArrayLike, reference_labels: ArrayLike, *,
-                            ref_includes_query: bool, include: Sequence[str] | None = None,
-                            avg_of_avgs: bool = False) -> dict[str, float]:
+def metrics_from_knn_labels(
+    knn_labels: ArrayLike,
+    query_labels: ArrayLike,
+    reference_labels: ArrayLike,
+    *,
+    ref_includes_query: bool,
+    include: Sequence[str] | None = None,
+    avg_of_avgs: bool = False,
+) -> dict[str, float]:
     """The retrieval metrics from precomputed neighbour labels.
 
     Parameters
@@ -113,26 +123,41 @@ def metrics_from_knn_labels(knn_labels: ArrayLike, query_labels: ArrayLike, refe
     kl, q_lab = try_getting_not_lone_labels(kl.astype(np.int64, copy=False), q_lab, not_lone)
     k = kl.shape[1]
     if k < r_max and any(m != "precision_at_1" for m in include):
-        warnings.warn(f"k={k} is less than the largest R ({r_max}): r_precision and "
-                      "mean_average_precision_at_r are truncated (as in pytorch-metric-learning)",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"k={k} is less than the largest R ({r_max}): r_precision and "
+            "mean_average_precision_at_r are truncated (as in pytorch-metric-learning)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     gt = q_lab[:, None]
     out = {}
     if "precision_at_1" in include:
         out["precision_at_1"] = precision_at_k(kl, gt, 1, avg_of_avgs, False, EQUALITY)
     if "r_precision" in include:
-        out["r_precision"] = _r_precision(kl, gt, ref_includes_query, label_counts, avg_of_avgs,
-                                          False, EQUALITY)
+        out["r_precision"] = _r_precision(
+            kl, gt, ref_includes_query, label_counts, avg_of_avgs, False, EQUALITY
+        )
     if "mean_average_precision_at_r" in include:
         out["mean_average_precision_at_r"] = mean_average_precision(
-            kl, gt, ref_includes_query, label_counts, avg_of_avgs, False, EQUALITY, at_r=True)
+            kl, gt, ref_includes_query, label_counts, avg_of_avgs, False, EQUALITY, at_r=True
+        )
     return {m: out[m] for m in include}
 
 
-def retrieval_metrics(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLike | None = None,
-                      reference_labels: ArrayLike | None = None, *, ref_includes_query: bool | None = None,
-                      k: int | None = None, include: Sequence[str] | None = None, avg_of_avgs: bool = False,
-                      metric: str = "euclidean", tile: int = 4096, backend: str = "mantissa") -> dict[str, float]:
+def retrieval_metrics(
+    embeddings: ArrayLike,
+    labels: ArrayLike,
+    reference: ArrayLike | None = None,
+    reference_labels: ArrayLike | None = None,
+    *,
+    ref_includes_query: bool | None = None,
+    k: int | None = None,
+    include: Sequence[str] | None = None,
+    avg_of_avgs: bool = False,
+    metric: str = "euclidean",
+    tile: int = 4096,
+    backend: str = "mantissa",
+) -> dict[str, float]:
     """Precision@1, R-precision and MAP@R of ``embeddings`` as queries, from one exact k-NN.
 
     Follows pytorch-metric-learning's ``AccuracyCalculator.get_accuracy(query, query_labels,
@@ -194,10 +219,16 @@ def retrieval_metrics(embeddings: ArrayLike, labels: ArrayLike, reference: Array
         ref_includes_query = bool(ref_includes_query) if ref_includes_query is not None else False
         if ref_includes_query:
             n = q.shape[0]
-            if (r.shape[0] < n or r.shape[1] != q.shape[1] or not np.allclose(q, r[:n])
-                    or not np.array_equal(q_lab, r_lab[:n])):
-                raise ValueError("ref_includes_query=True needs the first len(embeddings) rows of "
-                                 "reference (and reference_labels) to equal embeddings (and labels)")
+            if (
+                r.shape[0] < n
+                or r.shape[1] != q.shape[1]
+                or not np.allclose(q, r[:n])
+                or not np.array_equal(q_lab, r_lab[:n])
+            ):
+                raise ValueError(
+                    "ref_includes_query=True needs the first len(embeddings) rows of "
+                    "reference (and reference_labels) to equal embeddings (and labels)"
+                )
     _, not_lone, r_max = _lone_stats(q_lab, r_lab, ref_includes_query)
     if not not_lone.any():
         return _warn_all_lone(include)
@@ -206,19 +237,29 @@ def retrieval_metrics(embeddings: ArrayLike, labels: ArrayLike, reference: Array
     else:
         k = check_int(k, "k", minimum=1)
     idx, _ = _knn(q, r, k, exclude_self=ref_includes_query, metric=metric, tile=tile, backend=backend)
-    return metrics_from_knn_labels(r_lab[idx], q_lab, r_lab, ref_includes_query=ref_includes_query,
-                                   include=include, avg_of_avgs=avg_of_avgs)
+    return metrics_from_knn_labels(
+        r_lab[idx],
+        q_lab,
+        r_lab,
+        ref_includes_query=ref_includes_query,
+        include=include,
+        avg_of_avgs=avg_of_avgs,
+    )
 
 
 def _single(name, embeddings, labels, reference, reference_labels, kwargs):
     if "include" in kwargs:
         raise TypeError(f"{name}() got an unexpected keyword argument 'include'")
-    return retrieval_metrics(embeddings, labels, reference, reference_labels,
-                             include=(name,), **kwargs)[name]
+    return retrieval_metrics(embeddings, labels, reference, reference_labels, include=(name,), **kwargs)[name]
 
 
-def precision_at_1(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLike | None = None,
-                   reference_labels: ArrayLike | None = None, **kwargs: Any) -> float:
+def precision_at_1(
+    embeddings: ArrayLike,
+    labels: ArrayLike,
+    reference: ArrayLike | None = None,
+    reference_labels: ArrayLike | None = None,
+    **kwargs: Any,
+) -> float:
     """Fraction of queries whose nearest reference shares their label (PML's ``precision_at_1``).
 
     Same parameters, defaults and errors as ``retrieval_metrics`` (``k`` defaults to 1);
@@ -227,8 +268,13 @@ def precision_at_1(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLik
     return _single("precision_at_1", embeddings, labels, reference, reference_labels, kwargs)
 
 
-def r_precision(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLike | None = None,
-                reference_labels: ArrayLike | None = None, **kwargs: Any) -> float:
+def r_precision(
+    embeddings: ArrayLike,
+    labels: ArrayLike,
+    reference: ArrayLike | None = None,
+    reference_labels: ArrayLike | None = None,
+    **kwargs: Any,
+) -> float:
     """Mean over queries of (same-label references among the R nearest) / R (PML's ``r_precision``).
 
     Same parameters, defaults and errors as ``retrieval_metrics``; returns a float in [0, 1].
@@ -236,8 +282,13 @@ def r_precision(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLike |
     return _single("r_precision", embeddings, labels, reference, reference_labels, kwargs)
 
 
-def mean_average_precision_at_r(embeddings: ArrayLike, labels: ArrayLike, reference: ArrayLike | None = None,
-                                reference_labels: ArrayLike | None = None, **kwargs: Any) -> float:
+def mean_average_precision_at_r(
+    embeddings: ArrayLike,
+    labels: ArrayLike,
+    reference: ArrayLike | None = None,
+    reference_labels: ArrayLike | None = None,
+    **kwargs: Any,
+) -> float:
     """MAP@R (Musgrave et al. 2020; PML's ``mean_average_precision_at_r``).
 
     ``(1/R) sum_{i<=R} P(i) rel(i)`` averaged over queries. Same parameters, defaults and

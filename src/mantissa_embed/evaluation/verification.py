@@ -5,6 +5,7 @@ scikit-learn's ``roc_curve`` / ``roc_auc_score`` on the scores ``-distances``. T
 (the face-verification conventions: Huang et al. 2007, "Labeled Faces in the Wild"; NIST FRVT)
 are in docs/evaluation.md.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -19,6 +19,7 @@ Every layer computes through a backend module (``"mantissa"``: the C engine,
   Conv2D and the MaxPool2D(2) after it are one call, and a MaxPool2D after a ReLU output
   applies the ReLU's backward in its own.
 """
+
 from .base_layer import Layer
 from .conv2d import Conv2D
 from .dense import Dense

@@ -1,5 +1,6 @@
 """The fine-tuning methods of ``Sequential``: freezing parameters and BatchNorm
 statistics by name prefix, and ``named_layers``."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ class FineTuning:
     names: list[str]
     layers: list[Layer]
     if TYPE_CHECKING:
+
         @property
         def built(self) -> bool: ...
 
@@ -57,9 +59,12 @@ class FineTuning:
         hits = [any(n == p or n.startswith(p + ".") for n, _ in items) for p in prefixes]
         for p, hit in zip(prefixes, hits):
             if not hit:
-                raise ValueError(f"prefix {p!r} matches no {what} (names like {items[0][0]!r}"
-                                 f"{', ' + repr(items[-1][0]) if len(items) > 1 else ''})" if items
-                                 else f"prefix {p!r} matches no {what}: the model has none")
+                raise ValueError(
+                    f"prefix {p!r} matches no {what} (names like {items[0][0]!r}"
+                    f"{', ' + repr(items[-1][0]) if len(items) > 1 else ''})"
+                    if items
+                    else f"prefix {p!r} matches no {what}: the model has none"
+                )
         return [(n, x) for n, x in items if any(n == p or n.startswith(p + ".") for p in prefixes)]
 
     def _set_requires_grad(self, prefixes, flag):

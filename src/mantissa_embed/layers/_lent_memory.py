@@ -5,6 +5,7 @@ activations exist at a time. In training the outputs the backward never reads (a
 pooled by the next layer) go to regions of their own, and the backward's input gradients
 ping-pong in two regions laid over them. ``max_batch_for`` bounds an eval batch in bytes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -55,6 +56,7 @@ class LentMemory:
     ``_plan``, ``_allow``, ``_lent_memory`` and ``_arenas``)."""
 
     if TYPE_CHECKING:
+
         @property
         def built(self) -> bool: ...
 
@@ -64,8 +66,15 @@ class LentMemory:
         shapes = self._sample_shapes()
         # sized for the backward's two gradient regions too: growing the memory there would keep
         # this one alive (the layers' caches hold views of it) next to the new one
-        regions = dict(zip(dead, self._lend_regions([X.shape[0] * int(np.prod(shapes[i + 1])) for i in dead],
-                                                    reserve=2 * self._gradient_size(X.shape[0]))))
+        regions = dict(
+            zip(
+                dead,
+                self._lend_regions(
+                    [X.shape[0] * int(np.prod(shapes[i + 1])) for i in dead],
+                    reserve=2 * self._gradient_size(X.shape[0]),
+                ),
+            )
+        )
         h = X
         for step in self._plan("train"):
             region = regions.get(step.index)
@@ -112,7 +121,7 @@ class LentMemory:
         if self._lent_memory is None or self._lent_memory.size < total:
             self._lent_memory = None  # free the smaller one first
             self._lent_memory = np.empty(total, dtype=np.float32)
-        return tuple(Arena(self._lent_memory[o:o + int(size)]) for o, size in zip(offsets, sizes))
+        return tuple(Arena(self._lent_memory[o : o + int(size)]) for o, size in zip(offsets, sizes))
 
     def _backward_step(self, step, d, need_dx):
         """One backward step, its input gradient in one of the lent regions (``backward_lent``)."""
@@ -132,7 +141,9 @@ class LentMemory:
         for layer in self.layers:
             shapes.append(layer.output_shape(shapes[-1]))
         per_sample = [4 * int(np.prod(sh)) for sh in shapes]
-        steps = [(s.index, s.index + s.width) for s in plan_forward(self.layers, fuse=True, allow=self._allow)]
+        steps = [
+            (s.index, s.index + s.width) for s in plan_forward(self.layers, fuse=True, allow=self._allow)
+        ]
 
         def estimate(n):
             peak = 0
@@ -173,4 +184,3 @@ class LentMemory:
             else:
                 hi = mid
         return lo - lo % 8 if lo >= 8 else lo  # whole blocks of 8 images for the Winograd kernels
-

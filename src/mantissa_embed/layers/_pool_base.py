@@ -1,4 +1,5 @@
 """The window arguments, config and output shape shared by the pooling layers."""
+
 from __future__ import annotations
 
 from .._validation import check_int
@@ -29,7 +30,9 @@ class _Pool2D(Layer):
         shape = check_shape(input_shape)
         name = type(self).__name__
         if len(shape) != 3:
-            raise ValueError(f"{name} expects per-sample input (C, H, W) (X of shape (N, C, H, W)), got {shape}")
+            raise ValueError(
+                f"{name} expects per-sample input (C, H, W) (X of shape (N, C, H, W)), got {shape}"
+            )
         C, H, W = shape
         if H < self.size or W < self.size:
             raise ValueError(f"{name} window {self.size}x{self.size} is larger than the input {H}x{W}")

@@ -1,4 +1,5 @@
 """2-D average pooling: ``AvgPool2D``."""
+
 from __future__ import annotations
 
 from .._workspace import Workspace
@@ -28,13 +29,15 @@ class AvgPool2D(_Pool2D):
         self._dx = Workspace()
 
     def _forward(self, X):
-        out = self._backend().avgpool2d_forward(X, self.size, self.stride,
-                                                out=self._out.get((X.shape[0],) + self._out_shape))
+        out = self._backend().avgpool2d_forward(
+            X, self.size, self.stride, out=self._out.get((X.shape[0],) + self._out_shape)
+        )
         self._x_shape, self._y = X.shape, out
         return out
 
     def _backward(self, dY, need_dx):
         if not need_dx:
             return None
-        return self._backend().avgpool2d_backward(dY, self._x_shape, self.size, self.stride,
-                                                  dx=self._dx.get(self._x_shape))
+        return self._backend().avgpool2d_backward(
+            dY, self._x_shape, self.size, self.stride, dx=self._dx.get(self._x_shape)
+        )

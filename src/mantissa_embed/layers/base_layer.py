@@ -1,4 +1,5 @@
 """The ``Layer`` base class and the argument checks the layers share."""
+
 from __future__ import annotations
 
 import math
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from .fusion import Fusion
 
 __all__ = ["Layer", "AffineLayer", "LAYER_TYPES", "layer_from_config"]
+
 
 def check_act(act):
     """None/"identity" -> None, "relu" / "leaky_relu" kept; anything else raises
@@ -157,8 +159,9 @@ class Layer:
         shape = check_shape(input_shape)
         if self.built:
             if shape != self.input_shape:
-                raise ValueError(f"{type(self).__name__} was built for input shape {self.input_shape}, "
-                                 f"got {shape}")
+                raise ValueError(
+                    f"{type(self).__name__} was built for input shape {self.input_shape}, got {shape}"
+                )
             return self
         out_shape = self.output_shape(shape)  # validates
         self._build(shape, as_generator(0 if rng is None else rng, "rng"))
@@ -222,8 +225,10 @@ class Layer:
         if not self.built:
             self.build(X.shape[1:])
         elif X.shape[1:] != self.input_shape:
-            raise ValueError(f"X must have shape (N, {', '.join(map(str, self.input_shape))}) "
-                             f"for this {type(self).__name__}, got {X.shape}")
+            raise ValueError(
+                f"X must have shape (N, {', '.join(map(str, self.input_shape))}) "
+                f"for this {type(self).__name__}, got {X.shape}"
+            )
         return X
 
     def _check_dy(self, dY):
@@ -234,7 +239,9 @@ class Layer:
         if not (type(dY) is np.ndarray and dY.dtype == np.float32 and dY.flags.c_contiguous):
             dY = check_array(dY, "dY", finite=False)
         if dY.shape != self._y.shape:
-            raise ValueError(f"dY must have the shape of the last forward output {self._y.shape}, got {dY.shape}")
+            raise ValueError(
+                f"dY must have the shape of the last forward output {self._y.shape}, got {dY.shape}"
+            )
         return dY
 
     def forward(self, X: ArrayLike) -> Float32Array:

@@ -1,4 +1,5 @@
 """Batch normalization: ``BatchNorm2D`` and ``BatchNorm1D``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,11 +21,18 @@ class _BatchNorm(AffineLayer):
     #: the backward kernel may write dx over dy (per channel, the sums over dy come first)
     _dx_may_alias_dy = True
 
-    def __init__(self, momentum: float = 0.1, eps: float = 1e-5, act: str | None = None,
-                 num_features: int | None = None) -> None:
+    def __init__(
+        self,
+        momentum: float = 0.1,
+        eps: float = 1e-5,
+        act: str | None = None,
+        num_features: int | None = None,
+    ) -> None:
         self.momentum = check_momentum(momentum)
         self.eps = check_eps(eps)
-        self.num_features = None if num_features is None else check_int(num_features, "num_features", minimum=1)
+        self.num_features = (
+            None if num_features is None else check_int(num_features, "num_features", minimum=1)
+        )
         bn_act_flag(act)
         super().__init__(act)
         self.running_mean: np.ndarray | None = None
@@ -47,7 +55,12 @@ class _BatchNorm(AffineLayer):
         return self
 
     def _config(self):
-        return {"momentum": self.momentum, "eps": self.eps, "act": self.act, "num_features": self.num_features}
+        return {
+            "momentum": self.momentum,
+            "eps": self.eps,
+            "act": self.act,
+            "num_features": self.num_features,
+        }
 
     def _describe(self) -> str:
         args = [f"momentum={self.momentum}"] if self.momentum != 0.1 else []
@@ -61,8 +74,10 @@ class _BatchNorm(AffineLayer):
         if len(shape) not in self._ndims:
             raise ValueError(f"{name} expects per-sample input {self._expects}, got {shape}")
         if self.num_features is not None and shape[0] != self.num_features:
-            raise ValueError(f"{name}(num_features={self.num_features}) got {shape[0]} channels "
-                             f"(per-sample input shape {shape})")
+            raise ValueError(
+                f"{name}(num_features={self.num_features}) got {shape[0]} channels "
+                f"(per-sample input shape {shape})"
+            )
         return shape
 
     def _param_shapes(self, input_shape):
@@ -86,9 +101,20 @@ class _BatchNorm(AffineLayer):
     def _forward(self, X):
         out = self._out.get(X.shape)
         batch = self.training and not self.frozen_stats
-        self._backend().batchnorm_forward(X, self.weight.data, self.bias.data, self.running_mean, self.running_var,
-                                          batch, self.momentum, self.eps, out=out,
-                                          save_mean=self._save_mean, save_invstd=self._save_invstd, act=self.act)
+        self._backend().batchnorm_forward(
+            X,
+            self.weight.data,
+            self.bias.data,
+            self.running_mean,
+            self.running_var,
+            batch,
+            self.momentum,
+            self.eps,
+            out=out,
+            save_mean=self._save_mean,
+            save_invstd=self._save_invstd,
+            act=self.act,
+        )
         self._x, self._y, self._batch_stats = X, out, batch
         return out
 
@@ -100,9 +126,20 @@ class _BatchNorm(AffineLayer):
         # parameter's go to a reused scratch buffer
         dgamma, dbeta, acc = self._grad_targets()
         dx, _, _ = self._backend().batchnorm_backward(
-            dY, self._x, self.weight.data, self._save_mean, self._save_invstd, training=self._batch_stats,
-            act=act, y=self._y, dx=dx, dgamma=dgamma, dbeta=dbeta, need_dx=need_dx,
-            accumulate=acc)
+            dY,
+            self._x,
+            self.weight.data,
+            self._save_mean,
+            self._save_invstd,
+            training=self._batch_stats,
+            act=act,
+            y=self._y,
+            dx=dx,
+            dgamma=dgamma,
+            dbeta=dbeta,
+            need_dx=need_dx,
+            accumulate=acc,
+        )
         self._grads_done(dgamma, dbeta)
         return dx
 

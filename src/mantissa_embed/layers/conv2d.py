@@ -1,4 +1,5 @@
 """2-D convolution: ``Conv2D``."""
+
 from __future__ import annotations
 
 from .._validation import check_bool, check_int
@@ -51,9 +52,16 @@ class Conv2D(AffineLayer):
         Fusion("batchnorm_fold+conv2d_forward", ("batchnorm2d",), "_forward_bn"),
     )
 
-    def __init__(self, out_channels: int, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] = 1,
-                 pad: int | tuple[int, int] = 0, act: str | None = None, negative_slope: float = 0.01,
-                 bias: bool = True) -> None:
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: int | tuple[int, int],
+        stride: int | tuple[int, int] = 1,
+        pad: int | tuple[int, int] = 0,
+        act: str | None = None,
+        negative_slope: float = 0.01,
+        bias: bool = True,
+    ) -> None:
         self.out_channels = check_int(out_channels, "out_channels", minimum=1)
         if isinstance(kernel_size, (tuple, list)):
             if len(kernel_size) != 2:
@@ -89,26 +97,41 @@ class Conv2D(AffineLayer):
         return (() if self.act == "leaky_relu" else ("conv2d",)) + super().fusion_tags()
 
     def _describe(self) -> str:
-        extra = (f", stride={self.stride}" if self.stride != 1 else "") + (f", pad={self.pad}" if self.pad else "")
+        extra = (f", stride={self.stride}" if self.stride != 1 else "") + (
+            f", pad={self.pad}" if self.pad else ""
+        )
         extra += "" if self.use_bias else ", bias=False"
         return f"Conv2D({self.out_channels}, {self.kernel_size!r}{extra}{self._act_describe()})"
 
     def _config(self):
         ks = list(self.kernel_size) if isinstance(self.kernel_size, tuple) else self.kernel_size
-        return {"out_channels": self.out_channels, "kernel_size": ks, "stride": self.stride,
-                "pad": self.pad, **self._act_config(), **({} if self.use_bias else {"bias": False})}
+        return {
+            "out_channels": self.out_channels,
+            "kernel_size": ks,
+            "stride": self.stride,
+            "pad": self.pad,
+            **self._act_config(),
+            **({} if self.use_bias else {"bias": False}),
+        }
 
     def output_shape(self, input_shape):
         shape = check_shape(input_shape)
         if len(shape) != 3:
-            raise ValueError(f"Conv2D expects per-sample input (C, H, W) (X of shape (N, C, H, W)), got {shape}")
+            raise ValueError(
+                f"Conv2D expects per-sample input (C, H, W) (X of shape (N, C, H, W)), got {shape}"
+            )
         C, H, W = shape
         kh, kw = self._k
         if H + 2 * self.pad < kh or W + 2 * self.pad < kw:
-            raise ValueError(f"Conv2D kernel {kh}x{kw} is larger than the padded input "
-                             f"{H + 2 * self.pad}x{W + 2 * self.pad} (input shape {shape}, pad {self.pad})")
-        return (self.out_channels, (H + 2 * self.pad - kh) // self.stride + 1,
-                (W + 2 * self.pad - kw) // self.stride + 1)
+            raise ValueError(
+                f"Conv2D kernel {kh}x{kw} is larger than the padded input "
+                f"{H + 2 * self.pad}x{W + 2 * self.pad} (input shape {shape}, pad {self.pad})"
+            )
+        return (
+            self.out_channels,
+            (H + 2 * self.pad - kh) // self.stride + 1,
+            (W + 2 * self.pad - kw) // self.stride + 1,
+        )
 
     def _param_shapes(self, input_shape):
         kh, kw = self._k
@@ -134,20 +157,32 @@ class Conv2D(AffineLayer):
 
     def _workspace(self, frame, x_shape):
         """The convolution kernels' workspace for input ``x_shape``, from ``frame``."""
-        return self._scratch(frame, ("conv", tuple(x_shape), self.weight.shape), lambda: self._backend(
-            ).conv2d_workspace_size(x_shape, self.weight.shape, self.stride, self.pad))
+        return self._scratch(
+            frame,
+            ("conv", tuple(x_shape), self.weight.shape),
+            lambda: self._backend().conv2d_workspace_size(x_shape, self.weight.shape, self.stride, self.pad),
+        )
 
     def _inference_scratch(self, n, input_shape):
         """The kernels' workspace for ``n`` images (allocated whole; the threads touch their slots only)."""
         w_shape = self._param_shapes(input_shape)["weight"]
-        return 4 * int(self._backend().conv2d_workspace_size((n,) + tuple(input_shape), w_shape,
-                                                               self.stride, self.pad))
+        return 4 * int(
+            self._backend().conv2d_workspace_size((n,) + tuple(input_shape), w_shape, self.stride, self.pad)
+        )
 
     def _forward(self, X):
         out = self._out.get((X.shape[0],) + self._out_shape)
         with scratch_frame() as frame:
-            self._backend().conv2d_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad, out=out,
-                                           workspace=self._workspace(frame, X.shape), **self._act_kwargs())
+            self._backend().conv2d_forward(
+                X,
+                self.weight.data,
+                self._bias_data(),
+                self.stride,
+                self.pad,
+                out=out,
+                workspace=self._workspace(frame, X.shape),
+                **self._act_kwargs(),
+            )
         self._x, self._y = X, out
         return out
 
@@ -160,9 +195,16 @@ class Conv2D(AffineLayer):
             pool.build(self._out_shape)
         out = pool._out.get((X.shape[0],) + pool._out_shape)
         with scratch_frame() as frame:
-            self._backend().conv2d_pool2_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad,
-                                                 out=out, workspace=self._workspace(frame, X.shape),
-                                                 **self._act_kwargs())
+            self._backend().conv2d_pool2_forward(
+                X,
+                self.weight.data,
+                self._bias_data(),
+                self.stride,
+                self.pad,
+                out=out,
+                workspace=self._workspace(frame, X.shape),
+                **self._act_kwargs(),
+            )
         self._x = self._y = None
         pool._y = pool._x = None
         return out
@@ -171,9 +213,17 @@ class Conv2D(AffineLayer):
         """This convolution's weight and bias with the eval-mode batch norm ``bn`` folded in
         (``batchnorm_fold``, into reused buffers)."""
         be = self._backend()
-        return be.batchnorm_fold(self.weight.data, self._bias_data(), bn.weight.data, bn.bias.data,
-                                 bn.running_mean, bn.running_var, bn.eps, w_out=self._fold_w.get(self.weight.shape),
-                                 b_out=self._fold_b.get((self.out_channels,)))
+        return be.batchnorm_fold(
+            self.weight.data,
+            self._bias_data(),
+            bn.weight.data,
+            bn.bias.data,
+            bn.running_mean,
+            bn.running_var,
+            bn.eps,
+            w_out=self._fold_w.get(self.weight.shape),
+            b_out=self._fold_b.get((self.out_channels,)),
+        )
 
     def _forward_bn(self, X, bn, pool=None):
         """Inference: ``bn.forward(self.forward(X))`` for ``bn`` a BatchNorm2D in eval mode (then
@@ -196,7 +246,9 @@ class Conv2D(AffineLayer):
         w, b = self._folded(bn)
         call = self._backend().conv2d_forward if pool is None else self._backend().conv2d_pool2_forward
         with scratch_frame() as frame:
-            call(X, w, b, self.stride, self.pad, out=out, workspace=self._workspace(frame, X.shape), act=bn.act)
+            call(
+                X, w, b, self.stride, self.pad, out=out, workspace=self._workspace(frame, X.shape), act=bn.act
+            )
         for layer in layers:
             layer._x = layer._y = None
         return out
@@ -209,14 +261,36 @@ class Conv2D(AffineLayer):
         out = pool2._out.get((X.shape[0],) + pool2._out_shape)
         be = self._backend()
         with scratch_frame() as frame:
-            ws = self._scratch(frame, ("chain", X.shape, self.weight.shape, conv.weight.shape),
-                               lambda: be.conv2d_pool2_chain_workspace_size(X.shape, self.weight.shape, self.stride,
-                                                                           self.pad, conv.weight.shape, conv.stride,
-                                                                           conv.pad))
-            be.conv2d_pool2_chain_forward(X, self.weight.data, self._bias_data(), self.stride, self.pad,
-                                          conv.weight.data, conv._bias_data(), conv.stride, conv.pad,
-                                          act1=self.act, act2=conv.act, out=out, workspace=ws,
-                                          negative_slope1=self.negative_slope, negative_slope2=conv.negative_slope)
+            ws = self._scratch(
+                frame,
+                ("chain", X.shape, self.weight.shape, conv.weight.shape),
+                lambda: be.conv2d_pool2_chain_workspace_size(
+                    X.shape,
+                    self.weight.shape,
+                    self.stride,
+                    self.pad,
+                    conv.weight.shape,
+                    conv.stride,
+                    conv.pad,
+                ),
+            )
+            be.conv2d_pool2_chain_forward(
+                X,
+                self.weight.data,
+                self._bias_data(),
+                self.stride,
+                self.pad,
+                conv.weight.data,
+                conv._bias_data(),
+                conv.stride,
+                conv.pad,
+                act1=self.act,
+                act2=conv.act,
+                out=out,
+                workspace=ws,
+                negative_slope1=self.negative_slope,
+                negative_slope2=conv.negative_slope,
+            )
         for layer in (self, pool, conv, pool2):
             layer._x = layer._y = None
         return out
@@ -230,9 +304,19 @@ class Conv2D(AffineLayer):
         # conv2d_backward always computes dw: a frozen weight's goes to a reused scratch buffer
         dw, db, acc = self._grad_targets()
         with scratch_frame() as frame:
-            dx, _, _ = be.conv2d_backward(self._x, self.weight.data, dY, self.stride, self.pad, dx=dx,
-                                          dw=dw, db=db, need_dx=need_dx,
-                                          accumulate=acc, workspace=self._workspace(frame, self._x.shape),
-                                          need_db=self.use_bias)
+            dx, _, _ = be.conv2d_backward(
+                self._x,
+                self.weight.data,
+                dY,
+                self.stride,
+                self.pad,
+                dx=dx,
+                dw=dw,
+                db=db,
+                need_dx=need_dx,
+                accumulate=acc,
+                workspace=self._workspace(frame, self._x.shape),
+                need_db=self.use_bias,
+            )
         self._grads_done(dw, db)
         return dx

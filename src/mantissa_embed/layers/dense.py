@@ -1,4 +1,5 @@
 """Fully connected layer: ``Dense``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,8 +43,10 @@ class Dense(AffineLayer):
     def output_shape(self, input_shape):
         shape = check_shape(input_shape)
         if len(shape) != 1:
-            raise ValueError(f"Dense expects 2-D input (N, features); put Flatten() before it "
-                             f"(got per-sample shape {shape})")
+            raise ValueError(
+                f"Dense expects 2-D input (N, features); put Flatten() before it "
+                f"(got per-sample shape {shape})"
+            )
         return (self.units,)
 
     def _param_shapes(self, input_shape):
@@ -55,8 +58,13 @@ class Dense(AffineLayer):
         self.bias = Parameter(b, name="bias")
 
     def _forward(self, X):
-        out = self._backend().dense_forward(X, self.weight.data, self.bias.data,
-                                            out=self._out.get((X.shape[0], self.units)), **self._act_kwargs())
+        out = self._backend().dense_forward(
+            X,
+            self.weight.data,
+            self.bias.data,
+            out=self._out.get((X.shape[0], self.units)),
+            **self._act_kwargs(),
+        )
         self._x, self._y = X, out
         return out
 
@@ -69,7 +77,8 @@ class Dense(AffineLayer):
         if not trainable:  # frozen: dx = dY @ W only, no weight gradient
             return np.matmul(dY, self.weight.data, out=dx)
         dw, db, acc = self._grad_targets()
-        dx, _, _ = self._backend().dense_backward(self._x, self.weight.data, dY, dx=dx, dw=dw,
-                                                  db=db, need_dx=need_dx, accumulate=acc)
+        dx, _, _ = self._backend().dense_backward(
+            self._x, self.weight.data, dY, dx=dx, dw=dw, db=db, need_dx=need_dx, accumulate=acc
+        )
         self._grads_done(dw, db)
         return dx

@@ -1,4 +1,5 @@
 """Inverted dropout: ``Dropout``."""
+
 from __future__ import annotations
 
 import numbers

@@ -1,4 +1,5 @@
 """Flattening: ``Flatten``."""
+
 from __future__ import annotations
 
 import numpy as np

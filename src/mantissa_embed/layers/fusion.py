@@ -19,6 +19,7 @@ lowest trainable layer when no input gradient is wanted. Fused forwards leave no
 caches; the plans are bitwise equal to the layer-by-layer passes (tests/layers/test_fused.py,
 tests/engine/test_conv_pool_backward_fused.py).
 """
+
 from __future__ import annotations
 
 from time import perf_counter
@@ -52,6 +53,7 @@ def _matches(layers, tags):
 def _bind(method, others):
     def run(X):
         return method(X, *others)
+
     return run
 
 
@@ -65,7 +67,7 @@ def plan_forward(layers, fuse: bool = True, allow=None):
         step = Step(i, 1, "forward", lead.forward)
         if fuse:
             for f in lead.forward_fusions:
-                others = layers[i + 1:i + 1 + len(f.tags)]
+                others = layers[i + 1 : i + 1 + len(f.tags)]
                 if _matches(others, f.tags) and (allow is None or allow(i, f)):
                     step = Step(i, 1 + len(others), f.name, _bind(getattr(lead, f.method), others))
                     break
@@ -77,6 +79,7 @@ def plan_forward(layers, fuse: bool = True, allow=None):
 def _no_need_dx(method):
     def run(d, need_dx):
         return method(d)
+
     return run
 
 
@@ -87,7 +90,7 @@ def plan_backward(layers):
     while i >= 0:
         lead = layers[i]
         for f in lead.backward_fusions:
-            if i > 0 and _matches(layers[i - 1:i], f.tags):
+            if i > 0 and _matches(layers[i - 1 : i], f.tags):
                 steps.append(Step(i, 1, f.name, _no_need_dx(getattr(lead, f.method))))
                 steps.append(Step(i - 1, 1, "backward_preact", layers[i - 1]._backward_preact))
                 i -= 2
@@ -126,6 +129,7 @@ def run_backward(plan, layers, d, need_dx, call=None):
 
 def timed(plan, times, slot):
     """``plan`` with every step adding its wall-clock seconds to ``times[step.index][slot]``."""
+
     def wrap(step):
         run, acc = step.run, times[step.index]
 
@@ -134,5 +138,7 @@ def timed(plan, times, slot):
             out = run(*args)
             acc[slot] += perf_counter() - t
             return out
+
         return step._replace(run=run_timed)
+
     return [wrap(s) for s in plan]

@@ -1,4 +1,5 @@
 """Global average pooling: ``GlobalAvgPool2D``."""
+
 from __future__ import annotations
 
 from .._workspace import Workspace
@@ -24,8 +25,9 @@ class GlobalAvgPool2D(Layer):
     def output_shape(self, input_shape):
         shape = check_shape(input_shape)
         if len(shape) != 3:
-            raise ValueError(f"GlobalAvgPool2D expects per-sample input (C, H, W) (X of shape "
-                             f"(N, C, H, W)), got {shape}")
+            raise ValueError(
+                f"GlobalAvgPool2D expects per-sample input (C, H, W) (X of shape (N, C, H, W)), got {shape}"
+            )
         return (shape[0],)
 
     def _forward(self, X):

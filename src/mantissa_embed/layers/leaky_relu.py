@@ -1,4 +1,5 @@
 """Leaky rectified linear unit: ``LeakyReLU``."""
+
 from __future__ import annotations
 
 from .._checks.activations import check_negative_slope
@@ -43,4 +44,6 @@ class LeakyReLU(Layer):
     def _backward(self, dY, need_dx):
         if not need_dx:
             return None
-        return self._backend().leaky_relu_backward(dY, self._y, self.negative_slope, dx=self._dx.get(dY.shape))
+        return self._backend().leaky_relu_backward(
+            dY, self._y, self.negative_slope, dx=self._dx.get(dY.shape)
+        )

@@ -1,4 +1,5 @@
 """2-D max pooling: ``MaxPool2D``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,7 +62,9 @@ class MaxPool2D(_Pool2D):
             return super().output_shape(input_shape)
         shape = check_shape(input_shape)
         if len(shape) != 3:
-            raise ValueError(f"MaxPool2D expects per-sample input (C, H, W) (X of shape (N, C, H, W)), got {shape}")
+            raise ValueError(
+                f"MaxPool2D expects per-sample input (C, H, W) (X of shape (N, C, H, W)), got {shape}"
+            )
         C, H, W = shape
         p, k, s = self.pad, self.size, self.stride
         if H + 2 * p < k or W + 2 * p < k:
@@ -71,8 +74,9 @@ class MaxPool2D(_Pool2D):
     def _forward(self, X):
         oshape = (X.shape[0],) + self._out_shape
         kw = {"pad": self.pad} if self.pad else {}
-        out, arg = self._backend().maxpool2d_forward(X, self.size, self.stride, out=self._out.get(oshape),
-                                                     argmax=self._arg.get(oshape), **kw)
+        out, arg = self._backend().maxpool2d_forward(
+            X, self.size, self.stride, out=self._out.get(oshape), argmax=self._arg.get(oshape), **kw
+        )
         self._x_shape, self._y, self._argmax = X.shape, out, arg
         self._x = None
         return out
@@ -80,13 +84,15 @@ class MaxPool2D(_Pool2D):
     def _backward(self, dY, need_dx):
         if not need_dx:
             return None
-        return self._backend().maxpool2d_backward(dY, self._argmax, self._x_shape,
-                                                  dx=self._dx.get(self._x_shape))
+        return self._backend().maxpool2d_backward(
+            dY, self._argmax, self._x_shape, dx=self._dx.get(self._x_shape)
+        )
 
     def _backward_relu(self, dY):
         """``backward(dY)`` followed by the backward of the ReLU whose output was pooled, in one
         kernel call: returns d loss / d(that layer's pre-activation), a layer-owned buffer.
         Exact (the mask at each argmax is ``y > 0``)."""
         dY = self._check_dy(dY)
-        return self._backend().maxpool2d_relu_backward(dY, self._argmax, self._y, self._x_shape,
-                                                       dx=self._dx.get(self._x_shape))
+        return self._backend().maxpool2d_relu_backward(
+            dY, self._argmax, self._y, self._x_shape, dx=self._dx.get(self._x_shape)
+        )

@@ -1,4 +1,5 @@
 """Rectified linear unit: ``ReLU``."""
+
 from __future__ import annotations
 
 from .._workspace import Workspace

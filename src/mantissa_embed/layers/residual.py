@@ -1,4 +1,5 @@
 """Residual blocks: ``Residual``."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,7 +22,9 @@ def _layer_list(layers, name):
     try:
         items = list(items)
     except TypeError:
-        raise TypeError(f"{name} must be a list of Layer objects or a Sequential, got {type(layers).__name__}") from None
+        raise TypeError(
+            f"{name} must be a list of Layer objects or a Sequential, got {type(layers).__name__}"
+        ) from None
     for i, layer in enumerate(items):
         if not isinstance(layer, Layer):
             raise TypeError(f"{name}[{i}] must be a Layer, got {type(layer).__name__}")
@@ -85,7 +88,9 @@ class Residual(Layer):
         kwargs = dict(kwargs)
         for key in ("block", "shortcut"):
             if kwargs.get(key) is not None:
-                kwargs[key] = [layer_from_config(c, f"{where}[{key!r}][{i}]") for i, c in enumerate(kwargs[key])]
+                kwargs[key] = [
+                    layer_from_config(c, f"{where}[{key!r}][{i}]") for i, c in enumerate(kwargs[key])
+                ]
         return cls(**kwargs)
 
     def children(self):
@@ -112,12 +117,18 @@ class Residual(Layer):
         return self
 
     def _config(self):
-        return {"block": [layer.get_config() for layer in self.block],
-                "shortcut": None if self.shortcut is None else [layer.get_config() for layer in self.shortcut]}
+        return {
+            "block": [layer.get_config() for layer in self.block],
+            "shortcut": None if self.shortcut is None else [layer.get_config() for layer in self.shortcut],
+        }
 
     def _describe(self) -> str:
         inner = ", ".join(layer._describe() for layer in self.block)
-        sc = "" if self.shortcut is None else ", shortcut=[" + ", ".join(x._describe() for x in self.shortcut) + "]"
+        sc = (
+            ""
+            if self.shortcut is None
+            else ", shortcut=[" + ", ".join(x._describe() for x in self.shortcut) + "]"
+        )
         return f"Residual([{inner}]{sc})"
 
     # -- shapes and parameters ---------------------------------------------------------------
@@ -125,11 +136,15 @@ class Residual(Layer):
         """[Conv2D(F, 1, stride=s, bias=False), BatchNorm2D()] from ``shape`` to ``out``."""
         stride = _projection_stride(shape, out) if len(shape) == 3 and len(out) == 3 else None
         if stride is None:
-            raise ValueError(f"Residual: the block maps {shape} to {out} and no strided 1x1 convolution "
-                             f"does; pass shortcut=[...]")
+            raise ValueError(
+                f"Residual: the block maps {shape} to {out} and no strided 1x1 convolution "
+                f"does; pass shortcut=[...]"
+            )
         if "BatchNorm2D" not in LAYER_TYPES:
-            raise ValueError("Residual: the default projection shortcut needs BatchNorm2D, which this "
-                             "version lacks; pass shortcut=[Conv2D(..., bias=False), ...]")
+            raise ValueError(
+                "Residual: the default projection shortcut needs BatchNorm2D, which this "
+                "version lacks; pass shortcut=[Conv2D(..., bias=False), ...]"
+            )
         return [Conv2D(out[0], 1, stride=stride, bias=False), LAYER_TYPES["BatchNorm2D"]()]
 
     def _shortcut_for(self, shape, out):
@@ -177,7 +192,9 @@ class Residual(Layer):
             s = layer.output_shape(s)
         s2 = shape
         for i, layer in enumerate(self._shortcut_for(shape, s)):
-            out.update({f"{self._child_name('shortcut', i)}.{n}": v for n, v in getattr(layer, attr)(s2).items()})
+            out.update(
+                {f"{self._child_name('shortcut', i)}.{n}": v for n, v in getattr(layer, attr)(s2).items()}
+            )
             s2 = layer.output_shape(s2)
         return out
 
@@ -193,8 +210,12 @@ class Residual(Layer):
         return f"{branch}.{i}"
 
     def _named(self, attr):
-        return [(f"{self._child_name(branch, i)}.{n}", v) for branch, layers in self._branches()
-                for i, layer in enumerate(layers) for n, v in getattr(layer, attr)()]
+        return [
+            (f"{self._child_name(branch, i)}.{n}", v)
+            for branch, layers in self._branches()
+            for i, layer in enumerate(layers)
+            for n, v in getattr(layer, attr)()
+        ]
 
     def parameters(self):
         return [p for _, p in self.named_parameters()]
@@ -202,8 +223,11 @@ class Residual(Layer):
     def named_children(self):
         """``[("block.0", layer), ..., ("shortcut.0", layer), ...]`` (torchvision's names in
         ``BasicBlock`` / ``Bottleneck``); the projection shortcut once built."""
-        return [(self._child_name(branch, i), layer) for branch, layers in self._branches()
-                for i, layer in enumerate(layers)]
+        return [
+            (self._child_name(branch, i), layer)
+            for branch, layers in self._branches()
+            for i, layer in enumerate(layers)
+        ]
 
     def _trainable(self):
         return any(layer._trainable() for layer in self.children())
@@ -234,8 +258,11 @@ class Residual(Layer):
         key = (branch, kind)
         if key not in self._plans:
             layers = dict(self._branches())[branch]
-            self._plans[key] = (plan_backward(layers) if kind == "backward"
-                                else plan_forward(layers, fuse=kind == "inference"))
+            self._plans[key] = (
+                plan_backward(layers)
+                if kind == "backward"
+                else plan_forward(layers, fuse=kind == "inference")
+            )
         return self._plans[key]
 
     def _run(self, X, kind, frame=None):
@@ -272,8 +299,12 @@ class Residual(Layer):
             return out
         b, s = self._run(X, "train")
         self._fused_x = None
-        if (isinstance(self._out, Workspace) and not self.block[-1]._backward_reads_output
-                and not np.may_share_memory(b, X) and not np.may_share_memory(b, s)):
+        if (
+            isinstance(self._out, Workspace)
+            and not self.block[-1]._backward_reads_output
+            and not np.may_share_memory(b, X)
+            and not np.may_share_memory(b, s)
+        ):
             out = b  # the block's last output, read by no backward: the sum goes over it
         else:
             out = self._out.get(b.shape)
@@ -330,6 +361,7 @@ class Residual(Layer):
 
                 def call(step, dd, flag, layers=layers, free=free):
                     return backward_lent(layers[step.index], step, dd, flag, free)
+
                 # without need_dx a branch stops at its lowest trainable layer (a frozen one: not run)
                 grads[branch] = run_backward(self._plan(branch, "backward"), layers, d, need_dx, call=call)
             if not need_dx:

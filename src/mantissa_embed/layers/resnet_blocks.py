@@ -1,4 +1,5 @@
 """torchvision's ResNet blocks with torchvision's names: ``BasicBlock`` and ``Bottleneck``."""
+
 from __future__ import annotations
 
 from .._validation import check_int
@@ -83,8 +84,12 @@ class BasicBlock(_TorchvisionBlock):
 
     def _block_layers(self) -> list[Layer]:
         p = self.planes
-        return [Conv2D(p, 3, stride=self.stride, pad=1, bias=False), BatchNorm2D(act="relu"),
-                Conv2D(p, 3, pad=1, bias=False), BatchNorm2D()]
+        return [
+            Conv2D(p, 3, stride=self.stride, pad=1, bias=False),
+            BatchNorm2D(act="relu"),
+            Conv2D(p, 3, pad=1, bias=False),
+            BatchNorm2D(),
+        ]
 
 
 class Bottleneck(_TorchvisionBlock):
@@ -115,6 +120,11 @@ class Bottleneck(_TorchvisionBlock):
 
     def _block_layers(self) -> list[Layer]:
         p = self.planes
-        return [Conv2D(p, 1, bias=False), BatchNorm2D(act="relu"),
-                Conv2D(p, 3, stride=self.stride, pad=1, bias=False), BatchNorm2D(act="relu"),
-                Conv2D(p * self.expansion, 1, bias=False), BatchNorm2D()]
+        return [
+            Conv2D(p, 1, bias=False),
+            BatchNorm2D(act="relu"),
+            Conv2D(p, 3, stride=self.stride, pad=1, bias=False),
+            BatchNorm2D(act="relu"),
+            Conv2D(p * self.expansion, 1, bias=False),
+            BatchNorm2D(),
+        ]

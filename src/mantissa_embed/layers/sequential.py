@@ -1,4 +1,5 @@
 """The layer container: ``Sequential``."""
+
 from __future__ import annotations
 
 import re
@@ -50,8 +51,10 @@ def _named_layers(layers: Any) -> tuple[list[str], list[Layer]]:
         if not isinstance(n, str):
             raise TypeError(f"layer names must be str, got {type(n).__name__} for layers[{i}]")
         if not _NAME.fullmatch(n):
-            raise ValueError(f"layer name {n!r} must be dot-separated segments of letters, digits and '_' "
-                             f"(e.g. 'conv1' or 'layer1.0')")
+            raise ValueError(
+                f"layer name {n!r} must be dot-separated segments of letters, digits and '_' "
+                f"(e.g. 'conv1' or 'layer1.0')"
+            )
     if len(set(names)) != len(names):
         raise ValueError(f"layer names must be distinct, got {names}")
     taken = set(names)
@@ -59,8 +62,11 @@ def _named_layers(layers: Any) -> tuple[list[str], list[Layer]]:
         parts = n.split(".")
         for k in range(1, len(parts)):
             if ".".join(parts[:k]) in taken:
-                raise ValueError(f"layer name {n!r} extends the name {'.'.join(parts[:k])!r} of another layer")
+                raise ValueError(
+                    f"layer name {n!r} extends the name {'.'.join(parts[:k])!r} of another layer"
+                )
     return names, [x for _, x in items]
+
 
 class Sequential(LentMemory, FineTuning):
     """A stack of layers applied in order, with explicit forward and backward.
@@ -102,8 +108,15 @@ class Sequential(LentMemory, FineTuning):
         Empty ``layers``, a layer given twice, a malformed or repeated name, an unknown ``backend``.
     """
 
-    def __init__(self, layers: LayersArg, seed: int | np.random.Generator = 0, backend: str = "mantissa", *,
-                 input_mean: Sequence[float] | None = None, input_std: Sequence[float] | None = None) -> None:
+    def __init__(
+        self,
+        layers: LayersArg,
+        seed: int | np.random.Generator = 0,
+        backend: str = "mantissa",
+        *,
+        input_mean: Sequence[float] | None = None,
+        input_std: Sequence[float] | None = None,
+    ) -> None:
         self.input_mean, self.input_std = check_normalization(input_mean, input_std)
         names, layers = _named_layers(layers)
         for i, layer in enumerate(layers):
@@ -172,7 +185,9 @@ class Sequential(LentMemory, FineTuning):
         shape = check_shape(input_shape)
         if self.built:
             if shape != self.input_shape:
-                raise ValueError(f"the model is already built for input shape {self.input_shape}, got {shape}")
+                raise ValueError(
+                    f"the model is already built for input shape {self.input_shape}, got {shape}"
+                )
             return self
         shapes = [shape]
         for layer in self.layers:  # validate the whole chain before creating anything
@@ -214,13 +229,20 @@ class Sequential(LentMemory, FineTuning):
     def named_parameters(self) -> list[tuple[str, Parameter]]:
         """``[("0.weight", Parameter), ("0.bias", ...), ...]``: layer name (its index unless the
         layers were named) and parameter name."""
-        return [(f"{i}.{name}", p) for i, layer in zip(self.names, self.layers)
-                for name, p in layer.named_parameters()]
+        return [
+            (f"{i}.{name}", p)
+            for i, layer in zip(self.names, self.layers)
+            for name, p in layer.named_parameters()
+        ]
 
     def named_buffers(self) -> list[tuple[str, np.ndarray]]:
         """``[("1.running_mean", array), ...]``: every layer's non-learnable state (the arrays
         themselves, updated in place by the layers), named like ``named_parameters``."""
-        return [(f"{i}.{name}", a) for i, layer in zip(self.names, self.layers) for name, a in layer.named_buffers()]
+        return [
+            (f"{i}.{name}", a)
+            for i, layer in zip(self.names, self.layers)
+            for name, a in layer.named_buffers()
+        ]
 
     def num_parameters(self) -> int:
         """Total number of learnable scalars (int). Requires a built model."""
@@ -248,8 +270,11 @@ class Sequential(LentMemory, FineTuning):
         """
         X = check_array(X, "X")
         first = self.layers[0]
-        want = (1 + len(self.input_shape)) if self.built else (
-            None if first.input_ndim is None else 1 + first.input_ndim)
+        want = (
+            (1 + len(self.input_shape))
+            if self.built
+            else (None if first.input_ndim is None else 1 + first.input_ndim)
+        )
         if want is not None and X.ndim != want:
             hint = " (N, C, H, W) float32 images" if want == 4 else ""
             raise ValueError(f"X must be {want}-D{hint}, got shape {X.shape}")
@@ -260,8 +285,10 @@ class Sequential(LentMemory, FineTuning):
                 raise ValueError(f"X must have at least one sample to build the model, got shape {X.shape}")
             self.build(X.shape[1:])
         elif X.shape[1:] != self.input_shape:
-            raise ValueError(f"X must have shape (N, {', '.join(map(str, self.input_shape))}) "
-                             f"(the model was built for that input), got {X.shape}")
+            raise ValueError(
+                f"X must have shape (N, {', '.join(map(str, self.input_shape))}) "
+                f"(the model was built for that input), got {X.shape}"
+            )
         if X.shape[0] == 0:
             self._n_last = 0
             return np.zeros((0,) + self.output_shape(), dtype=np.float32)
@@ -287,7 +314,9 @@ class Sequential(LentMemory, FineTuning):
             self._arenas = self._lend_regions([size, size])
             h = X
             for step in plan:
-                h = lend(self.layers[step.index + step.width - 1], "_out", free_arena(self._arenas, h), step.run, h)
+                h = lend(
+                    self.layers[step.index + step.width - 1], "_out", free_arena(self._arenas, h), step.run, h
+                )
             self._arenas = ()
             self._fused_x = X
         self._n_last = n
@@ -371,7 +400,9 @@ class Sequential(LentMemory, FineTuning):
         shape = self.input_shape
         for i, layer in zip(self.names, self.layers):
             shape = layer.output_shape(shape)
-            rows.append((f"{i}: {layer._describe()}", str(shape), f"{sum(p.size for p in layer.parameters()):,}"))
+            rows.append(
+                (f"{i}: {layer._describe()}", str(shape), f"{sum(p.size for p in layer.parameters()):,}")
+            )
         widths = [max(len(r[c]) for r in rows) for c in range(3)]
         line = "-" * (sum(widths) + 4)
 
@@ -419,15 +450,22 @@ class Sequential(LentMemory, FineTuning):
             raise TypeError(f"cfg must be a dict, got {type(cfg).__name__}")
         if "layers" not in cfg or not isinstance(cfg["layers"], (list, tuple)):
             raise ValueError("cfg must contain a 'layers' list")
-        layers: list[Any] = [layer_from_config(lc, f"cfg['layers'][{i}]") for i, lc in enumerate(cfg["layers"])]
+        layers: list[Any] = [
+            layer_from_config(lc, f"cfg['layers'][{i}]") for i, lc in enumerate(cfg["layers"])
+        ]
         names = cfg.get("names")
         if names is not None:
             if not isinstance(names, (list, tuple)) or len(names) != len(layers):
                 raise ValueError(f"cfg['names'] must be a list of {len(layers)} layer names")
             layers = list(zip(names, layers))
         seed = cfg.get("seed", 0)
-        model = cls(layers, seed=0 if seed is None else seed, backend=cfg.get("backend", "mantissa"),
-                    input_mean=cfg.get("input_mean"), input_std=cfg.get("input_std"))
+        model = cls(
+            layers,
+            seed=0 if seed is None else seed,
+            backend=cfg.get("backend", "mantissa"),
+            input_mean=cfg.get("input_mean"),
+            input_std=cfg.get("input_std"),
+        )
         if cfg.get("input_shape") is not None:
             model.build(tuple(cfg["input_shape"]))
         return model
@@ -461,7 +499,9 @@ class Sequential(LentMemory, FineTuning):
         keys = set(arrays.keys())
         missing, unexpected = sorted(set(targets) - keys), sorted(keys - set(targets))
         if missing or unexpected:
-            raise ValueError(f"state arrays do not match the model: missing {missing}, unexpected {unexpected}")
+            raise ValueError(
+                f"state arrays do not match the model: missing {missing}, unexpected {unexpected}"
+            )
         checked = {}
         for name, t in targets.items():
             a = check_array(arrays[name], f"arrays[{name!r}]")

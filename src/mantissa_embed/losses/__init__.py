@@ -3,6 +3,7 @@
 ``out = loss_func(embeddings, labels=None, indices_tuple=None, ref_emb=None, ref_labels=None)``
 returns a ``LossOutput`` ``(loss, grad, ref_grad, terms)``.
 """
+
 from .angular_loss import AngularLoss
 from .arcface_loss import ArcFaceLoss
 from .base_metric_loss_function import BaseMetricLossFunction, LossOutput
@@ -46,12 +47,48 @@ from .triplet_margin_loss import TripletMarginLoss
 from .tuplet_margin_loss import TupletMarginLoss
 from .vicreg_loss import VICRegLoss
 
-__all__ = ["LossOutput", "BaseMetricLossFunction", "GenericPairLoss", "BaseProxyLoss", "WeightRegularizerMixin",
-           "ContrastiveLoss", "TripletMarginLoss", "NTXentLoss", "SupConLoss", "NPairsLoss", "NCALoss", "InstanceLoss",
-           "SelfSupervisedLoss", "MultiSimilarityLoss", "CircleLoss", "LiftedStructureLoss",
-           "GeneralizedLiftedStructureLoss", "SignalToNoiseRatioContrastiveLoss", "AngularLoss", "MarginLoss",
-           "TupletMarginLoss", "IntraPairVarianceLoss", "VICRegLoss", "MultipleLosses", "FastAPLoss", "HistogramLoss",
-           "PNPLoss", "RankedListLoss", "ThresholdConsistentMarginLoss", "DynamicSoftMarginLoss", "ManifoldLoss",
-           "P2SGradLoss", "NormalizedSoftmaxLoss", "CrossEntropyLoss", "ProxyAnchorLoss", "ProxyNCALoss",
-           "SoftTripleLoss", "LargeMarginSoftmaxLoss", "ArcFaceLoss", "SubCenterArcFaceLoss", "CosFaceLoss",
-           "SphereFaceLoss", "CrossBatchMemory"]
+__all__ = [
+    "LossOutput",
+    "BaseMetricLossFunction",
+    "GenericPairLoss",
+    "BaseProxyLoss",
+    "WeightRegularizerMixin",
+    "ContrastiveLoss",
+    "TripletMarginLoss",
+    "NTXentLoss",
+    "SupConLoss",
+    "NPairsLoss",
+    "NCALoss",
+    "InstanceLoss",
+    "SelfSupervisedLoss",
+    "MultiSimilarityLoss",
+    "CircleLoss",
+    "LiftedStructureLoss",
+    "GeneralizedLiftedStructureLoss",
+    "SignalToNoiseRatioContrastiveLoss",
+    "AngularLoss",
+    "MarginLoss",
+    "TupletMarginLoss",
+    "IntraPairVarianceLoss",
+    "VICRegLoss",
+    "MultipleLosses",
+    "FastAPLoss",
+    "HistogramLoss",
+    "PNPLoss",
+    "RankedListLoss",
+    "ThresholdConsistentMarginLoss",
+    "DynamicSoftMarginLoss",
+    "ManifoldLoss",
+    "P2SGradLoss",
+    "NormalizedSoftmaxLoss",
+    "CrossEntropyLoss",
+    "ProxyAnchorLoss",
+    "ProxyNCALoss",
+    "SoftTripleLoss",
+    "LargeMarginSoftmaxLoss",
+    "ArcFaceLoss",
+    "SubCenterArcFaceLoss",
+    "CosFaceLoss",
+    "SphereFaceLoss",
+    "CrossBatchMemory",
+]

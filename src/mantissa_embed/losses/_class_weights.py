@@ -1,4 +1,5 @@
 """The class-weight Parameter of the proxy and classifier losses: initializers, placement, batch check."""
+
 from __future__ import annotations
 
 import math
@@ -40,10 +41,17 @@ def place_parameter(p, shape=None):
     if shape is not None and p.data.shape != tuple(shape):
         raise ValueError(f"{pname} must have shape {tuple(shape)}, got {p.data.shape}")
     g = p.grad
-    if not (isinstance(g, np.ndarray) and g.dtype == np.float32 and g.flags.c_contiguous
-            and g.shape == p.data.shape):
-        p.grad = (np.ascontiguousarray(g, dtype=np.float32) if np.shape(g) == p.data.shape
-                  else np.zeros_like(p.data))
+    if not (
+        isinstance(g, np.ndarray)
+        and g.dtype == np.float32
+        and g.flags.c_contiguous
+        and g.shape == p.data.shape
+    ):
+        p.grad = (
+            np.ascontiguousarray(g, dtype=np.float32)
+            if np.shape(g) == p.data.shape
+            else np.zeros_like(p.data)
+        )
 
 
 def check_class_batch(loss, embeddings, labels):
@@ -53,12 +61,14 @@ def check_class_batch(loss, embeddings, labels):
     emb = check_array(embeddings, "embeddings", ndim=2)
     N, D = emb.shape
     if D != loss.embedding_size:
-        raise ValueError(f"embeddings must have embedding_size={loss.embedding_size} columns, "
-                         f"got shape {emb.shape}")
+        raise ValueError(
+            f"embeddings must have embedding_size={loss.embedding_size} columns, got shape {emb.shape}"
+        )
     if labels is None:
         raise ValueError(f"labels are required by {type(loss).__name__}")
     lab = check_labels(labels, "labels", n=N)
     if N and (lab.min() < 0 or lab.max() >= loss.num_classes):
-        raise ValueError(f"labels must be in [0, num_classes={loss.num_classes}), "
-                         f"got values in [{lab.min()}, {lab.max()}]")
+        raise ValueError(
+            f"labels must be in [0, num_classes={loss.num_classes}), got values in [{lab.min()}, {lab.max()}]"
+        )
     return emb, lab

@@ -1,6 +1,7 @@
 """float64 building blocks of the proxy and classifier losses, each returning its value and a
 backward closure. Large (N, D) results go to ``scratch`` arrays inside
 ``using_workspace``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,9 +38,14 @@ def check_distance64(distance, name: str = "distance"):
     """Raise unless ``distance`` is one the float64 path implements (CosineSimilarity,
     DotProductSimilarity, LpDistance with p=2)."""
     if not isinstance(distance, (DotProductSimilarity, LpDistance)) or type(distance).__name__ not in (
-            "CosineSimilarity", "DotProductSimilarity", "LpDistance"):
-        raise TypeError(f"{name} must be CosineSimilarity(), DotProductSimilarity() or LpDistance() "
-                        f"for this loss, got {type(distance).__name__}")
+        "CosineSimilarity",
+        "DotProductSimilarity",
+        "LpDistance",
+    ):
+        raise TypeError(
+            f"{name} must be CosineSimilarity(), DotProductSimilarity() or LpDistance() "
+            f"for this loss, got {type(distance).__name__}"
+        )
     if distance.p != 2:
         raise ValueError(f"{name} must use p=2 for this loss, got p={distance.p!r}")
 
@@ -82,19 +88,20 @@ def similarity64(distance, X, R, gemm=None):
             sq[ii, jj] = np.sum((Xn[ii] - Rn[jj]) ** 2, axis=1)
         base = np.sqrt(np.maximum(sq, 0.0))
     pw = distance.power
-    mat = base if pw == 1 else base ** pw
+    mat = base if pw == 1 else base**pw
 
     def backward(dmat):
         dbase = _dpower(dmat, base, pw)
         if dot:
-            dXn = gemm(np.ascontiguousarray(dbase, dtype=Xn.dtype), Rn,
-                       scratch("sim.dXn", Xn.shape, Xn.dtype))
+            dXn = gemm(
+                np.ascontiguousarray(dbase, dtype=Xn.dtype), Rn, scratch("sim.dXn", Xn.shape, Xn.dtype)
+            )
             dRn = gemm(np.ascontiguousarray(dbase, dtype=Xn.dtype), Xn, trans_a=True)
         else:
             G = np.where(base > 0, dbase / np.where(base > 0, base, 1.0), 0.0).astype(Xn.dtype, copy=False)
             G = np.ascontiguousarray(G)
             dXn = np.multiply(Xn, G.sum(1)[:, None], out=scratch("sim.dXn", Xn.shape, Xn.dtype))
-            dXn = gemm(G, Rn, dXn, alpha=-1.0, beta=1.0)          # Xn rowsum(G) - G Rn
+            dXn = gemm(G, Rn, dXn, alpha=-1.0, beta=1.0)  # Xn rowsum(G) - G Rn
             dRn = gemm(G, Xn, Rn * G.sum(0)[:, None], trans_a=True, alpha=-1.0, beta=1.0)
         if bx is not None:
             dXn, dRn = bx(dXn), br(dRn)
@@ -103,7 +110,9 @@ def similarity64(distance, X, R, gemm=None):
     return mat, backward
 
 
-def _np_gemm(A, B, C=None, *, trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0):
+def _np_gemm(
+    A, B, C=None, *, trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0
+):
     """``C = alpha op(A) op(B) + beta C`` with numpy, in the dtype of the operands (the contract of
     ``engine.sgemm`` without its float32 checks): the default ``gemm`` of ``_cosine64``."""
     P = np.matmul(A.T if trans_a else A, B.T if trans_b else B, out=C if beta == 0 else None)
@@ -126,16 +135,16 @@ def _cosine64(X, R, pw, eps: float = 1e-12, gemm=_np_gemm):
     Rn = np.ascontiguousarray(Rn)
     base = gemm(X, Rn, scratch("sim.base", (X.shape[0], Rn.shape[0]), X.dtype), trans_b=True)
     base /= den
-    mat = base if pw == 1 else base ** pw
+    mat = base if pw == 1 else base**pw
 
     def backward(dmat):
         dbase = _dpower(dmat, base, pw)
         g = np.ascontiguousarray(dbase / den, dtype=X.dtype)  # d/dX through X / den, per cosine
-        dRn = gemm(g, X, trans_a=True)                          # = dbase^T (X / den)
-        sdot = np.einsum("ij,ij->i", dbase, base)               # <X_i / den_i, dXn_i>
+        dRn = gemm(g, X, trans_a=True)  # = dbase^T (X / den)
+        sdot = np.einsum("ij,ij->i", dbase, base)  # <X_i / den_i, dXn_i>
         coef = (np.where(nrm > eps, sdot, 0.0)[:, None] / (den * den)).astype(X.dtype, copy=False)
         dX = np.multiply(X, coef, out=scratch("sim.dXn", X.shape, X.dtype))
-        dX = gemm(g, Rn, dX, alpha=1.0, beta=-1.0)              # g Rn - X coef
+        dX = gemm(g, Rn, dX, alpha=1.0, beta=-1.0)  # g Rn - X coef
         return dX, br(dRn)
 
     return mat, backward

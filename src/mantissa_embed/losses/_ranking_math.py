@@ -1,5 +1,6 @@
 """float64 forward values and explicit backwards of the FastAP, Histogram, RankedList and
 DynamicSoftMargin losses over a distance or similarity matrix."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,7 @@ def fast_ap_forward(mat, pos, neg, num_bins, histogram_max):
     lo = np.clip(np.floor(d / delta), 0, B - 2).astype(np.intp)
     w_lo = np.maximum(1.0 - np.abs(d - mids[lo]) / delta, 0.0)
     w_hi = np.maximum(1.0 - np.abs(d - mids[lo + 1]) / delta, 0.0)
-    flat = lo + (np.arange(N) * B)[:, None]          # (row, bin) of the lower centre
+    flat = lo + (np.arange(N) * B)[:, None]  # (row, bin) of the lower centre
     posf, negf = pos.astype(np.float64), neg.astype(np.float64)
 
     def hist(m):
@@ -82,8 +83,8 @@ def histogram_loss_forward_backward(pos_vals, neg_vals, delta, n_nodes):
     p_neg, rn = histogram_density(neg_vals, delta, n_nodes)
     phi = np.cumsum(p_pos)
     loss = float(np.sum(p_neg * phi))
-    g_neg = phi                                  # dL / d p_neg
-    g_pos = np.cumsum(p_neg[::-1])[::-1]         # dL / d p_pos
+    g_neg = phi  # dL / d p_neg
+    g_pos = np.cumsum(p_neg[::-1])[::-1]  # dL / d p_pos
     dpos = (g_pos[rp + 1] - g_pos[rp]) / (delta * max(len(pos_vals), 1))
     dneg = (g_neg[rn + 1] - g_neg[rn]) / (delta * max(len(neg_vals), 1))
     return loss, dpos, dneg

@@ -4,6 +4,7 @@ Inside ``using_workspace(owner)``, ``scratch`` returns the owner's arrays (one
 ``Workspace`` per key); outside it returns None and callers
 allocate.
 """
+
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,5 @@
 """AngularLoss (Wang et al. 2017), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,10 +37,14 @@ class AngularLoss(BaseMetricLossFunction):
         super().__init__(**kwargs)
         d = self.distance
         if not isinstance(d, LpDistance):
-            raise TypeError("AngularLoss requires distance=LpDistance(p=2, power=1, normalize_embeddings=True), "
-                            f"got {type(d).__name__}")
+            raise TypeError(
+                "AngularLoss requires distance=LpDistance(p=2, power=1, normalize_embeddings=True), "
+                f"got {type(d).__name__}"
+            )
         if not (d.p == 2 and d.power == 1 and d.normalize_embeddings):
-            raise ValueError("AngularLoss requires distance=LpDistance(p=2, power=1, normalize_embeddings=True)")
+            raise ValueError(
+                "AngularLoss requires distance=LpDistance(p=2, power=1, normalize_embeddings=True)"
+            )
 
     def compute_loss(self, batch):
         if batch.labels is None:
@@ -62,8 +67,9 @@ class AngularLoss(BaseMetricLossFunction):
         c = (k2 * np.einsum("ij,ij->i", Eh[a1].astype(np.float64), Rh[p])).astype(np.float32)
         losses = eng.angular_loss_forward(A, B, c, a1, p, batch.labels, batch.ref_labels)
         value, dl = self._reduce_generic(losses, (a1, p), "pos_pair", batch)
-        dA, dB, dc = eng.angular_loss_backward(A, B, c, a1, p, batch.labels, batch.ref_labels, losses,
-                                               np.asarray(dl, dtype=np.float32))
+        dA, dB, dc = eng.angular_loss_backward(
+            A, B, c, a1, p, batch.labels, batch.ref_labels, losses, np.asarray(dl, dtype=np.float32)
+        )
         N, M = A.shape
         C = _flat_add(a1, p, dc.astype(np.float64) * k2, (N, M)).astype(np.float32)
         k1 = float(k1)

@@ -1,4 +1,5 @@
 """ArcFaceLoss (Deng et al. 2019, "ArcFace: Additive Angular Margin Loss for Deep Face Recognition")."""
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,9 @@ class ArcFaceLoss(LargeMarginSoftmaxLoss):
     Source: J. Deng et al., "ArcFace", CVPR 2019 (arXiv:1801.07698).
     """
 
-    def __init__(self, num_classes: int, embedding_size: int, margin: float = 28.6, scale: float = 64,
-                 **kwargs) -> None:
+    def __init__(
+        self, num_classes: int, embedding_size: int, margin: float = 28.6, scale: float = 64, **kwargs
+    ) -> None:
         super().__init__(num_classes, embedding_size, margin=margin, scale=scale, **kwargs)
 
     def init_margin(self) -> None:
@@ -46,7 +48,7 @@ class ArcFaceLoss(LargeMarginSoftmaxLoss):
         if idx.size:
             xi = x[idx].astype(np.float64)
             l2_normalize_rows(xi, out=xi)
-            w = W[:, self._target_columns(labels[idx])]               # (D, n, K)
+            w = W[:, self._target_columns(labels[idx])]  # (D, n, K)
             w = w / np.maximum(np.sqrt(np.einsum("dnk,dnk->nk", w, w)), 1e-12)
             c[idx] = np.einsum("nd,dnk->nk", xi, w).max(axis=1)
         return c

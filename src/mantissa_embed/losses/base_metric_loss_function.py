@@ -1,4 +1,5 @@
 """LossOutput and BaseMetricLossFunction (pytorch-metric-learning's base class, with explicit gradients)."""
+
 from __future__ import annotations
 
 import inspect
@@ -42,7 +43,9 @@ class _Batch:
 
     __slots__ = ("emb", "labels", "ref", "ref_labels", "same", "indices_tuple", "N", "M", "D")
 
-    def __init__(self, emb, labels: ArrayLike, ref, ref_labels: ArrayLike, same, indices_tuple: IndicesTuple) -> None:
+    def __init__(
+        self, emb, labels: ArrayLike, ref, ref_labels: ArrayLike, same, indices_tuple: IndicesTuple
+    ) -> None:
         self.emb, self.labels, self.ref, self.ref_labels = emb, labels, ref, ref_labels
         self.same, self.indices_tuple = same, indices_tuple
         self.N, self.D = emb.shape
@@ -102,24 +105,35 @@ class BaseMetricLossFunction:
                 (out.__setitem__(k, _jsonable(v)) if _is_jsonable(v) else dropped.append(k))
         return {"type": type(self).__name__, "args": out, "dropped": dropped}
 
-    def __init__(self, distance: BaseDistance | None = None, reducer: BaseReducer | None = None,
-                 embedding_regularizer: BaseRegularizer | None = None, embedding_reg_weight=1,
-                 backend: str = "mantissa") -> None:
+    def __init__(
+        self,
+        distance: BaseDistance | None = None,
+        reducer: BaseReducer | None = None,
+        embedding_regularizer: BaseRegularizer | None = None,
+        embedding_reg_weight=1,
+        backend: str = "mantissa",
+    ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
         if distance is None:
             distance = self.get_default_distance()
         if not isinstance(distance, BaseDistance):
-            raise TypeError(f"distance must be a BaseDistance (e.g. LpDistance()), got {type(distance).__name__}")
+            raise TypeError(
+                f"distance must be a BaseDistance (e.g. LpDistance()), got {type(distance).__name__}"
+            )
         self.distance = distance
         if reducer is None:
             reducer = self.get_default_reducer()
         if not isinstance(reducer, BaseReducer):
-            raise TypeError(f"reducer must be a BaseReducer (e.g. AvgNonZeroReducer()), got {type(reducer).__name__}")
+            raise TypeError(
+                f"reducer must be a BaseReducer (e.g. AvgNonZeroReducer()), got {type(reducer).__name__}"
+            )
         self.reducer = reducer
         if embedding_regularizer is not None and not callable(embedding_regularizer):
-            raise TypeError("embedding_regularizer must be callable (embeddings -> object with .loss and .grad)")
+            raise TypeError(
+                "embedding_regularizer must be callable (embeddings -> object with .loss and .grad)"
+            )
         self.embedding_regularizer = embedding_regularizer
         self.embedding_reg_weight = check_float(embedding_reg_weight, "embedding_reg_weight")
         self.stats: dict[str, Any] = {}
@@ -149,9 +163,14 @@ class BaseMetricLossFunction:
         raise NotImplementedError
 
     # -- the call --------------------------------------------------------------------------------
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
-                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None) -> LossOutput:
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ) -> LossOutput:
         batch = self._validate(embeddings, labels, indices_tuple, ref_emb, ref_labels)
         self.stats = {}
         self._unreduced: dict[str, Any] = {}
@@ -161,8 +180,10 @@ class BaseMetricLossFunction:
             out = self.embedding_regularizer(batch.emb)
             g = check_array(out.grad, "embedding_regularizer(...).grad", ndim=2, finite=False)
             if g.shape != batch.emb.shape:
-                raise ValueError(f"embedding_regularizer returned a gradient of shape {g.shape}, "
-                                 f"expected {batch.emb.shape}")
+                raise ValueError(
+                    f"embedding_regularizer returned a gradient of shape {g.shape}, "
+                    f"expected {batch.emb.shape}"
+                )
             w = self.embedding_reg_weight
             terms["embedding_reg_loss"] = w * float(out.loss)
             dq = dq + np.float32(w) * g
@@ -173,12 +194,19 @@ class BaseMetricLossFunction:
             for name in self.sub_loss_names():
                 if name not in unreduced and self.reducer.leaf(name).records_unreduced:
                     v = terms.get(name, 0.0)
-                    unreduced[name] = {"losses": v if v != 0 else 0, "indices": None,
-                                       "reduction_type": "already_reduced"}
+                    unreduced[name] = {
+                        "losses": v if v != 0 else 0,
+                        "indices": None,
+                        "reduction_type": "already_reduced",
+                    }
         self._unreduced = {}
-        return LossOutput(loss=loss, grad=np.ascontiguousarray(dq, dtype=np.float32),
-                          ref_grad=None if dr is None else np.ascontiguousarray(dr, dtype=np.float32),
-                          terms=terms, unreduced=unreduced)
+        return LossOutput(
+            loss=loss,
+            grad=np.ascontiguousarray(dq, dtype=np.float32),
+            ref_grad=None if dr is None else np.ascontiguousarray(dr, dtype=np.float32),
+            terms=terms,
+            unreduced=unreduced,
+        )
 
     forward = __call__
 
@@ -202,7 +230,9 @@ class BaseMetricLossFunction:
             elif same_labels_obj:
                 rlab = lab
                 if ref.shape[0] != N:
-                    raise ValueError(f"ref_labels must have length {ref.shape[0]} (one per ref_emb row), got {N}")
+                    raise ValueError(
+                        f"ref_labels must have length {ref.shape[0]} (one per ref_emb row), got {N}"
+                    )
             else:
                 rlab = check_labels(ref_labels, "ref_labels", n=ref.shape[0])
             same = same_labels_obj
@@ -211,8 +241,10 @@ class BaseMetricLossFunction:
             if lab is None:
                 raise ValueError("labels and indices_tuple cannot both be None")
             if rlab is None:
-                raise ValueError("ref_labels is required with ref_emb (to enumerate the pairs), "
-                                 "unless an indices_tuple is given")
+                raise ValueError(
+                    "ref_labels is required with ref_emb (to enumerate the pairs), "
+                    "unless an indices_tuple is given"
+                )
             it = None
         else:
             it = check_indices_tuple(indices_tuple, N, M)
@@ -276,9 +308,10 @@ class BaseMetricLossFunction:
             return names[0]
         if "pos_loss" in names and "neg_loss" in names and reduction_type in ("pos_pair", "neg_pair"):
             return "pos_loss" if reduction_type == "pos_pair" else "neg_loss"
-        raise ValueError(f"{type(self).__name__}: cannot tell which sub-loss ({names}) a "
-                         f"{reduction_type!r} reduction belongs to; pass loss_name to _reduce_generic")
+        raise ValueError(
+            f"{type(self).__name__}: cannot tell which sub-loss ({names}) a "
+            f"{reduction_type!r} reduction belongs to; pass loss_name to _reduce_generic"
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
-

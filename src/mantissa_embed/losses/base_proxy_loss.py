@@ -1,4 +1,5 @@
 """BaseProxyLoss: the base of the losses that own a class-weight Parameter."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -35,18 +36,29 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
     _transposed = True
     _uses_ref_weights = False  # convert_to_weights(using_ref=...)
 
-    def __init__(self, num_classes: int, embedding_size: int, weight_regularizer: BaseRegularizer | None = None,
-                 weight_reg_weight=1,
-                 weight_init_func=None, seed: Seed = None, **kwargs) -> None:
+    def __init__(
+        self,
+        num_classes: int,
+        embedding_size: int,
+        weight_regularizer: BaseRegularizer | None = None,
+        weight_reg_weight=1,
+        weight_init_func=None,
+        seed: Seed = None,
+        **kwargs,
+    ) -> None:
         self.num_classes = check_int(num_classes, "num_classes", minimum=1)
         self.embedding_size = check_int(embedding_size, "embedding_size", minimum=1)
         self._init_weight_regularizer(weight_regularizer, weight_reg_weight)
         super().__init__(**kwargs)
         self._check_distance()
         if weight_init_func is not None and not callable(weight_init_func):
-            raise TypeError(f"weight_init_func must be callable (shape, rng) -> array, "
-                            f"got {type(weight_init_func).__name__}")
-        self.weight_init_func = weight_init_func if weight_init_func is not None else self.get_default_weight_init_func()
+            raise TypeError(
+                f"weight_init_func must be callable (shape, rng) -> array, "
+                f"got {type(weight_init_func).__name__}"
+            )
+        self.weight_init_func = (
+            weight_init_func if weight_init_func is not None else self.get_default_weight_init_func()
+        )
         self._rng = as_generator(seed)
 
     def _check_distance(self) -> None:
@@ -56,8 +68,9 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
         return normal_init
 
     def _make_weight(self, shape, name):
-        w = check_array(self.weight_init_func(tuple(shape), self._rng), "weight_init_func(...)",
-                        dtype=np.float64)
+        w = check_array(
+            self.weight_init_func(tuple(shape), self._rng), "weight_init_func(...)", dtype=np.float64
+        )
         if w.shape != tuple(shape):
             raise ValueError(f"weight_init_func returned shape {w.shape}, expected {tuple(shape)}")
         self._weight_shape = tuple(shape)
@@ -99,8 +112,14 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
         """Reduce one sub-loss with ``self.reducer`` through the shared ``_reduce_generic`` (so
         MultipleReducers / DoNothingReducer / DivisorReducer behave as for every loss)."""
         losses = np.asarray(losses, dtype=np.float64)
-        value, dl = self._reduce_generic(losses, indices, rtype, _Batch(emb, labels, None, labels, True, None),
-                                         loss_name=name, divisor=divisor)
+        value, dl = self._reduce_generic(
+            losses,
+            indices,
+            rtype,
+            _Batch(emb, labels, None, labels, True, None),
+            loss_name=name,
+            divisor=divisor,
+        )
         return float(value), np.asarray(dl, dtype=np.float64).reshape(losses.shape)
 
     # -- the two precisions: float64 embeddings give the reference, float32 ones the call path ----
@@ -188,20 +207,26 @@ class BaseProxyLoss(WeightRegularizerMixin, BaseMetricLossFunction):
             W = self._weight.data.astype(np.float64)
             terms, dx, dW = self._compute(x, batch.labels, batch.indices_tuple, W)
             dx32, dW32 = dx.astype(np.float32), dW.astype(np.float32)  # copies (dx may be a scratch array)
-            ok = (all(np.isfinite(np.float32(v)) for v in terms.values()) and np.isfinite(dx32).all()
-                  and np.isfinite(dW32).all())
+            ok = (
+                all(np.isfinite(np.float32(v)) for v in terms.values())
+                and np.isfinite(dx32).all()
+                and np.isfinite(dW32).all()
+            )
         if not ok:
             hyper = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._SCALE_NAMES if hasattr(self, k))
-            raise ValueError(f"{type(self).__name__}: the loss or its gradient is not finite in float32 "
-                             f"(overflow); reduce the scale hyperparameters ({hyper}) or the embedding norms")
+            raise ValueError(
+                f"{type(self).__name__}: the loss or its gradient is not finite in float32 "
+                f"(overflow); reduce the scale hyperparameters ({hyper}) or the embedding norms"
+            )
         self._weight.grad += dW32
         return terms, dx32, None
 
     def _logits_input(self, embeddings):
         emb = check_array(embeddings, "embeddings", ndim=2)
         if emb.shape[1] != self.embedding_size:
-            raise ValueError(f"embeddings must have embedding_size={self.embedding_size} columns, "
-                             f"got shape {emb.shape}")
+            raise ValueError(
+                f"embeddings must have embedding_size={self.embedding_size} columns, got shape {emb.shape}"
+            )
         place_parameter(self._weight, getattr(self, "_weight_shape", None))
         return emb.astype(np.float64)
 

@@ -1,4 +1,5 @@
 """CircleLoss (Sun et al. 2020), pytorch-metric-learning's formulation (pair labels only)."""
+
 from __future__ import annotations
 
 from .._validation import check_float
@@ -27,8 +28,10 @@ class CircleLoss(_MatPairLoss):
         self.gamma = check_float(gamma, "gamma")
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):
-            raise TypeError(f"CircleLoss requires the distance to be a CosineSimilarity, "
-                            f"got {type(self.distance).__name__}")
+            raise TypeError(
+                f"CircleLoss requires the distance to be a CosineSimilarity, "
+                f"got {type(self.distance).__name__}"
+            )
         # PML's derived attributes
         self.op = 1 + self.m
         self.on = -self.m
@@ -45,5 +48,7 @@ class CircleLoss(_MatPairLoss):
         return (self.m, self.gamma)
 
     def __repr__(self) -> str:
-        return (f"CircleLoss(m={self.m}, gamma={self.gamma}, distance={self.distance!r}, "
-                f"reducer={self.reducer!r})")
+        return (
+            f"CircleLoss(m={self.m}, gamma={self.gamma}, distance={self.distance!r}, "
+            f"reducer={self.reducer!r})"
+        )

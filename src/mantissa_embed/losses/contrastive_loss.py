@@ -1,4 +1,5 @@
 """ContrastiveLoss (Hadsell, Chopra & LeCun 2006), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,8 +53,9 @@ class ContrastiveLoss(GenericPairLoss):
         return ["pos_loss", "neg_loss"]
 
     def _kw(self):
-        return dict(pos_margin=self.pos_margin, neg_margin=self.neg_margin,
-                    inverted=self.distance.is_inverted)
+        return dict(
+            pos_margin=self.pos_margin, neg_margin=self.neg_margin, inverted=self.distance.is_inverted
+        )
 
     def _fused(self, kernel, args, mode, **kw):
         _, dmat, st = kernel(*args, nonzero_only=mode == "avg_non_zero", **kw)
@@ -64,8 +66,10 @@ class ContrastiveLoss(GenericPairLoss):
         """Each kind of pair through the reducer: (terms, [d pos_loss / d lpos, d neg_loss / d lneg])."""
         a1, p, a2, n = pairs
         terms, grads = {}, []
-        for name, losses, idx, rtype in (("pos_loss", lpos, (a1, p), "pos_pair"),
-                                         ("neg_loss", lneg, (a2, n), "neg_pair")):
+        for name, losses, idx, rtype in (
+            ("pos_loss", lpos, (a1, p), "pos_pair"),
+            ("neg_loss", lneg, (a2, n), "neg_pair"),
+        ):
             if len(losses) == 0:
                 terms[name] = 0.0
                 grads.append(np.zeros(0))
@@ -97,10 +101,12 @@ class ContrastiveLoss(GenericPairLoss):
         if mode is not None:
             return self._fused(kernel, args, mode, **self._kw())
         _, _, _, losses = kernel(*args, grad=False, return_losses=True, **self._kw())
-        terms, grads = self._reduce_kinds(losses[:len(a1)], losses[len(a1):], pairs, batch)
+        terms, grads = self._reduce_kinds(losses[: len(a1)], losses[len(a1) :], pairs, batch)
         _, dmat, _ = kernel(*args, weights=np.concatenate(grads), **self._kw())
         return terms, dmat
 
     def __repr__(self) -> str:
-        return (f"ContrastiveLoss(pos_margin={self.pos_margin}, neg_margin={self.neg_margin}, "
-                f"distance={self.distance!r}, reducer={self.reducer!r})")
+        return (
+            f"ContrastiveLoss(pos_margin={self.pos_margin}, neg_margin={self.neg_margin}, "
+            f"distance={self.distance!r}, reducer={self.reducer!r})"
+        )

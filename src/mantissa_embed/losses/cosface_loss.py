@@ -1,4 +1,5 @@
 """CosFaceLoss (Wang et al. 2018, "CosFace: Large Margin Cosine Loss for Deep Face Recognition")."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,9 @@ class CosFaceLoss(LargeMarginSoftmaxLoss):
     Source: H. Wang et al., "CosFace", CVPR 2018 (arXiv:1801.09414).
     """
 
-    def __init__(self, num_classes: int, embedding_size: int, margin: float = 0.35, scale: float = 64,
-                 **kwargs) -> None:
+    def __init__(
+        self, num_classes: int, embedding_size: int, margin: float = 0.35, scale: float = 64, **kwargs
+    ) -> None:
         super().__init__(num_classes, embedding_size, margin=margin, scale=scale, **kwargs)
 
     def init_margin(self) -> None:

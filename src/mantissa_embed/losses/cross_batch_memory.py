@@ -1,4 +1,5 @@
 """CrossBatchMemory (Wang et al. 2020): compare each batch against a ring buffer of past embeddings."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -14,9 +15,19 @@ __all__ = ["CrossBatchMemory"]
 
 # pytorch-metric-learning 2.9's CrossBatchMemory.supported_losses()
 _SUPPORTED = (
-    "AngularLoss", "CircleLoss", "ContrastiveLoss", "GeneralizedLiftedStructureLoss",
-    "IntraPairVarianceLoss", "LiftedStructureLoss", "MarginLoss", "MultiSimilarityLoss", "NCALoss",
-    "NTXentLoss", "SignalToNoiseRatioContrastiveLoss", "SupConLoss", "TripletMarginLoss",
+    "AngularLoss",
+    "CircleLoss",
+    "ContrastiveLoss",
+    "GeneralizedLiftedStructureLoss",
+    "IntraPairVarianceLoss",
+    "LiftedStructureLoss",
+    "MarginLoss",
+    "MultiSimilarityLoss",
+    "NCALoss",
+    "NTXentLoss",
+    "SignalToNoiseRatioContrastiveLoss",
+    "SupConLoss",
+    "TripletMarginLoss",
     "TupletMarginLoss",
 )
 
@@ -46,8 +57,13 @@ class CrossBatchMemory:
     Source: X. Wang et al., "Cross-Batch Memory for Embedding Learning", CVPR 2020.
     """
 
-    def __init__(self, loss: BaseMetricLossFunction, embedding_size: int, memory_size: int = 1024,
-                 miner: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        loss: BaseMetricLossFunction,
+        embedding_size: int,
+        memory_size: int = 1024,
+        miner: Callable[..., Any] | None = None,
+    ) -> None:
         self.check_loss_support(loss)
         if miner is not None and not callable(miner):
             raise TypeError(f"miner must be a miner (callable) or None, got {type(miner).__name__}")
@@ -78,9 +94,11 @@ class CrossBatchMemory:
                 f"CrossBatchMemory does not support {name}: it owns learnable weights "
                 f"({len(params)} Parameter(s), e.g. class proxies). Proxy and classifier losses "
                 f"compare embeddings with their own weights, not with a memory of embeddings; "
-                f"use them directly.")
-        raise TypeError(f"CrossBatchMemory does not support {name}; supported losses: "
-                        f"{', '.join(_SUPPORTED)}")
+                f"use them directly."
+            )
+        raise TypeError(
+            f"CrossBatchMemory does not support {name}; supported losses: {', '.join(_SUPPORTED)}"
+        )
 
     def parameters(self):
         """CrossBatchMemory owns no learnable weights: ``[]``."""
@@ -119,13 +137,19 @@ class CrossBatchMemory:
             self.has_been_filled = True
 
     # -- the call ------------------------------------------------------------------------------
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike, indices_tuple: IndicesTuple | None = None,
-                 enqueue_mask=None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike,
+        indices_tuple: IndicesTuple | None = None,
+        enqueue_mask=None,
+    ):
         emb = check_array(embeddings, "embeddings", ndim=2)
         N, D = emb.shape
         if D != self.embedding_size:
-            raise ValueError(f"embeddings must have embedding_size={self.embedding_size} columns, "
-                             f"got shape {emb.shape}")
+            raise ValueError(
+                f"embeddings must have embedding_size={self.embedding_size} columns, got shape {emb.shape}"
+            )
         lab = check_labels(labels, "labels", n=N)
         if indices_tuple is not None and enqueue_mask is not None:
             raise ValueError("indices_tuple and enqueue_mask are mutually exclusive")
@@ -133,7 +157,9 @@ class CrossBatchMemory:
             mask = _as_mask(enqueue_mask, N)
             n_enq = int(mask.sum())
             if n_enq > self.memory_size:
-                raise ValueError(f"enqueue_mask selects {n_enq} rows, more than memory_size={self.memory_size}")
+                raise ValueError(
+                    f"enqueue_mask selects {n_enq} rows, more than memory_size={self.memory_size}"
+                )
             q_rows = np.flatnonzero(~mask)
             emb_q, lab_q = emb[q_rows], lab[q_rows]
             undo = self._undo_point(n_enq)
@@ -141,8 +167,10 @@ class CrossBatchMemory:
             remove_self = False
         else:
             if N > self.memory_size:
-                raise ValueError(f"the batch has {N} rows, more than memory_size={self.memory_size}; "
-                                 f"use a larger memory or an enqueue_mask")
+                raise ValueError(
+                    f"the batch has {N} rows, more than memory_size={self.memory_size}; "
+                    f"use a larger memory or an enqueue_mask"
+                )
             if indices_tuple is not None:  # validate before touching the queue
                 after = self.queue_idx + N
                 m_after = self.memory_size if (self.has_been_filled or after >= self.memory_size) else after
@@ -184,18 +212,24 @@ class CrossBatchMemory:
             grad = out.grad
         else:
             grad[q_rows] = out.grad
-        return LossOutput(loss=out.loss, grad=np.ascontiguousarray(grad, dtype=np.float32), ref_grad=None,
-                          terms=dict(out.terms))
+        return LossOutput(
+            loss=out.loss,
+            grad=np.ascontiguousarray(grad, dtype=np.float32),
+            ref_grad=None,
+            terms=dict(out.terms),
+        )
 
     forward = __call__
 
-    def create_indices_tuple(self, embeddings: np.ndarray, labels: np.ndarray, E_mem, L_mem, input_indices_tuple,
-                             remove_self):
+    def create_indices_tuple(
+        self, embeddings: np.ndarray, labels: np.ndarray, E_mem, L_mem, input_indices_tuple, remove_self
+    ):
         """The tuple the wrapped loss receives (see step 4 of the class docstring)."""
         N, M = embeddings.shape[0], E_mem.shape[0]
         if self.miner is not None:
-            it = utils.check_indices_tuple(self.miner(embeddings, labels, E_mem, L_mem), N, M,
-                                           name="miner output")
+            it = utils.check_indices_tuple(
+                self.miner(embeddings, labels, E_mem, L_mem), N, M, name="miner output"
+            )
         else:
             # L_mem is a different object than labels: no implicit self exclusion here
             it = utils.get_all_pairs_indices(labels, L_mem)
@@ -220,6 +254,8 @@ class CrossBatchMemory:
         return a[keep], p[keep], it[2], it[3]
 
     def __repr__(self) -> str:
-        return (f"CrossBatchMemory(loss={self.loss!r}, embedding_size={self.embedding_size}, "
-                f"memory_size={self.memory_size}, miner={self.miner!r}, queue_idx={self.queue_idx}, "
-                f"has_been_filled={self.has_been_filled})")
+        return (
+            f"CrossBatchMemory(loss={self.loss!r}, embedding_size={self.embedding_size}, "
+            f"memory_size={self.memory_size}, miner={self.miner!r}, queue_idx={self.queue_idx}, "
+            f"has_been_filled={self.has_been_filled})"
+        )

@@ -1,4 +1,5 @@
 """CrossEntropyLoss: softmax cross-entropy over classifier logits (``torch.nn.CrossEntropyLoss``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,8 +43,10 @@ class CrossEntropyLoss:
             raise ValueError(f"logits must have at least one column, got shape {z.shape}")
         lab = check_labels(labels, "labels", n=N)
         if N and (lab.min() < 0 or lab.max() >= C):
-            raise ValueError(f"labels must be in [0, {C}) (one per logits column), "
-                             f"got values in [{lab.min()}, {lab.max()}]")
+            raise ValueError(
+                f"labels must be in [0, {C}) (one per logits column), "
+                f"got values in [{lab.min()}, {lab.max()}]"
+            )
         if N == 0:
             return LossOutput(loss=0.0, grad=np.zeros((0, C), np.float32), terms={"loss": 0.0})
         gs = 1.0 / N if self.reduction == "mean" else 1.0

@@ -1,4 +1,5 @@
 """DynamicSoftMarginLoss (Zhang & Rusinkiewicz 2019), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,10 +32,14 @@ class DynamicSoftMarginLoss(BaseMetricLossFunction):
     def __init__(self, min_val=-2.0, num_bins=10, momentum: float = 0.01, **kwargs) -> None:
         super().__init__(**kwargs)
         if not isinstance(self.distance, LpDistance):
-            raise TypeError("DynamicSoftMarginLoss requires distance to be an LpDistance, "
-                            f"got {type(self.distance).__name__}")
+            raise TypeError(
+                "DynamicSoftMarginLoss requires distance to be an LpDistance, "
+                f"got {type(self.distance).__name__}"
+            )
         if self.distance.normalize_embeddings is not True or self.distance.p != 2:
-            raise ValueError("DynamicSoftMarginLoss requires distance to be LpDistance(normalize_embeddings=True, p=2)")
+            raise ValueError(
+                "DynamicSoftMarginLoss requires distance to be LpDistance(normalize_embeddings=True, p=2)"
+            )
         self.min_val = check_float(min_val, "min_val")
         if self.min_val == 0:
             raise ValueError("min_val must be nonzero (the bin width is 2 |min_val| / num_bins)")
@@ -54,16 +59,19 @@ class DynamicSoftMarginLoss(BaseMetricLossFunction):
         if ref_emb is not None:
             ref = check_array(ref_emb, "ref_emb", ndim=2)
             if ref.shape[1] != emb.shape[1]:
-                raise ValueError(f"ref_emb must have {emb.shape[1]} columns like embeddings, got shape {ref.shape}")
+                raise ValueError(
+                    f"ref_emb must have {emb.shape[1]} columns like embeddings, got shape {ref.shape}"
+                )
         return _Batch(emb, None, ref, None, ref is None, None)
 
     # -- the x values, in chunks ------------------------------------------------------------------
     def _chunks_with_labels(self, batch, mat):
         """Yields (rows_p, cols_p, rows_n, cols_n) for chunks of the triplets of ``indices_tuple``."""
-        a, p, n = utils.convert_to_triplets(batch.indices_tuple, batch.labels,
-                                            None if batch.same else batch.ref_labels, t_per_anchor="all")
+        a, p, n = utils.convert_to_triplets(
+            batch.indices_tuple, batch.labels, None if batch.same else batch.ref_labels, t_per_anchor="all"
+        )
         for s in range(0, len(a), _CHUNK):
-            aa, pp, nn = a[s:s + _CHUNK], p[s:s + _CHUNK], n[s:s + _CHUNK]
+            aa, pp, nn = a[s : s + _CHUNK], p[s : s + _CHUNK], n[s : s + _CHUNK]
             yield aa, pp, aa, nn
 
     def _without_labels(self, mat):
@@ -167,7 +175,7 @@ class DynamicSoftMarginLoss(BaseMetricLossFunction):
         self.hist_ = h
         value, dlred = self._reduce_generic(np.array([loss]), None, "already_reduced", batch)
         scale = float(np.asarray(dlred).reshape(-1)[0]) / n_total
-        g_h = np.cumsum(by_bin[::-1])[::-1] * scale        # dL/dh_r = sum_{r(x) >= r} x / n
+        g_h = np.cumsum(by_bin[::-1])[::-1] * scale  # dL/dh_r = sum_{r(x) >= r} x / n
         g_u = (g_h - np.dot(g_h, h)) / Z if Z != 0 else np.zeros(nb)
         g_u_pad = np.concatenate([g_u, [0.0]])
         # pass 3: dL/dx -> dmat
@@ -204,5 +212,7 @@ class DynamicSoftMarginLoss(BaseMetricLossFunction):
                 dmat[i, arg_p[i]] -= gi * wp[i]
 
     def __repr__(self) -> str:
-        return (f"DynamicSoftMarginLoss(min_val={self.min_val}, num_bins={self.num_bins}, "
-                f"momentum={self.momentum}, distance={self.distance!r}, reducer={self.reducer!r})")
+        return (
+            f"DynamicSoftMarginLoss(min_val={self.min_val}, num_bins={self.num_bins}, "
+            f"momentum={self.momentum}, distance={self.distance!r}, reducer={self.reducer!r})"
+        )

@@ -1,4 +1,5 @@
 """FastAPLoss (Cakir, He, Xia, Kulis & Sclaroff 2019), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numbers
@@ -59,7 +60,9 @@ class FastAPLoss(BaseMetricLossFunction):
     def __init__(self, num_bins=10, **kwargs) -> None:
         super().__init__(**kwargs)
         if not isinstance(self.distance, LpDistance):
-            raise TypeError(f"FastAPLoss requires distance to be an LpDistance, got {type(self.distance).__name__}")
+            raise TypeError(
+                f"FastAPLoss requires distance to be an LpDistance, got {type(self.distance).__name__}"
+            )
         if self.distance.normalize_embeddings is not True or self.distance.p != 2:
             raise ValueError("FastAPLoss requires distance to be LpDistance(normalize_embeddings=True, p=2)")
         self.num_bins = _check_int_like(num_bins, "num_bins", 1)
@@ -68,9 +71,14 @@ class FastAPLoss(BaseMetricLossFunction):
     def get_default_distance(self):
         return LpDistance(power=2, backend=self.backend)
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
-                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ):
         _reject_ref(type(self).__name__, embeddings, labels, ref_emb, ref_labels)
         return super().__call__(embeddings, labels, indices_tuple)
 
@@ -86,7 +94,7 @@ class FastAPLoss(BaseMetricLossFunction):
         if not safe.any():
             return self.zero_losses(batch)
         mat, ctx = self._mat(batch)
-        fa, cache = fast_ap_forward(mat, pos, neg, self.num_bins, float(2.0 ** self.distance.power))
+        fa, cache = fast_ap_forward(mat, pos, neg, self.num_bins, float(2.0**self.distance.power))
         if not cache[8].any():  # no bin with h+ H+ > 0 and H > 0
             return self.zero_losses(batch)
         rows = np.nonzero(safe)[0].astype(np.int64)

@@ -1,4 +1,5 @@
 """GeneralizedLiftedStructureLoss (Hermans, Beyer & Leibe 2017), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 from .._validation import check_float
@@ -28,5 +29,7 @@ class GeneralizedLiftedStructureLoss(_MatPairLoss):
         return (self.pos_margin, self.neg_margin)
 
     def __repr__(self) -> str:
-        return (f"GeneralizedLiftedStructureLoss(neg_margin={self.neg_margin}, "
-                f"pos_margin={self.pos_margin}, distance={self.distance!r}, reducer={self.reducer!r})")
+        return (
+            f"GeneralizedLiftedStructureLoss(neg_margin={self.neg_margin}, "
+            f"pos_margin={self.pos_margin}, distance={self.distance!r}, reducer={self.reducer!r})"
+        )

@@ -1,4 +1,5 @@
 """GenericPairLoss (pytorch-metric-learning): base of the losses over positive/negative pairs."""
+
 from __future__ import annotations
 
 import numpy as np

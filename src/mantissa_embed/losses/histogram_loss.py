@@ -1,4 +1,5 @@
 """HistogramLoss (Ustinova & Lempitsky 2016), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numbers
@@ -45,8 +46,9 @@ class HistogramLoss(BaseMetricLossFunction):
         if delta is not None and (not np.isfinite(delta) or not 0 < delta <= 2):
             raise ValueError(f"delta must be in (0, 2], got {delta!r}")
         if delta is not None and n_bins is not None and delta != 2 / n_bins:
-            raise ValueError(f"delta and n_bins must satisfy delta = 2 / n_bins, got delta={delta} "
-                             f"and n_bins={n_bins}")
+            raise ValueError(
+                f"delta and n_bins must satisfy delta = 2 / n_bins, got delta={delta} and n_bins={n_bins}"
+            )
         if delta is None and n_bins is None:
             n_bins = 100
         self.delta = float(delta) if delta is not None else 2 / n_bins
@@ -56,9 +58,14 @@ class HistogramLoss(BaseMetricLossFunction):
     def get_default_distance(self):
         return CosineSimilarity(backend=self.backend)
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
-                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ):
         _reject_ref(type(self).__name__, embeddings, labels, ref_emb, ref_labels)
         return super().__call__(embeddings, labels, indices_tuple)
 

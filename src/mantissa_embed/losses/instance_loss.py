@@ -1,4 +1,5 @@
 """InstanceLoss (Zheng et al. 2020), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,15 +28,22 @@ class InstanceLoss(BaseMetricLossFunction):
         self.gamma = check_float(gamma, "gamma")
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):
-            raise TypeError(f"InstanceLoss requires the distance to be CosineSimilarity, "
-                            f"got {type(self.distance).__name__}")
+            raise TypeError(
+                f"InstanceLoss requires the distance to be CosineSimilarity, "
+                f"got {type(self.distance).__name__}"
+            )
 
     def get_default_distance(self):
         return CosineSimilarity(backend=self.backend)
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
-                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ):
         _check_no_ref(embeddings, labels, ref_emb, ref_labels, type(self).__name__)
         if labels is None:
             raise ValueError("labels are required for InstanceLoss")

@@ -1,4 +1,5 @@
 """IntraPairVarianceLoss (Kim et al. 2019), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +14,7 @@ def _hinge_coefs(eps, increase):
     """(dv/dmu, dv/ds) of a pair's hinge argument v = dv/dmu * mu + dv/ds * s: positive pairs
     (``increase``) v = (1 - eps) mu - s, negative pairs v = s - (1 + eps) mu (Yu & Tao 2019)."""
     return ((1 - eps), -1.0) if increase else (-(1 + eps), 1.0)
+
 
 class IntraPairVarianceLoss(GenericPairLoss):
     """Penalizes pairs that deviate from the mean positive (negative) pair.
@@ -92,7 +94,7 @@ class IntraPairVarianceLoss(GenericPairLoss):
         np.multiply(r, mask, out=r)
         # MeanReducer: the mean of the k losses r^2 (einsum, not BLAS ddot: no BLAS threads here)
         value = float(np.einsum("ij,ij->", r, r)) / k
-        gs = float(np.sum(r)) * (2.0 / k)                  # sum of d value / d r over the pairs
+        gs = float(np.sum(r)) * (2.0 / k)  # sum of d value / d r over the pairs
         np.multiply(r, dv_ds * 2.0 / k, out=dmat)
         np.add(dmat, dv_dmu * gs / k, out=dmat, where=mask)
         return value
@@ -121,5 +123,7 @@ class IntraPairVarianceLoss(GenericPairLoss):
         return {"pos_loss": pos, "neg_loss": neg}, dmat.astype(np.float32)
 
     def __repr__(self) -> str:
-        return (f"IntraPairVarianceLoss(pos_eps={self.pos_eps}, neg_eps={self.neg_eps}, "
-                f"distance={self.distance!r}, reducer={self.reducer!r})")
+        return (
+            f"IntraPairVarianceLoss(pos_eps={self.pos_eps}, neg_eps={self.neg_eps}, "
+            f"distance={self.distance!r}, reducer={self.reducer!r})"
+        )

@@ -1,4 +1,5 @@
 """LargeMarginSoftmaxLoss (Liu et al. 2016, "Large-Margin Softmax Loss for Convolutional Neural Networks")."""
+
 from __future__ import annotations
 
 import math
@@ -31,7 +32,9 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
     Source: W. Liu et al., "Large-Margin Softmax Loss", ICML 2016 (arXiv:1612.02295).
     """
 
-    def __init__(self, num_classes: int, embedding_size: int, margin: float = 4, scale: float = 1, **kwargs) -> None:
+    def __init__(
+        self, num_classes: int, embedding_size: int, margin: float = 4, scale: float = 1, **kwargs
+    ) -> None:
         super().__init__(num_classes, embedding_size, **kwargs)
         self.margin = check_float(margin, "margin")
         self.scale = check_float(scale, "scale")
@@ -43,8 +46,10 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
 
     def _check_distance(self):
         if not isinstance(self.distance, CosineSimilarity):
-            raise TypeError(f"{type(self).__name__} requires distance=CosineSimilarity(), "
-                            f"got {type(self.distance).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} requires distance=CosineSimilarity(), "
+                f"got {type(self.distance).__name__}"
+            )
         super()._check_distance()
 
     def get_default_distance(self):
@@ -53,8 +58,10 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
     def init_margin(self):
         self.margin = int(self.margin)
         if not 1 <= self.margin <= _MAX_MARGIN:
-            raise ValueError(f"margin must be an integer in [1, {_MAX_MARGIN}] for {type(self).__name__}, "
-                             f"got {self.margin}")
+            raise ValueError(
+                f"margin must be an integer in [1, {_MAX_MARGIN}] for {type(self).__name__}, "
+                f"got {self.margin}"
+            )
         self.max_n = self.margin // 2
 
     # -- pieces (float64, with derivatives) --------------------------------------------------------
@@ -102,8 +109,11 @@ class LargeMarginSoftmaxLoss(BaseProxyLoss):
             t = dout * logits * f
             dxn = t @ wn
             dwn = t.T @ xn
-            dx = np.multiply(x, (dxn / np.where(xn > 0, xn, 1.0) * (xn > 0))[:, None],
-                             out=scratch("lms.dx1", x.shape, x.dtype))
+            dx = np.multiply(
+                x,
+                (dxn / np.where(xn > 0, xn, 1.0) * (xn > 0))[:, None],
+                out=scratch("lms.dx1", x.shape, x.dtype),
+            )
             dW = W * (dwn / np.where(wn > 0, wn, 1.0) * (wn > 0))[None, :]
             return dlog, dx, dW
 

@@ -1,4 +1,5 @@
 """LiftedStructureLoss (Oh Song et al. 2016), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -99,8 +100,14 @@ class LiftedStructureLoss(GenericPairLoss):
         if len(a1) == 0 or not has_neg:
             return {"loss": 0.0}, np.zeros(mat.shape, np.float32)
         L, dneg = self.engine.pairw_rows_forward(
-            "neg_lse", mat, batch.labels, batch.ref_labels, params=(self.neg_margin,),
-            exclude_self=batch.same, inverted=self.distance.is_inverted)
+            "neg_lse",
+            mat,
+            batch.labels,
+            batch.ref_labels,
+            params=(self.neg_margin,),
+            exclude_self=batch.same,
+            inverted=self.distance.is_inverted,
+        )
         value, gpos, G = self._pos_terms(mat, a1, p, L.astype(np.float64), batch)
         dmat = np.ascontiguousarray(self.engine.pairw_rows_backward(G.astype(np.float32), dneg))
         self.engine.scatter_add_forward(gpos.astype(np.float32), a1 * mat.shape[1] + p, dmat.reshape(-1))
@@ -116,10 +123,13 @@ class LiftedStructureLoss(GenericPairLoss):
         value, gpos, G = self._pos_terms(mat, a1, p, L, batch)
         N, M = mat.shape
         vals = np.concatenate([-sg * G[a2] * w, gpos]).astype(np.float32)
-        dmat = self.engine.scatter_add_forward(vals, np.concatenate([a2 * M + n, a1 * M + p]),
-                                               np.zeros(N * M, np.float32))
+        dmat = self.engine.scatter_add_forward(
+            vals, np.concatenate([a2 * M + n, a1 * M + p]), np.zeros(N * M, np.float32)
+        )
         return {"loss": value}, dmat.reshape(N, M)
 
     def __repr__(self) -> str:
-        return (f"LiftedStructureLoss(neg_margin={self.neg_margin}, pos_margin={self.pos_margin}, "
-                f"distance={self.distance!r}, reducer={self.reducer!r})")
+        return (
+            f"LiftedStructureLoss(neg_margin={self.neg_margin}, pos_margin={self.pos_margin}, "
+            f"distance={self.distance!r}, reducer={self.reducer!r})"
+        )

@@ -1,4 +1,5 @@
 """ManifoldLoss (Aziere & Todorovic 2019), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numbers
@@ -100,8 +101,10 @@ class ManifoldLoss(BaseMetricLossFunction):
         if isinstance(lambdaC, bool) or not isinstance(lambdaC, numbers.Real) or np.isnan(lambdaC):
             raise TypeError(f"lambdaC must be a number, got {lambdaC!r}")
         if lambdaC < 0:
-            raise ValueError(f"Incorrect value for lambdaC argument. Given lambdaC={lambdaC} "
-                             "but accepted only non-negative values")
+            raise ValueError(
+                f"Incorrect value for lambdaC argument. Given lambdaC={lambdaC} "
+                "but accepted only non-negative values"
+            )
         self.l: int = check_int(l, "l", minimum=1)
         self.K: int = check_int(K, "K", minimum=1)
         self.lambdaC: float = float(lambdaC)
@@ -121,8 +124,9 @@ class ManifoldLoss(BaseMetricLossFunction):
 
     def _validate(self, embeddings, labels, indices_tuple, ref_emb, ref_labels):
         if labels is not None or ref_labels is not None:
-            raise ValueError("labels and ref_labels are not supported by ManifoldLoss "
-                             "(pass meta-classes as indices_tuple)")
+            raise ValueError(
+                "labels and ref_labels are not supported by ManifoldLoss (pass meta-classes as indices_tuple)"
+            )
         if ref_emb is not None:
             raise ValueError("ref_emb is not supported by ManifoldLoss")
         emb = check_array(embeddings, "embeddings", ndim=2)
@@ -133,19 +137,25 @@ class ManifoldLoss(BaseMetricLossFunction):
         if indices_tuple is not None:
             arr = np.asarray(indices_tuple)
             if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.ndim == 1):
-                raise TypeError(f"indices_tuple (meta-classes) must be an integer array, got dtype {arr.dtype}")
+                raise TypeError(
+                    f"indices_tuple (meta-classes) must be an integer array, got dtype {arr.dtype}"
+                )
             if arr.ndim != 1 or arr.shape[0] != N:
                 raise ValueError(f"indices_tuple (meta-classes) must have shape ({N},), got {arr.shape}")
             mc = arr.astype(np.int64)
             if mc.size and (mc.min() < 0 or mc.max() >= self.K):
-                raise ValueError(f"indices_tuple (meta-classes) must be in [0, {self.K}), "
-                                 f"got values in [{mc.min()}, {mc.max()}]")
+                raise ValueError(
+                    f"indices_tuple (meta-classes) must be in [0, {self.K}), "
+                    f"got values in [{mc.min()}, {mc.max()}]"
+                )
         return _Batch(emb, None, None, None, True, mc)
 
     def _meta_classes(self, N):
         if N < self.K:
-            raise ValueError(f"ManifoldLoss draws every proxy once: it needs at least K={self.K} embeddings "
-                             f"without indices_tuple (meta-classes), got {N}")
+            raise ValueError(
+                f"ManifoldLoss draws every proxy once: it needs at least K={self.K} embeddings "
+                f"without indices_tuple (meta-classes), got {N}"
+            )
         mc = np.concatenate([np.arange(self.K), self.rng.integers(0, self.K, N - self.K)])
         return mc[self.rng.permutation(N)].astype(np.int64)
 
@@ -162,7 +172,7 @@ class ManifoldLoss(BaseMetricLossFunction):
         S = np.exp(c / 0.5)
         np.fill_diagonal(S, 0.0)
         deg = S.sum(axis=1)
-        dh = deg ** -0.5
+        dh = deg**-0.5
         Sb = dh[:, None] * S * dh[None, :]
         A = np.eye(T) - self.alpha * Sb
         Linv = np.linalg.inv(A)
@@ -184,8 +194,8 @@ class ManifoldLoss(BaseMetricLossFunction):
         value += w_ctx * vc.mean()
         dC = dvc * (w_ctx / N)
         # cosine backward: dC/dFe_i = Fp_j/(|e||p|) - C_ij e_i/|e|^2
-        dFe = (dC / (ne[:, None] * npx[None, :])) @ Fp - (np.sum(dC * C, axis=1) / ne ** 2)[:, None] * Fe
-        dFp = (dC / (ne[:, None] * npx[None, :])).T @ Fe - (np.sum(dC * C, axis=0) / npx ** 2)[:, None] * Fp
+        dFe = (dC / (ne[:, None] * npx[None, :])) @ Fp - (np.sum(dC * C, axis=1) / ne**2)[:, None] * Fe
+        dFp = (dC / (ne[:, None] * npx[None, :])).T @ Fe - (np.sum(dC * C, axis=0) / npx**2)[:, None] * Fp
         dF[:N] += dFe
         dF[N:] += dFp
         red_value, dl = self._reduce_generic(np.array([value]), None, "already_reduced", batch)
@@ -195,7 +205,7 @@ class ManifoldLoss(BaseMetricLossFunction):
         dSb = -self.alpha * dA
         dS = dSb * dh[:, None] * dh[None, :]
         ddh = np.sum(dSb * S * dh[None, :], axis=1) + np.sum(dSb * S * dh[:, None], axis=0)
-        ddeg = ddh * (-0.5) * deg ** -1.5
+        ddeg = ddh * (-0.5) * deg**-1.5
         dS += ddeg[:, None]
         np.fill_diagonal(dS, 0.0)
         ds = dS * 2.0 * S * (s >= 0)
@@ -205,5 +215,7 @@ class ManifoldLoss(BaseMetricLossFunction):
         return {"loss": red_value}, dq, None
 
     def __repr__(self) -> str:
-        return (f"ManifoldLoss(l={self.l}, K={self.K}, lambdaC={self.lambdaC}, alpha={self.alpha}, "
-                f"margin={self.margin})")
+        return (
+            f"ManifoldLoss(l={self.l}, K={self.K}, lambdaC={self.lambdaC}, alpha={self.alpha}, "
+            f"margin={self.margin})"
+        )

@@ -1,4 +1,5 @@
 """MarginLoss (Wu et al. 2017), pytorch-metric-learning's formulation, with a learnable beta."""
+
 from __future__ import annotations
 
 import numbers
@@ -31,9 +32,18 @@ class MarginLoss(BaseMetricLossFunction):
     Source: C.-Y. Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017.
     """
 
-    def __init__(self, margin: float = 0.2, nu: float = 0, beta: float = 1.2,
-                 triplets_per_anchor: int | str = "all", learn_beta: bool = False,
-                 num_classes: int | None = None, *, seed: Seed = None, **kwargs) -> None:
+    def __init__(
+        self,
+        margin: float = 0.2,
+        nu: float = 0,
+        beta: float = 1.2,
+        triplets_per_anchor: int | str = "all",
+        learn_beta: bool = False,
+        num_classes: int | None = None,
+        *,
+        seed: Seed = None,
+        **kwargs,
+    ) -> None:
         self.margin = check_float(margin, "margin")
         self.nu = check_float(nu, "nu")
         beta = check_float(beta, "beta")
@@ -68,7 +78,9 @@ class MarginLoss(BaseMetricLossFunction):
         if self._beta.shape[0] == 1:
             return np.zeros(len(anchors), dtype=np.int64)
         if batch.labels is None:
-            raise ValueError("MarginLoss with num_classes needs labels (beta is indexed by the anchor's label)")
+            raise ValueError(
+                "MarginLoss with num_classes needs labels (beta is indexed by the anchor's label)"
+            )
         lab = batch.labels[anchors]
         if lab.size and (lab.min() < 0 or lab.max() >= self._beta.shape[0]):
             raise ValueError(f"labels must lie in [0, num_classes={self._beta.shape[0]}) to index beta")
@@ -76,11 +88,19 @@ class MarginLoss(BaseMetricLossFunction):
 
     def compute_loss(self, batch):
         ref_labels = None if batch.same else batch.ref_labels
-        if (batch.indices_tuple is None and utils._is_all(self.triplets_per_anchor)
-                and self._fused_mode(supported=("divisor", "mean", "sum"))):
+        if (
+            batch.indices_tuple is None
+            and utils._is_all(self.triplets_per_anchor)
+            and self._fused_mode(supported=("divisor", "mean", "sum"))
+        ):
             return self._all_triplets(batch)
-        triplets = utils.convert_to_triplets(batch.indices_tuple, batch.labels, ref_labels,
-                                             t_per_anchor=self.triplets_per_anchor, seed=self._rng)
+        triplets = utils.convert_to_triplets(
+            batch.indices_tuple,
+            batch.labels,
+            ref_labels,
+            t_per_anchor=self.triplets_per_anchor,
+            seed=self._rng,
+        )
         a, p, n = triplets
         if len(a) == 0:
             return self.zero_losses(batch)
@@ -94,25 +114,33 @@ class MarginLoss(BaseMetricLossFunction):
         vn = sg * (b - mat[a, n].astype(np.float64)) + self.margin
         pos, neg = np.maximum(vp, 0.0), np.maximum(vn, 0.0)
         divisor = int(np.count_nonzero(pos > 0) + np.count_nonzero(neg > 0))
-        self.stats = {"num_pos_pairs": int(np.count_nonzero(pos > 0)),
-                      "num_neg_pairs": int(np.count_nonzero(neg > 0)), "divisor": divisor}
-        value, dl = self._reduce_generic(pos + neg, triplets, "triplet", batch, loss_name="margin_loss",
-                                         divisor=divisor)
+        self.stats = {
+            "num_pos_pairs": int(np.count_nonzero(pos > 0)),
+            "num_neg_pairs": int(np.count_nonzero(neg > 0)),
+            "divisor": divisor,
+        }
+        value, dl = self._reduce_generic(
+            pos + neg, triplets, "triplet", batch, loss_name="margin_loss", divisor=divisor
+        )
         dl = np.asarray(dl, dtype=np.float64)
         gp, gn = dl * (vp > 0), dl * (vn > 0)
-        dmat = (np.bincount(a * M + p, weights=sg * gp, minlength=mat.size)
-                - np.bincount(a * M + n, weights=sg * gn, minlength=mat.size)).reshape(mat.shape)
+        dmat = (
+            np.bincount(a * M + p, weights=sg * gp, minlength=mat.size)
+            - np.bincount(a * M + n, weights=sg * gn, minlength=mat.size)
+        ).reshape(mat.shape)
         nb = beta.shape[0]
         dbeta = np.bincount(bidx, weights=sg * (gn - gp), minlength=nb)
         terms = {"margin_loss": value, "beta_reg_loss": 0.0}
         if self.learn_beta:
             if nb == 1:
-                rv, rd = self._reduce_generic(np.array([beta[0] * self.nu]), None, "already_reduced", batch,
-                                              loss_name="beta_reg_loss")
+                rv, rd = self._reduce_generic(
+                    np.array([beta[0] * self.nu]), None, "already_reduced", batch, loss_name="beta_reg_loss"
+                )
                 dbeta[0] += self.nu * float(np.sum(rd))
             else:
-                rv, rd = self._reduce_generic(b * self.nu, a, "element", batch, loss_name="beta_reg_loss",
-                                              divisor=divisor)
+                rv, rd = self._reduce_generic(
+                    b * self.nu, a, "element", batch, loss_name="beta_reg_loss", divisor=divisor
+                )
                 dbeta += np.bincount(bidx, weights=self.nu * np.asarray(rd, dtype=np.float64), minlength=nb)
             terms["beta_reg_loss"] = rv
             self.beta.grad += dbeta.astype(np.float32)
@@ -139,10 +167,15 @@ class MarginLoss(BaseMetricLossFunction):
         vn = sg * (b - m64) + self.margin
         ap = matches & (vp > 0)
         an = diffs & (vn > 0)
-        total = float(np.sum(np.where(ap, vp, 0.0).sum(axis=1) * nneg + np.where(an, vn, 0.0).sum(axis=1) * npos))
+        total = float(
+            np.sum(np.where(ap, vp, 0.0).sum(axis=1) * nneg + np.where(an, vn, 0.0).sum(axis=1) * npos)
+        )
         divisor = int(np.sum(ap.sum(axis=1) * nneg + an.sum(axis=1) * npos))
-        self.stats = {"num_pos_pairs": int(np.sum(ap.sum(axis=1) * nneg)),
-                      "num_neg_pairs": int(np.sum(an.sum(axis=1) * npos)), "divisor": divisor}
+        self.stats = {
+            "num_pos_pairs": int(np.sum(ap.sum(axis=1) * nneg)),
+            "num_neg_pairs": int(np.sum(an.sum(axis=1) * npos)),
+            "divisor": divisor,
+        }
         mode = self.reducer.fused_mode()
         if mode == "divisor":
             scale = 1.0 / divisor if divisor else 0.0
@@ -169,6 +202,8 @@ class MarginLoss(BaseMetricLossFunction):
         return terms, dq, dr
 
     def __repr__(self) -> str:
-        return (f"MarginLoss(margin={self.margin}, nu={self.nu}, beta={self._beta.tolist()}, "
-                f"triplets_per_anchor={self.triplets_per_anchor!r}, learn_beta={self.learn_beta}, "
-                f"num_classes={self.num_classes}, distance={self.distance!r}, reducer={self.reducer!r})")
+        return (
+            f"MarginLoss(margin={self.margin}, nu={self.nu}, beta={self._beta.tolist()}, "
+            f"triplets_per_anchor={self.triplets_per_anchor!r}, learn_beta={self.learn_beta}, "
+            f"num_classes={self.num_classes}, distance={self.distance!r}, reducer={self.reducer!r})"
+        )

@@ -1,4 +1,5 @@
 """WeightRegularizerMixin (pytorch-metric-learning ``losses/mixins.py``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,8 +26,10 @@ class WeightRegularizerMixin:
 
     def _init_weight_regularizer(self, weight_regularizer, weight_reg_weight):
         if weight_regularizer is not None and not callable(weight_regularizer):
-            raise TypeError("weight_regularizer must be callable (weights -> object with .loss and .grad), "
-                            f"got {type(weight_regularizer).__name__}")
+            raise TypeError(
+                "weight_regularizer must be callable (weights -> object with .loss and .grad), "
+                f"got {type(weight_regularizer).__name__}"
+            )
         self.weight_regularizer = weight_regularizer
         self.weight_reg_weight = check_float(weight_reg_weight, "weight_reg_weight")
 

@@ -1,4 +1,5 @@
 """MultiSimilarityLoss, and ``_MatPairLoss``, the base of the losses with one term per anchor row."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,14 @@ class _MatPairLoss(GenericPairLoss):
 
     def pair_loss_all(self, mat, batch):
         losses, dmat = self.engine.pairw_rows_forward(
-            self._kind, mat, batch.labels, batch.ref_labels, params=self._params(),
-            exclude_self=batch.same, inverted=self.distance.is_inverted)
+            self._kind,
+            mat,
+            batch.labels,
+            batch.ref_labels,
+            params=self._params(),
+            exclude_self=batch.same,
+            inverted=self.distance.is_inverted,
+        )
         return self._reduce_rows(losses, dmat, batch)
 
     def pair_loss(self, mat, pairs, batch):
@@ -38,11 +45,18 @@ class _MatPairLoss(GenericPairLoss):
         pos[a1, p] = True
         neg[a2, n] = True
         if np.any(pos & neg):
-            raise ValueError("indices_tuple: a pair is both positive and negative "
-                             "(each pair must be either positive or negative)")
+            raise ValueError(
+                "indices_tuple: a pair is both positive and negative "
+                "(each pair must be either positive or negative)"
+            )
         losses, dmat = self.engine.pairw_rows_forward(
-            self._kind, mat, pos_mask=pos, neg_mask=neg, params=self._params(),
-            inverted=self.distance.is_inverted)
+            self._kind,
+            mat,
+            pos_mask=pos,
+            neg_mask=neg,
+            params=self._params(),
+            inverted=self.distance.is_inverted,
+        )
         return self._reduce_rows(losses, dmat, batch)
 
 
@@ -74,5 +88,7 @@ class MultiSimilarityLoss(_MatPairLoss):
         return (self.alpha, self.beta, self.base)
 
     def __repr__(self) -> str:
-        return (f"MultiSimilarityLoss(alpha={self.alpha}, beta={self.beta}, base={self.base}, "
-                f"distance={self.distance!r}, reducer={self.reducer!r})")
+        return (
+            f"MultiSimilarityLoss(alpha={self.alpha}, beta={self.beta}, base={self.base}, "
+            f"distance={self.distance!r}, reducer={self.reducer!r})"
+        )

@@ -1,4 +1,5 @@
 """MultipleLosses (pytorch-metric-learning): a weighted sum of losses, each with its own miner."""
+
 from __future__ import annotations
 
 import numbers
@@ -23,7 +24,9 @@ class MultipleLosses:
     Source: PML ``losses/multiple_losses.py``.
     """
 
-    def __init__(self, losses, miners=None, weights: Sequence[float] | dict[str, float] | None = None) -> None:
+    def __init__(
+        self, losses, miners=None, weights: Sequence[float] | dict[str, float] | None = None
+    ) -> None:
         self.is_dict = isinstance(losses, dict)
         if not self.is_dict and not isinstance(losses, (list, tuple)):
             raise TypeError(f"losses must be a list or a dict of losses, got {type(losses).__name__}")
@@ -72,7 +75,7 @@ class MultipleLosses:
         """The learnable Parameters of every loss (in order, without duplicates)."""
         out, seen = [], set()
         for _, f in self._items(self.losses):
-            for p in (f.parameters() if hasattr(f, "parameters") else []):
+            for p in f.parameters() if hasattr(f, "parameters") else []:
                 if id(p) not in seen:
                     seen.add(id(p))
                     out.append(p)
@@ -85,9 +88,15 @@ class MultipleLosses:
             return self.miners.get(k)
         return self.miners[k]
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
-                 indices_tuple: IndicesTuple | None = None, *, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+        *,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ):
         if self.miners and indices_tuple is not None:
             raise ValueError("indices_tuple must be None when MultipleLosses has miners")
         total, grad, ref_grad, terms, unreduced = 0.0, None, None, {}, None
@@ -99,7 +108,11 @@ class MultipleLosses:
                 it = miner(embeddings, labels, ref_emb, ref_labels)
             params = f.parameters() if hasattr(f, "parameters") else []
             before = [p.grad.copy() for p in params]
-            kw = {} if ref_emb is None and ref_labels is None else {"ref_emb": ref_emb, "ref_labels": ref_labels}
+            kw = (
+                {}
+                if ref_emb is None and ref_labels is None
+                else {"ref_emb": ref_emb, "ref_labels": ref_labels}
+            )
             out = f(embeddings, labels, it, **kw)
             for p, b in zip(params, before):
                 if w != 1.0:
@@ -116,9 +129,13 @@ class MultipleLosses:
                 unreduced = unreduced or {}
                 for name, v in out.unreduced.items():
                     unreduced[f"{k}/{name}"] = v
-        return LossOutput(loss=total, grad=np.ascontiguousarray(grad, dtype=np.float32),
-                          ref_grad=None if ref_grad is None else np.ascontiguousarray(ref_grad, dtype=np.float32),
-                          terms=terms, unreduced=unreduced)
+        return LossOutput(
+            loss=total,
+            grad=np.ascontiguousarray(grad, dtype=np.float32),
+            ref_grad=None if ref_grad is None else np.ascontiguousarray(ref_grad, dtype=np.float32),
+            terms=terms,
+            unreduced=unreduced,
+        )
 
     forward = __call__
 

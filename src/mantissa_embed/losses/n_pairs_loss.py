@@ -1,4 +1,5 @@
 """NPairsLoss (Sohn 2016), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -60,9 +61,14 @@ class NPairsLoss(BaseMetricLossFunction):
     def get_default_distance(self):
         return DotProductSimilarity(backend=self.backend)
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
-                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ):
         _check_no_ref(embeddings, labels, ref_emb, ref_labels, type(self).__name__)
         return super().__call__(embeddings, labels, indices_tuple)
 
@@ -81,8 +87,7 @@ class NPairsLoss(BaseMetricLossFunction):
         self.stats = {"num_pairs": K}
         if K == 0:
             return self.zero_losses(batch)
-        mat, ctx = self.distance.forward_ctx(batch.emb[a], batch.emb[p], backend=self.backend,
-                                             validate=False)
+        mat, ctx = self.distance.forward_ctx(batch.emb[a], batch.emb[p], backend=self.backend, validate=False)
         ids = np.arange(K, dtype=np.int64)
         eng = self.engine
         kw = dict(scale=1.0, exclude_self=False, inverted=self.distance.is_inverted)
@@ -90,8 +95,9 @@ class NPairsLoss(BaseMetricLossFunction):
         value, dl = self._reduce_generic(losses, a, "element", batch)
         dmat = eng.softmax_nll_fast_backward(mat, ids, ids, lse, np.asarray(dl, dtype=np.float32), **kw)
         da, dp = self.distance.backward(dmat, ctx)
-        dq = eng.scatter_add_forward(np.concatenate([da, dp]), np.concatenate([a, p]),
-                                     np.zeros((batch.N, batch.D), dtype=np.float32))
+        dq = eng.scatter_add_forward(
+            np.concatenate([da, dp]), np.concatenate([a, p]), np.zeros((batch.N, batch.D), dtype=np.float32)
+        )
         return {"loss": value}, dq, None
 
     def __repr__(self) -> str:

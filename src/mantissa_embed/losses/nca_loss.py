@@ -1,4 +1,5 @@
 """NCALoss (Goldberger et al. 2004), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,9 +36,14 @@ class NCALoss(BaseMetricLossFunction):
     def get_default_distance(self):
         return LpDistance(power=2, backend=self.backend)
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
-                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ):
         self._query_is_ref = ref_emb is None or ref_emb is embeddings
         return super().__call__(embeddings, labels, indices_tuple, ref_emb, ref_labels)
 
@@ -51,14 +57,19 @@ class NCALoss(BaseMetricLossFunction):
         if batch.ref_labels is None:
             raise ValueError("ref_labels is required with ref_emb for NCALoss")
         using_ref = batch.ref is not None and not self._query_is_ref
-        weights = utils._miner_weights(batch.indices_tuple, batch.labels, dtype=np.float32,
-                                           using_ref=using_ref)
+        weights = utils._miner_weights(
+            batch.indices_tuple, batch.labels, dtype=np.float32, using_ref=using_ref
+        )
         mat, ctx = self._mat(batch)
         eng = self.engine
-        kw = dict(scale=self.softmax_scale, exclude_self=self._query_is_ref and batch.M == batch.N,
-                  inverted=self.distance.is_inverted)
-        losses, lse, valid = eng.softmax_nll_fast_forward(mat, batch.labels, batch.ref_labels,
-                                                     max_loss=NCA_MAX_LOSS, **kw)
+        kw = dict(
+            scale=self.softmax_scale,
+            exclude_self=self._query_is_ref and batch.M == batch.N,
+            inverted=self.distance.is_inverted,
+        )
+        losses, lse, valid = eng.softmax_nll_fast_forward(
+            mat, batch.labels, batch.ref_labels, max_loss=NCA_MAX_LOSS, **kw
+        )
         idx = np.flatnonzero(valid)
         self.stats = {"num_valid": len(idx)}
         if len(idx) == 0:
@@ -71,5 +82,7 @@ class NCALoss(BaseMetricLossFunction):
         return {"loss": value}, dq, dr
 
     def __repr__(self) -> str:
-        return (f"NCALoss(softmax_scale={self.softmax_scale}, distance={self.distance!r}, "
-                f"reducer={self.reducer!r})")
+        return (
+            f"NCALoss(softmax_scale={self.softmax_scale}, distance={self.distance!r}, "
+            f"reducer={self.reducer!r})"
+        )

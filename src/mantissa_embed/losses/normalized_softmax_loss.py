@@ -1,4 +1,5 @@
 """NormalizedSoftmaxLoss (Zhai & Wu 2018, "Classification is a Strong Baseline for Deep Metric Learning")."""
+
 from __future__ import annotations
 
 import numpy as np

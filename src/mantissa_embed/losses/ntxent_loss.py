@@ -1,4 +1,5 @@
 """NTXentLoss (Chen et al. 2020, "SimCLR"; Sohn 2016), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -69,7 +70,9 @@ class NTXentLoss(GenericPairLoss):
                 w = np.zeros(mat.shape, dtype=np.float32)
                 w[a1, p] = dl
                 return w
+
             return lmat[a1, p], (a1, p), "pos_pair", to_weights
+
         return self._softmax_all(self.engine.ntxent_all, mat, batch, unreduced)
 
     def pair_loss(self, mat, pairs, batch):
@@ -103,5 +106,7 @@ class NTXentLoss(GenericPairLoss):
         return {"loss": value}, dmat.reshape(N, M)
 
     def __repr__(self) -> str:
-        return (f"NTXentLoss(temperature={self.temperature}, distance={self.distance!r}, "
-                f"reducer={self.reducer!r})")
+        return (
+            f"NTXentLoss(temperature={self.temperature}, distance={self.distance!r}, "
+            f"reducer={self.reducer!r})"
+        )

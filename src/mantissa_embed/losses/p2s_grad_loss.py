@@ -1,4 +1,5 @@
 """P2SGradLoss (Zhang et al. 2019, "P2SGrad: Refined Gradients for Optimizing Deep Face Models")."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -34,17 +35,30 @@ class P2SGradLoss(BaseMetricLossFunction):
     Source: X. Zhang et al., "P2SGrad", CVPR 2019 (arXiv:1905.02479).
     """
 
-    def __init__(self, num_classes: int, embedding_size: int, *,
-                 embedding_regularizer: BaseRegularizer | None = None, embedding_reg_weight: float = 1.0,
-                 seed: Seed = None, backend: str = "mantissa", **kwargs) -> None:
+    def __init__(
+        self,
+        num_classes: int,
+        embedding_size: int,
+        *,
+        embedding_regularizer: BaseRegularizer | None = None,
+        embedding_reg_weight: float = 1.0,
+        seed: Seed = None,
+        backend: str = "mantissa",
+        **kwargs,
+    ) -> None:
         for bad in ("distance", "reducer"):
             if bad in kwargs:
-                raise TypeError(f"P2SGradLoss has no {bad} option (it computes cosines and reduces "
-                                f"its own value); do not pass {bad}=")
+                raise TypeError(
+                    f"P2SGradLoss has no {bad} option (it computes cosines and reduces "
+                    f"its own value); do not pass {bad}="
+                )
         if kwargs:
             raise TypeError(f"P2SGradLoss got unexpected keyword argument(s) {sorted(kwargs)}")
-        super().__init__(embedding_regularizer=embedding_regularizer, embedding_reg_weight=embedding_reg_weight,
-                         backend=backend)
+        super().__init__(
+            embedding_regularizer=embedding_regularizer,
+            embedding_reg_weight=embedding_reg_weight,
+            backend=backend,
+        )
         self.distance = None  # type: ignore[assignment]  # P2SGrad has neither: its closed form
         self.reducer = None  # type: ignore[assignment]
         self.num_classes = check_int(num_classes, "num_classes", minimum=1)
@@ -67,9 +81,14 @@ class P2SGradLoss(BaseMetricLossFunction):
         W = self.weight.data.astype(np.float64) if W is None else np.asarray(W, np.float64)
         return p2sgrad64(np.asarray(x, np.float64), W, np.asarray(labels, np.int64))
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
-                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ):
         if indices_tuple is not None:
             raise ValueError("indices_tuple is not supported by P2SGradLoss")
         if ref_emb is not None:
@@ -94,14 +113,19 @@ class P2SGradLoss(BaseMetricLossFunction):
                 out = self.embedding_regularizer(emb)
                 g = check_array(out.grad, "embedding_regularizer(...).grad", ndim=2, finite=False)
                 if g.shape != emb.shape:
-                    raise ValueError(f"embedding_regularizer returned a gradient of shape {g.shape}, "
-                                     f"expected {emb.shape}")
+                    raise ValueError(
+                        f"embedding_regularizer returned a gradient of shape {g.shape}, expected {emb.shape}"
+                    )
                 terms["embedding_reg_loss"] = self.embedding_reg_weight * float(out.loss)
                 dq = dq + np.float32(self.embedding_reg_weight) * g
             else:
                 terms["embedding_reg_loss"] = 0.0
-        return LossOutput(loss=float(sum(terms.values())), grad=np.ascontiguousarray(dq, dtype=np.float32),
-                          ref_grad=None, terms=terms)
+        return LossOutput(
+            loss=float(sum(terms.values())),
+            grad=np.ascontiguousarray(dq, dtype=np.float32),
+            ref_grad=None,
+            terms=terms,
+        )
 
     forward = __call__
 

@@ -1,4 +1,5 @@
 """PNPLoss (Li et al. 2022), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,7 +29,9 @@ class PNPLoss(BaseMetricLossFunction):
     def __init__(self, b=2, alpha: float = 1, anneal: float = 0.01, variant: str = "O", **kwargs) -> None:
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):
-            raise TypeError(f"PNPLoss requires distance to be a CosineSimilarity, got {type(self.distance).__name__}")
+            raise TypeError(
+                f"PNPLoss requires distance to be a CosineSimilarity, got {type(self.distance).__name__}"
+            )
         self.b = check_float(b, "b")
         self.alpha = check_float(alpha, "alpha")
         self.anneal = check_float(anneal, "anneal", minimum=0.0, strict=True)
@@ -39,9 +42,14 @@ class PNPLoss(BaseMetricLossFunction):
     def get_default_distance(self):
         return CosineSimilarity(backend=self.backend)
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
-                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ):
         _reject_ref(type(self).__name__, embeddings, labels, ref_emb, ref_labels)
         _no_indices_tuple(type(self).__name__, indices_tuple)
         if labels is None:
@@ -61,7 +69,7 @@ class PNPLoss(BaseMetricLossFunction):
             return (1.0 + r) ** (-a), -a * (1.0 + r) ** (-a - 1.0)
         if v == "Iu":
             return (1.0 + r) * np.log1p(r), np.log1p(r) + 1.0
-        return (b * r - np.log1p(b * r)) / b ** 2, (1.0 - 1.0 / (1.0 + b * r)) / b
+        return (b * r - np.log1p(b * r)) / b**2, (1.0 - 1.0 / (1.0 + b * r)) / b
 
     def compute_loss(self, batch):
         _labels_required("PNPLoss", batch)
@@ -94,5 +102,7 @@ class PNPLoss(BaseMetricLossFunction):
         return {"loss": value}, dq, dr
 
     def __repr__(self) -> str:
-        return (f"PNPLoss(b={self.b}, alpha={self.alpha}, anneal={self.anneal}, variant={self.variant!r}, "
-                f"distance={self.distance!r}, reducer={self.reducer!r})")
+        return (
+            f"PNPLoss(b={self.b}, alpha={self.alpha}, anneal={self.anneal}, variant={self.variant!r}, "
+            f"distance={self.distance!r}, reducer={self.reducer!r})"
+        )

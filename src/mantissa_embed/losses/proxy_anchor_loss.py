@@ -1,4 +1,5 @@
 """ProxyAnchorLoss (Kim et al. 2020, "Proxy Anchor Loss for Deep Metric Learning")."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,7 +28,9 @@ class ProxyAnchorLoss(BaseProxyLoss):
     _weight_attr = "proxies"
     _transposed = False
 
-    def __init__(self, num_classes: int, embedding_size: int, margin: float = 0.1, alpha: float = 32, **kwargs) -> None:
+    def __init__(
+        self, num_classes: int, embedding_size: int, margin: float = 0.1, alpha: float = 32, **kwargs
+    ) -> None:
         super().__init__(num_classes, embedding_size, **kwargs)
         self.margin = check_float(margin, "margin")
         self.alpha = check_float(alpha, "alpha")
@@ -55,8 +58,8 @@ class ProxyAnchorLoss(BaseProxyLoss):
         n_with_pos = int(pos.any(axis=0).sum())
         inv = self.distance.is_inverted
         m, a = self.margin, self.alpha
-        pos_exp = (m - cos) if inv else (cos - m)      # distance.margin(cos, margin)
-        neg_exp = (cos + m) if inv else (-m - cos)     # distance.margin(-margin, cos)
+        pos_exp = (m - cos) if inv else (cos - m)  # distance.margin(cos, margin)
+        neg_exp = (cos + m) if inv else (-m - cos)  # distance.margin(-margin, cos)
         pos_term, bp = logsumexp_masked64(a * pos_exp + shift, pos, add_one=True, axis=0)
         neg_term, bn = logsumexp_masked64(a * neg_exp + shift, neg, add_one=True, axis=0)
         idx = np.arange(C)
@@ -67,8 +70,10 @@ class ProxyAnchorLoss(BaseProxyLoss):
             dcos = a * ((-dA + dB) if inv else (dA - dB))
             return back(dcos)
 
-        return [("pos_loss", pos_term, idx, "element", n_with_pos),
-                ("neg_loss", neg_term, idx, "element", C)], backward
+        return [
+            ("pos_loss", pos_term, idx, "element", n_with_pos),
+            ("neg_loss", neg_term, idx, "element", C),
+        ], backward
 
     def get_logits(self, embeddings: ArrayLike):
         """(N, num_classes) float32 similarities ``distance(embeddings, proxies)``."""

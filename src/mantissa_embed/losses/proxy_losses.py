@@ -1,4 +1,5 @@
 """ProxyNCALoss (Movshovitz-Attias et al. 2017, "No Fuss Distance Metric Learning using Proxies")."""
+
 from __future__ import annotations
 
 import numpy as np

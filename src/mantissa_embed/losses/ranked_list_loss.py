@@ -1,4 +1,5 @@
 """RankedListLoss (Wang et al. 2019), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import warnings
@@ -27,7 +28,9 @@ class RankedListLoss(BaseMetricLossFunction):
     Source: X. Wang et al., "Ranked List Loss for Deep Metric Learning", CVPR 2019.
     """
 
-    def __init__(self, margin: float, Tn, imbalance: float = 0.5, alpha: float | None = None, Tp=0, **kwargs) -> None:
+    def __init__(
+        self, margin: float, Tn, imbalance: float = 0.5, alpha: float | None = None, Tp=0, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.margin = check_float(margin, "margin")
         self.imbalance = check_float(imbalance, "imbalance")
@@ -37,14 +40,21 @@ class RankedListLoss(BaseMetricLossFunction):
         self.Tp = check_float(Tp, "Tp")
         self.Tn = check_float(Tn, "Tn")
         if self.Tp > 5 or self.Tn > 5:
-            warnings.warn("Values of Tp or Tn are too high. Too large temperature values may lead to overflow.")
+            warnings.warn(
+                "Values of Tp or Tn are too high. Too large temperature values may lead to overflow."
+            )
 
     def get_default_distance(self):
         return LpDistance(backend=self.backend)
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike | None = None,
-                 indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ):
         if labels is None:
             raise ValueError("labels are required by RankedListLoss")
         _reject_ref(type(self).__name__, embeddings, labels, ref_emb, ref_labels)
@@ -58,8 +68,9 @@ class RankedListLoss(BaseMetricLossFunction):
         if batch.N == 0:
             return self.zero_losses(batch)
         mat, ctx = self._mat(batch)
-        losses, cache = ranked_list_forward(mat, batch.labels, self.margin, self.alpha, self.Tp, self.Tn,
-                                            self.imbalance)
+        losses, cache = ranked_list_forward(
+            mat, batch.labels, self.margin, self.alpha, self.Tp, self.Tn, self.imbalance
+        )
         idx = np.arange(batch.N, dtype=np.int64)
         value, dl = self._reduce_generic(losses, idx, "element", batch)
         dmat = ranked_list_backward(dl, cache)
@@ -67,5 +78,7 @@ class RankedListLoss(BaseMetricLossFunction):
         return {"loss": value}, dq, dr
 
     def __repr__(self) -> str:
-        return (f"RankedListLoss(margin={self.margin}, Tn={self.Tn}, imbalance={self.imbalance}, "
-                f"alpha={self.alpha}, Tp={self.Tp}, distance={self.distance!r}, reducer={self.reducer!r})")
+        return (
+            f"RankedListLoss(margin={self.margin}, Tn={self.Tn}, imbalance={self.imbalance}, "
+            f"alpha={self.alpha}, Tp={self.Tp}, distance={self.distance!r}, reducer={self.reducer!r})"
+        )

@@ -1,4 +1,5 @@
 """SelfSupervisedLoss: pytorch-metric-learning's wrapper for two views of the same inputs."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,9 +60,13 @@ class SelfSupervisedLoss:
         labels = np.arange(N, dtype=np.int64)
         if self.symmetric:
             out = self.loss(np.concatenate([emb, ref], axis=0), np.concatenate([labels, labels]))
-            return LossOutput(loss=out.loss, grad=np.ascontiguousarray(out.grad[:N]),
-                              ref_grad=np.ascontiguousarray(out.grad[N:]), terms=out.terms,
-                              unreduced=getattr(out, "unreduced", None))
+            return LossOutput(
+                loss=out.loss,
+                grad=np.ascontiguousarray(out.grad[:N]),
+                ref_grad=np.ascontiguousarray(out.grad[N:]),
+                terms=out.terms,
+                unreduced=getattr(out, "unreduced", None),
+            )
         return self.loss(emb, labels, ref_emb=ref, ref_labels=labels.copy())
 
     forward = __call__

@@ -1,4 +1,5 @@
 """SignalToNoiseRatioContrastiveLoss (Yuan et al. 2019), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 from ..distances import SNRDistance
@@ -21,12 +22,16 @@ class SignalToNoiseRatioContrastiveLoss(ContrastiveLoss):
     def __init__(self, pos_margin: float = 0, neg_margin: float = 1, **kwargs) -> None:
         super().__init__(pos_margin=pos_margin, neg_margin=neg_margin, **kwargs)
         if not isinstance(self.distance, SNRDistance):
-            raise TypeError(f"SignalToNoiseRatioContrastiveLoss requires the distance to be an "
-                            f"SNRDistance, got {type(self.distance).__name__}")
+            raise TypeError(
+                f"SignalToNoiseRatioContrastiveLoss requires the distance to be an "
+                f"SNRDistance, got {type(self.distance).__name__}"
+            )
 
     def get_default_distance(self):
         return SNRDistance(backend=self.backend)
 
     def __repr__(self) -> str:
-        return (f"SignalToNoiseRatioContrastiveLoss(pos_margin={self.pos_margin}, "
-                f"neg_margin={self.neg_margin}, distance={self.distance!r}, reducer={self.reducer!r})")
+        return (
+            f"SignalToNoiseRatioContrastiveLoss(pos_margin={self.pos_margin}, "
+            f"neg_margin={self.neg_margin}, distance={self.distance!r}, reducer={self.reducer!r})"
+        )

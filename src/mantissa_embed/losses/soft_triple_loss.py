@@ -1,4 +1,5 @@
 """SoftTripleLoss (Qian et al. 2019, "SoftTriple Loss: Deep Metric Learning Without Triplet Sampling")."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,12 +29,21 @@ class SoftTripleLoss(BaseProxyLoss):
 
     _weight_attr = "fc"
 
-    def __init__(self, num_classes: int, embedding_size: int, centers_per_class: int = 10, la=20,
-                 gamma: float = 0.1, margin: float = 0.01,
-                 **kwargs) -> None:
+    def __init__(
+        self,
+        num_classes: int,
+        embedding_size: int,
+        centers_per_class: int = 10,
+        la=20,
+        gamma: float = 0.1,
+        margin: float = 0.01,
+        **kwargs,
+    ) -> None:
         super().__init__(num_classes, embedding_size, **kwargs)
         if not self.distance.is_inverted:
-            raise ValueError("SoftTripleLoss requires a similarity (distance.is_inverted), e.g. CosineSimilarity()")
+            raise ValueError(
+                "SoftTripleLoss requires a similarity (distance.is_inverted), e.g. CosineSimilarity()"
+            )
         self.centers_per_class = check_int(centers_per_class, "centers_per_class", minimum=1)
         self.la = check_float(la, "la")
         self.gamma = 1.0 / check_float(gamma, "gamma", minimum=0.0, strict=True)

@@ -1,4 +1,5 @@
 """SphereFaceLoss (Liu et al. 2017, "SphereFace: Deep Hypersphere Embedding for Face Recognition")."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """SubCenterArcFaceLoss (Deng et al. 2020, "Sub-center ArcFace: Boosting Face Recognition by Large-scale Noisy Web Faces")."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,15 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
     Source: J. Deng et al., "Sub-center ArcFace", ECCV 2020.
     """
 
-    def __init__(self, num_classes: int, embedding_size: int, margin: float = 28.6, scale: float = 64,
-                 sub_centers=3, **kwargs) -> None:
+    def __init__(
+        self,
+        num_classes: int,
+        embedding_size: int,
+        margin: float = 28.6,
+        scale: float = 64,
+        sub_centers=3,
+        **kwargs,
+    ) -> None:
         self.sub_centers = check_int(sub_centers, "sub_centers", minimum=1)
         super().__init__(num_classes, embedding_size, margin=margin, scale=scale, **kwargs)
 
@@ -59,8 +67,9 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
 
         return cos, backward
 
-    def get_outliers(self, embeddings: ArrayLike, labels: ArrayLike, threshold=75,
-                     return_dominant_centers: bool = True):
+    def get_outliers(
+        self, embeddings: ArrayLike, labels: ArrayLike, threshold=75, return_dominant_centers: bool = True
+    ):
         """Examples whose cosine to their class's dominant center is below ``cos(threshold)`` (degrees).
 
         Returns ``outliers`` (int64 indices) and, with ``return_dominant_centers``, the dominant centers
@@ -78,7 +87,7 @@ class SubCenterArcFaceLoss(ArcFaceLoss):
             idx = np.nonzero(lab == c)[0]
             if idx.size == 0:
                 continue
-            sims = S[idx, c * K:(c + 1) * K]
+            sims = S[idx, c * K : (c + 1) * K]
             best = np.argmax(np.bincount(np.argmax(sims, axis=1), minlength=K))
             dom[:, c] = self.W.data[:, c * K + best]
             outliers.extend(idx[sims[:, best] < thr].tolist())

@@ -1,4 +1,5 @@
 """SupConLoss (Khosla et al. 2020), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,8 +34,8 @@ class SupConLoss(GenericPairLoss):
 
     def pair_loss_all(self, mat, batch):
         def unreduced(lvec):  # one loss per anchor row
-            return (lvec, np.arange(batch.N), "element",
-                    lambda dl: np.asarray(dl, dtype=np.float32))
+            return (lvec, np.arange(batch.N), "element", lambda dl: np.asarray(dl, dtype=np.float32))
+
         return self._softmax_all(self.engine.supcon_all, mat, batch, unreduced)
 
     def pair_loss(self, mat, pairs, batch):
@@ -44,8 +45,7 @@ class SupConLoss(GenericPairLoss):
         pos[a1, p] = True
         neg[a2, n] = True
         if np.any(pos & neg):
-            raise ValueError("indices_tuple: each pair must be either positive or negative, "
-                             "not both")
+            raise ValueError("indices_tuple: each pair must be either positive or negative, not both")
         if not pos.any() or not neg.any():
             return {"loss": 0.0}, np.zeros(mat.shape, dtype=np.float32)
         c = (1.0 if self.distance.is_inverted else -1.0) / self.temperature
@@ -70,5 +70,7 @@ class SupConLoss(GenericPairLoss):
         return {"loss": value}, dmat.astype(np.float32)
 
     def __repr__(self) -> str:
-        return (f"SupConLoss(temperature={self.temperature}, distance={self.distance!r}, "
-                f"reducer={self.reducer!r})")
+        return (
+            f"SupConLoss(temperature={self.temperature}, distance={self.distance!r}, "
+            f"reducer={self.reducer!r})"
+        )

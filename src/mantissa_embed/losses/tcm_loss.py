@@ -1,4 +1,5 @@
 """ThresholdConsistentMarginLoss (Zhang et al. 2023), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,12 +57,20 @@ class ThresholdConsistentMarginLoss(BaseMetricLossFunction):
         Non-finite arguments; bad call inputs (see the base class).
     """
 
-    def __init__(self, lambda_plus: float = 1.0, lambda_minus: float = 1.0, margin_plus: float = 0.9,
-                 margin_minus: float = 0.5, **kwargs) -> None:
+    def __init__(
+        self,
+        lambda_plus: float = 1.0,
+        lambda_minus: float = 1.0,
+        margin_plus: float = 0.9,
+        margin_minus: float = 0.5,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):
-            raise TypeError("ThresholdConsistentMarginLoss requires distance to be a CosineSimilarity, "
-                            f"got {type(self.distance).__name__}")
+            raise TypeError(
+                "ThresholdConsistentMarginLoss requires distance to be a CosineSimilarity, "
+                f"got {type(self.distance).__name__}"
+            )
         self.lambda_plus = check_float(lambda_plus, "lambda_plus")
         self.lambda_minus = check_float(lambda_minus, "lambda_minus")
         self.margin_plus = check_float(margin_plus, "margin_plus")
@@ -71,8 +80,9 @@ class ThresholdConsistentMarginLoss(BaseMetricLossFunction):
         return CosineSimilarity(backend=self.backend)
 
     def compute_loss(self, batch):
-        a1, p, a2, n = utils.convert_to_pairs(batch.indices_tuple, batch.labels,
-                                              None if batch.same else batch.ref_labels)
+        a1, p, a2, n = utils.convert_to_pairs(
+            batch.indices_tuple, batch.labels, None if batch.same else batch.ref_labels
+        )
         if len(a1) == 0 and len(a2) == 0:
             return self.zero_losses(batch)
         mat, ctx = self._mat(batch)
@@ -87,13 +97,19 @@ class ThresholdConsistentMarginLoss(BaseMetricLossFunction):
         scale = float(np.asarray(dl).reshape(-1)[0])
         N, M = mat.shape
         kp, kn = int(mp.sum()), int(mn.sum())
-        vals = np.concatenate([np.full(kp, -scale * self.lambda_plus / max(kp, 1)),
-                               np.full(kn, scale * self.lambda_minus / max(kn, 1))]).astype(np.float32)
+        vals = np.concatenate(
+            [
+                np.full(kp, -scale * self.lambda_plus / max(kp, 1)),
+                np.full(kn, scale * self.lambda_minus / max(kn, 1)),
+            ]
+        ).astype(np.float32)
         index = np.concatenate([a1[mp] * M + p[mp], a2[mn] * M + n[mn]])
         dmat = self.engine.scatter_add_forward(vals, index, np.zeros(N * M, np.float32)).reshape(N, M)
         dq, dr = self._grads(dmat, ctx)
         return {"loss": value}, dq, dr
 
     def __repr__(self) -> str:
-        return (f"ThresholdConsistentMarginLoss(lambda_plus={self.lambda_plus}, lambda_minus={self.lambda_minus}, "
-                f"margin_plus={self.margin_plus}, margin_minus={self.margin_minus})")
+        return (
+            f"ThresholdConsistentMarginLoss(lambda_plus={self.lambda_plus}, lambda_minus={self.lambda_minus}, "
+            f"margin_plus={self.margin_plus}, margin_minus={self.margin_minus})"
+        )

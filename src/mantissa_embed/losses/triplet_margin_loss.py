@@ -1,4 +1,5 @@
 """TripletMarginLoss (Schroff, Kalenichenko & Philbin 2015), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -59,9 +60,16 @@ class TripletMarginLoss(BaseMetricLossFunction):
         Bad arguments; ``swap`` with ``ref_emb`` (ValueError); bad call inputs (see the base class).
     """
 
-    def __init__(self, margin: float = 0.05, swap: bool = False, smooth_loss: bool = False,
-                 triplets_per_anchor: int | str = "all", *, seed: Seed = None,
-                 **kwargs) -> None:
+    def __init__(
+        self,
+        margin: float = 0.05,
+        swap: bool = False,
+        smooth_loss: bool = False,
+        triplets_per_anchor: int | str = "all",
+        *,
+        seed: Seed = None,
+        **kwargs,
+    ) -> None:
         self.margin = check_float(margin, "margin")
         self.swap = check_bool(swap, "swap")
         self.smooth_loss = check_bool(smooth_loss, "smooth_loss")
@@ -81,21 +89,25 @@ class TripletMarginLoss(BaseMetricLossFunction):
                 return self.zero_losses(batch)
             mat, ctx = self._mat(batch)
             terms, dmat = self._triplet_loss(
-                self.engine.triplet_loss_all, (mat, batch.labels, batch.ref_labels),
-                lambda: utils.get_all_triplets_indices(batch.labels, ref_labels), batch,
-                exclude_self=batch.same)
+                self.engine.triplet_loss_all,
+                (mat, batch.labels, batch.ref_labels),
+                lambda: utils.get_all_triplets_indices(batch.labels, ref_labels),
+                batch,
+                exclude_self=batch.same,
+            )
         else:
             if batch.indices_tuple is None:
-                triplets = utils.get_random_triplet_indices(batch.labels, ref_labels,
-                                                            t_per_anchor=self.triplets_per_anchor,
-                                                            seed=self._rng)
+                triplets = utils.get_random_triplet_indices(
+                    batch.labels, ref_labels, t_per_anchor=self.triplets_per_anchor, seed=self._rng
+                )
             else:
                 triplets = utils.convert_to_triplets(batch.indices_tuple, batch.labels, ref_labels)
             if len(triplets[0]) == 0:
                 return self.zero_losses(batch)
             mat, ctx = self._mat(batch)
-            terms, dmat = self._triplet_loss(self.engine.triplet_loss_triplets, (mat, *triplets),
-                                             lambda: triplets, batch)
+            terms, dmat = self._triplet_loss(
+                self.engine.triplet_loss_triplets, (mat, *triplets), lambda: triplets, batch
+            )
         dq, dr = self._grads(dmat, ctx)
         return terms, dq, dr
 
@@ -103,8 +115,9 @@ class TripletMarginLoss(BaseMetricLossFunction):
         """``kernel`` fused with a mean / avg-non-zero reducer; otherwise its per-triplet losses
         (``triplets()``: their indices) through the reducer, then its backward with the reducer's
         d value / d loss as weights. Returns ``({"loss": value}, d value / d mat)``."""
-        kw.update(margin=self.margin, swap=self.swap, smooth=self.smooth_loss,
-                  inverted=self.distance.is_inverted)
+        kw.update(
+            margin=self.margin, swap=self.swap, smooth=self.smooth_loss, inverted=self.distance.is_inverted
+        )
         mode = self._fused_mode()
         if mode is not None:
             loss, dmat, st = kernel(*args, nonzero_only=mode == "avg_non_zero", **kw)
@@ -116,6 +129,8 @@ class TripletMarginLoss(BaseMetricLossFunction):
         return {"loss": value}, dmat
 
     def __repr__(self) -> str:
-        return (f"TripletMarginLoss(margin={self.margin}, swap={self.swap}, smooth_loss={self.smooth_loss}, "
-                f"triplets_per_anchor={self.triplets_per_anchor!r}, distance={self.distance!r}, "
-                f"reducer={self.reducer!r})")
+        return (
+            f"TripletMarginLoss(margin={self.margin}, swap={self.swap}, smooth_loss={self.smooth_loss}, "
+            f"triplets_per_anchor={self.triplets_per_anchor!r}, distance={self.distance!r}, "
+            f"reducer={self.reducer!r})"
+        )

@@ -1,4 +1,5 @@
 """TupletMarginLoss (Yu & Tao 2019), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +39,9 @@ class TupletMarginLoss(GenericPairLoss):
         self.scale = check_float(scale, "scale")
         super().__init__(**kwargs)
         if not isinstance(self.distance, CosineSimilarity):
-            raise TypeError("TupletMarginLoss requires distance=CosineSimilarity(), "
-                            f"got {type(self.distance).__name__}")
+            raise TypeError(
+                f"TupletMarginLoss requires distance=CosineSimilarity(), got {type(self.distance).__name__}"
+            )
 
     def get_default_distance(self):
         return CosineSimilarity(backend=self.backend)
@@ -62,8 +64,10 @@ class TupletMarginLoss(GenericPairLoss):
         has = np.isfinite(la)
         z = np.where(has, la - s * cpos, 0.0)
         losses = np.where(has, np.logaddexp(0.0, z), 0.0)
-        self.stats = {"avg_pos_angle": float(np.degrees(theta.mean())),
-                      "avg_neg_angle": float(np.degrees(np.arccos(np.clip(mat[a2, n], -1, 1)).mean()))}
+        self.stats = {
+            "avg_pos_angle": float(np.degrees(theta.mean())),
+            "avg_neg_angle": float(np.degrees(np.arccos(np.clip(mat[a2, n], -1, 1)).mean())),
+        }
         value, dl = self._reduce_generic(losses, (a1, p), "pos_pair", batch)
         dz = np.asarray(dl, dtype=np.float64) * np.where(has, 0.5 * (1.0 + np.tanh(0.5 * z)), 0.0)
         sin_t = np.sqrt(np.maximum(1.0 - x * x, 0.0))
@@ -72,8 +76,10 @@ class TupletMarginLoss(GenericPairLoss):
         dx = -s * dz * dcos
         dlse = np.bincount(a1, weights=dz, minlength=N)
         dneg = dlse[a2] * s * soft
-        dmat = (np.bincount(a1 * M + p, weights=dx, minlength=N * M)
-                + np.bincount(a2 * M + n, weights=dneg, minlength=N * M)).reshape(N, M)
+        dmat = (
+            np.bincount(a1 * M + p, weights=dx, minlength=N * M)
+            + np.bincount(a2 * M + n, weights=dneg, minlength=N * M)
+        ).reshape(N, M)
         return {"loss": value}, dmat.astype(np.float32)
 
     def __repr__(self) -> str:

@@ -1,4 +1,5 @@
 """VICRegLoss (Bardes, Ponce & LeCun 2022), pytorch-metric-learning's formulation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,9 @@ class VICRegLoss(BaseMetricLossFunction):
     Source: A. Bardes et al., "VICReg", ICLR 2022.
     """
 
-    def __init__(self, invariance_lambda=25, variance_mu=25, covariance_v=1, eps: float = 1e-4, **kwargs) -> None:
+    def __init__(
+        self, invariance_lambda=25, variance_mu=25, covariance_v=1, eps: float = 1e-4, **kwargs
+    ) -> None:
         if "distance" in kwargs:
             raise ValueError("VICRegLoss cannot use a distance function")
         if "embedding_regularizer" in kwargs:
@@ -79,12 +82,22 @@ class VICRegLoss(BaseMetricLossFunction):
         ival, dinv = self._reduce_generic(inv, np.arange(N), "element", batch, loss_name="invariance_loss")
         g = (np.asarray(dinv, dtype=np.float64) * self.invariance_lambda * 2.0 / D)[:, None] * diff
         dZ, dR = g, -g
-        terms = {"invariance_loss": ival, "variance_loss1": 0.0, "variance_loss2": 0.0, "covariance_loss": 0.0}
+        terms = {
+            "invariance_loss": ival,
+            "variance_loss1": 0.0,
+            "variance_loss2": 0.0,
+            "covariance_loss": 0.0,
+        }
         if N >= 2:
             v1, c1, dZv, Zc, off1 = self._var_cov(Z, "variance_loss1", batch)
             v2, c2, dRv, Rc, off2 = self._var_cov(R, "variance_loss2", batch)
-            cval, dcl = self._reduce_generic(np.array([self.covariance_v * (c1 + c2)]), None, "already_reduced",
-                                             batch, loss_name="covariance_loss")
+            cval, dcl = self._reduce_generic(
+                np.array([self.covariance_v * (c1 + c2)]),
+                None,
+                "already_reduced",
+                batch,
+                loss_name="covariance_loss",
+            )
             w = float(np.sum(dcl)) * self.covariance_v
             # d/dZc of sum_{j!=k} C_jk^2 / D with C = Zc^T Zc / (N-1): 4 Zc off / (D (N-1)); centering
             # is a projection whose backward removes the column mean (which is 0 for Zc off already)
@@ -98,5 +111,7 @@ class VICRegLoss(BaseMetricLossFunction):
         return terms, dZ.astype(np.float32), dR.astype(np.float32)
 
     def __repr__(self) -> str:
-        return (f"VICRegLoss(invariance_lambda={self.invariance_lambda}, variance_mu={self.variance_mu}, "
-                f"covariance_v={self.covariance_v}, eps={self.eps})")
+        return (
+            f"VICRegLoss(invariance_lambda={self.invariance_lambda}, variance_mu={self.variance_mu}, "
+            f"covariance_v={self.covariance_v}, eps={self.eps})"
+        )

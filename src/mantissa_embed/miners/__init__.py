@@ -2,6 +2,7 @@
 
 ``indices_tuple = miner(embeddings, labels, ref_emb=None, ref_labels=None)``.
 """
+
 from .angular_miner import AngularMiner
 from .base_miner import BaseMiner
 from .batch_easy_hard_miner import BatchEasyHardMiner
@@ -15,7 +16,17 @@ from .pair_margin_miner import PairMarginMiner
 from .triplet_margin_miner import TripletMarginMiner
 from .uniform_histogram_miner import UniformHistogramMiner
 
-__all__ = ["BaseMiner", "TripletMarginMiner", "BatchHardMiner", "PairMarginMiner",
-           "MultiSimilarityMiner", "HDCMiner", "AngularMiner", "BatchEasyHardMiner",
-           "EmbeddingsAlreadyPackagedAsTriplets", "DistanceWeightedMiner",
-           "UniformHistogramMiner", "MaximumLossMiner"]
+__all__ = [
+    "BaseMiner",
+    "TripletMarginMiner",
+    "BatchHardMiner",
+    "PairMarginMiner",
+    "MultiSimilarityMiner",
+    "HDCMiner",
+    "AngularMiner",
+    "BatchEasyHardMiner",
+    "EmbeddingsAlreadyPackagedAsTriplets",
+    "DistanceWeightedMiner",
+    "UniformHistogramMiner",
+    "MaximumLossMiner",
+]

@@ -1,4 +1,5 @@
 """AngularMiner (pytorch-metric-learning; Wang et al. 2017)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,10 @@ from .base_miner import BaseMiner
 def _require_unit_euclidean(miner):
     d = miner.distance
     if not (type(d) is LpDistance and d.p == 2 and d.power == 1 and d.normalize_embeddings):
-        raise ValueError(f"{type(miner).__name__} requires distance=LpDistance(p=2, power=1, "
-                         f"normalize_embeddings=True), got {d!r}")
+        raise ValueError(
+            f"{type(miner).__name__} requires distance=LpDistance(p=2, power=1, "
+            f"normalize_embeddings=True), got {d!r}"
+        )
 
 
 class AngularMiner(BaseMiner):
@@ -36,15 +39,19 @@ class AngularMiner(BaseMiner):
         self.angle_degrees = check_float(angle, "angle")
         self.angle = float(np.radians(self.angle_degrees))
 
-    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
+    def mine(
+        self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray
+    ):
         lab, ref_lab, same = utils._resolve(labels, ref_labels)
         ref = embeddings if ref_emb is None else ref_emb
         a, p, n, st = get_backend(self.backend).angular_mine(embeddings, ref, lab, ref_lab, same, self.angle)
         if st[0] > 0:
             fin = st[1] > 0
-            self._angle_stats = dict(average_angle=float(st[2] / st[1]) if fin else float("nan"),
-                                     min_angle=float(st[3]) if fin else float("nan"),
-                                     max_angle=float(st[4]) if fin else float("nan"))
+            self._angle_stats = dict(
+                average_angle=float(st[2] / st[1]) if fin else float("nan"),
+                min_angle=float(st[3]) if fin else float("nan"),
+                max_angle=float(st[4]) if fin else float("nan"),
+            )
         else:
             self._angle_stats = {}
         return a, p, n

@@ -1,4 +1,5 @@
 """BaseMiner: pytorch-metric-learning's miner call contract, in numpy."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,12 +33,19 @@ class BaseMiner:
         if distance is None:
             distance = LpDistance(p=2, backend=backend)
         if not isinstance(distance, BaseDistance):
-            raise TypeError(f"distance must be a BaseDistance (e.g. LpDistance()), got {type(distance).__name__}")
+            raise TypeError(
+                f"distance must be a BaseDistance (e.g. LpDistance()), got {type(distance).__name__}"
+            )
         self.distance = distance
         self.stats: dict[str, Any] = {}
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None) -> tuple[Int64Array, ...]:
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ) -> tuple[Int64Array, ...]:
         emb = check_array(embeddings, "embeddings", ndim=2)
         N, D = emb.shape
         if D == 0 and N > 0:  # as the losses: no geometry to mine in
@@ -65,7 +73,9 @@ class BaseMiner:
 
     forward = __call__
 
-    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
+    def mine(
+        self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray
+    ):
         """Return the index tuple. ``ref_emb`` is None for the batch itself, and then
         ``ref_labels is labels``; pass ``ref_labels`` on to ``mantissa_embed.utils``, whose
         identity rule excludes the self pairs."""

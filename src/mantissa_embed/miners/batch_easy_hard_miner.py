@@ -1,4 +1,5 @@
 """BatchEasyHardMiner (pytorch-metric-learning; Xuan, Stylianou, Pless 2020)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +39,14 @@ class BatchEasyHardMiner(BaseMiner):
     HARD, SEMIHARD, EASY, ALL = STRATEGIES
     all_batch_mining_strategies = list(STRATEGIES)
 
-    def __init__(self, pos_strategy: str = "easy", neg_strategy: str = "semihard", allowed_pos_range=None,
-                 allowed_neg_range=None, **kwargs) -> None:
+    def __init__(
+        self,
+        pos_strategy: str = "easy",
+        neg_strategy: str = "semihard",
+        allowed_pos_range=None,
+        allowed_neg_range=None,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         for name, s in (("pos_strategy", pos_strategy), ("neg_strategy", neg_strategy)):
             if s not in STRATEGIES:
@@ -78,7 +85,9 @@ class BatchEasyHardMiner(BaseMiner):
         small = (self.neg_strategy in ("hard", "semihard")) != self.distance.is_inverted
         return self._pick(small, mat, diffs, self.allowed_neg_range, thresholds)
 
-    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
+    def mine(
+        self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray
+    ):
         mat = self._mat(embeddings, ref_emb)
         matches, diffs = utils.get_matches_and_diffs(labels, ref_labels)
         ps, ns = self.pos_strategy, self.neg_strategy
@@ -105,6 +114,8 @@ class BatchEasyHardMiner(BaseMiner):
         return a1, p, a2, n
 
     def __repr__(self) -> str:
-        return (f"BatchEasyHardMiner(pos_strategy={self.pos_strategy!r}, neg_strategy={self.neg_strategy!r}, "
-                f"allowed_pos_range={self.allowed_pos_range}, allowed_neg_range={self.allowed_neg_range}, "
-                f"distance={self.distance!r})")
+        return (
+            f"BatchEasyHardMiner(pos_strategy={self.pos_strategy!r}, neg_strategy={self.neg_strategy!r}, "
+            f"allowed_pos_range={self.allowed_pos_range}, allowed_neg_range={self.allowed_neg_range}, "
+            f"distance={self.distance!r})"
+        )

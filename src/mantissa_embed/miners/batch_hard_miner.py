@@ -1,4 +1,5 @@
 """BatchHardMiner (pytorch-metric-learning; Hermans, Beyer & Leibe 2017)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +16,9 @@ class BatchHardMiner(BaseMiner):
     Source: A. Hermans et al., "In Defense of the Triplet Loss for Person Re-Identification", 2017.
     """
 
-    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
+    def mine(
+        self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray
+    ):
         mat = self._mat(embeddings, ref_emb)
         matches, diffs = utils.get_matches_and_diffs(labels, ref_labels)
         keep = matches.any(axis=1) & diffs.any(axis=1)

@@ -1,4 +1,5 @@
 """DistanceWeightedMiner (pytorch-metric-learning; Wu et al. 2017)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -30,7 +31,9 @@ class DistanceWeightedMiner(BaseMiner):
     Source: C.-Y. Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017.
     """
 
-    def __init__(self, cutoff: float = 0.5, nonzero_loss_cutoff: float = 1.4, seed: Seed = None, **kwargs) -> None:
+    def __init__(
+        self, cutoff: float = 0.5, nonzero_loss_cutoff: float = 1.4, seed: Seed = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         _require_unit_euclidean(self)
         self.cutoff = check_float(cutoff, "cutoff")
@@ -43,7 +46,7 @@ class DistanceWeightedMiner(BaseMiner):
         rlab = labels if ref_labels is None else ref_labels
         mat = np.maximum(self._mat(embeddings, ref_emb).astype(np.float64), self.cutoff)
         with np.errstate(divide="ignore", invalid="ignore"):
-            logw = (2.0 - d) * np.log(mat) - ((d - 3) / 2) * np.log(1.0 - 0.25 * mat ** 2)
+            logw = (2.0 - d) * np.log(mat) - ((d - 3) / 2) * np.log(1.0 - 0.25 * mat**2)
         bad = ~np.isfinite(logw)
         same = labels[:, None] == rlab[None, :]
         logw = np.where(same, 0.0, logw)  # PML multiplies by the mask (max includes these 0s)
@@ -54,7 +57,9 @@ class DistanceWeightedMiner(BaseMiner):
         w[same | bad | (mat >= self.nonzero_loss_cutoff)] = 0.0
         return w
 
-    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
+    def mine(
+        self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray
+    ):
         if embeddings.shape[0] == 0 or (ref_emb is not None and ref_emb.shape[0] == 0):
             return utils._empty(3)
         w = self._weights(embeddings, labels, ref_emb, ref_labels)
@@ -63,5 +68,7 @@ class DistanceWeightedMiner(BaseMiner):
         return utils.get_random_triplet_indices(labels, ref_labels, weights=w, seed=self.rng)
 
     def __repr__(self) -> str:
-        return (f"DistanceWeightedMiner(cutoff={self.cutoff}, nonzero_loss_cutoff={self.nonzero_loss_cutoff}, "
-                f"distance={self.distance!r})")
+        return (
+            f"DistanceWeightedMiner(cutoff={self.cutoff}, nonzero_loss_cutoff={self.nonzero_loss_cutoff}, "
+            f"distance={self.distance!r})"
+        )

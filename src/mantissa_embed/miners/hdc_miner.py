@@ -1,4 +1,5 @@
 """HDCMiner (pytorch-metric-learning; Yuan, Yang & Zhang 2017)."""
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,14 @@ class HDCMiner(BaseMiner):
         self._external = None
         self.was_set_externally = False
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None, indices_tuple: IndicesTuple | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+        indices_tuple: IndicesTuple | None = None,
+    ):
         self._call_tuple = indices_tuple
         try:
             return super().__call__(embeddings, labels, ref_emb, ref_labels)
@@ -54,15 +61,16 @@ class HDCMiner(BaseMiner):
 
     forward = __call__
 
-    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
+    def mine(
+        self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray
+    ):
         cand = self._call_tuple if self._call_tuple is not None else self._external
         N = embeddings.shape[0]
         M = N if ref_emb is None else ref_emb.shape[0]
         if cand is None:
             a1, p, a2, n = utils.get_all_pairs_indices(labels, ref_labels)
         else:
-            a1, p, a2, n = utils.convert_to_pairs(
-                utils.check_indices_tuple(cand, N, M), labels, ref_labels)
+            a1, p, a2, n = utils.convert_to_pairs(utils.check_indices_tuple(cand, N, M), labels, ref_labels)
         mat = self._mat(embeddings, ref_emb)
         inv = self.distance.is_inverted
         a1, p = self._filter(mat, a1, p, largest=not inv)

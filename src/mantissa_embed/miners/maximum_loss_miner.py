@@ -1,4 +1,5 @@
 """MaximumLossMiner (pytorch-metric-learning 0.9's subset-batch miner)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
@@ -29,8 +30,15 @@ class MaximumLossMiner(BaseMiner):
     Source: pytorch-metric-learning 0.9 ``miners/maximum_loss_miner.py`` (removed after 0.9).
     """
 
-    def __init__(self, loss: Callable[..., Any], miner: Callable[..., Any] | None = None, num_trials=5,
-                 output_batch_size=None, seed: Seed = None, backend: str = "mantissa") -> None:
+    def __init__(
+        self,
+        loss: Callable[..., Any],
+        miner: Callable[..., Any] | None = None,
+        num_trials=5,
+        output_batch_size=None,
+        seed: Seed = None,
+        backend: str = "mantissa",
+    ) -> None:
         super().__init__(backend=backend)
         if not callable(loss):
             raise TypeError(f"loss must be a callable loss object, got {type(loss).__name__}")
@@ -38,14 +46,24 @@ class MaximumLossMiner(BaseMiner):
             raise TypeError(f"miner must be None or a miner, got {type(miner).__name__}")
         self.loss, self.miner = loss, miner
         self.num_trials = check_int(num_trials, "num_trials", minimum=1)
-        self.output_batch_size = (None if output_batch_size is None
-                                  else check_int(output_batch_size, "output_batch_size", minimum=1))
+        self.output_batch_size = (
+            None
+            if output_batch_size is None
+            else check_int(output_batch_size, "output_batch_size", minimum=1)
+        )
         self.rng = as_generator(seed)
 
-    def __call__(self, embeddings: ArrayLike, labels: ArrayLike, ref_emb: ArrayLike | None = None,
-                 ref_labels: ArrayLike | None = None):
+    def __call__(
+        self,
+        embeddings: ArrayLike,
+        labels: ArrayLike,
+        ref_emb: ArrayLike | None = None,
+        ref_labels: ArrayLike | None = None,
+    ):
         if ref_emb is not None or ref_labels is not None:
-            raise ValueError("MaximumLossMiner selects rows of the batch; ref_emb / ref_labels are not supported")
+            raise ValueError(
+                "MaximumLossMiner selects rows of the batch; ref_emb / ref_labels are not supported"
+            )
         emb = check_array(embeddings, "embeddings", ndim=2)
         lab = check_labels(labels, "labels", n=emb.shape[0])
         N = emb.shape[0]
@@ -66,12 +84,15 @@ class MaximumLossMiner(BaseMiner):
             for p, g in zip(params, saved):
                 p.grad[...] = g
         best = int(np.argmax(losses))
-        self.stats = dict(min_loss=float(np.min(losses)), avg_loss=float(np.mean(losses)),
-                          max_loss=losses[best])
+        self.stats = dict(
+            min_loss=float(np.min(losses)), avg_loss=float(np.mean(losses)), max_loss=losses[best]
+        )
         return subsets[best]
 
     forward = __call__
 
     def __repr__(self) -> str:
-        return (f"MaximumLossMiner(loss={self.loss!r}, miner={self.miner!r}, num_trials={self.num_trials}, "
-                f"output_batch_size={self.output_batch_size})")
+        return (
+            f"MaximumLossMiner(loss={self.loss!r}, miner={self.miner!r}, num_trials={self.num_trials}, "
+            f"output_batch_size={self.output_batch_size})"
+        )

@@ -1,4 +1,5 @@
 """MultiSimilarityMiner (pytorch-metric-learning; Wang et al. 2019)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -27,14 +28,17 @@ class MultiSimilarityMiner(BaseMiner):
     Learning", CVPR 2019.
     """
 
-    def __init__(self, epsilon: float = 0.1, distance: BaseDistance | None = None, backend: str = "mantissa",
-                 **kwargs) -> None:
+    def __init__(
+        self, epsilon: float = 0.1, distance: BaseDistance | None = None, backend: str = "mantissa", **kwargs
+    ) -> None:
         if distance is None:
             distance = CosineSimilarity(backend=backend)
         super().__init__(distance=distance, backend=backend, **kwargs)
         self.epsilon = check_float(epsilon, "epsilon")
 
-    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
+    def mine(
+        self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray
+    ):
         matches, diffs = utils.get_matches_and_diffs(labels, ref_labels)
         if not matches.any() or not diffs.any():
             return utils._empty(4)

@@ -1,4 +1,5 @@
 """PairMarginMiner (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,7 +23,9 @@ class PairMarginMiner(BaseMiner):
         self.pos_margin = check_float(pos_margin, "pos_margin")
         self.neg_margin = check_float(neg_margin, "neg_margin")
 
-    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
+    def mine(
+        self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray
+    ):
         mat = self._mat(embeddings, ref_emb)
         matches, diffs = utils.get_matches_and_diffs(labels, ref_labels)
         pm, nm = np.float32(self.pos_margin), np.float32(self.neg_margin)
@@ -35,5 +38,7 @@ class PairMarginMiner(BaseMiner):
         return tuple(x.astype(np.int64) for x in (a1, p, a2, n))
 
     def __repr__(self) -> str:
-        return (f"PairMarginMiner(pos_margin={self.pos_margin}, neg_margin={self.neg_margin}, "
-                f"distance={self.distance!r})")
+        return (
+            f"PairMarginMiner(pos_margin={self.pos_margin}, neg_margin={self.neg_margin}, "
+            f"distance={self.distance!r})"
+        )

@@ -1,4 +1,5 @@
 """TripletMarginMiner (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,12 +31,17 @@ class TripletMarginMiner(BaseMiner):
             raise ValueError(f"type_of_triplets must be one of {TYPES_OF_TRIPLETS}, got {type_of_triplets!r}")
         self.type_of_triplets = type_of_triplets
 
-    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
+    def mine(
+        self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray
+    ):
         mat = self._mat(embeddings, ref_emb)
         lab, ref, same = utils._resolve(labels, ref_labels)
         return get_backend(self.backend).triplet_margin_mine(
-            mat, lab, ref, same, self.type_of_triplets, self.margin, self.distance.is_inverted)
+            mat, lab, ref, same, self.type_of_triplets, self.margin, self.distance.is_inverted
+        )
 
     def __repr__(self) -> str:
-        return (f"TripletMarginMiner(margin={self.margin}, type_of_triplets={self.type_of_triplets!r}, "
-                f"distance={self.distance!r})")
+        return (
+            f"TripletMarginMiner(margin={self.margin}, type_of_triplets={self.type_of_triplets!r}, "
+            f"distance={self.distance!r})"
+        )

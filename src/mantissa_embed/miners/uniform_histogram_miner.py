@@ -1,4 +1,5 @@
 """UniformHistogramMiner (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -53,7 +54,9 @@ class UniformHistogramMiner(BaseMiner):
         idx = order[(starts[:, None] + pick).ravel()]
         return anchors[idx], others[idx]
 
-    def mine(self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray):
+    def mine(
+        self, embeddings: np.ndarray, labels: np.ndarray, ref_emb: np.ndarray | None, ref_labels: np.ndarray
+    ):
         a1, p, a2, n = utils.get_all_pairs_indices(labels, ref_labels)
         if len(a1) == 0 and len(a2) == 0:
             return a1, p, a2, n
@@ -65,5 +68,7 @@ class UniformHistogramMiner(BaseMiner):
         return a1, p, a2, n
 
     def __repr__(self) -> str:
-        return (f"UniformHistogramMiner(num_bins={self.num_bins}, pos_per_bin={self.pos_per_bin}, "
-                f"neg_per_bin={self.neg_per_bin}, distance={self.distance!r})")
+        return (
+            f"UniformHistogramMiner(num_bins={self.num_bins}, pos_per_bin={self.pos_per_bin}, "
+            f"neg_per_bin={self.neg_per_bin}, distance={self.distance!r})"
+        )

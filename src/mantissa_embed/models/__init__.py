@@ -1,4 +1,5 @@
 """Ready-made trunks (embedding networks) built from ``mantissa_embed.layers``."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -48,8 +49,14 @@ def _conv_block(width: int, batch_norm: bool, stride: int = 1) -> list[Layer]:
     return [Conv2D(width, 3, stride=stride, pad=1, act="relu")]
 
 
-def cnn_embedder(embed_dim: int = 64, widths: Sequence[int] = (32, 64, 128), batch_norm: bool = True, *,
-                 seed: int | np.random.Generator = 0, backend: str = "mantissa") -> Sequential:
+def cnn_embedder(
+    embed_dim: int = 64,
+    widths: Sequence[int] = (32, 64, 128),
+    batch_norm: bool = True,
+    *,
+    seed: int | np.random.Generator = 0,
+    backend: str = "mantissa",
+) -> Sequential:
     """The default trunk: 3x3 convolutions, 2x2 max pooling, global average pooling, a linear head.
 
     For each width ``w`` of ``widths``: ``Conv2D(w, 3, pad=1)`` then (``batch_norm``)
@@ -82,8 +89,14 @@ def cnn_embedder(embed_dim: int = 64, widths: Sequence[int] = (32, 64, 128), bat
     return Sequential(layers, seed=seed, backend=backend)
 
 
-def resnet_embedder(embed_dim: int = 64, widths: Sequence[int] = (32, 64, 128), blocks: Sequence[int] = (1, 1, 1), *,
-                    seed: int | np.random.Generator = 0, backend: str = "mantissa") -> Sequential:
+def resnet_embedder(
+    embed_dim: int = 64,
+    widths: Sequence[int] = (32, 64, 128),
+    blocks: Sequence[int] = (1, 1, 1),
+    *,
+    seed: int | np.random.Generator = 0,
+    backend: str = "mantissa",
+) -> Sequential:
     """A small ResNet trunk (He et al. 2016, "Deep Residual Learning", basic blocks).
 
     A stem ``Conv2D(widths[0], 3, pad=1, bias=False) -> BatchNorm2D(act="relu")``; then for
@@ -105,13 +118,16 @@ def resnet_embedder(embed_dim: int = 64, widths: Sequence[int] = (32, 64, 128), 
     for i, (w, n) in enumerate(zip(widths, blocks)):
         for j in range(n):
             stride = 2 if i > 0 and j == 0 else 1
-            layers.append(Residual(_conv_block(w, True, stride) + [Conv2D(w, 3, pad=1, bias=False), BatchNorm2D()]))
+            layers.append(
+                Residual(_conv_block(w, True, stride) + [Conv2D(w, 3, pad=1, bias=False), BatchNorm2D()])
+            )
     layers += [GlobalAvgPool2D(), Dense(embed_dim)]
     return Sequential(layers, seed=seed, backend=backend)
 
 
-def small_cnn_embedder(embed_dim: int = 16, *, seed: int | np.random.Generator = 0,
-                       backend: str = "mantissa") -> Sequential:
+def small_cnn_embedder(
+    embed_dim: int = 16, *, seed: int | np.random.Generator = 0, backend: str = "mantissa"
+) -> Sequential:
     """The small CNN trunk of the mantissa-embed README.
 
     ``Conv2D(8, 3, pad=1, act="relu") -> MaxPool2D(2) -> Conv2D(16, 3, pad=1, act="relu")
@@ -136,19 +152,28 @@ def small_cnn_embedder(embed_dim: int = 16, *, seed: int | np.random.Generator =
     Raises TypeError / ValueError for a bad ``embed_dim``, ``seed`` or ``backend``.
     """
     embed_dim = check_int(embed_dim, "embed_dim", minimum=1)
-    return Sequential([
-        Conv2D(8, 3, pad=1, act="relu"),
-        MaxPool2D(2),
-        Conv2D(16, 3, pad=1, act="relu"),
-        MaxPool2D(2),
-        Flatten(),
-        Dense(64, act="relu"),
-        Dense(embed_dim),
-    ], seed=seed, backend=backend)
+    return Sequential(
+        [
+            Conv2D(8, 3, pad=1, act="relu"),
+            MaxPool2D(2),
+            Conv2D(16, 3, pad=1, act="relu"),
+            MaxPool2D(2),
+            Flatten(),
+            Dense(64, act="relu"),
+            Dense(embed_dim),
+        ],
+        seed=seed,
+        backend=backend,
+    )
 
 
-def mlp_embedder(embed_dim: int = 16, hidden: Sequence[int] = (64,), *, seed: int | np.random.Generator = 0,
-                 backend: str = "mantissa") -> Sequential:
+def mlp_embedder(
+    embed_dim: int = 16,
+    hidden: Sequence[int] = (64,),
+    *,
+    seed: int | np.random.Generator = 0,
+    backend: str = "mantissa",
+) -> Sequential:
     """A fully connected trunk: ``Flatten() -> Dense(h, act="relu") for h in hidden -> Dense(embed_dim)``.
 
     A baseline for small inputs (e.g. 8x8 digits) and for tests. ``hidden``: a sequence of
@@ -158,9 +183,9 @@ def mlp_embedder(embed_dim: int = 16, hidden: Sequence[int] = (64,), *, seed: in
     if isinstance(hidden, (str, bytes)):
         raise TypeError("hidden must be a sequence of ints")
     hidden = [check_int(h, f"hidden[{i}]", minimum=1) for i, h in enumerate(hidden)]
-    return Sequential([Flatten()] + [Dense(h, act="relu") for h in hidden] + [Dense(embed_dim)],
-                      seed=seed, backend=backend)
-
+    return Sequential(
+        [Flatten()] + [Dense(h, act="relu") for h in hidden] + [Dense(embed_dim)], seed=seed, backend=backend
+    )
 
 
 __all__ += ["resnet18", "resnet34", "resnet50"]

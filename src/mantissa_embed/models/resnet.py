@@ -1,5 +1,6 @@
 """torchvision's ResNet-18/34/50, layer for layer and name for name: ``resnet18``, ``resnet34``,
 ``resnet50``."""
+
 from __future__ import annotations
 
 import os
@@ -32,9 +33,15 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def _resnet(block: type[BasicBlock] | type[Bottleneck], depths: Sequence[int], embed_dim: int | None,
-            weights: str | os.PathLike[str] | None, seed: int | np.random.Generator, backend: str,
-            input_shape: Sequence[int] | None) -> Sequential:
+def _resnet(
+    block: type[BasicBlock] | type[Bottleneck],
+    depths: Sequence[int],
+    embed_dim: int | None,
+    weights: str | os.PathLike[str] | None,
+    seed: int | np.random.Generator,
+    backend: str,
+    input_shape: Sequence[int] | None,
+) -> Sequential:
     if embed_dim is not None:
         embed_dim = check_int(embed_dim, "embed_dim", minimum=1)
     layers: list[tuple[str, Layer]] = [
@@ -58,9 +65,14 @@ def _resnet(block: type[BasicBlock] | type[Bottleneck], depths: Sequence[int], e
     return net
 
 
-def resnet18(embed_dim: int | None = 128, *, weights: str | os.PathLike[str] | None = None,
-             seed: int | np.random.Generator = 0, backend: str = "mantissa",
-             input_shape: Sequence[int] | None = None) -> Sequential:
+def resnet18(
+    embed_dim: int | None = 128,
+    *,
+    weights: str | os.PathLike[str] | None = None,
+    seed: int | np.random.Generator = 0,
+    backend: str = "mantissa",
+    input_shape: Sequence[int] | None = None,
+) -> Sequential:
     """torchvision's ResNet-18 (He et al. 2016, "Deep Residual Learning for Image Recognition",
     CVPR) as a named ``Sequential``, with torchvision's architecture and parameter names.
 
@@ -103,9 +115,14 @@ def resnet18(embed_dim: int | None = 128, *, weights: str | os.PathLike[str] | N
     return _resnet(BasicBlock, (2, 2, 2, 2), embed_dim, weights, seed, backend, input_shape)
 
 
-def resnet34(embed_dim: int | None = 128, *, weights: str | os.PathLike[str] | None = None,
-             seed: int | np.random.Generator = 0, backend: str = "mantissa",
-             input_shape: Sequence[int] | None = None) -> Sequential:
+def resnet34(
+    embed_dim: int | None = 128,
+    *,
+    weights: str | os.PathLike[str] | None = None,
+    seed: int | np.random.Generator = 0,
+    backend: str = "mantissa",
+    input_shape: Sequence[int] | None = None,
+) -> Sequential:
     """torchvision's ResNet-34 (He et al. 2016, "Deep Residual Learning for Image Recognition",
     CVPR) as a named ``Sequential``, with torchvision's architecture and parameter names.
 
@@ -148,9 +165,14 @@ def resnet34(embed_dim: int | None = 128, *, weights: str | os.PathLike[str] | N
     return _resnet(BasicBlock, (3, 4, 6, 3), embed_dim, weights, seed, backend, input_shape)
 
 
-def resnet50(embed_dim: int | None = 128, *, weights: str | os.PathLike[str] | None = None,
-             seed: int | np.random.Generator = 0, backend: str = "mantissa",
-             input_shape: Sequence[int] | None = None) -> Sequential:
+def resnet50(
+    embed_dim: int | None = 128,
+    *,
+    weights: str | os.PathLike[str] | None = None,
+    seed: int | np.random.Generator = 0,
+    backend: str = "mantissa",
+    input_shape: Sequence[int] | None = None,
+) -> Sequential:
     """torchvision's ResNet-50 (He et al. 2016, "Deep Residual Learning for Image Recognition",
     CVPR) as a named ``Sequential``, with torchvision's architecture and parameter names.
 

@@ -15,6 +15,7 @@ offsets (relative to the buffer's start) of the entries are contiguous, do not o
 cover the whole buffer. Pickle checkpoints (``.pt`` / ``.pth``) are never unpickled: convert
 them on the torch side (the error message gives the one-line command).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,9 +38,19 @@ __all__ = ["read_safetensors", "write_safetensors", "load_weights", "save_weight
 
 #: safetensors dtype name -> (numpy dtype of the stored bytes, bytes per element)
 _DTYPES = {
-    "F64": ("<f8", 8), "F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2),
-    "I64": ("<i8", 8), "I32": ("<i4", 4), "I16": ("<i2", 2), "I8": ("i1", 1),
-    "U64": ("<u8", 8), "U32": ("<u4", 4), "U16": ("<u2", 2), "U8": ("u1", 1), "BOOL": ("?", 1),
+    "F64": ("<f8", 8),
+    "F32": ("<f4", 4),
+    "F16": ("<f2", 2),
+    "BF16": ("<u2", 2),
+    "I64": ("<i8", 8),
+    "I32": ("<i4", 4),
+    "I16": ("<i2", 2),
+    "I8": ("i1", 1),
+    "U64": ("<u8", 8),
+    "U32": ("<u4", 4),
+    "U16": ("<u2", 2),
+    "U8": ("u1", 1),
+    "BOOL": ("?", 1),
 }
 #: dtypes of the format this reader does not convert
 _UNSUPPORTED = ("F8_E5M2", "F8_E4M3", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4", "C64")
@@ -61,12 +72,14 @@ class _Net(Protocol):
 def _conversion_hint(path: str) -> str:
     name = os.path.basename(path) or "m.pth"
     stem = os.path.splitext(name)[0]
-    return (f"{path}: a PyTorch pickle checkpoint, which mantissa_embed never unpickles (unpickling runs "
-            f"arbitrary code). Convert it on the torch side: python -c \"import torch; from safetensors.torch "
-            f"import save_file; save_file(torch.load('{name}', map_location='cpu'), '{stem}.safetensors')\" "
-            f"(or, with numpy instead of safetensors: python -c \"import numpy as np, torch; "
-            f"np.savez('{stem}.npz', **{{k: v.numpy() for k, v in torch.load('{name}', "
-            f"map_location='cpu').items()}})\")")
+    return (
+        f"{path}: a PyTorch pickle checkpoint, which mantissa_embed never unpickles (unpickling runs "
+        f'arbitrary code). Convert it on the torch side: python -c "import torch; from safetensors.torch '
+        f"import save_file; save_file(torch.load('{name}', map_location='cpu'), '{stem}.safetensors')\" "
+        f'(or, with numpy instead of safetensors: python -c "import numpy as np, torch; '
+        f"np.savez('{stem}.npz', **{{k: v.numpy() for k, v in torch.load('{name}', "
+        f"map_location='cpu').items()}})\")"
+    )
 
 
 def _looks_pickled(head: bytes) -> bool:
@@ -100,24 +113,32 @@ def _is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _parse_header(path: str, f: Any, size: int) -> tuple[dict[str, tuple[str, tuple[int, ...], int, int]], int]:
+def _parse_header(
+    path: str, f: Any, size: int
+) -> tuple[dict[str, tuple[str, tuple[int, ...], int, int]], int]:
     """``({name: (dtype, shape, begin, end)}, buffer start)`` after every check of the header."""
     head = f.read(8)
     if len(head) < 8:
         if _looks_pickled(head):
             raise ValueError(_conversion_hint(path))
-        raise ValueError(f"{path}: truncated: {size} bytes, a safetensors file starts with an 8-byte header length")
+        raise ValueError(
+            f"{path}: truncated: {size} bytes, a safetensors file starts with an 8-byte header length"
+        )
     (n,) = struct.unpack("<Q", head)
     first = f.read(1)
     if n > size - 8 or first != b"{":
         if head[:4] == b"PK\x03\x04" and path.lower().endswith(".npz") and not _zip_holds_pickle(path):
-            raise ValueError(f"{path}: an .npz archive, not a safetensors file: load_weights reads it "
-                             f"(or numpy.load(path, allow_pickle=False))")
+            raise ValueError(
+                f"{path}: an .npz archive, not a safetensors file: load_weights reads it "
+                f"(or numpy.load(path, allow_pickle=False))"
+            )
         if _looks_pickled(head):
             raise ValueError(_conversion_hint(path))
         if n > size - 8:
-            raise ValueError(f"{path}: truncated or not a safetensors file: its header length is {n} bytes, "
-                             f"larger than the {size - 8} bytes after the length")
+            raise ValueError(
+                f"{path}: truncated or not a safetensors file: its header length is {n} bytes, "
+                f"larger than the {size - 8} bytes after the length"
+            )
     if n > _MAX_HEADER:
         raise ValueError(f"{path}: header of {n} bytes, more than the format's limit of {_MAX_HEADER}")
     raw = first + f.read(n - 1) if n else b""
@@ -146,36 +167,54 @@ def _parse_header(path: str, f: Any, size: int) -> tuple[dict[str, tuple[str, tu
         if dtype in _UNSUPPORTED:
             raise ValueError(f"{where}: dtype {dtype} is not supported (supported: {', '.join(_DTYPES)})")
         if not isinstance(dtype, str) or dtype not in _DTYPES:
-            raise ValueError(f"{where}: unknown dtype {dtype!r} (the format's are {', '.join(_DTYPES)}, "
-                             f"{', '.join(_UNSUPPORTED)})")
+            raise ValueError(
+                f"{where}: unknown dtype {dtype!r} (the format's are {', '.join(_DTYPES)}, "
+                f"{', '.join(_UNSUPPORTED)})"
+            )
         if not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape):
             raise ValueError(f"{where}: shape must be a list of non-negative ints, got {shape!r}")
         if len(shape) > 32 or any(s >= 1 << 62 for s in shape):  # beyond any numpy array
-            raise ValueError(f"{where}: shape {shape} has more than 32 dimensions or a dimension "
-                             "of 2**62 or more")
-        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)
-                or not 0 <= offsets[0] <= offsets[1]):
-            raise ValueError(f"{where}: data_offsets must be [begin, end] with 0 <= begin <= end, got {offsets!r}")
+            raise ValueError(
+                f"{where}: shape {shape} has more than 32 dimensions or a dimension of 2**62 or more"
+            )
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(_is_int(o) for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1]
+        ):
+            raise ValueError(
+                f"{where}: data_offsets must be [begin, end] with 0 <= begin <= end, got {offsets!r}"
+            )
         begin, end = offsets
         if end > buffer_len:
-            raise ValueError(f"{where}: data_offsets {offsets} out of bounds: the byte buffer holds "
-                             f"{buffer_len} bytes")
+            raise ValueError(
+                f"{where}: data_offsets {offsets} out of bounds: the byte buffer holds {buffer_len} bytes"
+            )
         nbytes = math.prod(shape) * _DTYPES[dtype][1]
         if end - begin != nbytes:
-            raise ValueError(f"{where}: data_offsets {offsets} hold {end - begin} bytes, shape {shape} "
-                             f"of {dtype} needs {nbytes}")
+            raise ValueError(
+                f"{where}: data_offsets {offsets} hold {end - begin} bytes, shape {shape} "
+                f"of {dtype} needs {nbytes}"
+            )
         entries[key] = (dtype, tuple(shape), begin, end)
     expected, previous = 0, None
     for key, (_, _, begin, end) in sorted(entries.items(), key=lambda kv: (kv[1][2], kv[1][3])):
         if begin < expected:
-            raise ValueError(f"{path}: entry {key!r}: data_offsets [{begin}, {end}] overlap entry {previous!r}")
+            raise ValueError(
+                f"{path}: entry {key!r}: data_offsets [{begin}, {end}] overlap entry {previous!r}"
+            )
         if begin > expected:
-            raise ValueError(f"{path}: entry {key!r}: data_offsets [{begin}, {end}] leave bytes "
-                             f"[{expected}, {begin}] of the buffer to no entry")
+            raise ValueError(
+                f"{path}: entry {key!r}: data_offsets [{begin}, {end}] leave bytes "
+                f"[{expected}, {begin}] of the buffer to no entry"
+            )
         expected, previous = end, key
     if expected != buffer_len:
-        raise ValueError(f"{path}: the byte buffer holds {buffer_len} bytes, the entries cover {expected}"
-                         + (f" (the last is {previous!r})" if previous is not None else ""))
+        raise ValueError(
+            f"{path}: the byte buffer holds {buffer_len} bytes, the entries cover {expected}"
+            + (f" (the last is {previous!r})" if previous is not None else "")
+        )
     return entries, start
 
 
@@ -203,7 +242,9 @@ def _read(path: Any) -> tuple[dict[str, np.ndarray], dict[str, str]]:
             buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             if len(buf) != size:
                 raise ValueError(f"{path}: the file changed size while being read")
-    arrays = {key: _array(buf, dtype, shape, start + begin) for key, (dtype, shape, begin, _) in entries.items()}
+    arrays = {
+        key: _array(buf, dtype, shape, start + begin) for key, (dtype, shape, begin, _) in entries.items()
+    }
     return arrays, {key: e[0] for key, e in entries.items()}
 
 
@@ -230,8 +271,9 @@ def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     return _read(path)[0]
 
 
-def write_safetensors(path: str | os.PathLike[str], tensors: Mapping[str, np.ndarray],
-                      metadata: Mapping[str, str] | None = None) -> str:
+def write_safetensors(
+    path: str | os.PathLike[str], tensors: Mapping[str, np.ndarray], metadata: Mapping[str, str] | None = None
+) -> str:
     """Write ``tensors`` to a ``.safetensors`` file, atomically (a temporary file then a rename).
 
     Parameters
@@ -250,8 +292,10 @@ def write_safetensors(path: str | os.PathLike[str], tensors: Mapping[str, np.nda
     order. Returns ``path`` as a str. Raises ``TypeError`` for a non-str name or a non-array,
     ``ValueError`` for another dtype, the reserved name ``__metadata__`` or non-str metadata.
     """
-    if metadata is not None and not (isinstance(metadata, Mapping)
-                                     and all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+    if metadata is not None and not (
+        isinstance(metadata, Mapping)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
+    ):
         raise ValueError("metadata must map str to str")
     items = []
     for key, arr in tensors.items():
@@ -267,14 +311,20 @@ def write_safetensors(path: str | os.PathLike[str], tensors: Mapping[str, np.nda
         elif arr.dtype == np.int64:
             items.append((key, "I64", arr.astype("<i8", copy=False)))
         else:
-            raise ValueError(f"tensors[{key!r}] has dtype {arr.dtype}; write_safetensors writes float32 and int64")
+            raise ValueError(
+                f"tensors[{key!r}] has dtype {arr.dtype}; write_safetensors writes float32 and int64"
+            )
     items.sort(key=lambda item: item[1] != "I64")  # stable: int64 first keeps them 8-byte aligned
     header: dict[str, Any] = {}
     if metadata is not None:
         header["__metadata__"] = dict(metadata)
     offset = 0
     for key, dtype, arr in items:
-        header[key] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [offset, offset + arr.nbytes]}
+        header[key] = {
+            "dtype": dtype,
+            "shape": list(arr.shape),
+            "data_offsets": [offset, offset + arr.nbytes],
+        }
         offset += arr.nbytes
     raw = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     raw += b" " * (-len(raw) % 8)
@@ -299,7 +349,9 @@ def state_names(net: _Net) -> list[str]:
 
 def _targets(net: _Net) -> dict[str, np.ndarray]:
     if getattr(net, "built", True) is False:
-        raise RuntimeError("the model is not built: call build(input_shape) before load_weights / save_weights")
+        raise RuntimeError(
+            "the model is not built: call build(input_shape) before load_weights / save_weights"
+        )
     targets = {name: p.data for name, p in net.named_parameters()}
     targets.update(dict(net.named_buffers()))
     return targets
@@ -384,12 +436,18 @@ def load_weights(net: _Net, path: str | os.PathLike[str], strict: bool = True) -
 
 def _load(targets: dict[str, np.ndarray], state: _State, strict: bool) -> dict[str, Any]:
     path, described = state.path, state.described
-    ignored = [k for k in described
-               if k not in targets and (k.endswith(_IGNORED_SUFFIX) or k.startswith(_CLASSIFIER))]
+    ignored = [
+        k
+        for k in described
+        if k not in targets and (k.endswith(_IGNORED_SUFFIX) or k.startswith(_CLASSIFIER))
+    ]
     unexpected = [k for k in described if k not in targets and k not in ignored]
     missing = [k for k in targets if k not in described]
-    mismatched = {k: (shape, targets[k].shape) for k, (_, shape) in described.items()
-                  if k in targets and tuple(shape) != targets[k].shape}
+    mismatched = {
+        k: (shape, targets[k].shape)
+        for k, (_, shape) in described.items()
+        if k in targets and tuple(shape) != targets[k].shape
+    }
     if strict:
         trunk_missing = [k for k in missing if not k.startswith(_HEAD)]
         problems = []
@@ -397,17 +455,23 @@ def _load(targets: dict[str, np.ndarray], state: _State, strict: bool) -> dict[s
             problems.append(f"missing {trunk_missing}")
         if unexpected:
             problems.append(f"unexpected {unexpected}")
-        problems += [f"{k!r} has shape {fs} in the file, {ns} in the net" for k, (fs, ns) in mismatched.items()]
+        problems += [
+            f"{k!r} has shape {fs} in the file, {ns} in the net" for k, (fs, ns) in mismatched.items()
+        ]
         if problems:
-            raise ValueError(f"{path}: the file does not match the net (strict=True; strict=False loads "
-                             f"what matches): " + "; ".join(problems))
+            raise ValueError(
+                f"{path}: the file does not match the net (strict=True; strict=False loads "
+                f"what matches): " + "; ".join(problems)
+            )
     to_load = [k for k in targets if k in described and k not in mismatched]
     values = {}
     for key in to_load:
         dtype = described[key][0]
         if dtype not in _FLOATS:
-            raise ValueError(f"{path}: entry {key!r} has dtype {dtype}; parameters and statistics must be "
-                             f"{', '.join(_FLOATS)}")
+            raise ValueError(
+                f"{path}: entry {key!r} has dtype {dtype}; parameters and statistics must be "
+                f"{', '.join(_FLOATS)}"
+            )
         arr = np.asarray(state.read(key), dtype=np.float32)
         if not np.isfinite(arr).all():
             raise ValueError(f"{path}: entry {key!r} holds NaN or Inf")
@@ -417,10 +481,19 @@ def _load(targets: dict[str, np.ndarray], state: _State, strict: bool) -> dict[s
     skipped_missing = [k for k in missing if not k.startswith(_HEAD)]
     if not strict and (unexpected or mismatched or skipped_missing):
         details = [f"{k!r}: file {fs} vs net {ns}" for k, (fs, ns) in mismatched.items()]
-        warnings.warn(f"load_weights({path!r}, strict=False): not loaded: missing {skipped_missing}, "
-                      f"unexpected {unexpected}, shape mismatches [{', '.join(details)}]", UserWarning, stacklevel=3)
-    return {"loaded": to_load, "missing": missing, "unexpected": unexpected, "mismatched": mismatched,
-            "ignored": ignored}
+        warnings.warn(
+            f"load_weights({path!r}, strict=False): not loaded: missing {skipped_missing}, "
+            f"unexpected {unexpected}, shape mismatches [{', '.join(details)}]",
+            UserWarning,
+            stacklevel=3,
+        )
+    return {
+        "loaded": to_load,
+        "missing": missing,
+        "unexpected": unexpected,
+        "mismatched": mismatched,
+        "ignored": ignored,
+    }
 
 
 def save_weights(net: _Net, path: str | os.PathLike[str]) -> str:
@@ -437,13 +510,15 @@ def save_weights(net: _Net, path: str | os.PathLike[str]) -> str:
     """
     path = os.fspath(path)
     if path.lower().endswith(_PICKLE_EXTENSIONS):
-        raise ValueError(f"{path}: save_weights writes safetensors or .npz, not a pickle: use a "
-                         f".safetensors or .npz name (torch reads both without unpickling)")
+        raise ValueError(
+            f"{path}: save_weights writes safetensors or .npz, not a pickle: use a "
+            f".safetensors or .npz name (torch reads both without unpickling)"
+        )
     tensors: dict[str, Any] = {}
     for name, arr in _targets(net).items():
         tensors[name] = np.ascontiguousarray(arr, dtype=np.float32)
         if name.endswith(".running_mean"):
-            tensors[name[:-len("running_mean")] + "num_batches_tracked"] = np.zeros((), np.int64)
+            tensors[name[: -len("running_mean")] + "num_batches_tracked"] = np.zeros((), np.int64)
     if path.lower().endswith(".npz"):
         return atomic_write(path, lambda f: np.savez(f, **tensors))
     return write_safetensors(path, tensors, metadata={"format": "pt"})

@@ -15,6 +15,7 @@ Schedules, stepped per batch: ``ConstantSchedule``, ``CosineSchedule``,
 ``initial_lr`` times it. ``make_schedule`` takes a name, a config dict or a schedule;
 ``get_config()`` / ``schedule_from_config`` round-trip.
 """
+
 from .adam import Adam
 from .adamw import AdamW
 from .constant_schedule import ConstantSchedule
@@ -25,7 +26,17 @@ from .sgd import SGD
 from .state import flatten_state_dict, unflatten_state_dict
 from .step_schedule import StepSchedule
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW",
-           "Schedule", "ConstantSchedule", "CosineSchedule", "StepSchedule",
-           "make_schedule", "schedule_from_config",
-           "flatten_state_dict", "unflatten_state_dict"]
+__all__ = [
+    "Optimizer",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "Schedule",
+    "ConstantSchedule",
+    "CosineSchedule",
+    "StepSchedule",
+    "make_schedule",
+    "schedule_from_config",
+    "flatten_state_dict",
+    "unflatten_state_dict",
+]

@@ -1,4 +1,5 @@
 """Adam, as ``torch.optim.Adam``; ``AdamW`` is its decoupled form."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -52,16 +53,25 @@ class Adam(Optimizer):
     _state_scalars = ("step",)
     _decoupled = False
 
-    def __init__(self, params: Iterable[Parameter | dict[str, Any]], lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0, *, backend: str = "mantissa") -> None:
+    def __init__(
+        self,
+        params: Iterable[Parameter | dict[str, Any]],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        *,
+        backend: str = "mantissa",
+    ) -> None:
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), backend)
 
     def _check_options(self, o, where):
-        return dict(lr=nonnegative(o["lr"], where, "lr", "learning rate"),
-                    betas=_betas(o["betas"], where),
-                    eps=nonnegative(o["eps"], where, "eps", "epsilon value"),
-                    weight_decay=nonnegative(o["weight_decay"], where, "weight_decay", "weight_decay value"))
+        return dict(
+            lr=nonnegative(o["lr"], where, "lr", "learning rate"),
+            betas=_betas(o["betas"], where),
+            eps=nonnegative(o["eps"], where, "eps", "epsilon value"),
+            weight_decay=nonnegative(o["weight_decay"], where, "weight_decay", "weight_decay value"),
+        )
 
     def _update(self, p, st, o) -> None:
         if "step" not in st:
@@ -70,8 +80,19 @@ class Adam(Optimizer):
             st["exp_avg_sq"] = np.zeros_like(p.data)
         st["step"] += 1
         b1, b2 = o["betas"]
-        self._be.adam_step(p.data, p.grad, st["exp_avg"], st["exp_avg_sq"], st["step"], o["lr"], b1, b2,
-                           o["eps"], o["weight_decay"], self._decoupled)
+        self._be.adam_step(
+            p.data,
+            p.grad,
+            st["exp_avg"],
+            st["exp_avg_sq"],
+            st["step"],
+            o["lr"],
+            b1,
+            b2,
+            o["eps"],
+            o["weight_decay"],
+            self._decoupled,
+        )
 
     def _complete_state(self, st, where):
         if st and set(st) != {"step", "exp_avg", "exp_avg_sq"}:

@@ -1,4 +1,5 @@
 """AdamW, as ``torch.optim.AdamW``: Adam with decoupled weight decay."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -28,7 +29,14 @@ class AdamW(Adam):
 
     _decoupled = True
 
-    def __init__(self, params: Iterable[Parameter | dict[str, Any]], lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 1e-2, *, backend: str = "mantissa") -> None:
+    def __init__(
+        self,
+        params: Iterable[Parameter | dict[str, Any]],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        *,
+        backend: str = "mantissa",
+    ) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, backend=backend)

@@ -1,4 +1,5 @@
 """The constant schedule: every step at the base learning rate."""
+
 from __future__ import annotations
 
 from .schedule import Schedule, check_step

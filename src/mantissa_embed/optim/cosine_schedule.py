@@ -1,4 +1,5 @@
 """Cosine decay with an optional linear warmup, stepped per batch."""
+
 from __future__ import annotations
 
 import math

@@ -1,5 +1,6 @@
 """The ``Optimizer`` base class: parameter groups, ``zero_grad``, ``state_dict`` /
 ``load_state_dict``, as ``torch.optim.Optimizer``."""
+
 from __future__ import annotations
 
 import numbers
@@ -34,9 +35,13 @@ def _group_params(params, where):
     if isinstance(params, Parameter):
         return [params]
     if isinstance(params, (set, frozenset)):
-        raise TypeError(f"{where}params must be an ordered collection of Parameter objects (a list), got a set")
+        raise TypeError(
+            f"{where}params must be an ordered collection of Parameter objects (a list), got a set"
+        )
     if not isinstance(params, Iterable):
-        raise TypeError(f"{where}params must be an iterable of Parameter objects, got {type(params).__name__}")
+        raise TypeError(
+            f"{where}params must be an iterable of Parameter objects, got {type(params).__name__}"
+        )
     params = list(params)
     for i, p in enumerate(params):
         if not isinstance(p, Parameter):
@@ -86,14 +91,21 @@ class Optimizer:
     _state_arrays: tuple[str, ...] = ()  # names of the per-parameter state arrays a subclass keeps
     _state_scalars: tuple[str, ...] = ()  # names of its integer state entries ("step")
 
-    def __init__(self, params: Iterable[Parameter | dict[str, Any]], defaults: dict[str, Any],
-                 backend: str = "mantissa") -> None:
+    def __init__(
+        self,
+        params: Iterable[Parameter | dict[str, Any]],
+        defaults: dict[str, Any],
+        backend: str = "mantissa",
+    ) -> None:
         if isinstance(params, Parameter):
-            raise TypeError("params must be an iterable of Parameter objects, got a single Parameter "
-                            "(wrap it in a list)")
+            raise TypeError(
+                "params must be an iterable of Parameter objects, got a single Parameter (wrap it in a list)"
+            )
         if isinstance(params, dict):
-            raise TypeError("params must be an iterable of Parameter objects or of dicts, got a dict "
-                            "(wrap the parameter group in a list)")
+            raise TypeError(
+                "params must be an iterable of Parameter objects or of dicts, got a dict "
+                "(wrap the parameter group in a list)"
+            )
         if not isinstance(params, Iterable):
             raise TypeError(f"params must be an iterable of Parameter objects, got {type(params).__name__}")
         groups: list[Any] = list(params)
@@ -140,8 +152,9 @@ class Optimizer:
             raise ValueError(f"{where}a parameter group needs a 'params' entry")
         unknown = sorted(set(param_group) - set(self.defaults) - {"params", "initial_lr"})
         if unknown:
-            raise ValueError(f"{where}unknown option(s) {unknown}; {type(self).__name__} takes "
-                             f"{sorted(self.defaults)}")
+            raise ValueError(
+                f"{where}unknown option(s) {unknown}; {type(self).__name__} takes {sorted(self.defaults)}"
+            )
         params = _group_params(param_group["params"], where)
         seen = {id(p) for p in self.params}
         if len({id(p) for p in params}) != len(params):
@@ -187,17 +200,23 @@ class Optimizer:
             opts = self._group_options(group, f"param_groups[{gi}]: ")
             for p in group["params"]:
                 if k >= len(self.params) or self.params[k] is not p:
-                    raise ValueError("param_groups[...]['params'] changed after construction; "
-                                     "use add_param_group to add parameters")
+                    raise ValueError(
+                        "param_groups[...]['params'] changed after construction; "
+                        "use add_param_group to add parameters"
+                    )
                 k += 1
                 if not p.requires_grad:  # frozen: torch skips a parameter whose grad is None
                     continue
                 if p.grad.shape != p.data.shape:
-                    raise ValueError(f"params[{k - 1}].grad has shape {p.grad.shape}, expected {p.data.shape}")
+                    raise ValueError(
+                        f"params[{k - 1}].grad has shape {p.grad.shape}, expected {p.data.shape}"
+                    )
                 self._update(p, self.state[k - 1], opts)
         if k != len(self.params):
-            raise ValueError("param_groups[...]['params'] changed after construction; "
-                             "use add_param_group to add parameters")
+            raise ValueError(
+                "param_groups[...]['params'] changed after construction; "
+                "use add_param_group to add parameters"
+            )
 
     def _update(self, p, state, opts):
         raise NotImplementedError
@@ -244,8 +263,10 @@ class Optimizer:
         if not isinstance(saved_groups, (list, tuple)) or not isinstance(saved_state, dict):
             raise TypeError("state_dict['param_groups'] must be a list and state_dict['state'] a dict")
         if len(saved_groups) != len(self.param_groups):
-            raise ValueError(f"state_dict has {len(saved_groups)} parameter groups, the optimizer "
-                             f"has {len(self.param_groups)}")
+            raise ValueError(
+                f"state_dict has {len(saved_groups)} parameter groups, the optimizer "
+                f"has {len(self.param_groups)}"
+            )
         new_groups: list[dict[str, Any]] = []
         index: dict[int, int] = {}
         for gi, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
@@ -254,8 +275,9 @@ class Optimizer:
                 raise ValueError(f"{where} must be a dict with a 'params' entry")
             ids = list(saved["params"])
             if len(ids) != len(group["params"]):
-                raise ValueError(f"{where} has {len(ids)} parameters, the optimizer's group has "
-                                 f"{len(group['params'])}")
+                raise ValueError(
+                    f"{where} has {len(ids)} parameters, the optimizer's group has {len(group['params'])}"
+                )
             for sid in ids:
                 if isinstance(sid, bool) or not isinstance(sid, numbers.Integral) or int(sid) in index:
                     raise ValueError(f"{where}['params'] must hold distinct integers, got {sid!r}")
@@ -266,8 +288,9 @@ class Optimizer:
         for key, st in saved_state.items():
             sid = int(key) if isinstance(key, str) and key.isdigit() else key
             if sid not in index:
-                raise ValueError(f"state_dict['state'] has an entry for parameter {key!r}, which no "
-                                 "parameter group lists")
+                raise ValueError(
+                    f"state_dict['state'] has an entry for parameter {key!r}, which no parameter group lists"
+                )
             pos = index[sid]
             new_state[pos] = self._check_state(st, self.params[pos], f"state_dict['state'][{key!r}]")
         for group, opts in zip(self.param_groups, new_groups):
@@ -281,8 +304,10 @@ class Optimizer:
         st = {k: v for k, v in st.items() if v is not None}  # torch keeps momentum_buffer=None
         unknown = sorted(set(st) - set(self._state_arrays) - set(self._state_scalars))
         if unknown:
-            raise ValueError(f"{where} has unknown entries {unknown}; {type(self).__name__} keeps "
-                             f"{sorted(self._state_arrays + self._state_scalars)}")
+            raise ValueError(
+                f"{where} has unknown entries {unknown}; {type(self).__name__} keeps "
+                f"{sorted(self._state_arrays + self._state_scalars)}"
+            )
         out = {}
         for k, v in st.items():
             if k in self._state_scalars:
@@ -292,7 +317,9 @@ class Optimizer:
             if arr.dtype.kind not in "fiu":
                 raise TypeError(f"{where}[{k!r}] must be a numeric array, got dtype {arr.dtype}")
             if arr.shape != p.data.shape:
-                raise ValueError(f"{where}[{k!r}] has shape {arr.shape}, its parameter has shape {p.data.shape}")
+                raise ValueError(
+                    f"{where}[{k!r}] has shape {arr.shape}, its parameter has shape {p.data.shape}"
+                )
             arr = np.array(arr, dtype=np.float32, order="C", copy=True)
             if not np.isfinite(arr).all():
                 raise ValueError(f"{where}[{k!r}] contains NaN or Inf")

@@ -1,5 +1,6 @@
 """Learning-rate schedules stepped per batch: the ``Schedule`` contract, the factory
 ``make_schedule`` and the config round trip ``schedule_from_config``."""
+
 from __future__ import annotations
 
 import inspect

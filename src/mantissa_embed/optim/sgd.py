@@ -1,4 +1,5 @@
 """Stochastic gradient descent, as ``torch.optim.SGD``."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -40,21 +41,33 @@ class SGD(Optimizer):
 
     _state_arrays = ("momentum_buffer",)
 
-    def __init__(self, params: Iterable[Parameter | dict[str, Any]], lr: float = 1e-3, momentum: float = 0,
-                 dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, *,
-                 backend: str = "mantissa") -> None:
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov), backend)
+    def __init__(
+        self,
+        params: Iterable[Parameter | dict[str, Any]],
+        lr: float = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
+        *,
+        backend: str = "mantissa",
+    ) -> None:
+        super().__init__(
+            params,
+            dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov),
+            backend,
+        )
 
     def _check_options(self, o, where):
         nesterov = o["nesterov"]
         check_bool(nesterov, f"{where}nesterov")
-        out = dict(lr=nonnegative(o["lr"], where, "lr", "learning rate"),
-                   momentum=nonnegative(o["momentum"], where, "momentum", "momentum value"),
-                   dampening=real(o["dampening"], f"{where}dampening"),
-                   weight_decay=nonnegative(o["weight_decay"], where, "weight_decay", "weight_decay value"),
-                   nesterov=bool(nesterov))
+        out = dict(
+            lr=nonnegative(o["lr"], where, "lr", "learning rate"),
+            momentum=nonnegative(o["momentum"], where, "momentum", "momentum value"),
+            dampening=real(o["dampening"], f"{where}dampening"),
+            weight_decay=nonnegative(o["weight_decay"], where, "weight_decay", "weight_decay value"),
+            nesterov=bool(nesterov),
+        )
         if out["nesterov"] and (out["momentum"] <= 0 or out["dampening"] != 0):
             raise ValueError(f"{where}Nesterov momentum requires a momentum and zero dampening")
         return out
@@ -67,5 +80,14 @@ class SGD(Optimizer):
             if buf is None:
                 buf = st["momentum_buffer"] = np.zeros_like(p.data)
                 first = True
-        self._be.sgd_step(p.data, p.grad, buf, o["lr"], o["momentum"], o["dampening"],
-                          o["weight_decay"], o["nesterov"], first)
+        self._be.sgd_step(
+            p.data,
+            p.grad,
+            buf,
+            o["lr"],
+            o["momentum"],
+            o["dampening"],
+            o["weight_decay"],
+            o["nesterov"],
+            first,
+        )

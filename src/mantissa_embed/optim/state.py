@@ -1,4 +1,5 @@
 """An optimizer ``state_dict`` as flat arrays plus one JSON string, for an ``.npz`` file."""
+
 from __future__ import annotations
 
 import json
@@ -51,10 +52,13 @@ def flatten_state_dict(state_dict, prefix: str = "optim"):
             else:
                 entry[key] = _scalar(v, f"state[{idx!r}][{key!r}]")
         scalars[str(idx)] = entry
-    groups = [{k: _scalar(v, f"param_groups[{i}][{k!r}]") for k, v in g.items()}
-              for i, g in enumerate(state_dict["param_groups"])]
-    meta = json.dumps({"state": scalars, "arrays": names, "param_groups": groups},
-                      sort_keys=True, allow_nan=False)
+    groups = [
+        {k: _scalar(v, f"param_groups[{i}][{k!r}]") for k, v in g.items()}
+        for i, g in enumerate(state_dict["param_groups"])
+    ]
+    meta = json.dumps(
+        {"state": scalars, "arrays": names, "param_groups": groups}, sort_keys=True, allow_nan=False
+    )
     return arrays, meta
 
 

@@ -1,4 +1,5 @@
 """Step decay: the learning rate times ``gamma`` every ``step_size`` steps."""
+
 from __future__ import annotations
 
 import math

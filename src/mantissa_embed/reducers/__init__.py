@@ -1,4 +1,5 @@
 """Reducers (pytorch-metric-learning's names): per-element losses -> one loss, with its gradient."""
+
 from .avg_non_zero_reducer import AvgNonZeroReducer
 from .base_reducer import BaseReducer
 from .class_weighted_reducer import ClassWeightedReducer
@@ -10,6 +11,15 @@ from .per_anchor_reducer import PerAnchorReducer
 from .sum_reducer import SumReducer
 from .threshold_reducer import ThresholdReducer
 
-__all__ = ["BaseReducer", "AvgNonZeroReducer", "MeanReducer", "SumReducer", "ThresholdReducer",
-           "ClassWeightedReducer", "DivisorReducer", "PerAnchorReducer",
-           "MultipleReducers", "DoNothingReducer"]
+__all__ = [
+    "BaseReducer",
+    "AvgNonZeroReducer",
+    "MeanReducer",
+    "SumReducer",
+    "ThresholdReducer",
+    "ClassWeightedReducer",
+    "DivisorReducer",
+    "PerAnchorReducer",
+    "MultipleReducers",
+    "DoNothingReducer",
+]

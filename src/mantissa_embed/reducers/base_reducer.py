@@ -1,4 +1,5 @@
 """BaseReducer: turns per-element losses into one number, with the gradient of that reduction."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -44,14 +45,24 @@ class BaseReducer:
         """Extra keyword arguments of a call: the loss's ``divisor`` for a DivisorReducer, else none."""
         return {}
 
-    def __call__(self, losses: ArrayLike, indices: Any = None, reduction_type: str = "element",
-                        embeddings: ArrayLike | None = None, labels: ArrayLike | None = None) -> tuple[float,
-                        np.ndarray | None]:
+    def __call__(
+        self,
+        losses: ArrayLike,
+        indices: Any = None,
+        reduction_type: str = "element",
+        embeddings: ArrayLike | None = None,
+        labels: ArrayLike | None = None,
+    ) -> tuple[float, np.ndarray | None]:
         return self.forward(losses, indices, reduction_type, embeddings, labels)
 
-    def forward(self, losses: ArrayLike, indices: Any = None, reduction_type: str = "element",
-                       embeddings: ArrayLike | None = None, labels: ArrayLike | None = None) -> tuple[float,
-                       np.ndarray | None]:
+    def forward(
+        self,
+        losses: ArrayLike,
+        indices: Any = None,
+        reduction_type: str = "element",
+        embeddings: ArrayLike | None = None,
+        labels: ArrayLike | None = None,
+    ) -> tuple[float, np.ndarray | None]:
         if reduction_type not in REDUCTION_TYPES:
             raise ValueError(f"reduction_type must be one of {REDUCTION_TYPES}, got {reduction_type!r}")
         if np.isscalar(losses) and losses == 0:

@@ -1,4 +1,5 @@
 """ClassWeightedReducer (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """DivisorReducer (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 import numbers
@@ -22,12 +23,21 @@ class DivisorReducer(BaseReducer):
         self.stats: dict[str, Any] = {}
         self._divisor: float | None = None
 
-    def forward(self, losses, indices=None, reduction_type: str = "element", embeddings=None, labels=None,
-                divisor=None):
+    def forward(
+        self,
+        losses,
+        indices=None,
+        reduction_type: str = "element",
+        embeddings=None,
+        labels=None,
+        divisor=None,
+    ):
         if reduction_type != "already_reduced":
             if divisor is None:
-                raise ValueError("DivisorReducer needs a divisor: use it with a loss or regularizer that "
-                                 "supplies one (e.g. SparseCentersRegularizer)")
+                raise ValueError(
+                    "DivisorReducer needs a divisor: use it with a loss or regularizer that "
+                    "supplies one (e.g. SparseCentersRegularizer)"
+                )
             if isinstance(divisor, bool) or not isinstance(divisor, numbers.Real):
                 raise TypeError(f"divisor must be a number, got {type(divisor).__name__}")
             self._divisor = float(divisor)

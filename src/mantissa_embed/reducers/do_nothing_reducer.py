@@ -1,4 +1,5 @@
 """DoNothingReducer (pytorch-metric-learning), for a library without autograd."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """MultipleReducers (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,9 @@ class MultipleReducers(BaseReducer):
 
     def __init__(self, reducers, default_reducer=None) -> None:
         if not isinstance(reducers, dict):
-            raise TypeError(f"reducers must be a dict of sub-loss name -> BaseReducer, got {type(reducers).__name__}")
+            raise TypeError(
+                f"reducers must be a dict of sub-loss name -> BaseReducer, got {type(reducers).__name__}"
+            )
         for k, v in reducers.items():
             if not isinstance(k, str) or not isinstance(v, BaseReducer):
                 raise TypeError("reducers must be a dict of sub-loss name (str) -> BaseReducer")
@@ -58,8 +61,10 @@ class MultipleReducers(BaseReducer):
                 kw[k] = v
             return self.reduce_loss_dict(losses, kw.get("embeddings"), kw.get("labels"))
         if loss_name is None:
-            raise ValueError("MultipleReducers needs the sub-loss name (loss_name=...) to pick a reducer; "
-                             "call it with a loss dict, or give a loss a single reducer")
+            raise ValueError(
+                "MultipleReducers needs the sub-loss name (loss_name=...) to pick a reducer; "
+                "call it with a loss dict, or give a loss a single reducer"
+            )
         return self._get(loss_name)(losses, *args, **kwargs)
 
     __call__ = forward
@@ -73,7 +78,9 @@ class MultipleReducers(BaseReducer):
             try:
                 losses, indices, rtype = info["losses"], info["indices"], info["reduction_type"]
             except (TypeError, KeyError):
-                raise ValueError(f"loss_dict[{name!r}] must have keys 'losses', 'indices', 'reduction_type'") from None
+                raise ValueError(
+                    f"loss_dict[{name!r}] must have keys 'losses', 'indices', 'reduction_type'"
+                ) from None
             red = self._get(name)
             extra = red.call_kwargs(info["divisor"]) if "divisor" in info else {}
             value, d = red(losses, indices, rtype, embeddings, labels, **extra)

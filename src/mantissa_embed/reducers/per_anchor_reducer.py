@@ -1,4 +1,5 @@
 """PerAnchorReducer (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,7 +66,7 @@ class PerAnchorReducer(BaseReducer):
         # the last occurrence of each cell wins (numpy / torch assignment order)
         rev = cell[::-1]
         _, first_in_rev = np.unique(rev, return_index=True)
-        winners = (losses.shape[0] - 1 - first_in_rev)
+        winners = losses.shape[0] - 1 - first_in_rev
         table = np.zeros((n, n), dtype=np.float64)
         table.flat[cell[winners]] = losses[winners]
         num_per_row = np.bincount(a[winners], minlength=n).astype(np.int64)

@@ -1,4 +1,5 @@
 """ThresholdReducer (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 from typing import Any

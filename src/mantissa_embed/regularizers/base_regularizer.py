@@ -1,4 +1,5 @@
 """BaseRegularizer: a penalty on embeddings or on a weight matrix, with its explicit gradient."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -62,7 +63,9 @@ class BaseRegularizer:
     def __call__(self, x: ArrayLike) -> LossOutput:
         arr = check_array(x, "x", ndim=2, dtype=np.float64)
         value, grad = self.forward64(arr)
-        return LossOutput(loss=value, grad=np.ascontiguousarray(grad, dtype=np.float32), terms={"loss": value})
+        return LossOutput(
+            loss=value, grad=np.ascontiguousarray(grad, dtype=np.float32), terms={"loss": value}
+        )
 
     forward = __call__
 
@@ -82,7 +85,7 @@ def _lp_norm(x, p):
         nrm = a.sum(axis=1)
         jac = np.sign(x)
     else:
-        nrm = np.sum(a ** p, axis=1) ** (1.0 / p)
+        nrm = np.sum(a**p, axis=1) ** (1.0 / p)
         safe = np.where(nrm > 0, nrm, 1.0)
         jac = np.sign(x) * (a / safe[:, None]) ** (p - 1)
         jac[nrm == 0] = 0.0

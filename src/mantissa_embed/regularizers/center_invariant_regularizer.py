@@ -1,4 +1,5 @@
 """CenterInvariantRegularizer (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,15 +20,17 @@ class CenterInvariantRegularizer(BaseRegularizer):
         super().__init__(**kwargs)
         d = self.distance
         if type(d) is not LpDistance or d.power != 1 or d.normalize_embeddings:
-            raise ValueError("CenterInvariantRegularizer requires distance=LpDistance(normalize_embeddings=False, "
-                             f"power=1), got {d!r}")
+            raise ValueError(
+                "CenterInvariantRegularizer requires distance=LpDistance(normalize_embeddings=False, "
+                f"power=1), got {d!r}"
+            )
 
     def get_default_distance(self):
         return LpDistance(power=1, normalize_embeddings=False)
 
     def compute_loss(self, w):
         nrm, nback = _lp_norm(w, float(self.distance.p))
-        sq = nrm ** 2
+        sq = nrm**2
         dev = sq - sq.mean()
 
         def backward(dl):
@@ -35,4 +38,4 @@ class CenterInvariantRegularizer(BaseRegularizer):
             dsq = g - g.mean()
             return nback(dsq * 2.0 * nrm)
 
-        return dev ** 2 / 4.0, np.arange(w.shape[0]), "element", backward, None
+        return dev**2 / 4.0, np.arange(w.shape[0]), "element", backward, None

@@ -1,4 +1,5 @@
 """LpRegularizer (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 import numbers
@@ -30,7 +31,7 @@ class LpRegularizer(BaseRegularizer):
         nrm, nback = _lp_norm(x, self.p)
         if self.power == 1:
             return nrm, np.arange(x.shape[0]), "element", nback, None
-        reg = nrm ** self.power
+        reg = nrm**self.power
         dreg = self.power * nrm ** (self.power - 1)
         return reg, np.arange(x.shape[0]), "element", (lambda dl: nback(dl * dreg)), None
 

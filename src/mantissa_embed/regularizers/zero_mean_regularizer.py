@@ -1,4 +1,5 @@
 """ZeroMeanRegularizer (pytorch-metric-learning)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,5 +17,10 @@ class ZeroMeanRegularizer(BaseRegularizer):
     def compute_loss(self, x):
         s = x.sum(axis=1)
         sg = np.sign(s)
-        return np.abs(s), np.arange(x.shape[0]), "element", (
-            lambda dl: np.broadcast_to((dl * sg)[:, None], x.shape).copy()), None
+        return (
+            np.abs(s),
+            np.arange(x.shape[0]),
+            "element",
+            (lambda dl: np.broadcast_to((dl * sg)[:, None], x.shape).copy()),
+            None,
+        )

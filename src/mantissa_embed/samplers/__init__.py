@@ -5,11 +5,17 @@ batch, drawn from a ``numpy.random.Generator`` (``seed`` / ``generator``: an int
 or None for fresh entropy); numpy's global RNG is never used. ``len(sampler)`` is the number
 of batches one iteration yields.
 """
+
 from .fixed_set_of_triplets import FixedSetOfTriplets
 from .hierarchical_sampler import HierarchicalSampler
 from .m_per_class_sampler import MPerClassSampler
 from .tuples_to_weights_sampler import TuplesToWeightsSampler
 from .weighted_sampler import WeightedSampler
 
-__all__ = ["MPerClassSampler", "WeightedSampler", "TuplesToWeightsSampler", "FixedSetOfTriplets",
-           "HierarchicalSampler"]
+__all__ = [
+    "MPerClassSampler",
+    "WeightedSampler",
+    "TuplesToWeightsSampler",
+    "FixedSetOfTriplets",
+    "HierarchicalSampler",
+]

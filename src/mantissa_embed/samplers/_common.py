@@ -1,4 +1,5 @@
 """Index-batch helpers shared by the samplers."""
+
 from __future__ import annotations
 
 
@@ -13,4 +14,4 @@ def split_batches(indices, batch_size):
     one batch when ``batch_size`` is None."""
     if batch_size is None:
         return [indices]
-    return [indices[i:i + batch_size] for i in range(0, len(indices), batch_size)]
+    return [indices[i : i + batch_size] for i in range(0, len(indices), batch_size)]

@@ -1,4 +1,5 @@
 """FixedSetOfTriplets: a fixed set of random triplets, served in a new order each iteration."""
+
 from __future__ import annotations
 
 import math
@@ -35,7 +36,9 @@ class FixedSetOfTriplets:
     Source: pytorch-metric-learning ``samplers/fixed_set_of_triplets.py``.
     """
 
-    def __init__(self, labels: ArrayLike, num_triplets: int, seed: Seed = 0, *, triplets_per_batch: int = 1) -> None:
+    def __init__(
+        self, labels: ArrayLike, num_triplets: int, seed: Seed = 0, *, triplets_per_batch: int = 1
+    ) -> None:
         if labels is not None and np.size(labels) == 0:
             raise ValueError("labels must not be empty (at least 2 distinct classes are needed)")
         labels = check_labels(labels, "labels")
@@ -45,8 +48,9 @@ class FixedSetOfTriplets:
         if uniq.shape[0] < 2:
             raise ValueError(f"labels must contain at least 2 distinct classes, got {uniq.shape[0]}")
         order = np.argsort(first, kind="stable")
-        self.labels_to_indices = {int(uniq[c]): np.flatnonzero(labels == uniq[c]).astype(np.int64)
-                                  for c in order}
+        self.labels_to_indices = {
+            int(uniq[c]): np.flatnonzero(labels == uniq[c]).astype(np.int64) for c in order
+        }
         self.rng = as_generator(seed)
         self.create_fixed_set_of_triplets()
 
@@ -73,5 +77,7 @@ class FixedSetOfTriplets:
         yield from split_batches(self.indices(), 3 * self.triplets_per_batch)
 
     def __repr__(self) -> str:
-        return (f"FixedSetOfTriplets(num_triplets={self.num_triplets}, "
-                f"triplets_per_batch={self.triplets_per_batch}, num_classes={len(self.labels_to_indices)})")
+        return (
+            f"FixedSetOfTriplets(num_triplets={self.num_triplets}, "
+            f"triplets_per_batch={self.triplets_per_batch}, num_classes={len(self.labels_to_indices)})"
+        )

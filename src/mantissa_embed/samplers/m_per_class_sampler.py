@@ -1,4 +1,5 @@
 """MPerClassSampler: ``m`` samples of each of ``batch_size // m`` classes per batch."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -41,8 +42,14 @@ class MPerClassSampler:
     Source: pytorch-metric-learning ``samplers/m_per_class_sampler.py``.
     """
 
-    def __init__(self, labels: ArrayLike, m: int, batch_size: int | None = None, length_before_new_iter: int = 100000,
-                 seed: Seed = 0) -> None:
+    def __init__(
+        self,
+        labels: ArrayLike,
+        m: int,
+        batch_size: int | None = None,
+        length_before_new_iter: int = 100000,
+        seed: Seed = 0,
+    ) -> None:
         if labels is not None and np.size(labels) == 0:
             raise ValueError("labels must not be empty")
         labels = check_labels(labels, "labels")
@@ -67,15 +74,18 @@ class MPerClassSampler:
         else:
             if list_size < self.batch_size:
                 raise ValueError(
-                    f"length_before_new_iter ({list_size}) must be >= batch_size ({self.batch_size})")
+                    f"length_before_new_iter ({list_size}) must be >= batch_size ({self.batch_size})"
+                )
             if self.length_of_single_pass < self.batch_size:
                 raise ValueError(
                     f"m * (number of unique labels) must be >= batch_size: m={self.m_per_class}, "
-                    f"{len(self.labels)} classes, batch_size={self.batch_size}")
+                    f"{len(self.labels)} classes, batch_size={self.batch_size}"
+                )
             if self.batch_size % self.m_per_class != 0:
                 raise ValueError(
                     f"m_per_class must divide batch_size without any remainder: "
-                    f"m={self.m_per_class}, batch_size={self.batch_size}")
+                    f"m={self.m_per_class}, batch_size={self.batch_size}"
+                )
             list_size -= list_size % self.batch_size
         self.list_size = list_size
 
@@ -115,5 +125,7 @@ class MPerClassSampler:
         return np.concatenate(batches) if batches else np.empty(0, np.int64)
 
     def __repr__(self) -> str:
-        return (f"MPerClassSampler(m={self.m_per_class}, batch_size={self.batch_size}, "
-                f"length_before_new_iter={self.list_size}, num_classes={len(self.labels)})")
+        return (
+            f"MPerClassSampler(m={self.m_per_class}, batch_size={self.batch_size}, "
+            f"length_before_new_iter={self.list_size}, num_classes={len(self.labels)})"
+        )

@@ -1,4 +1,5 @@
 """TuplesToWeightsSampler: sample the rows a miner picks, proportionally to how often."""
+
 from __future__ import annotations
 
 import math
@@ -51,9 +52,17 @@ class TuplesToWeightsSampler:
     Source: pytorch-metric-learning ``samplers/tuples_to_weights_sampler.py``.
     """
 
-    def __init__(self, model: Callable[..., Any], miner: Callable[..., Any], dataset: Any,
-                 subset_size: int | None = None, *,
-                 batch_size: int | None = None, seed: Seed = 0, embed_batch_size: int = 256) -> None:
+    def __init__(
+        self,
+        model: Callable[..., Any],
+        miner: Callable[..., Any],
+        dataset: Any,
+        subset_size: int | None = None,
+        *,
+        batch_size: int | None = None,
+        seed: Seed = 0,
+        embed_batch_size: int = 256,
+    ) -> None:
         if not callable(model):
             raise TypeError(f"model must be callable (X -> embeddings), got {type(model).__name__}")
         if not callable(miner):
@@ -86,8 +95,9 @@ class TuplesToWeightsSampler:
     def _embed(self, X):
         outs = []
         for i in range(0, X.shape[0], self.embed_batch_size):
-            e = check_array(self.model(X[i:i + self.embed_batch_size]), "model(X) (the embeddings)",
-                            finite=False)
+            e = check_array(
+                self.model(X[i : i + self.embed_batch_size]), "model(X) (the embeddings)", finite=False
+            )
             if e.ndim != 2 or e.shape[0] != min(self.embed_batch_size, X.shape[0] - i):
                 raise ValueError(f"model must return (n, D) embeddings, got shape {e.shape}")
             if not np.isfinite(e).all():
@@ -118,9 +128,12 @@ class TuplesToWeightsSampler:
 
     def __iter__(self) -> Iterator[Int64Array]:
         weights = self.compute_weights()
-        yield from WeightedSampler(weights, self.num_samples, replacement=True, generator=self.rng,
-                                   batch_size=self.batch_size)
+        yield from WeightedSampler(
+            weights, self.num_samples, replacement=True, generator=self.rng, batch_size=self.batch_size
+        )
 
     def __repr__(self) -> str:
-        return (f"TuplesToWeightsSampler(miner={self.miner!r}, subset_size={self.subset_size}, "
-                f"batch_size={self.batch_size})")
+        return (
+            f"TuplesToWeightsSampler(miner={self.miner!r}, subset_size={self.subset_size}, "
+            f"batch_size={self.batch_size})"
+        )

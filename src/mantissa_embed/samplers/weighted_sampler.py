@@ -1,4 +1,5 @@
 """WeightedSampler: indices drawn with probabilities proportional to weights."""
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,15 @@ class WeightedSampler:
     Source: ``torch.utils.data.WeightedRandomSampler`` (PyTorch).
     """
 
-    def __init__(self, weights: ArrayLike, num_samples: int, replacement: bool = True, generator: Seed = None, *,
-                 batch_size: int | None = None) -> None:
+    def __init__(
+        self,
+        weights: ArrayLike,
+        num_samples: int,
+        replacement: bool = True,
+        generator: Seed = None,
+        *,
+        batch_size: int | None = None,
+    ) -> None:
         w = check_array(weights, "weights", ndim=1, dtype=np.float64)
         if w.shape[0] == 0:
             raise ValueError("weights must not be empty")
@@ -56,8 +64,10 @@ class WeightedSampler:
         if self.support.shape[0] == 0:
             raise ValueError("weights must have at least one positive entry")
         if not self.replacement and self.num_samples > self.support.shape[0]:
-            raise ValueError(f"num_samples ({self.num_samples}) must be <= the number of positive weights "
-                             f"({self.support.shape[0]}) when replacement=False")
+            raise ValueError(
+                f"num_samples ({self.num_samples}) must be <= the number of positive weights "
+                f"({self.support.shape[0]}) when replacement=False"
+            )
         p = w[self.support]
         p = p / p.max()  # first bring the weights to (0, 1]: their sum cannot overflow
         self._p = p / p.sum()
@@ -72,12 +82,15 @@ class WeightedSampler:
         return self.support[k]
 
     def _draw(self):
-        return self.generator.choice(self.support.shape[0], size=self.num_samples,
-                                     replace=self.replacement, p=self._p)
+        return self.generator.choice(
+            self.support.shape[0], size=self.num_samples, replace=self.replacement, p=self._p
+        )
 
     def __iter__(self) -> Iterator[Int64Array]:
         yield from split_batches(self.indices(), self.batch_size)
 
     def __repr__(self) -> str:
-        return (f"WeightedSampler(num_samples={self.num_samples}, replacement={self.replacement}, "
-                f"batch_size={self.batch_size}, n={self.weights.shape[0]})")
+        return (
+            f"WeightedSampler(num_samples={self.num_samples}, replacement={self.replacement}, "
+            f"batch_size={self.batch_size}, n={self.weights.shape[0]})"
+        )

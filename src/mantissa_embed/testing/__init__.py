@@ -7,6 +7,7 @@
 - hypothesis strategies (need ``hypothesis``): ``embeddings``, ``labels``,
   ``pair_tuples``, ``triplet_tuples``, ``batches``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -18,8 +19,15 @@ from .pml import assert_loss_close, check_matches_pml, pml_reference
 
 _STRATEGIES = ("Batch", "batches", "embeddings", "labels", "pair_tuples", "triplet_tuples")
 
-__all__ = ["GradientCheck", "assert_loss_close", "check_loss_gradients", "check_matches_pml",
-           "check_miner_invariants", "pml_reference", *_STRATEGIES]
+__all__ = [
+    "GradientCheck",
+    "assert_loss_close",
+    "check_loss_gradients",
+    "check_matches_pml",
+    "check_miner_invariants",
+    "pml_reference",
+    *_STRATEGIES,
+]
 
 
 if TYPE_CHECKING:  # the strategies load on first access (they need hypothesis)
@@ -33,7 +41,8 @@ def __getattr__(name: str) -> Any:
         except ModuleNotFoundError as e:
             if e.name != "hypothesis":
                 raise
-            raise ImportError(f"mantissa_embed.testing.{name} needs hypothesis "
-                              "(pip install 'mantissa-embed[test]')") from None
+            raise ImportError(
+                f"mantissa_embed.testing.{name} needs hypothesis (pip install 'mantissa-embed[test]')"
+            ) from None
         return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,5 @@
 """``check_loss_gradients``: a loss's analytic gradients against central finite differences."""
+
 from __future__ import annotations
 
 import copy
@@ -45,8 +46,9 @@ def _checked_output(out: Any, name: str) -> float:
     """The finite ``.loss`` of the first call's output; TypeError unless it has ``.loss`` and
     ``.grad``, AssertionError for a NaN/Inf value."""
     if not hasattr(out, "loss") or not hasattr(out, "grad"):
-        raise TypeError(f"{name} must return an object with .loss and .grad (a LossOutput), "
-                        f"got {type(out).__name__}")
+        raise TypeError(
+            f"{name} must return an object with .loss and .grad (a LossOutput), got {type(out).__name__}"
+        )
     try:
         value = float(out.loss)
     except (TypeError, ValueError):
@@ -68,7 +70,9 @@ def _grad_array(g: Any, name: str, what: str, shape: tuple[int, ...]) -> np.ndar
     bad = ~np.isfinite(arr)
     if bad.any():
         i = next(zip(*np.nonzero(bad)))
-        raise AssertionError(f"{name} returned a non-finite {what}: {what}[{', '.join(map(str, i))}] = {arr[i]}")
+        raise AssertionError(
+            f"{name} returned a non-finite {what}: {what}[{', '.join(map(str, i))}] = {arr[i]}"
+        )
     return arr.astype(np.float64)
 
 
@@ -96,8 +100,9 @@ def _as_float_array(x: ArrayLike | None, name: str) -> np.ndarray | None:
     return arr
 
 
-def _numeric(evaluate: Callable[[], float], arr: np.ndarray, h: float,
-             where: str = "") -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+def _numeric(
+    evaluate: Callable[[], float], arr: np.ndarray, h: float, where: str = ""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Forward, backward and central differences of ``evaluate()`` (float) w.r.t. every entry of
     ``arr`` (perturbed in place, restored); the step taken is what ``arr``'s dtype represents.
     AssertionError when a perturbed value is NaN/Inf (``where`` names the array)."""
@@ -114,18 +119,29 @@ def _numeric(evaluate: Callable[[], float], arr: np.ndarray, h: float,
         fm = evaluate()
         arr[idx] = old
         if not (np.isfinite(fp) and np.isfinite(fm)):
-            raise AssertionError(f"the loss is non-finite ({fp}, {fm}) with {where}[{', '.join(map(str, idx))}] "
-                                 f"stepped by +-{h:.3g}")
+            raise AssertionError(
+                f"the loss is non-finite ({fp}, {fm}) with {where}[{', '.join(map(str, idx))}] "
+                f"stepped by +-{h:.3g}"
+            )
         fscale = max(fscale, abs(fp), abs(fm))
         fwd[idx], bwd[idx], central[idx] = (fp - f0) / up, (f0 - fm) / down, (fp - fm) / (up + down)
     return central, fwd, bwd, max(fscale, 1.0) / h
 
 
-def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, labels: ArrayLike | None = None,
-                         *, indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                         ref_labels: ArrayLike | None = None, parameters: bool = True, eps: float | None = None,
-                         rtol: float | None = None, atol: float | None = None,
-                         copy_state: bool = True) -> GradientCheck:
+def check_loss_gradients(
+    loss_func: Callable[..., Any],
+    embeddings: ArrayLike,
+    labels: ArrayLike | None = None,
+    *,
+    indices_tuple: IndicesTuple | None = None,
+    ref_emb: ArrayLike | None = None,
+    ref_labels: ArrayLike | None = None,
+    parameters: bool = True,
+    eps: float | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    copy_state: bool = True,
+) -> GradientCheck:
     """Assert that a loss's gradients match float64 central differences of its value.
 
     ``loss_func(embeddings, labels, indices_tuple=, ref_emb=, ref_labels=)`` (the first two
@@ -213,11 +229,14 @@ def check_loss_gradients(loss_func: Callable[..., Any], embeddings: ArrayLike, l
             f"{name}: {len(failures)} of {checked + len(failures)} gradient entries differ from "
             f"central differences; worst {where}: analytic {a:.6g}, numeric {n:.6g} "
             f"(|diff| {abs(a - n):.3g} > allowed {allowed:.3g}; eps={eps:g}, rtol={rtol:g}, "
-            f"atol={atol:g}, {precision}; {skipped} entries skipped at kinks)")
+            f"atol={atol:g}, {precision}; {skipped} entries skipped at kinks)"
+        )
     if skipped and not checked:
         _discard_if_in_hypothesis()
-        raise AssertionError(f"{name}: all {skipped} gradient entries sit at kinks (forward and backward "
-                             f"differences disagree); try another batch or a smaller eps")
+        raise AssertionError(
+            f"{name}: all {skipped} gradient entries sit at kinks (forward and backward "
+            f"differences disagree); try another batch or a smaller eps"
+        )
     return GradientCheck(checked=checked, skipped=skipped, max_error=max_error, precision=precision)
 
 
@@ -232,9 +251,18 @@ def _discard_if_in_hypothesis() -> None:
         hypothesis.assume(False)
 
 
-def _compare(name: str, label: str, analytic: np.ndarray, g1: np.ndarray, fwd: np.ndarray, bwd: np.ndarray,
-             f_over_h: float, rtol: float, atol: float,
-             unit: float) -> tuple[int, int, float, list[tuple[float, str, float, float, float]]]:
+def _compare(
+    name: str,
+    label: str,
+    analytic: np.ndarray,
+    g1: np.ndarray,
+    fwd: np.ndarray,
+    bwd: np.ndarray,
+    f_over_h: float,
+    rtol: float,
+    atol: float,
+    unit: float,
+) -> tuple[int, int, float, list[tuple[float, str, float, float, float]]]:
     """(checked, skipped, max error, failures [(excess, where, analytic, numeric, allowed)]).
     AssertionError when the tolerance is so loose that a zero gradient would pass although the
     central differences are not all zero (the loss's rounding swamps them: tiny inputs)."""
@@ -250,10 +278,19 @@ def _compare(name: str, label: str, analytic: np.ndarray, g1: np.ndarray, fwd: n
         raise AssertionError(
             f"{name}: cannot check {label}: its central differences (largest {num_scale:.3g}) are within the "
             f"tolerance (rounding of the loss values {rounding:.3g}, atol={atol:g}, rtol={rtol:g}), so even a "
-            f"zero gradient would pass; scale the inputs up, pass a larger eps or a smaller atol")
+            f"zero gradient would pass; scale the inputs up, pass a larger eps or a smaller atol"
+        )
     err = np.abs(analytic - g1)
     bad = (err > allowed) & ~kink
     ok = ~kink & ~bad
-    failures = [(float(err[i] - allowed[i]), f"{label}[{', '.join(map(str, i))}]", float(analytic[i]),
-                 float(g1[i]), float(allowed[i])) for i in zip(*np.nonzero(bad))]
+    failures = [
+        (
+            float(err[i] - allowed[i]),
+            f"{label}[{', '.join(map(str, i))}]",
+            float(analytic[i]),
+            float(g1[i]),
+            float(allowed[i]),
+        )
+        for i in zip(*np.nonzero(bad))
+    ]
     return int(ok.sum()), int(kink.sum()), float(err[ok].max(initial=0.0)), failures

@@ -1,4 +1,5 @@
 """``check_matches_pml``: a loss against pytorch-metric-learning's, run in float64 by torch."""
+
 from __future__ import annotations
 
 import unittest
@@ -20,14 +21,22 @@ def _torch() -> Any:
         import torch
     except ImportError as e:
         # unittest.SkipTest: a skip under pytest and unittest alike
-        raise unittest.SkipTest("check_matches_pml needs torch and pytorch-metric-learning "
-                                f"(pip install 'mantissa-embed[oracle]'): {e}") from None
+        raise unittest.SkipTest(
+            "check_matches_pml needs torch and pytorch-metric-learning "
+            f"(pip install 'mantissa-embed[oracle]'): {e}"
+        ) from None
     return torch
 
 
-def pml_reference(pml_loss: Callable[..., Any], embeddings: ArrayLike, labels: ArrayLike | None = None,
-                  indices_tuple: IndicesTuple | None = None, ref_emb: ArrayLike | None = None,
-                  ref_labels: ArrayLike | None = None, backward: bool = True) -> Reference:
+def pml_reference(
+    pml_loss: Callable[..., Any],
+    embeddings: ArrayLike,
+    labels: ArrayLike | None = None,
+    indices_tuple: IndicesTuple | None = None,
+    ref_emb: ArrayLike | None = None,
+    ref_labels: ArrayLike | None = None,
+    backward: bool = True,
+) -> Reference:
     """``(value, d/d embeddings (N, D), d/d ref_emb (M, D) or None)`` of the torch loss
     ``pml_loss`` on float64 copies of the inputs (float64 numpy arrays). A loss without a graph
     (zero), or ``backward=False``, gives zero gradients. Raises ``unittest.SkipTest`` without
@@ -37,10 +46,15 @@ def pml_reference(pml_loss: Callable[..., Any], embeddings: ArrayLike, labels: A
     rt = None if ref_emb is None else torch.tensor(np.asarray(ref_emb, dtype=np.float64), requires_grad=True)
     with warnings.catch_warnings():  # PML's deprecation / "no pairs" warnings
         warnings.simplefilter("ignore")
-        out = pml_loss(xt, None if labels is None else torch.tensor(np.asarray(labels)),
-                       indices_tuple=None if indices_tuple is None else
-                       tuple(torch.tensor(np.asarray(t)) for t in indices_tuple),
-                       ref_emb=rt, ref_labels=None if ref_labels is None else torch.tensor(np.asarray(ref_labels)))
+        out = pml_loss(
+            xt,
+            None if labels is None else torch.tensor(np.asarray(labels)),
+            indices_tuple=None
+            if indices_tuple is None
+            else tuple(torch.tensor(np.asarray(t)) for t in indices_tuple),
+            ref_emb=rt,
+            ref_labels=None if ref_labels is None else torch.tensor(np.asarray(ref_labels)),
+        )
     value = float(out.detach()) if torch.is_tensor(out) else float(out)
     if backward and torch.is_tensor(out) and out.requires_grad:
         out.backward()
@@ -49,8 +63,14 @@ def pml_reference(pml_loss: Callable[..., Any], embeddings: ArrayLike, labels: A
     return value, g, rg
 
 
-def assert_loss_close(ours: Any, reference: Reference, *, rtol: float = 1e-4, atol: float = 1e-6,
-                      grad_atol: Callable[[np.ndarray], float] | None = None) -> None:
+def assert_loss_close(
+    ours: Any,
+    reference: Reference,
+    *,
+    rtol: float = 1e-4,
+    atol: float = 1e-6,
+    grad_atol: Callable[[np.ndarray], float] | None = None,
+) -> None:
     """Assert a ``LossOutput`` equals ``reference = (value, grad,
     ref_grad)``: the value within ``rtol`` (relative) / ``atol`` (absolute), each gradient within
     ``rtol`` plus an absolute ``1e-4`` of its largest entry (at least 1e-7), or ``grad_atol(b)`` for
@@ -71,17 +91,29 @@ def assert_loss_close(ours: Any, reference: Reference, *, rtol: float = 1e-4, at
         np.testing.assert_allclose(a, b, rtol=rtol, atol=tol, err_msg=name)
 
 
-def check_matches_pml(our_loss: Callable[..., Any], pml_loss: Callable[..., Any], embeddings: ArrayLike,
-                      labels: ArrayLike | None = None, *, indices_tuple: IndicesTuple | None = None,
-                      ref_emb: ArrayLike | None = None, ref_labels: ArrayLike | None = None, rtol: float = 1e-4,
-                      atol: float = 1e-6, grad_atol: Callable[[np.ndarray], float] | None = None) -> tuple[Any, Reference]:
+def check_matches_pml(
+    our_loss: Callable[..., Any],
+    pml_loss: Callable[..., Any],
+    embeddings: ArrayLike,
+    labels: ArrayLike | None = None,
+    *,
+    indices_tuple: IndicesTuple | None = None,
+    ref_emb: ArrayLike | None = None,
+    ref_labels: ArrayLike | None = None,
+    rtol: float = 1e-4,
+    atol: float = 1e-6,
+    grad_atol: Callable[[np.ndarray], float] | None = None,
+) -> tuple[Any, Reference]:
     """Assert that ``our_loss(...)`` (a mantissa loss) gives pytorch-metric-learning's
     ``pml_loss(...)`` value and gradients on the same inputs (see ``assert_loss_close`` for
     the tolerances). Returns ``(ours, reference)``. Raises ``unittest.SkipTest`` (a skip under
     pytest) when torch or pytorch-metric-learning is not installed."""
     reference = pml_reference(pml_loss, embeddings, labels, indices_tuple, ref_emb, ref_labels)
-    kwargs = {k: v for k, v in (("indices_tuple", indices_tuple), ("ref_emb", ref_emb),
-                                ("ref_labels", ref_labels)) if v is not None}
+    kwargs = {
+        k: v
+        for k, v in (("indices_tuple", indices_tuple), ("ref_emb", ref_emb), ("ref_labels", ref_labels))
+        if v is not None
+    }
     ours = our_loss(embeddings, labels, **kwargs)
     assert_loss_close(ours, reference, rtol=rtol, atol=atol, grad_atol=grad_atol)
     return ours, reference

@@ -1,4 +1,5 @@
 """Hypothesis strategies for loss and miner tests: embeddings, labels, mined tuples, batches."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,9 +29,16 @@ def _checked_int(v: Any, name: str) -> int:
 
 
 @st.composite
-def embeddings(draw: st.DrawFn, n: Any = st.integers(1, 8), dim: Any = st.integers(2, 6), *,
-               min_norm: float = 1e-2, max_norm: float = 1e2, near_duplicates: bool = True,
-               dtype: Any = np.float32) -> np.ndarray:
+def embeddings(
+    draw: st.DrawFn,
+    n: Any = st.integers(1, 8),
+    dim: Any = st.integers(2, 6),
+    *,
+    min_norm: float = 1e-2,
+    max_norm: float = 1e2,
+    near_duplicates: bool = True,
+    dtype: Any = np.float32,
+) -> np.ndarray:
     """Finite embeddings of shape ``(n, dim)`` (ints or strategies of ints) and ``dtype``.
 
     Rows are Gaussian directions; one norm per batch is drawn log-uniformly in
@@ -44,7 +52,9 @@ def embeddings(draw: st.DrawFn, n: Any = st.integers(1, 8), dim: Any = st.intege
     if np.dtype(dtype).kind != "f":
         raise TypeError(f"dtype must be a float dtype, got {np.dtype(dtype)}")
     if max_norm > float(np.finfo(dtype).max) / 4:  # rows up to max_norm, plus near-duplicate noise
-        raise ValueError(f"max_norm={max_norm} overflows {np.dtype(dtype)} (at most {float(np.finfo(dtype).max) / 4:.3g})")
+        raise ValueError(
+            f"max_norm={max_norm} overflows {np.dtype(dtype)} (at most {float(np.finfo(dtype).max) / 4:.3g})"
+        )
     n, dim = draw(_ints(n, "n")), draw(_ints(dim, "dim"))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     x = rng.standard_normal((n, dim))
@@ -59,15 +69,24 @@ def embeddings(draw: st.DrawFn, n: Any = st.integers(1, 8), dim: Any = st.intege
 
 
 @st.composite
-def labels(draw: st.DrawFn, n: Any = st.integers(1, 8), num_classes: Any = st.integers(1, 4), *,
-           min_per_class: int = 0) -> np.ndarray:
+def labels(
+    draw: st.DrawFn,
+    n: Any = st.integers(1, 8),
+    num_classes: Any = st.integers(1, 4),
+    *,
+    min_per_class: int = 0,
+) -> np.ndarray:
     """int64 labels of length ``n`` in ``0 .. num_classes - 1`` (ints or strategies of ints) where
     every class occurs at least ``min_per_class`` times (``num_classes`` is lowered to
     ``n // min_per_class`` when ``n`` is too short for it). A drawn ``n`` below ``min_per_class``
     is rejected (as by ``assume``); a given one is a ``ValueError``."""
     drawn_n = isinstance(n, st.SearchStrategy)
     n, c = draw(_ints(n, "n")), draw(_ints(num_classes, "num_classes"))
-    if isinstance(min_per_class, bool) or not isinstance(min_per_class, (int, np.integer)) or min_per_class < 0:
+    if (
+        isinstance(min_per_class, bool)
+        or not isinstance(min_per_class, (int, np.integer))
+        or min_per_class < 0
+    ):
         raise ValueError(f"min_per_class must be an int >= 0, got {min_per_class!r}")
     _long_enough(n, min_per_class, drawn_n)
     if c < 1:
@@ -96,8 +115,9 @@ def _pick(draw: st.DrawFn, pool: list, max_size: int) -> list:
 
 
 @st.composite
-def pair_tuples(draw: st.DrawFn, labels: Any, ref_labels: Any = None, *,
-                max_size: int = 16) -> tuple[np.ndarray, ...]:
+def pair_tuples(
+    draw: st.DrawFn, labels: Any, ref_labels: Any = None, *, max_size: int = 16
+) -> tuple[np.ndarray, ...]:
     """Valid PML pairs ``(a1, p, a2, n)`` (int64) for concrete ``labels`` (N,) against
     ``ref_labels`` (M,; the batch when None, then without self pairs): ``labels[a1] ==
     ref[p]`` and ``labels[a2] != ref[n]``; up to ``max_size`` of each, repeats allowed."""
@@ -113,15 +133,22 @@ def pair_tuples(draw: st.DrawFn, labels: Any, ref_labels: Any = None, *,
 
 
 @st.composite
-def triplet_tuples(draw: st.DrawFn, labels: Any, ref_labels: Any = None, *,
-                   max_size: int = 16) -> tuple[np.ndarray, ...]:
+def triplet_tuples(
+    draw: st.DrawFn, labels: Any, ref_labels: Any = None, *, max_size: int = 16
+) -> tuple[np.ndarray, ...]:
     """Valid triplets ``(a, p, n)`` (int64) for concrete ``labels`` against ``ref_labels`` (the
     batch when None, then ``a != p``): ``labels[a] == ref[p] != ref[n]``; up to ``max_size``."""
     y = np.asarray(labels)
     r = y if ref_labels is None else np.asarray(ref_labels)
     same = ref_labels is None
-    trip = [(a, p, q) for a in range(len(y)) for p in range(len(r)) if y[a] == r[p] and not (same and a == p)
-            for q in range(len(r)) if r[q] != y[a]]
+    trip = [
+        (a, p, q)
+        for a in range(len(y))
+        for p in range(len(r))
+        if y[a] == r[p] and not (same and a == p)
+        for q in range(len(r))
+        if r[q] != y[a]
+    ]
     T = _pick(draw, trip, max_size)
     if not T:
         return (np.zeros(0, np.int64),) * 3
@@ -144,9 +171,17 @@ class Batch:
 
 
 @st.composite
-def batches(draw: st.DrawFn, n: Any = st.integers(1, 8), dim: Any = st.integers(2, 5),
-            num_classes: Any = st.integers(1, 4), *, min_per_class: int = 0, ref: Any = st.booleans(),
-            mined: Any = st.sampled_from([None, "pairs", "triplets"]), **embedding_options: Any) -> Batch:
+def batches(
+    draw: st.DrawFn,
+    n: Any = st.integers(1, 8),
+    dim: Any = st.integers(2, 5),
+    num_classes: Any = st.integers(1, 4),
+    *,
+    min_per_class: int = 0,
+    ref: Any = st.booleans(),
+    mined: Any = st.sampled_from([None, "pairs", "triplets"]),
+    **embedding_options: Any,
+) -> Batch:
     """A ``Batch``: ``embeddings`` and ``labels``, with a reference set of its own
     (``ref``: a bool or a strategy of bools) and a mined ``indices_tuple`` (``mined``: None,
     "pairs" or "triplets", or a strategy of them). ``embedding_options`` go to ``embeddings``."""

@@ -10,10 +10,19 @@ semantics are torchvision's. ``get_config()`` / ``transform_from_config`` round-
                      T.RandomHorizontalFlip()])
     X_aug = aug(X, np.random.default_rng(0))
 """
+
 from .base import TRANSFORM_TYPES, Compose, Transform, transform_from_config
 from .random_affine import RandomAffine, affine_theta
 from .random_crop import RandomCrop
 from .random_horizontal_flip import RandomHorizontalFlip
 
-__all__ = ["Transform", "Compose", "RandomAffine", "RandomCrop", "RandomHorizontalFlip",
-           "affine_theta", "transform_from_config", "TRANSFORM_TYPES"]
+__all__ = [
+    "Transform",
+    "Compose",
+    "RandomAffine",
+    "RandomCrop",
+    "RandomHorizontalFlip",
+    "affine_theta",
+    "transform_from_config",
+    "TRANSFORM_TYPES",
+]

@@ -1,5 +1,6 @@
 """The base of the batched transforms (``Transform``), ``Compose`` and
 ``transform_from_config``."""
+
 from __future__ import annotations
 
 import numbers
@@ -73,6 +74,7 @@ class Transform:
     """
 
     if TYPE_CHECKING:  # what every subclass implements
+
         def _apply(self, X: np.ndarray, rng: np.random.Generator, out: np.ndarray) -> np.ndarray: ...
 
         def _config(self) -> dict[str, Any]: ...

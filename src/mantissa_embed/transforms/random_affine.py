@@ -1,4 +1,5 @@
 """RandomAffine: a random rotation, translation and scaling of each image about its centre."""
+
 from __future__ import annotations
 
 import numbers
@@ -57,14 +58,21 @@ class RandomAffine(Transform):
     exactly. Raises ValueError / TypeError naming the argument.
     """
 
-    def __init__(self, degrees: float | tuple[float, float], translate: tuple[float, float] | None = None,
-                 scale: tuple[float, float] | None = None, backend: str = "mantissa") -> None:
+    def __init__(
+        self,
+        degrees: float | tuple[float, float],
+        translate: tuple[float, float] | None = None,
+        scale: tuple[float, float] | None = None,
+        backend: str = "mantissa",
+    ) -> None:
         if isinstance(degrees, numbers.Real) and not isinstance(degrees, bool):
             d = check_float(degrees, "degrees", 0)
             self.degrees: tuple[float, float] = (-d, d)
         else:
             self.degrees = check_pair(degrees, "degrees")
-        self.translate = None if translate is None else check_pair(translate, "translate", 0, 1, ordered=False)
+        self.translate = (
+            None if translate is None else check_pair(translate, "translate", 0, 1, ordered=False)
+        )
         self.scale = None if scale is None else check_pair(scale, "scale", 0, strict=True)
         self._be = get_backend(backend)
         self.backend = backend
@@ -87,6 +95,8 @@ class RandomAffine(Transform):
         return self._be.affine_resample_forward(X, theta, out=out)
 
     def _config(self):
-        return {"degrees": list(self.degrees),
-                "translate": None if self.translate is None else list(self.translate),
-                "scale": None if self.scale is None else list(self.scale)}
+        return {
+            "degrees": list(self.degrees),
+            "translate": None if self.translate is None else list(self.translate),
+            "scale": None if self.scale is None else list(self.scale),
+        }

@@ -1,4 +1,5 @@
 """RandomCrop: zero padding, then a crop at a random position per image."""
+
 from __future__ import annotations
 
 import numbers
@@ -45,8 +46,9 @@ class RandomCrop(Transform):
     def __init__(self, size: int | tuple[int, int], padding: int | tuple[int, ...] | None = None) -> None:
         self.size = check_size_pair(size, "size", 1)
         self.padding = _padding(padding)
-        self._padding_arg = (padding if padding is None or isinstance(padding, (int, numbers.Integral))
-                             else list(padding))
+        self._padding_arg = (
+            padding if padding is None or isinstance(padding, (int, numbers.Integral)) else list(padding)
+        )
 
     def output_shape(self, input_shape):
         N, C, H, W = input_shape
@@ -54,8 +56,10 @@ class RandomCrop(Transform):
         Hp, Wp = H + top + bottom, W + left + right
         h, w = self.size
         if h > Hp or w > Wp:
-            raise ValueError(f"size {self.size} is larger than the padded image {Hp}x{Wp} "
-                             f"(X {tuple(input_shape)}, padding {self.padding})")
+            raise ValueError(
+                f"size {self.size} is larger than the padded image {Hp}x{Wp} "
+                f"(X {tuple(input_shape)}, padding {self.padding})"
+            )
         return (N, C, h, w)
 
     def _apply(self, X, rng, out):
@@ -71,7 +75,7 @@ class RandomCrop(Transform):
             a, b = max(r0, 0), min(r0 + h, H)
             c, d = max(c0, 0), min(c0 + w, W)
             if a < b and c < d:
-                out[n, :, a - r0:b - r0, c - c0:d - c0] = X[n, :, a:b, c:d]
+                out[n, :, a - r0 : b - r0, c - c0 : d - c0] = X[n, :, a:b, c:d]
         return out
 
     def _config(self):

@@ -1,4 +1,5 @@
 """RandomHorizontalFlip: mirror each image left-right with probability p."""
+
 from __future__ import annotations
 
 import numpy as np

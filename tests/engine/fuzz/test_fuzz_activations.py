@@ -1,4 +1,5 @@
 """Fuzz of the ReLU, leaky ReLU, dropout and finiteness-check wrappers (``_engine/_activations.pyx``)."""
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -26,15 +27,20 @@ def _dropout(draw, back=False):
     mask = np.asarray(np.random.default_rng(0).random(s) < 0.5, dtype=np.float32) * np.float32(2)
     mask = np.asarray(mask, dtype=np.float32)
     x = f32(draw, s)
-    return {"dy": x, "mask": mask, "dx": maybe_out(draw, s)} if back else \
-        {"x": x, "mask": mask, "out": maybe_out(draw, s)}
+    return (
+        {"dy": x, "mask": mask, "dx": maybe_out(draw, s)}
+        if back
+        else {"x": x, "mask": mask, "out": maybe_out(draw, s)}
+    )
 
 
 SPECS = {
     "relu_forward": Spec(_unary, outs=("out",)),
     "relu_backward": Spec(_unary_backward, outs=("dx",)),
     "leaky_relu_forward": Spec(lambda draw: _unary(draw, True), outs=("out",), floats=("negative_slope",)),
-    "leaky_relu_backward": Spec(lambda draw: _unary_backward(draw, True), outs=("dx",), floats=("negative_slope",)),
+    "leaky_relu_backward": Spec(
+        lambda draw: _unary_backward(draw, True), outs=("dx",), floats=("negative_slope",)
+    ),
     "all_finite": Spec(lambda draw: {"x": f32(draw, any_shape(draw))}),
     "dropout_forward": Spec(_dropout, outs=("out",)),
     "dropout_backward": Spec(lambda draw: _dropout(draw, True), outs=("dx",)),

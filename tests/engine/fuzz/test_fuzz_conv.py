@@ -1,5 +1,6 @@
 """Fuzz of the convolution wrappers (``_engine/_conv.pyx``): every SGEMM kernel's paths, the
 Winograd and chain shapes included (3x3 stride 1, C >= 3, F > 8)."""
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -22,6 +23,7 @@ def geometry(draw, min_out=1, wino=None):
     def side(K):
         lo = max(K - 2 * pad + (min_out - 1) * stride, 0)
         return draw(st.sampled_from(sorted({lo, lo + 1, lo + 2, lo + 5, max(lo, 33)})))
+
     H, W = side(KH), side(KW)
     return N, C, H, W, F, KH, KW, stride, pad
 
@@ -33,8 +35,11 @@ def _out(H, K, s, p):
 def _workspace(draw, x_shape, w_shape, stride, pad):
     if draw(st.booleans()):
         return None
-    return np.full(engine.conv2d_workspace_size(x_shape, w_shape, stride, pad) + draw(st.sampled_from((0, 3))),
-                   np.nan, np.float32)
+    return np.full(
+        engine.conv2d_workspace_size(x_shape, w_shape, stride, pad) + draw(st.sampled_from((0, 3))),
+        np.nan,
+        np.float32,
+    )
 
 
 def _act(draw):
@@ -50,10 +55,17 @@ def _forward(draw, pool=False):
     N, C, H, W, F, KH, KW, s, p = geometry(draw, min_out=2 if pool else 1)
     HO, WO = _out(H, KH, s, p), _out(W, KW, s, p)
     oshape = (N, F, HO // 2, WO // 2) if pool else (N, F, HO, WO)
-    return {"x": f32(draw, (N, C, H, W)), "w": f32(draw, (F, C, KH, KW)),
-            "b": f32(draw, (F,)) if draw(st.booleans()) else None, "stride": s, "pad": p,
-            "out": maybe_out(draw, oshape), "workspace": _workspace(draw, (N, C, H, W), (F, C, KH, KW), s, p),
-            "act": _act(draw), "negative_slope": draw(st.sampled_from((0.01, 0.0, 2.0)))}
+    return {
+        "x": f32(draw, (N, C, H, W)),
+        "w": f32(draw, (F, C, KH, KW)),
+        "b": f32(draw, (F,)) if draw(st.booleans()) else None,
+        "stride": s,
+        "pad": p,
+        "out": maybe_out(draw, oshape),
+        "workspace": _workspace(draw, (N, C, H, W), (F, C, KH, KW), s, p),
+        "act": _act(draw),
+        "negative_slope": draw(st.sampled_from((0.01, 0.0, 2.0))),
+    }
 
 
 def _chain_geometry(draw):
@@ -74,8 +86,15 @@ def _chain_geometry(draw):
 
 def _chain_ws_size(draw):
     N, C, H, W, F1, KH1, KW1, s1, p1, F2, KH2, KW2, s2, p2 = _chain_geometry(draw)
-    return {"x_shape": (N, C, H, W), "w1_shape": (F1, C, KH1, KW1), "stride1": s1, "pad1": p1,
-            "w2_shape": (F2, F1, KH2, KW2), "stride2": s2, "pad2": p2}
+    return {
+        "x_shape": (N, C, H, W),
+        "w1_shape": (F1, C, KH1, KW1),
+        "stride1": s1,
+        "pad1": p1,
+        "w2_shape": (F2, F1, KH2, KW2),
+        "stride2": s2,
+        "pad2": p2,
+    }
 
 
 def _chain(draw):
@@ -84,26 +103,49 @@ def _chain(draw):
     HO2, WO2 = _out(H2, KH2, s2, p2), _out(W2, KW2, s2, p2)
     ws = None
     if draw(st.booleans()):
-        ws = np.empty(engine.conv2d_pool2_chain_workspace_size((N, C, H, W), (F1, C, KH1, KW1), s1, p1,
-                                                               (F2, F1, KH2, KW2), s2, p2), np.float32)
-    return {"x": f32(draw, (N, C, H, W)), "w1": f32(draw, (F1, C, KH1, KW1)),
-            "b1": f32(draw, (F1,)) if draw(st.booleans()) else None, "stride1": s1, "pad1": p1,
-            "w2": f32(draw, (F2, F1, KH2, KW2)), "b2": f32(draw, (F2,)) if draw(st.booleans()) else None,
-            "stride2": s2, "pad2": p2, "act1": _act(draw), "act2": _act(draw),
-            "out": maybe_out(draw, (N, F2, HO2 // 2, WO2 // 2)), "workspace": ws,
-            "negative_slope1": 0.01, "negative_slope2": 0.1}
+        ws = np.empty(
+            engine.conv2d_pool2_chain_workspace_size(
+                (N, C, H, W), (F1, C, KH1, KW1), s1, p1, (F2, F1, KH2, KW2), s2, p2
+            ),
+            np.float32,
+        )
+    return {
+        "x": f32(draw, (N, C, H, W)),
+        "w1": f32(draw, (F1, C, KH1, KW1)),
+        "b1": f32(draw, (F1,)) if draw(st.booleans()) else None,
+        "stride1": s1,
+        "pad1": p1,
+        "w2": f32(draw, (F2, F1, KH2, KW2)),
+        "b2": f32(draw, (F2,)) if draw(st.booleans()) else None,
+        "stride2": s2,
+        "pad2": p2,
+        "act1": _act(draw),
+        "act2": _act(draw),
+        "out": maybe_out(draw, (N, F2, HO2 // 2, WO2 // 2)),
+        "workspace": ws,
+        "negative_slope1": 0.01,
+        "negative_slope2": 0.1,
+    }
 
 
 def _backward(draw):
     N, C, H, W, F, KH, KW, s, p = geometry(draw)
     HO, WO = _out(H, KH, s, p), _out(W, KW, s, p)
     acc = draw(st.booleans())
-    return {"x": f32(draw, (N, C, H, W)), "w": f32(draw, (F, C, KH, KW)), "dy": f32(draw, (N, F, HO, WO)),
-            "stride": s, "pad": p, "dx": maybe_out(draw, (N, C, H, W)),
-            "dw": np.zeros((F, C, KH, KW), np.float32) if acc else maybe_out(draw, (F, C, KH, KW)),
-            "db": np.zeros(F, np.float32) if acc else maybe_out(draw, (F,)),
-            "need_dx": draw(st.booleans()), "accumulate": acc,
-            "workspace": _workspace(draw, (N, C, H, W), (F, C, KH, KW), s, p), "need_db": draw(st.booleans())}
+    return {
+        "x": f32(draw, (N, C, H, W)),
+        "w": f32(draw, (F, C, KH, KW)),
+        "dy": f32(draw, (N, F, HO, WO)),
+        "stride": s,
+        "pad": p,
+        "dx": maybe_out(draw, (N, C, H, W)),
+        "dw": np.zeros((F, C, KH, KW), np.float32) if acc else maybe_out(draw, (F, C, KH, KW)),
+        "db": np.zeros(F, np.float32) if acc else maybe_out(draw, (F,)),
+        "need_dx": draw(st.booleans()),
+        "accumulate": acc,
+        "workspace": _workspace(draw, (N, C, H, W), (F, C, KH, KW), s, p),
+        "need_db": draw(st.booleans()),
+    }
 
 
 _FWD = dict(outs=("out", "workspace"), ints=("stride", "pad"), floats=("negative_slope",), strs=("act",))
@@ -111,13 +153,24 @@ SPECS = {
     "conv2d_workspace_size": Spec(_ws_size, ints=("stride", "pad"), shapes=("x_shape", "w_shape")),
     "conv2d_forward": Spec(_forward, **_FWD),
     "conv2d_pool2_forward": Spec(lambda draw: _forward(draw, pool=True), **_FWD),
-    "conv2d_pool2_chain_workspace_size": Spec(_chain_ws_size, ints=("stride1", "pad1", "stride2", "pad2"),
-                                              shapes=("x_shape", "w1_shape", "w2_shape")),
-    "conv2d_pool2_chain_forward": Spec(_chain, outs=("out", "workspace"),
-                                       ints=("stride1", "pad1", "stride2", "pad2"),
-                                       floats=("negative_slope1", "negative_slope2"), strs=("act1", "act2")),
-    "conv2d_backward": Spec(_backward, outs=("dx", "dw", "db", "workspace"), ints=("stride", "pad"),
-                            flags=("need_dx", "accumulate", "need_db")),
+    "conv2d_pool2_chain_workspace_size": Spec(
+        _chain_ws_size,
+        ints=("stride1", "pad1", "stride2", "pad2"),
+        shapes=("x_shape", "w1_shape", "w2_shape"),
+    ),
+    "conv2d_pool2_chain_forward": Spec(
+        _chain,
+        outs=("out", "workspace"),
+        ints=("stride1", "pad1", "stride2", "pad2"),
+        floats=("negative_slope1", "negative_slope2"),
+        strs=("act1", "act2"),
+    ),
+    "conv2d_backward": Spec(
+        _backward,
+        outs=("dx", "dw", "db", "workspace"),
+        ints=("stride", "pad"),
+        flags=("need_dx", "accumulate", "need_db"),
+    ),
 }
 
 test_fuzz = family_test(SPECS)

@@ -1,4 +1,5 @@
 """Every public engine wrapper has a fuzz spec: a new wrapper without one fails here."""
+
 import importlib.util
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """Fuzz of the thread-count and CPU-feature wrappers (``_engine/_cpu.pyx``)."""
+
 from hypothesis import strategies as st
 
 from _fuzz import Spec, family_test

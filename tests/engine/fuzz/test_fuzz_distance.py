@@ -1,5 +1,6 @@
 """Fuzz of the distance, similarity, normalization and symmetric-matrix wrappers
 (``_engine/_distance.pyx``)."""
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -22,8 +23,12 @@ def _ws(draw, N, M, backward):
 
 def _l2_forward(draw):
     x = f32(draw, (dim(draw, large=300), dim(draw, large=67)))
-    return {"x": x, "eps": draw(st.sampled_from((1e-12, 1.0, 1.2e-38))), "y": maybe_out(draw, x.shape),
-            "norms": maybe_out(draw, x.shape[:1])}
+    return {
+        "x": x,
+        "eps": draw(st.sampled_from((1e-12, 1.0, 1.2e-38))),
+        "y": maybe_out(draw, x.shape),
+        "norms": maybe_out(draw, x.shape[:1]),
+    }
 
 
 def _l2_backward(draw):
@@ -34,16 +39,29 @@ def _l2_backward(draw):
 
 def _euclid_forward(draw):
     x, r = _pair(draw)
-    return {"x": x, "r": r, "squared": draw(st.booleans()), "out": maybe_out(draw, (len(x), len(r))),
-            "workspace": _ws(draw, len(x), len(r), False)}
+    return {
+        "x": x,
+        "r": r,
+        "squared": draw(st.booleans()),
+        "out": maybe_out(draw, (len(x), len(r))),
+        "workspace": _ws(draw, len(x), len(r), False),
+    }
 
 
 def _euclid_backward(draw):
     x, r = _pair(draw)
     sq = draw(st.booleans())
     dist = engine.euclidean_forward(x, r, squared=sq)
-    return {"x": x, "r": r, "dist": dist, "ddist": f32(draw, dist.shape), "squared": sq,
-            "dx": maybe_out(draw, x.shape), "dr": maybe_out(draw, r.shape), "workspace": _ws(draw, len(x), len(r), True)}
+    return {
+        "x": x,
+        "r": r,
+        "dist": dist,
+        "ddist": f32(draw, dist.shape),
+        "squared": sq,
+        "dx": maybe_out(draw, x.shape),
+        "dr": maybe_out(draw, r.shape),
+        "workspace": _ws(draw, len(x), len(r), True),
+    }
 
 
 def _dot_forward(draw):
@@ -53,8 +71,13 @@ def _dot_forward(draw):
 
 def _dot_backward(draw):
     x, r = _pair(draw)
-    return {"x": x, "r": r, "dsim": f32(draw, (len(x), len(r))), "dx": maybe_out(draw, x.shape),
-            "dr": maybe_out(draw, r.shape)}
+    return {
+        "x": x,
+        "r": r,
+        "dsim": f32(draw, (len(x), len(r))),
+        "dx": maybe_out(draw, x.shape),
+        "dr": maybe_out(draw, r.shape),
+    }
 
 
 def _add_transpose(draw):
@@ -70,8 +93,11 @@ def _gram(draw):
 SPECS = {
     "l2_normalize_forward": Spec(_l2_forward, outs=("y", "norms"), floats=("eps",)),
     "l2_normalize_backward": Spec(_l2_backward, outs=("dx",), floats=("eps",)),
-    "euclidean_workspace_size": Spec(lambda draw: {"N": dim(draw), "M": dim(draw), "backward": draw(st.booleans())},
-                                     ints=("N", "M"), flags=("backward",)),
+    "euclidean_workspace_size": Spec(
+        lambda draw: {"N": dim(draw), "M": dim(draw), "backward": draw(st.booleans())},
+        ints=("N", "M"),
+        flags=("backward",),
+    ),
     "euclidean_forward": Spec(_euclid_forward, outs=("out", "workspace"), flags=("squared",)),
     "euclidean_backward": Spec(_euclid_backward, outs=("dx", "dr", "workspace"), flags=("squared",)),
     "dot_similarity_forward": Spec(_dot_forward, outs=("out",)),

@@ -1,5 +1,6 @@
 """The fuzz kit itself can fail: it flags a write past a buffer, a modified input and an
 undocumented exception."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

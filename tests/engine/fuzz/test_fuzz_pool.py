@@ -1,4 +1,5 @@
 """Fuzz of the pooling wrappers (``_engine/_pool.pyx``)."""
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -17,15 +18,24 @@ def geometry(draw):
 
 def _max_forward(draw):
     N, C, H, W, size, stride, HO, WO = geometry(draw)
-    return {"x": f32(draw, (N, C, H, W)), "size": size, "stride": stride,
-            "out": maybe_out(draw, (N, C, HO, WO)), "argmax": maybe_out(draw, (N, C, HO, WO), np.int32)}
+    return {
+        "x": f32(draw, (N, C, H, W)),
+        "size": size,
+        "stride": stride,
+        "out": maybe_out(draw, (N, C, HO, WO)),
+        "argmax": maybe_out(draw, (N, C, HO, WO), np.int32),
+    }
 
 
 def _max_backward(draw, relu=False):
     N, C, H, W, size, stride, HO, WO = geometry(draw)
     y, argmax = engine.maxpool2d_forward(f32(draw, (N, C, H, W)), size, stride)
-    kw = {"dy": f32(draw, (N, C, HO, WO)), "argmax": argmax, "x_shape": (N, C, H, W),
-          "dx": maybe_out(draw, (N, C, H, W))}
+    kw = {
+        "dy": f32(draw, (N, C, HO, WO)),
+        "argmax": argmax,
+        "x_shape": (N, C, H, W),
+        "dx": maybe_out(draw, (N, C, H, W)),
+    }
     if relu:
         kw["y"] = np.maximum(y, 0)
     return kw
@@ -33,13 +43,23 @@ def _max_backward(draw, relu=False):
 
 def _avg_forward(draw):
     N, C, H, W, size, stride, HO, WO = geometry(draw)
-    return {"x": f32(draw, (N, C, H, W)), "size": size, "stride": stride, "out": maybe_out(draw, (N, C, HO, WO))}
+    return {
+        "x": f32(draw, (N, C, H, W)),
+        "size": size,
+        "stride": stride,
+        "out": maybe_out(draw, (N, C, HO, WO)),
+    }
 
 
 def _avg_backward(draw):
     N, C, H, W, size, stride, HO, WO = geometry(draw)
-    return {"dy": f32(draw, (N, C, HO, WO)), "x_shape": (N, C, H, W), "size": size, "stride": stride,
-            "dx": maybe_out(draw, (N, C, H, W))}
+    return {
+        "dy": f32(draw, (N, C, HO, WO)),
+        "x_shape": (N, C, H, W),
+        "size": size,
+        "stride": stride,
+        "dx": maybe_out(draw, (N, C, H, W)),
+    }
 
 
 def _gap_forward(draw):
@@ -55,7 +75,9 @@ def _gap_backward(draw):
 SPECS = {
     "maxpool2d_forward": Spec(_max_forward, outs=("out", "argmax"), ints=("size", "stride")),
     "maxpool2d_backward": Spec(_max_backward, outs=("dx",), shapes=("x_shape",)),
-    "maxpool2d_relu_backward": Spec(lambda draw: _max_backward(draw, relu=True), outs=("dx",), shapes=("x_shape",)),
+    "maxpool2d_relu_backward": Spec(
+        lambda draw: _max_backward(draw, relu=True), outs=("dx",), shapes=("x_shape",)
+    ),
     "avgpool2d_forward": Spec(_avg_forward, outs=("out",), ints=("size", "stride")),
     "avgpool2d_backward": Spec(_avg_backward, outs=("dx",), ints=("size", "stride"), shapes=("x_shape",)),
     "global_avgpool2d_forward": Spec(_gap_forward, outs=("out",)),

@@ -1,4 +1,5 @@
 """Fuzz of the P2SGrad and classifier cross-entropy wrappers (``_engine/_proxy_losses.pyx``)."""
+
 from hypothesis import strategies as st
 
 from _fuzz import Spec, alias_test, dim, f32, family_test, index, maybe_out
@@ -6,15 +7,24 @@ from _fuzz import Spec, alias_test, dim, f32, family_test, index, maybe_out
 
 def _p2sgrad(draw):
     N, C, D = dim(draw, large=200), dim(draw, lo=1), dim(draw, large=67)
-    return {"x": f32(draw, (N, D)), "w": f32(draw, (C, D)), "labels": index(draw, N, C),
-            "dx": maybe_out(draw, (N, D)), "dw": maybe_out(draw, (C, D))}
+    return {
+        "x": f32(draw, (N, D)),
+        "w": f32(draw, (C, D)),
+        "labels": index(draw, N, C),
+        "dx": maybe_out(draw, (N, D)),
+        "dw": maybe_out(draw, (C, D)),
+    }
 
 
 def _xent(draw):
     N, C = dim(draw, large=200), dim(draw, lo=1, large=300)
-    return {"logits": f32(draw, (N, C)), "labels": index(draw, N, C),
-            "scale": draw(st.sampled_from((1.0, 30.0))), "grad_scale": draw(st.sampled_from((1.0, 0.5))),
-            "dlogits": maybe_out(draw, (N, C))}
+    return {
+        "logits": f32(draw, (N, C)),
+        "labels": index(draw, N, C),
+        "scale": draw(st.sampled_from((1.0, 30.0))),
+        "grad_scale": draw(st.sampled_from((1.0, 0.5))),
+        "dlogits": maybe_out(draw, (N, C)),
+    }
 
 
 SPECS = {

@@ -1,4 +1,5 @@
 """Fuzz of the PNP rank and DynamicSoftMargin wrappers (``_engine/_ranking_losses.pyx``)."""
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -21,9 +22,14 @@ def _dsm(draw):
     square = draw(st.booleans())
     M = N if square else dim(draw)
     lab = labels(draw, N)
-    return {"mat": f32(draw, (N, M)), "labels": lab, "ref_labels": lab.copy() if square else labels(draw, M),
-            "exclude_self": square and draw(st.booleans()), "min_val": -2.0,
-            "delta": draw(st.sampled_from((0.1, 0.01, 4.0)))}
+    return {
+        "mat": f32(draw, (N, M)),
+        "labels": lab,
+        "ref_labels": lab.copy() if square else labels(draw, M),
+        "exclude_self": square and draw(st.booleans()),
+        "min_val": -2.0,
+        "delta": draw(st.sampled_from((0.1, 0.01, 4.0))),
+    }
 
 
 def _hist(draw):
@@ -41,19 +47,26 @@ def _loss(draw):
 
 def _backward(draw):
     cdf = _cdf(draw)
-    return {**_dsm(draw), "cdf": cdf, "g_u": f32(draw, cdf.shape).astype(np.float64), "scale": 1.0,
-            "momentum": 0.01}
+    return {
+        **_dsm(draw),
+        "cdf": cdf,
+        "g_u": f32(draw, cdf.shape).astype(np.float64),
+        "scale": 1.0,
+        "momentum": 0.01,
+    }
 
 
 _D = dict(flags=("exclude_self",), floats=("min_val", "delta"))
 SPECS = {
     "pnp_rank_forward": Spec(_pnp, floats=("anneal",)),
     "pnp_rank_backward": Spec(_pnp_backward, floats=("anneal",)),
-    "dsm_triplet_hist": Spec(_hist, ints=("num_bins",), flags=("exclude_self",),
-                             floats=("min_val", "delta", "momentum")),
+    "dsm_triplet_hist": Spec(
+        _hist, ints=("num_bins",), flags=("exclude_self",), floats=("min_val", "delta", "momentum")
+    ),
     "dsm_triplet_loss": Spec(_loss, **_D),
-    "dsm_triplet_backward": Spec(_backward, flags=("exclude_self",),
-                                 floats=("min_val", "delta", "scale", "momentum")),
+    "dsm_triplet_backward": Spec(
+        _backward, flags=("exclude_self",), floats=("min_val", "delta", "scale", "momentum")
+    ),
 }
 
 test_fuzz = family_test(SPECS)

@@ -1,5 +1,6 @@
 """Regression tests of the bugs the C-boundary fuzz suite found, one per bug, on both backends
 where the twin shares the check."""
+
 import numpy as np
 import pytest
 
@@ -13,7 +14,7 @@ def _sim():
     return np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
 
 
-@pytest.mark.parametrize("N, M", [(2 ** 63, 0), (2 ** 40, 2 ** 40)])
+@pytest.mark.parametrize("N, M", [(2**63, 0), (2**40, 2**40)])
 def test_euclidean_workspace_size_of_huge_counts_raises_valueerror(N, M):
     # was OverflowError (2**63) or an int64 product wrapped to a wrong size (2**40 squared)
     with pytest.raises(ValueError, match="2\\*\\*56"):
@@ -29,7 +30,7 @@ def test_zero_dim_input_keeps_its_shape():
 
 
 @pytest.mark.parametrize("mod", BACKENDS)
-@pytest.mark.parametrize("num_bins", [10 ** 12, 2 ** 63])
+@pytest.mark.parametrize("num_bins", [10**12, 2**63])
 def test_dsm_num_bins_beyond_limit_raises_before_allocating(mod, num_bins):
     # was MemoryError (29 TiB of per-anchor bins) or OverflowError
     with pytest.raises(ValueError, match="num_bins"):
@@ -37,8 +38,16 @@ def test_dsm_num_bins_beyond_limit_raises_before_allocating(mod, num_bins):
 
 
 @pytest.mark.parametrize("mod", BACKENDS)
-@pytest.mark.parametrize("cdf, error", [(None, TypeError), ("abc", TypeError), ([[0.5]], ValueError),
-                                        ([0.1, np.nan], ValueError), (np.zeros(0), ValueError)])
+@pytest.mark.parametrize(
+    "cdf, error",
+    [
+        (None, TypeError),
+        ("abc", TypeError),
+        ([[0.5]], ValueError),
+        ([0.1, np.nan], ValueError),
+        (np.zeros(0), ValueError),
+    ],
+)
 def test_dsm_cdf_none_or_text_raises_naming_cdf(mod, cdf, error):
     # cdf=None gave a NaN loss, "abc" numpy's unnamed "could not convert string to float"
     with pytest.raises(error, match="cdf"):
@@ -66,10 +75,15 @@ def test_dsm_nan_distance_stays_in_bounds():
 
 
 @pytest.mark.parametrize("mod", BACKENDS)
-@pytest.mark.parametrize("kw, error, name", [({"scale": None}, TypeError, "scale"),
-                                             ({"scale": np.nan}, ValueError, "scale"),
-                                             ({"scale": 1e39}, ValueError, "scale"),
-                                             ({"grad_scale": "a"}, TypeError, "grad_scale")])
+@pytest.mark.parametrize(
+    "kw, error, name",
+    [
+        ({"scale": None}, TypeError, "scale"),
+        ({"scale": np.nan}, ValueError, "scale"),
+        ({"scale": 1e39}, ValueError, "scale"),
+        ({"grad_scale": "a"}, TypeError, "grad_scale"),
+    ],
+)
 def test_softmax_xent_scales_are_checked(mod, kw, error, name):
     # scale / grad_scale went unchecked to C floats: NaN rows for nan or 1e39, Cython's unnamed
     # "must be real number, not NoneType"
@@ -78,16 +92,19 @@ def test_softmax_xent_scales_are_checked(mod, kw, error, name):
 
 
 @pytest.mark.parametrize("mod", BACKENDS)
-@pytest.mark.parametrize("call, name", [
-    (lambda m: m.ntxent_all(_sim(), LAB, LAB, 1e-320), "temperature"),      # was a loss of 0.0
-    (lambda m: m.supcon_all(_sim(), LAB, LAB, 1e-40), "temperature"),
-    (lambda m: m.softmax_nll_forward(_sim(), LAB, LAB, scale=1e39), "scale"),  # was all-zero losses
-    (lambda m: m.softmax_xent_rows_forward(_sim(), LAB, scale=-1e39), "scale"),
-    (lambda m: m.triplet_loss_all(np.abs(_sim()), LAB, LAB, margin=1e39), "margin"),  # was inf
-    (lambda m: m.contrastive_loss_all(np.abs(_sim()), LAB, LAB, pos_margin=1e39), "pos_margin"),
-    (lambda m: m.triplet_margin_mine(_sim(), LAB, LAB, True, "all", 1e39, False), "margin"),
-    (lambda m: m.pairw_rows_forward("circle", _sim(), LAB, LAB, params=(0.25, 1e39)), "gamma"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda m: m.ntxent_all(_sim(), LAB, LAB, 1e-320), "temperature"),  # was a loss of 0.0
+        (lambda m: m.supcon_all(_sim(), LAB, LAB, 1e-40), "temperature"),
+        (lambda m: m.softmax_nll_forward(_sim(), LAB, LAB, scale=1e39), "scale"),  # was all-zero losses
+        (lambda m: m.softmax_xent_rows_forward(_sim(), LAB, scale=-1e39), "scale"),
+        (lambda m: m.triplet_loss_all(np.abs(_sim()), LAB, LAB, margin=1e39), "margin"),  # was inf
+        (lambda m: m.contrastive_loss_all(np.abs(_sim()), LAB, LAB, pos_margin=1e39), "pos_margin"),
+        (lambda m: m.triplet_margin_mine(_sim(), LAB, LAB, True, "all", 1e39, False), "margin"),
+        (lambda m: m.pairw_rows_forward("circle", _sim(), LAB, LAB, params=(0.25, 1e39)), "gamma"),
+    ],
+)
 def test_scalars_beyond_float32_raise_instead_of_silent_inf(mod, call, name):
     with pytest.raises(ValueError, match=name):
         call(mod)
@@ -115,12 +132,12 @@ def test_knn_huge_tiles_raise_before_allocating(mod):
     # the scratch is num_threads * min(tile_q, n) * min(tile_r, M) floats: 3.2 GB here
     x = np.zeros((20000, 1), np.float32)
     with pytest.raises(ValueError, match="tile_q \\* tile_r"):
-        mod.knn_search(x, x, 1, tile_q=10 ** 9, tile_r=10 ** 9)
+        mod.knn_search(x, x, 1, tile_q=10**9, tile_r=10**9)
 
 
 def _f32_over(ints, shape):
     """A float32 output of ``shape`` over the memory of the int64 array ``ints``."""
-    return ints.view(np.uint8)[:4 * int(np.prod(shape))].view(np.float32).reshape(shape)
+    return ints.view(np.uint8)[: 4 * int(np.prod(shape))].view(np.float32).reshape(shape)
 
 
 @pytest.mark.parametrize("mod", BACKENDS)
@@ -137,8 +154,9 @@ def test_output_over_the_index_array_raises_instead_of_segfault(mod):
     with pytest.raises(ValueError, match="dlogits must not share memory with labels"):
         mod.softmax_xent_forward_backward(logits, big[:64], dlogits=_f32_over(big, (64, 64)))
     with pytest.raises(ValueError, match="dx must not share memory with labels"):
-        mod.p2sgrad_forward_backward(np.ones((64, 4), np.float32), np.ones((8, 4), np.float32), big[:64],
-                                     dx=_f32_over(big, (64, 4)))
+        mod.p2sgrad_forward_backward(
+            np.ones((64, 4), np.float32), np.ones((8, 4), np.float32), big[:64], dx=_f32_over(big, (64, 4))
+        )
 
 
 @pytest.mark.parametrize("mod", BACKENDS)
@@ -150,14 +168,16 @@ def test_ddist_over_the_pair_indices_raises(mod):
     with pytest.raises(ValueError, match="ddist must not share memory with a1"):
         mod.contrastive_loss_pairs(d, buf[:16], np.zeros(16, np.int64), z, z, ddist=_f32_over(buf, (8, 8)))
     with pytest.raises(ValueError, match="ddist must not share memory with a"):
-        mod.triplet_loss_triplets(d, buf[:4], np.ones(4, np.int64), np.full(4, 2, np.int64),
-                                  ddist=_f32_over(buf, (8, 8)))
+        mod.triplet_loss_triplets(
+            d, buf[:4], np.ones(4, np.int64), np.full(4, 2, np.int64), ddist=_f32_over(buf, (8, 8))
+        )
     with pytest.raises(ValueError, match="ddist must not share memory with weights"):
         w = np.ones((8, 8), np.float32)
         mod.contrastive_loss_all(d, np.zeros(8, np.int64), np.zeros(8, np.int64), weights=w, ddist=w)
     with pytest.raises(ValueError, match="dmat must not share memory with labels"):
-        mod.pairw_rows_forward("circle", d, buf[:8], np.zeros(8, np.int64), params=(0.25, 80.0),
-                               dmat=_f32_over(buf, (8, 8)))
+        mod.pairw_rows_forward(
+            "circle", d, buf[:8], np.zeros(8, np.int64), params=(0.25, 80.0), dmat=_f32_over(buf, (8, 8))
+        )
 
 
 @pytest.mark.parametrize("mod", BACKENDS)
@@ -165,11 +185,13 @@ def test_ddist_over_the_pair_indices_raises(mod):
 def test_flags_are_not_truth_values(mod, value):
     # bool(flag) took "no" as True and None as False
     sim = _sim()
-    for call, name in [(lambda: mod.ntxent_all(sim, LAB, LAB, 0.1, grad=value), "grad"),
-                       (lambda: mod.supcon_all(sim, LAB, LAB, 0.1, exclude_self=value), "exclude_self"),
-                       (lambda: mod.softmax_nll_forward(sim, LAB, LAB, inverted=value), "inverted"),
-                       (lambda: mod.triplet_margin_mine(sim, LAB, LAB, True, "all", 0.1, value), "is_inverted"),
-                       (lambda: mod.dsm_triplet_hist(sim, LAB, LAB, value, -1.0, 0.1, 10, 0.1), "exclude_self")]:
+    for call, name in [
+        (lambda: mod.ntxent_all(sim, LAB, LAB, 0.1, grad=value), "grad"),
+        (lambda: mod.supcon_all(sim, LAB, LAB, 0.1, exclude_self=value), "exclude_self"),
+        (lambda: mod.softmax_nll_forward(sim, LAB, LAB, inverted=value), "inverted"),
+        (lambda: mod.triplet_margin_mine(sim, LAB, LAB, True, "all", 0.1, value), "is_inverted"),
+        (lambda: mod.dsm_triplet_hist(sim, LAB, LAB, value, -1.0, 0.1, 10, 0.1), "exclude_self"),
+    ]:
         with pytest.raises(TypeError, match=name):
             call()
 

@@ -1,4 +1,5 @@
 """Fuzz of the scatter-add and its gather (``_engine/_scatter.pyx``)."""
+
 from hypothesis import strategies as st
 
 from _fuzz import Spec, alias_test, dim, f32, family_test, index, maybe_out

@@ -1,4 +1,5 @@
 """Fuzz of the softmax-over-pairs wrappers (``_engine/_softmax_losses.pyx``)."""
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -18,9 +19,18 @@ def _sim(draw):
 def _pair_softmax(draw, default):
     sim, lab, rlab, sq = _sim(draw)
     red = draw(st.sampled_from(("mean", "avg_non_zero", "weights")))
-    return {"sim": sim, "labels": lab, "ref_labels": rlab, "temperature": draw(st.sampled_from((0.07, 1.0, 1e-6))),
-            "exclude_self": sq and draw(st.booleans()), "inverted": draw(st.booleans()), "reduction": red,
-            "weights": None, "losses": draw(st.booleans()), "grad": draw(st.booleans())}
+    return {
+        "sim": sim,
+        "labels": lab,
+        "ref_labels": rlab,
+        "temperature": draw(st.sampled_from((0.07, 1.0, 1e-6))),
+        "exclude_self": sq and draw(st.booleans()),
+        "inverted": draw(st.booleans()),
+        "reduction": red,
+        "weights": None,
+        "losses": draw(st.booleans()),
+        "grad": draw(st.booleans()),
+    }
 
 
 def _ntxent(draw):
@@ -39,9 +49,15 @@ def _supcon(draw):
 
 def _nll_forward(draw):
     sim, lab, rlab, sq = _sim(draw)
-    return {"sim": sim, "labels": lab, "ref_labels": rlab, "scale": draw(st.sampled_from((1.0, 64.0, 1e-3))),
-            "exclude_self": sq and draw(st.booleans()), "inverted": draw(st.booleans()),
-            "max_loss": draw(st.sampled_from((np.inf, 10.0)))}
+    return {
+        "sim": sim,
+        "labels": lab,
+        "ref_labels": rlab,
+        "scale": draw(st.sampled_from((1.0, 64.0, 1e-3))),
+        "exclude_self": sq and draw(st.booleans()),
+        "inverted": draw(st.booleans()),
+        "max_loss": draw(st.sampled_from((np.inf, 10.0))),
+    }
 
 
 def _nll_backward(draw, fast):
@@ -56,8 +72,11 @@ def _nll_backward(draw, fast):
 
 def _xent_forward(draw):
     N, M = dim(draw, large=200), dim(draw, lo=1, large=300)
-    return {"sim": f32(draw, (N, M)), "target": np.random.default_rng(N).integers(0, M, N),
-            "scale": draw(st.sampled_from((1.0, 30.0)))}
+    return {
+        "sim": f32(draw, (N, M)),
+        "target": np.random.default_rng(N).integers(0, M, N),
+        "scale": draw(st.sampled_from((1.0, 30.0))),
+    }
 
 
 def _xent_backward(draw):
@@ -69,12 +88,24 @@ def _xent_backward(draw):
 
 _F = dict(flags=("exclude_self", "inverted"), floats=("scale",))
 SPECS = {
-    "ntxent_all": Spec(_ntxent, floats=("temperature",), flags=("exclude_self", "inverted", "losses", "grad"),
-                       strs=("reduction",)),
-    "supcon_all": Spec(_supcon, floats=("temperature",), flags=("exclude_self", "inverted", "losses", "grad"),
-                       strs=("reduction",)),
-    "softmax_nll_forward": Spec(_nll_forward, flags=("exclude_self", "inverted"), floats=("scale", "max_loss")),
-    "softmax_nll_fast_forward": Spec(_nll_forward, flags=("exclude_self", "inverted"), floats=("scale", "max_loss")),
+    "ntxent_all": Spec(
+        _ntxent,
+        floats=("temperature",),
+        flags=("exclude_self", "inverted", "losses", "grad"),
+        strs=("reduction",),
+    ),
+    "supcon_all": Spec(
+        _supcon,
+        floats=("temperature",),
+        flags=("exclude_self", "inverted", "losses", "grad"),
+        strs=("reduction",),
+    ),
+    "softmax_nll_forward": Spec(
+        _nll_forward, flags=("exclude_self", "inverted"), floats=("scale", "max_loss")
+    ),
+    "softmax_nll_fast_forward": Spec(
+        _nll_forward, flags=("exclude_self", "inverted"), floats=("scale", "max_loss")
+    ),
     "softmax_nll_backward": Spec(lambda draw: _nll_backward(draw, False), **_F),
     "softmax_nll_fast_backward": Spec(lambda draw: _nll_backward(draw, True), **_F),
     "softmax_xent_rows_forward": Spec(_xent_forward, floats=("scale",)),

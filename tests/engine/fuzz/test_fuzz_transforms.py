@@ -1,4 +1,5 @@
 """Fuzz of the batched affine resampling (``_engine/_transforms.pyx``)."""
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -19,9 +20,15 @@ def _forward(draw):
 
 def _backward(draw):
     N, C, H, W, x, theta = _args(draw)
-    return {"x": x, "theta": theta, "dy": f32(draw, x.shape), "need_dx": draw(st.booleans()),
-            "need_dtheta": draw(st.booleans()), "dx": maybe_out(draw, x.shape),
-            "dtheta": maybe_out(draw, theta.shape)}
+    return {
+        "x": x,
+        "theta": theta,
+        "dy": f32(draw, x.shape),
+        "need_dx": draw(st.booleans()),
+        "need_dtheta": draw(st.booleans()),
+        "dx": maybe_out(draw, x.shape),
+        "dtheta": maybe_out(draw, theta.shape),
+    }
 
 
 SPECS = {

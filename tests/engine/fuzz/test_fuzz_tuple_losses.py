@@ -8,8 +8,15 @@ def _forward(draw):
     N, M, P = dim(draw, large=100), dim(draw), dim(draw, large=300)
     if N == 0 or M == 0:
         P = 0
-    return {"A": f32(draw, (N, M)), "B": f32(draw, (M, M)), "c": f32(draw, (P,)), "a": index(draw, P, N),
-            "p": index(draw, P, M), "labels": labels(draw, N), "ref_labels": labels(draw, M)}
+    return {
+        "A": f32(draw, (N, M)),
+        "B": f32(draw, (M, M)),
+        "c": f32(draw, (P,)),
+        "a": index(draw, P, N),
+        "p": index(draw, P, M),
+        "labels": labels(draw, N),
+        "ref_labels": labels(draw, M),
+    }
 
 
 def _backward(draw):
