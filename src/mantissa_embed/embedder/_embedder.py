@@ -9,7 +9,6 @@ applied to the rows of one batch; no second copy of the weights exists.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable
@@ -21,11 +20,12 @@ from .._typing import ArrayLike
 from .._validation import as_generator, check_float, check_int
 from ..backend import BACKENDS
 from ..layers import Layer, Sequential
-from . import _fit_data, _fitting, _persistence
+from . import _fit_data, _fitting
 from ._fit_settings import FitSettings
 from ._hooks import profile_table
 from ._inference_methods import EmbedderInference
 from ._param_groups import check_lr_groups
+from ._persistence import EmbedderPersistence
 from ._recipe import DEFAULTS, OPTIMIZERS, build_loss, choose_m, make_loss, make_miner, make_optimizer
 from ._summary import describe
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["Embedder"]
 
 
-class Embedder(EmbedderInference):
+class Embedder(EmbedderInference, EmbedderPersistence):
     """Metric learning on a trunk: ``fit`` / ``embed`` / ``retrieve`` / ``verify``.
 
     Inputs are images ``(N, C, H, W)`` for a CNN trunk, or feature vectors ``(N, F)`` (features
@@ -482,47 +482,3 @@ class Embedder(EmbedderInference):
             f"Embedder(loss={loss!r}, margin={self.margin!r}, miner={self._miner_spec!r}, "
             f"backend={self.backend!r}, fitted={self.fitted_})"
         )
-
-    # -------------------------------------------------------------------------- persistence
-    def save(self, path: str | os.PathLike[str]) -> str:
-        """Write the fitted Embedder to one ``.npz`` file at ``path`` (exactly that name).
-
-        Contents: the trunk's parameters (``"trunk/0.weight"``, ...), the loss's learnable
-        parameters if any (``"loss/<i>"``), and ``"__config__"``: a JSON string (trunk layers,
-        loss, margin, miner, optimizer settings, input shape, embedding size, history). The
-        file is written to a temporary file in the same directory, then renamed onto ``path``
-        (``os.replace``), so readers never see a partial file. Custom loss/miner/optimizer
-        objects are recorded by class name only: ``load`` restores the trunk exactly and
-        falls back to the default recipe for them (with a warning).
-
-        Raises RuntimeError before fit; TypeError for a non-path ``path``; OSError naming
-        ``path`` (not the temporary file) when the directory does not exist
-        (FileNotFoundError) or is not writable (PermissionError).
-        """
-        with self._lock:
-            return _persistence.save(self, path)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str], backend: str | None = None) -> Embedder:
-        """Read an Embedder written by ``save``; ready to ``embed`` / ``retrieve`` / ``verify``
-        (and to ``fit`` further).
-
-        Parameters
-        ----------
-        path : str or os.PathLike
-        backend : {"mantissa", "numpy"} or None, default None
-            None: the backend recorded in the file.
-
-        Loading never unpickles, so a file cannot run code, and allocates no more than the
-        file holds: every entry's ``.npy`` header is read first and must describe exactly its
-        member's bytes and the shape the config implies. Weights must be floats: float32, or
-        float16 / float64 cast to float32. The config must be plausible: at most 2**28 values
-        per image for the input and every layer's output, and an embedding size of at most
-        2**24 (``_persistence.MAX_SAMPLE_ELEMENTS`` / ``MAX_EMBED_DIM``).
-
-        Raises FileNotFoundError for a missing file; ValueError naming ``path`` (and the entry)
-        for a truncated, corrupt or foreign file, a missing or unexpected entry, a header whose
-        shape or dtype does not fit the recorded trunk, loss or optimizer, non-finite values, or
-        an implausible ``input_shape`` / embedding size.
-        """
-        return _persistence.load(cls, path, backend)

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import warnings
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from ..layers import Sequential
 from . import _recipe
 from ._param_groups import param_groups
 
-__all__ = ["save", "load", "MAX_SAMPLE_ELEMENTS", "MAX_EMBED_DIM"]
+__all__ = ["EmbedderPersistence", "save", "load", "MAX_SAMPLE_ELEMENTS", "MAX_EMBED_DIM"]
 
 #: plausibility bounds of a loaded model, from its config alone: values per image (the input
 #: and every layer's output: 1 GiB of float32) and the embedding size
@@ -385,3 +386,56 @@ def _from_config(cls, cfg, entries, backend):
     emb.fitted_ = True
     emb.net.eval()
     return emb
+
+
+_E = TypeVar("_E", bound="EmbedderPersistence")
+
+
+class EmbedderPersistence:
+    """``Embedder.save`` and ``Embedder.load``, mixed into ``Embedder`` (the file format is this
+    module's ``save`` / ``load``)."""
+
+    _lock: Any
+
+    def save(self, path: str | os.PathLike[str]) -> str:
+        """Write the fitted Embedder to one ``.npz`` file at ``path`` (exactly that name).
+
+        Contents: the trunk's parameters (``"trunk/0.weight"``, ...), the loss's learnable
+        parameters if any (``"loss/<i>"``), and ``"__config__"``: a JSON string (trunk layers,
+        loss, margin, miner, optimizer settings, input shape, embedding size, history). The
+        file is written to a temporary file in the same directory, then renamed onto ``path``
+        (``os.replace``), so readers never see a partial file. Custom loss/miner/optimizer
+        objects are recorded by class name only: ``load`` restores the trunk exactly and
+        falls back to the default recipe for them (with a warning).
+
+        Raises RuntimeError before fit; TypeError for a non-path ``path``; OSError naming
+        ``path`` (not the temporary file) when the directory does not exist
+        (FileNotFoundError) or is not writable (PermissionError).
+        """
+        with self._lock:
+            return save(self, path)
+
+    @classmethod
+    def load(cls: type[_E], path: str | os.PathLike[str], backend: str | None = None) -> _E:
+        """Read an Embedder written by ``save``; ready to ``embed`` / ``retrieve`` / ``verify``
+        (and to ``fit`` further).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        backend : {"mantissa", "numpy"} or None, default None
+            None: the backend recorded in the file.
+
+        Loading never unpickles, so a file cannot run code, and allocates no more than the
+        file holds: every entry's ``.npy`` header is read first and must describe exactly its
+        member's bytes and the shape the config implies. Weights must be floats: float32, or
+        float16 / float64 cast to float32. The config must be plausible: at most 2**28 values
+        per image for the input and every layer's output, and an embedding size of at most
+        2**24 (``_persistence.MAX_SAMPLE_ELEMENTS`` / ``MAX_EMBED_DIM``).
+
+        Raises FileNotFoundError for a missing file; ValueError naming ``path`` (and the entry)
+        for a truncated, corrupt or foreign file, a missing or unexpected entry, a header whose
+        shape or dtype does not fit the recorded trunk, loss or optimizer, non-finite values, or
+        an implausible ``input_shape`` / embedding size.
+        """
+        return load(cls, path, backend)
