@@ -2,8 +2,8 @@
 
 The engine's parallel regions end in barriers: when another process holds one of the cores,
 every region waits for the engine thread that process has descheduled, and a two-thread fit on
-a machine with one busy core ran slower than the same fit on one thread (docs/performance.md,
-"Busy neighbour"). So while ``fit`` or ``embed`` runs, the engine's thread count follows the
+a machine with one busy core runs slower than the same fit on one thread (docs/performance.md,
+"Zen 3: busy neighbour (adaptive threads)"). So while ``fit`` or ``embed`` runs, the engine's thread count follows the
 CPU time the *other* processes take on the CPUs this process may use:
 
     others = (busy CPU time of those CPUs - this process's CPU time) / wall time   (in cores)
