@@ -315,6 +315,27 @@ void me_softmax_nll_backward(const float *sim, const int64_t *labels, const int6
                              const double *lse, const float *weights, float *dsim, int64_t N,
                              int64_t M, float scale, int exclude_self, int inverted);
 
+/* softmax_losses_fast.c. The contract of me_softmax_nll_forward / me_softmax_nll_backward (sim (N,M),
+ * labels (N), ref_labels (M) -> losses (N), lse (N,2) = (log-sum-exp over all kept entries, over the
+ * kept positives), valid (N); backward: dsim (N,M) of sum_i weights[i] l_i), computed with one
+ * float exp per entry (fast_expf.h) in vectorized row loops, sums in double: equal to those
+ * kernels up to float32 rounding of the logits. Rows in parallel (static). */
+int64_t me_softmax_nll_fast_forward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                    float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
+                                    float scale, int exclude_self, int inverted, double max_loss);
+void me_softmax_nll_fast_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                  const double *lse, const float *weights, float *dsim, int64_t N,
+                                  int64_t M, float scale, int exclude_self, int inverted);
+/* Single-target row softmax cross-entropy (InstanceLoss): z = scale * sim (N,M), target (N) in [0,M)
+ * -> losses (N) l_i = logsumexp_j z_ij - z_i,target_i (>= 0), lse (N) float = logsumexp_j z_ij.
+ * Float logits, row maximum subtracted, one vectorized float exp per entry (fast_expf.h), sums in
+ * float over fixed blocks then double. Backward: weights (N) = d value / d l_i -> dsim (N,M)
+ * (overwritten) = weights_i * scale * (softmax_ij - [j == target_i]). Rows in parallel (static). */
+void me_softmax_xent_rows_forward(const float *sim, const int64_t *target, float *losses, float *lse,
+                                  int64_t N, int64_t M, float scale);
+void me_softmax_xent_rows_backward(const float *sim, const int64_t *target, const float *lse,
+                                   const float *weights, float *dsim, int64_t N, int64_t M, float scale);
+
 /* -------------------------------------------- pair_weighting.c */
 /* MultiSimilarity / Circle / LiftedStructure / GeneralizedLifted (row losses) */
 /* Per-anchor-row losses of pytorch-metric-learning's mat-based pair losses over a matrix x (N,M)
@@ -400,27 +421,6 @@ double me_p2sgrad_forward_backward(const float *x, const float *w, const int64_t
 double me_softmax_xent_forward_backward(const float *logits, const int64_t *labels, double *row_loss,
                                         float *dlogits, int64_t N, int64_t C, float scale,
                                         float grad_scale);
-/* The contract of me_softmax_nll_forward / me_softmax_nll_backward (softmax_losses.c: sim (N,M),
- * labels (N), ref_labels (M) -> losses (N), lse (N,2) = (log-sum-exp over all kept entries, over the
- * kept positives), valid (N); backward: dsim (N,M) of sum_i weights[i] l_i), computed with one
- * float exp per entry (fast_expf.h) in vectorized row loops, sums in double: equal to those
- * kernels up to float32 rounding of the logits. Rows in parallel (static). */
-int64_t me_softmax_nll_fast_forward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
-                                    float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
-                                    float scale, int exclude_self, int inverted, double max_loss);
-void me_softmax_nll_fast_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
-                                  const double *lse, const float *weights, float *dsim, int64_t N,
-                                  int64_t M, float scale, int exclude_self, int inverted);
-/* Single-target row softmax cross-entropy (InstanceLoss): z = scale * sim (N,M), target (N) in [0,M)
- * -> losses (N) l_i = logsumexp_j z_ij - z_i,target_i (>= 0), lse (N) float = logsumexp_j z_ij.
- * Float logits, row maximum subtracted, one vectorized float exp per entry (fast_expf.h), sums in
- * float over fixed blocks then double. Backward: weights (N) = d value / d l_i -> dsim (N,M)
- * (overwritten) = weights_i * scale * (softmax_ij - [j == target_i]). Rows in parallel (static). */
-void me_softmax_xent_rows_forward(const float *sim, const int64_t *target, float *losses, float *lse,
-                                  int64_t N, int64_t M, float scale);
-void me_softmax_xent_rows_backward(const float *sim, const int64_t *target, const float *lse,
-                                   const float *weights, float *dsim, int64_t N, int64_t M, float scale);
-
 /* ---------------------------------------------------- mining.c */
 /* TripletMarginMiner / AngularMiner selection, two passes: *_count -> counts (N) int64 of selected
  * triplets per anchor; the caller sets offsets (N+1) = [0, cumsum(counts)]; *_fill writes

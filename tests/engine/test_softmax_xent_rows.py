@@ -1,4 +1,4 @@
-"""engine.softmax_xent_rows_forward / softmax_xent_rows_backward (proxy_losses.c, InstanceLoss's
+"""engine.softmax_xent_rows_forward / softmax_xent_rows_backward (softmax_losses_fast.c, InstanceLoss's
 single-target row softmax cross-entropy on float32 logits) against their float64 numpy twins
 (mantissa_embed._reference), finite differences of the float64 loss, bitwise reproducibility for a
 fixed thread count, and the argument checks."""

@@ -1,4 +1,4 @@
-"""P2SGradLoss: every rule of the seed spec (001) and of the bad-input standard."""
+"""P2SGradLoss: every rule of its spec page (the P2SGradLoss seed page) and of the bad-input standard."""
 
 import numpy as np
 import pytest

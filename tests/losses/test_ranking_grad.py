@@ -149,15 +149,28 @@ def test_dynamic_soft_margin(seed, n, d, kind, backend, m, mode, num_bins):
     assume(kink > KINK)
     loss = losses.DynamicSoftMarginLoss(num_bins=num_bins, backend=backend)
     out = loss(x, yy, ref_emb=r if use_ref else None, ref_labels=ry if use_ref and yy is not None else None)
-    if not use_ref and yy is None:
-        # the hardest negative must be unique (a tie changes which entry gets the gradient)
-        assume(n < 3 or _unique_min(x64))
+    if yy is None:
+        # the hardest negative must be unique (a tie changes which entry gets the gradient): of
+        # each row among the others, or with a reference set, of each row and each column of
+        # the distances to it (duplicate rows of x tie on a column's minimum)
+        assume(_unique_min_ref(x64, r64) if use_ref else n < 3 or _unique_min(x64))
     _check(out, want, _fd(lambda z: B.dsm_first_call(z, yy, *ref_args, num_bins=num_bins)[0], x64), x)
     if use_ref:
         g_r = _fd(lambda z: B.dsm_first_call(x64, yy, z, ref_args[1], num_bins=num_bins)[0], r64)
         np.testing.assert_allclose(
             out.ref_grad, g_r, rtol=1e-3, atol=1e-3 * max(1.0, np.abs(g_r).max(initial=0))
         )
+
+
+def _unique_min_ref(x, r):
+    dm = B.euclid(B.nrm(x), B.nrm(r))
+    k = min(dm.shape)
+    dm[np.arange(k), np.arange(k)] = np.inf  # the pairs (i, i) are the positives
+    for m in (dm, dm.T):
+        s = np.sort(m, axis=1)
+        if s.shape[1] >= 2 and not np.all((s[:, 1] - s[:, 0] > 1e-4) | ~np.isfinite(s[:, 0])):
+            return False
+    return True
 
 
 def _unique_min(x):

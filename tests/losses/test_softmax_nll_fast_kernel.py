@@ -1,4 +1,4 @@
-"""engine.softmax_nll_fast_forward / softmax_nll_fast_backward (proxy_losses.c: one vectorized float
+"""engine.softmax_nll_fast_forward / softmax_nll_fast_backward (softmax_losses_fast.c: one vectorized float
 exp per entry) against their numpy twins (mantissa_embed._reference, float64) and against the
 double-exp kernels they replace in NCALoss / InstanceLoss / NPairsLoss; bitwise reproducibility
 for a fixed thread count; the fallbacks for positives far below the row maximum and large losses."""

@@ -1,4 +1,4 @@
-"""Losses with the new reducers vs pytorch-metric-learning (value and gradient, float64 oracle)."""
+"""Losses with each reducer vs pytorch-metric-learning (value and gradient, float64 oracle)."""
 
 import numpy as np
 import pytest

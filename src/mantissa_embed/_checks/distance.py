@@ -30,7 +30,9 @@ def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None):
     (N, D), in the dtype numpy promotes ``dy`` and ``y`` to.
 
     The norms are summed in float64 (``np.einsum``), so a float32 row neither overflows nor rounds
-    its squared norm; the divisor is then rounded to the dtype of ``x`` and the division runs in it.
+    its squared norm; the divisor is then rounded to the dtype of ``x`` and the division runs in
+    it, unless a norm exceeds that dtype's range (float32 rows of norm above 3.4e38): then the
+    division runs in float64 and only the quotient is rounded.
 
     eps rule: ``eps > 0`` is ``torch.nn.functional.normalize``'s, ``y_i = x_i / max(||x_i||,
     eps)`` (a row shorter than eps is divided by eps; a zero row stays zero). ``eps == 0``
@@ -55,8 +57,17 @@ def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None):
     eps = check_float(eps, "eps", minimum=0.0)
     nrm = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
     den = np.maximum(nrm, eps) if eps > 0 else np.where(nrm > 0, nrm, 1.0)
-    den = den[:, None].astype(x.dtype, copy=False)
+    den64 = den[:, None]
+    # a norm beyond the dtype's range (float32 rows of norm above 3.4e38) would round to an inf
+    # divisor: those rows are divided in float64 and only their quotients rounded (x[big] is a
+    # copy, taken before an in-place division overwrites x)
+    big = np.flatnonzero(den64[:, 0] > np.finfo(x.dtype).max)
+    x_big = x[big]
+    with np.errstate(over="ignore"):
+        den = den64.astype(x.dtype, copy=False)
     y = np.divide(x, den, out=out)
+    if big.size:
+        y[big] = x_big / den64[big]
 
     def backward(dy):
         s = np.einsum("ij,ij->i", y, dy)
@@ -65,6 +76,8 @@ def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None):
         t = np.multiply(y, s[:, None], out=buf("t"))
         dx = np.subtract(dy, t, out=buf("dx"))
         dx /= den
+        if big.size:
+            dx[big] = (dy[big] - t[big]) / den64[big]
         return dx
 
     return y, backward

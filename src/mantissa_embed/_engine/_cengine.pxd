@@ -134,6 +134,17 @@ cdef extern from "engine.h" nogil:
     void me_softmax_nll_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
                                  const double *lse, const float *weights, float *dsim, int64_t N,
                                  int64_t M, float scale, int exclude_self, int inverted)
+    # softmax_losses_fast.c
+    int64_t me_softmax_nll_fast_forward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                        float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
+                                        float scale, int exclude_self, int inverted, double max_loss)
+    void me_softmax_nll_fast_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
+                                      const double *lse, const float *weights, float *dsim, int64_t N,
+                                      int64_t M, float scale, int exclude_self, int inverted)
+    void me_softmax_xent_rows_forward(const float *sim, const int64_t *target, float *losses, float *lse,
+                                      int64_t N, int64_t M, float scale)
+    void me_softmax_xent_rows_backward(const float *sim, const int64_t *target, const float *lse,
+                                       const float *weights, float *dsim, int64_t N, int64_t M, float scale)
     # pair_weighting.c
     void me_pairw_rows_forward(int kind, const float *mat, const int64_t *labels,
                                const int64_t *ref_labels, const uint8_t *pos_mask,
@@ -171,16 +182,6 @@ cdef extern from "engine.h" nogil:
     double me_softmax_xent_forward_backward(const float *logits, const int64_t *labels, double *row_loss,
                                             float *dlogits, int64_t N, int64_t C, float scale,
                                             float grad_scale)
-    int64_t me_softmax_nll_fast_forward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
-                                        float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,
-                                        float scale, int exclude_self, int inverted, double max_loss)
-    void me_softmax_nll_fast_backward(const float *sim, const int64_t *labels, const int64_t *ref_labels,
-                                      const double *lse, const float *weights, float *dsim, int64_t N,
-                                      int64_t M, float scale, int exclude_self, int inverted)
-    void me_softmax_xent_rows_forward(const float *sim, const int64_t *target, float *losses, float *lse,
-                                      int64_t N, int64_t M, float scale)
-    void me_softmax_xent_rows_backward(const float *sim, const int64_t *target, const float *lse,
-                                       const float *weights, float *dsim, int64_t N, int64_t M, float scale)
     # mining.c
     void me_triplet_mine_count(const float *mat, const int64_t *labels, const int64_t *ref_labels,
                                int64_t N, int64_t M, int exclude_self, int kind, float margin,

@@ -1,5 +1,5 @@
 """NTXent / SupCon / NCA / NPairs / Instance: softmax over pairs, fused with the gradient
-(``src/engine_c/softmax_losses.c``; the single-exp variants are in ``proxy_losses.c``)."""
+(``src/engine_c/softmax_losses.c``; the single-exp variants are in ``softmax_losses_fast.c``)."""
 import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t
@@ -94,7 +94,7 @@ def supcon_all(sim, labels, ref_labels, temperature, exclude_self=False, inverte
                            reduction, weights, losses, grad)
 
 
-# the float-exp kernels of proxy_losses.c share the contract, and the signatures, of the
+# the float-exp kernels of softmax_losses_fast.c share the contract, and the signatures, of the
 # double-exp ones of softmax_losses.c: one argument path each for the forward and the backward
 ctypedef int64_t (*_nll_forward_kernel)(const float *sim, const int64_t *labels, const int64_t *ref_labels,
                                         float *losses, double *lse, uint8_t *valid, int64_t N, int64_t M,

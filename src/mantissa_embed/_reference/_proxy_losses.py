@@ -16,13 +16,10 @@ from .._checks.proxy_losses import (
     p2sgrad64,
     softmax_xent64,
 )
-from ._softmax_losses import softmax_nll_backward, softmax_nll_forward
 
 __all__ = [
     "p2sgrad_forward_backward",
     "softmax_xent_forward_backward",
-    "softmax_nll_fast_forward",
-    "softmax_nll_fast_backward",
 ]
 
 
@@ -62,35 +59,3 @@ def p2sgrad_forward_backward(x, w, labels, dx=None, dw=None):
     dxo[...] = gx
     dwo[...] = gw
     return loss, dxo, dwo
-
-
-def softmax_nll_fast_forward(
-    sim,
-    labels,
-    ref_labels,
-    scale: float = 1.0,
-    exclude_self: bool = False,
-    inverted: bool = True,
-    max_loss=np.inf,
-):
-    """Twin of the engine's fast row softmax NLL: the float64 ``softmax_nll_forward`` (the C
-    kernel uses one float exp per entry and agrees with it up to float32 rounding of the logits)."""
-    return softmax_nll_forward(
-        sim, labels, ref_labels, scale=scale, exclude_self=exclude_self, inverted=inverted, max_loss=max_loss
-    )
-
-
-def softmax_nll_fast_backward(
-    sim,
-    labels,
-    ref_labels,
-    lse,
-    weights,
-    scale: float = 1.0,
-    exclude_self: bool = False,
-    inverted: bool = True,
-):
-    """Twin of the engine's fast row softmax NLL backward: the float64 ``softmax_nll_backward``."""
-    return softmax_nll_backward(
-        sim, labels, ref_labels, lse, weights, scale=scale, exclude_self=exclude_self, inverted=inverted
-    )

@@ -30,6 +30,8 @@ __all__ = [
     "softmax_nll_backward",
     "softmax_xent_rows_forward",
     "softmax_xent_rows_backward",
+    "softmax_nll_fast_forward",
+    "softmax_nll_fast_backward",
 ]
 
 #: log(float32 tiny): PML adds ``torch.finfo(float32).tiny`` inside the log of NTXent's probability.
@@ -306,3 +308,35 @@ def softmax_xent_rows_backward(sim, target, lse, weights, scale: float = 1.0):
     p = np.exp(z - lse.astype(np.float64)[:, None])
     p[np.arange(N), target] -= 1.0
     return (weights.astype(np.float64)[:, None] * scale * p).astype(np.float32)
+
+
+def softmax_nll_fast_forward(
+    sim,
+    labels,
+    ref_labels,
+    scale: float = 1.0,
+    exclude_self: bool = False,
+    inverted: bool = True,
+    max_loss=np.inf,
+):
+    """Twin of the engine's fast row softmax NLL: the float64 ``softmax_nll_forward`` (the C
+    kernel uses one float exp per entry and agrees with it up to float32 rounding of the logits)."""
+    return softmax_nll_forward(
+        sim, labels, ref_labels, scale=scale, exclude_self=exclude_self, inverted=inverted, max_loss=max_loss
+    )
+
+
+def softmax_nll_fast_backward(
+    sim,
+    labels,
+    ref_labels,
+    lse,
+    weights,
+    scale: float = 1.0,
+    exclude_self: bool = False,
+    inverted: bool = True,
+):
+    """Twin of the engine's fast row softmax NLL backward: the float64 ``softmax_nll_backward``."""
+    return softmax_nll_backward(
+        sim, labels, ref_labels, lse, weights, scale=scale, exclude_self=exclude_self, inverted=inverted
+    )

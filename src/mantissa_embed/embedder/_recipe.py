@@ -223,8 +223,11 @@ def choose_m(batch_size, n_classes, m_per_class=None):
     ``batch_size`` with ``m * n_classes >= batch_size`` and ``batch_size // m >= 2``. Raises
     ValueError naming ``batch_size`` or ``m_per_class`` when no such layout exists (a prime
     ``batch_size``, one class per batch), so that every batch has positive and negative pairs.
-    ``batch_size`` is at most ``MAX_BATCH_SIZE`` (``FitSettings`` checks it).
+    ``batch_size`` above ``MAX_BATCH_SIZE`` is a ValueError here too (``FitSettings`` checks it
+    for ``fit``), so that the divisor search stays short whoever calls it.
     """
+    if batch_size > MAX_BATCH_SIZE:
+        raise ValueError(f"batch_size must be <= {MAX_BATCH_SIZE}, got {batch_size}")
     if m_per_class is not None:
         if batch_size % m_per_class:
             raise ValueError(f"m_per_class ({m_per_class}) must divide batch_size ({batch_size})")

@@ -20,29 +20,36 @@ Every layer computes through a backend module (``"mantissa"``: the C engine,
   applies the ReLU's backward in its own.
 """
 
+from .avg_pool2d import AvgPool2D
 from .base_layer import Layer
+from .batch_norm import BatchNorm1D, BatchNorm2D
 from .conv2d import Conv2D
 from .dense import Dense
+from .dropout import Dropout
 from .flatten import Flatten
+from .global_avg_pool2d import GlobalAvgPool2D
+from .leaky_relu import LeakyReLU
 from .max_pool2d import MaxPool2D
 from .relu import ReLU
+from .residual import Residual
+from .resnet_blocks import BasicBlock, Bottleneck
 from .sequential import Sequential
 
-__all__ = ["Layer", "Conv2D", "MaxPool2D", "Flatten", "Dense", "ReLU", "Sequential"]
-
-# the pooling, activation and regularization layers beyond the first set
-from .avg_pool2d import AvgPool2D  # noqa: E402
-from .dropout import Dropout  # noqa: E402
-from .global_avg_pool2d import GlobalAvgPool2D  # noqa: E402
-from .leaky_relu import LeakyReLU  # noqa: E402
-from .residual import Residual  # noqa: E402
-
-__all__ += ["AvgPool2D", "GlobalAvgPool2D", "LeakyReLU", "Dropout", "Residual"]
-
-from .batch_norm import BatchNorm1D, BatchNorm2D  # noqa: E402
-
-__all__ += ["BatchNorm2D", "BatchNorm1D"]
-
-from .resnet_blocks import BasicBlock, Bottleneck  # noqa: E402
-
-__all__ += ["BasicBlock", "Bottleneck"]
+__all__ = [
+    "Layer",
+    "Conv2D",
+    "MaxPool2D",
+    "Flatten",
+    "Dense",
+    "ReLU",
+    "Sequential",
+    "AvgPool2D",
+    "GlobalAvgPool2D",
+    "LeakyReLU",
+    "Dropout",
+    "Residual",
+    "BatchNorm2D",
+    "BatchNorm1D",
+    "BasicBlock",
+    "Bottleneck",
+]

@@ -1,4 +1,5 @@
-"""New reducers: values and gradients vs independent numpy computations and finite differences."""
+"""SumReducer, ThresholdReducer, ClassWeightedReducer and PerAnchorReducer: values and gradients
+vs independent numpy computations and finite differences."""
 
 import numpy as np
 import pytest
