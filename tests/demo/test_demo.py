@@ -122,7 +122,7 @@ def test_demo_batch_size_one_is_a_clear_error(tmp_path, capsys):
 
 
 def test_demo_out_is_an_existing_file(tmp_path, capsys):
-    # used to train for the whole demo, then crash with a FileExistsError traceback
+    # refused before training, not with a FileExistsError traceback after the whole demo
     f = tmp_path / "afile"
     f.write_text("x")
     assert main(["demo", "--out", str(f)]) == 2

@@ -260,8 +260,8 @@ def test_verify_bad_input(fitted):
 
 
 def test_fit_divergence_is_a_floating_point_error(fresh):
-    # weights overflowing to NaN/Inf used to surface as "ValueError: embeddings contains NaN
-    # or Inf" from the miner, naming no argument of fit
+    # weights overflowing to NaN/Inf must not surface as the miner's "ValueError: embeddings
+    # contains NaN or Inf", which names no argument of fit
     X, y = _data()
     with pytest.raises(FloatingPointError, match=r"lower lr"):
         fresh.fit(X, y, epochs=3, batch_size=12, lr=1e30)

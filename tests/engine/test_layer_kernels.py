@@ -622,7 +622,7 @@ def test_conv_absurd_pad_stride_and_shapes_are_value_errors(be):
     for stride in (2**63, 2**70):
         with pytest.raises(ValueError, match=r"stride must be <= 2\*\*56"):
             be.conv2d_forward(x, w, None, stride, 1)
-    # the C workspace size used to overflow int64 silently (returned 12)
+    # the C workspace size must not overflow int64 silently (a wrapped size, e.g. 12)
     with pytest.raises(ValueError, match=r"convolution is too large"):
         be.conv2d_workspace_size((2**62,) * 4, (2**62, 2**62, 3, 3), 1, 0)
 
@@ -653,7 +653,7 @@ def test_outputs_overlapping_inputs_are_rejected(be):
     x = _rand(rng, (64, 64))
     w = _rand(rng, (64, 64))
     with pytest.raises(ValueError, match=r"out must not share memory with x"):
-        be.dense_forward(x, w, None, out=x)  # used to return a wrong product
+        be.dense_forward(x, w, None, out=x)  # in place, the product would be wrong
     with pytest.raises(ValueError, match=r"dx must not share memory with w"):
         be.dense_backward(x, w, _rand(rng, (64, 64)), dx=w)
     with pytest.raises(ValueError, match=r"dw must not share memory with x"):

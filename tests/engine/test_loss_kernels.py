@@ -311,7 +311,7 @@ def _readonly(a):
 
 @pytest.mark.parametrize("mod", [E, R], ids=["engine", "numpy"])
 def test_read_only_inputs_are_accepted(mod):
-    # the engine used to raise "buffer source array is read-only" (not naming any argument)
+    # not "buffer source array is read-only" from Cython (which names no argument)
     rng = np.random.default_rng(0)
     x = _readonly(rng.standard_normal((5, 3)))
     y, norms = mod.l2_normalize_forward(x)
@@ -345,7 +345,7 @@ def test_outputs_overlapping_inputs_are_rejected(mod):
     lab = rng.integers(0, 4, 50)
     a = np.arange(40)
     calls = [
-        lambda dd: mod.triplet_loss_all(dd, lab, lab, ddist=dd),  # used to return wrong values
+        lambda dd: mod.triplet_loss_all(dd, lab, lab, ddist=dd),  # aliased, the values would be wrong
         lambda dd: mod.contrastive_loss_all(dd, lab, lab, ddist=dd),
         lambda dd: mod.triplet_loss_triplets(dd, a, (a + 1) % 50, (a + 7) % 50, ddist=dd),
         lambda dd: mod.contrastive_loss_pairs(dd, a, (a + 1) % 50, a, (a + 7) % 50, ddist=dd),

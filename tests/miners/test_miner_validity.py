@@ -170,6 +170,6 @@ def test_empty_and_backends():
 
 @pytest.mark.parametrize("miner", [BatchHardMiner(), TripletMarginMiner(), PairMarginMiner()])
 def test_zero_column_embeddings_are_rejected(miner):
-    # the losses reject (N, 0) embeddings; the miners used to mine "triplets" from them
+    # the losses reject (N, 0) embeddings; the miners must not mine "triplets" from them
     with pytest.raises(ValueError, match=r"at least one column"):
         miner(np.zeros((4, 0), np.float32), np.array([0, 0, 1, 1]))

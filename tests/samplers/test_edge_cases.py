@@ -99,7 +99,7 @@ def test_weighted_bad_arguments(kwargs, exc, word):
 
 @pytest.mark.parametrize("scale", [1e308, 1e300, 1e-300, 5e-324])
 def test_weighted_extreme_weight_scales_sample_the_right_distribution(scale):
-    # [1e308, 1e308] used to overflow the normalizing sum (inf) and give NaN probabilities
+    # [1e308, 1e308] must not overflow the normalizing sum (inf) into NaN probabilities
     w = np.array([1.0, 0.0, 1.0, 1.5]) * scale
     if scale == 5e-324:
         w = np.array([1, 0, 1, 1]) * scale

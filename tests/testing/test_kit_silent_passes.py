@@ -1,4 +1,4 @@
-"""Regressions: inputs on which the testing kit used to pass silently (NaN loss or gradient, a
+"""Inputs on which the testing kit must not pass silently (NaN loss or gradient, a
 parameter gradient of None, empty embeddings, a check too loose to tell a zero gradient at tiny
 scales) or answer with a numpy error (grad None / complex / of the wrong parameter shape, a
 loss returning a bare array, min_per_class longer than n)."""
