@@ -112,6 +112,9 @@ class Index:
         self._labels: np.ndarray | None = None
         self._next_id = 0
         self._lock = threading.RLock()
+        # the growth buffers behind the stored arrays (see _append)
+        self._bufs: dict[str, np.ndarray] = {}
+        self._views: dict[str, np.ndarray] = {}
 
     # ------------------------------------------------------------------ contents
     def __len__(self) -> int:
@@ -158,17 +161,44 @@ class Index:
             if self.metric == "cosine":
                 x = l2_normalize_rows(x.astype(np.float64), eps=0.0)[0].astype(np.float32)
             codes, scales = _encode(x, self.dtype)
-            self._codes = np.concatenate([self._codes, codes])
-            if scales is not None:
-                self._scales = np.concatenate([self._scales, scales])
-            if self._f32 is not None:
-                self._f32 = np.concatenate([self._f32, x])
-            self._ids = np.concatenate([self._ids, new_ids])
-            if labels is not None:
-                self._labels = lab if self._labels is None else np.concatenate([self._labels, lab])
+            self._append(
+                {
+                    "_codes": codes,
+                    "_scales": scales,
+                    "_f32": x if self._f32 is not None else None,
+                    "_labels": lab if labels is not None else None,
+                    "_ids": new_ids,  # last: len(self) is the ids' length
+                }
+            )
             if n:
                 self._next_id = max(self._next_id, int(new_ids.max()) + 1)
         return self
+
+    def _append(self, parts: dict[str, np.ndarray | None]) -> None:
+        """Append rows to the stored arrays in amortized O(rows): each stored array is a view of
+        the first ``len(self)`` rows of a buffer whose capacity at least doubles when it fills
+        (as a ``std::vector``), so many small adds cost about what one large add does. ``remove``,
+        ``load`` and unpickling replace the views with plain arrays; the next add then copies them
+        into a new buffer (a memory-mapped file is never written)."""
+        n0 = len(self)
+        ids = parts["_ids"]
+        assert ids is not None  # every add has ids
+        n1 = n0 + ids.shape[0]
+        for key, new in parts.items():
+            if new is None:
+                continue
+            cur = getattr(self, key)
+            if cur is None:  # the first labels, on the first add
+                cur = new[:0]
+            buf = self._bufs.get(key)
+            if buf is None or self._views.get(key) is not cur or buf.shape[0] < n1:
+                buf = np.empty((max(n1, 2 * n0, 16),) + new.shape[1:], new.dtype)
+                buf[:n0] = cur
+                self._bufs[key] = buf
+            buf[n0:n1] = new
+            view = buf[:n1]
+            setattr(self, key, view)
+            self._views[key] = view
 
     def remove(self, ids: ArrayLike) -> int:
         """Remove the vectors with these ids (unknown ids are ignored); returns how many went."""
@@ -363,6 +393,7 @@ class Index:
         with self._lock:
             st = self.__dict__.copy()
         del st["_lock"]
+        st["_bufs"], st["_views"] = {}, {}  # the views travel as arrays of their rows only
         for k in ("_codes", "_scales", "_f32", "_ids", "_labels"):
             if isinstance(st[k], np.memmap):
                 st[k] = np.array(st[k])
@@ -370,6 +401,8 @@ class Index:
 
     def __setstate__(self, st) -> None:
         self.__dict__.update(st)
+        self.__dict__.setdefault("_bufs", {})
+        self.__dict__.setdefault("_views", {})
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
