@@ -177,7 +177,7 @@ class Index:
     def _append(self, parts: dict[str, np.ndarray | None]) -> None:
         """Append rows to the stored arrays in amortized O(rows): each stored array is a view of
         the first ``len(self)`` rows of a buffer whose capacity at least doubles when it fills
-        (as a ``std::vector``), so many small adds cost about what one large add does. ``remove``,
+        (as a ``std::vector``), so many small adds cost a small multiple of one large add. ``remove``,
         ``load`` and unpickling replace the views with plain arrays; the next add then copies them
         into a new buffer (a memory-mapped file is never written)."""
         n0 = len(self)
