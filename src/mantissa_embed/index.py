@@ -114,7 +114,6 @@ class Index:
         self._lock = threading.RLock()
         # the growth buffers behind the stored arrays (see _append)
         self._bufs: dict[str, np.ndarray] = {}
-        self._views: dict[str, np.ndarray] = {}
 
     # ------------------------------------------------------------------ contents
     def __len__(self) -> int:
@@ -167,7 +166,7 @@ class Index:
                     "_scales": scales,
                     "_f32": x if self._f32 is not None else None,
                     "_labels": lab if labels is not None else None,
-                    "_ids": new_ids,  # last: len(self) is the ids' length
+                    "_ids": new_ids,
                 }
             )
             if n:
@@ -191,14 +190,14 @@ class Index:
             if cur is None:  # the first labels, on the first add
                 cur = new[:0]
             buf = self._bufs.get(key)
-            if buf is None or self._views.get(key) is not cur or buf.shape[0] < n1:
+            # the stored array is still the filled rows of its buffer unless remove, load or
+            # unpickling replaced it
+            if buf is None or cur.base is not buf or buf.shape[0] < n1:
                 buf = np.empty((max(n1, 2 * n0, 16),) + new.shape[1:], new.dtype)
                 buf[:n0] = cur
                 self._bufs[key] = buf
             buf[n0:n1] = new
-            view = buf[:n1]
-            setattr(self, key, view)
-            self._views[key] = view
+            setattr(self, key, buf[:n1])
 
     def remove(self, ids: ArrayLike) -> int:
         """Remove the vectors with these ids (unknown ids are ignored); returns how many went."""
@@ -393,7 +392,7 @@ class Index:
         with self._lock:
             st = self.__dict__.copy()
         del st["_lock"]
-        st["_bufs"], st["_views"] = {}, {}  # the views travel as arrays of their rows only
+        st["_bufs"] = {}  # the views travel as arrays of their rows only
         for k in ("_codes", "_scales", "_f32", "_ids", "_labels"):
             if isinstance(st[k], np.memmap):
                 st[k] = np.array(st[k])
@@ -402,7 +401,6 @@ class Index:
     def __setstate__(self, st) -> None:
         self.__dict__.update(st)
         self.__dict__.setdefault("_bufs", {})
-        self.__dict__.setdefault("_views", {})
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:

@@ -17,7 +17,7 @@ from .arrays import (
 NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's default
 
 
-def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None):
+def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None, norms=None):
     """Rows of ``x`` divided by their L2 norm, with the backward of that map: the numpy L2
     normalization of the production code (losses, regularizers, inference, the index, k-NN). It
     sits in ``_checks`` with ``NORMALIZE_EPS`` so that ``proxy_losses.p2sgrad64``, which the numpy
@@ -40,6 +40,9 @@ def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None):
     The backward is ``(dy_i - y_i <y_i, dy_i>) / den_i`` on rows with ``||x_i|| > eps`` and
     ``dy_i / den_i`` on the others (torch's: the clamped divisor is a constant there).
 
+    ``norms``: None, or the rows' L2 norms (N,) float64 when the caller has them already (k-NN
+    computes them for its overflow guard); None computes them.
+
     ``scratch``: None, or a callable ``name -> array or None`` giving (N, D) arrays of the dtype
     of ``x`` for the backward's temporaries ``"t"`` and ``"dx"`` (its result is then the ``"dx"``
     array); None from it allocates.
@@ -55,7 +58,7 @@ def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None):
     if x.ndim != 2:
         raise ValueError(f"x must be 2-D (N, D), got shape {x.shape}")
     eps = check_float(eps, "eps", minimum=0.0)
-    nrm = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
+    nrm = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64)) if norms is None else norms
     den = np.maximum(nrm, eps) if eps > 0 else np.where(nrm > 0, nrm, 1.0)
     den64 = den[:, None]
     # a norm beyond the dtype's range (float32 rows of norm above 3.4e38) would round to an inf

@@ -126,8 +126,8 @@ def knn(
     if n == 0:
         return np.empty((0, k), dtype=np.int64), np.empty((0, k), dtype=np.float32)
     if metric == "cosine":
-        q = _unit_rows(q)
-        r = _unit_rows(r)
+        q = _unit_rows(q, qsq)
+        r = _unit_rows(r, rsq)
         qsq = rsq = np.ones(1)
     qmax = float(np.sqrt(np.max(qsq)))
     rmax = float(np.sqrt(np.max(rsq)))
@@ -169,10 +169,14 @@ def _sq_norms64(x: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
-def _unit_rows(x: np.ndarray) -> Float32Array:
+def _unit_rows(x: np.ndarray, sq: np.ndarray | None = None) -> Float32Array:
     """Rows of finite x (n, D) float32 divided by their norm, float32: ``l2_normalize_rows`` with
-    ``eps=0`` (zero rows stay 0) in float64, by chunks of rows (bounded scratch)."""
+    ``eps=0`` (zero rows stay 0) in float64, by chunks of rows (bounded scratch). ``sq``: the
+    rows' squared norms (``_sq_norms64``) when the caller has them; None computes them."""
+    nrm = None if sq is None else np.sqrt(sq)
     out = np.empty(x.shape, dtype=np.float32)
     for s in range(0, x.shape[0], _CHUNK_ROWS):
-        out[s : s + _CHUNK_ROWS] = l2_normalize_rows(x[s : s + _CHUNK_ROWS].astype(np.float64), eps=0.0)[0]
+        e = s + _CHUNK_ROWS
+        rows = x[s:e].astype(np.float64)
+        out[s:e] = l2_normalize_rows(rows, eps=0.0, norms=None if nrm is None else nrm[s:e])[0]
     return out
