@@ -59,11 +59,20 @@ static int me_probe_features(void) {
     int zmm_ok = ymm_ok && (xcr0 & 0xe0) == 0xe0;
     if (!ymm_ok) return 0;
     if (fma) f |= ME_CPU_FMA;
+    if ((ecx >> 29) & 1) f |= ME_CPU_F16C;
     if (__get_cpuid_max(0, NULL) >= 7) {
         __cpuid_count(7, 0, eax, ebx, ecx, edx);
+        int max_sub = (int)eax;
+        int avx512f = zmm_ok && ((ebx >> 16) & 1);
         if ((ebx >> 5) & 1) f |= ME_CPU_AVX2;
-        if (zmm_ok && ((ebx >> 16) & 1)) f |= ME_CPU_AVX512F;
-        if (zmm_ok && ((ebx >> 16) & 1) && ((ebx >> 31) & 1)) f |= ME_CPU_AVX512VL;
+        if (avx512f) f |= ME_CPU_AVX512F;
+        if (avx512f && ((ebx >> 31) & 1)) f |= ME_CPU_AVX512VL;
+        if (avx512f && ((ebx >> 30) & 1)) f |= ME_CPU_AVX512BW;
+        if (avx512f && ((ecx >> 11) & 1)) f |= ME_CPU_AVX512VNNI;
+        if (avx512f && max_sub >= 1) {
+            __cpuid_count(7, 1, eax, ebx, ecx, edx);
+            if ((eax >> 5) & 1) f |= ME_CPU_AVX512BF16;
+        }
     }
 #endif
     return f;

@@ -29,6 +29,10 @@ enum {
     ME_CPU_FMA = 1 << 1,
     ME_CPU_AVX512F = 1 << 2,
     ME_CPU_AVX512VL = 1 << 3, /* AVX-512 on 128/256-bit registers (32 ymm) */
+    ME_CPU_F16C = 1 << 4,     /* float16 <-> float32 conversions (vcvtph2ps) */
+    ME_CPU_AVX512BW = 1 << 5, /* AVX-512 byte and word instructions */
+    ME_CPU_AVX512VNNI = 1 << 6, /* vpdpbusd: u8 x s8 dot products into int32 */
+    ME_CPU_AVX512BF16 = 1 << 7, /* vdpbf16ps: bfloat16 pair dot products into float32 */
 };
 int me_cpu_features(void);              /* bitmask of ME_CPU_* usable on this CPU (and OS) */
 const char *me_gemm_kernel_name(void);  /* "avx512", "avx2" or "generic": the SGEMM micro-kernel in use */
@@ -276,6 +280,38 @@ int64_t me_knn_workspace_size(int64_t M, int64_t tile_q, int64_t tile_r, int num
 void me_knn(const float *q, const float *r, int64_t N, int64_t M, int64_t D, int64_t k,
             int metric, int exclude_self, int64_t tile_q, int64_t tile_r, int num_threads,
             float *workspace, int64_t *indices, float *distances);
+
+/* ---------------------------------------------------------------- knn_codes*.c */
+/* Storage of the reference rows of me_knn_codes */
+enum { ME_CODES_F32 = 0, ME_CODES_F16 = 1, ME_CODES_BF16 = 2, ME_CODES_I8 = 3 };
+/* Arithmetic of the candidate pass (knn_codes.c's header explains each):
+ * F32: float32 query x decoded float32 rows; BF16DOT: the query rounded to bfloat16 (vdpbf16ps);
+ * U8DOT / U7DOT: the query quantized to 8 / 7 bits per value (vpdpbusd / vpmaddubsw). */
+enum { ME_CODES_MODE_F32 = 0, ME_CODES_MODE_BF16DOT = 1, ME_CODES_MODE_U8DOT = 2, ME_CODES_MODE_U7DOT = 3 };
+/* me_knn_codes's metric: the three of me_knn, and the cosine distance to unit queries */
+enum { ME_KNN_COSINE = 3 };
+/* The mode me_knn_codes uses for this dtype and D with the SGEMM kernel in use (me_gemm_kernel_id)
+ * on this CPU. */
+int me_knn_codes_mode(int dtype, int64_t D);
+/* Reference rows per packed tile for D and mode when tile_r <= 0 (about 256 KB of panel). */
+int64_t me_knn_codes_tile(int mode, int64_t D, int64_t tile_r);
+/* Bytes of scratch for me_knn_codes with these shapes, mode, tile and threads. */
+int64_t me_knn_codes_workspace_size(int mode, int64_t N, int64_t M, int64_t D, int64_t k, int64_t tile_r,
+                                    int num_threads);
+/* k nearest stored rows. q (N,D) float32 (unit rows for ME_KNN_COSINE); codes (M,D) of dtype
+ * (float32, float16 bits, bfloat16 bits or int8); scales (M) float32 (int8: row = code * scale;
+ * else NULL) -> indices (N,k) int64, distances (N,k) float32.
+ * The k candidates are the k best by the mode's ranking score (|r|^2 - 2 q.r; -q.r for the inner
+ * product; -q.r/|r| for the cosine), ties by lower index, over the decoded rows r; their values are
+ * then recomputed in double from q and the decoded rows (squared distance, distance, inner product,
+ * or 1 - q.r/|r| in [0, 2] with 1 for a zero row) and each row is sorted by (value, index), the
+ * inner product largest first. Threads split the reference tiles; the result is the same for every
+ * thread count. Requires 1 <= k <= M, mode from me_knn_codes_mode (or a mode this CPU runs: F32 always;
+ * U7DOT with AVX2; BF16DOT, U8DOT with AVX-512 BF16 / VNNI), workspace of
+ * me_knn_codes_workspace_size bytes (any alignment). */
+void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const float *scales, int64_t N,
+                  int64_t M, int64_t D, int64_t k, int metric, int64_t tile_r, int num_threads,
+                  void *workspace, int64_t *indices, float *distances);
 
 /* -------------------------------------------- softmax_losses.c */
 /* NTXent / SupCon / NPairs / NCA / Instance (softmax over pairs) */

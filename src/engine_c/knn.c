@@ -13,44 +13,13 @@
  * Memory: M floats of reference norms plus one tile_q x tile_r score block per thread.
  */
 #include "engine.h"
+#include "knn_internal.h"
 
 #include <math.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-/* (a, ia) ranks after (b, ib): larger score, or equal score and larger index */
-static inline int knn_worse(float a, int64_t ia, float b, int64_t ib) {
-    return a > b || (a == b && ia > ib);
-}
-
-/* Replace the root of the max-heap (v, ix) of size k by (nv, ni) and restore the heap. */
-static void knn_heap_replace(float *v, int64_t *ix, int64_t k, float nv, int64_t ni) {
-    int64_t p = 0;
-    for (;;) {
-        int64_t c = 2 * p + 1;
-        if (c >= k) break;
-        if (c + 1 < k && knn_worse(v[c + 1], ix[c + 1], v[c], ix[c])) c++;
-        if (!knn_worse(v[c], ix[c], nv, ni)) break;
-        v[p] = v[c];
-        ix[p] = ix[c];
-        p = c;
-    }
-    v[p] = nv;
-    ix[p] = ni;
-}
-
-/* Heap of size k -> ascending (score, index) order, in place (heapsort). */
-static void knn_heap_sort(float *v, int64_t *ix, int64_t k) {
-    for (int64_t e = k - 1; e > 0; e--) {
-        float tv = v[e];
-        int64_t ti = ix[e];
-        v[e] = v[0];
-        ix[e] = ix[0];
-        knn_heap_replace(v, ix, e, tv, ti);
-    }
-}
 
 /* floats of scratch for me_knn: M reference norms + one tile_q x tile_r block per thread */
 int64_t me_knn_workspace_size(int64_t M, int64_t tile_q, int64_t tile_r, int num_threads) {

@@ -3,10 +3,15 @@ that are memory-mapped on load).
 
 The index stores its vectors as float32, float16, bfloat16 (the top 16 bits of float32, rounded
 to nearest even) or int8 with one float32 scale per vector (``round(x / s)``,
-``s = max|x| / 127``). A search decodes the stored vectors tile by tile to float32 and runs the
-exact tiled k-NN of ``mantissa_embed.evaluation.knn`` on each tile (SGEMM-ranked, the
-returned distances recomputed in float64 from the decoded vectors), then merges the tiles: the
-final k are ordered by those exactly computed distances (ties: the earlier added vector first).
+``s = max|x| / 127``). A search reads the stored codes directly (``engine.knn_codes_search``,
+``src/engine_c/knn_codes*.c``; no decoded float32 copy): it ranks candidates by float32 scores
+over the decoded vectors, or, on CPUs with the instructions, by scores in the codes' own
+precision (float16 and bfloat16: query and vectors rounded to bfloat16, ``vdpbf16ps``; int8:
+the query quantized to 8 bits per value, ``vpdpbusd``, or 7 bits with AVX2's ``vpmaddubsw``),
+then recomputes the candidates' distances in float64 from the query and the decoded vectors and
+returns the k best by (distance, order of addition). The low-precision rankings keep
+``2 k + 16`` candidates, so a true neighbour is lost only when the reduced precision moves it
+past that many others (``engine.knn_codes_mode`` tells which arithmetic a dtype gets).
 With ``keep_float32=True`` the index also keeps the float32 vectors, and ``search(...,
 rerank=R)`` recomputes the distances of the best ``max(R, k)`` candidates from them.
 
@@ -30,7 +35,7 @@ from ._checks.distance import l2_normalize_rows
 from ._io import atomic_write
 from ._typing import ArrayLike, Float32Array, Int64Array
 from ._validation import check_array, check_bool, check_int
-from .evaluation.knn import knn
+from .engine import knn_codes_mode, knn_codes_search
 
 __all__ = ["Index", "DTYPES", "METRICS"]
 
@@ -39,7 +44,8 @@ METRICS = ("euclidean", "cosine")
 _MAGIC = b"MEINDEX1"
 _FORMAT = "mantissa-embed/index"
 _VERSION = 1
-_TILE = 65536  # gallery rows decoded at a time
+_TILE = 0  # stored rows per packed tile of the search kernel (0: the engine's choice, ~256 KB)
+_F32_MAX = float(np.finfo(np.float32).max)
 _STORE = {"float32": "<f4", "float16": "<f2", "bfloat16": "<u2", "int8": "i1"}
 _F16_MAX = float(np.finfo(np.float16).max)
 _BF16_MAX = float(np.array([0x7F7F0000], np.uint32).view(np.float32)[0])
@@ -111,6 +117,8 @@ class Index:
         self._ids = np.empty(0, np.int64)
         self._labels: np.ndarray | None = None
         self._next_id = 0
+        # the largest squared norm of the first _norm_rows stored vectors (search's overflow guard)
+        self._max_sq, self._norm_rows = 0.0, 0
         self._lock = threading.RLock()
         # the growth buffers behind the stored arrays (see _append)
         self._bufs: dict[str, np.ndarray] = {}
@@ -206,6 +214,7 @@ class Index:
             keep = ~np.isin(self._ids, drop)
             gone = int((~keep).sum())
             if gone:
+                self._max_sq, self._norm_rows = 0.0, 0
                 self._codes = self._codes[keep]
                 self._ids = self._ids[keep]
                 if self._scales is not None:
@@ -264,21 +273,46 @@ class Index:
         return ids, dist
 
     def _scan(self, Q, k, metric):
-        """Positions (nq, k) and float32 distances of the k best over all tiles."""
+        """Positions (nq, k) and float32 distances of the k best stored vectors: candidates ranked
+        by the engine's arithmetic for this dtype, their distances recomputed in float64."""
         n = len(self)
-        cand_pos, cand_d = [], []
-        for t0 in range(0, n, _TILE):
-            t1 = min(n, t0 + _TILE)
-            G = _decode(self._codes[t0:t1], None if self._scales is None else self._scales[t0:t1], self.dtype)
-            kt = min(k, t1 - t0)
-            p, d = knn(Q, G, kt, metric=metric)
-            cand_pos.append(p + t0)
-            cand_d.append(d)
-        P = np.concatenate(cand_pos, axis=1)
-        D = np.concatenate(cand_d, axis=1)
-        order = np.lexsort((P, D), axis=1)[:, :k] if P.shape[1] > k else np.lexsort((P, D), axis=1)
-        rows = np.arange(P.shape[0])[:, None]
-        return P[rows, order], D[rows, order]
+        self._check_range(Q)
+        mode = knn_codes_mode(self.dtype, self.dim)
+        cand = k if mode == "f32" else min(n, 2 * k + 16)
+        if metric == "cosine":
+            Q = l2_normalize_rows(Q.astype(np.float64), eps=0.0)[0].astype(np.float32)
+        pos, dist = knn_codes_search(
+            np.ascontiguousarray(Q, dtype=np.float32),
+            self._codes,
+            self._scales,
+            cand,
+            self.dtype,
+            metric="cosine" if metric == "cosine" else "euclidean",
+            mode=mode,
+            tile_r=_TILE,
+        )
+        return pos[:, :k], dist[:, :k]
+
+    def _check_range(self, Q):
+        """ValueError when |q|^2 + |x|^2 + 2|q||x| could overflow the float32 ranking scores.
+        The stored vectors' largest norm is kept up to date for the rows added since the last
+        call (rows are only appended; remove starts over)."""
+        n = len(self)
+        for s0 in range(self._norm_rows, n, 65536):
+            rows = _decode(
+                self._codes[s0 : s0 + 65536],
+                None if self._scales is None else self._scales[s0 : s0 + 65536],
+                self.dtype,
+            )
+            r64 = rows.astype(np.float64)
+            self._max_sq = max(self._max_sq, float(np.einsum("ij,ij->i", r64, r64).max()))
+        self._norm_rows = n
+        q64 = Q.astype(np.float64)
+        qmax = float(np.sqrt(np.einsum("ij,ij->i", q64, q64).max())) if Q.shape[0] else 0.0
+        if (qmax + np.sqrt(self._max_sq)) ** 2 > _F32_MAX / 4:
+            raise ValueError(
+                "queries or stored vectors are too large: their distances overflow float32; rescale them"
+            )
 
     # ------------------------------------------------------------------ files
     def save(self, path: str | os.PathLike[str]) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from _helpers import run_threads, small_fitted_embedder
-from mantissa_embed import index as index_mod
+from mantissa_embed import engine, index as index_mod
 from mantissa_embed.index import Index
 
 
@@ -54,13 +54,24 @@ def _decoded(X, dtype):
     return (np.clip(np.rint(X / np.where(s > 0, s, 1)[:, None]), -127, 127) * s[:, None]).astype(np.float32)
 
 
+_CPU = engine.cpu_features()
+KERNELS = ["generic"] + [
+    k for k, ok in (("avx2", _CPU["avx2"]), ("avx512", _CPU["avx512f"])) if ok and _CPU["fma"]
+]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)  # the search's ranking arithmetic follows it
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8"])
 @pytest.mark.parametrize("ties", [False, True])
-def test_search_is_exact_on_the_stored_vectors(dtype, ties, monkeypatch):
+def test_search_is_exact_on_the_stored_vectors(dtype, ties, kernel, monkeypatch):
     monkeypatch.setattr(index_mod, "_TILE", 128)  # several tiles to merge
     X, Q = _data(ties=ties)
     ix = Index(12, dtype=dtype).add(X)
-    ids, dist = ix.search(Q, 9)
+    prev = engine._set_gemm_kernel(kernel)
+    try:
+        ids, dist = ix.search(Q, 9)
+    finally:
+        engine._set_gemm_kernel(prev)
     ref_i, ref_d = _brute(Q, _decoded(X, dtype), 9)
     np.testing.assert_allclose(dist, ref_d, rtol=1e-5, atol=1e-5)
     if not ties:
@@ -236,3 +247,16 @@ def test_an_index_crosses_processes(tmp_path):
             np.testing.assert_array_equal(a, b)
         back.add(X[:1])
         assert len(back) == 101 and len(src) == 100
+
+
+def test_scores_that_would_overflow_float32_are_refused():
+    X, Q = _data(n=50, d=8)
+    ix = Index(8).add(X)
+    ix.search(Q, 3)  # the guard now covers the first 50 rows
+    ix.add(np.full((1, 8), 1e19, np.float32))  # |x|^2 = 8e38 > float32's range
+    with pytest.raises(ValueError, match="overflow float32"):
+        ix.search(Q, 3)
+    ix.remove([50])
+    ix.search(Q, 3)  # the guard starts over after a remove
+    with pytest.raises(ValueError, match="overflow float32"):
+        ix.search(np.full((1, 8), 1e19, np.float32), 3)

@@ -119,6 +119,14 @@ cdef extern from "engine.h" nogil:
     void me_knn(const float *q, const float *r, int64_t N, int64_t M, int64_t D, int64_t k,
                 int metric, int exclude_self, int64_t tile_q, int64_t tile_r, int num_threads,
                 float *workspace, int64_t *indices, float *distances)
+    # knn_codes*.c
+    int me_knn_codes_mode(int dtype, int64_t D)
+    int64_t me_knn_codes_tile(int mode, int64_t D, int64_t tile_r)
+    int64_t me_knn_codes_workspace_size(int mode, int64_t N, int64_t M, int64_t D, int64_t k, int64_t tile_r,
+                                        int num_threads)
+    void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const float *scales, int64_t N,
+                      int64_t M, int64_t D, int64_t k, int metric, int64_t tile_r, int num_threads,
+                      void *workspace, int64_t *indices, float *distances)
     # softmax_losses.c
     double me_ntxent_all(const float *sim, const int64_t *labels, const int64_t *ref_labels,
                          const float *weights, float *losses, float *dsim, int64_t N, int64_t M,

@@ -65,11 +65,13 @@ def cpu_features():
     Returns
     -------
     dict
-        ``{"avx2": bool, "fma": bool, "avx512f": bool, "avx512vl": bool}`` (cpuid, with the OS
-        support of the YMM / ZMM register state checked by xgetbv).
+        ``{"avx2", "fma", "avx512f", "avx512vl", "f16c", "avx512bw", "avx512vnni", "avx512bf16"}``
+        -> bool (cpuid, with the OS support of the YMM / ZMM register state checked by xgetbv).
     """
     cdef int f = me_cpu_features()
-    return {"avx2": bool(f & 1), "fma": bool(f & 2), "avx512f": bool(f & 4), "avx512vl": bool(f & 8)}
+    return {"avx2": bool(f & 1), "fma": bool(f & 2), "avx512f": bool(f & 4), "avx512vl": bool(f & 8),
+            "f16c": bool(f & 16), "avx512bw": bool(f & 32), "avx512vnni": bool(f & 64),
+            "avx512bf16": bool(f & 128)}
 
 
 def _set_gemm_kernel(name):

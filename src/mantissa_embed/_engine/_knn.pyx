@@ -3,10 +3,12 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
-from mantissa_embed._checks.knn import check_knn_search
-from mantissa_embed._engine._cengine cimport me_get_num_threads, me_knn, me_knn_workspace_size
+from mantissa_embed._checks.knn import CODE_DTYPES, CODE_MODES, check_knn_codes_search, check_knn_search
+from mantissa_embed._engine._cengine cimport (me_cpu_features, me_get_num_threads, me_knn, me_knn_codes,
+                                             me_knn_codes_mode, me_knn_codes_tile,
+                                             me_knn_codes_workspace_size, me_knn_workspace_size)
 
-__all__ = ['knn_search']
+__all__ = ['knn_search', 'knn_codes_search', 'knn_codes_mode']
 
 
 _METRIC_CODE = {"sqeuclidean": 0, "euclidean": 1, "inner_product": 2}
@@ -40,4 +42,57 @@ def knn_search(query, reference, k, metric="sqeuclidean", exclude_self=False, ti
     with nogil:
         me_knn(&qv[0, 0], &rv[0, 0], c_n, c_m, c_d, c_k, c_metric, c_excl, c_tq, c_tr, c_nt,
                &wv[0], &iv[0, 0], &dv[0, 0])
+    return indices, distances
+
+
+_DTYPE_CODE = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3}
+_CODES_METRIC = {"sqeuclidean": 0, "euclidean": 1, "inner_product": 2, "cosine": 3}
+
+
+def knn_codes_mode(dtype, D):
+    """The ranking arithmetic ``knn_codes_search`` uses by default for ``dtype`` and width ``D`` with
+    the SGEMM kernel in use on this CPU: ``"bf16dot"`` (bfloat16, AVX-512 BF16), ``"u8dot"`` (int8,
+    AVX-512 VNNI), ``"u7dot"`` (int8, AVX2), else ``"f32"``. Raises ValueError for an unknown dtype."""
+    if dtype not in CODE_DTYPES:
+        raise ValueError(f"dtype must be one of {tuple(CODE_DTYPES)}, got {dtype!r}")
+    return CODE_MODES[me_knn_codes_mode(_DTYPE_CODE[dtype], <int64_t>D)]
+
+
+def _mode_runs(mode):
+    cdef int f = me_cpu_features()
+    return (mode == "f32" or (mode == "u7dot" and f & 1)
+            or (mode == "bf16dot" and f & 128) or (mode == "u8dot" and f & 64))
+
+
+def knn_codes_search(query, codes, scales, k, dtype, metric="sqeuclidean", mode=None, tile_r=0,
+                     indices=None, distances=None):
+    """k nearest stored rows over codes (``src/engine_c/knn_codes*.c``), GIL released, threads
+    over reference tiles. See ``mantissa_embed._reference.knn_codes_search`` for the parameters,
+    the modes and the errors; ``mode=None`` is ``knn_codes_mode(dtype, D)``. A mode this CPU
+    cannot run raises ValueError. Scratch: one tile per thread plus (threads - 1) heaps."""
+    qd = getattr(query, "shape", (0, 0))
+    if mode is None:
+        mode = knn_codes_mode(dtype, qd[1] if len(qd) == 2 else 0)
+    q, c, s, kk, tr, indices, distances = check_knn_codes_search(
+        query, codes, scales, k, dtype, metric, mode, tile_r, indices, distances)
+    if not _mode_runs(mode):
+        raise ValueError(f"mode {mode!r} needs a CPU feature this machine lacks")
+    n, M, D = q.shape[0], c.shape[0], q.shape[1]
+    if n == 0:
+        return indices, distances
+    cdef int c_mode = CODE_MODES.index(mode), c_dtype = _DTYPE_CODE[dtype]
+    cdef int c_nt = me_get_num_threads()
+    cdef int64_t c_n = n, c_m = M, c_d = D, c_k = kk, c_tr = tr
+    ws = np.empty(me_knn_codes_workspace_size(c_mode, c_n, c_m, c_d, c_k, c_tr, c_nt), dtype=np.uint8)
+    cdef const float[:, ::1] qv = q
+    cdef const unsigned char[::1] cv = c.reshape(-1).view(np.uint8) if c.size else np.zeros(1, np.uint8)
+    cdef const float[::1] sv = s if s is not None else np.zeros(1, np.float32)
+    cdef const float *sp = &sv[0] if s is not None else NULL
+    cdef int64_t[:, ::1] iv = indices
+    cdef float[:, ::1] dv = distances
+    cdef unsigned char[::1] wv = ws
+    cdef int c_metric = _CODES_METRIC[metric]
+    with nogil:
+        me_knn_codes(c_dtype, c_mode, &qv[0, 0], &cv[0], sp, c_n, c_m, c_d, c_k, c_metric, c_tr, c_nt,
+                     &wv[0], &iv[0, 0], &dv[0, 0])
     return indices, distances

@@ -47,4 +47,6 @@ def gemm_kernel_name() -> str:
 
 def cpu_features():
     """The same keys as the engine's; all False (the reference backend uses no CPU kernel)."""
-    return {"avx2": False, "fma": False, "avx512f": False, "avx512vl": False}
+    return dict.fromkeys(
+        ("avx2", "fma", "avx512f", "avx512vl", "f16c", "avx512bw", "avx512vnni", "avx512bf16"), False
+    )

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.knn import KNN_METRICS, check_knn_search
+from .._checks.knn import CODE_DTYPES, KNN_METRICS, check_knn_codes_search, check_knn_search
 
-__all__ = ["knn_search", "KNN_METRICS"]
+__all__ = ["knn_search", "KNN_METRICS", "knn_codes_search", "knn_codes_mode"]
 
 
 def _topk_sorted(S, kk, col0):
@@ -145,4 +145,124 @@ def knn_search(
             order = np.lexsort((bi, key), axis=-1)
             indices[q0 + s0 : q0 + s1] = np.take_along_axis(bi, order, axis=1)
             distances[q0 + s0 : q0 + s1] = np.take_along_axis(ex, order, axis=1)
+    return indices, distances
+
+
+def knn_codes_mode(dtype, D):
+    """``"f32"``: the twin's default ranking arithmetic for every dtype (the engine's depends on
+    the CPU, see ``mantissa_embed.engine.knn_codes_mode``). ValueError for an unknown dtype."""
+    if dtype not in CODE_DTYPES:
+        raise ValueError(f"dtype must be one of {tuple(CODE_DTYPES)}, got {dtype!r}")
+    return "f32"
+
+
+def _decode_codes(c, s, dtype):
+    """codes (M, D) -> the float32 rows they stand for."""
+    if dtype == "float32":
+        return c
+    if dtype == "float16":
+        return c.view(np.float16).astype(np.float32)
+    if dtype == "bfloat16":
+        return (c.astype(np.uint32) << 16).view(np.float32)
+    return c.astype(np.float32) * s[:, None]
+
+
+def _bf16_round(x):
+    """float32 -> the bfloat16 values (nearest even), as float32."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+
+
+def _daz(x):
+    """vdpbf16ps reads subnormal inputs as zero."""
+    return np.where(np.abs(x) < np.finfo(np.float32).tiny, np.float32(0.0), x).astype(np.float32)
+
+
+def knn_codes_search(
+    query, codes, scales, k, dtype, metric="sqeuclidean", mode=None, tile_r=0, indices=None, distances=None
+):
+    """k nearest stored rows over codes (numpy twin of ``src/engine_c/knn_codes*.c``).
+
+    Parameters
+    ----------
+    query : float32 (n, D); unit rows for ``"cosine"``
+    codes : (M, D): float32, uint16 bits of float16 (or float16) or bfloat16, or int8
+    scales : float32 (M,) for int8 (row = code * scale), else None
+    k : int, 1 <= k <= M
+    dtype : {"float32", "float16", "bfloat16", "int8"}
+    metric : {"sqeuclidean", "euclidean", "inner_product", "cosine"}, default "sqeuclidean"
+    mode : {"f32", "bf16dot", "u8dot", "u7dot"} or None (``"f32"``)
+        Arithmetic of the ranking scores: ``"f32"`` float32 products of the query and the decoded
+        rows; ``"bf16dot"`` (bfloat16 or float16 codes) the query and the rows rounded to
+        bfloat16 (nearest even; subnormals count as zero in the products);
+        ``"u8dot"`` / ``"u7dot"`` (int8 codes) the query quantized per row to
+        ``rint(q / sq)`` with ``sq = max|q| / 127`` (63), the integer dot exact, times
+        ``sq * scale`` in float32.
+    tile_r : int in [0, 65536]; the engine's tile (ignored by the twin).
+    indices, distances : optional int64 / float32 (n, k) outputs, written in place.
+
+    Returns
+    -------
+    (indices, distances): the k best rows by (score, index), score ``|r|^2 - 2 q.r``
+    (Euclidean), ``-q.r`` (inner product) or ``-q.r/|r|`` (cosine) over the decoded rows r; their
+    values recomputed in float64 (squared distance, distance, inner product, or ``1 - q.r/|r|``
+    clipped to [0, 2], 1 for a zero row), cast to float32, each row sorted by (value, index)
+    (inner product largest first).
+
+    Raises
+    ------
+    ValueError  unknown dtype / metric / mode, a mode the dtype has no use for, mismatched D,
+                D == 0, k out of range, scales missing or of the wrong length, bad output shape.
+    TypeError   codes of the wrong dtype, non-int k / tile_r, wrong output dtype.
+    """
+    mode = "f32" if mode is None else mode
+    q, c, s, k, _, indices, distances = check_knn_codes_search(
+        query, codes, scales, k, dtype, metric, mode, tile_r, indices, distances
+    )
+    n, D = q.shape
+    if n == 0:
+        return indices, distances
+    R = _decode_codes(c, s, dtype)
+    Rr = _bf16_round(R) if mode == "bf16dot" else R  # the rows the scores see
+    rn = np.zeros(R.shape[0], np.float32)
+    for d in range(D):  # float32, in the engine's order
+        rn += Rr[:, d] * Rr[:, d]
+    if mode in ("u8dot", "u7dot"):
+        lim = np.float32(127.0 if mode == "u8dot" else 63.0)
+        qs = (np.abs(q).max(axis=1) / lim).astype(np.float32)
+        safe = np.where(qs > 0, qs, np.float32(1.0))
+        qc = np.clip(np.rint(q / safe[:, None]), -lim, lim)
+        qc[qs == 0] = 0
+        idot = qc.astype(np.int64) @ c.astype(np.int64).T
+        dot = (qs[:, None] * s[None, :]) * idot.astype(np.float32)
+    else:
+        qq, rr = (_daz(_bf16_round(q)), _daz(Rr)) if mode == "bf16dot" else (q, R)
+        dot = (qq.astype(np.float64) @ rr.astype(np.float64).T).astype(np.float32)
+    if metric == "inner_product":
+        score = -dot
+    elif metric == "cosine":
+        rinv = (np.float32(1.0) / np.sqrt(np.where(rn > 0, rn, np.float32(1.0)))).astype(np.float32)
+        rinv[rn == 0] = 0
+        score = -(dot * rinv[None, :])
+    else:
+        score = rn[None, :] - np.float32(2.0) * dot
+    cand = np.argsort(score, axis=1, kind="stable")[:, :k]  # ties: lower index first
+    Q = q.astype(np.float64)[:, None, :]
+    C = R[cand].astype(np.float64)
+    if metric in ("sqeuclidean", "euclidean"):
+        ex = ((C - Q) ** 2).sum(-1)
+        ex = np.sqrt(ex) if metric == "euclidean" else ex
+        key = ex.astype(np.float32)
+    else:
+        ip = (C * Q).sum(-1)
+        if metric == "inner_product":
+            key = -ip.astype(np.float32)
+        else:
+            nrm = np.sqrt((C * C).sum(-1))
+            key = np.clip(np.where(nrm > 0, 1.0 - ip / np.where(nrm > 0, nrm, 1.0), 1.0), 0.0, 2.0)
+            key = key.astype(np.float32)
+    order = np.lexsort((cand, key), axis=-1)
+    indices[...] = np.take_along_axis(cand, order, axis=1)
+    val = np.take_along_axis(key, order, axis=1)
+    distances[...] = -val if metric == "inner_product" else val
     return indices, distances
