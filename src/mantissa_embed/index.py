@@ -46,6 +46,7 @@ _FORMAT = "mantissa-embed/index"
 _VERSION = 1
 _TILE = 0  # stored rows per packed tile of the search kernel (0: the engine's choice, ~256 KB)
 _F32_MAX = float(np.finfo(np.float32).max)
+_QUERY_BLOCK = 4096  # queries per kernel call
 _STORE = {"float32": "<f4", "float16": "<f2", "bfloat16": "<u2", "int8": "i1"}
 _F16_MAX = float(np.finfo(np.float16).max)
 _BF16_MAX = float(np.array([0x7F7F0000], np.uint32).view(np.float32)[0])
@@ -281,17 +282,23 @@ class Index:
         cand = k if mode == "f32" else min(n, 2 * k + 16)
         if metric == "cosine":
             Q = l2_normalize_rows(Q.astype(np.float64), eps=0.0)[0].astype(np.float32)
-        pos, dist = knn_codes_search(
-            np.ascontiguousarray(Q, dtype=np.float32),
-            self._codes,
-            self._scales,
-            cand,
-            self.dtype,
-            metric="cosine" if metric == "cosine" else "euclidean",
-            mode=mode,
-            tile_r=_TILE,
-        )
-        return pos[:, :k], dist[:, :k]
+        Q = np.ascontiguousarray(Q, dtype=np.float32)
+        pos = np.empty((Q.shape[0], k), np.int64)
+        dist = np.empty((Q.shape[0], k), np.float32)
+        # blocks of queries bound the kernel's per-thread heaps; each block re-reads the codes
+        for q0 in range(0, Q.shape[0], _QUERY_BLOCK):
+            p, d = knn_codes_search(
+                Q[q0 : q0 + _QUERY_BLOCK],
+                self._codes,
+                self._scales,
+                cand,
+                self.dtype,
+                metric="cosine" if metric == "cosine" else "euclidean",
+                mode=mode,
+                tile_r=_TILE,
+            )
+            pos[q0 : q0 + _QUERY_BLOCK], dist[q0 : q0 + _QUERY_BLOCK] = p[:, :k], d[:, :k]
+        return pos, dist
 
     def _check_range(self, Q):
         """ValueError when |q|^2 + |x|^2 + 2|q||x| could overflow the float32 ranking scores.

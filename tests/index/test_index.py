@@ -260,3 +260,14 @@ def test_scores_that_would_overflow_float32_are_refused():
     ix.search(Q, 3)  # the guard starts over after a remove
     with pytest.raises(ValueError, match="overflow float32"):
         ix.search(np.full((1, 8), 1e19, np.float32), 3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_query_blocks_give_the_one_call_result(dtype, monkeypatch):
+    X, Q = _data(n=500, d=16, q=50, seed=4)
+    ix = Index(16, dtype=dtype).add(X)
+    whole = ix.search(Q, 5)
+    monkeypatch.setattr(index_mod, "_QUERY_BLOCK", 7)
+    blocks = ix.search(Q, 5)
+    np.testing.assert_array_equal(whole[0], blocks[0])
+    np.testing.assert_array_equal(whole[1], blocks[1])
