@@ -168,34 +168,54 @@ void knn_codes_pack_generic(int dtype, int mode, const void *codes, const float 
 }
 
 /* ------------------------------------------------------------------ portable tile pass (F32) */
-#define KC_GQ 4 /* queries per register block */
+/* one query's scores for one group -> pushes (lanes past the tile's rows never) */
+static inline void kc_push_group(const kc_ctx *c, const kc_tile *t, const float *acc, int64_t g, float *h,
+                                 int64_t *x) {
+    const int64_t nl = t->br - g * KC_LANES;
+    const uint32_t valid = nl >= KC_LANES ? 0xFFFFu : (1u << nl) - 1u;
+    float s[KC_LANES];
+    uint32_t mask = 0;
+    for (int l = 0; l < KC_LANES; l++) {
+        s[l] = kc_score(c->metric, acc[l], t->rn[g * KC_LANES + l], t->rinv[g * KC_LANES + l]);
+        mask |= (uint32_t)(s[l] < h[0]) << l;
+    }
+    knn_push_mask(s, mask & valid, t->r0 + g * KC_LANES, h, x, c->k);
+}
+
+/* two queries x 16 rows per block in GCC / Clang generic vectors (4 floats: SSE, NEON): 8
+ * accumulators; without the vector extension, plain loops */
+#if defined(__GNUC__) || defined(__clang__)
+typedef float kc_v4 __attribute__((vector_size(16)));
+#endif
 void knn_codes_tile_generic(const kc_ctx *c, const kc_tile *t, int64_t i0, int64_t i1, float *hv,
                             int64_t *hi) {
     const int64_t D = c->D, G = (t->br + KC_LANES - 1) / KC_LANES;
-    for (int64_t a = i0; a < i1; a += KC_GQ) {
-        const int nq = (int)(i1 - a < KC_GQ ? i1 - a : KC_GQ);
+    for (int64_t a = i0; a < i1; a += 2) {
+        const int two = a + 1 < i1;
+        const float *q0 = c->q + a * D, *q1 = c->q + (a + two) * D;
         for (int64_t g = 0; g < G; g++) {
             const float *P = (const float *)(const void *)(t->panel + g * D * KC_LANES);
-            float acc[KC_GQ][KC_LANES] = {{0}};
+            float acc0[KC_LANES], acc1[KC_LANES];
+#if defined(__GNUC__) || defined(__clang__)
+            kc_v4 x0 = {0, 0, 0, 0}, x1 = x0, x2 = x0, x3 = x0, y0 = x0, y1 = x0, y2 = x0, y3 = x0;
             for (int64_t d = 0; d < D; d++) {
-                const float *p = P + d * KC_LANES;
-                for (int i = 0; i < nq; i++) {
-                    const float b = c->q[(a + i) * D + d];
-                    for (int l = 0; l < KC_LANES; l++) acc[i][l] += b * p[l];
-                }
+                const kc_v4 *p = (const kc_v4 *)(const void *)(P + d * KC_LANES);
+                const float b0 = q0[d], b1 = q1[d];
+                x0 += b0 * p[0], x1 += b0 * p[1], x2 += b0 * p[2], x3 += b0 * p[3];
+                y0 += b1 * p[0], y1 += b1 * p[1], y2 += b1 * p[2], y3 += b1 * p[3];
             }
-            const int64_t base = t->r0 + g * KC_LANES, nl = t->br - g * KC_LANES;
-            const uint32_t valid = nl >= KC_LANES ? 0xFFFFu : (1u << nl) - 1u;
-            for (int i = 0; i < nq; i++) {
-                float s[KC_LANES];
-                float *h = hv + (a + i) * c->k;
-                uint32_t mask = 0;
+            memcpy(acc0, &x0, 16), memcpy(acc0 + 4, &x1, 16), memcpy(acc0 + 8, &x2, 16), memcpy(acc0 + 12, &x3, 16);
+            memcpy(acc1, &y0, 16), memcpy(acc1 + 4, &y1, 16), memcpy(acc1 + 8, &y2, 16), memcpy(acc1 + 12, &y3, 16);
+#else
+            for (int l = 0; l < KC_LANES; l++) acc0[l] = acc1[l] = 0.0f;
+            for (int64_t d = 0; d < D; d++)
                 for (int l = 0; l < KC_LANES; l++) {
-                    s[l] = kc_score(c->metric, acc[i][l], t->rn[g * KC_LANES + l], t->rinv[g * KC_LANES + l]);
-                    mask |= (uint32_t)(s[l] < h[0]) << l;
+                    acc0[l] += q0[d] * P[d * KC_LANES + l];
+                    acc1[l] += q1[d] * P[d * KC_LANES + l];
                 }
-                knn_push_mask(s, mask & valid, base, h, hi + (a + i) * c->k, c->k);
-            }
+#endif
+            kc_push_group(c, t, acc0, g, hv + a * c->k, hi + a * c->k);
+            if (two) kc_push_group(c, t, acc1, g, hv + (a + 1) * c->k, hi + (a + 1) * c->k);
         }
     }
 }
