@@ -334,7 +334,11 @@ void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const 
     int64_t *hi_extra = (int64_t *)ws;
     if (mode != ME_CODES_MODE_F32) kc_prepare_queries(mode, q, N, D, DW, qw, qs, qsum);
     const kc_ctx ctx = {mode, metric, N, D, DW, k, q, qw, qs, qsum};
-    const int fast_pack = kid == 2 && (me_cpu_features() & ME_CPU_AVX512BW);
+    const int feat = me_cpu_features();
+    void (*pack_fn)(int, int, const void *, const float *, int64_t, int64_t, int64_t, int64_t, uint32_t *, float *,
+                    float *, float *) = kid == 2 && (feat & ME_CPU_AVX512BW) ? knn_codes_pack_avx512
+                                        : kid >= 1 && (feat & ME_CPU_F16C)   ? knn_codes_pack_avx2
+                                                                             : knn_codes_pack_generic;
     const int64_t G = (tile_r + KC_LANES - 1) / KC_LANES;
 
     #pragma omp parallel num_threads(T)
@@ -357,8 +361,7 @@ void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const 
         float *rinv = scale + kc_up(G * KC_LANES * 4) / 4;
         for (int64_t b = tid; b < ntiles; b += T) {
             const int64_t r0 = b * tile_r, br = M - r0 < tile_r ? M - r0 : tile_r;
-            (fast_pack ? knn_codes_pack_avx512 : knn_codes_pack_generic)(dtype, mode, codes, scales, D, DW, r0, br,
-                                                                          panel, rn, scale, rinv);
+            pack_fn(dtype, mode, codes, scales, D, DW, r0, br, panel, rn, scale, rinv);
             const kc_tile t = {panel, rn, scale, rinv, r0, br};
             tile_fn(&ctx, &t, 0, N, hv, hi);
         }

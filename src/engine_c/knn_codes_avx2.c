@@ -7,6 +7,9 @@
  */
 #include "knn_internal.h"
 
+#include <math.h>
+#include <string.h>
+
 #pragma GCC optimize("fp-contract=off") /* scores as the numpy twin rounds them; FMA only where written */
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -123,6 +126,44 @@ __attribute__((target("avx2,fma"))) static void kc256_u7(const kc_ctx *c, const 
     }
 }
 
+/* float16 rows through F16C, 8 values at a time; the other tiles as the portable packing */
+__attribute__((target("avx2,f16c"))) void knn_codes_pack_avx2(int dtype, int mode, const void *codes,
+                                                              const float *scales, int64_t D, int64_t DW,
+                                                              int64_t r0, int64_t br, uint32_t *panel, float *rn,
+                                                              float *scale, float *rinv) {
+    if (dtype != ME_CODES_F16 || mode != ME_CODES_MODE_F32) {
+        knn_codes_pack_generic(dtype, mode, codes, scales, D, DW, r0, br, panel, rn, scale, rinv);
+        return;
+    }
+    const int64_t G = (br + KC_LANES - 1) / KC_LANES;
+    for (int64_t g = 0; g < G; g++) {
+        uint32_t *P = panel + g * DW * KC_LANES;
+        for (int l = 0; l < KC_LANES; l++) {
+            const int64_t row = g * KC_LANES + l;
+            float ss = 0.0f;
+            if (row >= br) {
+                for (int64_t w = 0; w < DW; w++) P[w * KC_LANES + l] = 0;
+            } else {
+                const uint16_t *src = (const uint16_t *)codes + (r0 + row) * D;
+                for (int64_t w = 0; w < D; w += 8) {
+                    const int n = D - w < 8 ? (int)(D - w) : 8;
+                    uint16_t h[8] = {0};
+                    memcpy(h, src + w, (size_t)n * 2);
+                    float v[8];
+                    _mm256_storeu_ps(v, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+                    for (int e = 0; e < n; e++) {
+                        memcpy(P + (w + e) * KC_LANES + l, v + e, 4);
+                        ss += v[e] * v[e];
+                    }
+                }
+            }
+            rn[row] = ss;
+            rinv[row] = ss > 0.0f ? 1.0f / sqrtf(ss) : 0.0f;
+            scale[row] = 0.0f;
+        }
+    }
+}
+
 void knn_codes_tile_avx2(const kc_ctx *c, const kc_tile *t, int64_t i0, int64_t i1, float *hv, int64_t *hi) {
     if (c->mode == ME_CODES_MODE_U7DOT)
         kc256_u7(c, t, i0, i1, hv, hi);
@@ -131,6 +172,10 @@ void knn_codes_tile_avx2(const kc_ctx *c, const kc_tile *t, int64_t i0, int64_t 
 }
 
 #else /* not x86: never selected */
+void knn_codes_pack_avx2(int dtype, int mode, const void *codes, const float *scales, int64_t D, int64_t DW,
+                         int64_t r0, int64_t br, uint32_t *panel, float *rn, float *scale, float *rinv) {
+    knn_codes_pack_generic(dtype, mode, codes, scales, D, DW, r0, br, panel, rn, scale, rinv);
+}
 void knn_codes_tile_avx2(const kc_ctx *c, const kc_tile *t, int64_t i0, int64_t i1, float *hv, int64_t *hi) {
     knn_codes_tile_generic(c, t, i0, i1, hv, hi);
 }

@@ -81,11 +81,15 @@ void knn_codes_tile_avx2(const kc_ctx *c, const kc_tile *t, int64_t i0, int64_t 
 void knn_codes_tile_avx512(const kc_ctx *c, const kc_tile *t, int64_t i0, int64_t i1, float *hv,
                            int64_t *hi);
 
-/* Pack rows [r0, r0 + br) of the codes into a tile (panel, rn, scale, rinv); the portable packing
- * and the AVX-512 one (AVX-512BW: masked byte loads) give bitwise the same tile. */
+/* Pack rows [r0, r0 + br) of the codes into a tile (panel, rn, scale, rinv); the portable packing,
+ * the AVX2 one (F16C conversions of float16 rows) and the AVX-512 one (AVX-512BW masked loads, a
+ * 16 x 16 transpose) give bitwise the same tile. */
 void knn_codes_pack_generic(int dtype, int mode, const void *codes, const float *scales, int64_t D,
                             int64_t DW, int64_t r0, int64_t br, uint32_t *panel, float *rn, float *scale,
                             float *rinv);
+void knn_codes_pack_avx2(int dtype, int mode, const void *codes, const float *scales, int64_t D,
+                         int64_t DW, int64_t r0, int64_t br, uint32_t *panel, float *rn, float *scale,
+                         float *rinv);
 void knn_codes_pack_avx512(int dtype, int mode, const void *codes, const float *scales, int64_t D,
                            int64_t DW, int64_t r0, int64_t br, uint32_t *panel, float *rn, float *scale,
                            float *rinv);
