@@ -306,7 +306,8 @@ int64_t me_knn_codes_workspace_size(int mode, int64_t N, int64_t M, int64_t D, i
  * then recomputed in double from q and the decoded rows (squared distance, distance, inner product,
  * or 1 - q.r/|r| in [0, 2] with 1 for a zero row) and each row is sorted by (value, index), the
  * inner product largest first. Threads split the reference tiles; the result is the same for every
- * thread count. Requires 1 <= k <= M, mode from me_knn_codes_mode (or a mode this CPU runs: F32 always;
+ * thread count. A slot no row reaches (NaN in the query, scores beyond float32) gets index -1 and
+ * +inf (-inf for the inner product). Requires 1 <= k <= M, mode from me_knn_codes_mode (or a mode this CPU runs: F32 always;
  * U7DOT with AVX2; BF16DOT, U8DOT with AVX-512 BF16 / VNNI), workspace of
  * me_knn_codes_workspace_size bytes (any alignment). */
 void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const float *scales, int64_t N,

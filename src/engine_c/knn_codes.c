@@ -259,12 +259,18 @@ static void kc_prepare_queries(int mode, const float *q, int64_t N, int64_t D, i
     }
 }
 
-/* exact values of the heap (hv, hi) of query i, sorted by (value, index) */
-static void kc_finish(int dtype, const void *codes, const float *scales, const float *qi, int64_t D,
-                      int64_t k, int metric, float *hv, int64_t *hi) {
+/* exact values of the heap (hv, hi) of query i, sorted by (value, index). Slots no row reached (a
+ * query with NaN or scores beyond float32: no score is below +inf) keep +inf and get index -1. */
+static void kc_finish(int dtype, const void *codes, const float *scales, const float *qi, int64_t M,
+                      int64_t D, int64_t k, int metric, float *hv, int64_t *hi) {
     knn_heap_sort(hv, hi, k);
     for (int64_t t = 0; t < k; t++) {
         const int64_t j = hi[t];
+        if (j < 0 || j >= M) {
+            hi[t] = -1;
+            hv[t] = INFINITY;
+            continue;
+        }
         double acc = 0.0, nrm = 0.0;
         if (metric == ME_KNN_SQEUCLIDEAN || metric == ME_KNN_EUCLIDEAN) {
             for (int64_t d = 0; d < D; d++) {
@@ -289,6 +295,7 @@ static void kc_finish(int dtype, const void *codes, const float *scales, const f
     for (int64_t t = 1; t < k; t++) { /* insertion sort: the order is already nearly right */
         float v = hv[t];
         int64_t ix = hi[t];
+        if (ix < 0) break; /* the empty slots, last */
         int64_t u = t - 1;
         while (u >= 0 && knn_worse(hv[u], hi[u], v, ix)) {
             hv[u + 1] = hv[u];
@@ -378,7 +385,7 @@ void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const 
                     if (xu[t] != INT64_MAX && knn_worse(h0[0], x0[0], hu[t], xu[t]))
                         knn_heap_replace(h0, x0, k, hu[t], xu[t]);
             }
-            kc_finish(dtype, codes, scales, q + i * D, D, k, metric, h0, x0);
+            kc_finish(dtype, codes, scales, q + i * D, M, D, k, metric, h0, x0);
         }
     }
 }

@@ -239,3 +239,13 @@ def test_argument_errors(impl):
         impl.knn_codes_search(
             np.zeros((1, 9000), np.float32), np.zeros((2, 9000), np.int8), s[:2], 1, "int8", mode="u7dot"
         )
+
+
+def test_a_nan_query_gets_empty_slots_not_a_crash(kernel):
+    """The kernel does not scan for NaN (Index.search does); a NaN row reaches no stored row."""
+    c = np.arange(12, dtype=np.float32).reshape(6, 2)
+    q = np.array([[np.nan, 0.0], [1.0, 1.0]], np.float32)
+    idx, dist = engine.knn_codes_search(q, c, None, 3, "float32", "euclidean")
+    np.testing.assert_array_equal(idx[0], -1)
+    assert np.isinf(dist[0]).all()
+    np.testing.assert_array_equal(idx[1], [0, 1, 2])
