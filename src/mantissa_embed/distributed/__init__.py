@@ -10,13 +10,18 @@
 - ``ShardedIndex``: one ``Index`` per block of a dask-array gallery, built and kept on the
   workers (the blocks released once added); ``ShardedIndex.search`` folds and merges like
   ``knn``. ``build_index``: embed a dask array of images straight into a ``ShardedIndex``.
+- ``evaluate``: pytorch-metric-learning's ``AccuracyCalculator`` k-NN metrics (precision_at_1,
+  r_precision, mean_average_precision_at_r, ...) of a dask-array gallery (or images and an
+  Embedder), the neighbours found block by block on the workers, the metrics computed by the
+  ``AccuracyCalculator`` code: its single-process result.
 
 Every function takes ``client=None`` (the current ``distributed`` client) and raises ImportError
 without dask / distributed, TypeError for a non-dask gallery.
 """
 
 from ._embed import embed
+from ._evaluate import KNN_ACCURACY_METRICS, evaluate
 from ._knn import knn
 from ._sharded_index import ShardedIndex, build_index
 
-__all__ = ["embed", "knn", "ShardedIndex", "build_index"]
+__all__ = ["embed", "knn", "ShardedIndex", "build_index", "evaluate", "KNN_ACCURACY_METRICS"]
