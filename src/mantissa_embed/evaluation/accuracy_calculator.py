@@ -419,41 +419,14 @@ class AccuracyCalculator:
             "label_comparison_fn": self.label_comparison_fn,
         }
         if any(m in self.requires_knn() for m in curr):
-            label_counts = get_label_match_counts(q_lab, r_lab, self.label_comparison_fn)
-            lone_labels, not_lone = get_lone_query_labels(
-                q_lab, label_counts, ref_includes_query, self.label_comparison_fn
-            )
-            num_k = self.determine_k(label_counts[1], r.shape[0], ref_includes_query)
-            avail = r.shape[0] - int(ref_includes_query)
-            if num_k > avail:
-                raise ValueError(
-                    f"k must be <= {avail} (the number of reference rows"
-                    f"{', excluding the query itself' if ref_includes_query else ''})"
-                    f", got k={num_k}"
-                )
-            if not np.any(not_lone):
-                warnings.warn(
-                    "None of the query labels are in the reference set: the k-NN metrics are nan",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-            if num_k < 1:  # every query lone with "max_bin_count": nothing to retrieve
-                knn_idx = np.zeros((n, 0), dtype=np.int64)
-                knn_dist = np.zeros((n, 0), dtype=np.float32)
-            else:
-                knn_idx, knn_dist = self.knn_func(q, r, num_k, exclude_self=ref_includes_query)
-                knn_idx = np.asarray(knn_idx)
-                if knn_idx.shape != (n, num_k) or knn_idx.dtype.kind not in "iu":
-                    raise ValueError(
-                        f"knn_func must return integer indices of shape ({n}, {num_k}),"
-                        f" got {knn_idx.dtype} {knn_idx.shape}"
-                    )
             kwargs.update(
-                label_counts=label_counts,
-                knn_labels=r_lab[knn_idx],
-                knn_distances=np.asarray(knn_dist),
-                lone_query_labels=lone_labels,
-                not_lone_query_mask=not_lone,
+                self._knn_kwargs(
+                    q_lab,
+                    r_lab,
+                    ref_includes_query,
+                    r.shape[0],
+                    lambda k: self.knn_func(q, r, k, exclude_self=ref_includes_query),
+                )
             )
         if any(m in self.requires_clustering() for m in curr):
             if q_lab.ndim != 1:
@@ -463,6 +436,47 @@ class AccuracyCalculator:
 
     def _get_accuracy(self, function_dict, **kwargs):
         return {m: f(**kwargs) for m, f in function_dict.items()}
+
+    def _knn_kwargs(self, q_lab, r_lab, ref_includes_query, num_reference, knn):
+        """The k-NN metrics' kwargs: label counts, lone queries, ``k`` (``determine_k``) and the labels of
+        the neighbours ``knn(k) -> (indices (n, k) int, distances)`` finds (``distributed.evaluate``'s too)."""
+        n = q_lab.shape[0]
+        label_counts = get_label_match_counts(q_lab, r_lab, self.label_comparison_fn)
+        lone_labels, not_lone = get_lone_query_labels(
+            q_lab, label_counts, ref_includes_query, self.label_comparison_fn
+        )
+        num_k = self.determine_k(label_counts[1], num_reference, ref_includes_query)
+        avail = num_reference - int(ref_includes_query)
+        if num_k > avail:
+            raise ValueError(
+                f"k must be <= {avail} (the number of reference rows"
+                f"{', excluding the query itself' if ref_includes_query else ''})"
+                f", got k={num_k}"
+            )
+        if not np.any(not_lone):
+            warnings.warn(
+                "None of the query labels are in the reference set: the k-NN metrics are nan",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        if num_k < 1:  # every query lone with "max_bin_count": nothing to retrieve
+            knn_idx = np.zeros((n, 0), dtype=np.int64)
+            knn_dist = np.zeros((n, 0), dtype=np.float32)
+        else:
+            knn_idx, knn_dist = knn(num_k)
+            knn_idx = np.asarray(knn_idx)
+            if knn_idx.shape != (n, num_k) or knn_idx.dtype.kind not in "iu":
+                raise ValueError(
+                    f"knn_func must return integer indices of shape ({n}, {num_k}),"
+                    f" got {knn_idx.dtype} {knn_idx.shape}"
+                )
+        return {
+            "label_counts": label_counts,
+            "knn_labels": r_lab[knn_idx],
+            "knn_distances": np.asarray(knn_dist),
+            "lone_query_labels": lone_labels,
+            "not_lone_query_mask": not_lone,
+        }
 
     def determine_k(self, bin_counts, num_reference_embeddings, ref_includes_query):
         """Neighbours to retrieve, from ``self.k`` and the label bin counts."""
@@ -480,6 +494,6 @@ class AccuracyCalculator:
                     f"count ({max_bin_count}), so these metrics are truncated. Set "
                     f"k='max_bin_count' to fix it; for MAP@{self.k} use 'mean_average_precision'.",
                     RuntimeWarning,
-                    stacklevel=3,
+                    stacklevel=4,  # get_accuracy's caller (via _knn_kwargs)
                 )
         return self.k
