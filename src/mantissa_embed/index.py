@@ -28,8 +28,10 @@ import numpy as np
 
 from ._checks.distance import l2_normalize_rows
 from ._io import atomic_write
+from ._rowbuffer import RowBuffer, append_rows
 from ._typing import ArrayLike, Float32Array, Int64Array
 from ._validation import check_array, check_bool, check_int
+from .engine import all_finite
 from .evaluation.knn import knn
 
 __all__ = ["Index", "DTYPES", "METRICS"]
@@ -40,6 +42,7 @@ _MAGIC = b"MEINDEX1"
 _FORMAT = "mantissa-embed/index"
 _VERSION = 1
 _TILE = 65536  # gallery rows decoded at a time
+_F4 = np.dtype(np.float32)
 _STORE = {"float32": "<f4", "float16": "<f2", "bfloat16": "<u2", "int8": "i1"}
 _F16_MAX = float(np.finfo(np.float16).max)
 _BF16_MAX = float(np.array([0x7F7F0000], np.uint32).view(np.float32)[0])
@@ -113,7 +116,9 @@ class Index:
         self._next_id = 0
         self._lock = threading.RLock()
         # the growth buffers behind the stored arrays (see _append)
-        self._bufs: dict[str, np.ndarray] = {}
+        self._bufs: dict[str, RowBuffer] = {}
+        # float32 codes are the added vectors themselves and ids the only other array: _append_plain
+        self._plain = dtype == "float32" and metric == "euclidean" and not self.keep_float32
 
     # ------------------------------------------------------------------ contents
     def __len__(self) -> int:
@@ -140,7 +145,17 @@ class Index:
         """Add ``embeddings`` (n, dim) (finite; converted to float32), with int64 ``ids`` (new,
         distinct; default: consecutive integers after the largest so far) and optional int64
         ``labels`` (all additions with labels, or none). Returns ``self``."""
-        x = check_array(embeddings, "embeddings", ndim=2)
+        x = embeddings
+        if type(x) is np.ndarray and x.dtype == _F4 and x.ndim == 2 and x.flags.c_contiguous:
+            if ids is None and labels is None and self._plain and x.shape[1] == self.dim:
+                with self._lock:
+                    if self._labels is None and self._append_plain(x):
+                        return self
+            # check_array would return x itself: only its finiteness check is left
+            if x.size and not all_finite(x):
+                raise ValueError("embeddings contains NaN or Inf")
+        else:
+            x = check_array(embeddings, "embeddings", ndim=2)
         if x.shape[1] != self.dim:
             raise ValueError(f"embeddings must have {self.dim} columns, got shape {x.shape}")
         n = x.shape[0]
@@ -171,33 +186,36 @@ class Index:
             )
             if n:
                 self._next_id = max(self._next_id, int(new_ids.max()) + 1)
+            if ids is None and labels is None and self._plain and self._bufs["_ids"].ahead is None:
+                self._bufs["_ids"].write_ahead(len(self), self._next_id)  # once per buffer
         return self
 
+    def _append_plain(self, x: np.ndarray) -> bool:
+        """``add`` of C-contiguous float32 rows ``x`` (n, dim) as they are, with the next ``n``
+        ids, when the buffers have room (else False, nothing done): the copy into the spare rows
+        is the finiteness check (ValueError, nothing stored); the ids are those written ahead
+        (``RowBuffer.ahead``) unless another add came between."""
+        n0, id0 = self._ids.shape[0], self._next_id
+        n1 = n0 + x.shape[0]
+        cb, ib = self._bufs.get("_codes"), self._bufs.get("_ids")
+        if cb is None or ib is None or not (cb.holds(self._codes, n1) and ib.holds(self._ids, n1)):
+            return False
+        if not all_finite(x, cb.rows[n0:n1]):
+            raise ValueError("embeddings contains NaN or Inf")
+        if ib.ahead != id0 - n0:
+            ib.rows[n0:n1] = np.arange(id0, id0 + n1 - n0, dtype=np.int64)
+        self._codes, self._ids, self._next_id = cb.rows[:n1], ib.rows[:n1], id0 + n1 - n0
+        return True
+
     def _append(self, parts: dict[str, np.ndarray | None]) -> None:
-        """Append rows to the stored arrays in amortized O(rows): each stored array is a view of
-        the first ``len(self)`` rows of a buffer whose capacity at least doubles when it fills
-        (as a ``std::vector``), so many small adds cost a small multiple of one large add. ``remove``,
-        ``load`` and unpickling replace the views with plain arrays; the next add then copies them
-        into a new buffer (a memory-mapped file is never written)."""
-        n0 = len(self)
-        ids = parts["_ids"]
+        """Append rows to the stored arrays in amortized O(rows) (``append_rows``): each is a
+        view of the first ``len(self)`` rows of a ``RowBuffer``, so many small adds cost a small
+        multiple of one large add. ``remove``, ``load`` and unpickling replace the views with
+        plain arrays; the next add then copies them into a new buffer (a memory-mapped file is
+        never written)."""
+        n0, ids = self._ids.shape[0], parts["_ids"]
         assert ids is not None  # every add has ids
-        n1 = n0 + ids.shape[0]
-        for key, new in parts.items():
-            if new is None:
-                continue
-            cur = getattr(self, key)
-            if cur is None:  # the first labels, on the first add
-                cur = new[:0]
-            buf = self._bufs.get(key)
-            # the stored array is still the filled rows of its buffer unless remove, load or
-            # unpickling replaced it
-            if buf is None or cur.base is not buf or buf.shape[0] < n1:
-                buf = np.empty((max(n1, 2 * n0, 16),) + new.shape[1:], new.dtype)
-                buf[:n0] = cur
-                self._bufs[key] = buf
-            buf[n0:n1] = new
-            setattr(self, key, buf[:n1])
+        append_rows(self, self._bufs, parts, n0, n0 + ids.shape[0])
 
     def remove(self, ids: ArrayLike) -> int:
         """Remove the vectors with these ids (unknown ids are ignored); returns how many went."""
@@ -401,6 +419,7 @@ class Index:
     def __setstate__(self, st) -> None:
         self.__dict__.update(st)
         self.__dict__.setdefault("_bufs", {})
+        self._plain = self.dtype == "float32" and self.metric == "euclidean" and not self.keep_float32
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
