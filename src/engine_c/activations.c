@@ -46,6 +46,36 @@ int me_all_finite(const float *x, int64_t n) {
     return ok;
 }
 
+/* x (n) -> y (n) = x, and 1 when no value of x is NaN or +-Inf, else 0: me_all_finite's test in
+ * the same read as the copy (the same blocks, OpenMP above ME_ACT_PAR_MIN); y is written
+ * whatever the answer and must not overlap x. */
+int me_copy_all_finite(const float *x, float *y, int64_t n) {
+    const int64_t nb = (n + ME_FINITE_BLOCK - 1) / ME_FINITE_BLOCK;
+    int ok = 1;
+#pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) reduction(&& : ok) if (n >= ME_ACT_PAR_MIN)
+    for (int64_t bi = 0; bi < nb; bi++) {
+        const float *v = x + bi * ME_FINITE_BLOCK;
+        float *w = y + bi * ME_FINITE_BLOCK;
+        const int64_t m = n - bi * ME_FINITE_BLOCK < ME_FINITE_BLOCK ? n - bi * ME_FINITE_BLOCK : ME_FINITE_BLOCK;
+        float acc[16] = {0};
+        int64_t i = 0;
+        for (; i + 16 <= m; i += 16)
+            for (int l = 0; l < 16; l++) {
+                const float a = v[i + l];
+                w[i + l] = a;
+                acc[l] += a * 0.0f;
+            }
+        for (; i < m; i++) {
+            w[i] = v[i];
+            acc[0] += v[i] * 0.0f;
+        }
+        float s = 0.0f;
+        for (int l = 0; l < 16; l++) s += acc[l];
+        ok = ok && s == 0.0f;
+    }
+    return ok;
+}
+
 /* x (n) -> y (n) = x < 0 ? slope * x : x (torch.nn.functional.leaky_relu); y may alias x */
 void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope) {
 #pragma omp parallel for simd num_threads(me_get_num_threads()) schedule(static) if (n >= ME_ACT_PAR_MIN)

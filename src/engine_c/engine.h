@@ -142,6 +142,8 @@ void me_relu_forward(const float *x, float *y, int64_t n);
 void me_relu_backward(const float *dy, const float *y, float *dx, int64_t n);
 /* x (n) -> 1 when every value is finite (no NaN, no +-Inf), else 0 */
 int me_all_finite(const float *x, int64_t n);
+/* x (n) -> y (n) = x (y must not overlap x), and me_all_finite(x, n) from the same read */
+int me_copy_all_finite(const float *x, float *y, int64_t n);
 /* x (n) -> y (n) = x < 0 ? slope * x : x; y may alias x */
 void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope);
 /* dy (n), y (n) the forward output (slope >= 0) -> dx (n) = y > 0 ? dy : slope * dy; dx may alias dy */

@@ -32,10 +32,12 @@ from typing import Any
 import numpy as np
 
 from ._checks.distance import l2_normalize_rows
+from ._index_codes import _decode, _encode, _int_vector, _rank_exact
 from ._io import atomic_write
+from ._rowbuffer import RowBuffer, append_rows
 from ._typing import ArrayLike, Float32Array, Int64Array
 from ._validation import check_array, check_bool, check_int
-from .engine import knn_codes_mode, knn_codes_search
+from .engine import all_finite, knn_codes_mode, knn_codes_search
 
 __all__ = ["Index", "DTYPES", "METRICS"]
 
@@ -47,40 +49,8 @@ _VERSION = 1
 _TILE = 0  # stored rows per packed tile of the search kernel (0: the engine's choice, ~256 KB)
 _F32_MAX = float(np.finfo(np.float32).max)
 _QUERY_BLOCK = 4096  # queries per kernel call
+_F4 = np.dtype(np.float32)
 _STORE = {"float32": "<f4", "float16": "<f2", "bfloat16": "<u2", "int8": "i1"}
-_F16_MAX = float(np.finfo(np.float16).max)
-_BF16_MAX = float(np.array([0x7F7F0000], np.uint32).view(np.float32)[0])
-
-
-def _encode(x, dtype):
-    """float32 (n, d) -> (codes, scales or None)."""
-    if dtype == "float32":
-        return np.ascontiguousarray(x, dtype=np.float32), None
-    if dtype == "float16":
-        if x.size and np.abs(x).max() > _F16_MAX:
-            raise ValueError(f"embeddings exceed the float16 range (|x| <= {_F16_MAX}); use dtype='float32'")
-        return x.astype(np.float16), None
-    if dtype == "bfloat16":
-        if x.size and np.abs(x).max() > _BF16_MAX:
-            raise ValueError("embeddings exceed the bfloat16 range; use dtype='float32'")
-        u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-        u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16  # round to nearest even
-        return u.astype(np.uint16), None
-    s = (np.abs(x).max(axis=1) / 127.0).astype(np.float32) if x.size else np.zeros(x.shape[0], np.float32)
-    safe = np.where(s > 0, s, 1.0).astype(np.float32)
-    codes = np.clip(np.rint(x / safe[:, None]), -127, 127).astype(np.int8)
-    return codes, s
-
-
-def _decode(codes, scales, dtype):
-    """Stored rows -> float32 (rows, d)."""
-    if dtype == "float32":
-        return np.ascontiguousarray(codes, dtype=np.float32)
-    if dtype == "float16":
-        return codes.astype(np.float32)
-    if dtype == "bfloat16":
-        return (codes.astype(np.uint32) << 16).view(np.float32)
-    return codes.astype(np.float32) * scales[:, None]
 
 
 class Index:
@@ -122,7 +92,9 @@ class Index:
         self._max_sq, self._norm_rows = 0.0, 0
         self._lock = threading.RLock()
         # the growth buffers behind the stored arrays (see _append)
-        self._bufs: dict[str, np.ndarray] = {}
+        self._bufs: dict[str, RowBuffer] = {}
+        # float32 codes are the added vectors themselves and ids the only other array: _append_plain
+        self._plain = dtype == "float32" and metric == "euclidean" and not self.keep_float32
 
     # ------------------------------------------------------------------ contents
     def __len__(self) -> int:
@@ -149,7 +121,17 @@ class Index:
         """Add ``embeddings`` (n, dim) (finite; converted to float32), with int64 ``ids`` (new,
         distinct; default: consecutive integers after the largest so far) and optional int64
         ``labels`` (all additions with labels, or none). Returns ``self``."""
-        x = check_array(embeddings, "embeddings", ndim=2)
+        x = embeddings
+        if type(x) is np.ndarray and x.dtype == _F4 and x.ndim == 2 and x.flags.c_contiguous:
+            if ids is None and labels is None and self._plain and x.shape[1] == self.dim:
+                with self._lock:
+                    if self._labels is None and self._append_plain(x):
+                        return self
+            # check_array would return x itself: only its finiteness check is left
+            if x.size and not all_finite(x):
+                raise ValueError("embeddings contains NaN or Inf")
+        else:
+            x = check_array(embeddings, "embeddings", ndim=2)
         if x.shape[1] != self.dim:
             raise ValueError(f"embeddings must have {self.dim} columns, got shape {x.shape}")
         n = x.shape[0]
@@ -180,33 +162,36 @@ class Index:
             )
             if n:
                 self._next_id = max(self._next_id, int(new_ids.max()) + 1)
+            if ids is None and labels is None and self._plain and self._bufs["_ids"].ahead is None:
+                self._bufs["_ids"].write_ahead(len(self), self._next_id)  # once per buffer
         return self
 
+    def _append_plain(self, x: np.ndarray) -> bool:
+        """``add`` of C-contiguous float32 rows ``x`` (n, dim) as they are, with the next ``n``
+        ids, when the buffers have room (else False, nothing done): the copy into the spare rows
+        is the finiteness check (ValueError, nothing stored); the ids are those written ahead
+        (``RowBuffer.ahead``) unless another add came between."""
+        n0, id0 = self._ids.shape[0], self._next_id
+        n1 = n0 + x.shape[0]
+        cb, ib = self._bufs.get("_codes"), self._bufs.get("_ids")
+        if cb is None or ib is None or not (cb.holds(self._codes, n1) and ib.holds(self._ids, n1)):
+            return False
+        if not all_finite(x, cb.rows[n0:n1]):
+            raise ValueError("embeddings contains NaN or Inf")
+        if ib.ahead != id0 - n0:
+            ib.rows[n0:n1] = np.arange(id0, id0 + n1 - n0, dtype=np.int64)
+        self._codes, self._ids, self._next_id = cb.rows[:n1], ib.rows[:n1], id0 + n1 - n0
+        return True
+
     def _append(self, parts: dict[str, np.ndarray | None]) -> None:
-        """Append rows to the stored arrays in amortized O(rows): each stored array is a view of
-        the first ``len(self)`` rows of a buffer whose capacity at least doubles when it fills
-        (as a ``std::vector``), so many small adds cost a small multiple of one large add. ``remove``,
-        ``load`` and unpickling replace the views with plain arrays; the next add then copies them
-        into a new buffer (a memory-mapped file is never written)."""
-        n0 = len(self)
-        ids = parts["_ids"]
+        """Append rows to the stored arrays in amortized O(rows) (``append_rows``): each is a
+        view of the first ``len(self)`` rows of a ``RowBuffer``, so many small adds cost a small
+        multiple of one large add. ``remove``, ``load`` and unpickling replace the views with
+        plain arrays; the next add then copies them into a new buffer (a memory-mapped file is
+        never written)."""
+        n0, ids = self._ids.shape[0], parts["_ids"]
         assert ids is not None  # every add has ids
-        n1 = n0 + ids.shape[0]
-        for key, new in parts.items():
-            if new is None:
-                continue
-            cur = getattr(self, key)
-            if cur is None:  # the first labels, on the first add
-                cur = new[:0]
-            buf = self._bufs.get(key)
-            # the stored array is still the filled rows of its buffer unless remove, load or
-            # unpickling replaced it
-            if buf is None or cur.base is not buf or buf.shape[0] < n1:
-                buf = np.empty((max(n1, 2 * n0, 16),) + new.shape[1:], new.dtype)
-                buf[:n0] = cur
-                self._bufs[key] = buf
-            buf[n0:n1] = new
-            setattr(self, key, buf[:n1])
+        append_rows(self, self._bufs, parts, n0, n0 + ids.shape[0])
 
     def remove(self, ids: ArrayLike) -> int:
         """Remove the vectors with these ids (unknown ids are ignored); returns how many went."""
@@ -442,6 +427,7 @@ class Index:
     def __setstate__(self, st) -> None:
         self.__dict__.update(st)
         self.__dict__.setdefault("_bufs", {})
+        self._plain = self.dtype == "float32" and self.metric == "euclidean" and not self.keep_float32
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -449,34 +435,3 @@ class Index:
             f"Index(dim={self.dim}, metric={self.metric!r}, dtype={self.dtype!r}, "
             f"keep_float32={self.keep_float32}, n={len(self)})"
         )
-
-
-def _int_vector(a, name, n=None):
-    if isinstance(a, (str, bytes)) or a is None:
-        raise TypeError(f"{name} must be an integer array, got {type(a).__name__}")
-    arr = np.asarray(a)
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.dtype.kind not in "iu" or arr.ndim != 1:
-        raise TypeError(f"{name} must be a 1-D integer array, got dtype {arr.dtype}, shape {arr.shape}")
-    if n is not None and arr.shape[0] != n:
-        raise ValueError(f"{name} must have {n} entries, got {arr.shape[0]}")
-    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
-        raise ValueError(f"{name} must fit in int64")
-    return arr.astype(np.int64)
-
-
-def _rank_exact(Q, X, pos, metric):
-    """Re-rank the candidate positions pos (nq, c) by float64 distances to the rows X."""
-    q = Q.astype(np.float64)
-    if metric == "cosine":
-        q = l2_normalize_rows(q, eps=0.0)[0]
-    C = np.asarray(X[pos.ravel()], dtype=np.float64).reshape(pos.shape + (X.shape[1],))
-    if metric == "cosine":
-        d = np.clip(1.0 - np.einsum("qd,qcd->qc", q, C), 0.0, 2.0)
-    else:
-        diff = C - q[:, None, :]
-        d = np.sqrt(np.einsum("qcd,qcd->qc", diff, diff))
-    order = np.lexsort((pos, d), axis=1)
-    rows = np.arange(pos.shape[0])[:, None]
-    return pos[rows, order], d[rows, order].astype(np.float32)

@@ -1,4 +1,4 @@
-"""Index.add grows amortized buffers: many small adds store exactly what one large add stores
+"""Index.add grows amortized buffers (RowBuffer): many small adds store exactly what one large add stores
 (codes, scales, float32 copies, ids, labels), search the same, survive remove / save / load /
 pickling, and never write into a memory-mapped file."""
 
@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
+from mantissa_embed._rowbuffer import RowBuffer
 from mantissa_embed.index import Index
 
 
@@ -47,13 +48,29 @@ def test_small_adds_store_what_one_add_stores(dtype, metric):
     assert many.nbytes == one.nbytes  # the spare capacity is not counted as stored vectors
 
 
-def test_growth_is_amortized():
+def test_growth_is_amortized(monkeypatch):
+    growths = []
+    orig = RowBuffer.grow
+    monkeypatch.setattr(RowBuffer, "grow", lambda self, c, k: (growths.append(c), orig(self, c, k)))
     idx = Index(4)
-    buffers = set()
     for _ in range(1000):
         idx.add(np.ones((3, 4), np.float32))
-        buffers.add(id(idx._bufs["_codes"]))
-    assert len(idx) == 3000 and len(buffers) <= 10  # doubling from 16 rows: 8 reallocations
+        assert idx._bufs["_codes"].rows.shape[0] >= len(idx)
+    # doubling from 16 rows: 8 growths of each of the two arrays (codes, ids)
+    assert len(idx) == 3000 and len(growths) <= 16 and len(idx._bufs) == 2
+
+
+def test_a_view_taken_before_a_growth_keeps_its_rows():
+    rng = np.random.default_rng(2)
+    idx = Index(64)
+    for _ in range(100):
+        idx.add(rng.standard_normal((100, 64)).astype(np.float32))
+    state = idx.__getstate__()  # views of the stored rows, as a pickler holds them
+    before = np.array(state["_codes"])
+    for _ in range(300):  # growths past a memory map's first size
+        idx.add(rng.standard_normal((100, 64)).astype(np.float32))
+    assert np.array_equal(state["_codes"], before) and np.array_equal(idx._codes[:10000], before)
+    assert np.array_equal(pickle.loads(pickle.dumps(state["_codes"])), before)
 
 
 def test_add_after_remove_load_and_pickle(tmp_path):
@@ -90,3 +107,30 @@ def test_labels_rule_and_failed_add_leave_the_index_unchanged():
         idx.add(x[5:7], ids=[0, 99], labels=y[5:7])
     for k, v in _stored(idx).items():
         assert v is None and snapshot[k] is None or np.array_equal(v, snapshot[k])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_a_growth_without_memory_leaves_the_index_unchanged(monkeypatch, dtype):
+    x, y = _data(40)
+    idx = Index(8, dtype=dtype, keep_float32=True)
+    for s in range(0, 32, 8):
+        idx.add(x[s : s + 8], labels=y[s : s + 8])
+    snapshot, n = _stored(idx), len(idx)
+    orig = RowBuffer.grow
+    calls = []
+
+    def fail_second(self, c, k):
+        calls.append(c)
+        if len(calls) == 2:  # one array already grown, the next one fails
+            raise MemoryError
+        orig(self, c, k)
+
+    monkeypatch.setattr(RowBuffer, "grow", fail_second)
+    with pytest.raises(MemoryError):
+        idx.add(x[32:40], labels=y[32:40])
+    assert len(idx) == n and idx.nbytes == Index(8, dtype=dtype, keep_float32=True).add(x[:32]).nbytes
+    for k, v in _stored(idx).items():
+        assert np.array_equal(v, snapshot[k]), k
+    monkeypatch.setattr(RowBuffer, "grow", orig)
+    idx.add(x[32:40], labels=y[32:40])
+    _same(idx, Index(8, dtype=dtype, keep_float32=True).add(x, labels=y))

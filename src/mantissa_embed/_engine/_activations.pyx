@@ -2,16 +2,22 @@
 element-wise over arrays of any shape."""
 import numpy as np
 
+from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t
 
 from mantissa_embed._checks.activations import (check_act_args, check_act_backward_args, check_dropout_args,
                                                 check_negative_slope)
-from mantissa_embed._engine._cengine cimport (me_all_finite, me_dropout_apply, me_leaky_relu_backward,
-                                             me_leaky_relu_forward, me_relu_backward, me_relu_forward)
+from mantissa_embed._checks.arrays import check_kernel_output
+from mantissa_embed._engine._cengine cimport (me_all_finite, me_copy_all_finite, me_dropout_apply,
+                                             me_leaky_relu_backward, me_leaky_relu_forward, me_relu_backward,
+                                             me_relu_forward)
 
 
 __all__ = ['relu_forward', 'relu_backward', 'all_finite', 'leaky_relu_forward', 'leaky_relu_backward',
            'dropout_forward', 'dropout_backward']
+
+
+_F32 = np.dtype(np.float32)
 
 
 ctypedef void (*_binary_map)(const float *a, const float *b, float *out, int64_t n) noexcept nogil
@@ -65,21 +71,42 @@ def relu_backward(dy, y, dx=None):
     return _map2(me_relu_backward, dy, y, dx)
 
 
-def all_finite(x):
+def all_finite(x, out=None):
     """True when no value of x (float32, C-contiguous, any shape) is NaN or +-Inf (OpenMP over
     blocks above 65,536 values); numpy.isfinite(x).all() in one read, no boolean temporary.
-    Raises TypeError for another dtype or layout."""
-    cdef const float[::1] xv
-    cdef int64_t n
+    ``out`` (optional; float32, C-contiguous, writeable, x's shape, not sharing memory with x):
+    x is also copied into it in that read, whatever the answer. Raises TypeError for another
+    dtype or layout of x, TypeError / ValueError for a wrong ``out``."""
+    cdef Py_buffer xb
+    cdef Py_buffer ob
     cdef int ok
-    if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.flags.c_contiguous):
+    if not (isinstance(x, np.ndarray) and x.dtype == _F32 and x.flags.c_contiguous):
         raise TypeError("x must be a C-contiguous float32 numpy.ndarray")
-    n = x.size
-    if n == 0:
-        return True
-    xv = x.reshape(-1)
-    with nogil:
-        ok = me_all_finite(&xv[0], n)
+    if out is not None and not (type(out) is np.ndarray and out.dtype == _F32 and out.shape == x.shape):
+        check_kernel_output(out, "out", x.shape)  # its TypeError / ValueError; the layout: below
+    # the buffer protocol rather than typed memoryviews: a small array's check is mostly this call
+    PyObject_GetBuffer(x, &xb, PyBUF_C_CONTIGUOUS)
+    try:
+        if out is None:
+            with nogil:
+                ok = 1 if xb.len == 0 else me_all_finite(<const float *>xb.buf, xb.len // sizeof(float))
+            return ok != 0
+        try:
+            PyObject_GetBuffer(out, &ob, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
+        except (BufferError, ValueError):
+            check_kernel_output(out, "out", x.shape)  # not C-contiguous or not writeable
+            raise
+        try:
+            if (xb.len and <char *>ob.buf < <char *>xb.buf + xb.len
+                    and <char *>xb.buf < <char *>ob.buf + ob.len):
+                raise ValueError("out must not share memory with x")
+            with nogil:
+                ok = 1 if xb.len == 0 else me_copy_all_finite(<const float *>xb.buf, <float *>ob.buf,
+                                                              xb.len // sizeof(float))
+        finally:
+            PyBuffer_Release(&ob)
+    finally:
+        PyBuffer_Release(&xb)
     return ok != 0
 
 

@@ -62,6 +62,7 @@ cdef extern from "engine.h" nogil:
     void me_relu_forward(const float *x, float *y, int64_t n)
     void me_relu_backward(const float *dy, const float *y, float *dx, int64_t n)
     int me_all_finite(const float *x, int64_t n)
+    int me_copy_all_finite(const float *x, float *y, int64_t n)
     void me_leaky_relu_forward(const float *x, float *y, int64_t n, float slope)
     void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t n, float slope)
     void me_dropout_apply(const float *x, const float *mask, float *y, int64_t n)

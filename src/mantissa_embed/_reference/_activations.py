@@ -13,6 +13,7 @@ from .._checks.activations import (
     check_dropout_args,
     check_negative_slope,
 )
+from .._checks.arrays import check_kernel_output, check_no_overlap
 
 __all__ = [
     "relu_forward",
@@ -49,11 +50,17 @@ def relu_backward(dy, y, dx=None):
     return dx
 
 
-def all_finite(x):
-    """True when no value of x (float32, C-contiguous, any shape) is NaN or +-Inf.
-    Raises TypeError for another dtype or layout."""
+def all_finite(x, out=None):
+    """True when no value of x (float32, C-contiguous, any shape) is NaN or +-Inf; with ``out``
+    (float32, C-contiguous, writeable, x's shape, not sharing memory with x) x is also copied
+    into it, whatever the answer. Raises TypeError for another dtype or layout of x, TypeError /
+    ValueError for a wrong ``out``."""
     if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.flags.c_contiguous):
         raise TypeError("x must be a C-contiguous float32 numpy.ndarray")
+    if out is not None:
+        check_kernel_output(out, "out", x.shape)
+        check_no_overlap(out, "out", (x, "x"))
+        np.copyto(out, x)
     return bool(np.isfinite(x).all())
 
 
