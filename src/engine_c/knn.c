@@ -128,20 +128,7 @@ void me_knn(const float *q, const float *r, int64_t N, int64_t M, int64_t D, int
                         hv[t] = -(float)acc;  /* ranking order: smaller first */
                     }
                 }
-                /* insertion sort: the order is already nearly right */
-                for (int64_t t = 1; t < k; t++) {
-                    float v = hv[t];
-                    int64_t ix = hi[t];
-                    if (ix < 0) break;
-                    int64_t u = t - 1;
-                    while (u >= 0 && knn_worse(hv[u], hi[u], v, ix)) {
-                        hv[u + 1] = hv[u];
-                        hi[u + 1] = hi[u];
-                        u--;
-                    }
-                    hv[u + 1] = v;
-                    hi[u + 1] = ix;
-                }
+                knn_resort(hv, hi, k);
                 if (!euclid)
                     for (int64_t t = 0; t < k; t++) hv[t] = -hv[t];
             }

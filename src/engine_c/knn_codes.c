@@ -292,19 +292,7 @@ static void kc_finish(int dtype, const void *codes, const float *scales, const f
             }
         }
     }
-    for (int64_t t = 1; t < k; t++) { /* insertion sort: the order is already nearly right */
-        float v = hv[t];
-        int64_t ix = hi[t];
-        if (ix < 0) break; /* the empty slots, last */
-        int64_t u = t - 1;
-        while (u >= 0 && knn_worse(hv[u], hi[u], v, ix)) {
-            hv[u + 1] = hv[u];
-            hi[u + 1] = hi[u];
-            u--;
-        }
-        hv[u + 1] = v;
-        hi[u + 1] = ix;
-    }
+    knn_resort(hv, hi, k);
     if (metric == ME_KNN_INNER_PRODUCT)
         for (int64_t t = 0; t < k; t++) hv[t] = -hv[t];
 }

@@ -39,6 +39,24 @@ static inline void knn_heap_sort(float *v, int64_t *ix, int64_t k) {
     }
 }
 
+/* Re-sort (hv, hi) of size k by (value, index) after the values were recomputed: an insertion sort,
+ * the order being already nearly right; slots with index < 0 (empty) stay last, unsorted. */
+static inline void knn_resort(float *hv, int64_t *hi, int64_t k) {
+    for (int64_t t = 1; t < k; t++) {
+        float v = hv[t];
+        int64_t ix = hi[t];
+        if (ix < 0) break;
+        int64_t u = t - 1;
+        while (u >= 0 && knn_worse(hv[u], hi[u], v, ix)) {
+            hv[u + 1] = hv[u];
+            hi[u + 1] = hi[u];
+            u--;
+        }
+        hv[u + 1] = v;
+        hi[u + 1] = ix;
+    }
+}
+
 /* Push the scores s[l] (l < 16, lanes set in mask, ascending) of rows base + l into the heap
  * (hv, hi) of size k whose rows so far all have lower indices. */
 static inline void knn_push_mask(const float *s, uint32_t mask, int64_t base, float *hv, int64_t *hi,
