@@ -331,7 +331,7 @@ void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const 
     const kc_ctx ctx = {mode, metric, N, D, DW, k, q, qw, qs, qsum};
     const int feat = me_cpu_features();
     void (*pack_fn)(int, int, const void *, const float *, int64_t, int64_t, int64_t, int64_t, uint32_t *, float *,
-                    float *, float *) = kid == 2 && (feat & ME_CPU_AVX512BW) ? knn_codes_pack_avx512
+                    float *, float *) = kid == 2 && (feat & ME_CPU_AVX512BW) && (feat & ME_CPU_AVX512VL) ? knn_codes_pack_avx512
                                         : kid >= 1 && (feat & ME_CPU_F16C)   ? knn_codes_pack_avx2
                                                                              : knn_codes_pack_generic;
     const int64_t G = (tile_r + KC_LANES - 1) / KC_LANES;
@@ -339,9 +339,9 @@ void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const 
     #pragma omp parallel num_threads(T)
     {
 #ifdef _OPENMP
-        const int tid = omp_get_thread_num();
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads(); /* nth may be < T */
 #else
-        const int tid = 0;
+        const int tid = 0, nth = 1;
 #endif
         float *hv = tid == 0 ? distances : hv_extra + (tid - 1) * (kc_up(N * k * 4) / 4);
         int64_t *hi = tid == 0 ? indices : hi_extra + (tid - 1) * (kc_up(N * k * 8) / 8);
@@ -354,7 +354,7 @@ void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const 
         float *rn = (float *)(tb + kc_up(G * DW * KC_LANES * 4));
         float *scale = rn + kc_up(G * KC_LANES * 4) / 4;
         float *rinv = scale + kc_up(G * KC_LANES * 4) / 4;
-        for (int64_t b = tid; b < ntiles; b += T) {
+        for (int64_t b = tid; b < ntiles; b += nth) {
             const int64_t r0 = b * tile_r, br = M - r0 < tile_r ? M - r0 : tile_r;
             pack_fn(dtype, mode, codes, scales, D, DW, r0, br, panel, rn, scale, rinv);
             const kc_tile t = {panel, rn, scale, rinv, r0, br};
@@ -366,7 +366,7 @@ void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const 
         for (int64_t i = 0; i < N; i++) {
             float *h0 = distances + i * k;
             int64_t *x0 = indices + i * k;
-            for (int u = 1; u < T; u++) {
+            for (int u = 1; u < nth; u++) {
                 const float *hu = hv_extra + (u - 1) * (kc_up(N * k * 4) / 4) + i * k;
                 const int64_t *xu = hi_extra + (u - 1) * (kc_up(N * k * 8) / 8) + i * k;
                 for (int64_t t = 0; t < k; t++)

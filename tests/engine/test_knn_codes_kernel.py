@@ -2,6 +2,10 @@
 path this CPU runs, against a float64 brute force, across tiles and thread counts; argument
 errors."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -249,3 +253,21 @@ def test_a_nan_query_gets_empty_slots_not_a_crash(kernel):
     np.testing.assert_array_equal(idx[0], -1)
     assert np.isinf(dist[0]).all()
     np.testing.assert_array_equal(idx[1], [0, 1, 2])
+
+
+def test_a_smaller_openmp_team_still_reads_every_tile():
+    """OpenMP may give the region fewer threads than asked (OMP_THREAD_LIMIT here): the tiles are
+    shared out over the team it got, not the one asked for."""
+    code = (
+        "import numpy as np\n"
+        "from mantissa_embed import engine, _reference as ref\n"
+        "engine.set_num_threads(4)\n"
+        "g = np.random.default_rng(0)\n"
+        "c = g.integers(-3, 4, (500, 8)).astype(np.float32)\n"
+        "q = g.integers(-3, 4, (5, 8)).astype(np.float32)\n"
+        "a = engine.knn_codes_search(q, c, None, 7, 'float32', 'sqeuclidean', tile_r=16)\n"
+        "b = ref.knn_codes_search(q, c, None, 7, 'float32', 'sqeuclidean')\n"
+        "assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])\n"
+    )
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)

@@ -60,7 +60,7 @@ def knn_codes_mode(dtype, D):
 
 def _mode_runs(mode):
     cdef int f = me_cpu_features()
-    return (mode == "f32" or (mode == "u7dot" and f & 1)
+    return (mode == "f32" or (mode == "u7dot" and (f & 3) == 3)
             or (mode == "bf16dot" and f & 128) or (mode == "u8dot" and f & 64))
 
 
