@@ -210,6 +210,10 @@ def test_modes_follow_the_cpu_and_the_kernel():
         finally:
             engine._set_gemm_kernel(prev)
     assert ref.knn_codes_mode("int8", 64) == "f32"
+    for impl in (engine, ref):
+        for bad, err in ((0, ValueError), (-5, ValueError), (64.5, TypeError), (True, TypeError)):
+            with pytest.raises(err, match="D must"):
+                impl.knn_codes_mode("int8", bad)
 
 
 @pytest.mark.parametrize("impl", [engine, ref])

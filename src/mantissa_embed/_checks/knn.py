@@ -65,6 +65,15 @@ CODE_METRICS = ("sqeuclidean", "euclidean", "inner_product", "cosine")
 MAX_INT_DOT_D = 8192
 
 
+def check_code_width(D):
+    """``knn_codes_mode``'s ``D``: an int >= 1 (TypeError / ValueError naming ``D``)."""
+    if isinstance(D, (bool, np.bool_)) or not isinstance(D, numbers.Integral):
+        raise TypeError(f"D must be an int, got {type(D).__name__}")
+    if D < 1:
+        raise ValueError(f"D must be >= 1, got {D}")
+    return int(D)
+
+
 def check_knn_codes_search(query, codes, scales, k, dtype, metric, mode, tile_r, indices, distances):
     """Shared argument checks of ``knn_codes_search`` (both backends); ``mode`` must already be a
     name (None resolved by the caller). Returns the checked values."""

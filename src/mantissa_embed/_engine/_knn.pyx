@@ -3,7 +3,8 @@ import numpy as np
 
 from libc.stdint cimport int64_t
 
-from mantissa_embed._checks.knn import CODE_DTYPES, CODE_MODES, check_knn_codes_search, check_knn_search
+from mantissa_embed._checks.knn import (CODE_DTYPES, CODE_MODES, check_code_width, check_knn_codes_search,
+                                        check_knn_search)
 from mantissa_embed._engine._cengine cimport (me_cpu_features, me_get_num_threads, me_knn, me_knn_codes,
                                              me_knn_codes_mode, me_knn_codes_tile,
                                              me_knn_codes_workspace_size, me_knn_workspace_size)
@@ -52,10 +53,11 @@ _CODES_METRIC = {"sqeuclidean": 0, "euclidean": 1, "inner_product": 2, "cosine":
 def knn_codes_mode(dtype, D):
     """The ranking arithmetic ``knn_codes_search`` uses by default for ``dtype`` and width ``D`` with
     the SGEMM kernel in use on this CPU: ``"bf16dot"`` (bfloat16, AVX-512 BF16), ``"u8dot"`` (int8,
-    AVX-512 VNNI), ``"u7dot"`` (int8, AVX2), else ``"f32"``. Raises ValueError for an unknown dtype."""
+    AVX-512 VNNI), ``"u7dot"`` (int8, AVX2), else ``"f32"``. Raises ValueError for an unknown dtype
+    or ``D < 1``, TypeError for a non-integer ``D``."""
     if dtype not in CODE_DTYPES:
         raise ValueError(f"dtype must be one of {tuple(CODE_DTYPES)}, got {dtype!r}")
-    return CODE_MODES[me_knn_codes_mode(_DTYPE_CODE[dtype], <int64_t>D)]
+    return CODE_MODES[me_knn_codes_mode(_DTYPE_CODE[dtype], <int64_t>check_code_width(D))]
 
 
 def _mode_runs(mode):

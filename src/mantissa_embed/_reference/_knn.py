@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.knn import CODE_DTYPES, KNN_METRICS, check_knn_codes_search, check_knn_search
+from .._checks.knn import CODE_DTYPES, KNN_METRICS, check_code_width, check_knn_codes_search, check_knn_search
 
 __all__ = ["knn_search", "KNN_METRICS", "knn_codes_search", "knn_codes_mode"]
 
@@ -150,9 +150,11 @@ def knn_search(
 
 def knn_codes_mode(dtype, D):
     """``"f32"``: the twin's default ranking arithmetic for every dtype (the engine's depends on
-    the CPU, see ``mantissa_embed.engine.knn_codes_mode``). ValueError for an unknown dtype."""
+    the CPU, see ``mantissa_embed.engine.knn_codes_mode``). ValueError for an unknown dtype or
+    ``D < 1``, TypeError for a non-integer ``D``."""
     if dtype not in CODE_DTYPES:
         raise ValueError(f"dtype must be one of {tuple(CODE_DTYPES)}, got {dtype!r}")
+    check_code_width(D)
     return "f32"
 
 

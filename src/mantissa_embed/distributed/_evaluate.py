@@ -78,7 +78,9 @@ def evaluate(
     queries, ``k`` and the metrics are then computed in this process by the ``AccuracyCalculator``
     code itself (``determine_k``, ``evaluation.knn_metrics``), so on data that fits in one
     process the result equals ``AccuracyCalculator(...).get_accuracy`` with its default exact
-    Euclidean ``knn_func`` (``metric="euclidean"``). Definitions: Musgrave, Belongie & Lim 2020,
+    Euclidean ``knn_func`` (``metric="euclidean"``), up to float32 rounding: two gallery rows
+    whose distances to a query differ by about 1e-7 of their size may swap at the k-th place,
+    since the blocks are searched in other tiles than one ``evaluation.knn`` call. Definitions: Musgrave, Belongie & Lim 2020,
     "A Metric Learning Reality Check" (R-precision and MAP@R); PML 2.9's
     ``utils/accuracy_calculator.py``.
 
