@@ -238,8 +238,15 @@ static void kc_prepare_queries(int mode, const float *q, int64_t N, int64_t D, i
             const float lim = mode == ME_CODES_MODE_U8DOT ? 127.0f : 63.0f;
             int32_t sum = 0;
             float amax = 0.0f;
-            for (int64_t d = 0; d < D; d++) amax = fmaxf(amax, fabsf(qi[d]));
-            const float s = amax / lim;
+            int bad = 0;
+            for (int64_t d = 0; d < D; d++) {
+                const float a = fabsf(qi[d]);
+                bad |= !(a <= 3.4028234663852886e38f); /* NaN or Inf (fmaxf would skip a NaN) */
+                amax = fmaxf(amax, a);
+            }
+            /* a NaN / Inf query gets scale NaN and zero codes: every score NaN, no row pushed (index
+             * -1), and no float -> int conversion of a NaN */
+            const float s = bad ? NAN : amax / lim;
             qs[i] = s;
             for (int64_t w = 0; w < DW; w++) {
                 uint32_t word = 0;
@@ -352,8 +359,11 @@ void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const 
     {
 #ifdef _OPENMP
         const int tid = omp_get_thread_num();
+        /* the team may be smaller than asked (OMP_THREAD_LIMIT, OMP_DYNAMIC, nesting): stride and
+         * merge over the threads that run, or tiles are skipped and unset heaps merged */
+        const int nt = omp_get_num_threads();
 #else
-        const int tid = 0;
+        const int tid = 0, nt = 1;
 #endif
         float *hv = tid == 0 ? distances : hv_extra + (tid - 1) * (kc_up(N * k * 4) / 4);
         int64_t *hi = tid == 0 ? indices : hi_extra + (tid - 1) * (kc_up(N * k * 8) / 8);
@@ -366,7 +376,7 @@ void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const 
         float *rn = (float *)(tb + kc_up(G * DW * KC_LANES * 4));
         float *scale = rn + kc_up(G * KC_LANES * 4) / 4;
         float *rinv = scale + kc_up(G * KC_LANES * 4) / 4;
-        for (int64_t b = tid; b < ntiles; b += T) {
+        for (int64_t b = tid; b < ntiles; b += nt) {
             const int64_t r0 = b * tile_r, br = M - r0 < tile_r ? M - r0 : tile_r;
             pack_fn(dtype, mode, codes, scales, D, DW, r0, br, panel, rn, scale, rinv);
             const kc_tile t = {panel, rn, scale, rinv, r0, br};
@@ -378,7 +388,7 @@ void me_knn_codes(int dtype, int mode, const float *q, const void *codes, const 
         for (int64_t i = 0; i < N; i++) {
             float *h0 = distances + i * k;
             int64_t *x0 = indices + i * k;
-            for (int u = 1; u < T; u++) {
+            for (int u = 1; u < nt; u++) {
                 const float *hu = hv_extra + (u - 1) * (kc_up(N * k * 4) / 4) + i * k;
                 const int64_t *xu = hi_extra + (u - 1) * (kc_up(N * k * 8) / 8) + i * k;
                 for (int64_t t = 0; t < k; t++)

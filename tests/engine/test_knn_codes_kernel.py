@@ -249,3 +249,50 @@ def test_a_nan_query_gets_empty_slots_not_a_crash(kernel):
     np.testing.assert_array_equal(idx[0], -1)
     assert np.isinf(dist[0]).all()
     np.testing.assert_array_equal(idx[1], [0, 1, 2])
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES["int8"] if m != "f32"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_nan_or_inf_query_gets_empty_slots_in_the_int8_modes(kernel, mode, bad):
+    """The quantized modes: a NaN / Inf value gives the query no scale (no NaN -> int conversion),
+    so it reaches no stored row, as in the float modes."""
+    rng = np.random.default_rng(0)
+    c = rng.integers(-127, 128, (40, 5)).astype(np.int8)
+    s = np.ones(40, np.float32)
+    q = rng.standard_normal((3, 5)).astype(np.float32)
+    q[0, 2] = bad
+    idx, dist = engine.knn_codes_search(q, c, s, 4, "int8", mode=mode)
+    np.testing.assert_array_equal(idx[0], -1)
+    assert np.isinf(dist[0]).all()
+    good, _ = engine.knn_codes_search(q[1:], c, s, 4, "int8", mode=mode)
+    np.testing.assert_array_equal(idx[1:], good)
+
+
+def test_distances_may_not_share_memory_with_the_scales():
+    c = np.zeros((12, 4), np.int8)
+    buf = np.ones(12, np.float32)
+    with pytest.raises(ValueError, match="scales"):
+        engine.knn_codes_search(np.ones((3, 4), np.float32), c, buf, 4, "int8", distances=buf.reshape(3, 4))
+
+
+def test_a_smaller_openmp_team_than_asked_still_scans_every_tile():
+    """OMP_THREAD_LIMIT / OMP_DYNAMIC may give fewer threads than num_threads: the tiles and the
+    merged heaps follow the team that runs (a tile per missing thread was skipped and its unset heap
+    merged)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from mantissa_embed import engine, _reference as ref\n"
+        "engine.set_num_threads(3)\n"
+        "rng = np.random.default_rng(0)\n"
+        "c = rng.integers(-4, 5, (200, 8)).astype(np.float32)\n"
+        "q = rng.integers(-4, 5, (5, 8)).astype(np.float32)\n"
+        "e = engine.knn_codes_search(q, c, None, 7, 'float32', tile_r=16)\n"
+        "r = ref.knn_codes_search(q, c, None, 7, 'float32')\n"
+        "assert np.array_equal(e[0], r[0]) and np.array_equal(e[1], r[1]), (e, r)\n"
+    )
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
