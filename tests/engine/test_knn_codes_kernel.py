@@ -296,3 +296,10 @@ def test_a_smaller_openmp_team_than_asked_still_scans_every_tile():
     )
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+
+
+def test_the_default_mode_reads_d_from_the_codes():
+    """mode=None with a list query: the width comes from the codes (was 0: u8dot past D = 8192)."""
+    c, s = np.zeros((3, 9000), np.int8), np.ones(3, np.float32)
+    idx, _ = engine.knn_codes_search(np.zeros((1, 9000)).tolist(), c, s, 1, "int8")
+    np.testing.assert_array_equal(idx, [[0]])
