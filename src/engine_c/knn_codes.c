@@ -238,8 +238,15 @@ static void kc_prepare_queries(int mode, const float *q, int64_t N, int64_t D, i
             const float lim = mode == ME_CODES_MODE_U8DOT ? 127.0f : 63.0f;
             int32_t sum = 0;
             float amax = 0.0f;
-            for (int64_t d = 0; d < D; d++) amax = fmaxf(amax, fabsf(qi[d]));
-            const float s = amax / lim;
+            int bad = 0;
+            for (int64_t d = 0; d < D; d++) {
+                const float a = fabsf(qi[d]);
+                bad |= !(a <= 3.4028234663852886e38f); /* NaN or Inf (fmaxf would skip a NaN) */
+                amax = fmaxf(amax, a);
+            }
+            /* a NaN / Inf query gets scale NaN and zero codes: every score NaN, no row pushed (index
+             * -1), and no float -> int conversion of a NaN */
+            const float s = bad ? NAN : amax / lim;
             qs[i] = s;
             for (int64_t w = 0; w < DW; w++) {
                 uint32_t word = 0;

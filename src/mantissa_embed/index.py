@@ -262,11 +262,11 @@ class Index:
         """Positions (nq, k) and float32 distances of the k best stored vectors: candidates ranked
         by the engine's arithmetic for this dtype, their distances recomputed in float64."""
         n = len(self)
+        if metric == "cosine":  # before the range check: a cosine query's scale does not matter
+            Q = l2_normalize_rows(Q.astype(np.float64), eps=0.0)[0].astype(np.float32)
         self._check_range(Q)
         mode = knn_codes_mode(self.dtype, self.dim)
         cand = k if mode == "f32" else min(n, 2 * k + 16)
-        if metric == "cosine":
-            Q = l2_normalize_rows(Q.astype(np.float64), eps=0.0)[0].astype(np.float32)
         Q = np.ascontiguousarray(Q, dtype=np.float32)
         pos = np.empty((Q.shape[0], k), np.int64)
         dist = np.empty((Q.shape[0], k), np.float32)

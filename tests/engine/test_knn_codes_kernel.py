@@ -275,3 +275,34 @@ def test_a_smaller_openmp_team_still_reads_every_tile():
     )
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES["int8"] if m != "f32"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_nan_or_inf_query_gets_empty_slots_in_the_int8_modes(kernel, mode, bad):
+    """The quantized modes: a NaN / Inf value gives the query no scale (no NaN -> int conversion),
+    so it reaches no stored row, as in the float modes."""
+    rng = np.random.default_rng(0)
+    c = rng.integers(-127, 128, (40, 5)).astype(np.int8)
+    s = np.ones(40, np.float32)
+    q = rng.standard_normal((3, 5)).astype(np.float32)
+    q[0, 2] = bad
+    idx, dist = engine.knn_codes_search(q, c, s, 4, "int8", mode=mode)
+    np.testing.assert_array_equal(idx[0], -1)
+    assert np.isinf(dist[0]).all()
+    good, _ = engine.knn_codes_search(q[1:], c, s, 4, "int8", mode=mode)
+    np.testing.assert_array_equal(idx[1:], good)
+
+
+def test_distances_may_not_share_memory_with_the_scales():
+    c = np.zeros((12, 4), np.int8)
+    buf = np.ones(12, np.float32)
+    with pytest.raises(ValueError, match="scales"):
+        engine.knn_codes_search(np.ones((3, 4), np.float32), c, buf, 4, "int8", distances=buf.reshape(3, 4))
+
+
+def test_the_default_mode_reads_d_from_the_codes():
+    """mode=None with a list query: the width comes from the codes (was 0: u8dot past D = 8192)."""
+    c, s = np.zeros((3, 9000), np.int8), np.ones(3, np.float32)
+    idx, _ = engine.knn_codes_search(np.zeros((1, 9000)).tolist(), c, s, 1, "int8")
+    np.testing.assert_array_equal(idx, [[0]])

@@ -263,6 +263,15 @@ def test_scores_that_would_overflow_float32_are_refused():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_a_large_cosine_query_is_not_refused(dtype):
+    """A cosine query is normalized before the overflow guard: its scale does not matter."""
+    ix = Index(4, "cosine", dtype).add(np.eye(4, dtype=np.float32))
+    ids, dist = ix.search(np.array([[1e20, 0, 0, 0], [3e38, 3e38, 0, 0]], np.float32), 2)
+    np.testing.assert_array_equal(ids, [[0, 1], [0, 1]])
+    np.testing.assert_allclose(dist[0], [0.0, 1.0], atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
 def test_query_blocks_give_the_one_call_result(dtype, monkeypatch):
     X, Q = _data(n=500, d=16, q=50, seed=4)
     ix = Index(16, dtype=dtype).add(X)

@@ -122,6 +122,7 @@ def check_knn_codes_search(query, codes, scales, k, dtype, metric, mode, tile_r,
     n = q.shape[0]
     indices = check_kernel_output(indices, "indices", (n, int(k)), dtype=np.int64)
     distances = check_kernel_output(distances, "distances", (n, int(k)))
-    check_no_overlap(indices, "indices", (q, "query"), (c, "codes"))
-    check_no_overlap(distances, "distances", (q, "query"), (c, "codes"), (indices, "indices"))
+    ins = ((q, "query"), (c, "codes")) + (() if s is None else ((s, "scales"),))
+    check_no_overlap(indices, "indices", *ins)
+    check_no_overlap(distances, "distances", *ins, (indices, "indices"))
     return q, c, s, int(k), int(tile_r), indices, distances

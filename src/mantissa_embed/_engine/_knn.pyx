@@ -72,9 +72,9 @@ def knn_codes_search(query, codes, scales, k, dtype, metric="sqeuclidean", mode=
     over reference tiles. See ``mantissa_embed._reference.knn_codes_search`` for the parameters,
     the modes and the errors; ``mode=None`` is ``knn_codes_mode(dtype, D)``. A mode this CPU
     cannot run raises ValueError. Scratch: one tile per thread plus (threads - 1) heaps."""
-    qd = getattr(query, "shape", (0, 0))
-    if mode is None:
-        mode = knn_codes_mode(dtype, qd[1] if len(qd) == 2 else 0)
+    if mode is None:  # D from the codes (always an array): a list query has no shape
+        cd = getattr(codes, "shape", ())
+        mode = knn_codes_mode(dtype, cd[1] if len(cd) == 2 else 0)
     q, c, s, kk, tr, indices, distances = check_knn_codes_search(
         query, codes, scales, k, dtype, metric, mode, tile_r, indices, distances)
     if not _mode_runs(mode):
