@@ -86,7 +86,9 @@ def check_knn_codes_search(query, codes, scales, k, dtype, metric, mode, tile_r,
     c = codes.view(np.uint16) if dtype == "float16" and codes.dtype == np.float16 else codes
     if c.dtype != want:
         raise TypeError(
-            f"codes of dtype {dtype!r} must be {want} (bits for 16-bit floats), got {codes.dtype}"
+            f"codes of dtype {dtype!r} must be {want}"
+            + (" (the 16-bit floats' bits)" if want == np.uint16 else "")
+            + f", got {codes.dtype}"
         )
     if c.ndim != 2:
         raise ValueError(f"codes must be 2-D, got shape {c.shape}")
