@@ -61,72 +61,66 @@ static inline void kc512_rows(const kc_ctx *c, int64_t a, int nq, int64_t stride
     (void)c;
 }
 
+/* The register block every mode shares: 8 queries (rows of NW words of type QT from QBASE) x two
+ * groups of 16 rows (panel words P0, P1), 16 accumulators of type VEC from ZERO. For each word w:
+ * p0, p1 = LOAD(panel words), then STEP(qq, x0, x1) adds query qq's word w to the pair (x0, x1);
+ * after the last word EPILOGUE pushes the block's scores. */
+#define KC512_BLOCKS(VEC, ZERO, PV, LOAD, QT, QBASE, NW, STEP, EPILOGUE)                               \
+    const int64_t nw = (NW), G = (t->br + KC_LANES - 1) / KC_LANES;                                 \
+    for (int64_t a = i0; a < i1; a += Q8) {                                                         \
+        const int nq = (int)(i1 - a < Q8 ? i1 - a : Q8);                                            \
+        const void *rows[Q8];                                                                       \
+        kc512_rows(c, a, nq, nw * 4, (QBASE), rows);                                                \
+        const QT *q0 = rows[0], *q1 = rows[1], *q2 = rows[2], *q3 = rows[3];                        \
+        const QT *q4 = rows[4], *q5 = rows[5], *q6 = rows[6], *q7 = rows[7];                        \
+        for (int64_t g = 0; g < G; g += 2) {                                                        \
+            const uint32_t *P0 = t->panel + g * nw * KC_LANES;                                      \
+            const uint32_t *P1 = g + 1 < G ? P0 + nw * KC_LANES : P0;                               \
+            VEC a00 = ZERO, a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00;       \
+            VEC a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00, a60 = a00, a61 = a00;        \
+            VEC a70 = a00, a71 = a00;                                                               \
+            for (int64_t w = 0; w < nw; w++) {                                                      \
+                const PV p0 = LOAD(P0 + w * KC_LANES), p1 = LOAD(P1 + w * KC_LANES);                \
+                STEP(q0, a00, a01) STEP(q1, a10, a11) STEP(q2, a20, a21) STEP(q3, a30, a31)         \
+                STEP(q4, a40, a41) STEP(q5, a50, a51) STEP(q6, a60, a61) STEP(q7, a70, a71)         \
+            }                                                                                       \
+            KC512_GROUPS                                                                            \
+            EPILOGUE                                                                                \
+        }                                                                                           \
+    }
+
+#define KC512_EPI_ALL                                                                                \
+    KC512_EPI(0, a00, a01) KC512_EPI(1, a10, a11) KC512_EPI(2, a20, a21) KC512_EPI(3, a30, a31)      \
+    KC512_EPI(4, a40, a41) KC512_EPI(5, a50, a51) KC512_EPI(6, a60, a61) KC512_EPI(7, a70, a71)
+
+#define KC_LOAD_PS(p) _mm512_load_ps((const float *)(const void *)(p))
+#define KC_STEP_FMA(qq, x0, x1)                     \
+    {                                               \
+        const __m512 b = _mm512_set1_ps(qq[w]);     \
+        x0 = _mm512_fmadd_ps(b, p0, x0);            \
+        x1 = _mm512_fmadd_ps(b, p1, x1);            \
+    }
+
+/* F32: float32 FMA of the query's values and the decoded rows */
 __attribute__((target("avx512f,fma"))) static void kc512_f32(const kc_ctx *c, const kc_tile *t, int64_t i0,
                                                              int64_t i1, float *hv, int64_t *hi) {
-    const int64_t D = c->D, G = (t->br + KC_LANES - 1) / KC_LANES;
-    for (int64_t a = i0; a < i1; a += Q8) {
-        const int nq = (int)(i1 - a < Q8 ? i1 - a : Q8);
-        const void *rows[Q8];
-        kc512_rows(c, a, nq, D * 4, c->q, rows);
-        const float *q0 = rows[0], *q1 = rows[1], *q2 = rows[2], *q3 = rows[3];
-        const float *q4 = rows[4], *q5 = rows[5], *q6 = rows[6], *q7 = rows[7];
-        for (int64_t g = 0; g < G; g += 2) {
-            const float *P0 = (const float *)(const void *)(t->panel + g * D * KC_LANES);
-            const float *P1 = g + 1 < G ? P0 + D * KC_LANES : P0;
-            __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
-            __m512 a30 = a00, a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00;
-            __m512 a60 = a00, a61 = a00, a70 = a00, a71 = a00;
-            for (int64_t d = 0; d < D; d++) {
-                const __m512 p0 = _mm512_load_ps(P0 + d * KC_LANES), p1 = _mm512_load_ps(P1 + d * KC_LANES);
-                __m512 b;
-#define KC_FMA2(qq, x0, x1)                   \
-    b = _mm512_set1_ps(qq[d]);                \
-    x0 = _mm512_fmadd_ps(b, p0, x0);          \
-    x1 = _mm512_fmadd_ps(b, p1, x1);
-                KC_FMA2(q0, a00, a01) KC_FMA2(q1, a10, a11) KC_FMA2(q2, a20, a21) KC_FMA2(q3, a30, a31)
-                KC_FMA2(q4, a40, a41) KC_FMA2(q5, a50, a51) KC_FMA2(q6, a60, a61) KC_FMA2(q7, a70, a71)
-#undef KC_FMA2
-            }
-            KC512_GROUPS
-            KC512_EPI(0, a00, a01) KC512_EPI(1, a10, a11) KC512_EPI(2, a20, a21) KC512_EPI(3, a30, a31)
-            KC512_EPI(4, a40, a41) KC512_EPI(5, a50, a51) KC512_EPI(6, a60, a61) KC512_EPI(7, a70, a71)
-        }
-    }
+    KC512_BLOCKS(__m512, _mm512_setzero_ps(), __m512, KC_LOAD_PS, float, c->q, c->D, KC_STEP_FMA, KC512_EPI_ALL)
 }
 
+#define KC_LOAD_BH(p) ((__m512bh)_mm512_load_si512(p))
+#define KC_STEP_BF16(qq, x0, x1)                                   \
+    {                                                              \
+        const __m512bh b = (__m512bh)_mm512_set1_epi32(qq[w]);     \
+        x0 = _mm512_dpbf16_ps(x0, b, p0);                          \
+        x1 = _mm512_dpbf16_ps(x1, b, p1);                          \
+    }
+
+/* BF16DOT: vdpbf16ps of the query's bfloat16 pairs and the rows' */
 __attribute__((target("avx512f,avx512bf16"))) static void kc512_bf16(const kc_ctx *c, const kc_tile *t,
                                                                      int64_t i0, int64_t i1, float *hv,
                                                                      int64_t *hi) {
-    const int64_t DW = c->DW, G = (t->br + KC_LANES - 1) / KC_LANES;
-    for (int64_t a = i0; a < i1; a += Q8) {
-        const int nq = (int)(i1 - a < Q8 ? i1 - a : Q8);
-        const void *rows[Q8];
-        kc512_rows(c, a, nq, DW * 4, c->qw, rows);
-        const int32_t *q0 = rows[0], *q1 = rows[1], *q2 = rows[2], *q3 = rows[3];
-        const int32_t *q4 = rows[4], *q5 = rows[5], *q6 = rows[6], *q7 = rows[7];
-        for (int64_t g = 0; g < G; g += 2) {
-            const uint32_t *P0 = t->panel + g * DW * KC_LANES;
-            const uint32_t *P1 = g + 1 < G ? P0 + DW * KC_LANES : P0;
-            __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
-            __m512 a30 = a00, a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00;
-            __m512 a60 = a00, a61 = a00, a70 = a00, a71 = a00;
-            for (int64_t w = 0; w < DW; w++) {
-                const __m512bh p0 = (__m512bh)_mm512_load_si512(P0 + w * KC_LANES);
-                const __m512bh p1 = (__m512bh)_mm512_load_si512(P1 + w * KC_LANES);
-                __m512bh b;
-#define KC_DP2(qq, x0, x1)                           \
-    b = (__m512bh)_mm512_set1_epi32(qq[w]);          \
-    x0 = _mm512_dpbf16_ps(x0, b, p0);                \
-    x1 = _mm512_dpbf16_ps(x1, b, p1);
-                KC_DP2(q0, a00, a01) KC_DP2(q1, a10, a11) KC_DP2(q2, a20, a21) KC_DP2(q3, a30, a31)
-                KC_DP2(q4, a40, a41) KC_DP2(q5, a50, a51) KC_DP2(q6, a60, a61) KC_DP2(q7, a70, a71)
-#undef KC_DP2
-            }
-            KC512_GROUPS
-            KC512_EPI(0, a00, a01) KC512_EPI(1, a10, a11) KC512_EPI(2, a20, a21) KC512_EPI(3, a30, a31)
-            KC512_EPI(4, a40, a41) KC512_EPI(5, a50, a51) KC512_EPI(6, a60, a61) KC512_EPI(7, a70, a71)
-        }
-    }
+    KC512_BLOCKS(__m512, _mm512_setzero_ps(), __m512bh, KC_LOAD_BH, int32_t, c->qw, c->DW, KC_STEP_BF16,
+                 KC512_EPI_ALL)
 }
 
 /* sum (c_r + 128) c_q in int32 -> float dot of the decoded vectors */
@@ -136,46 +130,29 @@ __attribute__((target("avx512f"), always_inline)) static inline __m512 kc512_u8d
     return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(qs), scale), f);
 }
 
+#define KC_LOAD_SI(p) _mm512_load_si512(p)
+#define KC_STEP_U8(qq, x0, x1)                         \
+    {                                                  \
+        const __m512i b = _mm512_set1_epi32(qq[w]);    \
+        x0 = _mm512_dpbusd_epi32(x0, p0, b);           \
+        x1 = _mm512_dpbusd_epi32(x1, p1, b);           \
+    }
+#define KC_U8(i, x0, x1)                                                       \
+    KC512_EPI(i, kc512_u8dot(x0, sc0, c->qs[a + i], c->qsum[a + i]),           \
+              kc512_u8dot(x1, sc1, c->qs[a + i], c->qsum[a + i]))
+#define KC_EPI_U8                                                                                  \
+    const __m512 sc0 = _mm512_load_ps(t->scale + g * KC_LANES);                                    \
+    const __m512 sc1 = g + 1 < G ? _mm512_load_ps(t->scale + (g + 1) * KC_LANES) : sc0;            \
+    KC_U8(0, a00, a01) KC_U8(1, a10, a11) KC_U8(2, a20, a21) KC_U8(3, a30, a31)                    \
+    KC_U8(4, a40, a41) KC_U8(5, a50, a51) KC_U8(6, a60, a61) KC_U8(7, a70, a71)
+
+/* U8DOT: vpdpbusd of the rows' unsigned bytes and the query's signed ones */
 __attribute__((target("avx512f,avx512vnni"))) static void kc512_u8(const kc_ctx *c, const kc_tile *t,
                                                                    int64_t i0, int64_t i1, float *hv,
                                                                    int64_t *hi) {
-    const int64_t DW = c->DW, G = (t->br + KC_LANES - 1) / KC_LANES;
-    for (int64_t a = i0; a < i1; a += Q8) {
-        const int nq = (int)(i1 - a < Q8 ? i1 - a : Q8);
-        const void *rows[Q8];
-        kc512_rows(c, a, nq, DW * 4, c->qw, rows);
-        const int32_t *q0 = rows[0], *q1 = rows[1], *q2 = rows[2], *q3 = rows[3];
-        const int32_t *q4 = rows[4], *q5 = rows[5], *q6 = rows[6], *q7 = rows[7];
-        for (int64_t g = 0; g < G; g += 2) {
-            const uint32_t *P0 = t->panel + g * DW * KC_LANES;
-            const uint32_t *P1 = g + 1 < G ? P0 + DW * KC_LANES : P0;
-            __m512i a00 = _mm512_setzero_si512(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
-            __m512i a30 = a00, a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00;
-            __m512i a60 = a00, a61 = a00, a70 = a00, a71 = a00;
-            for (int64_t w = 0; w < DW; w++) {
-                const __m512i p0 = _mm512_load_si512(P0 + w * KC_LANES);
-                const __m512i p1 = _mm512_load_si512(P1 + w * KC_LANES);
-                __m512i b;
-#define KC_DP2(qq, x0, x1)                      \
-    b = _mm512_set1_epi32(qq[w]);               \
-    x0 = _mm512_dpbusd_epi32(x0, p0, b);        \
-    x1 = _mm512_dpbusd_epi32(x1, p1, b);
-                KC_DP2(q0, a00, a01) KC_DP2(q1, a10, a11) KC_DP2(q2, a20, a21) KC_DP2(q3, a30, a31)
-                KC_DP2(q4, a40, a41) KC_DP2(q5, a50, a51) KC_DP2(q6, a60, a61) KC_DP2(q7, a70, a71)
-#undef KC_DP2
-            }
-            KC512_GROUPS
-            const __m512 sc0 = _mm512_load_ps(t->scale + g * KC_LANES);
-            const __m512 sc1 = g + 1 < G ? _mm512_load_ps(t->scale + (g + 1) * KC_LANES) : sc0;
-#define KC_U8(i, x0, x1) KC512_EPI(i, kc512_u8dot(x0, sc0, c->qs[a + i], c->qsum[a + i]), \
-                                   kc512_u8dot(x1, sc1, c->qs[a + i], c->qsum[a + i]))
-            KC_U8(0, a00, a01) KC_U8(1, a10, a11) KC_U8(2, a20, a21) KC_U8(3, a30, a31)
-            KC_U8(4, a40, a41) KC_U8(5, a50, a51) KC_U8(6, a60, a61) KC_U8(7, a70, a71)
-#undef KC_U8
-        }
-    }
+    KC512_BLOCKS(__m512i, _mm512_setzero_si512(), __m512i, KC_LOAD_SI, int32_t, c->qw, c->DW, KC_STEP_U8,
+                 KC_EPI_U8)
 }
-
 
 /* 16 x 16 transpose of 32-bit words: r[l] (row l) -> r[w] (word w of the 16 rows) */
 __attribute__((target("avx512f"), always_inline)) static inline void kc512_transpose(__m512i r[16]) {

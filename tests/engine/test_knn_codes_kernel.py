@@ -302,7 +302,8 @@ def test_distances_may_not_share_memory_with_the_scales():
 
 
 def test_the_default_mode_reads_d_from_the_codes():
-    """mode=None with a list query: the width comes from the codes (was 0: u8dot past D = 8192)."""
+    """mode=None with a list query: the width comes from the codes, not the query (whose shape a
+    list does not carry), so int8 past D = 8192 ranks in float32."""
     c, s = np.zeros((3, 9000), np.int8), np.ones(3, np.float32)
     idx, _ = engine.knn_codes_search(np.zeros((1, 9000)).tolist(), c, s, 1, "int8")
     np.testing.assert_array_equal(idx, [[0]])
