@@ -4,12 +4,13 @@
  * q (N,D) float32, codes (M,D) -> indices (N,k) int64, distances (N,k) float32.
  *
  * Reference rows are taken in tiles (about 256 KB of panel each); the threads share out the tiles
- * (tile b to thread b mod T) and keep one bounded max-heap of k (score, index) pairs per query
+ * (tile b to thread b mod the team size) and keep one bounded max-heap of k (score, index) pairs per query
  * each. A tile is packed once into panels of 16 rows x DW 32-bit words (one word per lane), so the
  * ISA kernels (knn_codes_avx2.c, knn_codes_avx512.c) read 16 rows' word w as one vector and
  * broadcast the query's word w; the scores never leave the registers unless they beat a heap root.
  * The modes (engine.h) set the words and the arithmetic of the ranking scores:
- *   F32      word = decoded float32 value; dot = sum q_d r_d in float32 (FMA);
+ *   F32      word = decoded float32 value; dot = sum q_d r_d in float32 (FMA on AVX2 / AVX-512,
+ *            a product then a sum on the portable path);
  *   BF16DOT  word = two bfloat16 values (dims 2w, 2w+1): the bfloat16 codes, or float16 codes
  *            rounded to bfloat16 (nearest even); the query rounded likewise; vdpbf16ps sums the
  *            pair products into float32 (subnormal bfloat16 inputs count as zero);
