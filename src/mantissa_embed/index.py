@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks.distance import l2_normalize_rows
+from ._checks.distance import l2_normalize_rows, sq_norms64
 from ._index_codes import _decode, _encode, _int_vector, _rank_exact
 from ._io import atomic_write
 from ._rowbuffer import RowBuffer, append_rows
@@ -93,10 +93,14 @@ class Index:
         self._lock = threading.RLock()
         # the growth buffers behind the stored arrays (see _append)
         self._bufs: dict[str, RowBuffer] = {}
-        # float32 codes are the added vectors themselves and ids the only other array: _append_plain
-        self._plain = dtype == "float32" and metric == "euclidean" and not self.keep_float32
 
     # ------------------------------------------------------------------ contents
+    @property
+    def _plain(self) -> bool:
+        """float32 codes are the added vectors themselves and ids the only other array
+        (``_append_plain``)."""
+        return self.dtype == "float32" and self.metric == "euclidean" and not self.keep_float32
+
     def __len__(self) -> int:
         return int(self._ids.shape[0])
 
@@ -291,16 +295,11 @@ class Index:
         call (rows are only appended; remove starts over)."""
         n = len(self)
         for s0 in range(self._norm_rows, n, 65536):
-            rows = _decode(
-                self._codes[s0 : s0 + 65536],
-                None if self._scales is None else self._scales[s0 : s0 + 65536],
-                self.dtype,
-            )
-            r64 = rows.astype(np.float64)
-            self._max_sq = max(self._max_sq, float(np.einsum("ij,ij->i", r64, r64).max()))
+            scales = None if self._scales is None else self._scales[s0 : s0 + 65536]
+            rows = _decode(self._codes[s0 : s0 + 65536], scales, self.dtype)
+            self._max_sq = max(self._max_sq, float(sq_norms64(rows, "stored vectors").max()))
         self._norm_rows = n
-        q64 = Q.astype(np.float64)
-        qmax = float(np.sqrt(np.einsum("ij,ij->i", q64, q64).max())) if Q.shape[0] else 0.0
+        qmax = float(np.sqrt(sq_norms64(Q, "queries").max())) if Q.shape[0] else 0.0
         if (qmax + np.sqrt(self._max_sq)) ** 2 > _F32_MAX / 4:
             raise ValueError(
                 "queries or stored vectors are too large: their distances overflow float32; rescale them"
@@ -427,7 +426,6 @@ class Index:
     def __setstate__(self, st) -> None:
         self.__dict__.update(st)
         self.__dict__.setdefault("_bufs", {})
-        self._plain = self.dtype == "float32" and self.metric == "euclidean" and not self.keep_float32
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:

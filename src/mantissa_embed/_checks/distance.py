@@ -17,6 +17,22 @@ from .arrays import (
 NORMALIZE_EPS = 1e-12  # torch.nn.functional.normalize's default
 
 
+_NORM_ROWS = 8192  # rows per float64 temporary of sq_norms64 (bounded scratch)
+
+
+def sq_norms64(x: np.ndarray, name: str) -> np.ndarray:
+    """Squared row norms of x (n, D) (float32 or any real dtype) in float64, by chunks of rows;
+    ValueError naming ``name`` if x holds NaN or Inf (the norm of a finite float32 row cannot
+    overflow float64). The callers' float32 overflow guards start from it."""
+    out = np.empty(x.shape[0], dtype=np.float64)
+    for s in range(0, x.shape[0], _NORM_ROWS):
+        c = x[s : s + _NORM_ROWS].astype(np.float64)
+        np.einsum("ij,ij->i", c, c, out=out[s : s + _NORM_ROWS])
+    if not np.isfinite(out).all():
+        raise ValueError(f"{name} contains NaN or Inf")
+    return out
+
+
 def l2_normalize_rows(x, eps: float = NORMALIZE_EPS, *, out=None, scratch=None, norms=None):
     """Rows of ``x`` divided by their L2 norm, with the backward of that map: the numpy L2
     normalization of the production code (losses, regularizers, inference, the index, k-NN). It

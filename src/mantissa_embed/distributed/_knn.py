@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_int
+from ..engine import all_finite
 from ..evaluation.knn import knn as _exact_knn
 from ._common import (
     array_holders,
@@ -56,8 +57,8 @@ def fold_block(acc, block, Q, k, offset, metric, q0=-1, name="gallery"):
     Q = np.asarray(Q, dtype=np.float32)
     nq = Q.shape[0]
     for s in range(0, block.shape[0], _SLICE):
-        part = np.asarray(block[s : s + _SLICE], dtype=np.float32)
-        if not np.isfinite(part).all():
+        part = np.ascontiguousarray(block[s : s + _SLICE], dtype=np.float32)
+        if not all_finite(part):  # here, to name the rows; no boolean temporary
             raise ValueError(
                 f"{name} contains NaN or Inf (in rows {offset + s} to {offset + s + len(part) - 1})"
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks.distance import l2_normalize_rows
+from .._checks.distance import l2_normalize_rows, sq_norms64
 from .._typing import ArrayLike, Float32Array, Int64Array
 from .._validation import check_array, check_bool, check_int
 from ..backend import BACKENDS, get_backend
@@ -121,8 +121,8 @@ def knn(
     euclid = metric in ("euclidean", "sqeuclidean")
     # squared row norms in float64 (finite for every finite float32 row): NaN/Inf check and
     # overflow guard, every score is bounded by (|q| + |r|)^2
-    qsq = _sq_norms64(q, "query")
-    rsq = _sq_norms64(r, "reference")
+    qsq = sq_norms64(q, "query")
+    rsq = sq_norms64(r, "reference")
     if n == 0:
         return np.empty((0, k), dtype=np.int64), np.empty((0, k), dtype=np.float32)
     if metric == "cosine":
@@ -154,25 +154,13 @@ def knn(
     return indices, values
 
 
-_CHUNK_ROWS = 8192  # rows per float64 temporary in the norm helpers (bounded scratch)
-
-
-def _sq_norms64(x: np.ndarray, name: str) -> np.ndarray:
-    """Squared row norms of x (n, D) float32 in float64, by row chunks; ValueError naming
-    ``name`` if x holds NaN or Inf (the norm of a finite float32 row cannot overflow float64)."""
-    out = np.empty(x.shape[0], dtype=np.float64)
-    for s in range(0, x.shape[0], _CHUNK_ROWS):
-        c = x[s : s + _CHUNK_ROWS].astype(np.float64)
-        np.einsum("ij,ij->i", c, c, out=out[s : s + _CHUNK_ROWS])
-    if not np.isfinite(out).all():
-        raise ValueError(f"{name} contains NaN or Inf")
-    return out
+_CHUNK_ROWS = 8192  # rows per float64 temporary of _unit_rows (bounded scratch)
 
 
 def _unit_rows(x: np.ndarray, sq: np.ndarray | None = None) -> Float32Array:
     """Rows of finite x (n, D) float32 divided by their norm, float32: ``l2_normalize_rows`` with
     ``eps=0`` (zero rows stay 0) in float64, by chunks of rows (bounded scratch). ``sq``: the
-    rows' squared norms (``_sq_norms64``) when the caller has them; None computes them."""
+    rows' squared norms (``sq_norms64``) when the caller has them; None computes them."""
     nrm = None if sq is None else np.sqrt(sq)
     out = np.empty(x.shape, dtype=np.float32)
     for s in range(0, x.shape[0], _CHUNK_ROWS):
