@@ -60,7 +60,7 @@ def main(argv=None):
                 one.append(_one(x, dtype))
                 many.append(_many(x, dtype, args.batch))
             a, b = float(np.median(one)), float(np.median(many))
-            print(f"{dtype:>9} {total:>10} {total // args.batch:>7} {a:>12.3f} {b:>14.3f} {b / a:>6.2f}x")
+            print(f"{dtype:>9} {total:>10} {total // args.batch:>7} {a:>12.4f} {b:>14.4f} {b / a:>6.2f}x")
     return 0
 
 

@@ -153,15 +153,15 @@ void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t 
 void me_dropout_apply(const float *x, const float *mask, float *y, int64_t n);
 
 /* -------------------------------------------------------------- dense.c */
-/* x (N,I), w (O,I), b (O) or NULL -> y (N,O) = x @ w^T + b, then the activation act (ME_ACT_*,
+/* x (N,In), w (O,In), b (O) or NULL -> y (N,O) = x @ w^T + b, then the activation act (ME_ACT_*,
  * slope: the leaky ReLU's negative slope) */
 void me_dense_forward(const float *x, const float *w, const float *b, float *y,
-                      int64_t N, int64_t I, int64_t O, int act, float slope);
-/* dy (N,O) -> dx (N,I) or NULL (overwritten), dw (O,I) or NULL, db (O) or NULL
+                      int64_t N, int64_t In, int64_t O, int act, float slope);
+/* dy (N,O) -> dx (N,In) or NULL (overwritten), dw (O,In) or NULL, db (O) or NULL
  * (overwritten when accumulate == 0, added to otherwise) */
 void me_dense_backward(const float *x, const float *w, const float *dy,
                        float *dx, float *dw, float *db,
-                       int64_t N, int64_t I, int64_t O, int accumulate);
+                       int64_t N, int64_t In, int64_t O, int accumulate);
 
 /* -------------------------------------------------------------- optim.c */
 /* p, g, v (n): torch.optim.SGD semantics; v may be NULL when momentum == 0.

@@ -16,19 +16,30 @@ def _encode(x, dtype):
     if dtype == "float32":
         return np.ascontiguousarray(x, dtype=np.float32), None
     if dtype == "float16":
-        if x.size and np.abs(x).max() > _F16_MAX:
+        if x.size and _abs_max(x) > _F16_MAX:
             raise ValueError(f"embeddings exceed the float16 range (|x| <= {_F16_MAX}); use dtype='float32'")
         return x.astype(np.float16), None
     if dtype == "bfloat16":
-        if x.size and np.abs(x).max() > _BF16_MAX:
+        if x.size and _abs_max(x) > _BF16_MAX:
             raise ValueError("embeddings exceed the bfloat16 range; use dtype='float32'")
-        u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-        u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16  # round to nearest even
-        return u.astype(np.uint16), None
+        # round to nearest even in uint32: a finite float's bits are at most 0xFF7FFFFF, so adding
+        # at most 0x8000 cannot wrap (no 8-byte temporaries: a million rows would need gigabytes)
+        u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+        r = u >> 16
+        r &= 1
+        r += 0x7FFF
+        r += u
+        r >>= 16
+        return r.astype(np.uint16), None
     s = (np.abs(x).max(axis=1) / 127.0).astype(np.float32) if x.size else np.zeros(x.shape[0], np.float32)
     safe = np.where(s > 0, s, 1.0).astype(np.float32)
     codes = np.clip(np.rint(x / safe[:, None]), -127, 127).astype(np.int8)
     return codes, s
+
+
+def _abs_max(x):
+    """max |x| over a non-empty array, without an |x| temporary."""
+    return max(float(x.max()), -float(x.min()))
 
 
 def _decode(codes, scales, dtype):

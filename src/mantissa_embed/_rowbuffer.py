@@ -41,10 +41,6 @@ class RowBuffer:
         self.ahead: int | None = None
         self._set(np.empty(capacity * int(np.prod(row_shape, dtype=np.int64)), dtype), row_shape)
 
-    def holds(self, stored: np.ndarray | None, n: int) -> bool:
-        """True when ``stored`` is a view of these rows (not replaced by a copy) and ``n`` rows fit."""
-        return stored is not None and stored.base is self.flat and self.rows.shape[0] >= n
-
     def write_ahead(self, n: int, first: int) -> None:
         """Fill the rows from ``n`` on with ``first``, ``first + 1``, ... (1-D integer rows) and
         record it in ``ahead``."""

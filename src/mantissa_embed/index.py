@@ -37,7 +37,7 @@ from ._io import atomic_write
 from ._rowbuffer import RowBuffer, append_rows
 from ._typing import ArrayLike, Float32Array, Int64Array
 from ._validation import check_array, check_bool, check_int
-from .engine import all_finite, knn_codes_mode, knn_codes_search
+from .engine import all_finite, copy_rows_finite, knn_codes_mode, knn_codes_search
 
 __all__ = ["Index", "DTYPES", "METRICS"]
 
@@ -91,8 +91,9 @@ class Index:
         # the largest squared norm of the first _norm_rows stored vectors (search's overflow guard)
         self._max_sq, self._norm_rows = 0.0, 0
         self._lock = threading.RLock()
-        # the growth buffers behind the stored arrays (see _append)
+        # the growth buffers behind the stored arrays (see _append), and the fast path's state
         self._bufs: dict[str, RowBuffer] = {}
+        self._fast: tuple | None = None
 
     # ------------------------------------------------------------------ contents
     @property
@@ -125,12 +126,12 @@ class Index:
         """Add ``embeddings`` (n, dim) (finite; converted to float32), with int64 ``ids`` (new,
         distinct; default: consecutive integers after the largest so far) and optional int64
         ``labels`` (all additions with labels, or none). Returns ``self``."""
+        if ids is None and labels is None:
+            with self._lock:
+                if self._append_plain(embeddings):
+                    return self
         x = embeddings
         if type(x) is np.ndarray and x.dtype == _F4 and x.ndim == 2 and x.flags.c_contiguous:
-            if ids is None and labels is None and self._plain and x.shape[1] == self.dim:
-                with self._lock:
-                    if self._labels is None and self._append_plain(x):
-                        return self
             # check_array would return x itself: only its finiteness check is left
             if x.size and not all_finite(x):
                 raise ValueError("embeddings contains NaN or Inf")
@@ -170,21 +171,27 @@ class Index:
                 self._bufs["_ids"].write_ahead(len(self), self._next_id)  # once per buffer
         return self
 
-    def _append_plain(self, x: np.ndarray) -> bool:
-        """``add`` of C-contiguous float32 rows ``x`` (n, dim) as they are, with the next ``n``
-        ids, when the buffers have room (else False, nothing done): the copy into the spare rows
-        is the finiteness check (ValueError, nothing stored); the ids are those written ahead
-        (``RowBuffer.ahead``) unless another add came between."""
-        n0, id0 = self._ids.shape[0], self._next_id
-        n1 = n0 + x.shape[0]
-        cb, ib = self._bufs.get("_codes"), self._bufs.get("_ids")
-        if cb is None or ib is None or not (cb.holds(self._codes, n1) and ib.holds(self._ids, n1)):
+    def _append_plain(self, x) -> bool:
+        """``add`` of the float32 rows ``x`` (a C-contiguous (n, dim) array) as they are, with
+        the next ``n`` ids, when the last add left its buffers with room in ``_fast`` (else False,
+        nothing done): one compiled call copies x into the spare rows and checks it
+        (ValueError, nothing stored); the ids are those written ahead (``RowBuffer.ahead``)
+        unless another add came between. Many small adds are mostly this path."""
+        fast = self._fast
+        if fast is None or fast[2] is not self._codes or fast[3] is not self._ids:
+            return False  # not plain, or the stored arrays were replaced since (remove, load)
+        rows, ib, codes, ids = fast
+        n0 = ids.shape[0]
+        done = copy_rows_finite(x, rows, n0)
+        if done < 0:  # another dtype, layout or width, or no room: add's general path
             return False
-        if not all_finite(x, cb.rows[n0:n1]):
+        if not done:
             raise ValueError("embeddings contains NaN or Inf")
+        n1, id0 = n0 + x.shape[0], self._next_id
         if ib.ahead != id0 - n0:
             ib.rows[n0:n1] = np.arange(id0, id0 + n1 - n0, dtype=np.int64)
-        self._codes, self._ids, self._next_id = cb.rows[:n1], ib.rows[:n1], id0 + n1 - n0
+        self._codes, self._ids, self._next_id = rows[:n1], ib.rows[:n1], id0 + n1 - n0
+        self._fast = (rows, ib, self._codes, self._ids)
         return True
 
     def _append(self, parts: dict[str, np.ndarray | None]) -> None:
@@ -195,7 +202,12 @@ class Index:
         never written)."""
         n0, ids = self._ids.shape[0], parts["_ids"]
         assert ids is not None  # every add has ids
+        self._fast = None  # its view of the codes' rows would stop a growth's remap
         append_rows(self, self._bufs, parts, n0, n0 + ids.shape[0])
+        if self._plain and self._labels is None:
+            cb, ib = self._bufs["_codes"], self._bufs["_ids"]
+            room = min(cb.rows.shape[0], ib.rows.shape[0])
+            self._fast = (cb.rows[:room], ib, self._codes, self._ids)
 
     def remove(self, ids: ArrayLike) -> int:
         """Remove the vectors with these ids (unknown ids are ignored); returns how many went."""
@@ -417,7 +429,7 @@ class Index:
         with self._lock:
             st = self.__dict__.copy()
         del st["_lock"]
-        st["_bufs"] = {}  # the views travel as arrays of their rows only
+        st["_bufs"], st["_fast"] = {}, None  # the views travel as arrays of their rows only
         for k in ("_codes", "_scales", "_f32", "_ids", "_labels"):
             if isinstance(st[k], np.memmap):
                 st[k] = np.array(st[k])
@@ -426,6 +438,7 @@ class Index:
     def __setstate__(self, st) -> None:
         self.__dict__.update(st)
         self.__dict__.setdefault("_bufs", {})
+        self.__dict__.setdefault("_fast", None)
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:

@@ -10,6 +10,7 @@ import pytest
 
 from _helpers import run_threads, small_fitted_embedder
 from mantissa_embed import engine, index as index_mod
+from mantissa_embed._index_codes import _BF16_MAX
 from mantissa_embed.index import Index
 
 
@@ -106,6 +107,17 @@ def test_bfloat16_matches_torch():
     X, _ = _data(n=50, d=16, seed=9)
     codes, _ = index_mod._encode(X, "bfloat16")
     want = torch.from_numpy(X).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    np.testing.assert_array_equal(codes, want)
+    # every kind of bit pattern: ties (low half 0x8000) on even and odd, the largest values that
+    # stay finite, subnormals, signed zeros
+    bits = np.random.default_rng(4).integers(0, 2**32, 40000, dtype=np.uint64).astype(np.uint32)
+    bits[::4] = (bits[::4] & 0xFFFF0000) | 0x8000
+    x = bits.view(np.float32)
+    x = x[np.isfinite(x) & (np.abs(x) <= _BF16_MAX)]
+    x = np.concatenate([x, np.float32([0.0, -0.0, 1e-45, -1e-40, _BF16_MAX])])
+    x = x[: x.size // 8 * 8].reshape(-1, 8)
+    codes, _ = index_mod._encode(x, "bfloat16")
+    want = torch.from_numpy(x).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
     np.testing.assert_array_equal(codes, want)
 
 

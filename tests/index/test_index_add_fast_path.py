@@ -16,7 +16,7 @@ EDGE = np.array([-0.0, 1e-45, -1e-40, 3.4028235e38, -3.4028235e38, 1.0], np.floa
 
 
 def _spy(monkeypatch):
-    """Counts of _append_plain's answers: [stored, no room]."""
+    """Counts of _append_plain's answers: [stored, declined (the general path's turn)]."""
     seen = [0, 0]
     orig = Index._append_plain
 
@@ -96,7 +96,7 @@ def test_bad_widths_and_the_labels_rule_are_the_general_paths(monkeypatch):
         other = Index(8, metric, dtype, keep_float32=keep)
         for _ in range(30):
             other.add(np.ones((3, 8), np.float32))
-    assert seen == [0, 0]  # only a float32 euclidean index without float32 copies takes it
+    assert seen[0] == 0  # only a float32 euclidean index without float32 copies takes it
 
 
 ops = st.lists(
@@ -160,14 +160,15 @@ def test_threads_adding_at_once_store_every_row_once(monkeypatch):
 
 def test_the_fast_path_is_the_copy_into_the_spare_rows(monkeypatch):
     calls = []
-    orig = index_mod.all_finite
+    orig = index_mod.copy_rows_finite
 
-    def spy(x, out=None):
-        calls.append(out is not None and np.shares_memory(out, idx._bufs["_codes"].flat))
-        return orig(x, out=out)
+    def spy(x, rows, start):
+        calls.append((np.shares_memory(rows, idx._bufs["_codes"].flat), start))
+        return orig(x, rows, start)
 
     idx = Index(4).add(np.zeros((20, 4), np.float32))
     idx.add(np.zeros((1, 4), np.float32))
-    monkeypatch.setattr(index_mod, "all_finite", spy)
+    monkeypatch.setattr(index_mod, "copy_rows_finite", spy)
+    monkeypatch.setattr(index_mod, "all_finite", None)  # the general path's check is not called
     idx.add(np.ones((3, 4), np.float32))
-    assert calls == [True]
+    assert calls == [(True, 21)] and np.array_equal(idx._codes[21:], np.ones((3, 4)))

@@ -5,19 +5,23 @@ import numpy as np
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t
 
+cimport numpy as cnp
+
 from mantissa_embed._checks.activations import (check_act_args, check_act_backward_args, check_dropout_args,
                                                 check_negative_slope)
-from mantissa_embed._checks.arrays import check_kernel_output
+from mantissa_embed._checks.arrays import check_int, check_kernel_output
 from mantissa_embed._engine._cengine cimport (me_all_finite, me_copy_all_finite, me_dropout_apply,
                                              me_leaky_relu_backward, me_leaky_relu_forward, me_relu_backward,
                                              me_relu_forward)
 
 
-__all__ = ['relu_forward', 'relu_backward', 'all_finite', 'leaky_relu_forward', 'leaky_relu_backward',
-           'dropout_forward', 'dropout_backward']
+__all__ = ['relu_forward', 'relu_backward', 'all_finite', 'copy_rows_finite', 'leaky_relu_forward',
+           'leaky_relu_backward', 'dropout_forward', 'dropout_backward']
 
 
 _F32 = np.dtype(np.float32)
+
+cnp.import_array()
 
 
 ctypedef void (*_binary_map)(const float *a, const float *b, float *out, int64_t n) noexcept nogil
@@ -162,3 +166,48 @@ def dropout_backward(dy, mask, dx=None):
     Raises ValueError/TypeError."""
     dy, mask, dx = check_dropout_args(dy, mask, dx, "dy", "dx")
     return _map2(me_dropout_apply, dy, mask, dx)
+
+
+def copy_rows_finite(x, rows, start):
+    """Copy x (n, d) into rows ``start`` to ``start + n`` of ``rows`` (m, d), checking in the same
+    read that no value of x is NaN or +-Inf: returns 1 when none is, 0 when one is (the rows are
+    written either way), and -1, writing nothing, when x is not a C-contiguous float32 numpy array
+    of shape (n, d) or its n rows do not fit from ``start``. ``rows``: C-contiguous, writeable
+    float32 numpy array of 2 dimensions (else TypeError), not sharing memory with x (else
+    ValueError); ``start``: an int (else TypeError), 0 <= start <= m (else ValueError).
+    The primitive of a loop of appends: read through numpy's C API, no Python object made."""
+    cdef cnp.ndarray xa
+    cdef cnp.ndarray ra
+    cdef Py_ssize_t n, d, m, s0
+    cdef const float *src
+    cdef float *dst
+    cdef int ok
+    if not (cnp.PyArray_Check(rows) and cnp.PyArray_TYPE(<cnp.ndarray>rows) == cnp.NPY_FLOAT32
+            and cnp.PyArray_NDIM(<cnp.ndarray>rows) == 2 and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>rows)
+            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>rows)):
+        raise TypeError("rows must be a C-contiguous, writeable float32 numpy.ndarray of 2 dimensions")
+    ra = <cnp.ndarray>rows
+    m, d = cnp.PyArray_DIM(ra, 0), cnp.PyArray_DIM(ra, 1)
+    if type(start) is not int:
+        start = check_int(start, "start")
+    if not 0 <= start <= m:
+        raise ValueError(f"start must be in [0, {m}], got {start}")
+    s0 = start
+    if not cnp.PyArray_Check(x):
+        return -1
+    xa = <cnp.ndarray>x
+    if not (cnp.PyArray_TYPE(xa) == cnp.NPY_FLOAT32 and cnp.PyArray_NDIM(xa) == 2
+            and cnp.PyArray_IS_C_CONTIGUOUS(xa) and cnp.PyArray_DIM(xa, 1) == d):
+        return -1
+    n = cnp.PyArray_DIM(xa, 0)
+    if n > m - s0:
+        return -1
+    src = <const float *>cnp.PyArray_DATA(xa)
+    dst = <float *>cnp.PyArray_DATA(ra) + s0 * d
+    if n * d == 0:
+        return 1
+    if <const char *>src < <const char *>(dst + n * d) and <const char *>dst < <const char *>(src + n * d):
+        raise ValueError("rows must not share memory with x")
+    with nogil:
+        ok = me_copy_all_finite(src, dst, n * d)
+    return 1 if ok else 0

@@ -1,4 +1,4 @@
-"""Numpy twins of the ReLU, leaky ReLU, dropout and finiteness kernels
+"""Numpy twins of the ReLU, leaky ReLU, dropout and finiteness kernels and of the checked row copy
 (``mantissa_embed._engine._activations``). Same names, signatures, checks and errors as the engine.
 ``_act`` (the activation of the conv / dense epilogues) keeps its input dtype.
 """
@@ -13,12 +13,13 @@ from .._checks.activations import (
     check_dropout_args,
     check_negative_slope,
 )
-from .._checks.arrays import check_kernel_output, check_no_overlap
+from .._checks.arrays import check_int, check_kernel_output, check_no_overlap
 
 __all__ = [
     "relu_forward",
     "relu_backward",
     "all_finite",
+    "copy_rows_finite",
     "leaky_relu_forward",
     "leaky_relu_backward",
     "dropout_forward",
@@ -62,6 +63,43 @@ def all_finite(x, out=None):
         check_no_overlap(out, "out", (x, "x"))
         np.copyto(out, x)
     return bool(np.isfinite(x).all())
+
+
+def copy_rows_finite(x, rows, start):
+    """Copy x (n, d) into rows ``start`` to ``start + n`` of ``rows`` (m, d): 1 when no value of
+    x is NaN or +-Inf, 0 when one is (written either way), -1 (nothing written) when x is not a
+    C-contiguous float32 numpy array of shape (n, d) or does not fit from ``start``. TypeError for
+    ``rows`` that is not a C-contiguous writeable float32 2-D numpy array or a ``start`` that is
+    not an int; ValueError for ``start`` outside [0, m] or rows sharing memory with x."""
+    if not (
+        isinstance(rows, np.ndarray)
+        and rows.dtype == np.float32
+        and rows.ndim == 2
+        and rows.flags.c_contiguous
+        and rows.flags.writeable
+    ):
+        raise TypeError("rows must be a C-contiguous, writeable float32 numpy.ndarray of 2 dimensions")
+    start = check_int(start, "start")
+    m, d = rows.shape
+    if not 0 <= start <= m:
+        raise ValueError(f"start must be in [0, {m}], got {start}")
+    if not (
+        isinstance(x, np.ndarray)
+        and x.dtype == np.float32
+        and x.ndim == 2
+        and x.flags.c_contiguous
+        and x.shape[1] == d
+    ):
+        return -1
+    n = x.shape[0]
+    if n > m - start:
+        return -1
+    if n * d == 0:
+        return 1
+    if np.shares_memory(x, rows[start : start + n]):
+        raise ValueError("rows must not share memory with x")
+    rows[start : start + n] = x
+    return int(bool(np.isfinite(x).all()))
 
 
 def leaky_relu_forward(x, negative_slope: float = 0.01, out=None):

@@ -3,7 +3,7 @@
 import numpy as np
 from hypothesis import strategies as st
 
-from _fuzz import Spec, alias_test, any_shape, f32, family_test, maybe_out
+from _fuzz import Spec, alias_test, any_shape, dim, f32, family_test, maybe_out
 
 
 def _unary(draw, slope=False):
@@ -34,6 +34,13 @@ def _dropout(draw, back=False):
     )
 
 
+def _copy_rows(draw):
+    x = f32(draw, (dim(draw, large=1031), dim(draw, 1)))
+    spare = draw(st.integers(0, 3))
+    rows = np.full((x.shape[0] + spare, x.shape[1]), np.nan, np.float32)
+    return {"x": x, "rows": rows, "start": draw(st.integers(0, spare))}
+
+
 SPECS = {
     "relu_forward": Spec(_unary, outs=("out",)),
     "relu_backward": Spec(_unary_backward, outs=("dx",)),
@@ -42,6 +49,7 @@ SPECS = {
         lambda draw: _unary_backward(draw, True), outs=("dx",), floats=("negative_slope",)
     ),
     "all_finite": Spec(lambda draw: {"x": f32(draw, any_shape(draw))}),
+    "copy_rows_finite": Spec(_copy_rows, inplace=("rows",), ints=("start",)),
     "dropout_forward": Spec(_dropout, outs=("out",)),
     "dropout_backward": Spec(lambda draw: _dropout(draw, True), outs=("dx",)),
 }
