@@ -21,7 +21,9 @@ def _encode(x, dtype):
         return x.astype(np.float16), None
     if dtype == "bfloat16":
         if x.size and _abs_max(x) > _BF16_MAX:
-            raise ValueError("embeddings exceed the bfloat16 range; use dtype='float32'")
+            raise ValueError(
+                f"embeddings exceed the bfloat16 range (|x| <= {_BF16_MAX:.7g}); use dtype='float32'"
+            )
         # round to nearest even in uint32: a finite float's bits are at most 0xFF7FFFFF, so adding
         # at most 0x8000 cannot wrap (no 8-byte temporaries: a million rows would need gigabytes)
         u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)

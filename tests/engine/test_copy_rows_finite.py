@@ -12,6 +12,15 @@ from mantissa_embed import _reference as ref, engine
 BACKENDS = pytest.mark.parametrize("be", [engine, ref], ids=["engine", "numpy"])
 
 
+def _unaligned(shape, value=0.0):
+    """A C-contiguous float32 array starting one byte into its buffer (numpy's aligned flag off)."""
+    n = int(np.prod(shape))
+    a = np.frombuffer(bytearray(4 * n + 1), np.float32, count=n, offset=1).reshape(shape)
+    a[...] = value
+    assert not a.flags.aligned and a.flags.c_contiguous and a.flags.writeable
+    return a
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     n=st.integers(0, 1200),
@@ -63,8 +72,9 @@ def test_a_large_copy_finds_a_late_value_on_any_thread_count(threads):
         np.ones((3, 4, 1), np.float32),  # 3-D
         [[1.0] * 4] * 3,  # not an array
         np.ones((7, 4), np.float32),  # does not fit from start 4 of 10 rows
+        _unaligned((3, 4), 1.0),  # floats at odd addresses
     ],
-    ids=["float64", "strided", "width", "1-D", "3-D", "list", "no-room"],
+    ids=["float64", "strided", "width", "1-D", "3-D", "list", "no-room", "unaligned"],
 )
 def test_declines_what_it_cannot_copy_and_writes_nothing(be, x):
     rows = np.full((10, 4), 7.0, np.float32)
@@ -84,7 +94,7 @@ def test_rejects_bad_rows_and_start(be):
         frozen,
         [0.0],
     ]:
-        with pytest.raises(TypeError, match="rows must be a C-contiguous, writeable float32"):
+        with pytest.raises(TypeError, match="rows must be a C-contiguous, aligned, writeable float32"):
             be.copy_rows_finite(x, rows, 0)
     rows = np.zeros((5, 4), np.float32)
     for start in (-1, 6):

@@ -34,13 +34,21 @@ def _stored(idx):
 
 
 def _inputs(x):
-    """x (float32) as the fast path takes it and as the general path does (float64, strided)."""
+    """x (float32) as the fast path takes it and as the general path does (float64, strided,
+    unaligned)."""
     wide = np.zeros((x.shape[0], 2 * x.shape[1]), np.float32)
     wide[:, ::2] = x
-    return {"fast": np.ascontiguousarray(x), "float64": x.astype(np.float64), "strided": wide[:, ::2]}
+    odd = np.frombuffer(bytearray(4 * x.size + 1), np.float32, count=x.size, offset=1).reshape(x.shape)
+    odd[...] = x  # unaligned: numpy copies it for the general path
+    return {
+        "fast": np.ascontiguousarray(x),
+        "float64": x.astype(np.float64),
+        "strided": wide[:, ::2],
+        "unaligned": odd,
+    }
 
 
-@pytest.mark.parametrize("kind", ["fast", "float64", "strided", "list"])
+@pytest.mark.parametrize("kind", ["fast", "float64", "strided", "unaligned", "list"])
 @pytest.mark.parametrize("bad", BAD)
 @pytest.mark.parametrize("where", [(0, 0), (3, 5), (6, 7)])
 def test_nan_and_inf_raise_the_same_error_and_store_nothing(monkeypatch, kind, bad, where):
@@ -63,7 +71,7 @@ def test_nan_and_inf_raise_the_same_error_and_store_nothing(monkeypatch, kind, b
     assert seen[0] == n_fast + 1
 
 
-@pytest.mark.parametrize("kind", ["fast", "float64", "strided"])
+@pytest.mark.parametrize("kind", ["fast", "float64", "strided", "unaligned"])
 def test_edge_values_are_stored_bit_for_bit(kind):
     x = np.tile(EDGE, (9, 2))[:, :8].copy()
     one = Index(8).add(x[:1])
@@ -101,7 +109,11 @@ def test_bad_widths_and_the_labels_rule_are_the_general_paths(monkeypatch):
 
 ops = st.lists(
     st.one_of(
-        st.tuples(st.just("add"), st.integers(0, 40), st.sampled_from(["fast", "float64", "strided", "ids"])),
+        st.tuples(
+            st.just("add"),
+            st.integers(0, 40),
+            st.sampled_from(["fast", "float64", "strided", "unaligned", "ids"]),
+        ),
         st.tuples(st.just("remove"), st.integers(0, 5), st.just("")),
     ),
     max_size=25,

@@ -171,11 +171,12 @@ def dropout_backward(dy, mask, dx=None):
 def copy_rows_finite(x, rows, start):
     """Copy x (n, d) into rows ``start`` to ``start + n`` of ``rows`` (m, d), checking in the same
     read that no value of x is NaN or +-Inf: returns 1 when none is, 0 when one is (the rows are
-    written either way), and -1, writing nothing, when x is not a C-contiguous native-byte-order
-    float32 numpy array of shape (n, d) or its n rows do not fit from ``start``. ``rows``: C-contiguous, writeable
-    float32 numpy array of 2 dimensions (else TypeError), not sharing memory with x (else
-    ValueError); ``start``: an int (else TypeError), 0 <= start <= m (else ValueError).
-    The primitive of a loop of appends: read through numpy's C API, no Python object made."""
+    written either way), and -1, writing nothing, when x is not a C-contiguous, aligned,
+    native-byte-order float32 numpy array of shape (n, d) or its n rows do not fit from
+    ``start``. ``rows``: such an array of 2 dimensions, writeable (else TypeError), not sharing
+    memory with x (else ValueError); ``start``: an int (else TypeError), 0 <= start <= m (else
+    ValueError). The primitive of a loop of appends: read through numpy's C API, no Python
+    object made."""
     cdef cnp.ndarray xa
     cdef cnp.ndarray ra
     cdef Py_ssize_t n, d, m, s0
@@ -184,8 +185,9 @@ def copy_rows_finite(x, rows, start):
     cdef int ok
     if not (cnp.PyArray_Check(rows) and cnp.PyArray_TYPE(<cnp.ndarray>rows) == cnp.NPY_FLOAT32
             and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>rows) and cnp.PyArray_NDIM(<cnp.ndarray>rows) == 2
-            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>rows) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>rows)):
-        raise TypeError("rows must be a C-contiguous, writeable float32 numpy.ndarray of 2 dimensions")
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>rows) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>rows)
+            and cnp.PyArray_ISALIGNED(<cnp.ndarray>rows)):
+        raise TypeError("rows must be a C-contiguous, aligned, writeable float32 numpy.ndarray of 2 dimensions")
     ra = <cnp.ndarray>rows
     m, d = cnp.PyArray_DIM(ra, 0), cnp.PyArray_DIM(ra, 1)
     if type(start) is not int:
@@ -196,9 +198,10 @@ def copy_rows_finite(x, rows, start):
     if not cnp.PyArray_Check(x):
         return -1
     xa = <cnp.ndarray>x
-    # NPY_FLOAT32 is the type of either byte order: a swapped '>f4' is another layout (declined)
+    # NPY_FLOAT32 is the type of either byte order: a swapped '>f4' is another layout (declined),
+    # as is an unaligned one (a float read from an odd address)
     if not (cnp.PyArray_TYPE(xa) == cnp.NPY_FLOAT32 and cnp.PyArray_ISNOTSWAPPED(xa) and cnp.PyArray_NDIM(xa) == 2
-            and cnp.PyArray_IS_C_CONTIGUOUS(xa) and cnp.PyArray_DIM(xa, 1) == d):
+            and cnp.PyArray_IS_C_CONTIGUOUS(xa) and cnp.PyArray_ISALIGNED(xa) and cnp.PyArray_DIM(xa, 1) == d):
         return -1
     n = cnp.PyArray_DIM(xa, 0)
     if n > m - s0:

@@ -68,17 +68,20 @@ def all_finite(x, out=None):
 def copy_rows_finite(x, rows, start):
     """Copy x (n, d) into rows ``start`` to ``start + n`` of ``rows`` (m, d): 1 when no value of
     x is NaN or +-Inf, 0 when one is (written either way), -1 (nothing written) when x is not a
-    C-contiguous float32 numpy array of shape (n, d) or does not fit from ``start``. TypeError for
-    ``rows`` that is not a C-contiguous writeable float32 2-D numpy array or a ``start`` that is
-    not an int; ValueError for ``start`` outside [0, m] or rows sharing memory with x."""
+    C-contiguous, aligned, native-byte-order float32 numpy array of shape (n, d) or does not fit
+    from ``start``. TypeError for ``rows`` that is not such a 2-D array, writeable, or a ``start``
+    that is not an int; ValueError for ``start`` outside [0, m] or rows sharing memory with x."""
     if not (
         isinstance(rows, np.ndarray)
         and rows.dtype == np.float32
         and rows.ndim == 2
         and rows.flags.c_contiguous
+        and rows.flags.aligned
         and rows.flags.writeable
     ):
-        raise TypeError("rows must be a C-contiguous, writeable float32 numpy.ndarray of 2 dimensions")
+        raise TypeError(
+            "rows must be a C-contiguous, aligned, writeable float32 numpy.ndarray of 2 dimensions"
+        )
     start = check_int(start, "start")
     m, d = rows.shape
     if not 0 <= start <= m:
@@ -88,6 +91,7 @@ def copy_rows_finite(x, rows, start):
         and x.dtype == np.float32
         and x.ndim == 2
         and x.flags.c_contiguous
+        and x.flags.aligned
         and x.shape[1] == d
     ):
         return -1
