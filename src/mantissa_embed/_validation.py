@@ -44,10 +44,15 @@ def check_array(
     ndim : int or tuple of int, optional
         Accepted number(s) of dimensions.
     finite : bool, default True
-        Reject NaN and Inf with ``ValueError``.
+        Reject NaN and Inf with ``ValueError``, and (naming the range) finite values of a wider
+        float dtype that do not fit ``dtype``.
     """
     arr = as_numeric_array(x, name, ndim, dtype=dtype, allow_empty=allow_empty)
     if finite and arr.dtype.kind == "f" and arr.size and not _all_finite(arr):
+        src = np.asarray(x)
+        if src.dtype.kind == "f" and src.dtype.itemsize > arr.dtype.itemsize and np.isfinite(src).all():
+            top = float(np.finfo(arr.dtype).max)
+            raise ValueError(f"{name} has finite values beyond the {arr.dtype} range (|x| <= {top:.7g})")
         raise ValueError(f"{name} contains NaN or Inf")
     return arr
 

@@ -173,10 +173,11 @@ def copy_rows_finite(x, rows, start):
     read that no value of x is NaN or +-Inf: returns 1 when none is, 0 when one is (the rows are
     written either way), and -1, writing nothing, when x is not a C-contiguous, aligned,
     native-byte-order float32 numpy array of shape (n, d) or its n rows do not fit from
-    ``start``. ``rows``: such an array of 2 dimensions, writeable (else TypeError), not sharing
-    memory with x (else ValueError); ``start``: an int (else TypeError), 0 <= start <= m (else
-    ValueError). The primitive of a loop of appends: read through numpy's C API, no Python
-    object made."""
+    ``start``. ``rows``: such an array of 2 dimensions, writeable (else TypeError), whose rows
+    ``start`` to ``start + n`` do not overlap x (else ValueError); ``start``: an int (else
+    TypeError), 0 <= start <= m (else ValueError). The copy runs with the GIL released; calls
+    on disjoint rows may run from several threads. Makes no Python object (numpy's C API), so a
+    loop of small appends costs little more than its copies."""
     cdef cnp.ndarray xa
     cdef cnp.ndarray ra
     cdef Py_ssize_t n, d, m, s0

@@ -70,7 +70,8 @@ def copy_rows_finite(x, rows, start):
     x is NaN or +-Inf, 0 when one is (written either way), -1 (nothing written) when x is not a
     C-contiguous, aligned, native-byte-order float32 numpy array of shape (n, d) or does not fit
     from ``start``. TypeError for ``rows`` that is not such a 2-D array, writeable, or a ``start``
-    that is not an int; ValueError for ``start`` outside [0, m] or rows sharing memory with x."""
+    that is not an int; ValueError for ``start`` outside [0, m] or rows ``start`` to ``start + n``
+    overlapping x."""
     if not (
         isinstance(rows, np.ndarray)
         and rows.dtype == np.float32
