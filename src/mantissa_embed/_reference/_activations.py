@@ -65,6 +65,17 @@ def all_finite(x, out=None):
     return bool(np.isfinite(x).all())
 
 
+def _plain_f32_rows(a):
+    """a is a C-contiguous, aligned, native-byte-order float32 numpy array of 2 dimensions."""
+    return (
+        isinstance(a, np.ndarray)
+        and a.dtype == np.float32  # False for a byte-swapped float32
+        and a.ndim == 2
+        and a.flags.c_contiguous
+        and a.flags.aligned
+    )
+
+
 def copy_rows_finite(x, rows, start):
     """Copy x (n, d) into rows ``start`` to ``start + n`` of ``rows`` (m, d): 1 when no value of
     x is NaN or +-Inf, 0 when one is (written either way), -1 (nothing written) when x is not a
@@ -72,14 +83,7 @@ def copy_rows_finite(x, rows, start):
     from ``start``. TypeError for ``rows`` that is not such a 2-D array, writeable, or a ``start``
     that is not an int; ValueError for ``start`` outside [0, m] or rows ``start`` to ``start + n``
     overlapping x."""
-    if not (
-        isinstance(rows, np.ndarray)
-        and rows.dtype == np.float32
-        and rows.ndim == 2
-        and rows.flags.c_contiguous
-        and rows.flags.aligned
-        and rows.flags.writeable
-    ):
+    if not (_plain_f32_rows(rows) and rows.flags.writeable):
         raise TypeError(
             "rows must be a C-contiguous, aligned, writeable float32 numpy.ndarray of 2 dimensions"
         )
@@ -87,14 +91,7 @@ def copy_rows_finite(x, rows, start):
     m, d = rows.shape
     if not 0 <= start <= m:
         raise ValueError(f"start must be in [0, {m}], got {start}")
-    if not (
-        isinstance(x, np.ndarray)
-        and x.dtype == np.float32
-        and x.ndim == 2
-        and x.flags.c_contiguous
-        and x.flags.aligned
-        and x.shape[1] == d
-    ):
+    if not (_plain_f32_rows(x) and x.shape[1] == d):
         return -1
     n = x.shape[0]
     if n > m - start:
