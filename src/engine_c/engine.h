@@ -153,6 +153,7 @@ void me_leaky_relu_backward(const float *dy, const float *y, float *dx, int64_t 
 void me_dropout_apply(const float *x, const float *mask, float *y, int64_t n);
 
 /* -------------------------------------------------------------- dense.c */
+/* (In, not I: complex.h, which numpy's headers include into the Cython modules, defines I) */
 /* x (N,In), w (O,In), b (O) or NULL -> y (N,O) = x @ w^T + b, then the activation act (ME_ACT_*,
  * slope: the leaky ReLU's negative slope) */
 void me_dense_forward(const float *x, const float *w, const float *b, float *y,
