@@ -61,6 +61,8 @@ def _int_vector(a, name, n=None):
     arr = np.asarray(a)
     if arr.ndim == 0:
         arr = arr.reshape(1)
+    if arr.dtype.kind == "f" and arr.shape == (0,):
+        arr = arr.astype(np.int64)  # an empty list is an empty integer vector
     if arr.dtype.kind not in "iu" or arr.ndim != 1:
         raise TypeError(f"{name} must be a 1-D integer array, got dtype {arr.dtype}, shape {arr.shape}")
     if n is not None and arr.shape[0] != n:

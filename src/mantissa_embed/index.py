@@ -125,7 +125,8 @@ class Index:
     ) -> Index:
         """Add ``embeddings`` (n, dim) (finite; converted to float32), with int64 ``ids`` (new,
         distinct; default: consecutive integers after the largest so far) and optional int64
-        ``labels`` (all additions with labels, or none). Returns ``self``."""
+        ``labels`` (all additions with labels, or none; an add of zero rows is checked the
+        same way and stores nothing). Returns ``self``."""
         if ids is None and labels is None:
             with self._lock:
                 if self._append_plain(embeddings):
@@ -153,6 +154,8 @@ class Index:
                     raise ValueError("labels given, but earlier additions had none")
             elif self._labels is not None:
                 raise ValueError("labels missing: earlier additions had labels")
+            if n == 0:  # checked as any add; stores nothing, so commits the index to no labels
+                return self
             if self.metric == "cosine":
                 x = l2_normalize_rows(x.astype(np.float64), eps=0.0)[0].astype(np.float32)
             codes, scales = _encode(x, self.dtype)
