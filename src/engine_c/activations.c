@@ -24,11 +24,14 @@ void me_relu_backward(const float *dy, const float *y, float *dx, int64_t n) {
 
 #define ME_FINITE_BLOCK 16384
 
-/* One block of m values of x (m <= ME_FINITE_BLOCK) -> 1 when none is NaN or +-Inf, else 0; copied
- * into y too unless y is NULL. v * 0 is (+-)0 exactly for a finite v and NaN otherwise, so the 16
- * lane sums stay zero until a non-finite value; branch-free, so the compiler vectorizes it (IEEE
- * semantics: v * 0 is not folded). */
-static inline int finite_block(const float *v, float *w, int64_t m) {
+/* Block bi of x (n) (ME_FINITE_BLOCK values, fewer in the last) -> 1 when none is NaN or +-Inf,
+ * else 0; copied into y (n) too unless y is NULL. v * 0 is (+-)0 exactly for a finite v and NaN
+ * otherwise, so the 16 lane sums stay zero until a non-finite value; branch-free, so the compiler
+ * vectorizes it (IEEE semantics: v * 0 is not folded). */
+static inline int finite_block(const float *x, float *y, int64_t n, int64_t bi) {
+    const float *v = x + bi * ME_FINITE_BLOCK;
+    float *w = y ? y + bi * ME_FINITE_BLOCK : NULL;
+    const int64_t m = n - bi * ME_FINITE_BLOCK < ME_FINITE_BLOCK ? n - bi * ME_FINITE_BLOCK : ME_FINITE_BLOCK;
     float acc[16] = {0};
     int64_t i = 0;
     if (w) {
@@ -60,17 +63,11 @@ static int all_finite_blocks(const float *x, float *y, int64_t n) {
     const int64_t nb = (n + ME_FINITE_BLOCK - 1) / ME_FINITE_BLOCK;
     int ok = 1;
     if (n < ME_ACT_PAR_MIN) {
-        for (int64_t bi = 0; bi < nb; bi++) {
-            const int64_t m = n - bi * ME_FINITE_BLOCK < ME_FINITE_BLOCK ? n - bi * ME_FINITE_BLOCK : ME_FINITE_BLOCK;
-            ok = finite_block(x + bi * ME_FINITE_BLOCK, y ? y + bi * ME_FINITE_BLOCK : NULL, m) && ok;
-        }
+        for (int64_t bi = 0; bi < nb; bi++) ok = finite_block(x, y, n, bi) && ok;
         return ok;
     }
 #pragma omp parallel for num_threads(me_get_num_threads()) schedule(static) reduction(&& : ok)
-    for (int64_t bi = 0; bi < nb; bi++) {
-        const int64_t m = n - bi * ME_FINITE_BLOCK < ME_FINITE_BLOCK ? n - bi * ME_FINITE_BLOCK : ME_FINITE_BLOCK;
-        ok = finite_block(x + bi * ME_FINITE_BLOCK, y ? y + bi * ME_FINITE_BLOCK : NULL, m) && ok;
-    }
+    for (int64_t bi = 0; bi < nb; bi++) ok = finite_block(x, y, n, bi) && ok;
     return ok;
 }
 

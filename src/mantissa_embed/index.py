@@ -183,7 +183,7 @@ class Index:
         fast = self._fast
         if fast is None or fast[2] is not self._codes or fast[3] is not self._ids:
             return False  # not plain, or the stored arrays were replaced since (remove, load)
-        rows, ib, codes, ids = fast
+        rows, ib, _, ids = fast
         n0 = ids.shape[0]
         done = copy_rows_finite(x, rows, n0)
         if done < 0:  # another dtype, layout or width, or no room: add's general path
